@@ -1,0 +1,38 @@
+# foliolab: `make compare` runs the full A/B comparison with defaults,
+# `make test` runs the tests. Both set up what they need on first use.
+#
+#   make compare ARGS="--workloads pageout --runs 5"
+#   make test PYTEST_ARGS="-m 'not qemu'"      # host tests only
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: compare test setup venv clean-venv
+
+compare: setup
+	$(PY) -m foliolab compare $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q tests/host $(PYTEST_ARGS)
+
+# Host packages (apt, as root) and the Python environment.
+setup: venv
+	$(PY) -m foliolab setup
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && \
+	  $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
+	  echo "installing python3-venv"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+clean-venv:
+	rm -rf $(VENV)

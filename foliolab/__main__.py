@@ -1,0 +1,5 @@
+import sys
+
+from foliolab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,215 @@
+"""Boot a kernel in QEMU and collect what the guest reports.
+
+The kernel console goes to ``console.log``; the job's output and records go
+to a separate virtio serial port (``results.txt``), so a kernel message can
+never be parsed as a result. ``panic=-1`` plus ``-no-reboot`` make a panic
+end QEMU at once, and a host-side timeout ends a hang. The console is then
+scanned for panics, oopses, WARNs, BUGs and "Bad page" reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab import image as image_mod
+from foliolab.arch import Arch
+from foliolab.errors import BootError
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+# Console lines that make a boot a failure, with the name we report.
+KERNEL_ISSUES = [
+    ("panic", re.compile(r"Kernel panic - not syncing")),
+    ("oops", re.compile(r"\bOops: |general protection fault|"
+                        r"BUG: unable to handle")),
+    ("bug", re.compile(r"\bBUG: |kernel BUG at ")),
+    ("warning", re.compile(r"\bWARNING: ")),
+    ("bad-page", re.compile(r"\bBad page (state|map)\b")),
+    ("stall", re.compile(r"rcu: INFO: .*stall|soft lockup|hung_task")),
+]
+
+
+@dataclass(frozen=True)
+class BootSpec:
+    """How to boot: machine shape and kernel arguments."""
+
+    arch: Arch
+    kernel: Path
+    accel: str = "tcg"             # "tcg" or "kvm"
+    vcpus: int = 2
+    memory_mb: int = 3072
+    numa_nodes: int = 1
+    timeout: float = 300.0
+    cmdline: tuple[str, ...] = ()
+
+
+def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
+              results: Path) -> list[str]:
+    """The QEMU command line for ``spec`` (pure: no I/O)."""
+    a = spec.arch
+    argv = [a.qemu_binary, *a.qemu_machine, "-nodefaults", "-nographic",
+            "-no-reboot", "-monitor", "none"]
+    if spec.accel == "kvm":
+        argv += ["-accel", "kvm", "-cpu", a.cpu_kvm]
+    else:
+        argv += ["-accel", "tcg,thread=multi", "-cpu", a.cpu_tcg]
+    argv += ["-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M"]
+    if spec.numa_nodes > 1:
+        n = spec.numa_nodes
+        if spec.vcpus < n or spec.memory_mb % n:
+            raise BootError(f"cannot split {spec.vcpus} vCPUs and "
+                            f"{spec.memory_mb} MiB into {n} NUMA nodes",
+                            hint="use at least one vCPU per node and a "
+                                 "memory size divisible by the node count")
+        per_cpu = spec.vcpus // n
+        for i in range(n):
+            first = i * per_cpu
+            last = spec.vcpus - 1 if i == n - 1 else first + per_cpu - 1
+            argv += ["-object", f"memory-backend-ram,id=m{i},"
+                                f"size={spec.memory_mb // n}M",
+                     "-numa", f"node,nodeid={i},memdev=m{i},"
+                              f"cpus={first}-{last}"]
+    argv += ["-chardev", f"file,id=con,path={console}",
+             "-serial", "chardev:con",
+             "-device", "virtio-serial-pci",
+             "-chardev", f"file,id=res,path={results}",
+             "-device", "virtserialport,chardev=res,name=foliolab.results"]
+    cmdline = [f"console={a.console}", "panic=-1", "oops=panic",
+               "rdinit=/init", *spec.cmdline]
+    argv += ["-kernel", str(spec.kernel), "-initrd", str(initrd),
+             "-append", " ".join(cmdline)]
+    return argv
+
+
+@dataclass
+class BootResult:
+    status: str                  # ok | panic | timeout | no-exit | qemu-error
+    exit_code: int | None        # the job's exit code, if it got that far
+    issues: list[str]            # kernel issues seen on the console
+    console: Path
+    results: Path
+    elapsed: float
+    records: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """Booted, ran the job to the end, and the kernel said nothing bad."""
+        return self.status == "ok" and not self.issues
+
+    def describe(self) -> str:
+        what = self.status
+        if self.issues:
+            what += " with " + ", ".join(self.issues)
+        return what
+
+
+def scan_console(text: str) -> list[str]:
+    """Names of the kernel issues in a console log, first line of each."""
+    found = []
+    for name, rx in KERNEL_ISSUES:
+        for line in text.splitlines():
+            if rx.search(line):
+                found.append(f"{name}: {line.strip()[:120]}")
+                break
+    return found
+
+
+def exit_code_of(records_text: str) -> int | None:
+    for line in reversed(records_text.splitlines()):
+        if line.startswith("@@ exit "):
+            try:
+                return int(line.split()[2])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
+         extra: list[Path] | None = None) -> BootResult:
+    """Boot once, run ``job`` in the guest, keep every log in ``rundir``."""
+    rundir.mkdir(parents=True, exist_ok=True)
+    console = rundir / "console.log"
+    results = rundir / "results.txt"
+    for f in (console, results):
+        f.unlink(missing_ok=True)
+    initrd = rundir / "initrd.cpio"
+    initrd.write_bytes(base_image.read_bytes() + image_mod.job_archive(job, extra))
+    argv = qemu_argv(spec, initrd, console, results)
+    (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
+    log.debug("$ %s", shlex.join(argv))
+    t0 = time.monotonic()
+    stderr_path = rundir / "qemu.stderr"
+    with open(stderr_path, "w") as err:
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                 stdout=err, stderr=err)
+        except FileNotFoundError as e:
+            raise BootError(f"{spec.arch.qemu_binary} not found",
+                            hint="run `make setup`") from e
+        try:
+            rc = p.wait(timeout=spec.timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+            timed_out = True
+    elapsed = time.monotonic() - t0
+    initrd.unlink(missing_ok=True)
+    console_text = console.read_text(errors="replace") if console.exists() else ""
+    results_text = results.read_text(errors="replace") if results.exists() else ""
+    issues = scan_console(console_text)
+    code = exit_code_of(results_text)
+    if timed_out:
+        status = "timeout"
+    elif any(i.startswith("panic") for i in issues):
+        status = "panic"
+    elif code is not None:
+        status = "ok"
+    elif rc != 0 and not console_text:
+        status = "qemu-error"
+        issues.append("qemu: " + (stderr_path.read_text().strip()
+                                  .splitlines() or ["?"])[-1][:160])
+    else:
+        status = "no-exit"
+    return BootResult(status, code, issues, console, results, elapsed,
+                      results_text.splitlines())
+
+
+def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
+    """True if a KVM boot of ``spec`` finishes within ``limit`` seconds.
+
+    Nested KVM can exist and still be unusably slow (minutes to decompress
+    the kernel), so /dev/kvm alone decides nothing. The answer is cached
+    per kernel image for a day.
+    """
+    if not Path("/dev/kvm").exists():
+        return False
+    stamp = cache_root() / "kvm-probe"
+    key = f"{spec.kernel.stat().st_mtime_ns}"
+    if stamp.exists() and time.time() - stamp.stat().st_mtime < 86400:
+        have_key, _, answer = stamp.read_text().partition(" ")
+        if have_key == key:
+            return answer.strip() == "yes"
+    from dataclasses import replace
+    probe = replace(spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1,
+                    memory_mb=512)
+    res = boot(probe, base_image, "true\n", cache_root() / "kvm-probe.d")
+    ok = res.clean and res.exit_code == 0
+    stamp.write_text(f"{key} {'yes' if ok else 'no'}\n")
+    log.info("KVM probe: %s in %.1f s -> using %s", res.describe(),
+             res.elapsed, "kvm" if ok else "tcg")
+    return ok
+
+
+def debug_cmdline(purpose: str) -> tuple[str, ...]:
+    """Kernel arguments a purpose needs: the debug kernel checks harder."""
+    if purpose == "debug":
+        return ("page_table_check=on", "panic_on_warn=1")
+    return ()

@@ -1,0 +1,133 @@
+"""Kernel builds: out of tree, one directory per (arch, purpose, variant).
+
+ccache with a shared base directory lets the vanilla and patched trees (two
+worktrees) hit each other's cache, so the second kernel costs only the
+files the series touches. Build timestamps and host names are fixed so the
+cache is not defeated by them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import kconfig, source
+from foliolab.arch import Arch
+from foliolab.errors import BuildError
+from foliolab.paths import cache_root
+from foliolab.source import Tree
+from foliolab.ui import Progress
+
+log = logging.getLogger("foliolab")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A built kernel: what it is and where its image is."""
+
+    variant: str
+    purpose: str
+    arch: str
+    build_dir: Path
+    image: Path
+    commit: str
+    config_sha: str
+    elapsed: float
+
+
+def build_dir(arch: Arch, purpose: str, variant: str) -> Path:
+    return cache_root() / "build" / f"{arch.name}-{purpose}-{variant}"
+
+
+def make_env() -> dict[str, str]:
+    cache = cache_root()
+    return {
+        "CCACHE_DIR": str(cache / "ccache"),
+        "CCACHE_BASEDIR": str(cache),
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_MAXSIZE": "10G",
+        "KBUILD_BUILD_TIMESTAMP": "2026-01-01",
+        "KBUILD_BUILD_USER": "foliolab",
+        "KBUILD_BUILD_HOST": "foliolab",
+    }
+
+
+def make_argv(tree: Path, out: Path, arch: Arch, *targets: str) -> list[str]:
+    cc = f"ccache {arch.cross_compile}gcc"
+    return ["make", "-C", str(tree), f"O={out}", f"ARCH={arch.linux_arch}",
+            f"CROSS_COMPILE={arch.cross_compile}", f"CC={cc}",
+            f"HOSTCC=ccache gcc", f"-j{os.cpu_count() or 2}", *targets]
+
+
+def _run_make(argv: list[str], log_path: Path, label: str,
+              total: int | None) -> int:
+    """Run make, tee to log_path, advance a progress bar per compiled file."""
+    progress = Progress(label, total)
+    count = 0
+    with open(log_path, "w") as logf:
+        logf.write("$ " + " ".join(argv) + "\n")
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, **make_env()))
+        assert p.stdout
+        for line in p.stdout:
+            logf.write(line)
+            if line.startswith(("  CC ", "  AS ", "  LD ", "  AR ")):
+                count += 1
+                progress.step()
+        rc = p.wait()
+    progress.finish("ok" if rc == 0 else f"FAILED (exit {rc})")
+    if rc != 0:
+        raise BuildError(f"{label} failed", log_path=log_path)
+    return count
+
+
+def configure(tree: Tree, arch: Arch, purpose: str) -> tuple[Path, str]:
+    """Write .config in the build dir if the fragment changed; return it."""
+    frag = kconfig.merge(purpose)
+    out = build_dir(arch, purpose, tree.variant)
+    out.mkdir(parents=True, exist_ok=True)
+    frag_path = out / "foliolab.fragment"
+    config = out / ".config"
+    if not (config.exists() and frag_path.exists()
+            and frag_path.read_text() == frag.text()):
+        frag_path.write_text(frag.text())
+        argv = make_argv(tree.path, out, arch,
+                         f"KCONFIG_ALLCONFIG={frag_path}", "allnoconfig")
+        logp = out / "config.log"
+        with open(logp, "w") as logf:
+            rc = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, **make_env())).returncode
+        if rc != 0:
+            frag_path.unlink()
+            raise BuildError(f"kernel config for {tree.variant}/{purpose} "
+                             "failed", log_path=logp)
+    kconfig.check(frag, config)
+    return config, hashlib.sha256(config.read_bytes()).hexdigest()[:12]
+
+
+def build_kernel(tree: Tree, arch: Arch, purpose: str) -> Kernel:
+    """Configure and build ``tree``; BuildError names the log on failure."""
+    source.checkout(tree)
+    config, config_sha = configure(tree, arch, purpose)
+    out = config.parent
+    # A fresh build compiles about as many files as the last fresh build
+    # of this purpose did; an incremental one has no useful total.
+    count_file = out.parent / f"{arch.name}-{purpose}.objects"
+    fresh = not (out / "vmlinux").exists()
+    total = (int(count_file.read_text())
+             if fresh and count_file.exists() else None)
+    t0 = time.monotonic()
+    count = _run_make(make_argv(tree.path, out, arch, arch.make_target),
+                      out / "build.log", f"build {tree.variant}/{purpose}",
+                      total)
+    if fresh:
+        count_file.write_text(str(count))
+    return Kernel(tree.variant, purpose, arch.name, out,
+                  out / arch.kernel_image, tree.commit, config_sha,
+                  time.monotonic() - t0)

@@ -1,0 +1,256 @@
+"""The foliolab command line. The only module that prints errors and exits.
+
+Subcommands follow the stages: setup, tree, export, build, run, compare,
+test, report. Every library error is a FoliolabError whose one-line message
+is printed as ``foliolab: error: ...``; its class picks the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+
+from foliolab import kconfig
+from foliolab.arch import ARCHES
+from foliolab.errors import FoliolabError, UsageError
+from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+
+log = logging.getLogger("foliolab")
+
+FAULTS = ("panic", "hang")
+
+
+def patches_arg(value: str) -> Path | None:
+    return None if value == "none" else Path(value)
+
+
+def positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return n
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but errors are our one-line UsageError."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}",
+                         hint=f"see `{self.prog} --help`")
+
+
+def _common(p: argparse.ArgumentParser, patches: bool = True) -> None:
+    p.add_argument("--arch", default="x86_64", choices=sorted(ARCHES),
+                   help="guest architecture (default x86_64)")
+    if patches:
+        p.add_argument("--patches", type=patches_arg, default=DEFAULT_PATCHES,
+                       metavar="DIR|none",
+                       help="series directory with a `series` file; `none` "
+                            "compares vanilla with vanilla (default "
+                            "patches/6.12)")
+
+
+def _machine(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("guest machine")
+    g.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"),
+                   help="auto: KVM only if a short probe boot is fast, else "
+                        "TCG (default auto)")
+    g.add_argument("--vcpus", type=positive_int, default=2)
+    g.add_argument("--numa-nodes", type=positive_int, default=1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole CLI (pure: no side effects)."""
+    p = Parser(prog="foliolab", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log every command that is run")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    sub.add_parser("setup", help="install the host packages foliolab needs")
+
+    s = sub.add_parser("tree", help="print the developer tree (base + series "
+                                    "on branch dev) to work in")
+    _common(s)
+
+    s = sub.add_parser("export", help="write the developer tree's commits "
+                                      "to the series directory")
+    s.add_argument("--patches", type=Path, default=DEFAULT_PATCHES,
+                   metavar="DIR")
+
+    s = sub.add_parser("build", help="build kernels")
+    _common(s)
+    s.add_argument("--variant", choices=("vanilla", "patched", "both"),
+                   default="both")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+
+    s = sub.add_parser("compare", help="full A/B comparison")
+    _common(s)
+    _machine(s)
+    s.add_argument("--workloads", metavar="NAME,...",
+                   help="comma-separated workloads (default: all)")
+    s.add_argument("--runs", type=positive_int, default=10,
+                   help="samples per variant and workload (default 10)")
+    s.add_argument("--samples-per-boot", type=positive_int, default=1,
+                   help="samples taken in one boot (default 1: a fresh "
+                        "boot per sample, see README)")
+    s.add_argument("--param", action="append", default=[],
+                   metavar="[WORKLOAD.]NAME=VALUE",
+                   help="override a workload parameter (repeatable)")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--out", type=Path,
+                   help="output directory (default results/<timestamp>)")
+    s.add_argument("--fault", choices=FAULTS,
+                   help="testing aid: make every patched-kernel sample "
+                        "panic or hang, to exercise foliolab's error paths")
+
+    s = sub.add_parser("run", help="boot a built kernel and run CMD in it")
+    _common(s)
+    _machine(s)
+    s.add_argument("--variant", choices=("vanilla", "patched"),
+                   default="patched")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--add", type=Path, action="append", default=[],
+                   metavar="FILE", help="static binary to put in the "
+                                        "guest's PATH (repeatable)")
+    s.add_argument("--memory", type=positive_int, default=3072,
+                   metavar="MIB")
+    s.add_argument("--timeout", type=positive_int, default=600,
+                   metavar="SECONDS")
+    s.add_argument("cmd", nargs=argparse.REMAINDER,
+                   help="-- CMD [ARGS...]")
+
+    s = sub.add_parser("report", help="rewrite the report of a results DIR")
+    s.add_argument("dir", type=Path)
+    return p
+
+
+def cmd_setup(args) -> int:
+    from foliolab import hostsetup
+    hostsetup.ensure_packages()
+    print("host packages: ok")
+    return 0
+
+
+def cmd_tree(args) -> int:
+    from foliolab import source
+    path = source.dev_tree(source.read_series(args.patches))
+    print(path)
+    print("# commit your changes on branch `dev` there, then run "
+          "`foliolab export`", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from foliolab import source
+    written = source.export_series(args.patches)
+    for p in written:
+        print(p)
+    print(f"# {len(written)} patch(es) written to {args.patches}",
+          file=sys.stderr)
+    return 0
+
+
+def _trees(args, variants):
+    from foliolab import source
+    out = []
+    for v in variants:
+        if v == "vanilla" or args.patches is None:
+            out.append(source.prepare_vanilla())
+        else:
+            out.append(source.prepare_patched(source.read_series(args.patches)))
+    return out
+
+
+def cmd_build(args) -> int:
+    from foliolab import build
+    from foliolab.arch import get_arch
+    variants = ["vanilla", "patched"] if args.variant == "both" else [args.variant]
+    for tree in _trees(args, variants):
+        k = build.build_kernel(tree, get_arch(args.arch), args.config)
+        print(f"{tree.variant}: {k.image} ({k.elapsed:.0f} s)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from foliolab import compare, workloads
+    wl = workloads.get_workloads(args.workloads)
+    params = workloads.parse_params(args.param, wl)
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "%Y%m%d-%H%M%S")
+    text = compare.compare(compare.CompareRequest(
+        workloads=wl, params=params, runs=args.runs, patches=args.patches,
+        arch=args.arch, out=out, config=args.config, accel=args.accel,
+        vcpus=args.vcpus, numa_nodes=args.numa_nodes,
+        samples_per_boot=args.samples_per_boot, fault=args.fault or ""))
+    print(text)
+    print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
+    return 0
+
+
+def cmd_run(args) -> int:
+    import shlex
+    import tempfile
+
+    from foliolab import boot, build, image
+    from foliolab.arch import get_arch
+    from foliolab.compare import choose_accel
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise UsageError("foliolab run: no command given",
+                         hint="usage: foliolab run [options] -- CMD [ARGS]")
+    arch = get_arch(args.arch)
+    (tree,) = _trees(args, [args.variant])
+    kernel = build.build_kernel(tree, arch, args.config)
+    img = image.build_image(arch)
+    spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
+                         memory_mb=args.memory, numa_nodes=args.numa_nodes,
+                         timeout=args.timeout,
+                         cmdline=boot.debug_cmdline(args.config))
+    spec = boot.BootSpec(**{**spec.__dict__,
+                            "accel": choose_accel(args.accel, spec, img.path)})
+    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
+    res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
+    for line in res.records:
+        if not line.startswith("@@ "):
+            print(line)
+    if not res.clean:
+        raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
+    return res.exit_code if res.exit_code is not None else 1
+
+
+def cmd_report(args) -> int:
+    from foliolab import report
+    if not (args.dir / "environment.json").exists():
+        raise UsageError(f"{args.dir} holds no foliolab results",
+                         hint="give the --out directory of a compare run")
+    print(report.write_report(args.dir))
+    return 0
+
+
+HANDLERS = {
+    "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
+    "build": cmd_build, "compare": cmd_compare, "run": cmd_run,
+    "report": cmd_report,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(format="%(message)s", level=logging.INFO,
+                        stream=sys.stderr)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.verbose:
+            log.setLevel(logging.DEBUG)
+        return HANDLERS[args.command](args)
+    except FoliolabError as e:
+        print(f"foliolab: error: {e.one_line()}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("foliolab: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,156 @@
+"""`foliolab compare`: every stage in order, for vanilla and patched.
+
+    source -> build -> image -> boot/run -> stats -> report
+
+Whatever fails, environment.json and the samples gathered so far are on
+disk and the report is written before the error is raised again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab import __version__, build, hostsetup, image, report, source
+from foliolab.arch import get_arch
+from foliolab.boot import BootSpec, debug_cmdline, probe_kvm
+from foliolab.errors import BenchmarkError, FoliolabError
+from foliolab.paths import PROJECT_ROOT
+from foliolab.run import RunRequest, run_workloads
+from foliolab.workloads import Workload
+
+log = logging.getLogger("foliolab")
+
+
+@dataclass
+class CompareRequest:
+    workloads: list[Workload]
+    params: dict[str, dict[str, str]]
+    runs: int
+    patches: Path | None          # None: A/A (vanilla vs vanilla)
+    arch: str
+    out: Path
+    config: str = "perf"
+    accel: str = "auto"
+    vcpus: int = 2
+    numa_nodes: int = 1
+    samples_per_boot: int = 1
+    fault: str = ""
+    environment: dict = field(default_factory=dict)
+
+
+def _qemu_version(binary: str) -> str:
+    try:
+        cp = subprocess.run([binary, "--version"], capture_output=True,
+                            text=True)
+        return cp.stdout.splitlines()[0] if cp.stdout else "?"
+    except OSError:
+        return "not installed"
+
+
+def _project_rev() -> str:
+    cp = subprocess.run(["git", "-C", str(PROJECT_ROOT), "describe",
+                         "--always", "--dirty"], capture_output=True, text=True)
+    return cp.stdout.strip() or "?"
+
+
+def choose_accel(want: str, spec: BootSpec, image_path: Path) -> str:
+    if want in ("tcg", "kvm"):
+        return want
+    return "kvm" if probe_kvm(spec, image_path) else "tcg"
+
+
+def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
+    arch = get_arch(req.arch)
+    series = source.read_series(req.patches)
+    trees = {"vanilla": source.prepare_vanilla()}
+    if req.patches is not None:
+        trees["patched"] = source.prepare_patched(series)
+    env["commits"] = {v: t.commit for v, t in trees.items()}
+    env["patches"] = [p.name for p in series.patches]
+    kernels = {}
+    for variant, tree in trees.items():
+        kernels[variant] = build.build_kernel(tree, arch, req.config)
+    if req.patches is None:
+        # A/A: the very same kernel image plays both parts.
+        kernels["patched"] = kernels["vanilla"]
+        env["commits"]["patched"] = env["commits"]["vanilla"]
+    env["config_sha"] = {v: k.config_sha for v, k in kernels.items()}
+    env["build_seconds"] = {v: round(k.elapsed, 1) for v, k in kernels.items()}
+    if len(set(env["config_sha"].values())) > 1:
+        log.warning("vanilla and patched .config differ (the series changes "
+                    "Kconfig?): %s", env["config_sha"])
+    return kernels
+
+
+def compare(req: CompareRequest) -> str:
+    """Run the whole comparison; return the text report."""
+    req.out.mkdir(parents=True, exist_ok=True)
+    (req.out / "samples.jsonl").unlink(missing_ok=True)
+    env = {
+        "foliolab": f"{__version__} ({_project_rev()})",
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": {"kernel": platform.release(), "cpus": os.cpu_count(),
+                 "machine": platform.machine()},
+        "arch": req.arch, "accel": req.accel, "vcpus": req.vcpus,
+        "numa_nodes": req.numa_nodes, "config": req.config,
+        "base_package": hostsetup.BASE_PACKAGE,
+        "base_version": hostsetup.BASE_VERSION,
+        "patches_label": ("none (vanilla vs vanilla)" if req.patches is None
+                          else str(req.patches)),
+        "runs": req.runs, "samples_per_boot": req.samples_per_boot,
+        "workloads": [w.name for w in req.workloads],
+        "params": {w.name: w.resolve(req.params.get(w.name, {}))
+                   for w in req.workloads},
+        "fault_injection": req.fault or None,
+        "errors": [], "failures": [],
+    }
+    env.update(req.environment)
+    env_path = req.out / "environment.json"
+
+    def save_env() -> None:
+        env_path.write_text(json.dumps(env, indent=1, default=str) + "\n")
+
+    save_env()
+    result = None
+    try:
+        arch = get_arch(req.arch)
+        kernels = prepare_kernels(req, env)
+        img = image.build_image(arch)
+        env["image"] = img.digest
+        spec = BootSpec(arch, kernels["vanilla"].image, vcpus=req.vcpus,
+                        numa_nodes=req.numa_nodes,
+                        cmdline=debug_cmdline(req.config))
+        env["accel"] = choose_accel(req.accel, spec, img.path)
+        env["qemu"] = _qemu_version(arch.qemu_binary)
+        spec = BootSpec(**{**spec.__dict__, "accel": env["accel"]})
+        save_env()
+        result = run_workloads(RunRequest(
+            req.workloads, req.params, req.runs, kernels, img.path, spec,
+            req.out, req.samples_per_boot, req.fault))
+        env["failures"] = result.failures
+    except FoliolabError as e:
+        env["errors"].append(e.one_line())
+        raise
+    except KeyboardInterrupt:
+        env["errors"].append("interrupted")
+        raise
+    finally:
+        env["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(
+            timespec="seconds")
+        save_env()
+        text = report.write_report(req.out)
+        if result is None:
+            print(text)
+    if result.failures:
+        print(text)
+        raise BenchmarkError(f"{len(result.failures)} boot(s) failed; results "
+                             f"so far are in {req.out}",
+                             log_path=req.out / "report.txt")
+    return text

@@ -1,0 +1,85 @@
+"""Typed errors. Library code raises these; only cli.py prints them.
+
+Every error renders as one line that names what went wrong and what to do,
+optionally followed by the path of a log that holds the details.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class FoliolabError(Exception):
+    """Base class; ``exit_code`` tells the shell which stage failed."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 log_path: Path | str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.log_path = Path(log_path) if log_path else None
+
+    def one_line(self) -> str:
+        parts = [self.message]
+        if self.log_path:
+            parts.append(f"log: {self.log_path}")
+        if self.hint:
+            parts.append(self.hint)
+        return "; ".join(parts)
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+
+class UsageError(FoliolabError):
+    """Bad command-line input (unknown workload, bad option value)."""
+
+    exit_code = 2
+
+
+class SetupError(FoliolabError):
+    """Host setup failed (apt package, missing tool)."""
+
+    exit_code = 3
+
+
+class SourceError(FoliolabError):
+    """Kernel tree preparation failed."""
+
+    exit_code = 4
+
+
+class PatchApplyError(SourceError):
+    """A patch of the series does not apply to the base."""
+
+
+class ConfigError(FoliolabError):
+    """Kernel configuration could not be produced as requested."""
+
+    exit_code = 5
+
+
+class BuildError(FoliolabError):
+    """Kernel or guest binaries failed to build."""
+
+    exit_code = 5
+
+
+class ImageError(FoliolabError):
+    """The initramfs could not be assembled."""
+
+    exit_code = 6
+
+
+class BootError(FoliolabError):
+    """QEMU could not be started, or the guest panicked or hung."""
+
+    exit_code = 7
+
+
+class BenchmarkError(FoliolabError):
+    """A comparison ran but some of its samples failed."""
+
+    exit_code = 8

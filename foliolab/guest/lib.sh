@@ -1,0 +1,86 @@
+# foliolab guest library: sourced by job.sh. Records go to stdout as
+# "@@ KIND ..." lines; everything else on stdout is the job's own output.
+
+TRACING=/sys/kernel/tracing
+THP=/sys/kernel/mm/transparent_hugepage
+
+fl_metric() { echo "@@ metric $1 $2"; }
+fl_invalid() { echo "@@ invalid $*"; }
+
+# fl_file NAME FILE...: ship files to the host under NAME.
+fl_file() {
+	_name=$1; shift
+	echo "@@ file $_name"
+	cat "$@"
+	echo "@@ end"
+}
+
+# fl_fault: the fault injection used to test foliolab's own error paths.
+fl_fault() {
+	case "$FL_FAULT" in
+	panic) echo c > /proc/sysrq-trigger ;;
+	hang) while :; do :; done ;;
+	esac
+}
+
+# fl_zram SIZE: a fresh zram swap device of SIZE (e.g. 1G).
+fl_zram() {
+	swapoff /dev/zram0 2>/dev/null
+	echo 1 > /sys/block/zram0/reset
+	echo lz4 > /sys/block/zram0/comp_algorithm
+	echo "$1" > /sys/block/zram0/disksize
+	mkswap /dev/zram0 > /dev/null
+	swapon /dev/zram0 || fl_invalid "swapon /dev/zram0 failed"
+	grep -q '^/dev/zram0' /proc/swaps || fl_invalid "no swap"
+}
+
+# fl_anon_folio KB: anonymous faults use folios of KB only (4 = base pages).
+fl_anon_folio() {
+	echo madvise > $THP/enabled
+	for d in $THP/hugepages-*kB; do
+		echo never > "$d/enabled" 2>/dev/null
+	done
+	[ "$1" = 4 ] && return
+	[ -d "$THP/hugepages-${1}kB" ] || {
+		fl_invalid "no ${1}kB mTHP size in this kernel"; return; }
+	echo always > "$THP/hugepages-${1}kB/enabled"
+}
+
+# fl_snap TAG [CGROUP]: ship the counters the host diffs around a sample.
+fl_snap() {
+	fl_file "vmstat.$1" /proc/vmstat
+	fl_file "interrupts.$1" /proc/interrupts
+	fl_file "meminfo.$1" /proc/meminfo
+	for f in $THP/hugepages-*kB/stats/*; do
+		_d=${f%/stats/*}
+		echo "${_d##*/}.${f##*/} $(cat "$f")"
+	done > /tmp/mthp
+	fl_file "mthp.$1" /tmp/mthp
+	if [ -n "$2" ]; then
+		fl_file "memcg_events.$1" "$2/memory.events"
+		fl_file "memcg_stat.$1" "$2/memory.stat"
+	fi
+}
+
+# fl_profile_start FUNC...: count calls with the ftrace function profiler.
+fl_profile_start() {
+	echo "$*" > $TRACING/set_ftrace_filter
+	echo 0 > $TRACING/function_profile_enabled
+	echo 1 > $TRACING/function_profile_enabled
+}
+
+fl_profile_stop() {
+	echo 0 > $TRACING/function_profile_enabled
+	fl_file ftrace_profile $TRACING/trace_stat/function*
+	echo > $TRACING/set_ftrace_filter
+}
+
+# fl_samples N: run fl_sample N times, each framed by "@@ sample I".
+fl_samples() {
+	_i=0
+	while [ $_i -lt "$1" ]; do
+		echo "@@ sample $_i"
+		fl_sample
+		_i=$((_i + 1))
+	done
+}

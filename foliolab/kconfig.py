@@ -1,0 +1,101 @@
+"""Kernel configs: one .config per purpose, from fragments in configs/.
+
+A purpose (``perf`` or ``debug``) is ``base.config`` plus ``<purpose>.config``,
+applied with ``make allnoconfig KCONFIG_ALLCONFIG=...``: everything not asked
+for is off, which keeps the build small. Vanilla and patched get the very
+same fragment. After kconfig has run we check that every requested option
+survived (like kunit's validate_config): a silently dropped option would
+make the workloads measure something else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab.errors import ConfigError, UsageError
+from foliolab.paths import CONFIGS_DIR
+
+PURPOSES = ("perf", "debug")
+_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
+_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+
+
+def parse(text: str, source: str = "<text>") -> dict[str, str]:
+    """Parse .config/fragment text into {CONFIG_X: value}; unset is 'n'."""
+    out: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _SET.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+            continue
+        m = _UNSET.match(line)
+        if m:
+            out[m.group(1)] = "n"
+            continue
+        if line.startswith("#"):
+            continue
+        raise ConfigError(f"{source}:{lineno}: not a Kconfig line: {line!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Fragment:
+    purpose: str
+    options: dict[str, str]
+    origin: dict[str, str]    # option -> fragment file that set it
+
+    def text(self) -> str:
+        lines = [f"# foliolab {self.purpose} config, merged from configs/"]
+        for k, v in self.options.items():
+            lines.append(f"# {k} is not set" if v == "n" else f"{k}={v}")
+        return "\n".join(lines) + "\n"
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text().encode()).hexdigest()[:12]
+
+
+def merge(purpose: str, configs_dir: Path = CONFIGS_DIR,
+          extra: list[Path] | None = None) -> Fragment:
+    """base.config + <purpose>.config (+ extra files), later files win."""
+    if purpose not in PURPOSES:
+        raise UsageError(f"unknown --config {purpose!r}",
+                         hint=f"choose one of: {', '.join(PURPOSES)}")
+    files = [configs_dir / "base.config", configs_dir / f"{purpose}.config"]
+    files += extra or []
+    options: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for f in files:
+        if not f.exists():
+            raise ConfigError(f"config fragment {f} is missing")
+        for k, v in parse(f.read_text(), str(f)).items():
+            options.pop(k, None)        # keep later files' order
+            options[k] = v
+            origin[k] = f.name
+    return Fragment(purpose, options, origin)
+
+
+def dropped(fragment: Fragment, config_text: str) -> list[str]:
+    """Requested options that the final .config does not have as asked."""
+    final = parse(config_text, ".config")
+    missing = []
+    for k, want in fragment.options.items():
+        have = final.get(k, "n")
+        if have != want:
+            missing.append(f"{k}={want} ({fragment.origin[k]}; got {have})")
+    return missing
+
+
+def check(fragment: Fragment, config_path: Path) -> None:
+    missing = dropped(fragment, config_path.read_text())
+    if missing:
+        raise ConfigError(
+            f"kconfig dropped {len(missing)} requested option(s), first: "
+            f"{missing[0]}", hint="add the missing dependency to configs/",
+            log_path=config_path)

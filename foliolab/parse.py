@@ -1,0 +1,219 @@
+"""Parsers for what the guest sends back: records, /proc files, ftrace
+profiles and KTAP. Pure functions on text; tested against captured output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GuestSample:
+    """Everything one sample sent: files, metrics and verdicts."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    invalid: list[str] = field(default_factory=list)
+    corrupt: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GuestOutput:
+    samples: list[GuestSample]
+    output: list[str]            # the job's own (non-record) lines
+    boot_s: float | None = None  # kernel uptime when init started the job
+    exit_code: int | None = None
+
+
+def parse_records(lines: list[str]) -> GuestOutput:
+    """Split the results port's lines into samples ("@@ sample N" frames).
+
+    Records before the first "@@ sample" belong to an implicit sample 0.
+    """
+    out = GuestOutput([], [])
+    cur: GuestSample | None = None
+    fname: str | None = None
+    fbuf: list[str] = []
+
+    def sample() -> GuestSample:
+        nonlocal cur
+        if cur is None:
+            cur = GuestSample()
+            out.samples.append(cur)
+        return cur
+
+    for line in lines:
+        if fname is not None:
+            if line == "@@ end":
+                sample().files[fname] = "\n".join(fbuf) + "\n"
+                fname, fbuf = None, []
+            else:
+                fbuf.append(line)
+            continue
+        if not line.startswith("@@ "):
+            out.output.append(line)
+            continue
+        kind, _, rest = line[3:].partition(" ")
+        if kind == "sample":
+            cur = GuestSample()
+            out.samples.append(cur)
+        elif kind == "file":
+            fname = rest.strip()
+        elif kind == "metric":
+            key, _, val = rest.partition(" ")
+            try:
+                sample().metrics[key] = float(val)
+            except ValueError:
+                sample().invalid.append(f"unparsable metric line: {line}")
+        elif kind == "invalid":
+            sample().invalid.append(rest)
+        elif kind == "corrupt":
+            sample().corrupt.append(rest)
+        elif kind == "boot":
+            try:
+                out.boot_s = float(rest)
+            except ValueError:
+                pass
+        elif kind == "exit":
+            try:
+                out.exit_code = int(rest)
+            except ValueError:
+                pass
+        else:
+            out.output.append(line)
+    if fname is not None:       # cut off mid-file (the guest died)
+        sample().files[fname] = "\n".join(fbuf) + "\n"
+        sample().invalid.append(f"file {fname} was cut off")
+    return out
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    """/proc/vmstat (or any "name value" file) into a dict."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = int(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def parse_interrupts(text: str) -> dict[str, int]:
+    """/proc/interrupts: each row's name ('TLB', 'CAL', '24') -> sum over CPUs."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    ncpu = len(lines[0].split())
+    out = {}
+    for line in lines[1:]:
+        name, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        total = 0
+        for field_ in rest.split()[:ncpu]:
+            if not field_.isdigit():
+                break
+            total += int(field_)
+        out[name.strip()] = total
+    return out
+
+
+def parse_memcg(text: str) -> dict[str, int]:
+    """memory.events / memory.stat: "key value" lines."""
+    return parse_vmstat(text)
+
+
+def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+_PROFILE_ROW = re.compile(r"^\s*(\S+)\s+(\d+)\s+([\d.]+)\s+us\b")
+
+
+def parse_function_profile(text: str) -> dict[str, dict[str, float]]:
+    """ftrace trace_stat/function* (all CPUs concatenated) summed per function.
+
+    Returns {function: {"hits": n, "time_us": total}}.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        m = _PROFILE_ROW.match(line)
+        if not m:
+            continue
+        row = out.setdefault(m.group(1), {"hits": 0, "time_us": 0.0})
+        row["hits"] += int(m.group(2))
+        row["time_us"] += float(m.group(3))
+    return out
+
+
+# --- KTAP / TAP -----------------------------------------------------------
+
+_RESULT = re.compile(r"^(ok|not ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$")
+
+
+@dataclass
+class TapResult:
+    number: int
+    name: str
+    status: str        # pass | fail | skip | xfail | error
+
+
+@dataclass
+class TapReport:
+    results: list[TapResult] = field(default_factory=list)
+    planned: int | None = None
+    bailed_out: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0, "error": 0}
+        for r in self.results:
+            c[r.status] += 1
+        return c
+
+    @property
+    def ok(self) -> bool:
+        """Every result passed or skipped, the plan was met, no bail out."""
+        c = self.counts
+        return (not self.bailed_out and not self.errors
+                and c["fail"] == 0 and c["error"] == 0
+                and (self.planned is None or len(self.results) == self.planned))
+
+
+def parse_ktap(lines: list[str]) -> TapReport:
+    """Top-level KTAP/TAP results (indented subtests and "# " lines ignored)."""
+    rep = TapReport()
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith((" ", "\t", "#")):
+            continue
+        if line.startswith("Bail out!"):
+            rep.bailed_out = line[len("Bail out!"):].strip() or "bail out"
+            continue
+        m = re.match(r"^1\.\.(\d+)", line)
+        if m:
+            rep.planned = int(m.group(1))
+            continue
+        m = _RESULT.match(line)
+        if not m:
+            continue
+        ok, num, name, directive = m.groups()
+        d = (directive or "").upper()
+        if d.startswith("SKIP"):
+            status = "skip"
+        elif d.startswith("XFAIL"):
+            status = "xfail"
+        elif d.startswith("ERROR") or (ok == "not ok" and d.startswith("ERROR")):
+            status = "error"
+        else:
+            status = "pass" if ok == "ok" else "fail"
+        rep.results.append(TapResult(int(num), name.strip() or (directive or ""),
+                                     status))
+    if rep.planned is not None and len(rep.results) != rep.planned:
+        rep.errors.append(f"planned {rep.planned} tests, saw "
+                          f"{len(rep.results)}")
+    return rep

@@ -1,0 +1,262 @@
+"""Kernel source: the pinned Debian base as a git repository, plus the series.
+
+Layout under the cache directory::
+
+    linux/                 git repo; tag foliolab-base = Debian's
+                           linux-source-6.12, branch `patched` = base +
+                           series. Its checkout is what gets built and is
+                           owned by foliolab (switched per variant).
+    worktrees/dev/         branch `dev` for developers (`foliolab tree`)
+
+The base commit is made with a fixed identity and date so that it has the
+same hash on every machine, and its message records the Debian version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import hostsetup, proc
+from foliolab.errors import PatchApplyError, SourceError, UsageError
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+BASE_TAG = "foliolab-base"
+DEV_BRANCH = "dev"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "foliolab", "GIT_AUTHOR_EMAIL": "foliolab@example.org",
+    "GIT_COMMITTER_NAME": "foliolab",
+    "GIT_COMMITTER_EMAIL": "foliolab@example.org",
+}
+FIXED_DATE = "2026-01-01T00:00:00+00:00"
+# Scratch-repo overrides: no signing prompts, no hooks, no auto-gc while
+# builds read the tree.
+GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "gc.auto=0",
+            "-c", "core.hooksPath=/dev/null"]
+
+
+def git(tree: Path, *args: str, check: bool = True, log_path: Path | None = None,
+        env: dict | None = None):
+    full_env = dict(IDENTITY)
+    full_env.update(env or {})
+    return proc.run(["git", *GIT_OPTS, "-C", str(tree), *args], env=full_env,
+                    check=check, log_path=log_path, error=SourceError,
+                    what=f"git {args[0]}")
+
+
+@dataclass(frozen=True)
+class Series:
+    """An ordered patch series read from a directory with a `series` file."""
+
+    directory: Path
+    patches: tuple[Path, ...]
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for p in self.patches:
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+        return h.hexdigest()[:16]
+
+
+def read_series(directory: Path | None) -> Series:
+    """Read ``directory/series``; ``None`` means the empty series (A/A)."""
+    if directory is None:
+        return Series(Path("/dev/null"), ())
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UsageError(f"patch directory {directory} does not exist",
+                         hint="give --patches DIR (with a `series` file) "
+                              "or --patches none")
+    series_file = directory / "series"
+    if not series_file.exists():
+        raise UsageError(f"{series_file} is missing",
+                         hint="list the patches in order, one per line")
+    patches = []
+    for line in series_file.read_text().splitlines():
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        p = directory / name
+        if not p.is_file():
+            raise UsageError(f"{series_file} names {name}, which does not "
+                             f"exist in {directory}")
+        patches.append(p)
+    return Series(directory, tuple(patches))
+
+
+def base_repo() -> Path:
+    return cache_root() / "linux"
+
+
+def _base_version_recorded(repo: Path) -> str | None:
+    cp = git(repo, "log", "-1", "--format=%B", BASE_TAG, check=False)
+    if cp.returncode != 0:
+        return None
+    for line in cp.stdout.splitlines():
+        if line.startswith("Debian-Version: "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def prepare_base() -> Path:
+    """Make sure the cache holds the pinned base as a git repo; return it."""
+    repo = base_repo()
+    want = hostsetup.BASE_VERSION
+    if (repo / ".git").exists():
+        have = _base_version_recorded(repo)
+        if have == want:
+            return repo
+        log.info("Cached kernel base is %s, pin is %s: recreating", have, want)
+        shutil.rmtree(cache_root() / "worktrees", ignore_errors=True)
+        shutil.rmtree(repo)
+    have = hostsetup.installed_version(hostsetup.BASE_PACKAGE)
+    if have != want:
+        raise SourceError(f"{hostsetup.BASE_PACKAGE} {want} is not installed "
+                          f"(found {have or 'none'})",
+                          hint="run `make setup`")
+    tarball = Path("/usr/src/linux-source-6.12.tar.xz")
+    log.info("Unpacking %s %s into %s", hostsetup.BASE_PACKAGE, want, repo)
+    tmp = repo.with_name("linux.unpack")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with tarfile.open(tarball) as tf:
+        tf.extractall(tmp, filter="tar")
+    (top,) = list(tmp.iterdir())
+    top.rename(repo)
+    tmp.rmdir()
+    date = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
+    git(repo, "init", "-q", "-b", "base")
+    git(repo, "add", "-A", "-f")
+    git(repo, "commit", "-q", "-m",
+        f"Linux {want} (Debian {hostsetup.BASE_PACKAGE})\n\n"
+        f"Unpacked from /usr/src/linux-source-6.12.tar.xz.\n\n"
+        f"Debian-Version: {want}\n", env=date)
+    git(repo, "tag", BASE_TAG)
+    return repo
+
+
+def base_commit(repo: Path) -> str:
+    return git(repo, "rev-parse", BASE_TAG + "^{commit}").stdout.strip()
+
+
+def apply_series(tree: Path, series: Series, base_version: str) -> None:
+    """``git am`` each patch onto the tree's HEAD, naming the one that fails."""
+    for patch in series.patches:
+        logp = cache_root() / "logs" / f"am-{patch.name}.log"
+        cp = git(tree, "am", "-q", "--no-3way", str(patch), check=False,
+                 log_path=logp)
+        if cp.returncode != 0:
+            git(tree, "am", "--abort", check=False)
+            raise PatchApplyError(
+                f"patch {patch.name} does not apply to "
+                f"{hostsetup.BASE_PACKAGE} {base_version}", log_path=logp)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A commit to build, and the checkout it will be built from."""
+
+    variant: str        # "vanilla" or "patched"
+    path: Path
+    commit: str
+    series_digest: str  # "" for vanilla
+
+
+def prepare_vanilla() -> Tree:
+    repo = prepare_base()
+    return Tree("vanilla", repo, base_commit(repo), "")
+
+
+def prepare_patched(series: Series) -> Tree:
+    """Commit base + series on branch `patched`, re-applied only on change.
+
+    The series is applied in a scratch worktree (b4 style), so a patch that
+    does not apply never leaves the build tree half-patched.
+    """
+    repo = prepare_base()
+    stamp = cache_root() / "patched.series"
+    if stamp.exists():
+        digest, _, commit = stamp.read_text().strip().partition(" ")
+        ok = git(repo, "cat-file", "-e", f"{commit}^{{commit}}",
+                 check=False).returncode == 0
+        if digest == series.digest and ok:
+            return Tree("patched", repo, commit, series.digest)
+    scratch = cache_root() / "worktrees" / "apply"
+    if (scratch / ".git").exists():
+        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
+    git(repo, "worktree", "prune")
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    git(repo, "worktree", "add", "-q", "--detach", str(scratch), BASE_TAG)
+    try:
+        apply_series(scratch, series, hostsetup.BASE_VERSION)
+        commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
+    finally:
+        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
+    git(repo, "branch", "-f", "patched", commit)
+    stamp.write_text(f"{series.digest} {commit}\n")
+    return Tree("patched", repo, commit, series.digest)
+
+
+def checkout(tree: Tree) -> None:
+    """Point the build checkout at ``tree.commit``.
+
+    Both variants are built from this one path, so ccache sees identical
+    paths and flags and the second build reuses the first one's objects;
+    make's mtime check rebuilds exactly the files the checkout changed.
+    """
+    head = git(tree.path, "rev-parse", "HEAD").stdout.strip()
+    dirty = git(tree.path, "status", "--porcelain", "-uno").stdout.strip()
+    if head != tree.commit or dirty:
+        git(tree.path, "checkout", "-q", "-f", "--detach", tree.commit)
+
+
+def dev_tree(series: Series) -> Path:
+    """The developer's worktree on branch `dev`: base + series, then theirs."""
+    repo = prepare_base()
+    wt = cache_root() / "worktrees" / "dev"
+    if (wt / ".git").exists():
+        return wt
+    git(repo, "worktree", "prune")
+    exists = git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{DEV_BRANCH}",
+                 check=False).returncode == 0
+    if exists:
+        git(repo, "worktree", "add", "-q", str(wt), DEV_BRANCH)
+    else:
+        git(repo, "worktree", "add", "-q", "-b", DEV_BRANCH, str(wt), BASE_TAG)
+        apply_series(wt, series, hostsetup.BASE_VERSION)
+    return wt
+
+
+def export_series(directory: Path) -> list[Path]:
+    """Write dev's commits since the base to ``directory`` with format-patch."""
+    repo = prepare_base()
+    wt = cache_root() / "worktrees" / "dev"
+    if not (wt / ".git").exists():
+        raise UsageError("there is no developer tree to export",
+                         hint="run `foliolab tree` first")
+    dirty = git(wt, "status", "--porcelain", "-uno").stdout.strip()
+    if dirty:
+        raise UsageError(f"{wt} has uncommitted changes",
+                         hint="commit them (git -C ... commit) and re-run")
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / ".export"
+    shutil.rmtree(tmp, ignore_errors=True)
+    git(wt, "format-patch", "-q", "--no-signature", "--zero-commit",
+        f"--base={BASE_TAG}", "-o", str(tmp), f"{BASE_TAG}..HEAD")
+    for old in directory.glob("*.patch"):
+        old.unlink()
+    written = []
+    for p in sorted(tmp.glob("*.patch")):
+        dst = directory / p.name
+        p.rename(dst)
+        written.append(dst)
+    tmp.rmdir()
+    (directory / "series").write_text("".join(p.name + "\n" for p in written))
+    return written

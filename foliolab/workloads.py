@@ -1,0 +1,223 @@
+"""The workloads foliolab runs, as data: parameters, metrics, guest script,
+and how to turn a guest sample into metric values and validity verdicts.
+
+Metric keys are part of the results format (SPEC §7): add, don't rename.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from foliolab import parse
+from foliolab.errors import UsageError
+from foliolab.parse import GuestSample
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    unit: str
+    better: str          # "lower" | "higher"
+    label: str
+    primary: bool = True  # primary metrics lead the report
+
+    @property
+    def is_rate(self) -> bool:
+        """Rates are averaged harmonically, everything else arithmetically."""
+        return self.unit.endswith("/s")
+
+
+@dataclass(frozen=True)
+class Param:
+    default: str
+    help: str
+
+
+@dataclass
+class Derived:
+    values: dict[str, float] = field(default_factory=dict)
+    invalid: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    script: str                          # guest/workloads/<script>.sh
+    params: dict[str, Param]
+    metrics: tuple[Metric, ...]
+    derive: Callable[[GuestSample, dict[str, str]], Derived]
+    memory_mb: int = 3072
+    numa_nodes: int = 1
+    timeout: float = 300.0
+    not_measurable: str = ""             # stated in the report
+
+    def metric(self, key: str) -> Metric:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        raise KeyError(key)
+
+    def resolve(self, overrides: dict[str, str]) -> dict[str, str]:
+        """Defaults overlaid with ``overrides``; unknown names are errors."""
+        out = {k: p.default for k, p in self.params.items()}
+        for k, v in overrides.items():
+            if k not in self.params:
+                raise UsageError(
+                    f"workload {self.name} has no parameter {k!r}",
+                    hint=f"known: {', '.join(self.params)}")
+            if not v.replace(".", "", 1).replace("-", "", 1).isalnum():
+                raise UsageError(f"bad value {v!r} for {self.name}.{k}")
+            out[k] = v
+        return out
+
+    def job(self, params: dict[str, str], samples: int, fault: str = "") -> str:
+        lines = [f"export FL_{k.upper()}={v}" for k, v in params.items()]
+        lines += [f"export FL_FAULT={fault}", ". /foliolab/lib.sh",
+                  f". /foliolab/workloads/{self.script}.sh",
+                  f"fl_samples {samples}"]
+        return "\n".join(lines) + "\n"
+
+
+def counter_deltas(s: GuestSample, prefix: str,
+                   parser=parse.parse_vmstat) -> dict[str, int]:
+    """after - before for the file pair ``prefix.before``/``prefix.after``."""
+    b, a = s.files.get(f"{prefix}.before"), s.files.get(f"{prefix}.after")
+    if b is None or a is None:
+        return {}
+    return parse.delta(parser(b), parser(a))
+
+
+def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
+    """Checks every workload shares; returns the vmstat delta."""
+    d.invalid += s.invalid
+    d.invalid += [f"data corruption: {c}" for c in s.corrupt]
+    vm = counter_deltas(s, "vmstat")
+    if not vm:
+        d.invalid.append("counters missing (sample did not finish)")
+        return vm
+    if vm.get("oom_kill", 0):
+        d.invalid.append(f"{vm['oom_kill']} OOM kill(s)")
+    if need_swap:
+        mem = parse.parse_vmstat(s.files.get("meminfo.before", "")
+                                 .replace(":", "").replace(" kB", ""))
+        if not mem.get("SwapTotal"):
+            d.invalid.append("no swap")
+    return vm
+
+
+def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    vm = common_checks(s, d, need_swap=True)
+    for key in ("pageout_ms", "swapped_pct", "verify_errors"):
+        if key in s.metrics:
+            d.values[key] = s.metrics[key]
+    if "pageout_ms" not in d.values:
+        d.invalid.append("no pageout_ms reported")
+    if s.metrics.get("verify_errors"):
+        d.invalid.append(f"{s.metrics['verify_errors']:.0f} pages read back "
+                         "wrong")
+    if d.values.get("swapped_pct", 100) < 90:
+        d.invalid.append(f"only {d.values['swapped_pct']:.0f}% swapped out")
+    if vm:
+        d.values["pswpout"] = vm.get("pswpout", 0)
+    mthp = counter_deltas(s, "mthp")
+    folio_kb = int(params["folio_kb"])
+    size_kb = int(params["size_mb"]) * 1024
+    large = {k: v for k, v in mthp.items() if k.endswith(".anon_fault_alloc")}
+    if folio_kb > 4:
+        key = f"hugepages-{folio_kb}kB"
+        want = size_kb // folio_kb
+        got = mthp.get(f"{key}.anon_fault_alloc", 0)
+        if got < 0.9 * want:
+            d.invalid.append(f"mTHP not in effect: {got} of {want} "
+                             f"{folio_kb}K folios allocated")
+        d.values["mthp_swpout"] = mthp.get(f"{key}.swpout", 0)
+        d.values["mthp_swpout_fallback"] = mthp.get(
+            f"{key}.swpout_fallback", 0)
+        d.values["mthp_split_deferred"] = mthp.get(f"{key}.split_deferred", 0)
+    elif mthp and sum(large.values()):
+        d.invalid.append(f"large folios allocated in a 4K run: {large}")
+    prof = parse.parse_function_profile(s.files.get("ftrace_profile", ""))
+    if "ftrace_profile" in s.files:
+        hits = prof.get("try_to_unmap_one", {}).get("hits", 0)
+        d.values["try_to_unmap_one_calls"] = hits
+        folios = size_kb // max(folio_kb, 4)
+        d.values["try_to_unmap_one_per_folio"] = hits / folios
+    return d
+
+
+_PAGEOUT_PARAMS = {
+    "size_mb": Param("256", "anonymous memory paged out, MiB"),
+    "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
+    "profile": Param("1", "1: count try_to_unmap_one calls in an untimed pass"),
+}
+_PAGEOUT_METRICS = (
+    Metric("pageout_ms", "ms", "lower", "MADV_PAGEOUT time"),
+    Metric("try_to_unmap_one_calls", "calls", "lower",
+           "try_to_unmap_one calls", primary=False),
+    Metric("try_to_unmap_one_per_folio", "calls", "lower",
+           "try_to_unmap_one calls per folio", primary=False),
+    Metric("pswpout", "pages", "lower", "pswpout", primary=False),
+    Metric("mthp_swpout", "folios", "higher", "mTHP swpout", primary=False),
+    Metric("mthp_swpout_fallback", "folios", "lower", "mTHP swpout_fallback",
+           primary=False),
+    Metric("mthp_split_deferred", "folios", "lower", "mTHP split_deferred",
+           primary=False),
+    Metric("swapped_pct", "%", "higher", "pages swapped out", primary=False),
+)
+
+WORKLOADS: dict[str, Workload] = {
+    "pageout": Workload(
+        name="pageout", title="W0 pageout: MADV_PAGEOUT of 64K anon folios",
+        script="pageout", params=_PAGEOUT_PARAMS, metrics=_PAGEOUT_METRICS,
+        derive=derive_pageout, timeout=240),
+    "pageout-4k": Workload(
+        name="pageout-4k", title="W0 pageout-4k: MADV_PAGEOUT of 4K pages",
+        script="pageout",
+        params={**_PAGEOUT_PARAMS,
+                "folio_kb": Param("4", "anonymous folio size in KiB")},
+        metrics=tuple(m for m in _PAGEOUT_METRICS
+                      if not m.key.startswith("mthp_")),
+        derive=derive_pageout, timeout=240),
+}
+
+
+def get_workloads(names: str | None) -> list[Workload]:
+    """Parse ``--workloads a,b``; None means all."""
+    if not names:
+        return list(WORKLOADS.values())
+    out = []
+    for name in names.split(","):
+        name = name.strip()
+        if name not in WORKLOADS:
+            raise UsageError(f"unknown workload {name!r}",
+                             hint=f"choose from: {', '.join(WORKLOADS)}")
+        out.append(WORKLOADS[name])
+    return out
+
+
+def parse_params(items: list[str], workloads: list[Workload]
+                 ) -> dict[str, dict[str, str]]:
+    """``--param WORKLOAD.NAME=VALUE`` (or ``NAME=VALUE`` for all that have it)."""
+    out: dict[str, dict[str, str]] = {w.name: {} for w in workloads}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {item!r} is not NAME=VALUE")
+        wname, dot, pname = key.rpartition(".")
+        targets = [w for w in workloads if not dot or w.name == wname]
+        if dot and not targets:
+            raise UsageError(f"--param {item!r}: workload {wname!r} is not "
+                             "being run")
+        if not dot:
+            targets = [w for w in targets if pname in w.params]
+            if not targets:
+                raise UsageError(f"--param {item!r}: no selected workload has "
+                                 f"a parameter {pname!r}")
+        for w in targets:
+            out[w.name][pname] = value
+    for w in workloads:
+        w.resolve(out[w.name])     # validate now, before any build
+    return out

@@ -1,0 +1,123 @@
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from foliolab import boot
+from foliolab.arch import ARCHES, get_arch
+from foliolab.errors import BootError, UsageError
+
+X86 = ARCHES["x86_64"]
+
+
+def spec(**kw):
+    return boot.BootSpec(X86, Path("/k/bzImage"), **kw)
+
+
+def test_qemu_argv_tcg_default():
+    argv = boot.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
+    assert argv[0] == "qemu-system-x86_64"
+    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
+    assert "-no-reboot" in argv
+    append = argv[argv.index("-append") + 1]
+    assert "panic=-1" in append and "console=ttyS0" in append
+    assert "virtserialport,chardev=res,name=foliolab.results" in argv
+    assert "-numa" not in argv
+
+
+def test_qemu_argv_kvm_and_numa():
+    argv = boot.qemu_argv(spec(accel="kvm", vcpus=4, memory_mb=4096,
+                               numa_nodes=2), Path("i"), Path("c"), Path("r"))
+    assert argv[argv.index("-cpu") + 1] == "host,-arch-capabilities"
+    nodes = [argv[i + 1] for i, a in enumerate(argv) if a == "-numa"]
+    assert nodes == ["node,nodeid=0,memdev=m0,cpus=0-1",
+                     "node,nodeid=1,memdev=m1,cpus=2-3"]
+    assert "memory-backend-ram,id=m1,size=2048M" in argv
+
+
+def test_qemu_argv_bad_numa():
+    with pytest.raises(BootError, match="NUMA"):
+        boot.qemu_argv(spec(vcpus=1, numa_nodes=2), Path("i"), Path("c"),
+                       Path("r"))
+
+
+def test_unknown_arch():
+    with pytest.raises(UsageError, match="unknown --arch 'sparc'"):
+        get_arch("sparc")
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("[    3.1] Kernel panic - not syncing: sysrq triggered crash", "panic"),
+    ("[    2.0] WARNING: CPU: 1 PID: 1 at mm/rmap.c:100 foo+0x1/0x2", "warning"),
+    ("[    2.0] BUG: Bad page state in process x  pfn:1234", "bug"),
+    ("[    2.0] BUG: Bad page map in process x", "bad-page"),
+    ("[    2.0] kernel BUG at mm/swapfile.c:1234!", "bug"),
+    ("[    2.0] Oops: 0000 [#1] PREEMPT SMP", "oops"),
+    ("[   30.0] rcu: INFO: rcu_sched self-detected stall on CPU", "stall"),
+])
+def test_scan_console_finds_issues(line, kind):
+    issues = boot.scan_console("[ 0.0] Linux version 6.12\n" + line + "\n")
+    assert any(i.startswith(kind + ":") for i in issues), issues
+
+
+def test_scan_console_clean_boot(data):
+    assert boot.scan_console((data / "console-ok.log").read_text()) == []
+
+
+def fake_qemu(tmp_path, body: str):
+    """An Arch whose QEMU is a shell script: exercises boot() without QEMU."""
+    script = tmp_path / "fake-qemu"
+    script.write_text("#!/bin/sh\n"
+                      "for a; do case $prev in -chardev) eval \"$(echo $a | "
+                      "sed -n 's/^file,id=\\(con\\|res\\),path=\\(.*\\)/"
+                      "\\1=\\2/p')\";; esac; prev=$a; done\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return replace(X86, qemu_binary=str(script))
+
+
+def run_fake(tmp_path, body, timeout=10):
+    arch = fake_qemu(tmp_path, body)
+    img = tmp_path / "base.cpio"
+    img.write_bytes(b"")
+    s = boot.BootSpec(arch, tmp_path / "k", timeout=timeout)
+    return boot.boot(s, img, "true\n", tmp_path / "run")
+
+
+def test_boot_ok(tmp_path):
+    res = run_fake(tmp_path, 'echo "[ 1.0] Linux" > $con\n'
+                             'printf "@@ boot 1.0\\nhi\\n@@ exit 3\\n" > $res\n')
+    assert res.status == "ok" and res.exit_code == 3 and res.clean
+    assert res.records == ["@@ boot 1.0", "hi", "@@ exit 3"]
+    assert not (tmp_path / "run" / "initrd.cpio").exists()
+    assert (tmp_path / "run" / "qemu.cmd").exists()
+
+
+def test_boot_panic_keeps_console(tmp_path):
+    res = run_fake(tmp_path, 'echo "Kernel panic - not syncing: x" > $con\n')
+    assert res.status == "panic" and not res.clean
+    assert "Kernel panic" in res.console.read_text()
+
+
+def test_boot_warning_is_not_clean(tmp_path):
+    res = run_fake(tmp_path, 'echo "WARNING: CPU: 0 at mm/x.c:1" > $con\n'
+                             'echo "@@ exit 0" > $res\n')
+    assert res.status == "ok" and not res.clean
+    assert res.issues[0].startswith("warning:")
+
+
+def test_boot_hang_times_out(tmp_path):
+    res = run_fake(tmp_path, 'echo booting > $con\nsleep 30\n', timeout=1)
+    assert res.status == "timeout" and not res.clean
+    assert res.elapsed < 10
+
+
+def test_boot_no_exit_record(tmp_path):
+    res = run_fake(tmp_path, 'echo "[ 1.0] Linux" > $con\n')
+    assert res.status == "no-exit"
+
+
+def test_debug_cmdline():
+    assert "panic_on_warn=1" in boot.debug_cmdline("debug")
+    assert boot.debug_cmdline("perf") == ()

@@ -1,0 +1,121 @@
+from foliolab import parse
+
+INTERRUPTS = """\
+           CPU0       CPU1
+  0:         46          0   IO-APIC   2-edge      timer
+NMI:          0          0   Non-maskable interrupts
+CAL:       1200        345   Function call interrupts
+TLB:        100         23   TLB shootdowns
+ERR:          0
+MIS:          0
+"""
+
+
+def test_interrupts_sums_cpus_and_keeps_names():
+    irq = parse.parse_interrupts(INTERRUPTS)
+    assert irq["CAL"] == 1545
+    assert irq["TLB"] == 123
+    assert irq["0"] == 46
+    assert irq["ERR"] == 0
+
+
+def test_interrupts_delta():
+    after = INTERRUPTS.replace("100         23", "150         73")
+    d = parse.delta(parse.parse_interrupts(INTERRUPTS),
+                    parse.parse_interrupts(after))
+    assert d["TLB"] == 100 and d["CAL"] == 0
+
+
+def test_vmstat():
+    vm = parse.parse_vmstat("nr_free_pages 1234\npswpout 65536\nbogus\n")
+    assert vm == {"nr_free_pages": 1234, "pswpout": 65536}
+
+
+def test_records_from_a_real_guest(data):
+    lines = (data / "pageout-results.txt").read_text().splitlines()
+    g = parse.parse_records(lines)
+    assert g.exit_code == 0
+    assert g.boot_s is not None
+    assert len(g.samples) == 2
+    s = g.samples[0]
+    assert {"vmstat.before", "vmstat.after", "interrupts.before",
+            "mthp.after", "ftrace_profile"} <= set(s.files)
+    assert s.metrics["verify_errors"] == 0
+    assert s.metrics["pageout_ms"] > 0
+    vm = parse.delta(parse.parse_vmstat(s.files["vmstat.before"]),
+                     parse.parse_vmstat(s.files["vmstat.after"]))
+    assert vm["pswpout"] == 65536
+
+
+def test_records_cut_off_mid_file_is_invalid():
+    g = parse.parse_records(["@@ sample 0", "@@ file vmstat.before",
+                             "pswpout 1"])
+    assert g.exit_code is None
+    assert g.samples[0].invalid == ["file vmstat.before was cut off"]
+
+
+def test_records_keep_job_output_apart():
+    g = parse.parse_records(["hello", "@@ metric x 1.5", "@@ invalid no swap",
+                             "@@ corrupt 3 pages", "@@ exit 1"])
+    assert g.output == ["hello"]
+    assert g.samples[0].metrics == {"x": 1.5}
+    assert g.samples[0].invalid == ["no swap"]
+    assert g.samples[0].corrupt == ["3 pages"]
+    assert g.exit_code == 1
+
+
+def test_function_profile_sums_cpus(data):
+    text = """\
+  Function                               Hit    Time            Avg             s^2
+  --------                               ---    ----            ---             ---
+  try_to_unmap_one                      4096    69085.12 us     16.866 us       90.405 us
+  Function                               Hit    Time            Avg             s^2
+  --------                               ---    ----            ---             ---
+  try_to_unmap_one                        10    100.00 us     10.000 us       0.000 us
+  folio_referenced_one                     3    3.00 us     1.000 us       0.000 us
+"""
+    prof = parse.parse_function_profile(text)
+    assert prof["try_to_unmap_one"]["hits"] == 4106
+    assert abs(prof["try_to_unmap_one"]["time_us"] - 69185.12) < 1e-6
+    assert prof["folio_referenced_one"]["hits"] == 3
+
+
+KTAP = """\
+TAP version 13
+1..4
+# a diagnostic
+ok 1 first test
+not ok 2 second test
+ok 3 skipped one # SKIP no swap
+    ok 1 nested subtest is ignored
+ok 4 - dash style
+# Totals: pass:2 fail:1 xfail:0 xpass:0 skip:1 error:0
+"""
+
+
+def test_ktap_counts():
+    rep = parse.parse_ktap(KTAP.splitlines())
+    assert rep.counts == {"pass": 2, "fail": 1, "skip": 1, "xfail": 0,
+                          "error": 0}
+    assert [r.name for r in rep.results] == ["first test", "second test",
+                                             "skipped one", "dash style"]
+    assert not rep.ok
+
+
+def test_ktap_plan_not_met_and_bail_out():
+    rep = parse.parse_ktap(["1..3", "ok 1 a", "Bail out! no memory"])
+    assert rep.bailed_out == "no memory"
+    assert rep.errors == ["planned 3 tests, saw 1"]
+    assert not rep.ok
+
+
+def test_ktap_all_pass_is_ok():
+    rep = parse.parse_ktap(["KTAP version 1", "1..2", "ok 1 a",
+                            "ok 2 b # SKIP nothing to do"])
+    assert rep.ok
+
+
+def test_ktap_plan_last_like_run_vmtests():
+    rep = parse.parse_ktap(["ok 1 x", "not ok 2 y # exit=1",
+                            "SUMMARY: PASS=1 SKIP=0 FAIL=1", "1..2"])
+    assert rep.counts["fail"] == 1 and rep.planned == 2 and not rep.errors

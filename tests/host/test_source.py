@@ -1,0 +1,78 @@
+import subprocess
+
+import pytest
+
+from foliolab import source
+from foliolab.errors import PatchApplyError, UsageError
+
+
+def sh(cwd, *argv):
+    subprocess.run(argv, cwd=cwd, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
+                        "PATH": "/usr/bin:/bin", "HOME": str(cwd)})
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    sh(r, "git", "init", "-q", "-b", "main")
+    (r / "rmap.c").write_text("int a;\nint b;\nint c;\n")
+    sh(r, "git", "add", ".")
+    sh(r, "git", "commit", "-q", "-m", "base")
+    return r
+
+
+def make_series(repo, tmp_path, new_text, name="0001-x.patch"):
+    (repo / "rmap.c").write_text(new_text)
+    sh(repo, "git", "commit", "-q", "-am", "mm: change b")
+    d = tmp_path / "series"
+    d.mkdir(exist_ok=True)
+    out = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    (d / name).write_text(out)
+    (d / "series").write_text(f"# comment\n{name}\n")
+    sh(repo, "git", "reset", "-q", "--hard", "HEAD~1")
+    return d
+
+
+def test_read_series_order_and_digest(repo, tmp_path):
+    d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
+    s = source.read_series(d)
+    assert [p.name for p in s.patches] == ["0001-x.patch"]
+    assert len(s.digest) == 16
+    assert source.read_series(None).patches == ()
+
+
+def test_read_series_errors(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        source.read_series(tmp_path / "nope")
+    (tmp_path / "s").mkdir()
+    with pytest.raises(UsageError, match="series is missing"):
+        source.read_series(tmp_path / "s")
+    (tmp_path / "s" / "series").write_text("0001-gone.patch\n")
+    with pytest.raises(UsageError, match="0001-gone.patch"):
+        source.read_series(tmp_path / "s")
+
+
+def test_apply_series_ok(repo, tmp_path, tmp_cache):
+    d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
+    source.apply_series(repo, source.read_series(d), "6.12.117-1~deb12u1")
+    assert (repo / "rmap.c").read_text() == "int a;\nint B;\nint c;\n"
+
+
+def test_patch_that_does_not_apply_names_patch_and_base(repo, tmp_path,
+                                                        tmp_cache):
+    d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
+    (repo / "rmap.c").write_text("int a;\nint other;\nint c;\n")
+    sh(repo, "git", "commit", "-q", "-am", "diverge")
+    with pytest.raises(PatchApplyError) as e:
+        source.apply_series(repo, source.read_series(d), "6.12.117-1~deb12u1")
+    msg = e.value.one_line()
+    assert "0001-x.patch does not apply" in msg
+    assert "6.12.117-1~deb12u1" in msg
+    assert "\n" not in msg
+    # nothing half-applied, no am in progress
+    assert (repo / "rmap.c").read_text() == "int a;\nint other;\nint c;\n"
+    assert not (repo / ".git" / "rebase-apply").exists()

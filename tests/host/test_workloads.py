@@ -1,0 +1,72 @@
+import pytest
+
+from foliolab import parse, workloads
+from foliolab.errors import UsageError
+
+
+def test_get_workloads():
+    assert [w.name for w in workloads.get_workloads("pageout,pageout-4k")] == [
+        "pageout", "pageout-4k"]
+    assert len(workloads.get_workloads(None)) == len(workloads.WORKLOADS)
+    with pytest.raises(UsageError, match="unknown workload 'pagein'"):
+        workloads.get_workloads("pageout,pagein")
+
+
+def test_params():
+    wl = workloads.get_workloads("pageout,pageout-4k")
+    p = workloads.parse_params(["pageout.size_mb=64", "profile=0"], wl)
+    assert p == {"pageout": {"size_mb": "64", "profile": "0"},
+                 "pageout-4k": {"profile": "0"}}
+    for bad, msg in (["size_mb"], "NAME=VALUE"), (["pageout.nope=1"], "no "
+                     "parameter 'nope'"), (["ksm.x=1"], "not being run"), (
+                     ["size_mb=1;reboot"], "bad value"):
+        with pytest.raises(UsageError, match=msg):
+            workloads.parse_params(bad, wl)
+
+
+def test_job_script_exports_params():
+    w = workloads.WORKLOADS["pageout"]
+    job = w.job(w.resolve({"size_mb": "32"}), 3, fault="panic")
+    assert "export FL_SIZE_MB=32" in job
+    assert "export FL_FAULT=panic" in job
+    assert job.rstrip().endswith("fl_samples 3")
+
+
+def test_derive_pageout_from_a_real_guest(data):
+    g = parse.parse_records((data / "pageout-results.txt").read_text()
+                            .splitlines())
+    w = workloads.WORKLOADS["pageout"]
+    d = w.derive(g.samples[0], w.resolve({}))
+    assert d.invalid == []
+    assert d.values["pswpout"] == 65536
+    assert d.values["mthp_swpout"] == 4096
+    assert d.values["try_to_unmap_one_calls"] == 4096
+    assert d.values["pageout_ms"] > 0
+
+
+def test_derive_flags_wrong_folio_size(data):
+    g = parse.parse_records((data / "pageout-results.txt").read_text()
+                            .splitlines())
+    w = workloads.WORKLOADS["pageout-4k"]
+    d = w.derive(g.samples[0], w.resolve({}))
+    assert any("large folios allocated in a 4K run" in r for r in d.invalid)
+
+
+def test_derive_flags_missing_swap_oom_and_corruption():
+    s = parse.GuestSample(
+        files={"vmstat.before": "oom_kill 0\npswpout 0\n",
+               "vmstat.after": "oom_kill 2\npswpout 10\n",
+               "meminfo.before": "SwapTotal:       0 kB\n"},
+        metrics={"pageout_ms": 1.0, "verify_errors": 3, "swapped_pct": 100},
+        corrupt=["3 of 10 pages read back wrong"])
+    w = workloads.WORKLOADS["pageout-4k"]
+    d = w.derive(s, w.resolve({}))
+    text = " | ".join(d.invalid)
+    assert "2 OOM kill(s)" in text and "no swap" in text
+    assert "data corruption" in text and "3 pages read back wrong" in text
+
+
+def test_derive_empty_sample_is_invalid():
+    w = workloads.WORKLOADS["pageout"]
+    d = w.derive(parse.GuestSample(), w.resolve({}))
+    assert "counters missing (sample did not finish)" in d.invalid

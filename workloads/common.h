@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the foliolab guest workloads. Results go to stdout as
+ * "@@ metric KEY VALUE" records; the guest harness forwards stdout over the
+ * results port, which never carries kernel messages.
+ */
+#ifndef FOLIOLAB_COMMON_H
+#define FOLIOLAB_COMMON_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE_SIZE 4096UL
+#define PMD_SIZE (2UL << 20)
+
+static inline double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static inline void metric(const char *key, double value)
+{
+	printf("@@ metric %s %.6f\n", key, value);
+	fflush(stdout);
+}
+
+static inline void invalid(const char *why)
+{
+	printf("@@ invalid %s\n", why);
+	fflush(stdout);
+}
+
+static inline void die(const char *what)
+{
+	fprintf(stderr, "%s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* mmap an anonymous private region of @size bytes aligned to @align. */
+static inline char *map_aligned(size_t size, size_t align)
+{
+	char *p = mmap(NULL, size + align, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t a;
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	return (char *)a;
+}
+
+/*
+ * Pattern word @w of page @pg: unique per page (the page number is in every
+ * word) yet compressible (it repeats every 8 words), so zram stays cheap.
+ */
+static inline uint64_t pattern(uint64_t pg, uint64_t w, uint64_t seed)
+{
+	return 0xa5a5000000000000ULL ^ (pg << 12) ^ (w & 7) ^ seed;
+}
+
+static inline void fill_pages(char *buf, size_t npages, uint64_t seed)
+{
+	for (size_t pg = 0; pg < npages; pg++) {
+		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = pattern(pg, w, seed);
+	}
+}
+
+/* Return the number of pages whose contents differ from their pattern. */
+static inline size_t verify_pages(const char *buf, size_t npages,
+				  uint64_t seed)
+{
+	size_t bad = 0;
+
+	for (size_t pg = 0; pg < npages; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++) {
+			if (q[w] != pattern(pg, w, seed)) {
+				if (bad < 8)
+					fprintf(stderr,
+						"page %zu word %zu: %#llx != %#llx\n",
+						pg, w, (unsigned long long)q[w],
+						(unsigned long long)pattern(pg, w, seed));
+				bad++;
+				break;
+			}
+		}
+	}
+	return bad;
+}
+
+/* Count pages of [buf, buf + npages) that pagemap reports as swapped. */
+static inline size_t count_swapped(const char *buf, size_t npages)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	size_t swapped = 0;
+	uint64_t ent;
+
+	if (fd < 0)
+		die("open pagemap");
+	for (size_t pg = 0; pg < npages; pg++) {
+		off_t off = ((uintptr_t)buf / PAGE_SIZE + pg) * 8;
+
+		if (pread(fd, &ent, 8, off) != 8)
+			die("pread pagemap");
+		if (ent & (1ULL << 62))
+			swapped++;
+	}
+	close(fd);
+	return swapped;
+}
+
+#endif
