@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--out", type=Path,
                    help="output directory (default results/<timestamp>)")
+    s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
+                   help="host-side limit per boot (default: per workload)")
     s.add_argument("--fault", choices=FAULTS,
                    help="testing aid: make every patched-kernel sample "
                         "panic or hang, to exercise foliolab's error paths")
@@ -187,7 +189,8 @@ def cmd_compare(args) -> int:
         workloads=wl, params=params, runs=args.runs, patches=args.patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes,
-        samples_per_boot=args.samples_per_boot, fault=args.fault or ""))
+        samples_per_boot=args.samples_per_boot, fault=args.fault or "",
+        timeout=args.timeout))
     print(text)
     print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
     return 0

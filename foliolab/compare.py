@@ -42,6 +42,7 @@ class CompareRequest:
     numa_nodes: int = 1
     samples_per_boot: int = 1
     fault: str = ""
+    timeout: float | None = None   # per-boot limit; default: the workload's
     environment: dict = field(default_factory=dict)
 
 
@@ -74,13 +75,15 @@ def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
         trees["patched"] = source.prepare_patched(series)
     env["commits"] = {v: t.commit for v, t in trees.items()}
     env["patches"] = [p.name for p in series.patches]
-    kernels = {}
-    for variant, tree in trees.items():
-        kernels[variant] = build.build_kernel(tree, arch, req.config)
-    if req.patches is None:
-        # A/A: the very same kernel image plays both parts.
+    kernels = {"vanilla": build.build_kernel(trees["vanilla"], arch,
+                                             req.config)}
+    if req.patches is None or trees["patched"].commit == trees["vanilla"].commit:
+        # A/A (or an empty series): one kernel image plays both parts.
         kernels["patched"] = kernels["vanilla"]
         env["commits"]["patched"] = env["commits"]["vanilla"]
+    else:
+        kernels["patched"] = build.build_kernel(trees["patched"], arch,
+                                                req.config)
     env["config_sha"] = {v: k.config_sha for v, k in kernels.items()}
     env["build_seconds"] = {v: round(k.elapsed, 1) for v, k in kernels.items()}
     if len(set(env["config_sha"].values())) > 1:
@@ -133,7 +136,7 @@ def compare(req: CompareRequest) -> str:
         save_env()
         result = run_workloads(RunRequest(
             req.workloads, req.params, req.runs, kernels, img.path, spec,
-            req.out, req.samples_per_boot, req.fault))
+            req.out, req.samples_per_boot, req.fault, timeout=req.timeout))
         env["failures"] = result.failures
     except FoliolabError as e:
         env["errors"].append(e.one_line())

@@ -83,6 +83,15 @@ def _metric_table(row: dict) -> list[str]:
     return lines
 
 
+def _counter_row(row: dict) -> str:
+    """One line per secondary metric: means, %diff, ratio CI."""
+    d = row["pct_diff"]
+    diff = f"*{d:7.2f}%*" if row["significant"] else f"({d:7.2f}%)"
+    return (f"{'Mean':<9} {row['metric']:<28} {_fmt(row['vanilla_mean']):>12}"
+            f" {'':10} {_fmt(row['patched_mean']):>12} {diff}  "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
+
+
 def invalid_lines(w: Workload, samples: list[Sample]) -> list[str]:
     out = []
     for variant in ("vanilla", "patched"):
@@ -115,8 +124,13 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample]
         lines.append(f"== {name}: {w.title}")
         header = f"{'':<38} {'vanilla':>12} {'':10} {'patched':>12}"
         lines.append(header)
-        for r in sorted(rows, key=lambda r: not r["primary"]):
+        for r in (r for r in rows if r["primary"]):
             lines += _metric_table(r)
+            lines.append("")
+        secondary = [r for r in rows if not r["primary"]]
+        if secondary:
+            lines.append("Counters and secondary metrics (mean per sample):")
+            lines += [_counter_row(r) for r in secondary]
             lines.append("")
         if not rows:
             lines.append("(no valid samples)")

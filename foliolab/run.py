@@ -40,6 +40,8 @@ class Sample:
     reasons: list[str]
     boot: str                 # boot status ("ok", "panic", ...)
     rundir: str
+    boot_s: float | None = None   # guest uptime when the job started
+    wall_s: float | None = None   # host wall time of the whole boot
 
     def rows(self) -> list[dict]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
@@ -60,6 +62,7 @@ class RunRequest:
     samples_per_boot: int = 1
     fault: str = ""
     fault_variant: str = "patched"      # fault injection hits one variant
+    timeout: float | None = None        # per boot; default from workload
 
 
 @dataclass
@@ -91,7 +94,8 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
             reasons.append("sample missing from guest output")
         out.append(Sample(w.name, variant, first_run + i, d.values,
                           not reasons, reasons, res.status,
-                          str(res.console.parent)))
+                          str(res.console.parent), g.boot_s,
+                          round(res.elapsed, 2)))
     return out
 
 
@@ -117,7 +121,8 @@ def run_workloads(req: RunRequest) -> RunResult:
                                    "memory_mb": w.memory_mb,
                                    "numa_nodes": max(w.numa_nodes,
                                                      req.spec.numa_nodes),
-                                   "timeout": w.timeout * n})
+                                   "timeout": req.timeout or w.timeout * n,
+                                   "cmdline": req.spec.cmdline + w.cmdline})
                 rundir = req.out / "raw" / w.name / f"{variant}-{pair:03d}"
                 res = boot_mod.boot(spec, req.image, w.job(params, n, fault),
                                     rundir)

@@ -51,6 +51,7 @@ class Workload:
     memory_mb: int = 3072
     numa_nodes: int = 1
     timeout: float = 300.0
+    cmdline: tuple[str, ...] = ()        # extra kernel arguments
     not_measurable: str = ""             # stated in the report
 
     def metric(self, key: str) -> Metric:
@@ -139,12 +140,44 @@ def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
         d.values["mthp_split_deferred"] = mthp.get(f"{key}.split_deferred", 0)
     elif mthp and sum(large.values()):
         d.invalid.append(f"large folios allocated in a 4K run: {large}")
-    prof = parse.parse_function_profile(s.files.get("ftrace_profile", ""))
-    if "ftrace_profile" in s.files:
-        hits = prof.get("try_to_unmap_one", {}).get("hits", 0)
-        d.values["try_to_unmap_one_calls"] = hits
+    profile_calls(s, d, "try_to_unmap_one")
+    if "try_to_unmap_one_calls" in d.values:
         folios = size_kb // max(folio_kb, 4)
-        d.values["try_to_unmap_one_per_folio"] = hits / folios
+        d.values["try_to_unmap_one_per_folio"] = (
+            d.values["try_to_unmap_one_calls"] / folios)
+    return d
+
+
+def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
+    """Calls of ``function`` counted by the profiled pass, if there was one."""
+    if "ftrace_profile" in s.files:
+        prof = parse.parse_function_profile(s.files["ftrace_profile"])
+        d.values[f"{function}_calls"] = prof.get(function, {}).get("hits", 0)
+
+
+def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    vm = common_checks(s, d, need_swap=False)
+    for key, value in s.metrics.items():
+        d.values[key] = value
+    for key in ("reclaim_real_s", "reclaim_sys_s"):
+        if key not in d.values:
+            d.invalid.append(f"no {key} reported")
+    large = s.metrics.get("large_folio_pct", 0)
+    if large < 50:
+        d.invalid.append(f"no large folios: only {large:.0f}% of the mapped "
+                         "file in folios larger than 4K")
+    if s.metrics.get("mapped_pct", 0) < 99:
+        d.invalid.append(f"file only {s.metrics.get('mapped_pct', 0):.0f}% "
+                         "mapped")
+    want = int(params["size_mb"]) * int(params["reclaim_pct"]) / 100
+    if s.metrics.get("reclaimed_mb", 0) < 0.5 * want:
+        d.invalid.append(f"reclaimed {s.metrics.get('reclaimed_mb', 0):.0f} "
+                         f"of {want:.0f} MB asked")
+    for key in ("pgscan_file", "pgsteal_file"):
+        if vm:
+            d.values[key] = vm.get(key, 0)
+    profile_calls(s, d, "try_to_unmap_one")
     return d
 
 
@@ -181,6 +214,35 @@ WORKLOADS: dict[str, Workload] = {
         metrics=tuple(m for m in _PAGEOUT_METRICS
                       if not m.key.startswith("mthp_")),
         derive=derive_pageout, timeout=240),
+    "file-reclaim": Workload(
+        name="file-reclaim",
+        title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
+        script="file-reclaim",
+        params={"size_mb": Param("512", "file size, MiB (XFS on brd)"),
+                "reclaim_pct": Param("80", "percent of the file reclaimed"),
+                "profile": Param("1", "1: count try_to_unmap_one calls in "
+                                      "an untimed pass")},
+        metrics=(
+            Metric("reclaim_real_s", "s", "lower", "reclaim wall time"),
+            Metric("reclaim_sys_s", "s", "lower", "reclaim system time"),
+            Metric("reclaimed_mb", "MiB", "higher", "memory reclaimed",
+                   primary=False),
+            Metric("pgscan_file", "pages", "lower", "pgscan_file",
+                   primary=False),
+            Metric("pgsteal_file", "pages", "higher", "pgsteal_file",
+                   primary=False),
+            Metric("try_to_unmap_one_calls", "calls", "lower",
+                   "try_to_unmap_one calls", primary=False),
+            Metric("large_folio_pct", "%", "higher",
+                   "mapped pages in large folios before reclaim",
+                   primary=False),
+            *(Metric(f"folios_order_{o}", "folios", "higher",
+                     f"order-{o} folios mapped before reclaim", primary=False)
+              for o in range(10)),
+        ),
+        derive=derive_file_reclaim, timeout=300,
+        # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
+        cmdline=("brd.rd_nr=1", "brd.rd_size=2097152")),
 }
 
 

@@ -1,0 +1,98 @@
+"""CLI behaviour on bad input: one line, named cause, the right exit code."""
+
+import json
+
+import pytest
+
+from foliolab import cli, errors
+
+
+def run(capsys, *argv):
+    rc = cli.main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def one_error_line(err: str) -> str:
+    lines = [l for l in err.splitlines() if l.startswith("foliolab: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_unknown_workload(capsys):
+    rc, _, err = run(capsys, "compare", "--workloads", "pagein")
+    assert rc == errors.UsageError.exit_code
+    assert "unknown workload 'pagein'" in one_error_line(err)
+    assert "pageout" in err
+
+
+def test_unknown_option_value(capsys):
+    rc, _, err = run(capsys, "compare", "--arch", "sparc")
+    assert rc == errors.UsageError.exit_code
+    assert "invalid choice: 'sparc'" in one_error_line(err)
+
+
+def test_bad_runs(capsys):
+    rc, _, err = run(capsys, "compare", "--runs", "zero")
+    assert rc == 2 and "'zero' is not a number" in one_error_line(err)
+
+
+def test_unknown_subcommand(capsys):
+    rc, _, err = run(capsys, "frobnicate")
+    assert rc == 2 and "invalid choice" in one_error_line(err)
+
+
+def test_bad_param(capsys):
+    rc, _, err = run(capsys, "compare", "--workloads", "pageout",
+                     "--param", "pageout.bogus=1")
+    assert rc == 2 and "no parameter 'bogus'" in one_error_line(err)
+
+
+def test_missing_patch_dir(capsys, tmp_path, tmp_cache):
+    rc, _, err = run(capsys, "build", "--patches", str(tmp_path / "nope"),
+                     "--variant", "patched")
+    assert rc == 2 and "does not exist" in one_error_line(err)
+
+
+def test_run_without_command(capsys):
+    rc, _, err = run(capsys, "run", "--")
+    assert rc == 2 and "no command given" in one_error_line(err)
+
+
+def test_report_of_non_results_dir(capsys, tmp_path):
+    rc, _, err = run(capsys, "report", str(tmp_path))
+    assert rc == 2 and "holds no foliolab results" in one_error_line(err)
+
+
+def test_export_without_dev_tree(capsys, tmp_path, tmp_cache, monkeypatch):
+    from foliolab import source
+    monkeypatch.setattr(source, "prepare_base", lambda: tmp_path)
+    rc, _, err = run(capsys, "export", "--patches", str(tmp_path / "p"))
+    assert rc == 2 and "no developer tree" in one_error_line(err)
+
+
+def test_report_rewrites_from_disk(capsys, tmp_path):
+    """`foliolab report DIR` recomputes everything from the saved samples."""
+    env = {"workloads": ["pageout"], "runs": 3, "arch": "x86_64"}
+    (tmp_path / "environment.json").write_text(json.dumps(env))
+    rows = []
+    for i, (variant, v) in enumerate([("vanilla", 10.0), ("patched", 5.0)] * 3):
+        rows.append({"workload": "pageout", "variant": variant, "run": i // 2,
+                     "values": {"pageout_ms": v + i * 0.01}, "valid": True,
+                     "reasons": [], "boot": "ok", "rundir": "x"})
+    rows.append({"workload": "pageout", "variant": "patched", "run": 3,
+                 "values": {"pageout_ms": 999.0}, "valid": False,
+                 "reasons": ["boot panic"], "boot": "panic", "rundir": "y"})
+    (tmp_path / "samples.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    rc, out, _ = run(capsys, "report", str(tmp_path))
+    assert rc == 0
+    assert "pageout_ms" in out and "1 of 4 samples INVALID" in out
+    res = json.loads((tmp_path / "results.json").read_text())
+    (row,) = [r for r in res["summary"] if r["metric"] == "pageout_ms"]
+    assert row["n_vanilla"] == 3 and row["n_patched"] == 3
+    assert row["ratio"] == pytest.approx(0.5, rel=0.01)
+    assert {"workload", "variant", "run", "metric", "value", "valid"} <= set(
+        res["samples"][0])
+    assert (tmp_path / "report.md").exists()
+    assert (tmp_path / "plots" / "pageout.png").stat().st_size > 1000

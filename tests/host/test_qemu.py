@@ -1,0 +1,73 @@
+"""End to end: build the real kernel, boot it under QEMU, run a sample.
+
+These use the real cache (kernel tree, ccache, builds), so after the first
+run they cost a boot or two each. Deselect with -m 'not qemu'.
+"""
+
+import json
+
+import pytest
+
+from foliolab import cli, errors
+
+pytestmark = pytest.mark.qemu
+
+SMALL = ["--workloads", "pageout", "--runs", "1", "--patches", "none",
+         "--param", "size_mb=32", "--accel", "tcg"]
+
+
+def load(out):
+    return json.loads((out / "results.json").read_text())
+
+
+def test_build_boot_and_one_pageout_sample(tmp_path):
+    out = tmp_path / "r"
+    assert cli.main(["compare", *SMALL, "--out", str(out)]) == 0
+    res = load(out)
+    vals = {(s["variant"], s["metric"]): s for s in res["samples"]}
+    for variant in ("vanilla", "patched"):
+        s = vals[(variant, "pageout_ms")]
+        assert s["valid"] and s["value"] > 0
+        assert vals[(variant, "verify_errors")]["value"] == 0
+        assert vals[(variant, "mthp_swpout")]["value"] == 32 * 1024 // 64
+    assert res["environment"]["accel"] == "tcg"
+    assert res["environment"]["base_version"] == "6.12.117-1~deb12u1"
+    assert (out / "report.md").exists() and (out / "plots" / "pageout.png").exists()
+    assert not res["environment"]["errors"]
+
+
+def test_guest_panic_is_reported_and_nothing_is_lost(tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = cli.main(["compare", *SMALL, "--out", str(out), "--fault", "panic"])
+    err = capsys.readouterr().err
+    assert rc == errors.BenchmarkError.exit_code
+    assert "foliolab: error: 1 boot(s) failed" in err
+    res = load(out)
+    by_variant = {s["variant"]: s for s in res["samples"]
+                  if s["metric"] == "pageout_ms"}
+    assert by_variant["vanilla"]["valid"]          # kept, still valid
+    assert "patched" not in by_variant              # never measured
+    (bad,) = res["invalid"]
+    assert bad["variant"] == "patched" and "panic" in bad["reasons"][0]
+    console = out / "raw" / "pageout" / "patched-000" / "console.log"
+    assert "Kernel panic - not syncing" in console.read_text()
+
+
+def test_guest_hang_hits_the_host_timeout(tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = cli.main(["compare", *SMALL, "--out", str(out), "--fault", "hang",
+                   "--timeout", "40"])
+    assert rc == errors.BenchmarkError.exit_code
+    res = load(out)
+    (bad,) = res["invalid"]
+    assert "timeout" in bad["reasons"][0]
+    assert any(s["variant"] == "vanilla" and s["valid"]
+               for s in res["samples"])
+
+
+def test_run_command_in_guest(capsys):
+    rc = cli.main(["run", "--variant", "vanilla", "--accel", "tcg", "--",
+                   "sh", "-c", "grep -c . /proc/vmstat; exit 7"])
+    out = capsys.readouterr().out
+    assert rc == 7
+    assert int(out.split()[0]) > 100
