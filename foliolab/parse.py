@@ -126,6 +126,34 @@ def parse_memcg(text: str) -> dict[str, int]:
     return parse_vmstat(text)
 
 
+def parse_stress_ng_yaml(text: str) -> dict[str, dict[str, float]]:
+    """The `metrics:` list of stress-ng's --yaml output, per stressor.
+
+    Only the flat "key: number" entries are read, which is all the format
+    has there; no YAML library needed.
+    """
+    out: dict[str, dict[str, float]] = {}
+    cur: dict[str, float] | None = None
+    in_metrics = False
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            in_metrics = line.strip() == "metrics:"
+            continue
+        if not in_metrics:
+            continue
+        item = line.strip()
+        if item.startswith("- stressor:"):
+            cur = out.setdefault(item.split(":", 1)[1].strip(), {})
+            continue
+        key, sep, value = item.partition(":")
+        if cur is not None and sep:
+            try:
+                cur[key.strip()] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
 def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before.get(k, 0) for k in after}
 

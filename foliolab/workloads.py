@@ -181,6 +181,31 @@ def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
+def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    vm = common_checks(s, d, need_swap=True)
+    sng = parse.parse_stress_ng_yaml(s.files.get("stress-ng.yaml", ""))
+    vmr = sng.get("vm", {})
+    if "bogo-ops-per-second-real-time" in vmr:
+        d.values["bogo_ops_per_s"] = vmr["bogo-ops-per-second-real-time"]
+    else:
+        d.invalid.append("stress-ng reported no vm metrics")
+    irq = counter_deltas(s, "interrupts", parse.parse_interrupts)
+    if irq:
+        d.values["tlb_shootdowns"] = irq.get("TLB", 0)
+        d.values["call_ipis"] = irq.get("CAL", 0)
+    for key in ("pgscan_anon", "pgsteal_anon", "pswpout",
+                "nr_tlb_remote_flush", "nr_tlb_remote_flush_received"):
+        if key in vm:
+            d.values[key] = vm[key]
+    events = counter_deltas(s, "memcg_events", parse.parse_memcg)
+    if events.get("oom_kill"):
+        d.invalid.append(f"{events['oom_kill']} memcg OOM kill(s)")
+    if vm and not vm.get("pswpout"):
+        d.invalid.append("nothing was swapped out: no memory pressure")
+    return d
+
+
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
@@ -214,6 +239,34 @@ WORKLOADS: dict[str, Workload] = {
         metrics=tuple(m for m in _PAGEOUT_METRICS
                       if not m.key.startswith("mthp_")),
         derive=derive_pageout, timeout=240),
+    "dirty-tlb": Workload(
+        name="dirty-tlb",
+        title="W1 dirty-tlb: stress-ng vm in a memcg, dirty anon reclaim",
+        script="dirty-tlb",
+        params={"workers": Param("4", "stress-ng vm workers (more than "
+                                      "vCPUs)"),
+                "total_mb": Param("512", "--vm-bytes: the TOTAL over all "
+                                         "workers, MiB"),
+                "memcg_pct": Param("25", "memory.max as percent of the "
+                                         "total"),
+                "seconds": Param("20", "stress-ng --timeout"),
+                "method": Param("write64", "--vm-method"),
+                "lru_gen": Param("y", "MGLRU on (y) or off (n); with "
+                                      "classic LRU the workers get "
+                                      "OOM-killed here")},
+        metrics=(
+            Metric("bogo_ops_per_s", "ops/s", "higher", "bogo ops/s"),
+            Metric("tlb_shootdowns", "irqs", "lower", "TLB shootdowns"),
+            Metric("call_ipis", "irqs", "lower", "Function call IPIs"),
+            Metric("pgscan_anon", "pages", "higher", "pgscan_anon"),
+            Metric("pgsteal_anon", "pages", "higher", "pgsteal_anon"),
+            Metric("pswpout", "pages", "higher", "pswpout", primary=False),
+            Metric("nr_tlb_remote_flush", "flushes", "lower",
+                   "nr_tlb_remote_flush (sender)", primary=False),
+            Metric("nr_tlb_remote_flush_received", "flushes", "lower",
+                   "nr_tlb_remote_flush_received", primary=False),
+        ),
+        derive=derive_dirty_tlb, timeout=240),
     "file-reclaim": Workload(
         name="file-reclaim",
         title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
