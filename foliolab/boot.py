@@ -60,14 +60,17 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
         argv += ["-accel", "kvm", "-cpu", a.cpu_kvm]
     else:
         argv += ["-accel", "tcg,thread=multi", "-cpu", a.cpu_tcg]
-    argv += ["-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M"]
-    if spec.numa_nodes > 1:
-        n = spec.numa_nodes
-        if spec.vcpus < n or spec.memory_mb % n:
-            raise BootError(f"cannot split {spec.vcpus} vCPUs and "
-                            f"{spec.memory_mb} MiB into {n} NUMA nodes",
-                            hint="use at least one vCPU per node and a "
-                                 "memory size divisible by the node count")
+    # One socket per NUMA node: a node boundary inside a package makes the
+    # scheduler's topology check WARN at boot.
+    n = spec.numa_nodes
+    if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
+        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
+                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
+                        hint="use vCPU and memory counts divisible by the "
+                             "node count")
+    argv += ["-smp", f"{spec.vcpus},sockets={n},cores={spec.vcpus // n},"
+                     "threads=1", "-m", f"{spec.memory_mb}M"]
+    if n > 1:
         per_cpu = spec.vcpus // n
         for i in range(n):
             first = i * per_cpu

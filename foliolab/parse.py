@@ -177,6 +177,24 @@ def parse_function_profile(text: str) -> dict[str, dict[str, float]]:
     return out
 
 
+_GRAPH_LEAF = re.compile(r"([\d.]+) (us|ms)\s*\|\s*([A-Za-z0-9_.]+)\(\);")
+
+
+def parse_graph_durations(text: str, function: str) -> list[float]:
+    """Durations in ms of ``function`` from a function_graph trace.
+
+    Expects leaf lines ("... 1234.567 us |  rmap_walk_ksm();"), which is
+    what max_graph_depth=1 with set_graph_function produces.
+    """
+    out = []
+    for line in text.splitlines():
+        m = _GRAPH_LEAF.search(line)
+        if m and m.group(3) == function:
+            v = float(m.group(1))
+            out.append(v if m.group(2) == "ms" else v / 1000.0)
+    return out
+
+
 # --- KTAP / TAP -----------------------------------------------------------
 
 _RESULT = re.compile(r"^(ok|not ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$")

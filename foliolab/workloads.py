@@ -206,6 +206,33 @@ def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
+def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    common_checks(s, d, need_swap=False)
+    for key in ("move_ms", "lock_wait_max_ms", "lock_wait_avg_ms",
+                "ksm_merge_s", "vmas", "ksm_pages_shared", "verify_errors"):
+        if key in s.metrics:
+            d.values[key] = s.metrics[key]
+    want = int(params["vmas"])
+    if s.metrics.get("vmas", 0) < 0.95 * want:
+        d.invalid.append(f"only {s.metrics.get('vmas', 0):.0f} of {want} "
+                         "VMAs")
+    if s.metrics.get("moved_pct", 0) < 100:
+        d.invalid.append(f"only {s.metrics.get('moved_pct', 0):.0f}% of the "
+                         "pages migrated")
+    walks = parse.parse_graph_durations(s.files.get("ftrace_graph", ""),
+                                        "rmap_walk_ksm")
+    if walks:
+        d.values["rmap_walk_max_ms"] = max(walks)
+        d.values["rmap_walk_avg_ms"] = sum(walks) / len(walks)
+        d.values["rmap_walk_calls"] = len(walks)
+    else:
+        d.invalid.append("no rmap_walk_ksm call was traced")
+    if "overrun" in s.files.get("ftrace_graph", "").lower():
+        d.invalid.append("ftrace buffer overrun: walks were lost")
+    return d
+
+
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
@@ -267,6 +294,36 @@ WORKLOADS: dict[str, Workload] = {
                    "nr_tlb_remote_flush_received", primary=False),
         ),
         derive=derive_dirty_tlb, timeout=240),
+    "ksm-rmap": Workload(
+        name="ksm-rmap",
+        title="W4 ksm-rmap: rmap_walk_ksm with many VMAs on one anon_vma",
+        script="ksm-rmap",
+        params={"vmas": Param("20000", "VMAs (one page each) sharing one "
+                                       "anon_vma"),
+                "move": Param("8", "KSM pages migrated (each walks the "
+                                   "rmap twice)"),
+                "pages_to_scan": Param("20000", "ksm pages_to_scan"),
+                "merge_timeout": Param("120", "seconds to wait for KSM")},
+        metrics=(
+            Metric("rmap_walk_max_ms", "ms", "lower",
+                   "KSM rmap walk maximum duration"),
+            Metric("rmap_walk_avg_ms", "ms", "lower",
+                   "KSM rmap walk average duration"),
+            Metric("lock_wait_max_ms", "ms", "lower",
+                   "anon_vma lock wait of another thread (max mprotect)"),
+            Metric("move_ms", "ms", "lower", "move_pages time",
+                   primary=False),
+            Metric("lock_wait_avg_ms", "ms", "lower",
+                   "mprotect time of another thread (average)",
+                   primary=False),
+            Metric("rmap_walk_calls", "calls", "lower",
+                   "rmap_walk_ksm calls traced", primary=False),
+            Metric("ksm_merge_s", "s", "lower", "time for KSM to merge",
+                   primary=False),
+            Metric("vmas", "VMAs", "higher", "VMAs in the mapping",
+                   primary=False),
+        ),
+        derive=derive_ksm_rmap, numa_nodes=2, timeout=600),
     "file-reclaim": Workload(
         name="file-reclaim",
         title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
