@@ -220,7 +220,7 @@ def cmd_run(args) -> int:
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
     for line in res.records:
-        if not line.startswith("@@ "):
+        if not line.startswith(("@@ boot ", "@@ exit ")):
             print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)

@@ -177,6 +177,55 @@ def parse_function_profile(text: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def parse_trace_field(text: str, event: str, field_: str) -> dict[str, int]:
+    """Histogram of ``field_=VALUE`` over the ``event:`` lines of a trace."""
+    rx = re.compile(rf"\b{re.escape(field_)}=(\S+)")
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if f" {event}:" not in line:
+            continue
+        m = rx.search(line)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
+
+
+_SCAN_PMD = re.compile(r"\s([\d.]+): mm_khugepaged_scan_pmd: mm=(\S+?),"
+                       r".*\bstatus=(\S+?),")
+
+
+@dataclass
+class MmScans:
+    """khugepaged's PMD scans of one mm, from its trace events."""
+
+    mm: str
+    first_s: float
+    last_s: float
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return sum(self.statuses.values())
+
+
+def khugepaged_scans_by_mm(text: str) -> list[MmScans]:
+    """mm_khugepaged_scan_pmd events grouped per mm, in order of first scan.
+
+    khugepaged visits mms in the order they registered, so with tasks
+    started one after another this is the tasks' start order.
+    """
+    out: dict[str, MmScans] = {}
+    for line in text.splitlines():
+        m = _SCAN_PMD.search(line)
+        if not m:
+            continue
+        ts, mm, status = float(m.group(1)), m.group(2), m.group(3)
+        row = out.setdefault(mm, MmScans(mm, ts, ts))
+        row.last_s = ts
+        row.statuses[status] = row.statuses.get(status, 0) + 1
+    return list(out.values())
+
+
 _GRAPH_LEAF = re.compile(r"([\d.]+) (us|ms)\s*\|\s*([A-Za-z0-9_.]+)\(\);")
 
 

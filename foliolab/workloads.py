@@ -233,6 +233,35 @@ def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
+def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    common_checks(s, d, need_swap=False)
+    for key in ("hot2_access_s", "hot2_maccess_per_s", "hot2_collapse_s",
+                "cold_thp_mb", "hot1_thp_mb"):
+        if key in s.metrics:
+            d.values[key] = s.metrics[key]
+    rows = [line.split() for line in s.files.get("khugepaged", "").splitlines()]
+    if len(rows) == 2 and all(len(r) == 2 for r in rows):
+        d.values["pages_collapsed"] = int(rows[0][1]) - int(rows[0][0])
+        d.values["full_scans"] = int(rows[1][1]) - int(rows[1][0])
+        if not d.values["full_scans"] and not d.values["pages_collapsed"]:
+            d.invalid.append("khugepaged did not run")
+    else:
+        d.invalid.append("khugepaged counters missing")
+    trace = s.files.get("ftrace_events", "")
+    for status, n in parse.parse_trace_field(
+            trace, "mm_khugepaged_scan_pmd", "status").items():
+        d.values[f"scan_{status}"] = n
+    # The tasks registered with khugepaged as hot1, cold, hot2; only mms
+    # with PMD-sized ranges show up, which here are just those three.
+    mms = [m for m in parse.khugepaged_scans_by_mm(trace) if m.count >= 8]
+    if len(mms) >= 2:
+        cold = mms[1]
+        d.values["cold_scans"] = cold.count
+        d.values["cold_scan_s"] = cold.last_s - cold.first_s
+    return d
+
+
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
@@ -294,6 +323,47 @@ WORKLOADS: dict[str, Workload] = {
                    "nr_tlb_remote_flush_received", primary=False),
         ),
         derive=derive_dirty_tlb, timeout=240),
+    "khugepaged": Workload(
+        name="khugepaged",
+        title="W3 khugepaged: hot1, cold (MADV_FREE), hot2",
+        script="khugepaged",
+        params={"size_mb": Param("128", "memory per task, MiB"),
+                # Under TCG a collapse takes ~0.2 s, so hot1 alone takes
+                # ~14 s: hot2 must run long enough to be collapsed too.
+                "accesses": Param("600000000", "random accesses hot2 makes"),
+                "pages_to_scan": Param("8192", "khugepaged pages_to_scan"),
+                "scan_sleep_ms": Param("10", "khugepaged "
+                                             "scan_sleep_millisecs")},
+        metrics=(
+            Metric("hot2_access_s", "s", "lower", "hot2 total access time"),
+            Metric("hot2_maccess_per_s", "Maccess/s", "higher",
+                   "hot2 throughput"),
+            Metric("hot2_collapse_s", "s", "lower",
+                   "time to full collapse of hot2"),
+            Metric("cold_thp_mb", "MiB", "lower",
+                   "cold's memory collapsed into THPs"),
+            Metric("hot1_thp_mb", "MiB", "higher",
+                   "hot1's memory collapsed into THPs", primary=False),
+            Metric("cold_scans", "PMDs", "lower",
+                   "khugepaged scans of cold's range", primary=False),
+            Metric("cold_scan_s", "s", "lower",
+                   "khugepaged time from first to last scan of cold",
+                   primary=False),
+            Metric("pages_collapsed", "PMDs", "lower",
+                   "khugepaged pages_collapsed", primary=False),
+            Metric("full_scans", "scans", "higher", "khugepaged full_scans",
+                   primary=False),
+            *(Metric(f"scan_{st}", "PMDs", "higher",
+                     f"khugepaged scans with status {st}", primary=False)
+              for st in ("succeeded", "page_lazyfree", "exceed_none_pte",
+                         "pmd_mapped", "page_ro", "lack_referenced_page",
+                         "no_writable_page", "alloc_huge_page_fail",
+                         "page_lru", "page_locked", "del_page_lru",
+                         "page_count", "scan_aborted")),
+        ),
+        derive=derive_khugepaged, timeout=400,
+        not_measurable="dTLB-load-misses and cycles per access: these "
+                       "machines have no PMU, so neither does the guest"),
     "ksm-rmap": Workload(
         name="ksm-rmap",
         title="W4 ksm-rmap: rmap_walk_ksm with many VMAs on one anon_vma",
