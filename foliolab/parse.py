@@ -179,7 +179,7 @@ def parse_function_profile(text: str) -> dict[str, dict[str, float]]:
 
 def parse_trace_field(text: str, event: str, field_: str) -> dict[str, int]:
     """Histogram of ``field_=VALUE`` over the ``event:`` lines of a trace."""
-    rx = re.compile(rf"\b{re.escape(field_)}=(\S+)")
+    rx = re.compile(rf"\b{re.escape(field_)}=([^,\s]+)")
     out: dict[str, int] = {}
     for line in text.splitlines():
         if f" {event}:" not in line:
@@ -224,6 +224,16 @@ def khugepaged_scans_by_mm(text: str) -> list[MmScans]:
         row.last_s = ts
         row.statuses[status] = row.statuses.get(status, 0) + 1
     return list(out.values())
+
+
+def scans_before(text: str, mm: str, before_s: float) -> int:
+    """How many PMD scans of ``mm`` happened before ``before_s``."""
+    n = 0
+    for line in text.splitlines():
+        m = _SCAN_PMD.search(line)
+        if m and m.group(2) == mm and float(m.group(1)) < before_s:
+            n += 1
+    return n
 
 
 _GRAPH_LEAF = re.compile(r"([\d.]+) (us|ms)\s*\|\s*([A-Za-z0-9_.]+)\(\);")

@@ -1,3 +1,5 @@
+import pytest
+
 from foliolab import parse
 
 INTERRUPTS = """\
@@ -119,3 +121,52 @@ def test_ktap_plan_last_like_run_vmtests():
     rep = parse.parse_ktap(["ok 1 x", "not ok 2 y # exit=1",
                             "SUMMARY: PASS=1 SKIP=0 FAIL=1", "1..2"])
     assert rep.counts["fail"] == 1 and rep.planned == 2 and not rep.errors
+
+
+def test_stress_ng_yaml(data):
+    m = parse.parse_stress_ng_yaml((data / "stress-ng.yaml").read_text())
+    assert set(m) == {"vm"}
+    assert m["vm"]["bogo-ops-per-second-real-time"] > 0
+    assert m["vm"]["bogo-ops"] > 0
+    assert "wall-clock-time" in m["vm"]
+
+
+def test_stress_ng_yaml_without_metrics():
+    assert parse.parse_stress_ng_yaml("---\nsystem-info:\n  a: 1\n") == {}
+
+
+def test_graph_durations(data):
+    text = (data / "rmap_walk_ksm.graph").read_text()
+    walks = parse.parse_graph_durations(text, "rmap_walk_ksm")
+    assert len(walks) == 16
+    assert walks[0] == 334.198
+    assert max(walks) > 600           # 20,000 VMAs on vanilla
+    assert parse.parse_graph_durations(text, "try_to_unmap_one") == []
+
+
+def test_graph_durations_units_and_markers():
+    text = (" 0)   12.500 us    |  rmap_walk_ksm();\n"
+            " 1) $ 1234.5 ms |  rmap_walk_ksm();\n"
+            " 1)               |  rmap_walk_ksm() {\n")
+    assert parse.parse_graph_durations(text, "rmap_walk_ksm") == [0.0125,
+                                                                   1234.5]
+
+
+def test_khugepaged_trace(data):
+    text = (data / "khugepaged.trace").read_text()
+    hist = parse.parse_trace_field(text, "mm_khugepaged_scan_pmd", "status")
+    assert hist == {"succeeded": 85, "lack_referenced_page": 64,
+                    "page_pmd_mapped": 43}
+    mms = parse.khugepaged_scans_by_mm(text)
+    assert [m.count for m in mms] == [107, 64, 21]
+    hot1, cold, hot2 = mms
+    assert cold.statuses == {"lack_referenced_page": 64}
+    assert hot1.first_s < cold.first_s < hot2.first_s
+    assert cold.last_s - cold.first_s == pytest.approx(0.184674)
+
+
+def test_scans_before(data):
+    text = (data / "khugepaged.trace").read_text()
+    hot1, cold, hot2 = parse.khugepaged_scans_by_mm(text)
+    assert parse.scans_before(text, cold.mm, hot2.first_s) == 64
+    assert parse.scans_before(text, cold.mm, cold.first_s) == 0
