@@ -169,7 +169,8 @@ def markdown_report(env: dict, summary: list[dict],
         for r in [r for r in summary if r["workload"] == name]:
             sig = "**" if r["significant"] else ""
             md.append(
-                f"| {r['metric']} ({r['unit']}) | {r['better']} "
+                f"| {r['label']} (`{r['metric']}`, {r['unit']}) "
+                f"| {r['better']} "
                 f"| {_fmt(r['vanilla_mean'])} | {_fmt(r['patched_mean'])} "
                 f"| {sig}{r['ratio']:.3f}{sig} "
                 f"| [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "

@@ -264,6 +264,20 @@ def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
+# 6.12's SCAN_STATUS strings (include/trace/events/huge_memory.h), plus the
+# page_lazyfree status the S3 patch adds.
+KHUGEPAGED_SCAN_STATUS = (
+    "succeeded", "page_lazyfree", "lack_referenced_page", "page_pmd_mapped",
+    "exceed_none_pte", "exceed_swap_pte", "exceed_shared_pte",
+    "pte_non_present", "pte_uffd_wp", "pte_mapped_hugepage",
+    "no_writable_page", "page_null", "scan_aborted", "not_suitable_page_count",
+    "page_not_in_lru", "page_locked", "page_not_anon", "page_compound",
+    "no_process_for_page", "vma_null", "vma_check_failed",
+    "not_suitable_address_range", "could_not_delete_page_from_lru",
+    "alloc_huge_page_failed", "ccgroup_charge_failed", "truncated",
+    "page_has_private", "store_failed", "copy_poisoned_page", "page_filled",
+    "failed", "pmd_null", "pmd_none")
+
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
@@ -358,11 +372,7 @@ WORKLOADS: dict[str, Workload] = {
                    primary=False),
             *(Metric(f"scan_{st}", "PMDs", "higher",
                      f"khugepaged scans with status {st}", primary=False)
-              for st in ("succeeded", "page_lazyfree", "exceed_none_pte",
-                         "pmd_mapped", "page_ro", "lack_referenced_page",
-                         "no_writable_page", "alloc_huge_page_fail",
-                         "page_lru", "page_locked", "del_page_lru",
-                         "page_count", "scan_aborted")),
+              for st in KHUGEPAGED_SCAN_STATUS),
         ),
         derive=derive_khugepaged, timeout=400,
         not_measurable="dTLB-load-misses and cycles per access: these "

@@ -71,3 +71,31 @@ def test_run_command_in_guest(capsys):
     out = capsys.readouterr().out
     assert rc == 7
     assert int(out.split()[0]) > 100
+
+
+# One small sample of every workload: each must come back valid.
+SMOKE = {
+    "pageout-4k": ["size_mb=32"],
+    "dirty-tlb": ["seconds=5", "total_mb=256"],
+    "file-reclaim": ["size_mb=64"],
+    "khugepaged": ["size_mb=8", "accesses=100000000"],
+    "ksm-rmap": ["vmas=2000", "move=2"],
+}
+
+
+@pytest.mark.parametrize("workload", sorted(SMOKE))
+def test_workload_smoke(workload, tmp_path):
+    out = tmp_path / "r"
+    params = [a for p in SMOKE[workload] for a in ("--param", p)]
+    rc = cli.main(["compare", "--workloads", workload, "--runs", "1",
+                   "--patches", "none", "--accel", "tcg", *params,
+                   "--out", str(out)])
+    res = load(out)
+    assert res["invalid"] == [], res["invalid"]
+    assert rc == 0
+    from foliolab.workloads import WORKLOADS
+    primary = [m.key for m in WORKLOADS[workload].metrics if m.primary]
+    got = {(s["variant"], s["metric"]) for s in res["samples"]}
+    for variant in ("vanilla", "patched"):
+        for key in primary:
+            assert (variant, key) in got, (variant, key)
