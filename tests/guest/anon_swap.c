@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * anon_swap: data integrity of anonymous memory through swap-out and
+ * swap-in (the unmap path S0 batches). Every test writes a unique pattern
+ * into every page, forces the path, and verifies every word. Needs a swap
+ * device (zram) and runs as root in the foliolab guest.
+ */
+#include "common.h"
+#include "ktap.h"
+
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+#define THP "/sys/kernel/mm/transparent_hugepage/"
+#define PM_SOFT_DIRTY (1ULL << 55)
+#define PM_UFFD_WP (1ULL << 57)
+#define PM_SWAP (1ULL << 62)
+#define SIZE (8UL << 20)
+#define NPAGES (SIZE / PAGE_SIZE)
+
+static void write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, s, strlen(s)) < 0)
+			ktap_diag("write %s: %s", path, strerror(errno));
+		close(fd);
+	}
+}
+
+/* Anonymous faults use folios of @kb only (4: base pages, 2048: PMD). */
+static void folio_size(int kb)
+{
+	static const int sizes[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
+	char path[128];
+
+	write_str(THP "enabled", "madvise");
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(path, sizeof(path), THP "hugepages-%dkB/enabled",
+			 sizes[i]);
+		write_str(path, sizes[i] == kb ? "always" : "never");
+	}
+}
+
+static uint64_t pagemap(int fd, const char *addr)
+{
+	uint64_t ent = 0;
+
+	if (pread(fd, &ent, 8, (uintptr_t)addr / PAGE_SIZE * 8) != 8)
+		die("pread pagemap");
+	return ent;
+}
+
+static int swapped_out(const char *buf, size_t npages, const char *what)
+{
+	size_t n = count_swapped(buf, npages);
+
+	if (n < npages * 9 / 10) {
+		ktap_diag("%s: only %zu of %zu pages swapped out", what, n,
+			  npages);
+		return 0;
+	}
+	return 1;
+}
+
+static int verify(const char *buf, size_t npages, uint64_t seed,
+		  const char *what)
+{
+	size_t bad = verify_pages(buf, npages, seed);
+
+	if (bad)
+		ktap_diag("%s: %zu pages read back wrong", what, bad);
+	return bad == 0;
+}
+
+/* Pattern in, MADV_PAGEOUT, all swapped, every word back. */
+static void test_pageout(int kb, const char *name)
+{
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	int ok;
+
+	folio_size(kb);
+	if (kb == 2048)
+		madvise(buf, SIZE, MADV_HUGEPAGE);
+	fill_pages(buf, NPAGES, kb);
+	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
+	ok = ok && swapped_out(buf, NPAGES, name);
+	ok = verify(buf, NPAGES, kb, name) && ok;
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+/* Soft-dirty set on every third page only; it must survive swap-out. */
+static void test_soft_dirty(void)
+{
+	const char *name = "soft_dirty_preserved_64k";
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	int pm = open("/proc/self/pagemap", O_RDONLY), ok = 1;
+	size_t wrong = 0;
+
+	folio_size(64);
+	fill_pages(buf, NPAGES, 55);
+	write_str("/proc/self/clear_refs", "4");
+	for (size_t pg = 0; pg < NPAGES; pg += 3)
+		buf[pg * PAGE_SIZE + 8] ^= 0;	/* a write: soft-dirty again */
+	if (madvise(buf, SIZE, MADV_PAGEOUT))
+		ok = 0;
+	ok = ok && swapped_out(buf, NPAGES, name);
+	for (size_t pg = 0; pg < NPAGES; pg++) {
+		int want = pg % 3 == 0;
+		int have = !!(pagemap(pm, buf + pg * PAGE_SIZE) & PM_SOFT_DIRTY);
+
+		if (want != have && wrong++ < 4)
+			ktap_diag("page %zu: soft-dirty %d, expected %d", pg,
+				  have, want);
+	}
+	ok = ok && !wrong;
+	ok = verify(buf, NPAGES, 55, name) && ok;
+	close(pm);
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+/* uffd-wp on every other page; the marker bit must survive swap-out. */
+static void test_uffd_wp(void)
+{
+	const char *name = "uffd_wp_preserved_64k";
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	int pm = open("/proc/self/pagemap", O_RDONLY), ok = 1, uffd;
+	size_t wrong = 0;
+
+	folio_size(64);
+	fill_pages(buf, NPAGES, 57);
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api)) {
+		ktap_skip(name, "userfaultfd not available");
+		return;
+	}
+	reg.range.start = (uintptr_t)buf;
+	reg.range.len = SIZE;
+	reg.mode = UFFDIO_REGISTER_MODE_WP;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		ktap_skip(name, "uffd-wp not supported");
+		return;
+	}
+	for (size_t pg = 0; pg < NPAGES; pg += 2) {
+		struct uffdio_writeprotect wp = {
+			.range = { (uintptr_t)buf + pg * PAGE_SIZE, PAGE_SIZE },
+			.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		};
+
+		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+			die("UFFDIO_WRITEPROTECT");
+	}
+	if (madvise(buf, SIZE, MADV_PAGEOUT))
+		ok = 0;
+	ok = ok && swapped_out(buf, NPAGES, name);
+	for (size_t pg = 0; pg < NPAGES; pg++) {
+		int want = pg % 2 == 0;
+		int have = !!(pagemap(pm, buf + pg * PAGE_SIZE) & PM_UFFD_WP);
+
+		if (want != have && wrong++ < 4)
+			ktap_diag("page %zu: uffd-wp %d, expected %d", pg, have,
+				  want);
+	}
+	ok = ok && !wrong;
+	ok = verify(buf, NPAGES, 57, name) && ok;	/* reads: no wp fault */
+	close(uffd);
+	close(pm);
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+/*
+ * After fork and the child's exit, the parent's pages are no longer
+ * anon-exclusive; writing every other page makes those exclusive again, so
+ * each 64K folio holds a mix. Swap-out must keep every page's data.
+ */
+static void test_fork_mixed_exclusive(void)
+{
+	const char *name = "fork_mixed_anon_exclusive_64k";
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	pid_t pid;
+	int ok;
+
+	folio_size(64);
+	fill_pages(buf, NPAGES, 7);
+	pid = fork();
+	if (pid == 0)
+		_exit(verify_pages(buf, NPAGES, 7) ? 1 : 0);
+	waitpid(pid, NULL, 0);
+	for (size_t pg = 0; pg < NPAGES; pg += 2) {
+		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = pattern(pg, w, 7);	/* same value: a write */
+	}
+	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
+	ok = ok && swapped_out(buf, NPAGES, name);
+	ok = verify(buf, NPAGES, 7, name) && ok;
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+static long swap_free_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "SwapFree: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * One swapped-out page shared by more than 62 processes: the swap count
+ * overflows swap_map into a continuation page. Every sharer reads it back;
+ * when all are gone the swap space is free again.
+ */
+static void test_swap_count_continuation(void)
+{
+	const char *name = "swap_count_continuation_70_sharers";
+	long before = swap_free_kb(), after;
+	char *buf = map_aligned(16 * PAGE_SIZE, PMD_SIZE);
+	int ok, bad = 0, pipefd[2];
+	pid_t pids[70];
+
+	folio_size(4);
+	fill_pages(buf, 16, 62);
+	ok = !madvise(buf, 16 * PAGE_SIZE, MADV_PAGEOUT);
+	ok = ok && swapped_out(buf, 16, name);
+	if (pipe(pipefd))
+		die("pipe");
+	for (int i = 0; i < 70; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char c;
+
+			/* hold the swap entries until all 70 exist */
+			if (read(pipefd[0], &c, 1) != 1)
+				_exit(2);
+			_exit(verify_pages(buf, 16, 62) ? 1 : 0);
+		}
+	}
+	close(pipefd[0]);
+	for (int i = 0; i < 70; i++)
+		if (write(pipefd[1], "x", 1) != 1)
+			die("write pipe");
+	for (int i = 0; i < 70; i++) {
+		int st;
+
+		waitpid(pids[i], &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	close(pipefd[1]);
+	if (bad)
+		ktap_diag("%s: %d children read back wrong data", name, bad);
+	ok = verify(buf, 16, 62, name) && ok && !bad;
+	munmap(buf, 16 * PAGE_SIZE);
+	after = swap_free_kb();
+	if (after < before - 64) {
+		ktap_diag("%s: SwapFree %ld kB, was %ld kB", name, after,
+			  before);
+		ok = 0;
+	}
+	ktap_result(ok, name);
+}
+
+/* swapoff must bring every swapped-out mTHP page back intact. */
+static void test_swapoff_mthp(void)
+{
+	const char *name = "swapoff_with_swapped_out_64k";
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	int ok;
+
+	folio_size(64);
+	fill_pages(buf, NPAGES, 64);
+	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
+	ok = ok && swapped_out(buf, NPAGES, name);
+	if (system("swapoff /dev/zram0")) {
+		ktap_diag("%s: swapoff failed", name);
+		ok = 0;
+	}
+	ok = verify(buf, NPAGES, 64, name) && ok;
+	if (system("swapon /dev/zram0"))
+		ktap_diag("%s: swapon failed", name);
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+int main(void)
+{
+	ktap_plan(8);
+	test_pageout(4, "pageout_4k");
+	test_pageout(64, "pageout_64k");
+	test_pageout(2048, "pageout_pmd");
+	test_soft_dirty();
+	test_uffd_wp();
+	test_fork_mixed_exclusive();
+	test_swap_count_continuation();
+	test_swapoff_mthp();
+	return ktap_finish();
+}
