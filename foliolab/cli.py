@@ -127,6 +127,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("cmd", nargs=argparse.REMAINDER,
                    help="-- CMD [ARGS...]")
 
+    s = sub.add_parser("test", help="correctness suite on the debug kernel")
+    _common(s)
+    s.add_argument("--variant", choices=("vanilla", "patched"),
+                   default="patched")
+    s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
+    s.add_argument("--mglru", choices=("both", "on", "off"), default="both",
+                   help="run with MGLRU on, off, or both (default both)")
+    s.add_argument("--no-kselftests", action="store_true",
+                   help="only foliolab's own guest tests")
+    s.add_argument("--record-baseline", action="store_true",
+                   help="write the kselftest results to "
+                        "tests/kselftest-vanilla.json (use with "
+                        "--variant vanilla)")
+    s.add_argument("--out", type=Path,
+                   help="output directory (default results/test-<time>)")
+
     s = sub.add_parser("report", help="rewrite the report of a results DIR")
     s.add_argument("dir", type=Path)
     return p
@@ -227,6 +243,27 @@ def cmd_run(args) -> int:
     return res.exit_code if res.exit_code is not None else 1
 
 
+def cmd_test(args) -> int:
+    from foliolab import suite
+    from foliolab.arch import get_arch
+    if args.record_baseline and args.variant != "vanilla":
+        raise UsageError("--record-baseline records vanilla's results",
+                         hint="add --variant vanilla")
+    (tree,) = _trees(args, [args.variant])
+    lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "test-%Y%m%d-%H%M%S")
+    passed, summary = suite.run_suite(
+        tree, get_arch(args.arch), out, lru, not args.no_kselftests,
+        args.record_baseline, args.accel)
+    print(summary, end="")
+    print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
+    if not passed:
+        raise FoliolabError(f"correctness suite failed on the {tree.variant} "
+                            "debug kernel", log_path=out / "suite.ktap")
+    return 0
+
+
 def cmd_report(args) -> int:
     from foliolab import report
     if not (args.dir / "environment.json").exists():
@@ -239,7 +276,7 @@ def cmd_report(args) -> int:
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "compare": cmd_compare, "run": cmd_run,
-    "report": cmd_report,
+    "test": cmd_test, "report": cmd_report,
 }
 
 

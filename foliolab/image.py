@@ -86,16 +86,21 @@ def shared_libs(binary: str) -> list[str]:
     return libs
 
 
-def build_guest_binaries(arch: Arch) -> Path:
-    """make -C workloads (and tests/guest when present) into the cache."""
-    out = cache_root() / "guest-bin" / arch.name
-    cc = f"{arch.cross_compile}gcc"
-    for src in (WORKLOADS_DIR, GUEST_TESTS_DIR):
-        if (src / "Makefile").exists():
-            proc.run(["make", "-s", "-C", str(src), f"OUT={out}", f"CC={cc}"],
-                     log_path=out.parent / f"{src.name}.log", error=ImageError,
-                     what=f"building guest binaries in {src.name}/")
+def build_guest_binaries(arch: Arch, src: Path) -> Path:
+    """make -C SRC (workloads/ or tests/guest/) into the cache."""
+    out = cache_root() / "guest-bin" / arch.name / src.name
+    proc.run(["make", "-s", "-C", str(src), f"OUT={out}",
+              f"CC={arch.cross_compile}gcc"],
+             log_path=out.parent / f"{src.name}.log", error=ImageError,
+             what=f"building guest binaries in {src.name}/")
     return out
+
+
+def _executables(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return [f for f in sorted(directory.iterdir())
+            if f.is_file() and os.access(f, os.X_OK)]
 
 
 @dataclass
@@ -106,8 +111,14 @@ class Image:
 
 
 def build_image(arch: Arch) -> Image:
-    """Assemble the base initramfs; rewrite it only if its content changed."""
-    bindir = build_guest_binaries(arch)
+    """Assemble the base initramfs; rewrite it only if its content changed.
+
+    Workloads go to /foliolab/bin (on PATH), guest tests to
+    /foliolab/tests, and the mm kselftests, when built, to
+    /foliolab/kselftest with the shared libraries they need.
+    """
+    bindir = build_guest_binaries(arch, WORKLOADS_DIR)
+    testdir = build_guest_binaries(arch, GUEST_TESTS_DIR)
     if not BUSYBOX.exists() or shared_libs(str(BUSYBOX)):
         raise ImageError(f"{BUSYBOX} is missing or not static",
                          hint="apt-get install busybox-static")
@@ -126,10 +137,18 @@ def build_image(arch: Arch) -> Image:
     for f in sorted((GUEST_DIR / "workloads").glob("*.sh")):
         c.file(f"foliolab/workloads/{f.name}", f.read_bytes())
     binaries = []
-    for f in sorted(bindir.iterdir()):
-        if f.is_file() and os.access(f, os.X_OK):
-            c.file(f"foliolab/bin/{f.name}", f.read_bytes(), 0o755)
-            binaries.append(f.name)
+    for f in _executables(bindir):
+        c.file(f"foliolab/bin/{f.name}", f.read_bytes(), 0o755)
+        binaries.append(f.name)
+    for f in _executables(testdir):
+        c.file(f"foliolab/tests/{f.name}", f.read_bytes(), 0o755)
+    for f in (GUEST_DIR / "suite").glob("*.sh"):
+        c.file(f"foliolab/suite/{f.name}", f.read_bytes())
+    kst = kselftest_dir(arch)
+    dynamic = []
+    for f in _executables(kst):
+        c.file(f"foliolab/kselftest/{f.name}", f.read_bytes(), 0o755)
+        dynamic.append(str(f))
     c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
            b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")
@@ -137,9 +156,10 @@ def build_image(arch: Arch) -> Image:
         if not os.path.exists(tool):
             raise ImageError(f"host tool {tool} is missing",
                              hint="run `make setup`")
-        for path in [tool, *shared_libs(tool)]:
-            real = os.path.realpath(path)
-            c.file(path, Path(real).read_bytes(), 0o755)
+        c.file(tool, Path(os.path.realpath(tool)).read_bytes(), 0o755)
+        dynamic.append(tool)
+    for lib in sorted({lib for b in dynamic for lib in shared_libs(b)}):
+        c.file(lib, Path(os.path.realpath(lib)).read_bytes(), 0o755)
     data = c.finish()
     digest = hashlib.sha256(data).hexdigest()[:12]
     path = cache_root() / "images" / f"{arch.name}-base.cpio"
@@ -148,6 +168,11 @@ def build_image(arch: Arch) -> Image:
             path.read_bytes()).hexdigest()[:12] != digest:
         path.write_bytes(data)
     return Image(path, digest, binaries)
+
+
+def kselftest_dir(arch: Arch) -> Path:
+    """Where suite.build_kselftests() leaves the mm selftest binaries."""
+    return cache_root() / "kselftest" / arch.name / "mm"
 
 
 def job_archive(job: str, extra: list[Path] | None = None) -> bytes:

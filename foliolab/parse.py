@@ -16,6 +16,7 @@ class GuestSample:
     metrics: dict[str, float] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
+    oracles: list[tuple[str, str, bool, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -70,6 +71,10 @@ def parse_records(lines: list[str]) -> GuestOutput:
             sample().invalid.append(rest)
         elif kind == "corrupt":
             sample().corrupt.append(rest)
+        elif kind == "oracle":
+            parts = rest.split(" ", 3) + ["", "", "", ""]
+            sample().oracles.append((parts[0], parts[1], parts[2] == "ok",
+                                     parts[3]))
         elif kind == "boot":
             try:
                 out.boot_s = float(rest)

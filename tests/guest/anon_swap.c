@@ -5,79 +5,15 @@
  * into every page, forces the path, and verifies every word. Needs a swap
  * device (zram) and runs as root in the foliolab guest.
  */
-#include "common.h"
-#include "ktap.h"
+#include "guestlib.h"
 
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-#define THP "/sys/kernel/mm/transparent_hugepage/"
-#define PM_SOFT_DIRTY (1ULL << 55)
-#define PM_UFFD_WP (1ULL << 57)
-#define PM_SWAP (1ULL << 62)
 #define SIZE (8UL << 20)
 #define NPAGES (SIZE / PAGE_SIZE)
-
-static void write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-
-	if (fd >= 0) {
-		if (write(fd, s, strlen(s)) < 0)
-			ktap_diag("write %s: %s", path, strerror(errno));
-		close(fd);
-	}
-}
-
-/* Anonymous faults use folios of @kb only (4: base pages, 2048: PMD). */
-static void folio_size(int kb)
-{
-	static const int sizes[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
-	char path[128];
-
-	write_str(THP "enabled", "madvise");
-	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		snprintf(path, sizeof(path), THP "hugepages-%dkB/enabled",
-			 sizes[i]);
-		write_str(path, sizes[i] == kb ? "always" : "never");
-	}
-}
-
-static uint64_t pagemap(int fd, const char *addr)
-{
-	uint64_t ent = 0;
-
-	if (pread(fd, &ent, 8, (uintptr_t)addr / PAGE_SIZE * 8) != 8)
-		die("pread pagemap");
-	return ent;
-}
-
-static int swapped_out(const char *buf, size_t npages, const char *what)
-{
-	size_t n = count_swapped(buf, npages);
-
-	if (n < npages * 9 / 10) {
-		ktap_diag("%s: only %zu of %zu pages swapped out", what, n,
-			  npages);
-		return 0;
-	}
-	return 1;
-}
-
-static int verify(const char *buf, size_t npages, uint64_t seed,
-		  const char *what)
-{
-	size_t bad = verify_pages(buf, npages, seed);
-
-	if (bad)
-		ktap_diag("%s: %zu pages read back wrong", what, bad);
-	return bad == 0;
-}
 
 /* Pattern in, MADV_PAGEOUT, all swapped, every word back. */
 static void test_pageout(int kb, const char *name)
@@ -90,8 +26,8 @@ static void test_pageout(int kb, const char *name)
 		madvise(buf, SIZE, MADV_HUGEPAGE);
 	fill_pages(buf, NPAGES, kb);
 	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
-	ok = ok && swapped_out(buf, NPAGES, name);
-	ok = verify(buf, NPAGES, kb, name) && ok;
+	ok = ok && all_swapped(buf, NPAGES, name);
+	ok = all_verified(buf, NPAGES, kb, name) && ok;
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
 }
@@ -101,8 +37,8 @@ static void test_soft_dirty(void)
 {
 	const char *name = "soft_dirty_preserved_64k";
 	char *buf = map_aligned(SIZE, PMD_SIZE);
-	int pm = open("/proc/self/pagemap", O_RDONLY), ok = 1;
 	size_t wrong = 0;
+	int ok = 1;
 
 	folio_size(64);
 	fill_pages(buf, NPAGES, 55);
@@ -111,18 +47,18 @@ static void test_soft_dirty(void)
 		buf[pg * PAGE_SIZE + 8] ^= 0;	/* a write: soft-dirty again */
 	if (madvise(buf, SIZE, MADV_PAGEOUT))
 		ok = 0;
-	ok = ok && swapped_out(buf, NPAGES, name);
+	ok = ok && all_swapped(buf, NPAGES, name);
 	for (size_t pg = 0; pg < NPAGES; pg++) {
 		int want = pg % 3 == 0;
-		int have = !!(pagemap(pm, buf + pg * PAGE_SIZE) & PM_SOFT_DIRTY);
+		int have = !!(pagemap_entry(buf + pg * PAGE_SIZE) &
+			      PM_SOFT_DIRTY);
 
 		if (want != have && wrong++ < 4)
 			ktap_diag("page %zu: soft-dirty %d, expected %d", pg,
 				  have, want);
 	}
 	ok = ok && !wrong;
-	ok = verify(buf, NPAGES, 55, name) && ok;
-	close(pm);
+	ok = all_verified(buf, NPAGES, 55, name) && ok;
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
 }
@@ -134,8 +70,8 @@ static void test_uffd_wp(void)
 	char *buf = map_aligned(SIZE, PMD_SIZE);
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { 0 };
-	int pm = open("/proc/self/pagemap", O_RDONLY), ok = 1, uffd;
 	size_t wrong = 0;
+	int ok = 1, uffd;
 
 	folio_size(64);
 	fill_pages(buf, NPAGES, 57);
@@ -162,19 +98,18 @@ static void test_uffd_wp(void)
 	}
 	if (madvise(buf, SIZE, MADV_PAGEOUT))
 		ok = 0;
-	ok = ok && swapped_out(buf, NPAGES, name);
+	ok = ok && all_swapped(buf, NPAGES, name);
 	for (size_t pg = 0; pg < NPAGES; pg++) {
 		int want = pg % 2 == 0;
-		int have = !!(pagemap(pm, buf + pg * PAGE_SIZE) & PM_UFFD_WP);
+		int have = !!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_UFFD_WP);
 
 		if (want != have && wrong++ < 4)
 			ktap_diag("page %zu: uffd-wp %d, expected %d", pg, have,
 				  want);
 	}
 	ok = ok && !wrong;
-	ok = verify(buf, NPAGES, 57, name) && ok;	/* reads: no wp fault */
+	ok = all_verified(buf, NPAGES, 57, name) && ok;	/* reads: no wp fault */
 	close(uffd);
-	close(pm);
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
 }
@@ -204,8 +139,8 @@ static void test_fork_mixed_exclusive(void)
 			q[w] = pattern(pg, w, 7);	/* same value: a write */
 	}
 	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
-	ok = ok && swapped_out(buf, NPAGES, name);
-	ok = verify(buf, NPAGES, 7, name) && ok;
+	ok = ok && all_swapped(buf, NPAGES, name);
+	ok = all_verified(buf, NPAGES, 7, name) && ok;
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
 }
@@ -240,7 +175,7 @@ static void test_swap_count_continuation(void)
 	folio_size(4);
 	fill_pages(buf, 16, 62);
 	ok = !madvise(buf, 16 * PAGE_SIZE, MADV_PAGEOUT);
-	ok = ok && swapped_out(buf, 16, name);
+	ok = ok && all_swapped(buf, 16, name);
 	if (pipe(pipefd))
 		die("pipe");
 	for (int i = 0; i < 70; i++) {
@@ -267,7 +202,7 @@ static void test_swap_count_continuation(void)
 	close(pipefd[1]);
 	if (bad)
 		ktap_diag("%s: %d children read back wrong data", name, bad);
-	ok = verify(buf, 16, 62, name) && ok && !bad;
+	ok = all_verified(buf, 16, 62, name) && ok && !bad;
 	munmap(buf, 16 * PAGE_SIZE);
 	after = swap_free_kb();
 	if (after < before - 64) {
@@ -288,12 +223,12 @@ static void test_swapoff_mthp(void)
 	folio_size(64);
 	fill_pages(buf, NPAGES, 64);
 	ok = !madvise(buf, SIZE, MADV_PAGEOUT);
-	ok = ok && swapped_out(buf, NPAGES, name);
+	ok = ok && all_swapped(buf, NPAGES, name);
 	if (system("swapoff /dev/zram0")) {
 		ktap_diag("%s: swapoff failed", name);
 		ok = 0;
 	}
-	ok = verify(buf, NPAGES, 64, name) && ok;
+	ok = all_verified(buf, NPAGES, 64, name) && ok;
 	if (system("swapon /dev/zram0"))
 		ktap_diag("%s: swapon failed", name);
 	munmap(buf, SIZE);

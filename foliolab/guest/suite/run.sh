@@ -1,0 +1,55 @@
+# The correctness suite, guest side. Runs every foliolab guest test, then
+# the listed mm kselftests, each framed as "@@ file ktap.NAME" so a crash
+# mid-test still leaves what was printed. After each of our groups the
+# oracles check that nothing leaked: SwapFree back to its baseline, swapoff
+# succeeds, no folios left isolated.
+
+swap_free() { awk '/^SwapFree:/ { print $2 }' /proc/meminfo; }
+
+fl_oracle() { echo "@@ oracle $1 $2 $3 $4"; }
+
+fl_oracles() {
+	group=$1 base=$2
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	now=$(swap_free)
+	if [ "$now" -ge $((base - 256)) ]; then
+		fl_oracle "$group" swap_free ok "${now}kB"
+	else
+		fl_oracle "$group" swap_free fail "${now}kB<${base}kB"
+	fi
+	if swapoff /dev/zram0; then
+		fl_oracle "$group" swapoff ok -
+	else
+		fl_oracle "$group" swapoff fail -
+	fi
+	swapon /dev/zram0 || fl_zram 2G
+	iso=$(awk '/^nr_isolated_/ { s += $2 } END { print s + 0 }' /proc/vmstat)
+	if [ "$iso" = 0 ]; then
+		fl_oracle "$group" nr_isolated ok 0
+	else
+		fl_oracle "$group" nr_isolated fail "$iso"
+	fi
+}
+
+fl_zram 2G
+echo "$FL_LRU_GEN" > /sys/kernel/mm/lru_gen/enabled
+echo "@@ metric lru_gen $(cat /sys/kernel/mm/lru_gen/enabled)"
+for t in /foliolab/tests/*; do
+	[ -x "$t" ] || continue
+	name=${t##*/}
+	base=$(swap_free)
+	echo "@@ file ktap.$name"
+	(cd /tmp && "$t" 2>&1)
+	echo "@@ end"
+	fl_oracles "$name" "$base"
+done
+
+# FL_KSELFTESTS: "name|command|timeout;..." from the host.
+echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs; do
+	[ -n "$name" ] || continue
+	echo "@@ file kselftest.$name"
+	(cd /foliolab/kselftest && timeout "$secs" sh -c "./$cmd" 2>&1)
+	echo "@@ exitcode $name $?"
+	echo "@@ end"
+done

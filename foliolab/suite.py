@@ -1,0 +1,246 @@
+"""`foliolab test`: the correctness suite on a debug kernel.
+
+Boots the debug kernel (DEBUG_VM, PAGE_TABLE_CHECK with page_table_check=on,
+PROVE_LOCKING, DEBUG_LIST, panic_on_warn=1) once with MGLRU on and once
+with it off, runs our guest tests (tests/guest, KTAP) with leak oracles
+after each group, and the 6.12 mm kselftests built from the same tree.
+A kselftest result counts against the kernel only if the same test passed
+on vanilla (tests/kselftest-vanilla.json, recorded with --record-baseline).
+
+Any WARN, BUG, Oops or "Bad page" on the console fails the run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab import boot as boot_mod
+from foliolab import build, image, parse, proc, source
+from foliolab.arch import Arch
+from foliolab.errors import BuildError
+from foliolab.paths import PROJECT_ROOT, cache_root
+
+log = logging.getLogger("foliolab")
+
+BASELINE = PROJECT_ROOT / "tests" / "kselftest-vanilla.json"
+
+# name -> (command line in the kselftest dir, timeout in seconds). The
+# names are what results and the baseline use.
+KSELFTESTS = {
+    "cow": ("cow", 1500),
+    "gup_longterm": ("gup_longterm", 600),
+    "khugepaged": ("khugepaged", 900),
+    "khugepaged-mthp": ("khugepaged -s 2", 900),
+    "ksm_tests-merge": ("ksm_tests -M -p 10", 300),
+    "ksm_tests-unmerge": ("ksm_tests -U", 300),
+    "ksm_tests-zero": ("ksm_tests -Z -p 10 -z 1", 300),
+    "ksm_tests-numa": ("ksm_tests -N -m 0", 300),
+    "ksm_functional_tests": ("ksm_functional_tests", 600),
+    "uffd-unit-tests": ("uffd-unit-tests", 900),
+    "soft-dirty": ("soft-dirty", 300),
+    "pagemap_ioctl": ("pagemap_ioctl", 600),
+    "migration": ("migration", 600),
+    "split_huge_page_test": ("split_huge_page_test", 600),
+    "transhuge-stress": ("transhuge-stress -d 20", 300),
+    "mremap_test": ("mremap_test", 600),
+    "droppable": ("droppable", 300),
+    "mkdirty": ("mkdirty", 300),
+    "madv_populate": ("madv_populate", 300),
+}
+SKIP_EXIT = 4   # kselftest's KSFT_SKIP
+
+
+def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
+                     ) -> Path:
+    """Build the mm selftests against the kernel's headers (kept in cache)."""
+    out = image.kselftest_dir(arch)
+    stamp = out.parent / "built-from"
+    if stamp.exists() and stamp.read_text().strip() == tree.commit and \
+            (out / "cow").exists():
+        return out
+    source.checkout(tree)
+    logp = out.parent / "build.log"
+    out.mkdir(parents=True, exist_ok=True)
+    proc.run(build.make_argv(tree.path, kernel.build_dir, arch,
+                             "headers"), env=build.make_env(),
+             log_path=out.parent / "headers.log", error=BuildError,
+             what="make headers")
+    hdr = kernel.build_dir / "usr" / "include"
+    # Some tests need liburing or other optional bits and are skipped by
+    # the Makefile's own checks; -k keeps the rest building.
+    proc.run(["make", "-k", "-C", str(tree.path / "tools/testing/selftests/mm"),
+              f"OUTPUT={out}", f"KHDR_INCLUDES=-isystem {hdr}",
+              f"-j{os.cpu_count() or 2}"],
+             log_path=logp, check=False)
+    missing = [cmd.split()[0] for cmd, _ in KSELFTESTS.values()
+               if not (out / cmd.split()[0]).exists()]
+    if missing:
+        raise BuildError(f"mm kselftests not built: {', '.join(sorted(set(missing)))}",
+                         log_path=logp)
+    stamp.write_text(tree.commit + "\n")
+    return out
+
+
+@dataclass
+class Check:
+    """One line of the suite's verdict."""
+
+    name: str
+    status: str          # pass | fail | skip
+    detail: str = ""
+
+
+@dataclass
+class SuiteBoot:
+    lru_gen: str
+    boot: str
+    checks: list[Check] = field(default_factory=list)
+    kselftests: dict[str, dict[str, str]] = field(default_factory=dict)
+    console: str = ""
+
+
+def kselftest_results(text: str) -> dict[str, str]:
+    """Per-subtest status of one kselftest run, plus its overall result.
+
+    TAP lines give the subtests; "@@ exitcode" the program's exit status
+    (124: timed out). The overall entry "" is pass only if the program
+    exited 0 (or 4, skip) and no subtest failed.
+    """
+    lines = text.splitlines()
+    rep = parse.parse_ktap(lines)
+    out = {f"{r.number}:{r.name}": r.status for r in rep.results}
+    code = None
+    for line in lines:
+        if line.startswith("@@ exitcode "):
+            code = int(line.split()[3])
+    if code == 124:
+        overall = "timeout"
+    elif code == SKIP_EXIT and not rep.counts["fail"]:
+        overall = "skip"
+    elif code == 0 and not rep.counts["fail"] and not rep.counts["error"]:
+        overall = "pass"
+    else:
+        overall = "fail"
+    out[""] = overall
+    return out
+
+
+def judge_boot(lru_gen: str, res: boot_mod.BootResult) -> SuiteBoot:
+    g = parse.parse_records(res.records)
+    sb = SuiteBoot(lru_gen, res.describe(), console=str(res.console))
+    if not res.clean:
+        sb.checks.append(Check("boot", "fail", f"{res.describe()} "
+                                               f"(console: {res.console})"))
+    s = g.samples[0] if g.samples else parse.GuestSample()
+    for fname, text in s.files.items():
+        if fname.startswith("ktap."):
+            group = fname[5:]
+            rep = parse.parse_ktap(text.splitlines())
+            for r in rep.results:
+                sb.checks.append(Check(f"{group}.{r.name}", r.status
+                                       if r.status != "xfail" else "pass"))
+            if not rep.results or rep.errors or rep.bailed_out:
+                sb.checks.append(Check(f"{group}", "fail", "; ".join(
+                    rep.errors + [rep.bailed_out or ""]).strip("; ")
+                    or "no results"))
+        elif fname.startswith("kselftest."):
+            sb.kselftests[fname[10:]] = kselftest_results(text)
+    for group, check, ok, detail in s.oracles:
+        sb.checks.append(Check(f"{group}.oracle.{check}",
+                               "pass" if ok else "fail", detail))
+    return sb
+
+
+def compare_kselftests(results: dict[str, dict[str, str]],
+                       baseline: dict[str, dict[str, str]]) -> list[Check]:
+    """A (sub)test that passed on vanilla must pass here."""
+    checks = []
+    for name, subs in sorted(results.items()):
+        base = baseline.get(name, {})
+        for sub, status in sorted(subs.items()):
+            label = f"kselftest.{name}" + (f".{sub}" if sub else "")
+            if base.get(sub) == "pass" and status != "pass":
+                checks.append(Check(label, "fail",
+                                    f"{status} here, pass on vanilla"))
+            elif sub == "":
+                checks.append(Check(label, "pass" if status == "pass"
+                                    else "skip",
+                                    "" if status == "pass" else
+                                    f"{status} (also on vanilla)"))
+    for name in sorted(set(baseline) - set(results)):
+        checks.append(Check(f"kselftest.{name}", "fail", "did not run"))
+    return checks
+
+
+def ktap_summary(boots: list[SuiteBoot]) -> str:
+    lines = ["KTAP version 1"]
+    checks = [(b, c) for b in boots for c in b.checks]
+    lines.append(f"1..{len(checks)}")
+    for i, (b, c) in enumerate(checks, 1):
+        tag = f"mglru={b.lru_gen} {c.name}"
+        if c.status == "pass":
+            lines.append(f"ok {i} {tag}")
+        elif c.status == "skip":
+            lines.append(f"ok {i} {tag} # SKIP {c.detail}")
+        else:
+            lines.append(f"not ok {i} {tag} # {c.detail}")
+    fails = sum(c.status == "fail" for _, c in checks)
+    lines.append(f"# Totals: pass:{sum(c.status == 'pass' for _, c in checks)}"
+                 f" fail:{fails} skip:{sum(c.status == 'skip' for _, c in checks)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_suite(tree: source.Tree, arch: Arch, out: Path,
+              lru_gens: tuple[str, ...] = ("y", "n"),
+              kselftests: bool = True, record_baseline: bool = False,
+              accel: str = "tcg") -> tuple[bool, str]:
+    """Build, boot and judge; returns (passed, KTAP summary)."""
+    kernel = build.build_kernel(tree, arch, "debug")
+    if kselftests:
+        build_kselftests(tree, arch, kernel)
+    img = image.build_image(arch)
+    out.mkdir(parents=True, exist_ok=True)
+    ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in KSELFTESTS.items()
+                  ) if kselftests else ""
+    boots = []
+    for i, lru in enumerate(lru_gens):
+        # kselftests once (they test the kernel, not reclaim's LRU choice)
+        # The 20,000-VMA KSM migration (minutes on vanilla) runs once too.
+        job = (f"export FL_LRU_GEN={lru}\n"
+               f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
+               f"export FL_KSELFTESTS='{ks if i == 0 else ''}'\n"
+               ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
+        spec = boot_mod.BootSpec(arch, kernel.image, accel=accel, vcpus=2,
+                                 memory_mb=4096, numa_nodes=2,
+                                 timeout=5400,
+                                 cmdline=boot_mod.debug_cmdline("debug") +
+                                 ("brd.rd_nr=1", "brd.rd_size=1048576"))
+        log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,
+                 "on" if lru == "y" else "off")
+        res = boot_mod.boot(spec, img.path, job, out / f"mglru-{lru}")
+        boots.append(judge_boot(lru, res))
+    baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    results = {k: v for b in boots for k, v in b.kselftests.items()}
+    if record_baseline:
+        BASELINE.write_text(json.dumps(results, indent=1, sort_keys=True)
+                            + "\n")
+        log.info("kselftest baseline written to %s", BASELINE)
+    if kselftests:
+        boots[0].checks += compare_kselftests(results, baseline)
+    summary = ktap_summary(boots)
+    (out / "suite.ktap").write_text(summary)
+    (out / "suite.json").write_text(json.dumps({
+        "variant": tree.variant, "commit": tree.commit,
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(
+            timespec="seconds"),
+        "boots": [{"lru_gen": b.lru_gen, "boot": b.boot, "console": b.console,
+                   "checks": [c.__dict__ for c in b.checks],
+                   "kselftests": b.kselftests} for b in boots]},
+        indent=1) + "\n")
+    passed = all(c.status != "fail" for b in boots for c in b.checks)
+    return passed, summary

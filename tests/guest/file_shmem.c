@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * file_shmem: file-backed and shmem large folios through reclaim (the
+ * batched file unmap). Writes into some pages of every large folio of a
+ * MAP_SHARED XFS mapping must reach the disk (checked with O_DIRECT reads
+ * after the page cache is dropped); tmpfs large folios must swap out and
+ * back intact; uffd-wp on shmem must stay set on every page through
+ * reclaim. Needs XFS on /dev/ram0 (brd) and a swap device.
+ */
+#include "guestlib.h"
+
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+
+#define MEMCG "fltest-file"
+#define XFS_DIR "/mnt/fltest-xfs"
+#define TMPFS_DIR "/mnt/fltest-tmpfs"
+#define FSIZE (16UL << 20)
+#define FPAGES (FSIZE / PAGE_SIZE)
+
+static void drop_caches(void)
+{
+	sync();
+	write_str("/proc/sys/vm/drop_caches", "3");
+}
+
+static int write_file(const char *path, uint64_t seed)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	char *buf = malloc(FSIZE);
+
+	if (fd < 0 || !buf)
+		return -1;
+	fill_pages(buf, FPAGES, seed);
+	if (write(fd, buf, FSIZE) != (ssize_t)FSIZE || fsync(fd))
+		die("write file");
+	free(buf);
+	return fd;
+}
+
+/* Written pages: 0, 5 and 15 of every 16 (some pages of each folio). */
+static int written(size_t pg)
+{
+	return pg % 16 == 0 || pg % 16 == 5 || pg % 16 == 15;
+}
+
+static void test_xfs_shared(void)
+{
+	const char *name = "xfs_map_shared_writes_reach_disk";
+	size_t bad = 0;
+	char *map, *back;
+	int fd, dfd;
+
+	fd = write_file(XFS_DIR "/data", 21);
+	drop_caches();
+	back = malloc(FSIZE);
+	if (pread(fd, back, FSIZE, 0) != (ssize_t)FSIZE)	/* large folios */
+		die("read");
+	map = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	for (size_t pg = 0; pg < FPAGES; pg++) {
+		uint64_t *q = (uint64_t *)(map + pg * PAGE_SIZE);
+
+		if (written(pg))
+			for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+				q[w] = pattern(pg, w, 22);
+	}
+	madvise(map, FSIZE, MADV_PAGEOUT);
+	memcg_reclaim(MEMCG, FSIZE * 2);
+	munmap(map, FSIZE);
+	close(fd);
+	drop_caches();
+	dfd = open(XFS_DIR "/data", O_RDONLY | O_DIRECT);
+	if (dfd < 0 || pread(dfd, back, FSIZE, 0) != (ssize_t)FSIZE)
+		die("O_DIRECT read");
+	for (size_t pg = 0; pg < FPAGES; pg++) {
+		const uint64_t *q = (const uint64_t *)(back + pg * PAGE_SIZE);
+		uint64_t seed = written(pg) ? 22 : 21;
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg, w, seed)) {
+				if (bad++ < 4)
+					ktap_diag("%s: page %zu on disk is wrong",
+						  name, pg);
+				break;
+			}
+	}
+	close(dfd);
+	free(back);
+	ktap_result(!bad, name);
+}
+
+static void test_tmpfs(void)
+{
+	const char *name = "tmpfs_large_folios_swap_out_and_back";
+	int fd = open(TMPFS_DIR "/data", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	char *map;
+	int ok;
+
+	if (fd < 0 || ftruncate(fd, FSIZE))
+		die("tmpfs file");
+	map = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	fill_pages(map, FPAGES, 23);
+	madvise(map, FSIZE, MADV_PAGEOUT);
+	memcg_reclaim(MEMCG, FSIZE * 2);
+	ok = 1;
+	/* pagemap shows shmem swap only as not present: use ShmemSwap */
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long swapped = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "ShmemSwap: %ld kB", &swapped);
+	if (f)
+		fclose(f);
+	if (swapped < (long)(FSIZE / 1024 / 2)) {
+		ktap_diag("%s: ShmemSwap %ld kB, expected most of %lu kB", name,
+			  swapped, FSIZE / 1024);
+		ok = 0;
+	}
+	ok = all_verified(map, FPAGES, 23, name) && ok;
+	munmap(map, FSIZE);
+	close(fd);
+	unlink(TMPFS_DIR "/data");
+	ktap_result(ok, name);
+}
+
+static void test_shmem_uffd_wp(void)
+{
+	const char *name = "shmem_uffd_wp_survives_reclaim";
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+	};
+	struct uffdio_register reg = { 0 };
+	struct uffdio_writeprotect wp = { 0 };
+	int fd = open(TMPFS_DIR "/wp", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	size_t lost = 0;
+	char *map;
+	int uffd;
+
+	if (fd < 0 || ftruncate(fd, FSIZE))
+		die("tmpfs file");
+	map = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	fill_pages(map, FPAGES, 24);
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api)) {
+		ktap_skip(name, "uffd-wp on shmem not available");
+		return;
+	}
+	reg.range.start = (uintptr_t)map;
+	reg.range.len = FSIZE;
+	reg.mode = UFFDIO_REGISTER_MODE_WP;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+		die("UFFDIO_REGISTER");
+	wp.range.start = (uintptr_t)map;
+	wp.range.len = FSIZE;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+		die("UFFDIO_WRITEPROTECT");
+	madvise(map, FSIZE, MADV_PAGEOUT);
+	memcg_reclaim(MEMCG, FSIZE * 2);
+	for (size_t pg = 0; pg < FPAGES; pg++)
+		if (!(pagemap_entry(map + pg * PAGE_SIZE) & PM_UFFD_WP) &&
+		    lost++ < 4)
+			ktap_diag("%s: page %zu lost its uffd-wp bit", name, pg);
+	lost += !all_verified(map, FPAGES, 24, name);
+	close(uffd);
+	munmap(map, FSIZE);
+	close(fd);
+	unlink(TMPFS_DIR "/wp");
+	ktap_result(!lost, name);
+}
+
+int main(void)
+{
+	mkdir(XFS_DIR, 0755);
+	mkdir(TMPFS_DIR, 0755);
+	if (system("mkfs.xfs -q -f /dev/ram0") ||
+	    mount("/dev/ram0", XFS_DIR, "xfs", 0, NULL)) {
+		ktap_plan(1);
+		ktap_result(0, "xfs_on_ram0_available");
+		return 1;
+	}
+	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=256m"))
+		die("mount tmpfs");
+	memcg_enter(MEMCG);
+	ktap_plan(3);
+	test_xfs_shared();
+	test_tmpfs();
+	test_shmem_uffd_wp();
+	umount(TMPFS_DIR);
+	unlink(XFS_DIR "/data");
+	umount(XFS_DIR);
+	return ktap_finish();
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for foliolab's guest tests: mTHP sizes, pagemap bits and a
+ * private memcg to reclaim from.
+ */
+#ifndef FOLIOLAB_GUESTLIB_H
+#define FOLIOLAB_GUESTLIB_H
+
+#include "common.h"
+#include "ktap.h"
+
+#include <sys/stat.h>
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+#define THP "/sys/kernel/mm/transparent_hugepage/"
+#define PM_SOFT_DIRTY (1ULL << 55)
+#define PM_UFFD_WP (1ULL << 57)
+#define PM_SWAP (1ULL << 62)
+#define PM_PRESENT (1ULL << 63)
+
+static inline void write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, s, strlen(s)) < 0)
+			ktap_diag("write %s: %s", path, strerror(errno));
+		close(fd);
+	}
+}
+
+/* Anonymous faults use folios of @kb only (4: base pages, 2048: PMD). */
+static inline void folio_size(int kb)
+{
+	static const int sizes[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
+	char path[128];
+
+	write_str(THP "enabled", "madvise");
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(path, sizeof(path), THP "hugepages-%dkB/enabled",
+			 sizes[i]);
+		write_str(path, sizes[i] == kb ? "always" : "never");
+	}
+}
+
+static inline uint64_t pagemap_entry(const void *addr)
+{
+	static int fd = -1;
+	uint64_t ent = 0;
+
+	if (fd < 0)
+		fd = open("/proc/self/pagemap", O_RDONLY);
+	if (pread(fd, &ent, 8, (uintptr_t)addr / PAGE_SIZE * 8) != 8)
+		die("pread pagemap");
+	return ent;
+}
+
+static inline int all_swapped(const char *buf, size_t npages,
+			      const char *what)
+{
+	size_t n = count_swapped(buf, npages);
+
+	if (n < npages * 9 / 10) {
+		ktap_diag("%s: only %zu of %zu pages swapped out", what, n,
+			  npages);
+		return 0;
+	}
+	return 1;
+}
+
+static inline int all_verified(const char *buf, size_t npages, uint64_t seed,
+			       const char *what)
+{
+	size_t bad = verify_pages(buf, npages, seed);
+
+	if (bad)
+		ktap_diag("%s: %zu pages read back wrong", what, bad);
+	return bad == 0;
+}
+
+/* Move this process into a fresh memcg, so what it allocates can be
+ * reclaimed with memcg_reclaim(). */
+static inline void memcg_enter(const char *name)
+{
+	char path[256], pid[32];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", name);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	write_str(path, pid);
+}
+
+/* Reclaim up to @bytes from memcg @name; errors (EAGAIN) are fine. */
+static inline void memcg_reclaim(const char *name, size_t bytes)
+{
+	char path[256], amount[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.reclaim", name);
+	snprintf(amount, sizeof(amount), "%zu", bytes);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		die(path);
+	if (write(fd, amount, strlen(amount)) < 0 && errno != EAGAIN)
+		ktap_diag("memory.reclaim: %s", strerror(errno));
+	close(fd);
+}
+
+#endif

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm: KSM pages through the paths that walk their rmap. Merged pages are
+ * shared with forked children and swapped out; an mremap-moved KSM page
+ * still migrates and swaps out (the address-based narrowing broke this);
+ * and with FL_KSM_VMAS (default 20000) one-page VMAs on one anon_vma every
+ * page migrates with move_pages(). All data is verified in every process.
+ */
+#include "guestlib.h"
+
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define KSM "/sys/kernel/mm/ksm/"
+#define MEMCG "fltest-ksm"
+#define MPOL_MF_MOVE_ALL (1 << 2)
+
+static long read_long(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+		die(path);
+	close(fd);
+	return atol(buf);
+}
+
+/* Identical content in groups of 64 pages (so several KSM pages). */
+static void fill_groups(char *buf, size_t npages)
+{
+	for (size_t pg = 0; pg < npages; pg++) {
+		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = pattern(pg / 64, w, 0x4b534d);
+	}
+}
+
+static size_t check_groups(const char *buf, size_t npages)
+{
+	size_t bad = 0;
+
+	for (size_t pg = 0; pg < npages; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg / 64, w, 0x4b534d)) {
+				bad++;
+				break;
+			}
+	}
+	return bad;
+}
+
+/* Run ksmd until at least @want pages are merged, then stop it. */
+static int merge(long want)
+{
+	write_str(KSM "pages_to_scan", "20000");
+	write_str(KSM "sleep_millisecs", "0");
+	write_str(KSM "run", "1");
+	for (int i = 0; i < 3000; i++) {
+		if (read_long(KSM "pages_shared") + read_long(KSM "pages_sharing")
+		    >= want)
+			break;
+		usleep(20 * 1000);
+	}
+	/* run=0 keeps the merged pages; a scanning ksmd blocks migration */
+	write_str(KSM "run", "0");
+	return read_long(KSM "pages_shared") + read_long(KSM "pages_sharing")
+	       >= want;
+}
+
+static int move_all(char **pages, size_t n, int node, const char *name)
+{
+	int *nodes = calloc(n, sizeof(int)), *status = calloc(n, sizeof(int));
+	size_t moved = 0;
+
+	for (size_t i = 0; i < n; i++)
+		nodes[i] = node;
+	if (syscall(SYS_move_pages, 0, n, pages, nodes, status,
+		    MPOL_MF_MOVE_ALL) < 0)
+		ktap_diag("%s: move_pages: %s", name, strerror(errno));
+	/* pages sharing a KSM page move with the first of them: ask again */
+	syscall(SYS_move_pages, 0, n, pages, NULL, status, 0);
+	for (size_t i = 0; i < n; i++)
+		moved += status[i] == node;
+	if (moved != n)
+		ktap_diag("%s: %zu of %zu pages on node %d", name, moved, n,
+			  node);
+	free(nodes);
+	free(status);
+	return moved == n;
+}
+
+static void test_merge_fork_swap(void)
+{
+	const char *name = "merge_fork_swapout_verify";
+	size_t n = 1024, bad = 0;
+	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	long pswp0;
+	int ok, st, go[2];
+	pid_t kids[2];
+	FILE *f;
+	char line[128];
+
+	fill_groups(buf, n);
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	ok = merge(n * 9 / 10);
+	if (!ok)
+		ktap_diag("%s: KSM did not merge", name);
+	if (pipe(go))
+		die("pipe");
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			char c;
+
+			if (read(go[0], &c, 1) != 1)
+				_exit(2);
+			_exit(check_groups(buf, n) ? 1 : 0);
+		}
+	}
+	pswp0 = 0;
+	f = fopen("/proc/vmstat", "r");
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "pswpout %ld", &pswp0);
+	fclose(f);
+	memcg_reclaim(MEMCG, n * PAGE_SIZE * 4);
+	f = fopen("/proc/vmstat", "r");
+	long pswp1 = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "pswpout %ld", &pswp1);
+	fclose(f);
+	if (pswp1 <= pswp0) {
+		ktap_diag("%s: nothing was swapped out", name);
+		ok = 0;
+	}
+	if (write(go[1], "gg", 2) != 2)
+		die("write");
+	for (int i = 0; i < 2; i++) {
+		waitpid(kids[i], &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	bad += check_groups(buf, n);
+	if (bad)
+		ktap_diag("%s: wrong data in %zu process(es)/pages", name, bad);
+	munmap(buf, n * PAGE_SIZE);
+	ktap_result(ok && !bad, name);
+}
+
+/*
+ * Three identical pages; the middle one is moved with mremap, so its
+ * address no longer matches its linear page index. After KSM merges them
+ * the moved page must still migrate and swap out.
+ */
+static void test_mremap_moved(void)
+{
+	const char *name = "mremap_moved_ksm_page_migrates_and_swaps";
+	char *buf = map_aligned(3 * PAGE_SIZE, PMD_SIZE);
+	char *far = map_aligned(PMD_SIZE, PMD_SIZE) + 5 * PAGE_SIZE;
+	char *pages[3];
+	int ok;
+
+	for (int i = 0; i < 3; i++)
+		memset(buf + i * PAGE_SIZE, 0x5a, PAGE_SIZE);
+	madvise(buf, 3 * PAGE_SIZE, MADV_MERGEABLE);
+	pages[1] = mremap(buf + PAGE_SIZE, PAGE_SIZE, PAGE_SIZE,
+			  MREMAP_MAYMOVE | MREMAP_FIXED, far);
+	if (pages[1] == MAP_FAILED)
+		die("mremap");
+	pages[0] = buf;
+	pages[2] = buf + 2 * PAGE_SIZE;
+	ok = merge(3);
+	if (!ok)
+		ktap_diag("%s: KSM did not merge", name);
+	ok = move_all(pages, 3, 1, name) && ok;
+	ok = move_all(pages, 3, 0, name) && ok;
+	memcg_reclaim(MEMCG, 1UL << 20);
+	for (int i = 0; i < 3; i++) {
+		if (!(pagemap_entry(pages[i]) & PM_SWAP)) {
+			ktap_diag("%s: page %d not swapped out", name, i);
+			ok = 0;
+		}
+		for (size_t b = 0; b < PAGE_SIZE; b++)
+			if (pages[i][b] != 0x5a) {
+				ktap_diag("%s: page %d byte %zu wrong", name, i,
+					  b);
+				ok = 0;
+				break;
+			}
+	}
+	ktap_result(ok, name);
+}
+
+/* Many one-page VMAs on one anon_vma, merged, all moved, all verified. */
+static void test_many_vmas(size_t n)
+{
+	char name[64];
+	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char **pages = calloc(n, sizeof(char *));
+	int ok;
+
+	snprintf(name, sizeof(name), "ksm_%zu_vmas_move_pages", n);
+	fill_groups(buf, n);
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	for (size_t pg = 1; pg < n; pg += 2)
+		if (mprotect(buf + pg * PAGE_SIZE, PAGE_SIZE, PROT_READ))
+			die("mprotect");
+	ok = merge(n * 95 / 100);
+	if (!ok)
+		ktap_diag("%s: KSM did not merge", name);
+	for (size_t pg = 0; pg < n; pg++)
+		pages[pg] = buf + pg * PAGE_SIZE;
+	ok = move_all(pages, n, 1, name) && ok;
+	if (check_groups(buf, n)) {
+		ktap_diag("%s: %zu pages wrong", name, check_groups(buf, n));
+		ok = 0;
+	}
+	munmap(buf, n * PAGE_SIZE);
+	free(pages);
+	ktap_result(ok, name);
+}
+
+int main(void)
+{
+	const char *vmas = getenv("FL_KSM_VMAS");
+	size_t n = vmas ? strtoul(vmas, NULL, 10) : 20000;
+
+	memcg_enter(MEMCG);
+	folio_size(4);
+	ktap_plan(n ? 3 : 2);
+	test_merge_fork_swap();
+	test_mremap_moved();
+	if (n)
+		test_many_vmas(n);
+	write_str(KSM "run", "2");	/* unmerge everything */
+	return ktap_finish();
+}
