@@ -71,10 +71,14 @@ def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
              log_path=out.parent / "headers.log", error=BuildError,
              what="make headers")
     hdr = kernel.build_dir / "usr" / "include"
-    # Some tests need liburing or other optional bits and are skipped by
-    # the Makefile's own checks; -k keeps the rest building.
-    proc.run(["make", "-k", "-C", str(tree.path / "tools/testing/selftests/mm"),
-              f"OUTPUT={out}", f"KHDR_INCLUDES=-isystem {hdr}",
+    mm = tree.path / "tools/testing/selftests/mm"
+    # 6.12.117's khugepaged.c uses KSFT_SKIP without including
+    # kselftest.h (a stable backport slip); including it for every test is
+    # harmless (include guards). -k keeps the rest building if an optional
+    # test cannot be.
+    proc.run(["make", "-k", "-C", str(mm), f"OUTPUT={out}",
+              f"KHDR_INCLUDES=-isystem {hdr}",
+              f"EXTRA_CFLAGS=-include {mm.parent / 'kselftest.h'}",
               f"-j{os.cpu_count() or 2}"],
              log_path=logp, check=False)
     missing = [cmd.split()[0] for cmd, _ in KSELFTESTS.values()
