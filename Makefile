@@ -2,21 +2,25 @@
 # `make test` runs the tests. Both set up what they need on first use.
 #
 #   make compare ARGS="--workloads pageout --runs 5"
-#   make test PYTEST_ARGS="-m 'not qemu'"      # host tests only
+#   make test PYTEST_ARGS="-m 'not qemu'" SUITE_ARGS=--no-kselftests
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
+SUITE_ARGS ?=
 
 .PHONY: compare test setup venv clean-venv
 
 compare: setup
 	$(PY) -m foliolab compare $(ARGS)
 
+# Host tests (unit tests, then real builds and boots), then the correctness
+# suite on the patched debug kernel.
 test: setup
 	$(PY) -m pytest -q tests/host $(PYTEST_ARGS)
+	$(PY) -m foliolab test $(SUITE_ARGS)
 
 # Host packages (apt, as root) and the Python environment.
 setup: venv

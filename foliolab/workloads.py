@@ -108,12 +108,17 @@ def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
     return vm
 
 
+def copy_metrics(s: GuestSample, d: Derived, keys) -> None:
+    """Take the guest-reported metrics named in ``keys`` as they are."""
+    for key in keys:
+        if key in s.metrics:
+            d.values[key] = s.metrics[key]
+
+
 def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     vm = common_checks(s, d, need_swap=True)
-    for key in ("pageout_ms", "swapped_pct", "verify_errors"):
-        if key in s.metrics:
-            d.values[key] = s.metrics[key]
+    copy_metrics(s, d, ("pageout_ms", "swapped_pct", "verify_errors"))
     if "pageout_ms" not in d.values:
         d.invalid.append("no pageout_ms reported")
     if s.metrics.get("verify_errors"):
@@ -158,8 +163,7 @@ def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
 def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     vm = common_checks(s, d, need_swap=False)
-    for key, value in s.metrics.items():
-        d.values[key] = value
+    copy_metrics(s, d, s.metrics)
     for key in ("reclaim_real_s", "reclaim_sys_s"):
         if key not in d.values:
             d.invalid.append(f"no {key} reported")
@@ -209,10 +213,9 @@ def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
 def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     common_checks(s, d, need_swap=False)
-    for key in ("move_ms", "lock_wait_max_ms", "lock_wait_avg_ms",
-                "ksm_merge_s", "vmas", "ksm_pages_shared", "verify_errors"):
-        if key in s.metrics:
-            d.values[key] = s.metrics[key]
+    copy_metrics(s, d, ("move_ms", "lock_wait_max_ms", "lock_wait_avg_ms",
+                        "ksm_merge_s", "vmas", "ksm_pages_shared",
+                        "verify_errors"))
     want = int(params["vmas"])
     if s.metrics.get("vmas", 0) < 0.95 * want:
         d.invalid.append(f"only {s.metrics.get('vmas', 0):.0f} of {want} "
@@ -236,10 +239,8 @@ def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
 def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     common_checks(s, d, need_swap=False)
-    for key in ("hot2_access_s", "hot2_maccess_per_s", "hot2_collapse_s",
-                "cold_thp_mb", "hot1_thp_mb"):
-        if key in s.metrics:
-            d.values[key] = s.metrics[key]
+    copy_metrics(s, d, ("hot2_access_s", "hot2_maccess_per_s",
+                        "hot2_collapse_s", "cold_thp_mb", "hot1_thp_mb"))
     rows = [line.split() for line in s.files.get("khugepaged", "").splitlines()]
     if len(rows) == 2 and all(len(r) == 2 for r in rows):
         d.values["pages_collapsed"] = int(rows[0][1]) - int(rows[0][0])

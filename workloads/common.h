@@ -46,6 +46,28 @@ static inline void die(const char *what)
 	exit(1);
 }
 
+/* Read a number from a sysfs/procfs/cgroup file. */
+static inline long read_long(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+		die(path);
+	close(fd);
+	return atol(buf);
+}
+
+/* Write @val to a sysfs/procfs/cgroup file; EAGAIN (memory.reclaim) is ok. */
+static inline void write_sysfs(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	if (fd < 0 || (write(fd, val, strlen(val)) < 0 && errno != EAGAIN))
+		die(path);
+	close(fd);
+}
+
 /* mmap an anonymous private region of @size bytes aligned to @align. */
 static inline char *map_aligned(size_t size, size_t align)
 {

@@ -20,32 +20,6 @@
 #define KPF_COMPOUND_TAIL 16
 #define MAX_ORDER_SEEN 12
 
-static void write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		die(path);
-	n = write(fd, text, strlen(text));
-	if (n < 0 && errno != EAGAIN)
-		die(path);
-	close(fd);
-}
-
-static long read_long(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		die(path);
-	if (read(fd, buf, sizeof(buf) - 1) < 0)
-		die(path);
-	close(fd);
-	return atol(buf);
-}
-
 static void touch(const volatile char *map, size_t npages)
 {
 	unsigned long sum = 0;
@@ -125,7 +99,7 @@ static void reclaim(const char *cgroup, size_t bytes, int quiet)
 	snprintf(amount, sizeof(amount), "%zu", bytes);
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = now_ms();
-	write_file(path, amount);
+	write_sysfs(path, amount);
 	t1 = now_ms();
 	getrusage(RUSAGE_SELF, &r1);
 	snprintf(path, sizeof(path), "%s/memory.current", cgroup);
@@ -166,10 +140,10 @@ int main(int argc, char **argv)
 		reclaim(argv[2], size / 100 * atoi(argv[3]), 0);
 		return 0;
 	}
-	write_file(TRACING "set_ftrace_filter", "try_to_unmap_one");
-	write_file(TRACING "function_profile_enabled", "0");
-	write_file(TRACING "function_profile_enabled", "1");
+	write_sysfs(TRACING "set_ftrace_filter", "try_to_unmap_one");
+	write_sysfs(TRACING "function_profile_enabled", "0");
+	write_sysfs(TRACING "function_profile_enabled", "1");
 	reclaim(argv[2], size / 100 * atoi(argv[3]), 1);
-	write_file(TRACING "function_profile_enabled", "0");
+	write_sysfs(TRACING "function_profile_enabled", "0");
 	return 0;
 }

@@ -28,26 +28,6 @@ static volatile int stop;
 static double lock_max_ms, lock_sum_ms;
 static long lock_calls;
 
-static long read_sysfs(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
-		die(path);
-	close(fd);
-	return atol(buf);
-}
-
-static void write_sysfs(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0 || write(fd, val, strlen(val)) < 0)
-		die(path);
-	close(fd);
-}
-
 static size_t count_vmas(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -115,8 +95,8 @@ int main(int argc, char **argv)
 	/* Wait until KSM has merged (nearly) every page. */
 	t0 = now_ms();
 	for (;;) {
-		long merged = read_sysfs(KSM "pages_shared") +
-			      read_sysfs(KSM "pages_sharing");
+		long merged = read_long(KSM "pages_shared") +
+			      read_long(KSM "pages_sharing");
 
 		if (merged >= (long)(npages * 95 / 100))
 			break;
@@ -134,7 +114,7 @@ int main(int argc, char **argv)
 	 */
 	write_sysfs(KSM "run", "0");
 	metric("ksm_merge_s", merge_s);
-	metric("ksm_pages_shared", read_sysfs(KSM "pages_shared"));
+	metric("ksm_pages_shared", read_long(KSM "pages_shared"));
 
 	/* Migrate one page per KSM page (they are 256 sharers apart). */
 	void **pages = calloc(move, sizeof(void *));

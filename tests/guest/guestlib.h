@@ -60,6 +60,24 @@ static inline uint64_t pagemap_entry(const void *addr)
 	return ent;
 }
 
+#define KPF_KSM 21
+#define KPF_THP 22
+
+/* /proc/kpageflags of the page mapped at @addr; 0 if nothing is mapped. */
+static inline uint64_t kpageflags_of(const void *addr)
+{
+	static int fd = -1;
+	uint64_t ent = pagemap_entry(addr), flags = 0;
+
+	if (!(ent & PM_PRESENT))
+		return 0;
+	if (fd < 0)
+		fd = open("/proc/kpageflags", O_RDONLY);
+	if (pread(fd, &flags, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
+		die("pread kpageflags");
+	return flags;
+}
+
 static inline int all_swapped(const char *buf, size_t npages,
 			      const char *what)
 {

@@ -11,37 +11,16 @@
 #define MADV_COLLAPSE 25
 #endif
 #define KHP THP "khugepaged/"
-#define KPF_THP 22
 #define SIZE (4UL << 20)
 #define NPAGES (SIZE / PAGE_SIZE)
-
-static long read_long(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
-		die(path);
-	close(fd);
-	return atol(buf);
-}
 
 /* Pages of [buf, buf + SIZE) that are part of a THP. */
 static size_t thp_pages(const char *buf)
 {
-	int kf = open("/proc/kpageflags", O_RDONLY);
 	size_t n = 0;
 
-	for (size_t pg = 0; pg < NPAGES; pg++) {
-		uint64_t ent = pagemap_entry(buf + pg * PAGE_SIZE), flags = 0;
-
-		if (!(ent & PM_PRESENT))
-			continue;
-		if (pread(kf, &flags, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
-			die("kpageflags");
-		n += !!(flags & (1ULL << KPF_THP));
-	}
-	close(kf);
+	for (size_t pg = 0; pg < NPAGES; pg++)
+		n += !!(kpageflags_of(buf + pg * PAGE_SIZE) & (1ULL << KPF_THP));
 	return n;
 }
 

@@ -42,26 +42,13 @@ static size_t check_groups(const char *buf, size_t npages)
 	return bad;
 }
 
-#define KPF_KSM 21
-
-/* How many of @pages are KSM pages right now (pagemap + kpageflags). */
+/* How many of @pages are KSM pages right now. */
 static size_t ksm_count(char **pages, size_t n)
 {
-	int kf = open("/proc/kpageflags", O_RDONLY);
 	size_t k = 0;
 
-	if (kf < 0)
-		die("kpageflags");
-	for (size_t i = 0; i < n; i++) {
-		uint64_t ent = pagemap_entry(pages[i]), flags = 0;
-
-		if (!(ent & PM_PRESENT))
-			continue;
-		if (pread(kf, &flags, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
-			die("pread kpageflags");
-		k += !!(flags & (1ULL << KPF_KSM));
-	}
-	close(kf);
+	for (size_t i = 0; i < n; i++)
+		k += !!(kpageflags_of(pages[i]) & (1ULL << KPF_KSM));
 	return k;
 }
 
