@@ -33,6 +33,11 @@ KERNEL_ISSUES = [
     ("warning", re.compile(r"\bWARNING: ")),
     ("bad-page", re.compile(r"\bBad page (state|map)\b")),
     ("stall", re.compile(r"rcu: INFO: .*stall|soft lockup|hung_task")),
+    # The kernel noticing corrupted swap counts or an endless fault loop.
+    ("swap-corruption", re.compile(r"Bad swap (file|offset) entry|"
+                                   r"Unused swap (file|offset) entry|"
+                                   r"swap_dup: Bad swap")),
+    ("fault-loop", re.compile(r"VM_FAULT_OOM leaked out")),
 ]
 
 

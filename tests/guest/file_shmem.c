@@ -20,6 +20,16 @@
 #define FSIZE (16UL << 20)
 #define FPAGES (FSIZE / PAGE_SIZE)
 
+/* Pages of the mapping at @map that are mapped (present) right now. */
+static size_t resident(const char *map, size_t npages)
+{
+	size_t n = 0;
+
+	for (size_t pg = 0; pg < npages; pg++)
+		n += !!(pagemap_entry(map + pg * PAGE_SIZE) & PM_PRESENT);
+	return n;
+}
+
 static void drop_caches(void)
 {
 	sync();
@@ -68,8 +78,16 @@ static void test_xfs_shared(void)
 			for (size_t w = 0; w < PAGE_SIZE / 8; w++)
 				q[w] = pattern(pg, w, 22);
 	}
-	madvise(map, FSIZE, MADV_PAGEOUT);
-	memcg_reclaim(MEMCG, FSIZE * 2);
+	for (int i = 0; i < 20 && resident(map, FPAGES) > FPAGES / 10; i++) {
+		madvise(map, FSIZE, MADV_PAGEOUT);
+		memcg_reclaim(MEMCG, FSIZE * 2);
+		usleep(100 * 1000);
+	}
+	if (resident(map, FPAGES) > FPAGES / 10) {
+		ktap_diag("%s: %zu of %lu pages still mapped after reclaim",
+			  name, resident(map, FPAGES), FPAGES);
+		bad++;
+	}
 	munmap(map, FSIZE);
 	close(fd);
 	drop_caches();
@@ -164,8 +182,29 @@ static void test_shmem_uffd_wp(void)
 	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
 	if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
 		die("UFFDIO_WRITEPROTECT");
-	madvise(map, FSIZE, MADV_PAGEOUT);
-	memcg_reclaim(MEMCG, FSIZE * 2);
+	/*
+	 * Write-protecting a PMD-mapped shmem THP zaps the PMD and leaves
+	 * markers; read every page back in so that reclaim itself has to turn
+	 * write-protected present PTEs into markers.
+	 */
+	for (size_t pg = 0; pg < FPAGES; pg++)
+		(void)((volatile char *)map)[pg * PAGE_SIZE];
+	if (resident(map, FPAGES) < FPAGES) {
+		ktap_diag("%s: only %zu of %lu pages mapped before reclaim",
+			  name, resident(map, FPAGES), FPAGES);
+		lost++;
+	}
+	/* the pages must really have been unmapped for this to test much */
+	for (int i = 0; i < 20 && resident(map, FPAGES) > FPAGES / 10; i++) {
+		madvise(map, FSIZE, MADV_PAGEOUT);
+		memcg_reclaim(MEMCG, FSIZE * 2);
+		usleep(100 * 1000);
+	}
+	if (resident(map, FPAGES) > FPAGES / 10) {
+		ktap_diag("%s: %zu of %lu pages still mapped after reclaim",
+			  name, resident(map, FPAGES), FPAGES);
+		lost++;
+	}
 	for (size_t pg = 0; pg < FPAGES; pg++)
 		if (!(pagemap_entry(map + pg * PAGE_SIZE) & PM_UFFD_WP) &&
 		    lost++ < 4)

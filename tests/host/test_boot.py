@@ -56,6 +56,10 @@ def test_unknown_arch():
     ("[    2.0] kernel BUG at mm/swapfile.c:1234!", "bug"),
     ("[    2.0] Oops: 0000 [#1] PREEMPT SMP", "oops"),
     ("[   30.0] rcu: INFO: rcu_sched self-detected stall on CPU", "stall"),
+    ("[    4.0] Huh VM_FAULT_OOM leaked out to the #PF handler. Retrying PF",
+     "fault-loop"),
+    ("[    5.0] swap_free: Unused swap offset entry 00000123",
+     "swap-corruption"),
 ])
 def test_scan_console_finds_issues(line, kind):
     issues = boot.scan_console("[ 0.0] Linux version 6.12\n" + line + "\n")

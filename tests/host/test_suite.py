@@ -77,3 +77,31 @@ def test_ktap_summary():
     assert text.startswith("KTAP version 1\n1..4\n")
     assert "not ok 2 mglru=y anon_swap.pageout_64k" in text
     assert "# Totals: pass:2 fail:2 skip:0" in text
+
+
+def test_kselftest_results_dots_style():
+    text = ("Save THP and khugepaged settings... \x1b[32mOK\x1b[0m\n"
+            "\nRun test: collapse_full (khugepaged:anon)\n"
+            "Collapse multiple fully populated PTE table.... \x1b[32mOK\x1b[0m\n"
+            "Run test: collapse_empty (madvise:anon)\n"
+            "Do not collapse empty PTE table... \x1b[31mFail\x1b[0m\n"
+            "@@ exitcode khugepaged 0\n")
+    r = suite.kselftest_results(text)
+    assert r["1:Save THP and khugepaged settings"] == "pass"
+    assert r["2:collapse_full (khugepaged:anon): Collapse multiple fully "
+             "populated PTE table"] == "pass"
+    assert r["3:collapse_empty (madvise:anon): Do not collapse empty PTE "
+             "table"] == "fail"
+    assert r[""] == "fail"       # a failed subtest fails it despite exit 0
+
+
+def test_kselftest_results_uffd_style():
+    text = ("Testing wp-fork on anon... done\n"
+            "Testing events-wp on hugetlb... skipped [reason: memory "
+            "allocation failed]\n"
+            "Testing poison on shmem... failed [reason: x]\n"
+            "Userfaults unit tests: pass=1, skip=1, fail=1 (total=3)\n"
+            "@@ exitcode uffd-unit-tests 1\n")
+    r = suite.kselftest_results(text)
+    assert list(r.values()) == ["pass", "skip", "fail", "fail"]
+    assert "1:wp-fork on anon" in r

@@ -50,6 +50,17 @@ for t in /foliolab/tests/*; do
 	fl_oracles "$name" "$base"
 done
 
+# The kselftests start from the kernel's THP defaults (our tests changed
+# them) and with some hugetlb pages for their hugetlb cases.
+if [ -n "$FL_KSELFTESTS" ]; then
+	echo madvise > $THP/enabled
+	for d in $THP/hugepages-*kB; do
+		echo never > "$d/enabled" 2>/dev/null
+	done
+	echo inherit > $THP/hugepages-2048kB/enabled
+	echo 64 > /proc/sys/vm/nr_hugepages
+fi
+
 # FL_KSELFTESTS: "name|command|timeout;..." from the host.
 echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs; do
 	[ -n "$name" ] || continue
