@@ -61,7 +61,7 @@ def make_argv(tree: Path, out: Path, arch: Arch, *targets: str) -> list[str]:
     cc = f"ccache {arch.cross_compile}gcc"
     return ["make", "-C", str(tree), f"O={out}", f"ARCH={arch.linux_arch}",
             f"CROSS_COMPILE={arch.cross_compile}", f"CC={cc}",
-            f"HOSTCC=ccache gcc", f"-j{os.cpu_count() or 2}", *targets]
+            "HOSTCC=ccache gcc", f"-j{os.cpu_count() or 2}", *targets]
 
 
 def _run_make(argv: list[str], log_path: Path, label: str,

@@ -236,7 +236,7 @@ def dev_tree(series: Series) -> Path:
 
 def export_series(directory: Path) -> list[Path]:
     """Write dev's commits since the base to ``directory`` with format-patch."""
-    repo = prepare_base()
+    prepare_base()
     wt = cache_root() / "worktrees" / "dev"
     if not (wt / ".git").exists():
         raise UsageError("there is no developer tree to export",

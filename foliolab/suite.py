@@ -24,7 +24,7 @@ from foliolab import boot as boot_mod
 from foliolab import build, image, parse, proc, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
-from foliolab.paths import PROJECT_ROOT, cache_root
+from foliolab.paths import PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
 

@@ -322,7 +322,7 @@ WORKLOADS: dict[str, Workload] = {
                                          "workers, MiB"),
                 "memcg_pct": Param("25", "memory.max as percent of the "
                                          "total"),
-                "seconds": Param("20", "stress-ng --timeout"),
+                "seconds": Param("15", "stress-ng --timeout"),
                 "method": Param("write64", "--vm-method"),
                 "lru_gen": Param("y", "MGLRU on (y) or off (n); with "
                                       "classic LRU the workers get "
@@ -344,11 +344,11 @@ WORKLOADS: dict[str, Workload] = {
         name="khugepaged",
         title="W3 khugepaged: hot1, cold (MADV_FREE), hot2",
         script="khugepaged",
-        params={"size_mb": Param("64", "memory per task, MiB (the seed: "
-                                       "128; halved for TCG)"),
-                # Under TCG a collapse takes ~0.2 s, so hot1 alone takes
-                # ~14 s: hot2 must run long enough to be collapsed too.
-                "accesses": Param("600000000", "random accesses hot2 makes"),
+        params={"size_mb": Param("32", "memory per task, MiB (the seed: "
+                                       "128; scaled down for TCG)"),
+                # Under TCG a collapse takes ~0.2 s (hot1 alone ~3 s at
+                # 32 MiB): hot2 must run long enough to be collapsed too.
+                "accesses": Param("300000000", "random accesses hot2 makes"),
                 "pages_to_scan": Param("8192", "khugepaged pages_to_scan"),
                 "scan_sleep_ms": Param("10", "khugepaged "
                                              "scan_sleep_millisecs")},

@@ -1,4 +1,3 @@
-import os
 import stat
 from dataclasses import replace
 from pathlib import Path
