@@ -4,14 +4,17 @@
  * batched TLB flush in shrink_folio_list() changes). Writer threads stamp
  * (page, sequence) into anonymous memory and into a MAP_SHARED XFS file
  * inside a memcg whose memory.max is a quarter of the working set, while
- * other threads truncate and punch holes in a second file and mremap a
- * third region back and forth. At the end every page must hold the last
- * stamp written to it: anon read directly, the file with O_DIRECT.
+ * a second process truncates and punches holes in a second file and
+ * mremaps a region back and forth. (A second process: mremap in the
+ * writers' own mm would flush their pending TLB batch and hide a missing
+ * flush in reclaim.) At the end every page must hold the last stamp
+ * written to it: anon read directly, the file with O_DIRECT.
  */
 #include "guestlib.h"
 
 #include <pthread.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 
 #define MEMCG "fltest-vmscan"
 #define XFS_DIR "/mnt/fltest-vmscan"
@@ -106,6 +109,8 @@ int main(void)
 	struct writer file = { .npages = FILESZ / PAGE_SIZE, .tag = 0xf11e };
 	pthread_t thr[4];
 	void *mremap_bad;
+	pid_t churn;
+	int st;
 	size_t bad_anon = 0, bad_file = 0;
 	char limit[32];
 	char *back;
@@ -138,15 +143,25 @@ int main(void)
 	if (file.map == MAP_FAILED)
 		die("mmap");
 
+	churn = fork();
+	if (churn == 0) {
+		/* truncate/punch-hole and mremap loops, then report */
+		pthread_create(&thr[2], NULL, truncate_loop, NULL);
+		pthread_create(&thr[3], NULL, mremap_loop, NULL);
+		sleep(SECONDS + 1);
+		stop = 1;
+		pthread_join(thr[2], NULL);
+		pthread_join(thr[3], &mremap_bad);
+		_exit(mremap_bad ? 1 : 0);
+	}
 	pthread_create(&thr[0], NULL, write_loop, &anon);
 	pthread_create(&thr[1], NULL, write_loop, &file);
-	pthread_create(&thr[2], NULL, truncate_loop, NULL);
-	pthread_create(&thr[3], NULL, mremap_loop, NULL);
 	sleep(SECONDS);
 	stop = 1;
-	for (int i = 0; i < 3; i++)
-		pthread_join(thr[i], NULL);
-	pthread_join(thr[3], &mremap_bad);
+	pthread_join(thr[0], NULL);
+	pthread_join(thr[1], NULL);
+	waitpid(churn, &st, 0);
+	mremap_bad = (void *)(long)!(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
 	ktap_plan(3);
 	/* verification needs room for its O_DIRECT buffer */
