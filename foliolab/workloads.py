@@ -346,9 +346,11 @@ WORKLOADS: dict[str, Workload] = {
         script="khugepaged",
         params={"size_mb": Param("32", "memory per task, MiB (the seed: "
                                        "128; scaled down for TCG)"),
-                # Under TCG a collapse takes ~0.2 s (hot1 alone ~3 s at
-                # 32 MiB): hot2 must run long enough to be collapsed too.
-                "accesses": Param("300000000", "random accesses hot2 makes"),
+                # hot2 must run until it is collapsed: under TCG it makes
+                # ~14M accesses/s on base pages and ~50M/s once collapsed,
+                # and 300M (6 s) was often too short.
+                "accesses": Param("1000000000", "random accesses hot2 "
+                                                "makes"),
                 "pages_to_scan": Param("8192", "khugepaged pages_to_scan"),
                 "scan_sleep_ms": Param("10", "khugepaged "
                                              "scan_sleep_millisecs")},
