@@ -184,10 +184,21 @@ def judge_boot(lru_gen: str, res: boot_mod.BootResult) -> SuiteBoot:
 
 def compare_kselftests(results: dict[str, dict[str, str]],
                        baseline: dict[str, dict[str, str]]) -> list[Check]:
-    """A (sub)test that passed on vanilla must pass here."""
+    """A (sub)test that passed on vanilla must pass here.
+
+    A kselftest that did not pass as a whole on vanilla is reported but
+    not compared: here such failures came from timing under TCG
+    (migration, uffd-unit-tests), so their subtests are not stable enough
+    to call a difference a regression.
+    """
     checks = []
     for name, subs in sorted(results.items()):
         base = baseline.get(name, {})
+        if name in baseline and base.get("") != "pass":
+            checks.append(Check(f"kselftest.{name}", "skip",
+                                f"{subs.get('', '?')} here; not compared: "
+                                f"{base.get('')} on vanilla"))
+            continue
         for sub, status in sorted(subs.items()):
             label = f"kselftest.{name}" + (f".{sub}" if sub else "")
             if base.get(sub) == "pass" and status != "pass":
@@ -246,8 +257,9 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # races likelier, which suits a correctness run.
         spec = boot_mod.BootSpec(arch, kernel.image, accel=accel, vcpus=4,
                                  memory_mb=4096, numa_nodes=2,
-                                 # vanilla: ~2.5 min per boot here
-                                 timeout=1200,
+                                 # vanilla: ~11 min for the boot with
+                                 # the kselftests, ~2 min without
+                                 timeout=1800,
                                  cmdline=boot_mod.debug_cmdline("debug") +
                                  ("brd.rd_nr=1", "brd.rd_size=1048576"))
         log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,
