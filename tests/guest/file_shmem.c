@@ -30,6 +30,25 @@ static size_t resident(const char *map, size_t npages)
 	return n;
 }
 
+/*
+ * Reclaim the FSIZE mapping at @map until at most a tenth of it is still
+ * mapped: a test of what reclaim does to mapped pages must see it happen.
+ */
+static int reclaim_mapping(const char *map, const char *name)
+{
+	for (int i = 0; i < 20 && resident(map, FPAGES) > FPAGES / 10; i++) {
+		madvise((void *)map, FSIZE, MADV_PAGEOUT);
+		memcg_reclaim(MEMCG, FSIZE * 2);
+		usleep(100 * 1000);
+	}
+	if (resident(map, FPAGES) > FPAGES / 10) {
+		ktap_diag("%s: %zu of %lu pages still mapped after reclaim",
+			  name, resident(map, FPAGES), FPAGES);
+		return 0;
+	}
+	return 1;
+}
+
 static void drop_caches(void)
 {
 	sync();
@@ -78,16 +97,7 @@ static void test_xfs_shared(void)
 			for (size_t w = 0; w < PAGE_SIZE / 8; w++)
 				q[w] = pattern(pg, w, 22);
 	}
-	for (int i = 0; i < 20 && resident(map, FPAGES) > FPAGES / 10; i++) {
-		madvise(map, FSIZE, MADV_PAGEOUT);
-		memcg_reclaim(MEMCG, FSIZE * 2);
-		usleep(100 * 1000);
-	}
-	if (resident(map, FPAGES) > FPAGES / 10) {
-		ktap_diag("%s: %zu of %lu pages still mapped after reclaim",
-			  name, resident(map, FPAGES), FPAGES);
-		bad++;
-	}
+	bad += !reclaim_mapping(map, name);
 	munmap(map, FSIZE);
 	close(fd);
 	drop_caches();
@@ -194,17 +204,7 @@ static void test_shmem_uffd_wp(void)
 			  name, resident(map, FPAGES), FPAGES);
 		lost++;
 	}
-	/* the pages must really have been unmapped for this to test much */
-	for (int i = 0; i < 20 && resident(map, FPAGES) > FPAGES / 10; i++) {
-		madvise(map, FSIZE, MADV_PAGEOUT);
-		memcg_reclaim(MEMCG, FSIZE * 2);
-		usleep(100 * 1000);
-	}
-	if (resident(map, FPAGES) > FPAGES / 10) {
-		ktap_diag("%s: %zu of %lu pages still mapped after reclaim",
-			  name, resident(map, FPAGES), FPAGES);
-		lost++;
-	}
+	lost += !reclaim_mapping(map, name);
 	for (size_t pg = 0; pg < FPAGES; pg++)
 		if (!(pagemap_entry(map + pg * PAGE_SIZE) & PM_UFFD_WP) &&
 		    lost++ < 4)
