@@ -78,7 +78,8 @@ SMOKE = {
     "pageout-4k": ["size_mb=32"],
     "dirty-tlb": ["seconds=5", "total_mb=256"],
     "file-reclaim": ["size_mb=64"],
-    "khugepaged": ["size_mb=8", "accesses=100000000"],
+    # hot2 must outlast the collapse (~50M accesses/s once collapsed)
+    "khugepaged": ["size_mb=8", "accesses=500000000"],
     "ksm-rmap": ["vmas=2000", "move=2"],
 }
 
