@@ -109,6 +109,9 @@ def compare(req: CompareRequest) -> str:
                           else str(req.patches)),
         "runs": req.runs, "samples_per_boot": req.samples_per_boot,
         "workloads": [w.name for w in req.workloads],
+        "memory_mb": {w.name: w.memory_mb for w in req.workloads},
+        "numa_nodes_per_workload": {w.name: max(w.numa_nodes, req.numa_nodes)
+                                    for w in req.workloads},
         "params": {w.name: w.resolve(req.params.get(w.name, {}))
                    for w in req.workloads},
         "fault_injection": req.fault or None,
