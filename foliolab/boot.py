@@ -14,7 +14,7 @@ import re
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import image as image_mod
@@ -205,7 +205,6 @@ def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
         have_key, _, answer = stamp.read_text().partition(" ")
         if have_key == key:
             return answer.strip() == "yes"
-    from dataclasses import replace
     probe = replace(spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1,
                     memory_mb=512)
     res = boot(probe, base_image, "true\n", cache_root() / "kvm-probe.d")

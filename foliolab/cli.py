@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from dataclasses import replace
 import logging
 import sys
 from pathlib import Path
@@ -231,8 +232,7 @@ def cmd_run(args) -> int:
                          memory_mb=args.memory, numa_nodes=args.numa_nodes,
                          timeout=args.timeout,
                          cmdline=boot.debug_cmdline(args.config))
-    spec = boot.BootSpec(**{**spec.__dict__,
-                            "accel": choose_accel(args.accel, spec, img.path)})
+    spec = replace(spec, accel=choose_accel(args.accel, spec, img.path))
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
     for line in res.records:

@@ -14,7 +14,7 @@ import logging
 import os
 import platform
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import __version__, build, hostsetup, image, report, source
@@ -110,7 +110,7 @@ def compare(req: CompareRequest) -> str:
         "runs": req.runs, "samples_per_boot": req.samples_per_boot,
         "workloads": [w.name for w in req.workloads],
         "memory_mb": {w.name: w.memory_mb for w in req.workloads},
-        "numa_nodes_per_workload": {w.name: max(w.numa_nodes, req.numa_nodes)
+        "numa_nodes_per_workload": {w.name: w.nodes(req.numa_nodes)
                                     for w in req.workloads},
         "params": {w.name: w.resolve(req.params.get(w.name, {}))
                    for w in req.workloads},
@@ -135,7 +135,7 @@ def compare(req: CompareRequest) -> str:
                         cmdline=debug_cmdline(req.config))
         env["accel"] = choose_accel(req.accel, spec, img.path)
         env["qemu"] = _qemu_version(arch.qemu_binary)
-        spec = BootSpec(**{**spec.__dict__, "accel": env["accel"]})
+        spec = replace(spec, accel=env["accel"])
         save_env()
         result = run_workloads(RunRequest(
             req.workloads, req.params, req.runs, kernels, img.path, spec,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab import boot as boot_mod
@@ -116,13 +116,11 @@ def run_workloads(req: RunRequest) -> RunResult:
                     progress.step()
                     continue
                 fault = req.fault if variant == req.fault_variant else ""
-                spec = BootSpec(**{**req.spec.__dict__,
-                                   "kernel": req.kernels[variant].image,
-                                   "memory_mb": w.memory_mb,
-                                   "numa_nodes": max(w.numa_nodes,
-                                                     req.spec.numa_nodes),
-                                   "timeout": req.timeout or w.timeout * n,
-                                   "cmdline": req.spec.cmdline + w.cmdline})
+                spec = replace(req.spec, kernel=req.kernels[variant].image,
+                               memory_mb=w.memory_mb,
+                               numa_nodes=w.nodes(req.spec.numa_nodes),
+                               timeout=req.timeout or w.timeout * n,
+                               cmdline=req.spec.cmdline + w.cmdline)
                 rundir = req.out / "raw" / w.name / f"{variant}-{pair:03d}"
                 res = boot_mod.boot(spec, req.image, w.job(params, n, fault),
                                     rundir)

@@ -60,6 +60,10 @@ class Workload:
                 return m
         raise KeyError(key)
 
+    def nodes(self, requested: int) -> int:
+        """NUMA nodes to boot with: what it needs, or more if asked."""
+        return max(self.numa_nodes, requested)
+
     def resolve(self, overrides: dict[str, str]) -> dict[str, str]:
         """Defaults overlaid with ``overrides``; unknown names are errors."""
         out = {k: p.default for k, p in self.params.items()}

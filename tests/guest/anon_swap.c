@@ -148,16 +148,7 @@ static void test_fork_mixed_exclusive(void)
 
 static long swap_free_kb(void)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "SwapFree: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
+	return proc_field("/proc/meminfo", "SwapFree");
 }
 
 /*

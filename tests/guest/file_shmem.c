@@ -138,13 +138,8 @@ static void test_tmpfs(void)
 	memcg_reclaim(MEMCG, FSIZE * 2);
 	ok = 1;
 	/* pagemap shows no shmem swap entries: ask the memcg instead */
-	FILE *f = fopen("/sys/fs/cgroup/" MEMCG "/memory.swap.current", "r");
-	long swapped = -1;
+	long swapped = read_long("/sys/fs/cgroup/" MEMCG "/memory.swap.current");
 
-	if (!f || fscanf(f, "%ld", &swapped) != 1)
-		swapped = -1;
-	if (f)
-		fclose(f);
 	if (swapped < (long)(FSIZE / 2)) {
 		ktap_diag("%s: memcg swap %ld bytes, expected most of %lu",
 			  name, swapped, FSIZE);

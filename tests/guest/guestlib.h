@@ -78,6 +78,28 @@ static inline uint64_t kpageflags_of(const void *addr)
 	return flags;
 }
 
+/*
+ * The number after @key in a /proc file of "key value" (vmstat) or
+ * "Key:   value kB" (meminfo) lines; -1 if the key is not there.
+ */
+static inline long proc_field(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	size_t len = strlen(key);
+	char line[256];
+	long val = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) &&
+		    (line[len] == ' ' || line[len] == ':')) {
+			val = atol(line + len + 1);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return val;
+}
+
 static inline int all_swapped(const char *buf, size_t npages,
 			      const char *what)
 {

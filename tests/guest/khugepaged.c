@@ -24,6 +24,16 @@ static size_t thp_pages(const char *buf)
 	return n;
 }
 
+static int all_collapsed(const char *buf, const char *name)
+{
+	size_t thp = thp_pages(buf);
+
+	if (thp != NPAGES)
+		ktap_diag("%s: only %zu of %lu pages collapsed", name, thp,
+			  NPAGES);
+	return thp == NPAGES;
+}
+
 /* Let khugepaged make two full passes over every mm. */
 static int two_full_scans(void)
 {
@@ -78,11 +88,7 @@ static void test_redirtied(void)
 
 	fill_pages(buf, NPAGES, 13);	/* every PTE dirty again */
 	ok = two_full_scans() && two_full_scans();
-	if (thp_pages(buf) != NPAGES) {
-		ktap_diag("%s: only %zu of %lu pages collapsed", name,
-			  thp_pages(buf), NPAGES);
-		ok = 0;
-	}
+	ok = all_collapsed(buf, name) && ok;
 	ok = all_verified(buf, NPAGES, 13, name) && ok;
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
@@ -98,11 +104,7 @@ static void test_madv_collapse(void)
 		ktap_diag("%s: MADV_COLLAPSE: %s", name, strerror(errno));
 		ok = 0;
 	}
-	if (thp_pages(buf) != NPAGES) {
-		ktap_diag("%s: only %zu of %lu pages collapsed", name,
-			  thp_pages(buf), NPAGES);
-		ok = 0;
-	}
+	ok = all_collapsed(buf, name) && ok;
 	/* the data was never discarded, so it is all still there */
 	ok = all_verified(buf, NPAGES, 14, name) && ok;
 	munmap(buf, SIZE);

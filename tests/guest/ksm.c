@@ -123,13 +123,10 @@ static void test_merge_fork_swap(void)
 	const char *name = "merge_fork_swapout_verify";
 	size_t n = 1024, bad = 0;
 	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char **pages = page_list(buf, n);
 	long pswp0;
 	int ok, st, go[2];
 	pid_t kids[2];
-	FILE *f;
-	char line[128];
-
-	char **pages = page_list(buf, n);
 
 	fill_groups(buf, n);
 	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
@@ -147,19 +144,9 @@ static void test_merge_fork_swap(void)
 			_exit(check_groups(buf, n) ? 1 : 0);
 		}
 	}
-	pswp0 = 0;
-	f = fopen("/proc/vmstat", "r");
-	while (f && fgets(line, sizeof(line), f))
-		sscanf(line, "pswpout %ld", &pswp0);
-	fclose(f);
+	pswp0 = proc_field("/proc/vmstat", "pswpout");
 	memcg_reclaim(MEMCG, n * PAGE_SIZE * 4);
-	f = fopen("/proc/vmstat", "r");
-	long pswp1 = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		sscanf(line, "pswpout %ld", &pswp1);
-	fclose(f);
-	if (pswp1 <= pswp0) {
+	if (proc_field("/proc/vmstat", "pswpout") <= pswp0) {
 		ktap_diag("%s: nothing was swapped out", name);
 		ok = 0;
 	}
