@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="MIB")
     s.add_argument("--timeout", type=positive_int, default=600,
                    metavar="SECONDS")
+    s.add_argument("--append", action="append", default=[], metavar="ARG",
+                   help="extra kernel argument (repeatable)")
     s.add_argument("cmd", nargs=argparse.REMAINDER,
                    help="-- CMD [ARGS...]")
 
@@ -231,7 +233,8 @@ def cmd_run(args) -> int:
     spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
                          memory_mb=args.memory, numa_nodes=args.numa_nodes,
                          timeout=args.timeout,
-                         cmdline=boot.debug_cmdline(args.config))
+                         cmdline=boot.debug_cmdline(args.config) +
+                         tuple(args.append))
     spec = replace(spec, accel=choose_accel(args.accel, spec, img.path))
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)

@@ -355,6 +355,13 @@ WORKLOADS: dict[str, Workload] = {
                 # and 300M (6 s) was often too short.
                 "accesses": Param("1000000000", "random accesses hot2 "
                                                 "makes"),
+                # On 6.12 MADV_FREE clears the young bits, so vanilla's
+                # khugepaged already refuses an untouched cold range
+                # (lack_referenced_page); a read after MADV_FREE makes it
+                # young but leaves it clean and lazy-free, and vanilla
+                # then collapses it.
+                "cold_reread": Param("0", "1: cold reads its memory once "
+                                          "after MADV_FREE"),
                 "pages_to_scan": Param("8192", "khugepaged pages_to_scan"),
                 "scan_sleep_ms": Param("10", "khugepaged "
                                              "scan_sleep_millisecs")},

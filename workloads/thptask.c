@@ -8,9 +8,12 @@
  *         ACCESSES of them (printing the time they took), or forever if
  *         ACCESSES is 0.
  *   cold: then MADV_FREEs the whole region (clean lazy-free memory) and
- *         sleeps until killed.
+ *         sleeps until killed. With REREAD 1 it first reads one word of
+ *         every page again: the PTEs are then young but still clean, so
+ *         the memory is still lazy-free yet looks referenced to khugepaged.
  *
- * usage: thptask hot|cold SIZE_MB READYFILE [ACCESSES]
+ * usage: thptask hot SIZE_MB READYFILE [ACCESSES]
+ *        thptask cold SIZE_MB READYFILE [REREAD]
  */
 #include "common.h"
 
@@ -37,7 +40,8 @@ int main(int argc, char **argv)
 
 	if (argc < 4 || (strcmp(argv[1], "hot") && strcmp(argv[1], "cold"))) {
 		fprintf(stderr,
-			"usage: thptask hot|cold SIZE_MB READYFILE [ACCESSES]\n");
+			"usage: thptask hot SIZE_MB READYFILE [ACCESSES]\n"
+			"       thptask cold SIZE_MB READYFILE [REREAD]\n");
 		return 2;
 	}
 	hot = !strcmp(argv[1], "hot");
@@ -51,8 +55,13 @@ int main(int argc, char **argv)
 	if (madvise(buf, size, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE)");
 	if (!hot) {
+		volatile uint64_t sum = 0;
+
 		if (madvise(buf, size, MADV_FREE))
 			die("madvise(MADV_FREE)");
+		if (accesses)
+			for (size_t i = 0; i < npages; i++)
+				sum += *(volatile uint64_t *)(buf + i * PAGE_SIZE);
 		ready(argv[3]);
 		for (;;)
 			pause();

@@ -4,12 +4,25 @@
  * A clean MADV_FREE'd range is not collapsed by khugepaged; one whose pages
  * were written again is; MADV_COLLAPSE collapses either. Data is verified
  * after every collapse.
+ *
+ * 6.12's MADV_FREE also clears the young bits, so an untouched lazy-free
+ * range already fails khugepaged's referenced check. A range read again
+ * after MADV_FREE is young yet clean: only a kernel that skips lazy-free
+ * folios (it has the page_lazyfree scan status) leaves it alone, so that
+ * test is skipped elsewhere. VM_DROPPABLE memory is always lazy-free and
+ * is collapsed by every kernel.
  */
 #include "guestlib.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08
+#endif
+#define SCAN_FORMAT "/sys/kernel/tracing/events/huge_memory/" \
+	"mm_khugepaged_scan_pmd/format"
+
 #define KHP THP "khugepaged/"
 #define SIZE (4UL << 20)
 #define NPAGES (SIZE / PAGE_SIZE)
@@ -47,10 +60,48 @@ static int two_full_scans(void)
 	return 0;
 }
 
-/* Base pages, then offered to khugepaged, then MADV_FREE'd. */
-static char *lazyfree_region(uint64_t seed)
+/* Does this kernel's khugepaged know the page_lazyfree scan status? */
+static int kernel_skips_lazyfree(void)
 {
-	char *buf = map_aligned(SIZE, PMD_SIZE);
+	char line[4096];
+	FILE *f = fopen(SCAN_FORMAT, "r");
+	int found = 0;
+
+	if (!f)
+		die(SCAN_FORMAT);
+	while (!found && fgets(line, sizeof(line), f))
+		found = !!strstr(line, "\"page_lazyfree\"");
+	fclose(f);
+	return found;
+}
+
+/* Read one word of every page: young PTEs, still clean. */
+static void read_pages(const char *buf)
+{
+	volatile uint64_t sum = 0;
+
+	for (size_t pg = 0; pg < NPAGES; pg++)
+		sum += *(volatile const uint64_t *)(buf + pg * PAGE_SIZE);
+}
+
+/* A PMD-aligned anonymous mapping of SIZE with extra mmap flags. */
+static char *map_region(int flags)
+{
+	char *p = mmap(NULL, SIZE + PMD_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return (char *)(((uintptr_t)p + PMD_SIZE - 1) & ~(PMD_SIZE - 1));
+}
+
+/*
+ * Base pages, then offered to khugepaged, then MADV_FREE'd. With @reread,
+ * every page is read again afterwards.
+ */
+static char *lazyfree_region_of(int flags, uint64_t seed, int reread)
+{
+	char *buf = map_region(flags);
 
 	if (madvise(buf, SIZE, MADV_NOHUGEPAGE))
 		die("MADV_NOHUGEPAGE");
@@ -59,7 +110,14 @@ static char *lazyfree_region(uint64_t seed)
 		die("MADV_HUGEPAGE");
 	if (madvise(buf, SIZE, MADV_FREE))
 		die("MADV_FREE");
+	if (reread)
+		read_pages(buf);
 	return buf;
+}
+
+static char *lazyfree_region(uint64_t seed)
+{
+	return lazyfree_region_of(0, seed, 0);
 }
 
 static void test_clean_lazyfree(void)
@@ -76,6 +134,44 @@ static void test_clean_lazyfree(void)
 		ktap_diag("%s: %zu pages were collapsed", name, thp);
 		ok = 0;
 	}
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+static void test_young_clean_lazyfree(void)
+{
+	const char *name = "khugepaged_skips_young_clean_lazyfree";
+	char *buf;
+	size_t thp;
+	int ok;
+
+	if (!kernel_skips_lazyfree()) {
+		ktap_skip(name, "kernel has no page_lazyfree scan status");
+		return;
+	}
+	buf = lazyfree_region_of(0, 15, 1);
+	ok = two_full_scans() && two_full_scans();
+	if (!ok)
+		ktap_diag("%s: khugepaged made no four full scans", name);
+	thp = thp_pages(buf);
+	if (thp) {
+		ktap_diag("%s: %zu pages were collapsed", name, thp);
+		ok = 0;
+	}
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
+/* Droppable folios are lazy-free by design; khugepaged still collapses. */
+static void test_droppable(void)
+{
+	const char *name = "khugepaged_collapses_droppable";
+	char *buf = lazyfree_region_of(MAP_DROPPABLE, 16, 1);
+	int ok = two_full_scans() && two_full_scans();
+
+	ok = all_collapsed(buf, name) && ok;
+	/* nothing reclaims here, so nothing was dropped */
+	ok = all_verified(buf, NPAGES, 16, name) && ok;
 	munmap(buf, SIZE);
 	ktap_result(ok, name);
 }
@@ -118,8 +214,10 @@ int main(void)
 	write_str(KHP "scan_sleep_millisecs", "10");
 	write_str(KHP "alloc_sleep_millisecs", "10");
 	write_str(KHP "pages_to_scan", "8192");
-	ktap_plan(3);
+	ktap_plan(5);
 	test_clean_lazyfree();
+	test_young_clean_lazyfree();
+	test_droppable();
 	test_redirtied();
 	test_madv_collapse();
 	write_str(KHP "scan_sleep_millisecs", "10000");

@@ -4,7 +4,10 @@
  * shared with forked children and swapped out; an mremap-moved KSM page
  * still migrates and swaps out (the address-based narrowing broke this);
  * and with FL_KSM_VMAS (default 20000) one-page VMAs on one anon_vma every
- * page migrates with move_pages(). All data is verified in every process.
+ * page migrates with move_pages(). Merged pages that are COWed, aged by
+ * smart scan, merged again, unmerged and merged again still migrate (the
+ * rmap_item's remembered page index follows them). All data is verified in
+ * every process.
  */
 #include "guestlib.h"
 
@@ -220,6 +223,72 @@ static void test_mremap_moved(void)
 	ktap_result(ok, name);
 }
 
+/* Let ksmd make @n more full scans, then stop it. */
+static int full_scans(int n)
+{
+	long start = read_long(KSM "full_scans");
+	int ok = 0;
+
+	write_str(KSM "run", "1");
+	for (int i = 0; i < 600 && !ok; i++) {
+		usleep(100 * 1000);
+		ok = read_long(KSM "full_scans") >= start + n;
+	}
+	write_str(KSM "run", "0");
+	return ok;
+}
+
+/*
+ * Smart scan keeps an age in each rmap_item, in storage that a stable item
+ * may use for its page index. Merge, COW every other page (its stable item
+ * now maps a non-KSM page), let smart scan age them over several scans,
+ * make them identical again and merge; then MADV_UNMERGEABLE and merge once
+ * more. After each merge every page must migrate, which needs every
+ * mapping found by the KSM rmap walk.
+ */
+static void test_smart_scan_cycles(void)
+{
+	const char *name = "ksm_cow_smart_scan_remerge_migrates";
+	size_t n = 512;
+	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char **pages = page_list(buf, n);
+	int ok;
+
+	write_str(KSM "smart_scan", "1");
+	fill_groups(buf, n);
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	ok = merge(pages, n, n);
+	for (size_t pg = 0; pg < n; pg += 2)
+		((uint64_t *)pages[pg])[7] ^= pg + 1;	/* COW, now unique */
+	if (!full_scans(6)) {
+		ktap_diag("%s: ksmd made no 6 full scans", name);
+		ok = 0;
+	}
+	if (ksm_count(pages, n) > n / 2) {
+		ktap_diag("%s: COWed pages still KSM", name);
+		ok = 0;
+	}
+	for (size_t pg = 0; pg < n; pg += 2)
+		((uint64_t *)pages[pg])[7] ^= pg + 1;	/* identical again */
+	ok = merge(pages, n, n) && ok;
+	ok = move_all(pages, n, other_node(pages[0]), name) && ok;
+	madvise(buf, n * PAGE_SIZE, MADV_UNMERGEABLE);
+	if (ksm_count(pages, n)) {
+		ktap_diag("%s: KSM pages left after MADV_UNMERGEABLE", name);
+		ok = 0;
+	}
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	ok = merge(pages, n, n) && ok;
+	ok = move_all(pages, n, other_node(pages[0]), name) && ok;
+	if (check_groups(buf, n)) {
+		ktap_diag("%s: %zu pages wrong", name, check_groups(buf, n));
+		ok = 0;
+	}
+	munmap(buf, n * PAGE_SIZE);
+	free(pages);
+	ktap_result(ok, name);
+}
+
 /* Many one-page VMAs on one anon_vma, merged, all moved, all verified. */
 static void test_many_vmas(size_t n)
 {
@@ -252,13 +321,14 @@ int main(void)
 
 	memcg_enter(MEMCG);
 	folio_size(4);
-	ktap_plan(n ? 3 : 2);
+	ktap_plan(n ? 4 : 3);
 	/*
 	 * First: run after the fork test, the classic LRU's memcg reclaim
 	 * did not evict the KSM page in 32 passes (not investigated).
 	 */
 	test_mremap_moved();
 	test_merge_fork_swap();
+	test_smart_scan_cycles();
 	if (n)
 		test_many_vmas(n);
 	write_str(KSM "run", "2");	/* unmerge everything */

@@ -1,6 +1,7 @@
 # W3 khugepaged: tasks hot1, cold and hot2 (FL_SIZE_MB each) start in that
 # order; their memory is faulted in as base pages and then offered to
-# khugepaged. cold MADV_FREEs its memory; hot2 makes FL_ACCESSES random
+# khugepaged. cold MADV_FREEs its memory (and with FL_COLD_REREAD=1 reads
+# it once more, so it looks referenced); hot2 makes FL_ACCESSES random
 # accesses. We time hot2's accesses and how long until all of hot2 is
 # PMD-mapped, and count khugepaged's scan results by status.
 KHP=$THP/khugepaged
@@ -25,7 +26,7 @@ fl_sample() {
 	cat $KHP/pages_collapsed $KHP/full_scans > /tmp/khp.before
 	thptask hot "$FL_SIZE_MB" /tmp/ready.hot1 & hot1=$!
 	fl_wait_file /tmp/ready.hot1
-	thptask cold "$FL_SIZE_MB" /tmp/ready.cold & cold=$!
+	thptask cold "$FL_SIZE_MB" /tmp/ready.cold "$FL_COLD_REREAD" & cold=$!
 	fl_wait_file /tmp/ready.cold
 	thptask hot "$FL_SIZE_MB" /tmp/ready.hot2 "$FL_ACCESSES" & hot2=$!
 	fl_wait_file /tmp/ready.hot2
