@@ -244,7 +244,8 @@ def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     common_checks(s, d, need_swap=False)
     copy_metrics(s, d, ("hot2_access_s", "hot2_maccess_per_s",
-                        "hot2_collapse_s", "cold_thp_mb", "hot1_thp_mb"))
+                        "hot2_collapse_s", "cold_thp_mb", "hot1_thp_mb",
+                        "khugepaged_cpu_s"))
     rows = [line.split() for line in s.files.get("khugepaged", "").splitlines()]
     if len(rows) == 2 and all(len(r) == 2 for r in rows):
         d.values["pages_collapsed"] = int(rows[0][1]) - int(rows[0][0])
@@ -254,6 +255,9 @@ def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
     else:
         d.invalid.append("khugepaged counters missing")
     trace = s.files.get("ftrace_events", "")
+    # The statuses that tell the kernels apart are reported even at zero.
+    for status in ("succeeded", "page_lazyfree", "lack_referenced_page"):
+        d.values[f"scan_{status}"] = 0
     for status, n in parse.parse_trace_field(
             trace, "mm_khugepaged_scan_pmd", "status").items():
         d.values[f"scan_{status}"] = n
@@ -383,6 +387,9 @@ WORKLOADS: dict[str, Workload] = {
             Metric("pages_collapsed", "PMDs", "lower",
                    "khugepaged pages_collapsed", primary=False),
             Metric("full_scans", "scans", "higher", "khugepaged full_scans",
+                   primary=False),
+            Metric("khugepaged_cpu_s", "s", "lower",
+                   "khugepaged CPU time (user+system) during the sample",
                    primary=False),
             *(Metric(f"scan_{st}", "PMDs", "higher",
                      f"khugepaged scans with status {st}", primary=False)

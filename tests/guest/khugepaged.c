@@ -84,11 +84,11 @@ static void read_pages(const char *buf)
 		sum += *(volatile const uint64_t *)(buf + pg * PAGE_SIZE);
 }
 
-/* A PMD-aligned anonymous mapping of SIZE with extra mmap flags. */
-static char *map_region(int flags)
+/* A PMD-aligned anonymous mapping of SIZE, of type MAP_PRIVATE or other. */
+static char *map_region(int type)
 {
 	char *p = mmap(NULL, SIZE + PMD_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+		       type | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		die("mmap");
@@ -99,9 +99,9 @@ static char *map_region(int flags)
  * Base pages, then offered to khugepaged, then MADV_FREE'd. With @reread,
  * every page is read again afterwards.
  */
-static char *lazyfree_region_of(int flags, uint64_t seed, int reread)
+static char *lazyfree_region_of(int type, uint64_t seed, int reread)
 {
-	char *buf = map_region(flags);
+	char *buf = map_region(type);
 
 	if (madvise(buf, SIZE, MADV_NOHUGEPAGE))
 		die("MADV_NOHUGEPAGE");
@@ -117,7 +117,7 @@ static char *lazyfree_region_of(int flags, uint64_t seed, int reread)
 
 static char *lazyfree_region(uint64_t seed)
 {
-	return lazyfree_region_of(0, seed, 0);
+	return lazyfree_region_of(MAP_PRIVATE, seed, 0);
 }
 
 static void test_clean_lazyfree(void)
@@ -149,7 +149,7 @@ static void test_young_clean_lazyfree(void)
 		ktap_skip(name, "kernel has no page_lazyfree scan status");
 		return;
 	}
-	buf = lazyfree_region_of(0, 15, 1);
+	buf = lazyfree_region_of(MAP_PRIVATE, 15, 1);
 	ok = two_full_scans() && two_full_scans();
 	if (!ok)
 		ktap_diag("%s: khugepaged made no four full scans", name);

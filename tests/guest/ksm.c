@@ -265,7 +265,8 @@ static void test_smart_scan_cycles(void)
 		ok = 0;
 	}
 	if (ksm_count(pages, n) > n / 2) {
-		ktap_diag("%s: COWed pages still KSM", name);
+		ktap_diag("%s: %zu of %zu pages KSM after COW of half", name,
+			  ksm_count(pages, n), n);
 		ok = 0;
 	}
 	for (size_t pg = 0; pg < n; pg += 2)
@@ -274,7 +275,8 @@ static void test_smart_scan_cycles(void)
 	ok = move_all(pages, n, other_node(pages[0]), name) && ok;
 	madvise(buf, n * PAGE_SIZE, MADV_UNMERGEABLE);
 	if (ksm_count(pages, n)) {
-		ktap_diag("%s: KSM pages left after MADV_UNMERGEABLE", name);
+		ktap_diag("%s: %zu KSM pages left after MADV_UNMERGEABLE", name,
+			  ksm_count(pages, n));
 		ok = 0;
 	}
 	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);

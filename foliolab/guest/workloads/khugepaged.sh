@@ -9,6 +9,10 @@ KHP=$THP/khugepaged
 fl_uptime() { cut -d' ' -f1 /proc/uptime; }
 fl_wait_file() { while [ ! -e "$1" ]; do sleep 0.05; done; }
 fl_thp_kb() { awk '/^AnonHugePages:/ { print $2 }' "/proc/$1/smaps_rollup"; }
+# khugepaged's utime + stime, in clock ticks
+fl_khugepaged_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$(pidof khugepaged)/stat"
+}
 
 fl_sample() {
 	fl_anon_folio 2048
@@ -24,6 +28,7 @@ fl_sample() {
 	fl_fault
 	fl_snap before
 	cat $KHP/pages_collapsed $KHP/full_scans > /tmp/khp.before
+	ticks0=$(fl_khugepaged_ticks)
 	thptask hot "$FL_SIZE_MB" /tmp/ready.hot1 & hot1=$!
 	fl_wait_file /tmp/ready.hot1
 	thptask cold "$FL_SIZE_MB" /tmp/ready.cold "$FL_COLD_REREAD" & cold=$!
@@ -47,6 +52,9 @@ fl_sample() {
 	fi
 	fl_metric cold_thp_mb $(($(fl_thp_kb $cold) / 1024))
 	fl_metric hot1_thp_mb $(($(fl_thp_kb $hot1) / 1024))
+	ticks=$(($(fl_khugepaged_ticks) - ticks0))
+	# USER_HZ is 100 on every architecture we boot
+	fl_metric khugepaged_cpu_s "$(awk -v t="$ticks" 'BEGIN { print t / 100 }')"
 	kill $hot1 $cold
 	wait
 	echo 0 > $TRACING/tracing_on
