@@ -60,7 +60,6 @@ static inline uint64_t pagemap_entry(const void *addr)
 	return ent;
 }
 
-#define KPF_KSM 21
 #define KPF_THP 22
 
 /* /proc/kpageflags of the page mapped at @addr; 0 if nothing is mapped. */
