@@ -62,19 +62,28 @@ static inline uint64_t pagemap_entry(const void *addr)
 
 #define KPF_THP 22
 
-/* /proc/kpageflags of the page mapped at @addr; 0 if nothing is mapped. */
-static inline uint64_t kpageflags_of(const void *addr)
+/*
+ * The word for the page mapped at @addr in a per-PFN /proc file
+ * (kpageflags, kpagecount), opened once into *@fd; 0 if nothing is mapped.
+ */
+static inline uint64_t kpage_word(const char *path, int *fd, const void *addr)
 {
-	static int fd = -1;
-	uint64_t ent = pagemap_entry(addr), flags = 0;
+	uint64_t ent = pagemap_entry(addr), word = 0;
 
 	if (!(ent & PM_PRESENT))
 		return 0;
-	if (fd < 0)
-		fd = open("/proc/kpageflags", O_RDONLY);
-	if (pread(fd, &flags, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
-		die("pread kpageflags");
-	return flags;
+	if (*fd < 0)
+		*fd = open(path, O_RDONLY);
+	if (pread(*fd, &word, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
+		die(path);
+	return word;
+}
+
+static inline uint64_t kpageflags_of(const void *addr)
+{
+	static int fd = -1;
+
+	return kpage_word("/proc/kpageflags", &fd, addr);
 }
 
 /*

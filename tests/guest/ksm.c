@@ -45,19 +45,12 @@ static size_t check_groups(const char *buf, size_t npages)
 	return bad;
 }
 
-/* How many processes map the page at @addr (0 if none is mapped there). */
+/* How many times the page at @addr is mapped (0 if none is mapped there). */
 static uint64_t mapcount_of(const void *addr)
 {
 	static int fd = -1;
-	uint64_t ent = pagemap_entry(addr), count = 0;
 
-	if (!(ent & PM_PRESENT))
-		return 0;
-	if (fd < 0)
-		fd = open("/proc/kpagecount", O_RDONLY);
-	if (pread(fd, &count, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
-		die("pread kpagecount");
-	return count;
+	return kpage_word("/proc/kpagecount", &fd, addr);
 }
 
 /*
@@ -244,6 +237,21 @@ static void test_mremap_moved(void)
 	ktap_result(ok, name);
 }
 
+/* Verify @buf's groups, unmap it and report the test's result. */
+static void finish_groups(char *buf, char **pages, size_t n, int ok,
+			  const char *name)
+{
+	size_t bad = check_groups(buf, n);
+
+	if (bad) {
+		ktap_diag("%s: %zu pages wrong", name, bad);
+		ok = 0;
+	}
+	munmap(buf, n * PAGE_SIZE);
+	free(pages);
+	ktap_result(ok, name);
+}
+
 /* Let ksmd make @n more full scans, then stop it. */
 static int full_scans(int n)
 {
@@ -303,13 +311,7 @@ static void test_smart_scan_cycles(void)
 	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
 	ok = merge(pages, n, n) && ok;
 	ok = move_all(pages, n, other_node(pages[0]), name) && ok;
-	if (check_groups(buf, n)) {
-		ktap_diag("%s: %zu pages wrong", name, check_groups(buf, n));
-		ok = 0;
-	}
-	munmap(buf, n * PAGE_SIZE);
-	free(pages);
-	ktap_result(ok, name);
+	finish_groups(buf, pages, n, ok, name);
 }
 
 /* Many one-page VMAs on one anon_vma, merged, all moved, all verified. */
@@ -328,13 +330,7 @@ static void test_many_vmas(size_t n)
 			die("mprotect");
 	ok = merge(pages, n, n * 95 / 100);
 	ok = move_all(pages, n, other_node(pages[0]), name) && ok;
-	if (check_groups(buf, n)) {
-		ktap_diag("%s: %zu pages wrong", name, check_groups(buf, n));
-		ok = 0;
-	}
-	munmap(buf, n * PAGE_SIZE);
-	free(pages);
-	ktap_result(ok, name);
+	finish_groups(buf, pages, n, ok, name);
 }
 
 int main(void)
