@@ -70,3 +70,23 @@ def test_derive_empty_sample_is_invalid():
     w = workloads.WORKLOADS["pageout"]
     d = w.derive(parse.GuestSample(), w.resolve({}))
     assert "counters missing (sample did not finish)" in d.invalid
+
+
+def test_derive_khugepaged_reports_both_kernels_statuses():
+    line = ("      khugepaged-55      [000] .....     1.5835{i:02d}: "
+            "mm_khugepaged_scan_pmd: mm=000000004cae397e, scan_pfn=0x10620a, "
+            "writable=1, referenced=0, none_or_zero=0, status={st}, "
+            "unmapped=0\n")
+    trace = "".join(line.format(i=i, st="page_lazyfree") for i in range(3))
+    s = parse.GuestSample(
+        files={"khugepaged": "0 32\n10 20\n", "ftrace_events": trace,
+               "vmstat.before": "oom_kill 0\n", "vmstat.after": "oom_kill 0\n"},
+        metrics={"khugepaged_cpu_s": 0.44, "hot2_collapse_s": 7.0})
+    w = workloads.WORKLOADS["khugepaged"]
+    d = w.derive(s, w.resolve({"cold_reread": "1"}))
+    assert d.values["scan_page_lazyfree"] == 3
+    # absent statuses that tell vanilla from patched are zeros, not gaps
+    assert d.values["scan_lack_referenced_page"] == 0
+    assert d.values["scan_succeeded"] == 0
+    assert d.values["khugepaged_cpu_s"] == 0.44
+    assert d.values["pages_collapsed"] == 32 and d.values["full_scans"] == 10
