@@ -13,11 +13,11 @@
  * A last case aims at the flush itself: writer threads pinned to their own
  * CPUs rewrite a few pages each in a tight loop (so their CPUs keep the TLB
  * entries) and check before every write that the page still holds their
- * previous stamp, while another process pages their memory out. A write
- * that goes through a stale TLB entry after pageout has copied the page is
- * lost, and the next check, after swap-in, sees an older stamp. (The
- * sweeps above cannot show that: QEMU's TLB is too small to keep an entry
- * for a page the sweep comes back to.)
+ * previous stamp, while another process pages their memory (anonymous,
+ * then shmem) out. A write that goes through a stale TLB entry after
+ * pageout has copied the page is lost, and the next check, after swap-in,
+ * sees an older stamp. (The sweeps above cannot show that: QEMU's TLB is
+ * too small to keep an entry for a page the sweep comes back to.)
  */
 #include "guestlib.h"
 
@@ -196,10 +196,11 @@ static int cached_writers(char *map, int ncpu)
  * The reclaimer is another process using process_madvise(MADV_PAGEOUT):
  * nothing it does flushes the writers' mm, and MADV_PAGEOUT ignores the
  * accessed bits, so the pages are reclaimed while they are being written.
+ * @type is MAP_PRIVATE (anon) or MAP_SHARED (shmem, which reclaim writes
+ * out through shmem_writepage()); only the writers' process maps the pages.
  */
-static void test_cached_writers(void)
+static void test_cached_writers(const char *name, int type)
 {
-	const char *name = "pinned_writers_lose_no_write_to_reclaim";
 	int ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	long pswp0 = proc_field("/proc/vmstat", "pswpout"), pswp;
 	struct iovec iov;
@@ -215,7 +216,10 @@ static void test_cached_writers(void)
 	if (ncpu > 64)
 		ncpu = 64;
 	iov.iov_len = (size_t)ncpu * TLB_PAGES * PAGE_SIZE;
-	iov.iov_base = map_aligned(iov.iov_len, PMD_SIZE);
+	iov.iov_base = mmap(NULL, iov.iov_len, PROT_READ | PROT_WRITE,
+			    type | MAP_ANONYMOUS, -1, 0);
+	if (iov.iov_base == MAP_FAILED)
+		die("mmap");
 	sched_getaffinity(0, sizeof(all), &all);
 	pin(0);
 	kid = fork();
@@ -308,7 +312,7 @@ int main(void)
 	waitpid(churn, &st, 0);
 	mremap_bad = (void *)(long)!(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
-	ktap_plan(4);
+	ktap_plan(5);
 	/* verification needs room for its O_DIRECT buffer */
 	write_str("/sys/fs/cgroup/" MEMCG "/memory.max", "max");
 	for (size_t pg = 0; pg < anon.npages; pg++) {
@@ -352,6 +356,9 @@ int main(void)
 	umount(XFS_DIR);
 	write_str("/proc/sys/vm/dirty_ratio", "20");
 	write_str("/proc/sys/vm/dirty_background_ratio", "10");
-	test_cached_writers();
+	test_cached_writers("pinned_writers_lose_no_write_to_reclaim",
+			    MAP_PRIVATE);
+	test_cached_writers("pinned_writers_lose_no_shmem_write_to_reclaim",
+			    MAP_SHARED);
 	return ktap_finish();
 }
