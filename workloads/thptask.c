@@ -47,6 +47,7 @@ int main(int argc, char **argv)
 	hot = !strcmp(argv[1], "hot");
 	size = (size_t)atol(argv[2]) << 20;
 	npages = size / PAGE_SIZE;
+	/* the optional 4th argument: ACCESSES for hot, REREAD for cold */
 	accesses = argc > 4 ? atol(argv[4]) : 0;
 	buf = map_aligned(size, PMD_SIZE);
 	if (madvise(buf, size, MADV_NOHUGEPAGE))
@@ -56,10 +57,11 @@ int main(int argc, char **argv)
 		die("madvise(MADV_HUGEPAGE)");
 	if (!hot) {
 		volatile uint64_t sum = 0;
+		long reread = accesses;
 
 		if (madvise(buf, size, MADV_FREE))
 			die("madvise(MADV_FREE)");
-		if (accesses)
+		if (reread)
 			for (size_t i = 0; i < npages; i++)
 				sum += *(volatile uint64_t *)(buf + i * PAGE_SIZE);
 		ready(argv[3]);
