@@ -16,7 +16,7 @@ from pathlib import Path
 
 from foliolab import kconfig
 from foliolab.arch import ARCHES
-from foliolab.errors import FoliolabError, UsageError
+from foliolab.errors import BuildError, FoliolabError, UsageError
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -89,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--variant", choices=("vanilla", "patched", "both"),
                    default="both")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+
+    s = sub.add_parser("check", help="checkpatch each patch; build and boot "
+                                     "base + patches 1..i for every i")
+    _common(s)
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
+    s.add_argument("--out", type=Path, help="where the boot logs go "
+                   "(default results/check-<time>)")
 
     s = sub.add_parser("compare", help="full A/B comparison")
     _common(s)
@@ -198,6 +206,29 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from foliolab import seriescheck, source
+    from foliolab.arch import get_arch
+    series = source.read_series(args.patches)
+    if not series.patches:
+        raise UsageError("the series is empty: nothing to check",
+                         hint="give --patches DIR with patches in `series`")
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "check-%Y%m%d-%H%M%S")
+    checks = seriescheck.check_series(series, get_arch(args.arch),
+                                      args.config, args.accel, out)
+    for c in checks:
+        print(c.row())
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        raise BuildError(f"{len(bad)} of {len(checks)} patches fail the "
+                         f"check, first {bad[0].name}",
+                         hint="see the rows above")
+    print(f"all {len(checks)} patches pass checkpatch --strict, build "
+          f"({args.config}) and boot")
+    return 0
+
+
 def cmd_compare(args) -> int:
     from foliolab import compare, workloads
     wl = workloads.get_workloads(args.workloads)
@@ -278,7 +309,8 @@ def cmd_report(args) -> int:
 
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
-    "build": cmd_build, "compare": cmd_compare, "run": cmd_run,
+    "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
+    "run": cmd_run,
     "test": cmd_test, "report": cmd_report,
 }
 

@@ -96,3 +96,9 @@ def test_report_rewrites_from_disk(capsys, tmp_path):
         res["samples"][0])
     assert (tmp_path / "report.md").exists()
     assert (tmp_path / "plots" / "pageout.png").stat().st_size > 1000
+
+
+def test_check_of_empty_series(capsys, tmp_path):
+    (tmp_path / "series").write_text("# nothing yet\n")
+    rc, _, err = run(capsys, "check", "--patches", str(tmp_path))
+    assert rc == 2 and "the series is empty" in one_error_line(err)
