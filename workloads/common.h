@@ -68,17 +68,34 @@ static inline void write_sysfs(const char *path, const char *val)
 	close(fd);
 }
 
-/* mmap an anonymous private region of @size bytes aligned to @align. */
-static inline char *map_aligned(size_t size, size_t align)
+/*
+ * mmap an anonymous region of @size bytes aligned to @align; @type is
+ * MAP_PRIVATE, MAP_SHARED (shmem) or MAP_DROPPABLE.
+ */
+static inline char *map_aligned_type(size_t size, size_t align, int type)
 {
 	char *p = mmap(NULL, size + align, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		       type | MAP_ANONYMOUS, -1, 0);
 	uintptr_t a;
 
 	if (p == MAP_FAILED)
 		die("mmap");
 	a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
 	return (char *)a;
+}
+
+static inline char *map_aligned(size_t size, size_t align)
+{
+	return map_aligned_type(size, align, MAP_PRIVATE);
+}
+
+/* Read one word of every page: sets the accessed bits, dirties nothing. */
+static inline void read_pages(const char *buf, size_t npages)
+{
+	volatile uint64_t sum = 0;
+
+	for (size_t pg = 0; pg < npages; pg++)
+		sum += *(volatile const uint64_t *)(buf + pg * PAGE_SIZE);
 }
 
 /*

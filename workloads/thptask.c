@@ -56,14 +56,12 @@ int main(int argc, char **argv)
 	if (madvise(buf, size, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE)");
 	if (!hot) {
-		volatile uint64_t sum = 0;
 		long reread = accesses;
 
 		if (madvise(buf, size, MADV_FREE))
 			die("madvise(MADV_FREE)");
 		if (reread)
-			for (size_t i = 0; i < npages; i++)
-				sum += *(volatile uint64_t *)(buf + i * PAGE_SIZE);
+			read_pages(buf, npages);
 		ready(argv[3]);
 		for (;;)
 			pause();

@@ -75,33 +75,13 @@ static int kernel_skips_lazyfree(void)
 	return found;
 }
 
-/* Read one word of every page: young PTEs, still clean. */
-static void read_pages(const char *buf)
-{
-	volatile uint64_t sum = 0;
-
-	for (size_t pg = 0; pg < NPAGES; pg++)
-		sum += *(volatile const uint64_t *)(buf + pg * PAGE_SIZE);
-}
-
-/* A PMD-aligned anonymous mapping of SIZE, of type MAP_PRIVATE or other. */
-static char *map_region(int type)
-{
-	char *p = mmap(NULL, SIZE + PMD_SIZE, PROT_READ | PROT_WRITE,
-		       type | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return (char *)(((uintptr_t)p + PMD_SIZE - 1) & ~(PMD_SIZE - 1));
-}
-
 /*
  * Base pages, then offered to khugepaged, then MADV_FREE'd. With @reread,
  * every page is read again afterwards.
  */
 static char *lazyfree_region_of(int type, uint64_t seed, int reread)
 {
-	char *buf = map_region(type);
+	char *buf = map_aligned_type(SIZE, PMD_SIZE, type);
 
 	if (madvise(buf, SIZE, MADV_NOHUGEPAGE))
 		die("MADV_NOHUGEPAGE");
@@ -111,7 +91,7 @@ static char *lazyfree_region_of(int type, uint64_t seed, int reread)
 	if (madvise(buf, SIZE, MADV_FREE))
 		die("MADV_FREE");
 	if (reread)
-		read_pages(buf);
+		read_pages(buf, NPAGES);	/* young PTEs, still clean */
 	return buf;
 }
 

@@ -216,10 +216,7 @@ static void test_cached_writers(const char *name, int type)
 	if (ncpu > 64)
 		ncpu = 64;
 	iov.iov_len = (size_t)ncpu * TLB_PAGES * PAGE_SIZE;
-	iov.iov_base = mmap(NULL, iov.iov_len, PROT_READ | PROT_WRITE,
-			    type | MAP_ANONYMOUS, -1, 0);
-	if (iov.iov_base == MAP_FAILED)
-		die("mmap");
+	iov.iov_base = map_aligned_type(iov.iov_len, PAGE_SIZE, type);
 	sched_getaffinity(0, sizeof(all), &all);
 	pin(0);
 	kid = fork();
@@ -228,14 +225,15 @@ static void test_cached_writers(const char *name, int type)
 	pidfd = syscall(SYS_pidfd_open, kid, 0);
 	if (pidfd < 0)
 		die("pidfd_open");
-	while (waitpid(kid, &st, WNOHANG) == 0)
-		if (++calls && syscall(SYS_process_madvise, pidfd, &iov, 1,
-				       MADV_PAGEOUT, 0) < 0 &&
-		    errno != EAGAIN && ok) {
+	while (waitpid(kid, &st, WNOHANG) == 0) {
+		calls++;
+		if (syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_PAGEOUT,
+			    0) < 0 && errno != EAGAIN && ok) {
 			ktap_diag("%s: process_madvise: %s", name,
 				  strerror(errno));
 			ok = 0;
 		}
+	}
 	close(pidfd);
 	pswp = proc_field("/proc/vmstat", "pswpout") - pswp0;
 	ktap_diag("%s: %ld pages swapped out in %ld calls", name, pswp, calls);
@@ -247,7 +245,7 @@ static void test_cached_writers(const char *name, int type)
 		ktap_diag("%s: a writer saw an older stamp than its last", name);
 		ok = 0;
 	}
-	munmap(iov.iov_base, iov.iov_len);
+	munmap(iov.iov_base, iov.iov_len + PAGE_SIZE);
 	ktap_result(ok, name);
 	sched_setaffinity(0, sizeof(all), &all);
 }
