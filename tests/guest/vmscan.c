@@ -22,6 +22,7 @@
 #include "guestlib.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -29,6 +30,7 @@
 
 #define MEMCG "fltest-vmscan"
 #define XFS_DIR "/mnt/fltest-vmscan"
+#define TMPFS_DIR "/mnt/fltest-vmscan-tmpfs"
 #define ANON (48UL << 20)
 #define FILESZ (16UL << 20)
 #define SECONDS 10
@@ -250,6 +252,179 @@ static void test_cached_writers(const char *name, int type)
 	sched_setaffinity(0, sizeof(all), &all);
 }
 
+/* Pages of the file mapped at @map (not faulted) that are in memory. */
+static size_t in_page_cache(void *map, size_t npages)
+{
+	unsigned char vec[npages];
+	size_t n = 0;
+
+	if (mincore(map, npages * PAGE_SIZE, vec))
+		die("mincore");
+	for (size_t pg = 0; pg < npages; pg++)
+		n += vec[pg] & 1;
+	return n;
+}
+
+/*
+ * A 3 MiB tmpfs file in PMD folios: the second folio crosses i_size, so
+ * shmem_writepage() splits it while reclaim writes it out and puts its
+ * tails (those before EOF) on reclaim's list, where they must be written
+ * out in turn. Every page must go to swap and come back intact.
+ */
+static void test_shmem_split_in_pageout(void)
+{
+	const char *name = "shmem_folio_split_in_pageout_keeps_data";
+	const size_t size = 3UL << 20, npages = size / PAGE_SIZE;
+	long huge_kb, split0 = proc_field("/proc/vmstat", "thp_split_page");
+	char *buf = malloc(size);
+	size_t left = npages;
+	int fd, ok = 1;
+	void *map;
+
+	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=64m"))
+		die("mount tmpfs");
+	fd = open(TMPFS_DIR "/split", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf)
+		die("tmpfs file");
+	fill_pages(buf, npages, 31);
+	if (write(fd, buf, size) != (ssize_t)size)
+		die("write tmpfs");
+	huge_kb = proc_field("/proc/meminfo", "ShmemHugePages");
+	if (huge_kb < 4096) {
+		ktap_diag("%s: ShmemHugePages %ld kB, want two PMD folios",
+			  name, huge_kb);
+		ok = 0;
+	}
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	for (int i = 0; i < 20 && (left = in_page_cache(map, npages)); i++)
+		memcg_reclaim(MEMCG, 4 * size);
+	if (left) {
+		ktap_diag("%s: %zu of %zu pages still in memory", name, left,
+			  npages);
+		ok = 0;
+	}
+	if (proc_field("/proc/vmstat", "thp_split_page") == split0) {
+		ktap_diag("%s: the folio crossing EOF was not split", name);
+		ok = 0;
+	}
+	memset(buf, 0, size);
+	if (pread(fd, buf, size, 0) != (ssize_t)size)
+		die("read tmpfs");
+	ok &= all_verified(buf, npages, 31, name);
+	munmap(map, size);
+	close(fd);
+	free(buf);
+	umount(TMPFS_DIR);
+	ktap_result(ok, name);
+}
+
+#define CHURN_PAGES 2048	/* 8 MiB of shmem in a 4 MiB memcg */
+
+/* Keep the first half of the shmem mapping at @arg dirty. */
+static void *dirty_first_half(void *arg)
+{
+	char *map = arg;
+
+	while (!stop)
+		for (size_t pg = 0; pg < CHURN_PAGES / 2; pg++) {
+			uint64_t *q = (uint64_t *)(map + pg * PAGE_SIZE);
+
+			q[0] = pattern(pg, 0, 41);
+			q[511] = pattern(pg, 511, 41);
+		}
+	return NULL;
+}
+
+/*
+ * Child: with memory.high at half the size of an 8 MiB memfd (reclaim
+ * without the OOM kills that memory.max brings with the classic LRU),
+ * keep the first half dirty through a mapping and punch holes into the
+ * second half, rewriting each hole with write(). Reclaim runs all the
+ * time, so holes are punched in folios that reclaim has unmapped and is
+ * writing out.
+ */
+static int punch_and_rewrite(int fd)
+{
+	uint64_t page[PAGE_SIZE / 8];
+	pthread_t thr;
+	char *map;
+	long n = 0;
+
+	map = mmap(NULL, CHURN_PAGES * PAGE_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return 2;
+	stop = 0;
+	pthread_create(&thr, NULL, dirty_first_half, map);
+	for (time_t end = time(NULL) + SECONDS; time(NULL) < end; n++) {
+		size_t pg = CHURN_PAGES / 2 + (n * 7) % (CHURN_PAGES / 2);
+		off_t off = (off_t)pg * PAGE_SIZE;
+
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      off, 4 * PAGE_SIZE))
+			return 3;
+		for (size_t i = 0; i < 4 && pg + i < CHURN_PAGES; i++) {
+			for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+				page[w] = pattern(pg + i, w, 41);
+			if (pwrite(fd, page, PAGE_SIZE, off + i * PAGE_SIZE) !=
+			    PAGE_SIZE)
+				return 4;
+		}
+	}
+	stop = 1;
+	pthread_join(thr, NULL);
+	return 0;
+}
+
+/*
+ * Folios truncated (hole-punched) while reclaim holds them for writeout
+ * lose their mapping; reclaim must notice that rather than write them to
+ * swap. At the end every page must hold its pattern.
+ */
+static void test_shmem_punch_during_pageout(void)
+{
+	const char *name = "shmem_punch_hole_during_pageout_keeps_data";
+	const size_t size = CHURN_PAGES * PAGE_SIZE;
+	long pswp0 = proc_field("/proc/vmstat", "pswpout"), pswp;
+	int fd = memfd_create("fltest-punch", 0), st, ok = 1;
+	char *buf = malloc(size), limit[32];
+	pid_t kid;
+
+	if (fd < 0 || !buf || ftruncate(fd, size))
+		die("memfd");
+	fill_pages(buf, CHURN_PAGES, 41);
+	if (pwrite(fd, buf, size, 0) != (ssize_t)size)
+		die("write memfd");
+	free(buf);		/* not to be reclaimed with the memfd */
+	snprintf(limit, sizeof(limit), "%zu", size / 2);
+	write_str("/sys/fs/cgroup/" MEMCG "/memory.high", limit);
+	kid = fork();
+	if (kid == 0)
+		_exit(punch_and_rewrite(fd));
+	waitpid(kid, &st, 0);
+	write_str("/sys/fs/cgroup/" MEMCG "/memory.high", "max");
+	pswp = proc_field("/proc/vmstat", "pswpout") - pswp0;
+	ktap_diag("%s: %ld pages swapped out", name, pswp);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		ktap_diag("%s: the churn process failed (status %#x)", name,
+			  st);
+		ok = 0;
+	}
+	if (pswp < 1000) {
+		ktap_diag("%s: too few swap-outs to tell", name);
+		ok = 0;
+	}
+	buf = malloc(size);
+	if (!buf || pread(fd, buf, size, 0) != (ssize_t)size)
+		die("read memfd");
+	ok &= all_verified(buf, CHURN_PAGES, 41, name);
+	close(fd);
+	free(buf);
+	ktap_result(ok, name);
+}
+
 int main(void)
 {
 	struct writer anon = { .npages = ANON / PAGE_SIZE, .tag = 0xa11 };
@@ -264,7 +439,9 @@ int main(void)
 	int fd;
 
 	mkdir(XFS_DIR, 0755);
+	mkdir(TMPFS_DIR, 0755);
 	umount(XFS_DIR);		/* left over from an earlier crash */
+	umount(TMPFS_DIR);
 	if (system("mkfs.xfs -q -f /dev/ram0") ||
 	    mount("/dev/ram0", XFS_DIR, "xfs", 0, NULL)) {
 		ktap_plan(1);
@@ -310,7 +487,7 @@ int main(void)
 	waitpid(churn, &st, 0);
 	mremap_bad = (void *)(long)!(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
-	ktap_plan(5);
+	ktap_plan(7);
 	/* verification needs room for its O_DIRECT buffer */
 	write_str("/sys/fs/cgroup/" MEMCG "/memory.max", "max");
 	for (size_t pg = 0; pg < anon.npages; pg++) {
@@ -358,5 +535,7 @@ int main(void)
 			    MAP_PRIVATE);
 	test_cached_writers("pinned_writers_lose_no_shmem_write_to_reclaim",
 			    MAP_SHARED);
+	test_shmem_split_in_pageout();
+	test_shmem_punch_during_pageout();
 	return ktap_finish();
 }
