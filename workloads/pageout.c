@@ -4,30 +4,90 @@
  * whatever the mTHP settings give), time one MADV_PAGEOUT over all of it,
  * then read every page back and check its pattern.
  *
- * usage: pageout SIZE_MB [--quiet]
- *   --quiet  print no metrics (used for the ftrace-profiled pass)
+ * usage: pageout SIZE_MB [--quiet] [--lazyfree]
+ *   --quiet     print no metrics (used for the ftrace-profiled pass)
+ *   --lazyfree  MADV_FREE the memory first: reclaim then drops the pages
+ *               instead of swapping them, and each page must read back
+ *               either as zeros (dropped) or as its pattern
  */
 #include "common.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+
+static int has_arg(int argc, char **argv, const char *arg)
+{
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], arg))
+			return 1;
+	return 0;
+}
+
+/* Pages of [buf, buf + npages) with neither a page nor a swap entry. */
+static size_t count_dropped(const char *buf, size_t npages)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	size_t dropped = 0;
+	uint64_t ent;
+
+	if (fd < 0)
+		die("open pagemap");
+	for (size_t pg = 0; pg < npages; pg++) {
+		off_t off = ((uintptr_t)buf / PAGE_SIZE + pg) * 8;
+
+		if (pread(fd, &ent, 8, off) != 8)
+			die("pread pagemap");
+		if (!(ent & (3ULL << 62)))
+			dropped++;
+	}
+	close(fd);
+	return dropped;
+}
+
+/* Pages that are neither all zeros nor their whole pattern. */
+static size_t verify_lazyfree(const char *buf, size_t npages, uint64_t seed)
+{
+	size_t bad = 0;
+
+	for (size_t pg = 0; pg < npages; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+		int zero = q[0] == 0;
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != (zero ? 0 : pattern(pg, w, seed))) {
+				if (bad++ < 8)
+					fprintf(stderr, "page %zu word %zu: %#llx "
+						"in a %s page\n", pg, w,
+						(unsigned long long)q[w],
+						zero ? "dropped" : "kept");
+				break;
+			}
+	}
+	return bad;
+}
 
 int main(int argc, char **argv)
 {
-	size_t size, npages, swapped, bad;
-	int quiet = argc > 2 && !strcmp(argv[2], "--quiet");
+	size_t size, npages, swapped, dropped, bad;
+	int quiet = has_arg(argc, argv, "--quiet");
+	int lazyfree = has_arg(argc, argv, "--lazyfree");
 	double t0, t1;
 	char *buf;
 
 	if (argc < 2 || atol(argv[1]) <= 0) {
-		fprintf(stderr, "usage: pageout SIZE_MB [--quiet]\n");
+		fprintf(stderr, "usage: pageout SIZE_MB [--quiet] [--lazyfree]\n");
 		return 2;
 	}
 	size = (size_t)atol(argv[1]) << 20;
 	npages = size / PAGE_SIZE;
 	buf = map_aligned(size, PMD_SIZE);
 	fill_pages(buf, npages, 0);
+	if (lazyfree && madvise(buf, size, MADV_FREE))
+		die("madvise(MADV_FREE)");
 
 	t0 = now_ms();
 	if (madvise(buf, size, MADV_PAGEOUT))
@@ -35,10 +95,13 @@ int main(int argc, char **argv)
 	t1 = now_ms();
 
 	swapped = count_swapped(buf, npages);
-	bad = verify_pages(buf, npages, 0);
+	dropped = count_dropped(buf, npages);
+	bad = lazyfree ? verify_lazyfree(buf, npages, 0) :
+			 verify_pages(buf, npages, 0);
 	if (!quiet) {
 		metric("pageout_ms", t1 - t0);
 		metric("swapped_pct", 100.0 * swapped / npages);
+		metric("dropped_pct", 100.0 * dropped / npages);
 		metric("verify_errors", bad);
 	}
 	if (bad) {

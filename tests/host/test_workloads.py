@@ -66,6 +66,30 @@ def test_derive_flags_missing_swap_oom_and_corruption():
     assert "data corruption" in text and "3 pages read back wrong" in text
 
 
+def test_derive_pageout_lazyfree_wants_pages_dropped_not_swapped():
+    def sample(dropped):
+        return parse.GuestSample(
+            files={"vmstat.before": "oom_kill 0\npswpout 0\npglazyfreed 0\n",
+                   "vmstat.after": "oom_kill 0\npswpout 0\n"
+                                   "pglazyfreed 4096\n",
+                   "meminfo.before": "SwapTotal:  524288 kB\n"},
+            metrics={"pageout_ms": 1.0, "verify_errors": 0,
+                     "swapped_pct": 0, "dropped_pct": dropped})
+
+    w = workloads.WORKLOADS["pageout-lazyfree"]
+    params = w.resolve({})
+    assert params["lazyfree"] == "1"
+    d = w.derive(sample(100), params)
+    assert not any("swapped out" in r or "dropped" in r for r in d.invalid)
+    assert d.values["pglazyfreed"] == 4096
+    d = w.derive(sample(40), params)
+    assert "only 40% dropped" in d.invalid
+    # the same sample is invalid for the swapping variant
+    d = workloads.WORKLOADS["pageout"].derive(sample(100), params | {
+        "lazyfree": "0"})
+    assert "only 0% swapped out" in d.invalid
+
+
 def test_derive_empty_sample_is_invalid():
     w = workloads.WORKLOADS["pageout"]
     d = w.derive(parse.GuestSample(), w.resolve({}))

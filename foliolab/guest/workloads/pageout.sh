@@ -1,17 +1,20 @@
 # W0 pageout: time MADV_PAGEOUT of FL_SIZE_MB of anon memory in FL_FOLIO_KB
-# folios to zram, verify every page, then count try_to_unmap_one calls in
-# a second, untimed pass (the profiler would distort the timed one).
+# folios to zram (FL_LAZYFREE=1: MADV_FREE it first, so it is dropped), verify
+# every page, then count try_to_unmap_one calls in a second, untimed pass (the
+# profiler would distort the timed one).
 fl_sample() {
+	args=
+	[ "$FL_LAZYFREE" = 1 ] && args=--lazyfree
 	fl_zram $((FL_SIZE_MB * 2))M
 	fl_anon_folio "$FL_FOLIO_KB"
 	echo 3 > /proc/sys/vm/drop_caches
 	fl_snap before
 	fl_fault
-	pageout "$FL_SIZE_MB" || fl_invalid "pageout exited with $?"
+	pageout "$FL_SIZE_MB" $args || fl_invalid "pageout exited with $?"
 	fl_snap after
 	if [ "$FL_PROFILE" = 1 ]; then
 		fl_profile_start try_to_unmap_one
-		pageout "$FL_SIZE_MB" --quiet
+		pageout "$FL_SIZE_MB" --quiet $args
 		fl_profile_stop
 	fi
 }
