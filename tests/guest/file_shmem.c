@@ -121,6 +121,74 @@ static void test_xfs_shared(void)
 	ktap_result(!bad, name);
 }
 
+/*
+ * The same through a mapping that covers large folios only in part: it
+ * starts 32K into the file, at 128K before a PMD boundary (so a 64K folio
+ * straddles two page tables there), and ends 96K before the end of the
+ * file, so folios are cut by both ends of the VMA. Every write must reach
+ * the disk and no page outside the mapping may change.
+ */
+static void test_xfs_partial_mapping(void)
+{
+	const char *name = "xfs_partial_mapping_writes_reach_disk";
+	const size_t skip = 8, len = FSIZE - 32 * PAGE_SIZE;
+	size_t bad = 0, npages = len / PAGE_SIZE;
+	char *area = map_aligned(FSIZE + 2 * PMD_SIZE, PMD_SIZE);
+	char *map, *back;
+	int fd, dfd;
+
+	fd = write_file(XFS_DIR "/part", 25);
+	drop_caches();
+	back = aligned_alloc(PAGE_SIZE, FSIZE);	/* O_DIRECT alignment */
+	if (pread(fd, back, FSIZE, 0) != (ssize_t)FSIZE)	/* large folios */
+		die("read");
+	map = mmap(area + PMD_SIZE - 32 * PAGE_SIZE, len,
+		   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		   skip * PAGE_SIZE);
+	if (map == MAP_FAILED)
+		die("mmap");
+	for (size_t i = 0; i < npages; i++) {
+		uint64_t *q = (uint64_t *)(map + i * PAGE_SIZE);
+
+		if (written(skip + i))
+			for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+				q[w] = pattern(skip + i, w, 26);
+	}
+	for (int i = 0; i < 20 && resident(map, npages) > npages / 10; i++) {
+		madvise(map, len, MADV_PAGEOUT);
+		memcg_reclaim(MEMCG, FSIZE * 2);
+		usleep(100 * 1000);
+	}
+	if (resident(map, npages) > npages / 10) {
+		ktap_diag("%s: %zu of %zu pages still mapped after reclaim",
+			  name, resident(map, npages), npages);
+		bad++;
+	}
+	munmap(area, FSIZE + 2 * PMD_SIZE);
+	close(fd);
+	drop_caches();
+	dfd = open(XFS_DIR "/part", O_RDONLY | O_DIRECT);
+	if (dfd < 0 || pread(dfd, back, FSIZE, 0) != (ssize_t)FSIZE)
+		die("O_DIRECT read");
+	for (size_t pg = 0; pg < FPAGES; pg++) {
+		const uint64_t *q = (const uint64_t *)(back + pg * PAGE_SIZE);
+		int mapped = pg >= skip && pg < skip + npages;
+		uint64_t seed = mapped && written(pg) ? 26 : 25;
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg, w, seed)) {
+				if (bad++ < 4)
+					ktap_diag("%s: page %zu on disk is wrong",
+						  name, pg);
+				break;
+			}
+	}
+	close(dfd);
+	free(back);
+	unlink(XFS_DIR "/part");
+	ktap_result(!bad, name);
+}
+
 static void test_tmpfs(void)
 {
 	const char *name = "tmpfs_large_folios_swap_out_and_back";
@@ -227,8 +295,9 @@ int main(void)
 	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=256m"))
 		die("mount tmpfs");
 	memcg_enter(MEMCG);
-	ktap_plan(3);
+	ktap_plan(4);
 	test_xfs_shared();
+	test_xfs_partial_mapping();
 	test_tmpfs();
 	test_shmem_uffd_wp();
 	umount(TMPFS_DIR);

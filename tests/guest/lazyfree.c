@@ -4,10 +4,13 @@
  * path the batched lazy-free unmap changes. A page written after MADV_FREE
  * must survive; copy-on-write must hold when a lazy-free folio mixes
  * writable and read-only PTEs; folios that straddle a PMD or a VMA
- * boundary must reclaim without touching their neighbours.
+ * boundary must reclaim without touching their neighbours; a folio with
+ * an extra reference must not be dropped; a clean PMD-mapped THP must be
+ * dropped whole.
  */
 #include "guestlib.h"
 
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #define MEMCG "fltest-lazyfree"
@@ -187,13 +190,115 @@ static void test_straddle(void)
 	ktap_result(!wrong, name);
 }
 
+/*
+ * vmsplice() the pages of lazy-free 64K folios into a pipe: the pipe holds
+ * a reference to each page, so reclaim must not drop them (the process and
+ * the pipe would then see different pages). While the pipe holds them they
+ * must read their data in the process, and the pipe must return it too.
+ */
+static void test_referenced_not_dropped(void)
+{
+	const char *name = "referenced_lazyfree_folio_not_dropped";
+	size_t sz = 16 * 64 * 1024, n = sz / PAGE_SIZE, bad = 0;
+	long pswp0 = proc_field("/proc/vmstat", "pswpout");
+	char *buf = map_aligned(sz, PMD_SIZE), *back = malloc(sz);
+	struct iovec iov = { .iov_len = sz };
+	size_t got = 0;
+	int p[2];
+
+	folio_size(64);
+	fill_pages(buf, n, 7);
+	if (pipe(p) || fcntl(p[1], F_SETPIPE_SZ, (int)sz) < (int)sz || !back)
+		die("pipe");
+	if (madvise(buf, sz, MADV_FREE))
+		die("MADV_FREE");
+	iov.iov_base = buf;
+	if (vmsplice(p[1], &iov, 1, 0) != (ssize_t)sz)
+		die("vmsplice");
+	madvise(buf, sz, MADV_PAGEOUT);
+	memcg_reclaim(MEMCG, 4 * sz);
+	for (size_t pg = 0; pg < n; pg++)
+		if (!holds(buf, pg, 7) && bad++ < 4)
+			ktap_diag("%s: page %zu dropped while referenced", name,
+				  pg);
+	while (got < sz) {
+		ssize_t r = read(p[0], back + got, sz - got);
+
+		if (r <= 0)
+			die("read pipe");
+		got += r;
+	}
+	if (!all_verified(back, n, 7, name))
+		bad++;
+	/* unreferenced now: dropped (still lazy-free) or swapped, both fine */
+	madvise(buf, sz, MADV_PAGEOUT);
+	for (size_t pg = 0; pg < n; pg++)
+		if (!zero_or_pattern(buf, pg, 7) && bad++ < 4)
+			ktap_diag("%s: page %zu wrong after the pipe drained",
+				  name, pg);
+	ktap_diag("%s: %ld pages swapped out", name,
+		  proc_field("/proc/vmstat", "pswpout") - pswp0);
+	close(p[0]);
+	close(p[1]);
+	free(back);
+	munmap(buf, sz);
+	ktap_result(!bad, name);
+}
+
+/*
+ * A clean lazy-free PMD-mapped THP: reclaim drops all of it (pglazyfreed
+ * grows by 512) and it reads back as zeros.
+ */
+static void test_clean_pmd_dropped(void)
+{
+	const char *name = "clean_pmd_lazyfree_thp_dropped";
+	long lazy0 = proc_field("/proc/vmstat", "pglazyfreed");
+	long split0 = proc_field("/proc/vmstat", "thp_split_pmd");
+	char *buf = map_aligned(PMD_SIZE, PMD_SIZE);
+	size_t n = PMD_SIZE / PAGE_SIZE, zero = 0;
+	int ok = 1;
+
+	folio_size(2048);
+	madvise(buf, PMD_SIZE, MADV_HUGEPAGE);
+	fill_pages(buf, n, 8);
+	if (!(kpageflags_of(buf) & (1ULL << KPF_THP))) {
+		ktap_diag("%s: no PMD THP to start with", name);
+		ok = 0;
+	}
+	if (madvise(buf, PMD_SIZE, MADV_FREE))
+		die("MADV_FREE");
+	madvise(buf, PMD_SIZE, MADV_PAGEOUT);
+	if (proc_field("/proc/vmstat", "pglazyfreed") - lazy0 < (long)n) {
+		ktap_diag("%s: pglazyfreed grew by %ld, not %zu", name,
+			  proc_field("/proc/vmstat", "pglazyfreed") - lazy0, n);
+		ok = 0;
+	}
+	for (size_t pg = 0; pg < n; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+		zero += q[0] == 0 && q[511] == 0;
+		ok &= zero_or_pattern(buf, pg, 8);
+	}
+	if (zero != n) {
+		ktap_diag("%s: %zu of %zu pages read back as zeros", name, zero,
+			  n);
+		ok = 0;
+	}
+	ktap_diag("%s: thp_split_pmd grew by %ld", name,
+		  proc_field("/proc/vmstat", "thp_split_pmd") - split0);
+	munmap(buf, PMD_SIZE);
+	ktap_result(ok, name);
+}
+
 int main(void)
 {
 	memcg_enter(MEMCG);
-	ktap_plan(4);
+	ktap_plan(6);
 	test_redirty(64, "redirtied_page_survives_64k");
 	test_redirty(2048, "redirtied_page_survives_pmd");
 	test_cow_after_failed_discard();
 	test_straddle();
+	test_referenced_not_dropped();
+	test_clean_pmd_dropped();
 	return ktap_finish();
 }
