@@ -464,6 +464,10 @@ WORKLOADS: dict[str, Workload] = {
         script="file-reclaim",
         params={"size_mb": Param("512", "file size, MiB (XFS on brd)"),
                 "reclaim_pct": Param("80", "percent of the file reclaimed"),
+                # Readahead sizes the page cache folios XFS allocates: with
+                # the default 128 KiB most are order 5.
+                "readahead_kb": Param("128", "read_ahead_kb of the ramdisk "
+                                             "when the file is read in"),
                 "profile": Param("1", "1: count try_to_unmap_one calls in "
                                       "an untimed pass")},
         metrics=(

@@ -20,6 +20,8 @@ fl_in_memcg() {
 
 fl_sample() {
 	fl_file_setup
+	echo "$FL_READAHEAD_KB" > /sys/block/ram0/queue/read_ahead_kb ||
+		fl_invalid "cannot set read_ahead_kb"
 	fl_fault
 	fl_snap before $CG
 	fl_in_memcg filereclaim /mnt/file $CG "$FL_RECLAIM_PCT" ||
