@@ -318,12 +318,9 @@ _PAGEOUT_METRICS = (
 # The lazy-free variant: nothing goes to swap, so its metrics are about the
 # unmap and the split queue, not swap-out.
 _PAGEOUT_LAZYFREE_METRICS = (
-    Metric("pageout_ms", "ms", "lower", "MADV_PAGEOUT time"),
+    *(m for m in _PAGEOUT_METRICS if m.key in (
+        "pageout_ms", "try_to_unmap_one_calls", "try_to_unmap_one_per_folio")),
     Metric("mthp_split_deferred", "folios", "lower", "mTHP split_deferred"),
-    Metric("try_to_unmap_one_calls", "calls", "lower",
-           "try_to_unmap_one calls", primary=False),
-    Metric("try_to_unmap_one_per_folio", "calls", "lower",
-           "try_to_unmap_one calls per folio", primary=False),
     Metric("pglazyfreed", "pages", "higher", "pglazyfreed", primary=False),
     Metric("dropped_pct", "%", "higher", "pages dropped", primary=False),
 )

@@ -141,11 +141,15 @@ static inline size_t verify_pages(const char *buf, size_t npages,
 	return bad;
 }
 
-/* Count pages of [buf, buf + npages) that pagemap reports as swapped. */
-static inline size_t count_swapped(const char *buf, size_t npages)
+/*
+ * Count the pages of [buf, buf + npages) whose pagemap entry, masked with
+ * @mask, equals @value.
+ */
+static inline size_t count_pagemap(const char *buf, size_t npages,
+				   uint64_t mask, uint64_t value)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY);
-	size_t swapped = 0;
+	size_t n = 0;
 	uint64_t ent;
 
 	if (fd < 0)
@@ -155,11 +159,19 @@ static inline size_t count_swapped(const char *buf, size_t npages)
 
 		if (pread(fd, &ent, 8, off) != 8)
 			die("pread pagemap");
-		if (ent & (1ULL << 62))
-			swapped++;
+		n += (ent & mask) == value;
 	}
 	close(fd);
-	return swapped;
+	return n;
+}
+
+#define PM_SWAP (1ULL << 62)
+#define PM_PRESENT (1ULL << 63)
+
+/* Count pages of [buf, buf + npages) that pagemap reports as swapped. */
+static inline size_t count_swapped(const char *buf, size_t npages)
+{
+	return count_pagemap(buf, npages, PM_SWAP, PM_SWAP);
 }
 
 #endif

@@ -27,27 +27,6 @@ static int has_arg(int argc, char **argv, const char *arg)
 	return 0;
 }
 
-/* Pages of [buf, buf + npages) with neither a page nor a swap entry. */
-static size_t count_dropped(const char *buf, size_t npages)
-{
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-	size_t dropped = 0;
-	uint64_t ent;
-
-	if (fd < 0)
-		die("open pagemap");
-	for (size_t pg = 0; pg < npages; pg++) {
-		off_t off = ((uintptr_t)buf / PAGE_SIZE + pg) * 8;
-
-		if (pread(fd, &ent, 8, off) != 8)
-			die("pread pagemap");
-		if (!(ent & (3ULL << 62)))
-			dropped++;
-	}
-	close(fd);
-	return dropped;
-}
-
 /* Pages that are neither all zeros nor their whole pattern. */
 static size_t verify_lazyfree(const char *buf, size_t npages, uint64_t seed)
 {
@@ -95,7 +74,8 @@ int main(int argc, char **argv)
 	t1 = now_ms();
 
 	swapped = count_swapped(buf, npages);
-	dropped = count_dropped(buf, npages);
+	/* neither a page nor a swap entry */
+	dropped = count_pagemap(buf, npages, PM_SWAP | PM_PRESENT, 0);
 	bad = lazyfree ? verify_lazyfree(buf, npages, 0) :
 			 verify_pages(buf, npages, 0);
 	if (!quiet) {

@@ -75,12 +75,45 @@ static int written(size_t pg)
 	return pg % 16 == 0 || pg % 16 == 5 || pg % 16 == 15;
 }
 
+/*
+ * Drop the page cache, read @path with O_DIRECT into @back (FSIZE, page
+ * aligned) and count the pages that do not hold their pattern: seed @new
+ * for the written() pages in [@first, @end), @old for all others.
+ */
+static size_t wrong_on_disk(const char *path, char *back, size_t first,
+			    size_t end, uint64_t old, uint64_t new,
+			    const char *name)
+{
+	size_t bad = 0;
+	int dfd;
+
+	drop_caches();
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	if (dfd < 0 || pread(dfd, back, FSIZE, 0) != (ssize_t)FSIZE)
+		die("O_DIRECT read");
+	for (size_t pg = 0; pg < FPAGES; pg++) {
+		const uint64_t *q = (const uint64_t *)(back + pg * PAGE_SIZE);
+		int in = pg >= first && pg < end && written(pg);
+		uint64_t seed = in ? new : old;
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg, w, seed)) {
+				if (bad++ < 4)
+					ktap_diag("%s: page %zu on disk is wrong",
+						  name, pg);
+				break;
+			}
+	}
+	close(dfd);
+	return bad;
+}
+
 static void test_xfs_shared(void)
 {
 	const char *name = "xfs_map_shared_writes_reach_disk";
 	size_t bad = 0;
 	char *map, *back;
-	int fd, dfd;
+	int fd;
 
 	fd = write_file(XFS_DIR "/data", 21);
 	drop_caches();
@@ -100,23 +133,7 @@ static void test_xfs_shared(void)
 	bad += !reclaim_mapping(map, name);
 	munmap(map, FSIZE);
 	close(fd);
-	drop_caches();
-	dfd = open(XFS_DIR "/data", O_RDONLY | O_DIRECT);
-	if (dfd < 0 || pread(dfd, back, FSIZE, 0) != (ssize_t)FSIZE)
-		die("O_DIRECT read");
-	for (size_t pg = 0; pg < FPAGES; pg++) {
-		const uint64_t *q = (const uint64_t *)(back + pg * PAGE_SIZE);
-		uint64_t seed = written(pg) ? 22 : 21;
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != pattern(pg, w, seed)) {
-				if (bad++ < 4)
-					ktap_diag("%s: page %zu on disk is wrong",
-						  name, pg);
-				break;
-			}
-	}
-	close(dfd);
+	bad += wrong_on_disk(XFS_DIR "/data", back, 0, FPAGES, 21, 22, name);
 	free(back);
 	ktap_result(!bad, name);
 }
@@ -135,7 +152,7 @@ static void test_xfs_partial_mapping(void)
 	size_t bad = 0, npages = len / PAGE_SIZE;
 	char *area = map_aligned(FSIZE + 2 * PMD_SIZE, PMD_SIZE);
 	char *map, *back;
-	int fd, dfd;
+	int fd;
 
 	fd = write_file(XFS_DIR "/part", 25);
 	drop_caches();
@@ -166,24 +183,8 @@ static void test_xfs_partial_mapping(void)
 	}
 	munmap(area, FSIZE + 2 * PMD_SIZE);
 	close(fd);
-	drop_caches();
-	dfd = open(XFS_DIR "/part", O_RDONLY | O_DIRECT);
-	if (dfd < 0 || pread(dfd, back, FSIZE, 0) != (ssize_t)FSIZE)
-		die("O_DIRECT read");
-	for (size_t pg = 0; pg < FPAGES; pg++) {
-		const uint64_t *q = (const uint64_t *)(back + pg * PAGE_SIZE);
-		int mapped = pg >= skip && pg < skip + npages;
-		uint64_t seed = mapped && written(pg) ? 26 : 25;
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != pattern(pg, w, seed)) {
-				if (bad++ < 4)
-					ktap_diag("%s: page %zu on disk is wrong",
-						  name, pg);
-				break;
-			}
-	}
-	close(dfd);
+	bad += wrong_on_disk(XFS_DIR "/part", back, skip, skip + npages, 25, 26,
+			     name);
 	free(back);
 	unlink(XFS_DIR "/part");
 	ktap_result(!bad, name);

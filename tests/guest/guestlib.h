@@ -20,8 +20,6 @@
 #define THP "/sys/kernel/mm/transparent_hugepage/"
 #define PM_SOFT_DIRTY (1ULL << 55)
 #define PM_UFFD_WP (1ULL << 57)
-#define PM_SWAP (1ULL << 62)
-#define PM_PRESENT (1ULL << 63)
 
 static inline void write_str(const char *path, const char *s)
 {
