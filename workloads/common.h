@@ -168,6 +168,22 @@ static inline size_t count_pagemap(const char *buf, size_t npages,
 #define PM_SWAP (1ULL << 62)
 #define PM_PRESENT (1ULL << 63)
 
+/*
+ * Page @pg of @buf is all zeros (a dropped lazy-free page) or holds @seed's
+ * whole pattern, nothing else.
+ */
+static inline int zero_or_pattern(const char *buf, size_t pg, uint64_t seed)
+{
+	const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+	int zero = 1, pat = 1;
+
+	for (size_t w = 0; w < PAGE_SIZE / 8; w++) {
+		zero &= q[w] == 0;
+		pat &= q[w] == pattern(pg, w, seed);
+	}
+	return zero || pat;
+}
+
 /* Count pages of [buf, buf + npages) that pagemap reports as swapped. */
 static inline size_t count_swapped(const char *buf, size_t npages)
 {

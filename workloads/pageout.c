@@ -32,20 +32,10 @@ static size_t verify_lazyfree(const char *buf, size_t npages, uint64_t seed)
 {
 	size_t bad = 0;
 
-	for (size_t pg = 0; pg < npages; pg++) {
-		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
-		int zero = q[0] == 0;
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != (zero ? 0 : pattern(pg, w, seed))) {
-				if (bad++ < 8)
-					fprintf(stderr, "page %zu word %zu: %#llx "
-						"in a %s page\n", pg, w,
-						(unsigned long long)q[w],
-						zero ? "dropped" : "kept");
-				break;
-			}
-	}
+	for (size_t pg = 0; pg < npages; pg++)
+		if (!zero_or_pattern(buf, pg, seed) && bad++ < 8)
+			fprintf(stderr, "page %zu: neither zeros nor its "
+				"pattern\n", pg);
 	return bad;
 }
 

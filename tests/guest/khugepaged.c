@@ -29,25 +29,20 @@
 
 #define KPF_SWAPBACKED 14
 
-/* Pages of [buf, buf + SIZE) that are swap-backed, so not lazy-free. */
-static size_t swapbacked_pages(const char *buf)
+/* Pages of [buf, buf + SIZE) whose /proc/kpageflags have bit @kpf set. */
+static size_t pages_with(const char *buf, int kpf)
 {
 	size_t n = 0;
 
 	for (size_t pg = 0; pg < NPAGES; pg++)
-		n += !!(kpageflags_of(buf + pg * PAGE_SIZE) &
-			(1ULL << KPF_SWAPBACKED));
+		n += !!(kpageflags_of(buf + pg * PAGE_SIZE) & (1ULL << kpf));
 	return n;
 }
 
 /* Pages of [buf, buf + SIZE) that are part of a THP. */
 static size_t thp_pages(const char *buf)
 {
-	size_t n = 0;
-
-	for (size_t pg = 0; pg < NPAGES; pg++)
-		n += !!(kpageflags_of(buf + pg * PAGE_SIZE) & (1ULL << KPF_THP));
-	return n;
+	return pages_with(buf, KPF_THP);
 }
 
 static int all_collapsed(const char *buf, const char *name)
@@ -121,7 +116,8 @@ static void expect_no_collapse(const char *name, uint64_t seed, int reread,
 			       int scans)
 {
 	char *buf = lazyfree_region_of(MAP_PRIVATE, seed, reread);
-	size_t thp, backed = swapbacked_pages(buf);
+	/* swap-backed pages are not lazy-free */
+	size_t thp, backed = pages_with(buf, KPF_SWAPBACKED);
 	int ok = 1;
 
 	for (int i = 0; i < scans; i++)

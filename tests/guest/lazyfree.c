@@ -17,19 +17,6 @@
 #define SIZE (4UL << 20)
 #define NPAGES (SIZE / PAGE_SIZE)
 
-/* Page @pg may be zero (discarded) or hold @seed's pattern, nothing else. */
-static int zero_or_pattern(const char *buf, size_t pg, uint64_t seed)
-{
-	const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
-	int zero = 1, pat = 1;
-
-	for (size_t w = 0; w < PAGE_SIZE / 8; w++) {
-		zero &= q[w] == 0;
-		pat &= q[w] == pattern(pg, w, seed);
-	}
-	return zero || pat;
-}
-
 /* Page @pg holds exactly @seed's pattern. */
 static int holds(const char *buf, size_t pg, uint64_t seed)
 {
