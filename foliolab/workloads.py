@@ -155,11 +155,12 @@ def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
         d.values["mthp_split_deferred"] = mthp.get(f"{key}.split_deferred", 0)
     elif mthp and sum(large.values()):
         d.invalid.append(f"large folios allocated in a 4K run: {large}")
-    profile_calls(s, d, "try_to_unmap_one")
-    if "try_to_unmap_one_calls" in d.values:
-        folios = size_kb // max(folio_kb, 4)
-        d.values["try_to_unmap_one_per_folio"] = (
-            d.values["try_to_unmap_one_calls"] / folios)
+    folios = size_kb // max(folio_kb, 4)
+    for function in ("try_to_unmap_one", "page_vma_mapped_walk"):
+        profile_calls(s, d, function)
+        if f"{function}_calls" in d.values:
+            d.values[f"{function}_per_folio"] = (
+                d.values[f"{function}_calls"] / folios)
     return d
 
 
@@ -296,7 +297,8 @@ KHUGEPAGED_SCAN_STATUS = (
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
-    "profile": Param("1", "1: count try_to_unmap_one calls in an untimed pass"),
+    "profile": Param("1", "1: count try_to_unmap_one and page_vma_mapped_walk "
+                          "calls in an untimed pass"),
     "lazyfree": Param("0", "1: MADV_FREE the memory first, so reclaim drops "
                            "it instead of swapping it"),
 }
@@ -306,6 +308,10 @@ _PAGEOUT_METRICS = (
            "try_to_unmap_one calls", primary=False),
     Metric("try_to_unmap_one_per_folio", "calls", "lower",
            "try_to_unmap_one calls per folio", primary=False),
+    # One call per PTE the rmap walk stops at (and one to end it): what a
+    # batched unmap saves, while try_to_unmap_one stays one call per VMA.
+    Metric("page_vma_mapped_walk_per_folio", "calls", "lower",
+           "page_vma_mapped_walk calls per folio", primary=False),
     Metric("pswpout", "pages", "lower", "pswpout", primary=False),
     Metric("mthp_swpout", "folios", "higher", "mTHP swpout", primary=False),
     Metric("mthp_swpout_fallback", "folios", "lower", "mTHP swpout_fallback",
@@ -319,7 +325,8 @@ _PAGEOUT_METRICS = (
 # unmap and the split queue, not swap-out.
 _PAGEOUT_LAZYFREE_METRICS = (
     *(m for m in _PAGEOUT_METRICS if m.key in (
-        "pageout_ms", "try_to_unmap_one_calls", "try_to_unmap_one_per_folio")),
+        "pageout_ms", "try_to_unmap_one_calls", "try_to_unmap_one_per_folio",
+        "page_vma_mapped_walk_per_folio")),
     Metric("mthp_split_deferred", "folios", "lower", "mTHP split_deferred"),
     Metric("pglazyfreed", "pages", "higher", "pglazyfreed", primary=False),
     Metric("dropped_pct", "%", "higher", "pages dropped", primary=False),

@@ -1,7 +1,8 @@
 # W0 pageout: time MADV_PAGEOUT of FL_SIZE_MB of anon memory in FL_FOLIO_KB
 # folios to zram (FL_LAZYFREE=1: MADV_FREE it first, so it is dropped), verify
-# every page, then count try_to_unmap_one calls in a second, untimed pass (the
-# profiler would distort the timed one).
+# every page, then count try_to_unmap_one and page_vma_mapped_walk calls (one
+# per PTE step of the rmap walk) in a second, untimed pass (the profiler would
+# distort the timed one).
 fl_sample() {
 	args=
 	[ "$FL_LAZYFREE" = 1 ] && args=--lazyfree
@@ -13,7 +14,7 @@ fl_sample() {
 	pageout "$FL_SIZE_MB" $args || fl_invalid "pageout exited with $?"
 	fl_snap after
 	if [ "$FL_PROFILE" = 1 ]; then
-		fl_profile_start try_to_unmap_one
+		fl_profile_start try_to_unmap_one page_vma_mapped_walk
 		pageout "$FL_SIZE_MB" --quiet $args
 		fl_profile_stop
 	fi
