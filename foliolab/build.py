@@ -89,7 +89,7 @@ def _run_make(argv: list[str], log_path: Path, label: str,
 
 def configure(tree: Tree, arch: Arch, purpose: str) -> tuple[Path, str]:
     """Write .config in the build dir if the fragment changed; return it."""
-    frag = kconfig.merge(purpose)
+    frag = kconfig.merge(purpose, arch.name)
     out = build_dir(arch, purpose, tree.variant)
     out.mkdir(parents=True, exist_ok=True)
     frag_path = out / "foliolab.fragment"
