@@ -2,6 +2,7 @@
 # `make test` runs the tests. Both set up what they need on first use.
 #
 #   make compare ARGS="--workloads pageout --runs 5"
+#   make compare ARGS="--arch arm64"       (cross-built arm64 guest, TCG)
 #   make test PYTEST_ARGS="-m 'not qemu'" SUITE_ARGS=--no-kselftests
 
 PYTHON ?= python3

@@ -1,4 +1,11 @@
-"""One table of what differs per architecture: kernel, compiler, QEMU."""
+"""One table of what differs per architecture: kernel, compiler, QEMU, guest.
+
+x86_64 is the host's own architecture: its guest userland (busybox, the
+host tools, their libraries) is taken from the host. Any other guest
+architecture is cross-built, and its userland comes from Debian's packages
+for that architecture, unpacked into a sysroot in the cache (hostsetup.py),
+because they cannot be installed next to the host's own.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,41 @@ class Arch:
     qemu_machine: list[str]
     console: str           # console= for the kernel command line
     cpu_tcg: str
-    cpu_kvm: str
+    cpu_kvm: str           # "" when KVM is not offered for this guest
+    debian_arch: str = "amd64"          # dpkg architecture of the guest
+    multiarch: str = "x86_64-linux-gnu"  # Debian's library directory name
+    elf_machine: int = 62  # e_machine of the guest's binaries (EM_X86_64)
+    # Host packages this guest needs on top of hostsetup.APT_PACKAGES.
+    host_packages: tuple[str, ...] = ()
+    # Debian packages (of debian_arch) unpacked into the guest sysroot:
+    # busybox, the tools copied into the image, the kselftests' libraries.
+    # Empty for the host's own architecture, whose userland is the host's.
+    guest_packages: tuple[str, ...] = ()
+
+    @property
+    def native(self) -> bool:
+        return not self.cross_compile
+
+    @property
+    def guest_cc(self) -> str:
+        """The C compiler for the static guest binaries."""
+        return f"{self.cross_compile}gcc"
+
+    @property
+    def config_fragment(self) -> str:
+        """configs/ fragment with this architecture's kernel options."""
+        return f"arch-{self.name}.config"
+
+    @property
+    def kvm(self) -> bool:
+        return bool(self.cpu_kvm)
+
+    def check_accel(self, accel: str) -> None:
+        """--accel kvm on a guest that only runs under TCG is bad input."""
+        if accel == "kvm" and not self.kvm:
+            raise UsageError(f"--accel kvm is not available for --arch "
+                             f"{self.name}: its guests run under TCG only",
+                             hint="use --accel tcg (or auto, which picks tcg)")
 
 
 ARCHES = {
@@ -29,6 +70,23 @@ ARCHES = {
         console="ttyS0", cpu_tcg="max",
         # -arch-capabilities: nested KVM here aborts on MSR 0x10a otherwise.
         cpu_kvm="host,-arch-capabilities"),
+    "arm64": Arch(
+        name="arm64", linux_arch="arm64", cross_compile="aarch64-linux-gnu-",
+        kernel_image="arch/arm64/boot/Image", make_target="Image",
+        qemu_binary="qemu-system-aarch64",
+        # GICv3: GICv2 (virt's default) stops at 8 vCPUs. acpi=off: the
+        # kernel boots from the device tree QEMU writes for -kernel, which
+        # also carries the -numa layout (numa-node-id, distance-map).
+        qemu_machine=["-M", "virt,gic-version=3,acpi=off"],
+        console="ttyAMA0", cpu_tcg="max",
+        # An arm64 guest on these x86 hosts: TCG only.
+        cpu_kvm="",
+        debian_arch="arm64", multiarch="aarch64-linux-gnu",
+        elf_machine=183,   # EM_AARCH64
+        host_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross",
+                       "qemu-system-arm"),
+        guest_packages=("busybox-static", "xfsprogs", "stress-ng",
+                        "libnuma-dev")),
 }
 
 

@@ -59,6 +59,7 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
               results: Path) -> list[str]:
     """The QEMU command line for ``spec`` (pure: no I/O)."""
     a = spec.arch
+    a.check_accel(spec.accel)
     argv = [a.qemu_binary, *a.qemu_machine, "-nodefaults", "-nographic",
             "-no-reboot", "-monitor", "none"]
     if spec.accel == "kvm":
@@ -66,7 +67,8 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     else:
         argv += ["-accel", "tcg,thread=multi", "-cpu", a.cpu_tcg]
     # One socket per NUMA node: a node boundary inside a package makes the
-    # scheduler's topology check WARN at boot.
+    # scheduler's topology check WARN at boot. The same options serve
+    # arm64's virt machine, which passes them on in its device tree.
     n = spec.numa_nodes
     if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
         raise BootError(f"cannot split {spec.vcpus} vCPUs and "
@@ -84,6 +86,8 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
                                 f"size={spec.memory_mb // n}M",
                      "-numa", f"node,nodeid={i},memdev=m{i},"
                               f"cpus={first}-{last}"]
+    # The first serial port (8250 on q35, PL011 on virt) is the console;
+    # virtio-pci devices work on both machines' PCIe buses.
     argv += ["-chardev", f"file,id=con,path={console}",
              "-serial", "chardev:con",
              "-device", "virtio-serial-pci",
@@ -148,7 +152,8 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     for f in (console, results):
         f.unlink(missing_ok=True)
     initrd = rundir / "initrd.cpio"
-    initrd.write_bytes(base_image.read_bytes() + image_mod.job_archive(job, extra))
+    initrd.write_bytes(base_image.read_bytes() +
+                       image_mod.job_archive(job, extra, spec.arch))
     argv = qemu_argv(spec, initrd, console, results)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     log.debug("$ %s", shlex.join(argv))
@@ -197,7 +202,7 @@ def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
     the kernel), so /dev/kvm alone decides nothing. The answer is cached
     per kernel image for a day.
     """
-    if not Path("/dev/kvm").exists():
+    if not spec.arch.kvm or not Path("/dev/kvm").exists():
         return False
     stamp = cache_root() / "kvm-probe"
     key = f"{spec.kernel.stat().st_mtime_ns}"

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import kconfig, source
+from foliolab import hostsetup, kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.paths import cache_root
@@ -89,7 +89,7 @@ def _run_make(argv: list[str], log_path: Path, label: str,
 
 def configure(tree: Tree, arch: Arch, purpose: str) -> tuple[Path, str]:
     """Write .config in the build dir if the fragment changed; return it."""
-    frag = kconfig.merge(purpose)
+    frag = kconfig.merge(purpose, arch.name)
     out = build_dir(arch, purpose, tree.variant)
     out.mkdir(parents=True, exist_ok=True)
     frag_path = out / "foliolab.fragment"
@@ -113,6 +113,7 @@ def configure(tree: Tree, arch: Arch, purpose: str) -> tuple[Path, str]:
 
 def build_kernel(tree: Tree, arch: Arch, purpose: str) -> Kernel:
     """Configure and build ``tree``; BuildError names the log on failure."""
+    hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
     source.checkout(tree)
     config, config_sha = configure(tree, arch, purpose)
     out = config.parent

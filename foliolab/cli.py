@@ -46,9 +46,15 @@ class Parser(argparse.ArgumentParser):
                          hint=f"see `{self.prog} --help`")
 
 
+def _arch(p: argparse.ArgumentParser) -> None:
+    # Checked by get_arch() after parsing, for its one-line error.
+    p.add_argument("--arch", default="x86_64", metavar="|".join(ARCHES),
+                   help="guest architecture (default x86_64; arm64 is "
+                        "cross-built and runs under TCG only)")
+
+
 def _common(p: argparse.ArgumentParser, patches: bool = True) -> None:
-    p.add_argument("--arch", default="x86_64", choices=sorted(ARCHES),
-                   help="guest architecture (default x86_64)")
+    _arch(p)
     if patches:
         p.add_argument("--patches", type=patches_arg, default=DEFAULT_PATCHES,
                        metavar="DIR|none",
@@ -73,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="log every command that is run")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    sub.add_parser("setup", help="install the host packages foliolab needs")
+    s = sub.add_parser("setup", help="install the host packages foliolab "
+                                     "needs")
+    _arch(s)
 
     s = sub.add_parser("tree", help="print the developer tree (base + series "
                                     "on branch dev) to work in")
@@ -149,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only foliolab's own guest tests")
     s.add_argument("--record-baseline", action="store_true",
                    help="write the kselftest results to "
-                        "tests/kselftest-vanilla.json (use with "
+                        "tests/kselftest-vanilla.json (other arches: "
+                        "kselftest-vanilla-ARCH.json; use with "
                         "--variant vanilla)")
     s.add_argument("--out", type=Path,
                    help="output directory (default results/test-<time>)")
@@ -161,8 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_setup(args) -> int:
     from foliolab import hostsetup
+    from foliolab.arch import get_arch
     hostsetup.ensure_packages()
-    print("host packages: ok")
+    arch = get_arch(args.arch)
+    hostsetup.ensure_arch(arch)
+    print("host packages: ok" + ("" if arch.native else
+          f"; {arch.name} guest sysroot: {hostsetup.guest_sysroot(arch)}"))
     return 0
 
 
@@ -307,6 +320,15 @@ def cmd_report(args) -> int:
     return 0
 
 
+def check_args(args) -> None:
+    """Input errors argparse cannot see, before any work starts."""
+    from foliolab.arch import get_arch
+    if hasattr(args, "arch"):
+        arch = get_arch(args.arch)
+        if hasattr(args, "accel"):
+            arch.check_accel(args.accel)
+
+
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
@@ -322,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.verbose:
             log.setLevel(logging.DEBUG)
+        check_args(args)
         return HANDLERS[args.command](args)
     except FoliolabError as e:
         print(f"foliolab: error: {e.one_line()}", file=sys.stderr)

@@ -62,8 +62,11 @@ def _project_rev() -> str:
 
 
 def choose_accel(want: str, spec: BootSpec, image_path: Path) -> str:
+    spec.arch.check_accel(want)
     if want in ("tcg", "kvm"):
         return want
+    if not spec.arch.kvm:
+        return "tcg"
     return "kvm" if probe_kvm(spec, image_path) else "tcg"
 
 

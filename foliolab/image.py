@@ -2,6 +2,12 @@
 the guest scripts and the host tools a workload needs (with their shared
 libraries). Each boot appends a small second archive holding that boot's
 job script; the kernel unpacks concatenated archives in order.
+
+For the host's own architecture busybox and the tools are the host's; for
+a cross-built guest they come from that architecture's Debian packages,
+unpacked into a sysroot by hostsetup. Every ELF file put into an image is
+checked to be for the guest's machine, so an x86 binary can never end up
+in an arm64 guest.
 """
 
 from __future__ import annotations
@@ -12,19 +18,20 @@ import logging
 import os
 import re
 import stat
+import struct
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import proc
+from foliolab import hostsetup, proc
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
 
 log = logging.getLogger("foliolab")
 
-BUSYBOX = Path("/bin/busybox")
-# Host tools copied into the guest with their shared libraries.
+# Host tools copied into the guest with their shared libraries (for a
+# cross guest: the same paths in its sysroot).
 HOST_TOOLS = ["/usr/sbin/mkfs.xfs", "/usr/bin/stress-ng"]
 
 
@@ -86,13 +93,139 @@ def shared_libs(binary: str) -> list[str]:
     return libs
 
 
+@dataclass(frozen=True)
+class ElfInfo:
+    machine: int                 # e_machine: 62 x86_64, 183 aarch64
+    interp: str | None           # PT_INTERP: the dynamic loader
+    needed: tuple[str, ...]      # DT_NEEDED sonames
+
+
+def elf_info(data: bytes) -> ElfInfo | None:
+    """Machine, loader and needed libraries of a 64-bit little-endian ELF
+    file (both guest architectures); None if ``data`` is not one.
+
+    Read here rather than with ldd, which cannot run a foreign binary.
+    """
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4:6] != b"\2\1":
+        return None                 # not ELF, or not 64-bit little-endian
+    machine, = struct.unpack_from("<H", data, 18)
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    loads, interp, dyn = [], None, None
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+            "<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1:                       # PT_LOAD
+            loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == 2:                     # PT_DYNAMIC
+            dyn = (p_offset, p_filesz)
+        elif p_type == 3:                     # PT_INTERP
+            interp = data[p_offset:p_offset + p_filesz].rstrip(b"\0").decode()
+    needed_off, strtab = [], None
+    if dyn:
+        for off in range(dyn[0], dyn[0] + dyn[1], 16):
+            tag, val = struct.unpack_from("<qQ", data, off)
+            if tag == 0:                      # DT_NULL
+                break
+            if tag == 1:                      # DT_NEEDED
+                needed_off.append(val)
+            elif tag == 5:                    # DT_STRTAB (an address)
+                strtab = next((val - va + fo for va, fo, sz in loads
+                               if va <= val < va + sz), None)
+    needed = []
+    if strtab is not None:
+        for off in needed_off:
+            end = data.index(b"\0", strtab + off)
+            needed.append(data[strtab + off:end].decode())
+    return ElfInfo(machine, interp, tuple(needed))
+
+
+MACHINE_NAMES = {62: "x86_64", 183: "arm64"}
+
+
+def check_machine(data: bytes, arch: Arch, what: str) -> None:
+    """ImageError if ``data`` is an ELF file for another machine."""
+    info = elf_info(data)
+    if info and info.machine != arch.elf_machine:
+        name = MACHINE_NAMES.get(info.machine, f"machine {info.machine}")
+        raise ImageError(f"{what} is an {name} binary, not for the "
+                         f"{arch.name} guest",
+                         hint=f"build it for {arch.name} (e.g. "
+                              f"{arch.guest_cc} -static)")
+
+
+def in_root(root: Path, guest_path: str) -> Path | None:
+    """The file ``guest_path`` names inside ``root``, following symlinks
+    as the guest would (absolute targets stay inside ``root``)."""
+    p = root / guest_path.lstrip("/")
+    for _ in range(40):
+        if not p.is_symlink():
+            return p if p.is_file() else None
+        target = os.readlink(p)
+        p = root / target.lstrip("/") if target.startswith("/") \
+            else p.parent / target
+    return None
+
+
+def cross_libs(binaries: list[Path], root: Path, arch: Arch
+               ) -> dict[str, Path]:
+    """{guest path: file in root} of the loaders and shared libraries that
+    ``binaries`` need, transitively, looked up in ``root`` the way the
+    guest's loader will (no ld.so.cache in the image: its default dirs).
+    """
+    dirs = [f"/lib/{arch.multiarch}", f"/usr/lib/{arch.multiarch}", "/lib",
+            "/usr/lib"]
+    out: dict[str, Path] = {}
+    todo = [(str(b), Path(b)) for b in binaries]
+    while todo:
+        name, path = todo.pop()
+        info = elf_info(path.read_bytes())
+        if info is None:
+            continue
+        wants = [(info.interp, [info.interp])] if info.interp else []
+        wants += [(so, [f"{d}/{so}" for d in dirs]) for so in info.needed]
+        for so, candidates in wants:
+            for guest in candidates:
+                if guest in out:
+                    break
+                host = in_root(root, guest)
+                if host:
+                    out[guest] = host
+                    todo.append((guest, host))
+                    break
+            else:
+                raise ImageError(f"{name} needs {so}, which is not in the "
+                                 f"{arch.name} sysroot {root}",
+                                 hint=f"remove {root} to have it unpacked "
+                                      "again")
+    return out
+
+
+def guest_root(arch: Arch) -> Path:
+    """Where busybox and the host tools for the guest come from."""
+    return Path("/") if arch.native else hostsetup.guest_sysroot(arch)
+
+
+def guest_tool(arch: Arch, tool: str) -> Path | None:
+    """The file to copy to ``tool``'s path in the guest, if there is one.
+
+    The sysroot is not usr-merged like the host: Debian's xfsprogs puts
+    mkfs.xfs in /sbin, so /usr/sbin/mkfs.xfs is looked for there too.
+    """
+    if arch.native:
+        return Path(os.path.realpath(tool)) if os.path.exists(tool) else None
+    root = guest_root(arch)
+    return in_root(root, tool) or (in_root(root, tool[len("/usr"):])
+                                   if tool.startswith("/usr/") else None)
+
+
 def build_guest_binaries(arch: Arch, src: Path) -> Path:
-    """make -C SRC (workloads/ or tests/guest/) into the cache."""
+    """make -C SRC (workloads/ or tests/guest/) into the cache, per arch."""
     out = cache_root() / "guest-bin" / arch.name / src.name
     proc.run(["make", "-s", "-C", str(src), f"OUT={out}",
-              f"CC={arch.cross_compile}gcc"],
+              f"CC={arch.guest_cc}"],
              log_path=out.parent / f"{src.name}.log", error=ImageError,
-             what=f"building guest binaries in {src.name}/")
+             what=f"building guest binaries in {src.name}/ for {arch.name}")
     return out
 
 
@@ -117,49 +250,74 @@ def build_image(arch: Arch) -> Image:
     /foliolab/tests, and the mm kselftests, when built, to
     /foliolab/kselftest with the shared libraries they need.
     """
+    hostsetup.ensure_arch(arch)
     bindir = build_guest_binaries(arch, WORKLOADS_DIR)
     testdir = build_guest_binaries(arch, GUEST_TESTS_DIR)
-    if not BUSYBOX.exists() or shared_libs(str(BUSYBOX)):
-        raise ImageError(f"{BUSYBOX} is missing or not static",
-                         hint="apt-get install busybox-static")
+    root = guest_root(arch)
+    busybox = root / "bin" / "busybox"
+    if not busybox.exists() or not _static(busybox, arch):
+        raise ImageError(f"{busybox} is missing or not static",
+                         hint="apt-get install busybox-static" if arch.native
+                         else f"remove {root} to have it unpacked again")
     c = Cpio()
+
+    def put(name: str, src: Path, mode: int = 0o755) -> None:
+        data = src.read_bytes()
+        check_machine(data, arch, str(src))
+        c.file(name, data, mode)
+
     for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev",
               "tmp", "mnt", "etc", "foliolab/bin"):
         c.dir(d)
-    c.file("bin/busybox", BUSYBOX.read_bytes(), 0o755)
-    applets = subprocess.run([str(BUSYBOX), "--list-full"],
-                             capture_output=True, text=True).stdout.split()
-    for applet in applets:
-        if applet != "bin/busybox":
-            c.symlink(applet, "/bin/busybox")
+    put("bin/busybox", busybox)
+    if arch.native:
+        applets = subprocess.run([str(busybox), "--list-full"],
+                                 capture_output=True, text=True).stdout.split()
+        for applet in applets:
+            if applet != "bin/busybox":
+                c.symlink(applet, "/bin/busybox")
+    else:
+        # The host cannot run this busybox to list its applets: /init makes
+        # their links at boot (busybox --install -s) when /bin/mount is not
+        # there yet. /bin/sh is needed before that, for /init itself.
+        c.symlink("bin/sh", "/bin/busybox")
     c.file("init", (GUEST_DIR / "init").read_bytes(), 0o755)
     c.file("foliolab/lib.sh", (GUEST_DIR / "lib.sh").read_bytes())
     for f in sorted((GUEST_DIR / "workloads").glob("*.sh")):
         c.file(f"foliolab/workloads/{f.name}", f.read_bytes())
     binaries = []
     for f in _executables(bindir):
-        c.file(f"foliolab/bin/{f.name}", f.read_bytes(), 0o755)
+        put(f"foliolab/bin/{f.name}", f)
         binaries.append(f.name)
     for f in _executables(testdir):
-        c.file(f"foliolab/tests/{f.name}", f.read_bytes(), 0o755)
+        put(f"foliolab/tests/{f.name}", f)
     for f in (GUEST_DIR / "suite").glob("*.sh"):
         c.file(f"foliolab/suite/{f.name}", f.read_bytes())
     kst = kselftest_dir(arch)
-    dynamic = []
+    dynamic: list[Path] = []
     for f in _executables(kst):
-        c.file(f"foliolab/kselftest/{f.name}", f.read_bytes(), 0o755)
-        dynamic.append(str(f))
+        put(f"foliolab/kselftest/{f.name}", f)
+        dynamic.append(f)
     c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
            b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")
     for tool in HOST_TOOLS:
-        if not os.path.exists(tool):
+        src = guest_tool(arch, tool)
+        if src is None and arch.native:
             raise ImageError(f"host tool {tool} is missing",
                              hint="run `make setup`")
-        c.file(tool, Path(os.path.realpath(tool)).read_bytes(), 0o755)
-        dynamic.append(tool)
-    for lib in sorted({lib for b in dynamic for lib in shared_libs(b)}):
-        c.file(lib, Path(os.path.realpath(lib)).read_bytes(), 0o755)
+        if src is None:
+            raise ImageError(f"{tool} is missing from the sysroot {root}",
+                             hint=f"remove {root} to have it unpacked again")
+        put(tool, src)
+        dynamic.append(Path(tool) if arch.native else src)
+    if arch.native:
+        libs = {lib for b in dynamic for lib in shared_libs(str(b))}
+        for lib in sorted(libs):
+            put(lib, Path(os.path.realpath(lib)))
+    else:
+        for guest, src in sorted(cross_libs(dynamic, root, arch).items()):
+            put(guest, src)
     data = c.finish()
     digest = hashlib.sha256(data).hexdigest()[:12]
     path = cache_root() / "images" / f"{arch.name}-base.cpio"
@@ -170,17 +328,29 @@ def build_image(arch: Arch) -> Image:
     return Image(path, digest, binaries)
 
 
+def _static(binary: Path, arch: Arch) -> bool:
+    if arch.native:
+        return not shared_libs(str(binary))
+    info = elf_info(binary.read_bytes())
+    return bool(info) and not info.interp and not info.needed
+
+
 def kselftest_dir(arch: Arch) -> Path:
     """Where suite.build_kselftests() leaves the mm selftest binaries."""
     return cache_root() / "kselftest" / arch.name / "mm"
 
 
-def job_archive(job: str, extra: list[Path] | None = None) -> bytes:
-    """The per-boot archive: /foliolab/job.sh plus files added by the user."""
+def job_archive(job: str, extra: list[Path] | None = None,
+                arch: Arch | None = None) -> bytes:
+    """The per-boot archive: /foliolab/job.sh plus files added by the user
+    (which must be for ``arch``'s machine, when given)."""
     c = Cpio()
     c.file("foliolab/job.sh", job.encode(), 0o755)
     for f in extra or []:
         if not f.is_file():
             raise ImageError(f"--add {f}: no such file")
-        c.file(f"foliolab/bin/{f.name}", f.read_bytes(), 0o755)
+        data = f.read_bytes()
+        if arch:
+            check_machine(data, arch, f"--add {f}")
+        c.file(f"foliolab/bin/{f.name}", data, 0o755)
     return c.finish()

@@ -1,11 +1,13 @@
-"""Kernel configs: one .config per purpose, from fragments in configs/.
+"""Kernel configs: one .config per (arch, purpose), from fragments in configs/.
 
-A purpose (``perf`` or ``debug``) is ``base.config`` plus ``<purpose>.config``,
-applied with ``make allnoconfig KCONFIG_ALLCONFIG=...``: everything not asked
-for is off, which keeps the build small. Vanilla and patched get the very
-same fragment. After kconfig has run we check that every requested option
-survived (like kunit's validate_config): a silently dropped option would
-make the workloads measure something else.
+A purpose (``perf`` or ``debug``) is ``base.config`` plus the architecture's
+``arch-<arch>.config`` (console, firmware, options only one architecture
+has) plus ``<purpose>.config``, applied with ``make allnoconfig
+KCONFIG_ALLCONFIG=...``: everything not asked for is off, which keeps the
+build small. Vanilla and patched get the very same fragment. After
+kconfig has run we check that every requested option survived (like
+kunit's validate_config): a silently dropped option would make the
+workloads measure something else.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from foliolab.arch import get_arch
 from foliolab.errors import ConfigError, UsageError
 from foliolab.paths import CONFIGS_DIR
 
@@ -61,14 +64,21 @@ class Fragment:
         return hashlib.sha256(self.text().encode()).hexdigest()[:12]
 
 
-def merge(purpose: str, configs_dir: Path = CONFIGS_DIR,
-          extra: list[Path] | None = None) -> Fragment:
-    """base.config + <purpose>.config (+ extra files), later files win."""
+def fragment_files(purpose: str, arch: str,
+                   configs_dir: Path = CONFIGS_DIR) -> list[Path]:
+    """The fragments of (purpose, arch) in the order they are applied."""
     if purpose not in PURPOSES:
         raise UsageError(f"unknown --config {purpose!r}",
                          hint=f"choose one of: {', '.join(PURPOSES)}")
-    files = [configs_dir / "base.config", configs_dir / f"{purpose}.config"]
-    files += extra or []
+    return [configs_dir / "base.config",
+            configs_dir / get_arch(arch).config_fragment,
+            configs_dir / f"{purpose}.config"]
+
+
+def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,
+          extra: list[Path] | None = None) -> Fragment:
+    """base + arch-<arch> + <purpose> (+ extra files), later files win."""
+    files = fragment_files(purpose, arch, configs_dir) + (extra or [])
     options: dict[str, str] = {}
     origin: dict[str, str] = {}
     for f in files:

@@ -47,6 +47,76 @@ def test_unknown_arch():
         get_arch("sparc")
 
 
+ARM64 = ARCHES["arm64"]
+
+
+def arm64_argv(**kw):
+    return boot.qemu_argv(boot.BootSpec(ARM64, Path("/k/Image"), **kw),
+                          Path("i"), Path("c"), Path("r"))
+
+
+def test_arm64_argv_virt_tcg_max_pl011():
+    argv = arm64_argv()
+    assert argv[0] == "qemu-system-aarch64"
+    machine = argv[argv.index("-M") + 1].split(",")
+    assert machine[0] == "virt" and "gic-version=3" in machine
+    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
+    assert argv[argv.index("-cpu") + 1] == "max"
+    assert not [a for a in argv if "kvm" in a]
+    append = argv[argv.index("-append") + 1].split()
+    assert "console=ttyAMA0" in append and "panic=-1" in append
+    assert argv[argv.index("-kernel") + 1] == "/k/Image"
+    assert "virtio-serial-pci" in argv
+    assert "virtserialport,chardev=res,name=foliolab.results" in argv
+
+
+def test_arm64_argv_numa_like_x86():
+    kw = dict(vcpus=4, memory_mb=4096, numa_nodes=2)
+    a64 = arm64_argv(**kw)
+    x86 = boot.qemu_argv(spec(**kw), Path("i"), Path("c"), Path("r"))
+    after = lambda argv: argv[argv.index("-smp"):argv.index("-chardev")]
+    assert after(a64) == after(x86)
+    assert "node,nodeid=1,memdev=m1,cpus=2-3" in a64
+
+
+def test_arm64_with_kvm_is_a_usage_error():
+    with pytest.raises(UsageError, match="--accel kvm is not available for "
+                                         "--arch arm64"):
+        arm64_argv(accel="kvm")
+
+
+def test_arm64_never_probes_kvm(tmp_path, tmp_cache):
+    from foliolab.compare import choose_accel
+    s = boot.BootSpec(ARM64, tmp_path / "no-kernel")
+    assert boot.probe_kvm(s, tmp_path / "no-image") is False
+    assert choose_accel("auto", s, tmp_path / "no-image") == "tcg"
+    with pytest.raises(UsageError):
+        choose_accel("kvm", s, tmp_path / "no-image")
+
+
+def _qemu_devices(binary, machine, cpu):
+    import shutil
+    import subprocess
+    if not shutil.which(binary):
+        pytest.skip(f"{binary} is not installed")
+    out = subprocess.run([binary, *machine, "-cpu", cpu, "-device", "help"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return {line.split('"')[1] for line in out.splitlines()
+            if line.startswith("name ")}
+
+
+@pytest.mark.parametrize("name", sorted(ARCHES))
+def test_every_device_exists_in_that_arch_binary(name):
+    """-device help only lists devices; nothing is booted."""
+    a = ARCHES[name]
+    argv = boot.qemu_argv(boot.BootSpec(a, Path("/k")), Path("i"), Path("c"),
+                          Path("r"))
+    used = {argv[i + 1].split(",")[0] for i, x in enumerate(argv)
+            if x == "-device"}
+    assert used
+    assert used <= _qemu_devices(a.qemu_binary, a.qemu_machine, a.cpu_tcg)
+
+
 @pytest.mark.parametrize("line,kind", [
     ("[    3.1] Kernel panic - not syncing: sysrq triggered crash", "panic"),
     ("[    2.0] WARNING: CPU: 1 PID: 1 at mm/rmap.c:100 foo+0x1/0x2", "warning"),

@@ -27,9 +27,40 @@ def test_unknown_workload(capsys):
 
 
 def test_unknown_option_value(capsys):
-    rc, _, err = run(capsys, "compare", "--arch", "sparc")
+    rc, _, err = run(capsys, "compare", "--config", "fast")
     assert rc == errors.UsageError.exit_code
-    assert "invalid choice: 'sparc'" in one_error_line(err)
+    assert "invalid choice: 'fast'" in one_error_line(err)
+
+
+@pytest.mark.parametrize("command", ["compare", "build", "run", "test",
+                                     "check", "setup"])
+def test_unknown_arch(capsys, command):
+    rc, _, err = run(capsys, command, "--arch", "sparc")
+    assert rc == errors.UsageError.exit_code
+    line = one_error_line(err)
+    assert "unknown --arch 'sparc'" in line
+    assert "choose one of: x86_64, arm64" in line
+
+
+@pytest.mark.parametrize("command", ["compare", "run", "test", "check"])
+def test_kvm_for_arm64_is_refused_before_any_work(capsys, command,
+                                                   monkeypatch):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
+        "built a kernel"))
+    rc, _, err = run(capsys, command, "--arch", "arm64", "--accel", "kvm",
+                     *(["--", "true"] if command == "run" else []))
+    assert rc == errors.UsageError.exit_code
+    assert "--accel kvm is not available for --arch arm64" in \
+        one_error_line(err)
+
+
+@pytest.mark.parametrize("command", ["compare", "build", "run", "test",
+                                     "check", "setup"])
+def test_arch_arm64_is_accepted(command):
+    args = cli.build_parser().parse_args([command, "--arch", "arm64"])
+    assert args.arch == "arm64"
+    cli.check_args(args)
 
 
 def test_bad_runs(capsys):

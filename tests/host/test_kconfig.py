@@ -1,7 +1,9 @@
 import pytest
 
 from foliolab import kconfig
+from foliolab.arch import ARCHES
 from foliolab.errors import ConfigError, UsageError
+from foliolab.paths import CONFIGS_DIR
 
 
 def test_parse_set_unset_and_comments():
@@ -17,23 +19,39 @@ def test_parse_rejects_garbage():
 
 def test_merge_later_fragment_wins(tmp_path):
     (tmp_path / "base.config").write_text("CONFIG_A=y\nCONFIG_B=y\n")
+    (tmp_path / "arch-x86_64.config").write_text("CONFIG_X=y\n")
     (tmp_path / "debug.config").write_text("# CONFIG_B is not set\n"
                                            "CONFIG_C=y\n")
-    frag = kconfig.merge("debug", tmp_path)
-    assert frag.options == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_C": "y"}
+    frag = kconfig.merge("debug", "x86_64", tmp_path)
+    assert frag.options == {"CONFIG_A": "y", "CONFIG_X": "y", "CONFIG_B": "n",
+                            "CONFIG_C": "y"}
     assert frag.origin["CONFIG_B"] == "debug.config"
+    assert frag.origin["CONFIG_X"] == "arch-x86_64.config"
     assert "# CONFIG_B is not set" in frag.text()
 
 
 def test_merge_unknown_purpose():
     with pytest.raises(UsageError, match="unknown --config"):
-        kconfig.merge("fast")
+        kconfig.merge("fast", "x86_64")
+
+
+def test_merge_unknown_arch():
+    with pytest.raises(UsageError, match="unknown --arch 'sparc'"):
+        kconfig.merge("perf", "sparc")
+
+
+def test_missing_arch_fragment_is_an_error(tmp_path):
+    (tmp_path / "base.config").write_text("CONFIG_A=y\n")
+    (tmp_path / "perf.config").write_text("")
+    with pytest.raises(ConfigError, match="arch-arm64.config is missing"):
+        kconfig.merge("perf", "arm64", tmp_path)
 
 
 def test_dropped_options_are_reported(tmp_path):
     (tmp_path / "base.config").write_text("CONFIG_A=y\nCONFIG_ZRAM=y\n")
+    (tmp_path / "arch-x86_64.config").write_text("")
     (tmp_path / "perf.config").write_text("")
-    frag = kconfig.merge("perf", tmp_path)
+    frag = kconfig.merge("perf", "x86_64", tmp_path)
     final = tmp_path / ".config"
     final.write_text("CONFIG_A=y\n# CONFIG_ZRAM is not set\n")
     assert kconfig.dropped(frag, final.read_text()) == [
@@ -42,16 +60,68 @@ def test_dropped_options_are_reported(tmp_path):
         kconfig.check(frag, final)
 
 
-def test_project_fragments_have_what_the_workloads_need():
+COMMON_NEEDS = ("MEMCG", "SWAP", "ZRAM", "TRANSPARENT_HUGEPAGE", "THP_SWAP",
+                "KSM", "NUMA", "MIGRATION", "XFS_FS", "BLK_DEV_RAM",
+                "USERFAULTFD", "PTE_MARKER_UFFD_WP", "FUNCTION_GRAPH_TRACER",
+                "FUNCTION_PROFILER", "KPROBES", "DEBUG_FS", "VIRTIO_PCI",
+                "VIRTIO_CONSOLE", "PCI", "BLK_DEV_INITRD")
+ARCH_NEEDS = {
+    "x86_64": ("SERIAL_8250_CONSOLE", "ACPI_NUMA", "MEM_SOFT_DIRTY",
+               "DEBUG_TLBFLUSH", "KVM_GUEST"),
+    "arm64": ("ARM64_4K_PAGES", "ARM64_CONTPTE", "PCI_HOST_GENERIC",
+              "SERIAL_AMBA_PL011", "SERIAL_AMBA_PL011_CONSOLE"),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(ARCH_NEEDS))
+def test_project_fragments_have_what_the_workloads_need(arch):
     for purpose in kconfig.PURPOSES:
-        opts = kconfig.merge(purpose).options
-        for need in ("MEMCG", "SWAP", "ZRAM", "TRANSPARENT_HUGEPAGE",
-                     "THP_SWAP", "KSM", "NUMA", "MIGRATION", "XFS_FS",
-                     "BLK_DEV_RAM", "USERFAULTFD", "MEM_SOFT_DIRTY",
-                     "FUNCTION_GRAPH_TRACER", "FUNCTION_PROFILER", "KPROBES",
-                     "DEBUG_FS", "DEBUG_TLBFLUSH"):
+        opts = kconfig.merge(purpose, arch).options
+        for need in COMMON_NEEDS + ARCH_NEEDS[arch]:
             assert opts.get(f"CONFIG_{need}") == "y", (purpose, need)
-    debug = kconfig.merge("debug").options
+    debug = kconfig.merge("debug", arch).options
     for need in ("DEBUG_VM", "PAGE_TABLE_CHECK", "PROVE_LOCKING", "DEBUG_LIST"):
         assert debug[f"CONFIG_{need}"] == "y"
-        assert kconfig.merge("perf").options.get(f"CONFIG_{need}") != "y"
+        assert kconfig.merge("perf", arch).options.get(
+            f"CONFIG_{need}") != "y"
+
+
+def test_every_arch_has_its_fragment():
+    for name, arch in ARCHES.items():
+        assert (CONFIGS_DIR / arch.config_fragment).is_file(), name
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHES))
+def test_fragment_selection_per_arch(arch):
+    for purpose in kconfig.PURPOSES:
+        assert [f.name for f in kconfig.fragment_files(purpose, arch)] == [
+            "base.config", f"arch-{arch}.config", f"{purpose}.config"]
+
+
+def test_arch_fragments_only_add_to_base():
+    """An option is either shared (base) or one architecture's: an arch
+    fragment never overrides base, and no arch's options leak to another."""
+    base = set(kconfig.parse((CONFIGS_DIR / "base.config").read_text()))
+    per_arch = {name: set(kconfig.parse(
+        (CONFIGS_DIR / a.config_fragment).read_text()))
+        for name, a in ARCHES.items()}
+    for name, opts in per_arch.items():
+        assert not base & opts, name
+    arm64 = kconfig.merge("perf", "arm64").options
+    for opt in per_arch["x86_64"]:
+        assert opt not in arm64, opt
+    x86 = kconfig.merge("perf", "x86_64").options
+    assert not [o for o in x86 if o.startswith(("CONFIG_ARM64", "CONFIG_ARM_",
+                                                "CONFIG_SERIAL_AMBA"))]
+
+
+@pytest.mark.parametrize("purpose", kconfig.PURPOSES)
+def test_x86_fragment_unchanged_by_the_arch_split(purpose, data):
+    """x86_64's merged fragment is exactly the one used before
+    configs/arch-*.config existed (saved in tests/host/data), so its
+    .config is unchanged: kconfig does not depend on the order of lines
+    in KCONFIG_ALLCONFIG, only on the options and their values."""
+    before = kconfig.parse(
+        (data / f"kconfig-x86_64-{purpose}.fragment").read_text())
+    now = kconfig.merge(purpose, "x86_64").options
+    assert now == before

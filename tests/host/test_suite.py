@@ -108,3 +108,62 @@ def test_kselftest_results_uffd_style():
     r = suite.kselftest_results(text)
     assert list(r.values()) == ["pass", "skip", "fail", "fail"]
     assert "1:wp-fork on anon" in r
+
+
+def test_kselftest_baseline_per_arch():
+    from foliolab.arch import ARCHES
+    assert suite.baseline_path(ARCHES["x86_64"]) == suite.BASELINE
+    assert suite.baseline_path(ARCHES["arm64"]).name == \
+        "kselftest-vanilla-arm64.json"
+
+
+def _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, arch):
+    import pytest
+
+    from foliolab import build, source
+    from foliolab.errors import BuildError
+    calls = []
+    monkeypatch.setattr(source, "checkout", lambda tree: None)
+    monkeypatch.setattr(suite.proc, "run",
+                        lambda argv, **kw: calls.append(list(argv)))
+    mm = tmp_path / "tree/tools/testing/selftests/mm"
+    mm.mkdir(parents=True)
+    tree = source.Tree("vanilla", tmp_path / "tree", "c0ffee", "")
+    kernel = build.Kernel("vanilla", "debug", arch.name, tmp_path / "out",
+                          tmp_path / "out/Image", "c0ffee", "x", 0.0)
+    with pytest.raises(BuildError, match="not built"):
+        suite.build_kselftests(tree, arch, kernel)
+    return calls[-1], mm
+
+
+def test_kselftests_cross_build_for_arm64(tmp_path, tmp_cache, monkeypatch):
+    from foliolab.arch import ARCHES
+    a64 = ARCHES["arm64"]
+    argv, mm = _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, a64)
+    assert "ARCH=arm64" in argv and "CROSS_COMPILE=aarch64-linux-gnu-" in argv
+    assert f"OUTPUT={tmp_cache}/kselftest/arm64/mm" in argv
+    cflags = next(a for a in argv if a.startswith("EXTRA_CFLAGS="))
+    assert f"-L{tmp_cache}/sysroot/arm64/usr/lib/aarch64-linux-gnu" in cflags
+    assert (mm / ".foliolab-probe-cc").read_text() == \
+        "aarch64-linux-gnu-gcc\n"
+
+
+def test_kselftests_native_build_unchanged(tmp_path, tmp_cache, monkeypatch):
+    from foliolab.arch import ARCHES
+    argv, mm = _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch,
+                                    ARCHES["x86_64"])
+    assert not [a for a in argv if a.startswith(("ARCH=", "CROSS_COMPILE="))]
+    cflags = next(a for a in argv if a.startswith("EXTRA_CFLAGS="))
+    assert cflags == f"EXTRA_CFLAGS=-include {mm.parent / 'kselftest.h'}"
+
+
+def test_liburing_probe_of_another_compiler_is_dropped(tmp_path):
+    from foliolab.arch import ARCHES
+    mm = tmp_path
+    for name in ("local_config.h", "local_config.mk"):
+        (mm / name).write_text("probed by gcc")
+    suite._forget_other_probe(mm, ARCHES["x86_64"])   # gcc made it: kept
+    assert (mm / "local_config.h").exists()
+    suite._forget_other_probe(mm, ARCHES["arm64"])
+    assert not (mm / "local_config.h").exists()
+    assert not (mm / "local_config.mk").exists()
