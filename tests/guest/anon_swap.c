@@ -217,28 +217,30 @@ static void test_swap_count_continuation(void)
 
 #define MEMCG "foliolab-anon-swap"
 
-static long memcg_swap_current(void)
+/* The number in a one-number file (sysfs, cgroupfs); -1 if unreadable. */
+static long read_number(const char *path)
 {
 	char buf[32] = "";
-	int fd = open("/sys/fs/cgroup/" MEMCG "/memory.swap.current", O_RDONLY);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 
-	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? atol(buf) : -1;
+}
+
+static long memcg_swap_current(void)
+{
+	long v = read_number("/sys/fs/cgroup/" MEMCG "/memory.swap.current");
+
+	if (v < 0)
 		die("memory.swap.current");
-	close(fd);
-	return atol(buf);
+	return v;
 }
 
 static long mthp_swpout(void)
 {
-	char buf[32] = "";
-	int fd = open(THP "hugepages-64kB/stats/swpout", O_RDONLY);
-
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) <= 0)
-		buf[0] = 0;
-	close(fd);
-	return atol(buf);
+	return read_number(THP "hugepages-64kB/stats/swpout");
 }
 
 static void memcg_leave(void)
