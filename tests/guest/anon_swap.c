@@ -217,38 +217,14 @@ static void test_swap_count_continuation(void)
 
 #define MEMCG "foliolab-anon-swap"
 
-/* The number in a one-number file (sysfs, cgroupfs); -1 if unreadable. */
-static long read_number(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? atol(buf) : -1;
-}
-
 static long memcg_swap_current(void)
 {
-	long v = read_number("/sys/fs/cgroup/" MEMCG "/memory.swap.current");
-
-	if (v < 0)
-		die("memory.swap.current");
-	return v;
+	return read_long("/sys/fs/cgroup/" MEMCG "/memory.swap.current");
 }
 
 static long mthp_swpout(void)
 {
-	return read_number(THP "hugepages-64kB/stats/swpout");
-}
-
-static void memcg_leave(void)
-{
-	char pid[32];
-
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	write_str("/sys/fs/cgroup/cgroup.procs", pid);
+	return read_long(THP "hugepages-64kB/stats/swpout");
 }
 
 /*
@@ -328,8 +304,8 @@ static void test_mixed_exclusive_one_folio(void)
 	/*
 	 * Read and rewrite the shared halves first: the swap entry of an
 	 * exclusive page has one reference, so touching it first would let
-	 * 6.12 swap in the whole folio as a private copy (it only checks the
-	 * first entry's count and the swap PTEs' bits).
+	 * 6.12 swap in the whole folio as a private copy (it looks at the
+	 * faulting entry's count only, then at the swap PTEs' bits).
 	 */
 	for (int shared = 1; shared >= 0; shared--)
 		for (size_t pg = 0; pg < NPAGES; pg++) {

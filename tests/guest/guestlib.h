@@ -142,6 +142,15 @@ static inline void memcg_enter(const char *name)
 	write_str(path, pid);
 }
 
+/* Move this process back into the root memcg. */
+static inline void memcg_leave(void)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	write_str("/sys/fs/cgroup/cgroup.procs", pid);
+}
+
 /* Reclaim up to @bytes from memcg @name; errors (EAGAIN) are fine. */
 static inline void memcg_reclaim(const char *name, size_t bytes)
 {
