@@ -32,6 +32,7 @@ class Metric:
 class Param:
     default: str
     help: str
+    choices: tuple[str, ...] = ()   # the only values allowed, if any
 
 
 @dataclass
@@ -74,6 +75,11 @@ class Workload:
                     hint=f"known: {', '.join(self.params)}")
             if not v.replace(".", "", 1).replace("-", "", 1).isalnum():
                 raise UsageError(f"bad value {v!r} for {self.name}.{k}")
+            choices = self.params[k].choices
+            if choices and v not in choices:
+                raise UsageError(
+                    f"bad value {v!r} for {self.name}.{k}",
+                    hint=f"one of: {', '.join(choices)}")
             out[k] = v
         return out
 
@@ -301,6 +307,10 @@ _PAGEOUT_PARAMS = {
                           "calls in an untimed pass"),
     "lazyfree": Param("0", "1: MADV_FREE the memory first, so reclaim drops "
                            "it instead of swapping it"),
+    "fill": Param("pattern", "pattern: eight distinct words per page, which "
+                  "zram compresses; same: one repeated word per page, which "
+                  "zram stores without compressing (like the seed's memset)",
+                  choices=("pattern", "same")),
 }
 _PAGEOUT_METRICS = (
     Metric("pageout_ms", "ms", "lower", "MADV_PAGEOUT time"),

@@ -99,12 +99,21 @@ static inline void read_pages(const char *buf, size_t npages)
 }
 
 /*
+ * Which bits of the word index vary a page's pattern: 7 gives eight distinct
+ * words, which zram has to compress; 0 makes every page one repeated word,
+ * which zram keeps as a "same-filled" page without compressing anything (as
+ * with the memset() of the seed's benchmark, yet still unique per page).
+ */
+static uint64_t pattern_word_mask = 7;
+
+/*
  * Pattern word @w of page @pg: unique per page (the page number is in every
  * word) yet compressible (it repeats every 8 words), so zram stays cheap.
  */
 static inline uint64_t pattern(uint64_t pg, uint64_t w, uint64_t seed)
 {
-	return 0xa5a5000000000000ULL ^ (pg << 12) ^ (w & 7) ^ seed;
+	return 0xa5a5000000000000ULL ^ (pg << 12) ^ (w & pattern_word_mask) ^
+	       seed;
 }
 
 static inline void fill_pages(char *buf, size_t npages, uint64_t seed)

@@ -4,11 +4,14 @@
  * whatever the mTHP settings give), time one MADV_PAGEOUT over all of it,
  * then read every page back and check its pattern.
  *
- * usage: pageout SIZE_MB [--quiet] [--lazyfree]
+ * usage: pageout SIZE_MB [--quiet] [--lazyfree] [--same]
  *   --quiet     print no metrics (used for the ftrace-profiled pass)
  *   --lazyfree  MADV_FREE the memory first: reclaim then drops the pages
  *               instead of swapping them, and each page must read back
  *               either as zeros (dropped) or as its pattern
+ *   --same      fill each page with one repeated word (its own): zram then
+ *               stores it without compressing it, so what is timed is the
+ *               unmap and swap-out, not the compressor
  */
 #include "common.h"
 
@@ -48,9 +51,12 @@ int main(int argc, char **argv)
 	char *buf;
 
 	if (argc < 2 || atol(argv[1]) <= 0) {
-		fprintf(stderr, "usage: pageout SIZE_MB [--quiet] [--lazyfree]\n");
+		fprintf(stderr, "usage: pageout SIZE_MB [--quiet] [--lazyfree] "
+			"[--same]\n");
 		return 2;
 	}
+	if (has_arg(argc, argv, "--same"))
+		pattern_word_mask = 0;
 	size = (size_t)atol(argv[1]) << 20;
 	npages = size / PAGE_SIZE;
 	buf = map_aligned(size, PMD_SIZE);

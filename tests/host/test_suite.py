@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from foliolab import boot, suite
+from foliolab import arch, boot, suite
 
 
 def test_kselftest_results_tap_and_exit_code():
@@ -167,3 +167,11 @@ def test_liburing_probe_of_another_compiler_is_dropped(tmp_path):
     suite._forget_other_probe(mm, ARCHES["arm64"])
     assert not (mm / "local_config.h").exists()
     assert not (mm / "local_config.mk").exists()
+
+
+def test_kselftests_per_arch():
+    x86 = suite.kselftests_for(arch.get_arch("x86_64"))
+    arm = suite.kselftests_for(arch.get_arch("arm64"))
+    assert x86 == suite.KSELFTESTS
+    assert "soft-dirty" not in arm and "cow" in arm
+    assert len(arm) == len(x86) - 1

@@ -24,6 +24,14 @@ def test_params():
             workloads.parse_params(bad, wl)
 
 
+def test_param_choices():
+    w = workloads.WORKLOADS["pageout"]
+    assert w.resolve({"fill": "same"})["fill"] == "same"
+    assert w.resolve({})["fill"] == "pattern"
+    with pytest.raises(UsageError, match="bad value 'zero' for pageout.fill"):
+        w.resolve({"fill": "zero"})
+
+
 def test_job_script_exports_params():
     w = workloads.WORKLOADS["pageout"]
     job = w.job(w.resolve({"size_mb": "32"}), 3, fault="panic")

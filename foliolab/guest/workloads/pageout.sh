@@ -1,11 +1,13 @@
 # W0 pageout: time MADV_PAGEOUT of FL_SIZE_MB of anon memory in FL_FOLIO_KB
-# folios to zram (FL_LAZYFREE=1: MADV_FREE it first, so it is dropped), verify
+# folios to zram (FL_LAZYFREE=1: MADV_FREE it first, so it is dropped;
+# FL_FILL=same: pages zram stores without compressing them), verify
 # every page, then count try_to_unmap_one and page_vma_mapped_walk calls (one
 # per PTE step of the rmap walk) in a second, untimed pass (the profiler would
 # distort the timed one).
 fl_sample() {
 	args=
 	[ "$FL_LAZYFREE" = 1 ] && args=--lazyfree
+	[ "$FL_FILL" = same ] && args="$args --same"
 	fl_zram $((FL_SIZE_MB * 2))M
 	fl_anon_folio "$FL_FOLIO_KB"
 	echo 3 > /proc/sys/vm/drop_caches
