@@ -167,7 +167,26 @@ def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
         if f"{function}_calls" in d.values:
             d.values[f"{function}_per_folio"] = (
                 d.values[f"{function}_calls"] / folios)
+    if "ftrace_time" in s.files:
+        prof = parse.parse_function_profile(s.files["ftrace_time"])
+        for key, functions in _PAGEOUT_STAGES.items():
+            d.values[key] = sum(prof.get(f, {}).get("time_us", 0)
+                                for f in functions) / 1000
+        d.values["contpte_unfolds"] = prof.get(
+            "__contpte_try_unfold", {}).get("hits", 0)
     return d
+
+
+# Profiled time (ms, callees included) of reclaim's stages in the pageout
+# workloads: metric key -> the functions whose time it sums.
+_PAGEOUT_STAGES = {
+    "reclaim_ms": ("shrink_folio_list",),
+    "unmap_ms": ("try_to_unmap",),
+    "swap_alloc_ms": ("add_to_swap",),
+    "writeout_ms": ("pageout",),
+    "tlb_flush_ms": ("try_to_unmap_flush", "try_to_unmap_flush_dirty"),
+    "remove_mapping_ms": ("__remove_mapping",),
+}
 
 
 def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
@@ -322,6 +341,22 @@ _PAGEOUT_METRICS = (
     # batched unmap saves, while try_to_unmap_one stays one call per VMA.
     Metric("page_vma_mapped_walk_per_folio", "calls", "lower",
            "page_vma_mapped_walk calls per folio", primary=False),
+    # The stages of reclaim, from a profiled pass of their own (time under
+    # the profiler, so compare them with each other, not with pageout_ms).
+    Metric("reclaim_ms", "ms", "lower", "profiled: shrink_folio_list",
+           primary=False),
+    Metric("unmap_ms", "ms", "lower", "profiled: try_to_unmap",
+           primary=False),
+    Metric("swap_alloc_ms", "ms", "lower", "profiled: add_to_swap",
+           primary=False),
+    Metric("writeout_ms", "ms", "lower", "profiled: pageout (zram write)",
+           primary=False),
+    Metric("tlb_flush_ms", "ms", "lower", "profiled: try_to_unmap_flush*",
+           primary=False),
+    Metric("remove_mapping_ms", "ms", "lower", "profiled: __remove_mapping",
+           primary=False),
+    Metric("contpte_unfolds", "calls", "lower",
+           "contpte unfolds (arm64 __contpte_try_unfold)", primary=False),
     Metric("pswpout", "pages", "lower", "pswpout", primary=False),
     Metric("mthp_swpout", "folios", "higher", "mTHP swpout", primary=False),
     Metric("mthp_swpout_fallback", "folios", "lower", "mTHP swpout_fallback",
@@ -336,7 +371,8 @@ _PAGEOUT_METRICS = (
 _PAGEOUT_LAZYFREE_METRICS = (
     *(m for m in _PAGEOUT_METRICS if m.key in (
         "pageout_ms", "try_to_unmap_one_calls", "try_to_unmap_one_per_folio",
-        "page_vma_mapped_walk_per_folio")),
+        "page_vma_mapped_walk_per_folio", "reclaim_ms", "unmap_ms",
+        "tlb_flush_ms", "contpte_unfolds")),
     Metric("mthp_split_deferred", "folios", "lower", "mTHP split_deferred"),
     Metric("pglazyfreed", "pages", "higher", "pglazyfreed", primary=False),
     Metric("dropped_pct", "%", "higher", "pages dropped", primary=False),

@@ -62,16 +62,26 @@ fl_snap() {
 	fi
 }
 
-# fl_profile_start FUNC...: count calls with the ftrace function profiler.
+# fl_profile_start FUNC...: count calls of, and time spent in (children
+# included), each FUNC with the ftrace function profiler. A FUNC this kernel
+# does not have (inlined, or another architecture's) is left out.
 fl_profile_start() {
-	echo "$*" > $TRACING/set_ftrace_filter
+	echo > $TRACING/set_ftrace_filter
+	for _f in "$@"; do
+		echo "$_f" >> $TRACING/set_ftrace_filter 2>/dev/null
+	done
+	# an empty filter would profile every function
+	grep -q '^[^#]' $TRACING/set_ftrace_filter ||
+		fl_invalid "none of $* traceable"
 	echo 0 > $TRACING/function_profile_enabled
 	echo 1 > $TRACING/function_profile_enabled
 }
 
+# fl_profile_stop [NAME]: stop, and report the profile as file NAME
+# (default ftrace_profile).
 fl_profile_stop() {
 	echo 0 > $TRACING/function_profile_enabled
-	fl_file ftrace_profile $TRACING/trace_stat/function*
+	fl_file "${1:-ftrace_profile}" $TRACING/trace_stat/function*
 	echo > $TRACING/set_ftrace_filter
 }
 

@@ -52,6 +52,30 @@ def test_derive_pageout_from_a_real_guest(data):
     assert d.values["pageout_ms"] > 0
 
 
+def test_derive_pageout_stage_times(data):
+    g = parse.parse_records((data / "pageout-results.txt").read_text()
+                            .splitlines())
+    s = g.samples[0]
+    # two CPUs' tables, as trace_stat/function* gives them
+    s.files["ftrace_time"] = (
+        "  Function     Hit    Time            Avg             s^2\n"
+        "  shrink_folio_list   8    900.50 us     112.5 us    1.0 us\n"
+        "  try_to_unmap  4000    300.25 us     0.07 us    1.0 us\n"
+        "  try_to_unmap_flush_dirty  8    10.00 us     1.2 us    1.0 us\n"
+        "  Function     Hit    Time            Avg             s^2\n"
+        "  try_to_unmap    96    99.75 us     1.03 us    1.0 us\n"
+        "  try_to_unmap_flush  8    5.00 us     0.6 us    1.0 us\n"
+        "  __contpte_try_unfold    7    1.00 us     0.1 us    1.0 us\n")
+    w = workloads.WORKLOADS["pageout"]
+    d = w.derive(s, w.resolve({}))
+    assert d.values["reclaim_ms"] == pytest.approx(0.9005)
+    assert d.values["unmap_ms"] == pytest.approx(0.4)
+    assert d.values["tlb_flush_ms"] == pytest.approx(0.015)
+    assert d.values["writeout_ms"] == 0
+    assert d.values["contpte_unfolds"] == 7
+    assert {"unmap_ms", "contpte_unfolds"} <= {m.key for m in w.metrics}
+
+
 def test_derive_flags_wrong_folio_size(data):
     g = parse.parse_records((data / "pageout-results.txt").read_text()
                             .splitlines())

@@ -19,5 +19,14 @@ fl_sample() {
 		fl_profile_start try_to_unmap_one page_vma_mapped_walk
 		pageout "$FL_SIZE_MB" --quiet $args
 		fl_profile_stop
+		# Where reclaim's time goes, in a pass of its own (timing the
+		# per-PTE functions above would inflate the unmap's share):
+		# unmap, swap slot allocation, writeout (zram's compression),
+		# the final TLB flush; arm64's contpte unfolds are counted.
+		fl_profile_start shrink_folio_list try_to_unmap add_to_swap \
+			pageout try_to_unmap_flush try_to_unmap_flush_dirty \
+			__remove_mapping __contpte_try_unfold contpte_convert
+		pageout "$FL_SIZE_MB" --quiet $args
+		fl_profile_stop ftrace_time
 	fi
 }
