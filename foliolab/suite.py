@@ -70,9 +70,11 @@ NOT_BUILT = {"arm64": ("soft-dirty",)}
 
 
 def kselftests_for(arch: Arch) -> dict[str, tuple[str, int]]:
-    """KSELFTESTS without those the mm Makefile does not build for ``arch``."""
+    """KSELFTESTS without those the mm Makefile does not build for
+    ``arch``, with time limits scaled to how slow its guests are."""
     skip = NOT_BUILT.get(arch.name, ())
-    return {n: t for n, t in KSELFTESTS.items() if n not in skip}
+    return {n: (cmd, round(secs * arch.tcg_slowdown))
+            for n, (cmd, secs) in KSELFTESTS.items() if n not in skip}
 
 
 def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
@@ -301,7 +303,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                                  memory_mb=4096, numa_nodes=2,
                                  # vanilla: ~11 min for the boot with
                                  # the kselftests, ~2 min without
-                                 timeout=1800,
+                                 timeout=1800 * arch.tcg_slowdown,
                                  cmdline=boot_mod.debug_cmdline("debug") +
                                  ("brd.rd_nr=1", "brd.rd_size=1048576"))
         log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,

@@ -66,6 +66,10 @@ echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs; do
 	[ -n "$name" ] || continue
 	echo "@@ file kselftest.$name"
 	(cd /foliolab/kselftest && timeout "$secs" sh -c "./$cmd" 2>&1)
-	echo "@@ exitcode $name $?"
+	rc=$?
+	# busybox's timeout exits with the killed child's status (128 +
+	# SIGTERM), where GNU's gives 124, which the host reads as "timeout"
+	[ $rc = 143 ] && rc=124
+	echo "@@ exitcode $name $rc"
 	echo "@@ end"
 done
