@@ -167,26 +167,34 @@ def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
         if f"{function}_calls" in d.values:
             d.values[f"{function}_per_folio"] = (
                 d.values[f"{function}_calls"] / folios)
-    if "ftrace_time" in s.files:
-        prof = parse.parse_function_profile(s.files["ftrace_time"])
-        for key, functions in _PAGEOUT_STAGES.items():
-            d.values[key] = sum(prof.get(f, {}).get("time_us", 0)
-                                for f in functions) / 1000
-        d.values["contpte_unfolds"] = prof.get(
-            "__contpte_try_unfold", {}).get("hits", 0)
+    stage_times(s, d)
     return d
 
 
-# Profiled time (ms, callees included) of reclaim's stages in the pageout
-# workloads: metric key -> the functions whose time it sums.
-_PAGEOUT_STAGES = {
+# Profiled time (ms, callees included) of reclaim's stages (the guest's
+# FL_RECLAIM_STAGES): metric key -> the functions whose time it sums.
+_RECLAIM_STAGES = {
     "reclaim_ms": ("shrink_folio_list",),
+    "referenced_ms": ("folio_referenced",),
     "unmap_ms": ("try_to_unmap",),
     "swap_alloc_ms": ("add_to_swap",),
     "writeout_ms": ("pageout",),
     "tlb_flush_ms": ("try_to_unmap_flush", "try_to_unmap_flush_dirty"),
     "remove_mapping_ms": ("__remove_mapping",),
+    "free_ms": ("free_unref_folios",),
 }
+
+
+def stage_times(s: GuestSample, d: Derived) -> None:
+    """Reclaim's stage times and contpte unfolds, from the profiled pass."""
+    if "ftrace_time" not in s.files:
+        return
+    prof = parse.parse_function_profile(s.files["ftrace_time"])
+    for key, functions in _RECLAIM_STAGES.items():
+        d.values[key] = sum(prof.get(f, {}).get("time_us", 0)
+                            for f in functions) / 1000
+    d.values["contpte_unfolds"] = prof.get(
+        "__contpte_try_unfold", {}).get("hits", 0)
 
 
 def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
@@ -218,6 +226,7 @@ def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
         if vm:
             d.values[key] = vm.get(key, 0)
     profile_calls(s, d, "try_to_unmap_one")
+    stage_times(s, d)
     return d
 
 
@@ -323,7 +332,8 @@ _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
     "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
     "profile": Param("1", "1: count try_to_unmap_one and page_vma_mapped_walk "
-                          "calls in an untimed pass"),
+                          "calls, then time reclaim's stages, in untimed "
+                          "passes"),
     "lazyfree": Param("0", "1: MADV_FREE the memory first, so reclaim drops "
                            "it instead of swapping it"),
     "fill": Param("pattern", "pattern: eight distinct words per page, which "
@@ -331,19 +341,12 @@ _PAGEOUT_PARAMS = {
                   "zram stores without compressing (like the seed's memset)",
                   choices=("pattern", "same")),
 }
-_PAGEOUT_METRICS = (
-    Metric("pageout_ms", "ms", "lower", "MADV_PAGEOUT time"),
-    Metric("try_to_unmap_one_calls", "calls", "lower",
-           "try_to_unmap_one calls", primary=False),
-    Metric("try_to_unmap_one_per_folio", "calls", "lower",
-           "try_to_unmap_one calls per folio", primary=False),
-    # One call per PTE the rmap walk stops at (and one to end it): what a
-    # batched unmap saves, while try_to_unmap_one stays one call per VMA.
-    Metric("page_vma_mapped_walk_per_folio", "calls", "lower",
-           "page_vma_mapped_walk calls per folio", primary=False),
-    # The stages of reclaim, from a profiled pass of their own (time under
-    # the profiler, so compare them with each other, not with pageout_ms).
+# The stages of reclaim, from a profiled pass of their own (time under the
+# profiler, so compare them with each other, not with the timed metric).
+_STAGE_METRICS = (
     Metric("reclaim_ms", "ms", "lower", "profiled: shrink_folio_list",
+           primary=False),
+    Metric("referenced_ms", "ms", "lower", "profiled: folio_referenced",
            primary=False),
     Metric("unmap_ms", "ms", "lower", "profiled: try_to_unmap",
            primary=False),
@@ -355,8 +358,23 @@ _PAGEOUT_METRICS = (
            primary=False),
     Metric("remove_mapping_ms", "ms", "lower", "profiled: __remove_mapping",
            primary=False),
+    Metric("free_ms", "ms", "lower", "profiled: free_unref_folios",
+           primary=False),
     Metric("contpte_unfolds", "calls", "lower",
            "contpte unfolds (arm64 __contpte_try_unfold)", primary=False),
+)
+
+_PAGEOUT_METRICS = (
+    Metric("pageout_ms", "ms", "lower", "MADV_PAGEOUT time"),
+    Metric("try_to_unmap_one_calls", "calls", "lower",
+           "try_to_unmap_one calls", primary=False),
+    Metric("try_to_unmap_one_per_folio", "calls", "lower",
+           "try_to_unmap_one calls per folio", primary=False),
+    # One call per PTE the rmap walk stops at (and one to end it): what a
+    # batched unmap saves, while try_to_unmap_one stays one call per VMA.
+    Metric("page_vma_mapped_walk_per_folio", "calls", "lower",
+           "page_vma_mapped_walk calls per folio", primary=False),
+    *_STAGE_METRICS,
     Metric("pswpout", "pages", "lower", "pswpout", primary=False),
     Metric("mthp_swpout", "folios", "higher", "mTHP swpout", primary=False),
     Metric("mthp_swpout_fallback", "folios", "lower", "mTHP swpout_fallback",
@@ -372,7 +390,7 @@ _PAGEOUT_LAZYFREE_METRICS = (
     *(m for m in _PAGEOUT_METRICS if m.key in (
         "pageout_ms", "try_to_unmap_one_calls", "try_to_unmap_one_per_folio",
         "page_vma_mapped_walk_per_folio", "reclaim_ms", "unmap_ms",
-        "tlb_flush_ms", "contpte_unfolds")),
+        "tlb_flush_ms", "remove_mapping_ms", "free_ms", "contpte_unfolds")),
     Metric("mthp_split_deferred", "folios", "lower", "mTHP split_deferred"),
     Metric("pglazyfreed", "pages", "higher", "pglazyfreed", primary=False),
     Metric("dropped_pct", "%", "higher", "pages dropped", primary=False),
@@ -518,8 +536,9 @@ WORKLOADS: dict[str, Workload] = {
                 # the default 128 KiB most are order 5.
                 "readahead_kb": Param("128", "read_ahead_kb of the ramdisk "
                                              "when the file is read in"),
-                "profile": Param("1", "1: count try_to_unmap_one calls in "
-                                      "an untimed pass")},
+                "profile": Param("1", "1: count try_to_unmap_one calls, "
+                                      "then time reclaim's stages, in "
+                                      "untimed passes")},
         metrics=(
             Metric("reclaim_real_s", "s", "lower", "reclaim wall time"),
             Metric("reclaim_sys_s", "s", "lower", "reclaim system time"),
@@ -531,6 +550,8 @@ WORKLOADS: dict[str, Workload] = {
                    primary=False),
             Metric("try_to_unmap_one_calls", "calls", "lower",
                    "try_to_unmap_one calls", primary=False),
+            *(m for m in _STAGE_METRICS if m.key not in (
+                "swap_alloc_ms", "writeout_ms")),
             Metric("large_folio_pct", "%", "higher",
                    "mapped pages in large folios before reclaim",
                    primary=False),

@@ -4,18 +4,16 @@
  * folios (read in earlier with read(), which gives large folios on XFS) are
  * mapped, record the folio-order histogram of the mapping, then time a
  * write of PERCENT% of the file size to CGROUP/memory.reclaim (wall and
- * system time). With --profile, count try_to_unmap_one calls with the
- * ftrace function profiler instead and print no metrics: the profiled
- * pass is a separate, untimed run.
+ * system time). With --quiet, reclaim the same and print no metrics: the
+ * caller profiles that pass (a separate, untimed run).
  *
- * usage: filereclaim FILE CGROUP PERCENT [--profile]
+ * usage: filereclaim FILE CGROUP PERCENT [--quiet]
  */
 #include "common.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#define TRACING "/sys/kernel/tracing/"
 #define KPF_COMPOUND_HEAD 15
 #define KPF_COMPOUND_TAIL 16
 #define MAX_ORDER_SEEN 12
@@ -115,7 +113,7 @@ static void reclaim(const char *cgroup, size_t bytes, int quiet)
 
 int main(int argc, char **argv)
 {
-	int profile = argc > 4 && !strcmp(argv[4], "--profile");
+	int quiet = argc > 4 && !strcmp(argv[4], "--quiet");
 	size_t size, npages;
 	struct stat st;
 	char *map;
@@ -123,7 +121,7 @@ int main(int argc, char **argv)
 
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: filereclaim FILE CGROUP PERCENT [--profile]\n");
+			"usage: filereclaim FILE CGROUP PERCENT [--quiet]\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY);
@@ -135,15 +133,8 @@ int main(int argc, char **argv)
 	if (map == MAP_FAILED)
 		die("mmap");
 	touch(map, npages);
-	if (!profile) {
+	if (!quiet)
 		folio_histogram(map, npages);
-		reclaim(argv[2], size / 100 * atoi(argv[3]), 0);
-		return 0;
-	}
-	write_sysfs(TRACING "set_ftrace_filter", "try_to_unmap_one");
-	write_sysfs(TRACING "function_profile_enabled", "0");
-	write_sysfs(TRACING "function_profile_enabled", "1");
-	reclaim(argv[2], size / 100 * atoi(argv[3]), 1);
-	write_sysfs(TRACING "function_profile_enabled", "0");
+	reclaim(argv[2], size / 100 * atoi(argv[3]), quiet);
 	return 0;
 }

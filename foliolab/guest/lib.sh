@@ -62,6 +62,14 @@ fl_snap() {
 	fi
 }
 
+# The stages of shrink_folio_list() that the reclaim workloads time with
+# fl_profile_start: reference check, unmap, swap slot allocation, writeout
+# (zram's compression), the batched TLB flushes, removal from the page or
+# swap cache, freeing; and arm64's contpte unfolds (calls and cost).
+FL_RECLAIM_STAGES="shrink_folio_list folio_referenced try_to_unmap add_to_swap
+pageout try_to_unmap_flush try_to_unmap_flush_dirty __remove_mapping
+free_unref_folios __contpte_try_unfold contpte_convert"
+
 # fl_profile_start FUNC...: count calls of, and time spent in (children
 # included), each FUNC with the ftrace function profiler. A FUNC this kernel
 # does not have (inlined, or another architecture's) is left out.

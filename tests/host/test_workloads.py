@@ -74,6 +74,9 @@ def test_derive_pageout_stage_times(data):
     assert d.values["writeout_ms"] == 0
     assert d.values["contpte_unfolds"] == 7
     assert {"unmap_ms", "contpte_unfolds"} <= {m.key for m in w.metrics}
+    fr = {m.key for m in workloads.WORKLOADS["file-reclaim"].metrics}
+    assert {"referenced_ms", "unmap_ms", "free_ms"} <= fr
+    assert "writeout_ms" not in fr
 
 
 def test_derive_flags_wrong_folio_size(data):

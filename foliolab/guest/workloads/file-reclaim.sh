@@ -28,8 +28,11 @@ fl_sample() {
 		fl_invalid "filereclaim exited with $?"
 	fl_snap after $CG
 	if [ "$FL_PROFILE" = 1 ]; then
-		fl_in_memcg filereclaim /mnt/file $CG "$FL_RECLAIM_PCT" --profile
-		fl_file ftrace_profile $TRACING/trace_stat/function*
-		echo > $TRACING/set_ftrace_filter
+		fl_profile_start try_to_unmap_one
+		fl_in_memcg filereclaim /mnt/file $CG "$FL_RECLAIM_PCT" --quiet
+		fl_profile_stop
+		fl_profile_start $FL_RECLAIM_STAGES
+		fl_in_memcg filereclaim /mnt/file $CG "$FL_RECLAIM_PCT" --quiet
+		fl_profile_stop ftrace_time
 	fi
 }

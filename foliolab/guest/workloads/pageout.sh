@@ -20,12 +20,8 @@ fl_sample() {
 		pageout "$FL_SIZE_MB" --quiet $args
 		fl_profile_stop
 		# Where reclaim's time goes, in a pass of its own (timing the
-		# per-PTE functions above would inflate the unmap's share):
-		# unmap, swap slot allocation, writeout (zram's compression),
-		# the final TLB flush; arm64's contpte unfolds are counted.
-		fl_profile_start shrink_folio_list try_to_unmap add_to_swap \
-			pageout try_to_unmap_flush try_to_unmap_flush_dirty \
-			__remove_mapping __contpte_try_unfold contpte_convert
+		# per-PTE functions above would inflate the unmap's share).
+		fl_profile_start $FL_RECLAIM_STAGES
 		pageout "$FL_SIZE_MB" --quiet $args
 		fl_profile_stop ftrace_time
 	fi
