@@ -269,6 +269,7 @@ class TapResult:
     number: int
     name: str
     status: str        # pass | fail | skip | xfail | error
+    directive: str = ""  # the text after "# ", e.g. "SKIP no soft-dirty"
 
 
 @dataclass
@@ -322,7 +323,7 @@ def parse_ktap(lines: list[str]) -> TapReport:
         else:
             status = "pass" if ok == "ok" else "fail"
         rep.results.append(TapResult(int(num), name.strip() or (directive or ""),
-                                     status))
+                                     status, (directive or "").strip()))
     if rep.planned is not None and len(rep.results) != rep.planned:
         rep.errors.append(f"planned {rep.planned} tests, saw "
                           f"{len(rep.results)}")

@@ -212,8 +212,11 @@ def judge_boot(lru_gen: str, res: boot_mod.BootResult) -> SuiteBoot:
             group = fname[5:]
             rep = parse.parse_ktap(text.splitlines())
             for r in rep.results:
+                # a skip keeps its reason (the directive without "SKIP")
+                reason = r.directive[4:].strip() if r.status == "skip" else ""
                 sb.checks.append(Check(f"{group}.{r.name}", r.status
-                                       if r.status != "xfail" else "pass"))
+                                       if r.status != "xfail" else "pass",
+                                       reason))
             if not rep.results or rep.errors or rep.bailed_out:
                 sb.checks.append(Check(f"{group}", "fail", "; ".join(
                     rep.errors + [rep.bailed_out or ""]).strip("; ")

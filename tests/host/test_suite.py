@@ -60,6 +60,15 @@ def test_judge_boot():
     assert sb.kselftests == {"cow": {"1:x": "pass", "": "pass"}}
 
 
+def test_judge_boot_keeps_skip_reasons():
+    records = ["@@ boot 1.0", "@@ file ktap.khugepaged", "KTAP version 1",
+               "1..1", "ok 1 skips_lazyfree # SKIP kernel has no status",
+               "@@ end", "@@ exit 0"]
+    sb = suite.judge_boot("y", fake_result(records))
+    assert [(c.name, c.status, c.detail) for c in sb.checks] == [
+        ("khugepaged.skips_lazyfree", "skip", "kernel has no status")]
+
+
 def test_judge_boot_kernel_warning_fails():
     sb = suite.judge_boot("n", fake_result(RECORDS[:2] + ["@@ exit 0"],
                                            ["warning: WARNING: at mm/x.c"]))
