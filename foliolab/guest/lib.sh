@@ -66,6 +66,7 @@ fl_snap() {
 # fl_profile_start: reference check, unmap, swap slot allocation, writeout
 # (zram's compression), the batched TLB flushes, removal from the page or
 # swap cache, freeing; and arm64's contpte unfolds (calls and cost).
+# workloads.py's _RECLAIM_STAGES says which metric each one becomes.
 FL_RECLAIM_STAGES="shrink_folio_list folio_referenced try_to_unmap add_to_swap
 pageout try_to_unmap_flush try_to_unmap_flush_dirty __remove_mapping
 free_unref_folios __contpte_try_unfold contpte_convert"
