@@ -108,7 +108,8 @@ static uint64_t pattern_word_mask = 7;
 
 /*
  * Pattern word @w of page @pg: unique per page (the page number is in every
- * word) yet compressible (it repeats every 8 words), so zram stays cheap.
+ * word) yet compressible (it repeats every pattern_word_mask + 1 words), so
+ * zram stays cheap.
  */
 static inline uint64_t pattern(uint64_t pg, uint64_t w, uint64_t seed)
 {
