@@ -53,6 +53,7 @@ class BootSpec:
     numa_nodes: int = 1
     timeout: float = 300.0
     cmdline: tuple[str, ...] = ()
+    cpu: str = ""                  # TCG CPU model; "" = the arch's default
 
 
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
@@ -65,7 +66,7 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     if spec.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", a.cpu_kvm]
     else:
-        argv += ["-accel", "tcg,thread=multi", "-cpu", a.cpu_tcg]
+        argv += ["-accel", "tcg,thread=multi", "-cpu", spec.cpu or a.cpu_tcg]
     # One socket per NUMA node: a node boundary inside a package makes the
     # scheduler's topology check WARN at boot. The same options serve
     # arm64's virt machine, which passes them on in its device tree.
@@ -98,6 +99,28 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     argv += ["-kernel", str(spec.kernel), "-initrd", str(initrd),
              "-append", " ".join(cmdline)]
     return argv
+
+
+def check_cpu_model(spec: BootSpec) -> None:
+    """A ``--cpu`` model QEMU does not know, or one given for KVM, is bad input."""
+    if not spec.cpu:
+        return
+    if spec.accel == "kvm":
+        raise BootError(f"--cpu {spec.cpu} applies to TCG only; KVM guests "
+                        "use the host's CPU", hint="drop --cpu or use "
+                        "--accel tcg")
+    binary = spec.arch.qemu_binary
+    try:
+        cp = subprocess.run([binary, *spec.arch.qemu_machine, "-cpu", "help"],
+                            capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise BootError(f"cannot list the CPU models of {binary}: {e}",
+                        hint="run `foliolab setup` to install QEMU") from e
+    known = set(cp.stdout.split())
+    model = spec.cpu.split(",")[0]
+    if model not in known:
+        raise BootError(f"{binary} has no CPU model {model!r}",
+                        hint=f"list them with `{binary} -cpu help`")
 
 
 @dataclass

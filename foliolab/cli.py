@@ -70,6 +70,9 @@ def _machine(p: argparse.ArgumentParser) -> None:
                         "TCG (default auto)")
     g.add_argument("--vcpus", type=positive_int, default=2)
     g.add_argument("--numa-nodes", type=positive_int, default=1)
+    g.add_argument("--cpu", default="", metavar="MODEL",
+                   help="QEMU CPU model under TCG (default max); e.g. "
+                        "neoverse-n1, an arm64 CPU without range TLBIs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,7 +254,7 @@ def cmd_compare(args) -> int:
     text = compare.compare(compare.CompareRequest(
         workloads=wl, params=params, runs=args.runs, patches=args.patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
-        vcpus=args.vcpus, numa_nodes=args.numa_nodes,
+        vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout))
     print(text)
@@ -276,10 +279,11 @@ def cmd_run(args) -> int:
     img = image.build_image(arch)
     spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
                          memory_mb=args.memory, numa_nodes=args.numa_nodes,
-                         timeout=args.timeout,
+                         timeout=args.timeout, cpu=args.cpu,
                          cmdline=boot.debug_cmdline(args.config) +
                          tuple(args.append))
     spec = replace(spec, accel=choose_accel(args.accel, spec, img.path))
+    boot.check_cpu_model(spec)
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
     for line in res.records:

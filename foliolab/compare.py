@@ -19,7 +19,8 @@ from pathlib import Path
 
 from foliolab import __version__, build, hostsetup, image, report, source
 from foliolab.arch import get_arch
-from foliolab.boot import BootSpec, debug_cmdline, probe_kvm
+from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
+                           probe_kvm)
 from foliolab.errors import BenchmarkError, FoliolabError
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run import RunRequest, run_workloads
@@ -40,6 +41,7 @@ class CompareRequest:
     accel: str = "auto"
     vcpus: int = 2
     numa_nodes: int = 1
+    cpu: str = ""                  # TCG CPU model; "" = the arch's default
     samples_per_boot: int = 1
     fault: str = ""
     timeout: float | None = None   # per-boot limit; default: the workload's
@@ -65,6 +67,8 @@ def choose_accel(want: str, spec: BootSpec, image_path: Path) -> str:
     spec.arch.check_accel(want)
     if want in ("tcg", "kvm"):
         return want
+    if spec.cpu:
+        return "tcg"            # a CPU model is a TCG choice
     if not spec.arch.kvm:
         return "tcg"
     return "kvm" if probe_kvm(spec, image_path) else "tcg"
@@ -105,6 +109,7 @@ def compare(req: CompareRequest) -> str:
         "host": {"kernel": platform.release(), "cpus": os.cpu_count(),
                  "machine": platform.machine()},
         "arch": req.arch, "accel": req.accel, "vcpus": req.vcpus,
+        "cpu": req.cpu or get_arch(req.arch).cpu_tcg,
         "numa_nodes": req.numa_nodes, "config": req.config,
         "base_package": hostsetup.BASE_PACKAGE,
         "base_version": hostsetup.BASE_VERSION,
@@ -130,15 +135,19 @@ def compare(req: CompareRequest) -> str:
     result = None
     try:
         arch = get_arch(req.arch)
+        # Bad input is found before the kernels are built.
+        check_cpu_model(BootSpec(arch, Path(), accel=req.accel, cpu=req.cpu))
         kernels = prepare_kernels(req, env)
         img = image.build_image(arch)
         env["image"] = img.digest
         spec = BootSpec(arch, kernels["vanilla"].image, vcpus=req.vcpus,
-                        numa_nodes=req.numa_nodes,
+                        numa_nodes=req.numa_nodes, cpu=req.cpu,
                         cmdline=debug_cmdline(req.config))
         env["accel"] = choose_accel(req.accel, spec, img.path)
         env["qemu"] = _qemu_version(arch.qemu_binary)
         spec = replace(spec, accel=env["accel"])
+        if spec.accel == "kvm":
+            env["cpu"] = arch.cpu_kvm
         save_env()
         result = run_workloads(RunRequest(
             req.workloads, req.params, req.runs, kernels, img.path, spec,

@@ -36,6 +36,31 @@ def test_qemu_argv_kvm_and_numa():
     assert "memory-backend-ram,id=m1,size=2048M" in argv
 
 
+def test_qemu_argv_cpu_model():
+    argv = boot.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
+    assert argv[argv.index("-cpu") + 1] == "max"
+    argv = boot.qemu_argv(spec(cpu="Skylake-Server"), Path("i"), Path("c"),
+                          Path("r"))
+    assert argv[argv.index("-cpu") + 1] == "Skylake-Server"
+
+
+def test_cpu_model_with_kvm_is_bad_input():
+    with pytest.raises(BootError, match="TCG only"):
+        boot.check_cpu_model(spec(accel="kvm", cpu="max"))
+
+
+def test_cpu_model_checked_against_qemu(monkeypatch):
+    class Done:
+        stdout = "Available CPUs:\n  a64fx\n  max\n  neoverse-n1\n"
+
+    monkeypatch.setattr(boot.subprocess, "run", lambda *a, **k: Done())
+    boot.check_cpu_model(spec(cpu="neoverse-n1"))
+    boot.check_cpu_model(spec(cpu="max,sve=off"))
+    with pytest.raises(BootError, match="no CPU model 'cortex-z9'"):
+        boot.check_cpu_model(spec(cpu="cortex-z9"))
+    boot.check_cpu_model(spec())       # no model given: nothing to check
+
+
 def test_qemu_argv_bad_numa():
     with pytest.raises(BootError, match="NUMA"):
         boot.qemu_argv(spec(vcpus=1, numa_nodes=2), Path("i"), Path("c"),
