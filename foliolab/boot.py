@@ -19,7 +19,7 @@ from pathlib import Path
 
 from foliolab import image as image_mod
 from foliolab.arch import Arch
-from foliolab.errors import BootError
+from foliolab.errors import BootError, UsageError
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -106,9 +106,9 @@ def check_cpu_model(spec: BootSpec) -> None:
     if not spec.cpu:
         return
     if spec.accel == "kvm":
-        raise BootError(f"--cpu {spec.cpu} applies to TCG only; KVM guests "
-                        "use the host's CPU", hint="drop --cpu or use "
-                        "--accel tcg")
+        raise UsageError(f"--cpu {spec.cpu} applies to TCG only; KVM guests "
+                         "use the host's CPU", hint="drop --cpu or use "
+                         "--accel tcg")
     binary = spec.arch.qemu_binary
     try:
         cp = subprocess.run([binary, *spec.arch.qemu_machine, "-cpu", "help"],
@@ -119,8 +119,8 @@ def check_cpu_model(spec: BootSpec) -> None:
     known = set(cp.stdout.split())
     model = spec.cpu.split(",")[0]
     if model not in known:
-        raise BootError(f"{binary} has no CPU model {model!r}",
-                        hint=f"list them with `{binary} -cpu help`")
+        raise UsageError(f"{binary} has no CPU model {model!r}",
+                         hint=f"list them with `{binary} -cpu help`")
 
 
 @dataclass

@@ -274,6 +274,9 @@ def cmd_run(args) -> int:
         raise UsageError("foliolab run: no command given",
                          hint="usage: foliolab run [options] -- CMD [ARGS]")
     arch = get_arch(args.arch)
+    # Bad input is found before the kernel is built.
+    boot.check_cpu_model(boot.BootSpec(arch, Path(), accel=args.accel,
+                                       cpu=args.cpu))
     (tree,) = _trees(args, [args.variant])
     kernel = build.build_kernel(tree, arch, args.config)
     img = image.build_image(arch)
@@ -283,7 +286,6 @@ def cmd_run(args) -> int:
                          cmdline=boot.debug_cmdline(args.config) +
                          tuple(args.append))
     spec = replace(spec, accel=choose_accel(args.accel, spec, img.path))
-    boot.check_cpu_model(spec)
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
     for line in res.records:

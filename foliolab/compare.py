@@ -101,6 +101,9 @@ def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
 
 def compare(req: CompareRequest) -> str:
     """Run the whole comparison; return the text report."""
+    # Bad input is found before anything is built or written.
+    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
+                             cpu=req.cpu))
     req.out.mkdir(parents=True, exist_ok=True)
     (req.out / "samples.jsonl").unlink(missing_ok=True)
     env = {
@@ -135,8 +138,6 @@ def compare(req: CompareRequest) -> str:
     result = None
     try:
         arch = get_arch(req.arch)
-        # Bad input is found before the kernels are built.
-        check_cpu_model(BootSpec(arch, Path(), accel=req.accel, cpu=req.cpu))
         kernels = prepare_kernels(req, env)
         img = image.build_image(arch)
         env["image"] = img.digest

@@ -111,7 +111,8 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample]
     lines = [f"foliolab comparison: {env.get('patches_label', '?')} vs "
              f"vanilla {env.get('base_version', '')}",
              f"guest: {env.get('arch')} {env.get('accel')} "
-             f"-cpu {env.get('cpu', '?')} {env.get('vcpus')} vCPUs; config {env.get('config')} "
+             f"-cpu {env.get('cpu', '?')} {env.get('vcpus')} vCPUs; "
+             f"config {env.get('config')} "
              f"sha {env.get('config_sha', {}).get('vanilla', '?')}",
              LEGEND, ""]
     for error in env.get("errors", []):
@@ -151,7 +152,8 @@ def markdown_report(env: dict, summary: list[dict],
           f"- kernels: vanilla {env.get('commits', {}).get('vanilla', '?')[:12]}"
           f", patched {env.get('commits', {}).get('patched', '?')[:12]}",
           f"- guest: {env.get('arch')}, {env.get('accel')}, "
-          f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, config `{env.get('config')}` "
+          f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, "
+          f"config `{env.get('config')}` "
           f"(sha {env.get('config_sha', {}).get('vanilla', '?')})",
           f"- emulator: {env.get('qemu', '?')}",
           f"- runs: {env.get('runs')} per variant, "

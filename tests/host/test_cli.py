@@ -55,6 +55,21 @@ def test_kvm_for_arm64_is_refused_before_any_work(capsys, command,
         one_error_line(err)
 
 
+@pytest.mark.parametrize("command", ["compare", "run"])
+def test_cpu_model_with_kvm_is_refused_before_any_work(capsys, command,
+                                                       monkeypatch, tmp_path):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
+        "built a kernel"))
+    out = tmp_path / "out"
+    rc, _, err = run(capsys, command, "--accel", "kvm", "--cpu", "max",
+                     *(["--out", str(out)] if command == "compare" else
+                       ["--", "true"]))
+    assert rc == errors.UsageError.exit_code
+    assert "--cpu max applies to TCG only" in one_error_line(err)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", ["compare", "build", "run", "test",
                                      "check", "setup"])
 def test_arch_arm64_is_accepted(command):
