@@ -20,6 +20,36 @@
 #define PAGE_SIZE 4096UL
 #define PMD_SIZE (2UL << 20)
 
+/*
+ * Counting windows. Under foliolab's counter plugin (compare --count) the
+ * kernel work between FL_MARK_BEGIN(tag) and FL_MARK_END(tag) is counted
+ * exactly; without the plugin the markers are no-ops. Each is one
+ * unprivileged instruction carrying 0xf1 (magic), begin/end and a tag
+ * (0-127): x86_64 nopl 0x464cXXXX(%rax), arm64 movz xzr, #XXXX, lsl #48
+ * (see foliolab/plugin/decode.h). A tag names what the window holds;
+ * workloads.py gives each workload its tag.
+ */
+#define FL_WIN_RUN		0	/* foliolab run --count: the command */
+#define FL_WIN_PAGEOUT		1	/* madvise(MADV_PAGEOUT) */
+#define FL_WIN_RECLAIM		2	/* write to memory.reclaim */
+#define FL_WIN_STRESS		3	/* the stress-ng run (flmark) */
+#define FL_WIN_KHUGEPAGED	4	/* hot1, cold, hot2 (flmark) */
+#define FL_WIN_MOVE		5	/* move_pages() of the KSM pages */
+
+#define FL_MARK_WORD(tag, end)	(0xf100 | ((end) ? 0x80 : 0) | ((tag) & 0x7f))
+#if defined(__x86_64__)
+#define FL_MARK(word) \
+	asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long 0x464c0000 + %c0" \
+		     :: "i"(word) : "memory")
+#elif defined(__aarch64__)
+#define FL_MARK(word) \
+	asm volatile(".inst 0xd2e0001f + ((%c0) << 5)" :: "i"(word) : "memory")
+#else
+#error "no window marker for this architecture"
+#endif
+#define FL_MARK_BEGIN(tag)	FL_MARK(FL_MARK_WORD(tag, 0))
+#define FL_MARK_END(tag)	FL_MARK(FL_MARK_WORD(tag, 1))
+
 static inline double now_ms(void)
 {
 	struct timespec ts;

@@ -97,7 +97,9 @@ static void reclaim(const char *cgroup, size_t bytes, int quiet)
 	snprintf(amount, sizeof(amount), "%zu", bytes);
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = now_ms();
+	FL_MARK_BEGIN(FL_WIN_RECLAIM);
 	write_sysfs(path, amount);
+	FL_MARK_END(FL_WIN_RECLAIM);
 	t1 = now_ms();
 	getrusage(RUSAGE_SELF, &r1);
 	snprintf(path, sizeof(path), "%s/memory.current", cgroup);

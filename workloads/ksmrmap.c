@@ -132,10 +132,12 @@ int main(int argc, char **argv)
 		pthread_create(&thr, NULL, contender, NULL);
 	write_sysfs(TRACING_ON, "1");
 	t0 = now_ms();
+	FL_MARK_BEGIN(FL_WIN_MOVE);
 	/* > 0 (pages not moved) is judged by the query below */
 	if (syscall(SYS_move_pages, 0, move, pages, nodes, status,
 		    MPOL_MF_MOVE_ALL) < 0)
 		die("move_pages");
+	FL_MARK_END(FL_WIN_MOVE);
 	move_ms = now_ms() - t0;
 	write_sysfs(TRACING_ON, "0");
 	stop = 1;

@@ -65,8 +65,10 @@ int main(int argc, char **argv)
 		die("madvise(MADV_FREE)");
 
 	t0 = now_ms();
+	FL_MARK_BEGIN(FL_WIN_PAGEOUT);
 	if (madvise(buf, size, MADV_PAGEOUT))
 		die("madvise(MADV_PAGEOUT)");
+	FL_MARK_END(FL_WIN_PAGEOUT);
 	t1 = now_ms();
 
 	swapped = count_swapped(buf, npages);
