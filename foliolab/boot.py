@@ -19,6 +19,7 @@ from pathlib import Path
 
 from foliolab import image as image_mod
 from foliolab.arch import Arch
+from foliolab.counting import Counter
 from foliolab.errors import BootError, UsageError
 from foliolab.paths import cache_root
 
@@ -54,13 +55,18 @@ class BootSpec:
     timeout: float = 300.0
     cmdline: tuple[str, ...] = ()
     cpu: str = ""                  # TCG CPU model; "" = the arch's default
+    counter: Counter | None = None  # count with the plugin (TCG only)
 
 
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
               results: Path) -> list[str]:
-    """The QEMU command line for ``spec`` (pure: no I/O)."""
+    """The QEMU command line for ``spec`` (pure: no I/O). A counting boot
+    writes the plugin's windows to counts.txt beside the console log."""
     a = spec.arch
     a.check_accel(spec.accel)
+    if spec.counter and spec.accel != "tcg":
+        raise UsageError("counting needs TCG: the plugin sees only "
+                         "translated code", hint="use --accel tcg")
     argv = [a.qemu_binary, *a.qemu_machine, "-nodefaults", "-nographic",
             "-no-reboot", "-monitor", "none"]
     if spec.accel == "kvm":
@@ -96,6 +102,10 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
              "-device", "virtserialport,chardev=res,name=foliolab.results"]
     cmdline = [f"console={a.console}", "panic=-1", "oops=panic",
                "rdinit=/init", *spec.cmdline]
+    if spec.counter:
+        # System.map's addresses hold only without KASLR.
+        argv += spec.counter.qemu_args(console.parent / "counts.txt")
+        cmdline.append("nokaslr")
     argv += ["-kernel", str(spec.kernel), "-initrd", str(initrd),
              "-append", " ".join(cmdline)]
     return argv
@@ -172,7 +182,7 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     rundir.mkdir(parents=True, exist_ok=True)
     console = rundir / "console.log"
     results = rundir / "results.txt"
-    for f in (console, results):
+    for f in (console, results, rundir / "counts.txt"):
         f.unlink(missing_ok=True)
     initrd = rundir / "initrd.cpio"
     initrd.write_bytes(base_image.read_bytes() +

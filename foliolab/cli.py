@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output directory (default results/<timestamp>)")
     s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
                    help="host-side limit per boot (default: per workload)")
+    s.add_argument("--count", action="store_true",
+                   help="add a counting boot per sample: exact guest-kernel "
+                        "instruction, TLB-invalidation and IPI counts from "
+                        "a QEMU TCG plugin (see README)")
     s.add_argument("--fault", choices=FAULTS,
                    help="testing aid: make every patched-kernel sample "
                         "panic or hang, to exercise foliolab's error paths")
@@ -256,7 +260,7 @@ def cmd_compare(args) -> int:
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
-        timeout=args.timeout))
+        timeout=args.timeout, count=args.count))
     print(text)
     print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
     return 0

@@ -17,11 +17,11 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import __version__, build, hostsetup, image, report, source
+from foliolab import __version__, build, counting, hostsetup, image, report, source
 from foliolab.arch import get_arch
 from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
                            probe_kvm)
-from foliolab.errors import BenchmarkError, FoliolabError
+from foliolab.errors import BenchmarkError, FoliolabError, UsageError
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run import RunRequest, run_workloads
 from foliolab.workloads import Workload
@@ -45,6 +45,7 @@ class CompareRequest:
     samples_per_boot: int = 1
     fault: str = ""
     timeout: float | None = None   # per-boot limit; default: the workload's
+    count: bool = False            # add a counting boot per sample
     environment: dict = field(default_factory=dict)
 
 
@@ -63,12 +64,13 @@ def _project_rev() -> str:
     return cp.stdout.strip() or "?"
 
 
-def choose_accel(want: str, spec: BootSpec, image_path: Path) -> str:
+def choose_accel(want: str, spec: BootSpec, image_path: Path,
+                 count: bool = False) -> str:
     spec.arch.check_accel(want)
     if want in ("tcg", "kvm"):
         return want
-    if spec.cpu:
-        return "tcg"            # a CPU model is a TCG choice
+    if spec.cpu or count:
+        return "tcg"            # a CPU model, or counting, is a TCG choice
     if not spec.arch.kvm:
         return "tcg"
     return "kvm" if probe_kvm(spec, image_path) else "tcg"
@@ -104,6 +106,10 @@ def compare(req: CompareRequest) -> str:
     # Bad input is found before anything is built or written.
     check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
                              cpu=req.cpu))
+    if req.count and req.accel == "kvm":
+        raise UsageError("--count needs TCG: the counter is a TCG plugin",
+                         hint="drop --accel kvm (auto picks TCG with "
+                              "--count)")
     req.out.mkdir(parents=True, exist_ok=True)
     (req.out / "samples.jsonl").unlink(missing_ok=True)
     env = {
@@ -144,7 +150,17 @@ def compare(req: CompareRequest) -> str:
         spec = BootSpec(arch, kernels["vanilla"].image, vcpus=req.vcpus,
                         numa_nodes=req.numa_nodes, cpu=req.cpu,
                         cmdline=debug_cmdline(req.config))
-        env["accel"] = choose_accel(req.accel, spec, img.path)
+        env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
+        counters = None
+        if req.count:
+            counters = {v: counting.counter_for(arch, k.build_dir)
+                        for v, k in kernels.items()}
+            env["count"] = {
+                "plugin": str(counters["vanilla"].plugin),
+                "plugin_api": counting.PLUGIN_API,
+                "mode": "per-vCPU counters, one callback per translated "
+                        "kernel block (exact with parallel vCPUs)",
+                "cmdline": "nokaslr"}
         env["qemu"] = _qemu_version(arch.qemu_binary)
         spec = replace(spec, accel=env["accel"])
         if spec.accel == "kvm":
@@ -152,7 +168,8 @@ def compare(req: CompareRequest) -> str:
         save_env()
         result = run_workloads(RunRequest(
             req.workloads, req.params, req.runs, kernels, img.path, spec,
-            req.out, req.samples_per_boot, req.fault, timeout=req.timeout))
+            req.out, req.samples_per_boot, req.fault, timeout=req.timeout,
+            counters=counters))
         env["failures"] = result.failures
     except FoliolabError as e:
         env["errors"].append(e.one_line())

@@ -240,3 +240,86 @@ def ensure_guest_sysroot(arch: Arch) -> Path:
     stamp.write_text(head + "\n" + "".join(f"{d.name}\n" for d in got))
     shutil.rmtree(debs, ignore_errors=True)
     return root
+
+
+def installed_source_version(binary: str) -> tuple[str, str]:
+    """(source package, source version) of the Debian package owning
+    ``binary`` (a binNMU's binary version has a +bN the source lacks)."""
+    path = shutil.which(binary)
+    if not path:
+        raise SetupError(f"{binary} is not installed",
+                         hint="run `foliolab setup`")
+    cp = subprocess.run(["dpkg-query", "-S", os.path.realpath(path)],
+                        capture_output=True, text=True)
+    if cp.returncode != 0:
+        raise SetupError(f"{path} does not come from a Debian package, so "
+                         "its plugin header cannot be fetched",
+                         hint="use Debian's QEMU 7.2 (foliolab setup)")
+    package = cp.stdout.split(":")[0].strip()
+    cp = subprocess.run(["dpkg-query", "-W", "-f",
+                         "${source:Package} ${source:Version}", package],
+                        capture_output=True, text=True, check=True)
+    source, version = cp.stdout.split()
+    return source, version
+
+
+def qemu_plugin_header(binary: str) -> Path:
+    """QEMU's ``qemu-plugin.h`` for the installed ``binary``'s exact version.
+
+    No Debian binary package ships it, so it is taken from the source
+    package of the same version, fetched with a private apt configuration
+    (deb-src twins of the host's own Debian sources, lists in the cache):
+    the host's apt sources are never changed. Cached per version.
+    """
+    source, version = installed_source_version(binary)
+    out = cache_root() / "qemu-plugin" / version.replace(":", "_")
+    header = out / "qemu-plugin.h"
+    if header.exists():
+        return header
+    work = out / "apt"
+    parts = work / "sources.list.d"
+    lists = work / "lists"
+    (lists / "partial").mkdir(parents=True, exist_ok=True)
+    parts.mkdir(parents=True, exist_ok=True)
+    (work / "empty.list").write_text("")
+    found = False
+    for f in Path("/etc/apt/sources.list.d").glob("*.sources"):
+        text = f.read_text()
+        if "Types:" in text:
+            (parts / f.name).write_text(re.sub(
+                r"^Types:.*$", "Types: deb-src", text, flags=re.M))
+            found = True
+    if not found:
+        raise SetupError("no deb822 Debian sources in /etc/apt/sources.list.d"
+                         " to fetch QEMU's source package from",
+                         hint="add a Debian source or put qemu-plugin.h of "
+                              f"QEMU {version} at {header}")
+    opts = ["-o", f"Dir::Etc::SourceList={work / 'empty.list'}",
+            "-o", f"Dir::Etc::SourceParts={parts}",
+            "-o", f"Dir::State::Lists={lists}",
+            "-o", "APT::Sandbox::User=root"]
+    log.info("Fetching qemu-plugin.h from Debian's %s %s source package",
+             source, version)
+    for argv in (["apt-get", "-q", *opts, "update"],
+                 ["apt-get", "-q", *opts, "source", "--download-only",
+                  f"{source}={version}"]):
+        cp = subprocess.run(argv, cwd=work, capture_output=True, text=True)
+        if cp.returncode != 0:
+            tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
+            raise SetupError(f"could not fetch {source} {version}'s source "
+                             f"for qemu-plugin.h: {tail}",
+                             hint="check the Debian mirror")
+    tarballs = sorted(work.glob(f"{source}_*.orig.tar.*"))
+    if not tarballs:
+        raise SetupError(f"no orig tarball of {source} {version} in {work}")
+    cp = subprocess.run(["tar", "-xf", str(tarballs[0]), "-C", str(work),
+                         "--wildcards", "*/include/qemu/qemu-plugin.h"],
+                        capture_output=True, text=True)
+    got = sorted(work.glob("*/include/qemu/qemu-plugin.h"))
+    if cp.returncode != 0 or not got:
+        raise SetupError(f"{tarballs[0].name} has no "
+                         "include/qemu/qemu-plugin.h",
+                         hint="QEMU built without plugin support?")
+    shutil.copy(got[0], header)
+    shutil.rmtree(work)
+    return header

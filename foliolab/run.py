@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab import boot as boot_mod
-from foliolab import parse
+from foliolab import counting, parse
 from foliolab.boot import BootSpec
 from foliolab.build import Kernel
+from foliolab.counting import Counter
 from foliolab.ui import Progress
-from foliolab.workloads import Workload
+from foliolab.workloads import COUNTING, Workload
 
 log = logging.getLogger("foliolab")
 
@@ -42,6 +43,10 @@ class Sample:
     rundir: str
     boot_s: float | None = None   # guest uptime when the job started
     wall_s: float | None = None   # host wall time of the whole boot
+    # A counting pass's sample: its plugin output (relative to the run
+    # directory) and which of the workload's windows in it is this one.
+    counts: str = ""
+    count_window: int = -1
 
     def rows(self) -> list[dict]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
@@ -63,6 +68,8 @@ class RunRequest:
     fault: str = ""
     fault_variant: str = "patched"      # fault injection hits one variant
     timeout: float | None = None        # per boot; default from workload
+    # variant -> its counter: adds a counting boot after each timed one
+    counters: dict[str, Counter] | None = None
 
 
 @dataclass
@@ -75,16 +82,51 @@ def boot_order(pair: int) -> tuple[str, str]:
     return VARIANTS if pair % 2 == 0 else VARIANTS[::-1]
 
 
+def count_values(w: Workload, arch: str, derived: dict[str, float],
+                 window: counting.Window | None,
+                 reasons: list[str]) -> dict[str, float]:
+    """A counting sample's metrics from its window of the plugin output
+    (and the timed metrics it was derived with, for per-page figures)."""
+    if window is None:
+        reasons.append(f"no counting window {w.window} in counts.txt")
+        return {}
+    v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
+    swapped = derived.get("pswpout")
+    if w.count_unit is None and swapped:
+        v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
+        v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped
+    if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
+        reasons.append(f"{w.count_unit.root} was never entered in the "
+                       "window (no units to count per)")
+    return v
+
+
 def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
                       first_run: int, res: boot_mod.BootResult,
-                      expected: int) -> list[Sample]:
-    """Turn one boot's output into samples; a bad boot invalidates them all."""
+                      expected: int, counted: str = "",
+                      out: Path | None = None) -> list[Sample]:
+    """Turn one boot's output into samples; a bad boot invalidates them all.
+
+    ``counted``: the guest arch of a counting boot, whose samples carry
+    the counts of their windows instead of the timed metrics.
+    """
     g = parse.parse_records(res.records)
-    out = []
+    windows: list[counting.Window] = []
+    counts_path = res.console.parent / "counts.txt"
+    if counted and counts_path.exists():
+        windows = [x for x in counting.parse_counts(
+            counts_path.read_text()).windows if x.tag == w.window]
+    out_samples = []
     for i in range(expected):
         gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
-        d = w.derive(gs, params)
+        d = w.derive(gs, {**params, COUNTING: "1"} if counted else params)
         reasons = list(d.invalid)
+        if counted:
+            # Only what holds the setup (validity) and the counts: times
+            # from a boot slowed by the plugin mean nothing.
+            d.values = count_values(w, counted, d.values,
+                                    windows[i] if i < len(windows) else None,
+                                    reasons)
         if not res.clean:
             reasons.insert(0, f"boot {res.describe()} "
                               f"(console: {res.console})")
@@ -92,59 +134,82 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
             reasons.append(f"job exited {g.exit_code}")
         if i >= len(g.samples):
             reasons.append("sample missing from guest output")
-        out.append(Sample(w.name, variant, first_run + i, d.values,
-                          not reasons, reasons, res.status,
-                          str(res.console.parent), g.boot_s,
-                          round(res.elapsed, 2)))
-    return out
+        rel = ""
+        if counted:
+            rel = str(counts_path.relative_to(out) if out else counts_path)
+        out_samples.append(Sample(w.name, variant, first_run + i, d.values,
+                                  not reasons, reasons, res.status,
+                                  str(res.console.parent), g.boot_s,
+                                  round(res.elapsed, 2), rel,
+                                  i if counted else -1))
+    return out_samples
 
 
 def run_workloads(req: RunRequest) -> RunResult:
     result = RunResult()
     req.out.mkdir(parents=True, exist_ok=True)
-    jsonl = req.out / "samples.jsonl"
     k = max(1, req.samples_per_boot)
     pairs = math.ceil(req.runs / k)
+    # Each timed boot is followed by its counting boot, if asked for: the
+    # plugin slows QEMU, so it never runs in a boot that is timed.
+    passes = ("timed", "count") if req.counters else ("timed",)
     for w in req.workloads:
         params = w.resolve(req.params.get(w.name, {}))
-        fails = {v: 0 for v in VARIANTS}
-        progress = Progress(f"run {w.name}", pairs * 2)
+        fails = {(v, p): 0 for v in VARIANTS for p in passes}
+        progress = Progress(f"run {w.name}", pairs * 2 * len(passes))
         for pair in range(pairs):
             n = min(k, req.runs - pair * k)
             for variant in boot_order(pair):
-                if fails[variant] >= MAX_BOOT_FAILURES:
+                for what in passes:
+                    if fails[variant, what] < MAX_BOOT_FAILURES:
+                        fails[variant, what] = _boot_samples(
+                            req, w, params, variant, what, pair, n, result,
+                            fails[variant, what])
                     progress.step()
-                    continue
-                fault = req.fault if variant == req.fault_variant else ""
-                spec = replace(req.spec, kernel=req.kernels[variant].image,
-                               memory_mb=w.memory_mb,
-                               numa_nodes=w.nodes(req.spec.numa_nodes),
-                               timeout=req.timeout or w.timeout * n,
-                               cmdline=req.spec.cmdline + w.cmdline)
-                rundir = req.out / "raw" / w.name / f"{variant}-{pair:03d}"
-                res = boot_mod.boot(spec, req.image, w.job(params, n, fault),
-                                    rundir)
-                samples = samples_from_boot(w, params, variant, pair * k,
-                                            res, n)
-                with open(jsonl, "a") as f:
-                    for s in samples:
-                        f.write(json.dumps(asdict(s)) + "\n")
-                result.samples += samples
-                if res.clean:
-                    fails[variant] = 0
-                else:
-                    fails[variant] += 1
-                    msg = (f"{w.name} {variant} boot {pair}: "
-                           f"{res.describe()}; console log: {res.console}")
-                    result.failures.append(msg)
-                    log.warning("%s", msg)
-                    if fails[variant] == MAX_BOOT_FAILURES:
-                        result.failures.append(
-                            f"{w.name} {variant}: gave up after "
-                            f"{MAX_BOOT_FAILURES} failed boots in a row")
-                progress.step()
         progress.finish()
     return result
+
+
+def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
+                  variant: str, what: str, pair: int, n: int,
+                  result: RunResult, failed: int) -> int:
+    """One boot of ``variant`` for ``n`` samples, appended to the results
+    at once; returns the variant's count of failed boots in a row."""
+    k = max(1, req.samples_per_boot)
+    counted = what == "count"
+    fault = req.fault if variant == req.fault_variant else ""
+    limit = req.timeout or w.timeout * n
+    spec = replace(req.spec, kernel=req.kernels[variant].image,
+                   memory_mb=w.memory_mb,
+                   numa_nodes=w.nodes(req.spec.numa_nodes),
+                   # the plugin's callbacks slow TCG down
+                   timeout=limit * 3 if counted else limit,
+                   cmdline=req.spec.cmdline + w.cmdline)
+    name = f"{variant}-{pair:03d}"
+    if counted:
+        spec = replace(spec, counter=req.counters[variant].with_roots(
+            w.count_roots))
+        name += "-count"
+    rundir = req.out / "raw" / w.name / name
+    res = boot_mod.boot(spec, req.image, w.job(params, n, fault, counted),
+                        rundir)
+    samples = samples_from_boot(w, params, variant, pair * k, res, n,
+                                spec.arch.name if counted else "", req.out)
+    with open(req.out / "samples.jsonl", "a") as f:
+        for s in samples:
+            f.write(json.dumps(asdict(s)) + "\n")
+    result.samples += samples
+    if res.clean:
+        return 0
+    failed += 1
+    msg = (f"{w.name} {variant} {what} boot {pair}: {res.describe()}; "
+           f"console log: {res.console}")
+    result.failures.append(msg)
+    log.warning("%s", msg)
+    if failed == MAX_BOOT_FAILURES:
+        result.failures.append(f"{w.name} {variant} ({what}): gave up after "
+                               f"{MAX_BOOT_FAILURES} failed boots in a row")
+    return failed
 
 
 def load_samples(out: Path) -> list[Sample]:

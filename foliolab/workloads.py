@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from foliolab import parse
+from foliolab.counting import CountUnit
 from foliolab.errors import UsageError
 from foliolab.parse import GuestSample
 
@@ -54,6 +55,12 @@ class Workload:
     timeout: float = 300.0
     cmdline: tuple[str, ...] = ()        # extra kernel arguments
     not_measurable: str = ""             # stated in the report
+    # The counting pass (--count): the tag of the guest's window
+    # (FL_WIN_* in workloads/common.h), the functions counted inclusively,
+    # and the unit per-unit counts are given in.
+    window: int = -1
+    count_roots: tuple[str, ...] = ()
+    count_unit: CountUnit | None = None
 
     def metric(self, key: str) -> Metric:
         for m in self.metrics:
@@ -83,12 +90,20 @@ class Workload:
             out[k] = v
         return out
 
-    def job(self, params: dict[str, str], samples: int, fault: str = "") -> str:
+    def job(self, params: dict[str, str], samples: int, fault: str = "",
+            count: bool = False) -> str:
         lines = [f"export FL_{k.upper()}={v}" for k, v in params.items()]
-        lines += [f"export FL_FAULT={fault}", ". /foliolab/lib.sh",
+        lines += [f"export FL_FAULT={fault}",
+                  f"export FL_COUNT={1 if count else 0}",
+                  ". /foliolab/lib.sh",
                   f". /foliolab/workloads/{self.script}.sh",
                   f"fl_samples {samples}"]
         return "\n".join(lines) + "\n"
+
+
+# Set in the parameters a counting boot's sample is derived with, so a
+# derive function knows that the tracers and profilers were left off.
+COUNTING = "_counting"
 
 
 def counter_deltas(s: GuestSample, prefix: str,
@@ -270,7 +285,9 @@ def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
                          "pages migrated")
     walks = parse.parse_graph_durations(s.files.get("ftrace_graph", ""),
                                         "rmap_walk_ksm")
-    if walks:
+    if params.get(COUNTING) == "1":
+        pass        # no tracer in a counting boot: the plugin counts walks
+    elif walks:
         d.values["rmap_walk_max_ms"] = max(walks)
         d.values["rmap_walk_avg_ms"] = sum(walks) / len(walks)
         d.values["rmap_walk_calls"] = len(walks)
@@ -327,6 +344,54 @@ KHUGEPAGED_SCAN_STATUS = (
     "alloc_huge_page_failed", "ccgroup_charge_failed", "truncated",
     "page_has_private", "store_failed", "copy_poisoned_page", "page_filled",
     "failed", "pmd_null", "pmd_none")
+
+def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
+                  extra: tuple[Metric, ...] = ()) -> tuple[Metric, ...]:
+    """The counting pass's metrics (SPEC §7 keys), exact instruction counts
+    of the guest kernel in the workload's window."""
+    out = [
+        Metric("kernel_insns_deterministic", "insns", "lower",
+               "counted: kernel instructions, deterministic functions"),
+        Metric("kernel_insns", "insns", "lower",
+               "counted: kernel instructions in the window", primary=False),
+        Metric("nondeterministic_pct", "%", "lower",
+               "counted: share of the window in functions whose count "
+               "varies between repeats", primary=False),
+        Metric("tlb_flush_insns", "insns", "lower",
+               "counted: TLB invalidation instructions", primary=False),
+        Metric("ipis_sent", "IPIs", "lower", "counted: IPIs sent",
+               primary=False),
+        Metric("dsb_ish_insns", "insns", "lower",
+               "counted: dsb ish (arm64)", primary=False),
+    ]
+    if unit and unit.whole_window:
+        u = unit.name
+        out += [Metric(f"kernel_insns_per_{u}", "insns", "lower",
+                       f"counted: kernel instructions per {u}"),
+                Metric(f"{unit.root}_insns_per_{u}", "insns", "lower",
+                       f"counted: {unit.root} (callees included) per {u}"),
+                Metric(f"tlb_flush_insns_per_{u}", "insns", "lower",
+                       f"counted: TLB invalidations per {u}", primary=False),
+                Metric(f"ipis_sent_per_{u}", "IPIs", "lower",
+                       f"counted: IPIs sent per {u}", primary=False)]
+    elif unit:
+        out.append(Metric(f"kernel_insns_per_{unit.name}", "insns", "lower",
+                          f"counted: kernel instructions in {unit.root} "
+                          f"per {unit.name}"))
+    if unit:
+        out.append(Metric(f"{unit.name}s_counted", unit.name + "s", "higher",
+                          f"counted: {unit.root} calls", primary=False))
+    for r in roots:
+        out += [Metric(f"{r}_insns", "insns", "lower",
+                       f"counted: {r} (callees included)", primary=False),
+                Metric(f"{r}_calls", "calls", "lower",
+                       f"counted: {r} calls", primary=False)]
+    return (*out, *extra)
+
+
+_UNMAP_UNIT = CountUnit("folio", "try_to_unmap")
+_PAGEOUT_ROOTS = ("try_to_unmap", "shrink_folio_list")
+_FILE_ROOTS = ("try_to_unmap", "folio_referenced", "shrink_folio_list")
 
 _PAGEOUT_PARAMS = {
     "size_mb": Param("256", "anonymous memory paged out, MiB"),
@@ -399,16 +464,21 @@ _PAGEOUT_LAZYFREE_METRICS = (
 WORKLOADS: dict[str, Workload] = {
     "pageout": Workload(
         name="pageout", title="W0 pageout: MADV_PAGEOUT of 64K anon folios",
-        script="pageout", params=_PAGEOUT_PARAMS, metrics=_PAGEOUT_METRICS,
-        derive=derive_pageout, timeout=240),
+        script="pageout", params=_PAGEOUT_PARAMS,
+        metrics=(*_PAGEOUT_METRICS, *count_metrics(_UNMAP_UNIT,
+                                                   _PAGEOUT_ROOTS)),
+        derive=derive_pageout, timeout=240,
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
     "pageout-4k": Workload(
         name="pageout-4k", title="W0 pageout-4k: MADV_PAGEOUT of 4K pages",
         script="pageout",
         params={**_PAGEOUT_PARAMS,
                 "folio_kb": Param("4", "anonymous folio size in KiB")},
-        metrics=tuple(m for m in _PAGEOUT_METRICS
-                      if not m.key.startswith("mthp_")),
-        derive=derive_pageout, timeout=240),
+        metrics=(*(m for m in _PAGEOUT_METRICS
+                   if not m.key.startswith("mthp_")),
+                 *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
+        derive=derive_pageout, timeout=240,
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
     "pageout-lazyfree": Workload(
         name="pageout-lazyfree",
         title="W0 pageout-lazyfree: MADV_FREE, then MADV_PAGEOUT of 64K "
@@ -416,8 +486,10 @@ WORKLOADS: dict[str, Workload] = {
         script="pageout",
         params={**_PAGEOUT_PARAMS,
                 "lazyfree": Param("1", "MADV_FREE the memory first")},
-        metrics=_PAGEOUT_LAZYFREE_METRICS, derive=derive_pageout,
-        timeout=240),
+        metrics=(*_PAGEOUT_LAZYFREE_METRICS,
+                 *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
+        derive=derive_pageout, timeout=240,
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
     "dirty-tlb": Workload(
         name="dirty-tlb",
         title="W1 dirty-tlb: stress-ng vm in a memcg, dirty anon reclaim",
@@ -444,8 +516,15 @@ WORKLOADS: dict[str, Workload] = {
                    "nr_tlb_remote_flush (sender)", primary=False),
             Metric("nr_tlb_remote_flush_received", "flushes", "lower",
                    "nr_tlb_remote_flush_received", primary=False),
+            *count_metrics(None, ("try_to_unmap", "shrink_folio_list"), (
+                Metric("ipis_sent_per_swapout", "IPIs", "lower",
+                       "counted: IPIs sent per page swapped out"),
+                Metric("tlb_flush_insns_per_swapout", "insns", "lower",
+                       "counted: TLB invalidations per page swapped out"),
+            )),
         ),
-        derive=derive_dirty_tlb, timeout=240),
+        derive=derive_dirty_tlb, timeout=240,
+        window=3, count_roots=("try_to_unmap", "shrink_folio_list")),
     "khugepaged": Workload(
         name="khugepaged",
         title="W3 khugepaged: hot1, cold (MADV_FREE), hot2",
@@ -492,8 +571,11 @@ WORKLOADS: dict[str, Workload] = {
             *(Metric(f"scan_{st}", "PMDs", "higher",
                      f"khugepaged scans with status {st}", primary=False)
               for st in KHUGEPAGED_SCAN_STATUS),
+            *count_metrics(None, ("hpage_collapse_scan_pmd",
+                                  "collapse_huge_page")),
         ),
-        derive=derive_khugepaged, timeout=400,
+        derive=derive_khugepaged, timeout=400, window=4,
+        count_roots=("hpage_collapse_scan_pmd", "collapse_huge_page"),
         not_measurable="dTLB-load-misses and cycles per access: these "
                        "machines have no PMU, so neither does the guest"),
     "ksm-rmap": Workload(
@@ -524,8 +606,12 @@ WORKLOADS: dict[str, Workload] = {
                    primary=False),
             Metric("vmas", "VMAs", "higher", "VMAs in the mapping",
                    primary=False),
+            *count_metrics(CountUnit("walk", "rmap_walk_ksm", False),
+                           ("rmap_walk_ksm",)),
         ),
-        derive=derive_ksm_rmap, numa_nodes=2, timeout=600),
+        derive=derive_ksm_rmap, numa_nodes=2, timeout=600, window=5,
+        count_roots=("rmap_walk_ksm",),
+        count_unit=CountUnit("walk", "rmap_walk_ksm", False)),
     "file-reclaim": Workload(
         name="file-reclaim",
         title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
@@ -558,8 +644,10 @@ WORKLOADS: dict[str, Workload] = {
             *(Metric(f"folios_order_{o}", "folios", "higher",
                      f"order-{o} folios mapped before reclaim", primary=False)
               for o in range(10)),
+            *count_metrics(_UNMAP_UNIT, _FILE_ROOTS),
         ),
-        derive=derive_file_reclaim, timeout=300,
+        derive=derive_file_reclaim, timeout=300, window=2,
+        count_roots=_FILE_ROOTS, count_unit=_UNMAP_UNIT,
         # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
         cmdline=("brd.rd_nr=1", "brd.rd_size=2097152")),
 }

@@ -1,0 +1,258 @@
+"""The counting pass: exact counts of the guest kernel's work from a QEMU
+TCG plugin (foliolab/plugin/counter.c), for windows the guest marks.
+
+Under TCG every time is distorted where these patches act (a TLB
+invalidation or an IPI costs tens of microseconds), but the instructions
+the guest kernel executes are those of its code path, as on hardware. The
+plugin counts them per kernel function (System.map, booted ``nokaslr``),
+the TLB-invalidating and IPI-sending instructions among them, and for a
+few root functions everything executed from their entry to their return.
+
+This module builds the plugin, prepares its symbol file, parses its output
+and turns a window into metrics. Which functions are nondeterministic is a
+property of repeats of one kernel, so it is decided in the report
+(``nondeterministic_functions``), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab import hostsetup
+from foliolab.arch import Arch
+from foliolab.errors import BootError, SetupError
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+PLUGIN_SRC = Path(__file__).resolve().parent / "plugin"
+# What the plugin is written against; QEMU 9+ refuses version-1 plugins.
+PLUGIN_API = 1
+
+# Instruction classes that make the summary metrics, per architecture.
+TLB_FLUSH_CLASSES = {
+    "x86_64": ("invlpg", "invpcid", "cr3_write"),
+    "arm64": ("tlbi_is", "tlbi_os", "tlbi_local", "tlbi_range",
+              "tlbi_other"),
+}
+IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
+# Function names whose stores the plugin checks for the xAPIC ICR.
+X86_IPI_FUNCTIONS = ("apic", "IPI")
+
+
+@dataclass(frozen=True)
+class Counter:
+    """What a boot needs to count: the plugin and the kernel's symbols."""
+
+    plugin: Path
+    symbols: Path
+    roots: tuple[str, ...] = ()
+    io_functions: tuple[str, ...] = ()
+
+    def with_roots(self, roots: tuple[str, ...]) -> "Counter":
+        return Counter(self.plugin, self.symbols, roots, self.io_functions)
+
+    def qemu_args(self, out: Path) -> list[str]:
+        args = [f"{self.plugin}", f"symbols={self.symbols}", f"out={out}"]
+        args += [f"root={r}" for r in self.roots]
+        args += [f"io={f}" for f in self.io_functions]
+        for a in args:
+            if "," in a:
+                raise BootError(f"plugin argument {a!r} has a comma, which "
+                                "QEMU's -plugin option cannot carry",
+                                hint="use paths without commas")
+        return ["-plugin", ",".join(args)]
+
+
+def build_plugin(arch: Arch) -> Path:
+    """The plugin, compiled against the installed QEMU's own header."""
+    header = hostsetup.qemu_plugin_header(arch.qemu_binary)
+    text = header.read_text()
+    m = re.search(r"#define QEMU_PLUGIN_VERSION (\d+)", text)
+    if not m or int(m.group(1)) != PLUGIN_API:
+        have = m.group(1) if m else "unknown"
+        raise SetupError(f"the installed QEMU's plugin API is version {have};"
+                         f" foliolab's counter is written for version "
+                         f"{PLUGIN_API} (QEMU 7.2)",
+                         hint="use Debian bookworm's QEMU 7.2")
+    sources = sorted(PLUGIN_SRC.glob("*.[ch]"))
+    digest = hashlib.sha256(text.encode())
+    for s in sources:
+        digest.update(s.read_bytes())
+    out = cache_root() / "plugin" / digest.hexdigest()[:16]
+    so = out / "libcounter.so"
+    if so.exists():
+        return so
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-I", str(header.parent),
+            "-o", str(so), str(PLUGIN_SRC / "counter.c")]
+    cp = subprocess.run(argv, capture_output=True, text=True)
+    if cp.returncode != 0:
+        (out / "build.log").write_text(cp.stdout + cp.stderr)
+        raise SetupError("the counter plugin did not build",
+                         hint=f"see {out / 'build.log'}")
+    return so
+
+
+def text_symbols(system_map: str) -> list[tuple[int, str]]:
+    """Sorted (address, name) of the text symbols in a System.map."""
+    out = []
+    for line in system_map.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            try:
+                out.append((int(parts[0], 16), parts[2]))
+            except ValueError:
+                continue
+    out.sort()
+    return out
+
+
+def symbol_file(build_dir: Path) -> Path:
+    """The plugin's symbol file for the kernel built in ``build_dir``."""
+    system_map = build_dir / "System.map"
+    if not system_map.exists():
+        raise SetupError(f"no System.map in {build_dir}: counting needs the "
+                         "kernel's symbols", hint="rebuild the kernel")
+    text = system_map.read_text()
+    out = build_dir / "counter-symbols.txt"
+    key = hashlib.sha256(text.encode()).hexdigest()
+    stamp = build_dir / "counter-symbols.sha256"
+    if out.exists() and stamp.exists() and stamp.read_text() == key:
+        return out
+    out.write_text("".join(f"{a:x} {n}\n" for a, n in text_symbols(text)))
+    stamp.write_text(key)
+    return out
+
+
+def counter_for(arch: Arch, build_dir: Path) -> Counter:
+    io = X86_IPI_FUNCTIONS if arch.name == "x86_64" else ()
+    return Counter(build_plugin(arch), symbol_file(build_dir),
+                   io_functions=io)
+
+
+@dataclass
+class Window:
+    """One closed window: what the guest kernel did between the markers."""
+
+    tag: int
+    seq: int
+    kernel_insns: int = 0
+    classes: dict[str, int] = field(default_factory=dict)
+    roots: dict[str, tuple[int, int]] = field(default_factory=dict)
+    functions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def insns(self) -> dict[str, int]:
+        return {f: n for f, (n, _) in self.functions.items()}
+
+
+@dataclass
+class CountOutput:
+    windows: list[Window]
+    notes: list[str]           # the plugin's "#" lines
+
+
+def parse_counts(text: str) -> CountOutput:
+    """The plugin's output; a window cut off by the guest's end is dropped
+    and noted (it has no end line)."""
+    out = CountOutput([], [])
+    cur: Window | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            out.notes.append(line[1:].strip())
+            continue
+        parts = line.split()
+        try:
+            if parts[0] == "window":
+                cur = Window(int(parts[1]), int(parts[2]))
+            elif cur is None:
+                out.notes.append(f"line {n} outside a window: {line[:80]}")
+            elif parts[0] == "kernel_insns":
+                cur.kernel_insns = int(parts[1])
+            elif parts[0] == "class":
+                cur.classes[parts[1]] = int(parts[2])
+            elif parts[0] == "root":
+                cur.roots[parts[1]] = (int(parts[2]), int(parts[3]))
+            elif parts[0] == "fn":
+                cur.functions[parts[1]] = (int(parts[2]), int(parts[3]))
+            elif parts[0] == "end":
+                out.windows.append(cur)
+                cur = None
+            else:
+                out.notes.append(f"line {n} not understood: {line[:80]}")
+        except (IndexError, ValueError):
+            out.notes.append(f"line {n} malformed: {line[:80]}")
+    if cur is not None:
+        out.notes.append(f"window {cur.tag} #{cur.seq} was cut off")
+    return out
+
+
+@dataclass(frozen=True)
+class CountUnit:
+    """The natural unit of a workload's counts: one entry of ``root``.
+
+    ``whole_window``: per-unit figures divide the window's counts (pageout:
+    all the work of MADV_PAGEOUT per folio unmapped); otherwise they divide
+    the root's own inclusive count (ksm-rmap: the work inside each walk).
+    """
+
+    name: str                  # "folio", "walk"
+    root: str                  # its entries count the units
+    whole_window: bool = True
+
+
+def window_metrics(w: Window, arch: str, unit: CountUnit | None,
+                   roots: tuple[str, ...] = ()) -> dict[str, float]:
+    """SPEC §7's count metrics from one window."""
+    v: dict[str, float] = {"kernel_insns": w.kernel_insns}
+    v["tlb_flush_insns"] = sum(w.classes.get(c, 0)
+                               for c in TLB_FLUSH_CLASSES[arch])
+    v["ipis_sent"] = sum(w.classes.get(c, 0) for c in IPI_CLASSES[arch])
+    if arch == "arm64":
+        v["dsb_ish_insns"] = w.classes.get("dsb_ish", 0)
+    for root in roots:
+        insns, entries = w.roots.get(root, (0, 0))
+        v[f"{root}_insns"] = insns
+        v[f"{root}_calls"] = entries
+    if unit:
+        insns, units = w.roots.get(unit.root, (0, 0))
+        v[f"{unit.name}s_counted"] = units
+        if units:
+            if unit.whole_window:
+                for key in ("kernel_insns", "tlb_flush_insns", "ipis_sent"):
+                    v[f"{key}_per_{unit.name}"] = v[key] / units
+                v[f"{unit.root}_insns_per_{unit.name}"] = insns / units
+            else:
+                v[f"kernel_insns_per_{unit.name}"] = insns / units
+    return v
+
+
+def nondeterministic_functions(runs: dict[str, list[dict[str, int]]]
+                               ) -> set[str]:
+    """Functions whose instruction count differs between repeats of one
+    kernel (spin and wait loops, timer ticks): ``runs`` maps a kernel to
+    the per-function counts of each of its windows. A function missing
+    from a window counts 0 there. One window per kernel decides nothing.
+    """
+    flagged: set[str] = set()
+    for windows in runs.values():
+        if len(windows) < 2:
+            continue
+        names = set().union(*windows)
+        for f in names:
+            if len({w.get(f, 0) for w in windows}) > 1:
+                flagged.add(f)
+    return flagged
+
+
+def deterministic_insns(w_insns: dict[str, int], total: int,
+                        flagged: set[str]) -> int:
+    """The window's kernel instructions outside the flagged functions."""
+    return total - sum(n for f, n in w_insns.items() if f in flagged)
