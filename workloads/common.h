@@ -7,7 +7,12 @@
 #ifndef FOLIOLAB_COMMON_H
 #define FOLIOLAB_COMMON_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* sched_getcpu(), CPU_SET() */
+#endif
+
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +82,27 @@ static inline void die(const char *what)
 }
 
 /* Read a number from a sysfs/procfs/cgroup file. */
+/*
+ * Keep this process on the CPU it runs on. A single-threaded workload that
+ * migrates while it faults its memory in leaves up to a folio batch of it
+ * in the other CPU's LRU cache, where MADV_PAGEOUT (which drains only its
+ * own CPU's) cannot isolate it, and puts a second CPU in the mm's cpumask,
+ * which turns reclaim's immediate TLB flushes into deferred ones. Either
+ * changes the kernel's work from one sample to the next by chance.
+ */
+static inline void pin_to_this_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	if (cpu < 0)
+		die("sched_getcpu");
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+}
+
 static inline long read_long(const char *path)
 {
 	char buf[64] = "";

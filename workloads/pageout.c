@@ -59,6 +59,7 @@ int main(int argc, char **argv)
 		pattern_word_mask = 0;
 	size = (size_t)atol(argv[1]) << 20;
 	npages = size / PAGE_SIZE;
+	pin_to_this_cpu();
 	buf = map_aligned(size, PMD_SIZE);
 	fill_pages(buf, npages, 0);
 	if (lazyfree && madvise(buf, size, MADV_FREE))
