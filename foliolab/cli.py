@@ -150,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="SECONDS")
     s.add_argument("--append", action="append", default=[], metavar="ARG",
                    help="extra kernel argument (repeatable)")
+    s.add_argument("--count", action="store_true",
+                   help="count the guest kernel's work while CMD runs, "
+                        "exactly (TCG plugin), and print it like perf stat")
+    s.add_argument("--root", action="append", default=[], metavar="FUNCTION",
+                   help="with --count: also count FUNCTION with everything "
+                        "it calls (repeatable, up to 8)")
+    s.add_argument("--top", type=positive_int, default=25, metavar="N",
+                   help="with --count: functions listed (default 25)")
     s.add_argument("cmd", nargs=argparse.REMAINDER,
                    help="-- CMD [ARGS...]")
 
@@ -270,7 +278,7 @@ def cmd_run(args) -> int:
     import shlex
     import tempfile
 
-    from foliolab import boot, build, image
+    from foliolab import boot, build, counting, image
     from foliolab.arch import get_arch
     from foliolab.compare import choose_accel
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -281,6 +289,16 @@ def cmd_run(args) -> int:
     # Bad input is found before the kernel is built.
     boot.check_cpu_model(boot.BootSpec(arch, Path(), accel=args.accel,
                                        cpu=args.cpu))
+    if args.root and not args.count:
+        raise UsageError("--root names a function to count",
+                         hint="add --count")
+    if len(args.root) > counting.MAX_ROOTS:
+        raise UsageError(f"--root given {len(args.root)} times; the counter "
+                         f"follows at most {counting.MAX_ROOTS} roots",
+                         hint="drop some --root options")
+    if args.count and args.accel == "kvm":
+        raise UsageError("--count needs TCG: the counter is a TCG plugin",
+                         hint="drop --accel kvm (or --count)")
     (tree,) = _trees(args, [args.variant])
     kernel = build.build_kernel(tree, arch, args.config)
     img = image.build_image(arch)
@@ -289,15 +307,50 @@ def cmd_run(args) -> int:
                          timeout=args.timeout, cpu=args.cpu,
                          cmdline=boot.debug_cmdline(args.config) +
                          tuple(args.append))
-    spec = replace(spec, accel=choose_accel(args.accel, spec, img.path))
+    spec = replace(spec, accel=choose_accel(args.accel, spec, img.path,
+                                            args.count))
+    job = shlex.join(cmd) + "\n"
+    if args.count:
+        counter = counting.counter_for(arch, kernel.build_dir)
+        missing = counting.missing_functions(counter.symbols, tuple(args.root))
+        if missing:
+            raise UsageError(f"--root {missing[0]}: no such function in the "
+                             f"{tree.variant} kernel's System.map",
+                             hint="give a kernel text symbol (static "
+                                  "functions may carry a suffix such as "
+                                  ".isra.0)")
+        spec = replace(spec, counter=counter.with_roots(tuple(args.root)),
+                       timeout=args.timeout * 3)
+        # The window closes in the marker's own process, so it also holds
+        # one fork and exec of flmark (a few hundred thousand insns).
+        job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
+               f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
-    res = boot.boot(spec, img.path, shlex.join(cmd) + "\n", rundir, args.add)
+    res = boot.boot(spec, img.path, job, rundir, args.add)
     for line in res.records:
         if not line.startswith(("@@ boot ", "@@ exit ")):
             print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
+    if args.count:
+        _print_counts(rundir / "counts.txt", arch.name, cmd, tree.variant,
+                      args.top)
     return res.exit_code if res.exit_code is not None else 1
+
+
+def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
+                  top: int) -> None:
+    from foliolab import counting
+    text = path.read_text() if path.exists() else ""
+    windows = [w for w in counting.parse_counts(text).windows
+               if w.tag == counting.RUN_WINDOW]
+    if not windows:
+        raise FoliolabError("the counting window of the command did not "
+                            "close", log_path=path)
+    print(f"\n Exact counts of the {variant} {arch} guest kernel while "
+          f"'{' '.join(cmd)}' ran (QEMU TCG plugin, {path}):\n")
+    for w in windows:
+        print("\n".join(counting.stat_lines(w, arch, top)))
 
 
 def cmd_test(args) -> int:

@@ -41,6 +41,10 @@ TLB_FLUSH_CLASSES = {
               "tlbi_other"),
 }
 IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
+# The plugin follows at most this many roots (MAX_ROOTS in counter.c).
+MAX_ROOTS = 8
+# The window `foliolab run --count` puts around the command (FL_WIN_RUN).
+RUN_WINDOW = 0
 # Function names whose stores the plugin checks for the xAPIC ICR.
 X86_IPI_FUNCTIONS = ("apic", "IPI")
 
@@ -128,6 +132,13 @@ def symbol_file(build_dir: Path) -> Path:
     out.write_text("".join(f"{a:x} {n}\n" for a, n in text_symbols(text)))
     stamp.write_text(key)
     return out
+
+
+def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
+    """The names that are no text symbol of the kernel."""
+    have = {line.split()[1] for line in symbols.read_text().splitlines()
+            if len(line.split()) == 2}
+    return [n for n in names if n not in have]
 
 
 def counter_for(arch: Arch, build_dir: Path) -> Counter:
@@ -256,3 +267,72 @@ def deterministic_insns(w_insns: dict[str, int], total: int,
                         flagged: set[str]) -> int:
     """The window's kernel instructions outside the flagged functions."""
     return total - sum(n for f, n in w_insns.items() if f in flagged)
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One kernel function in a differential profile: its mean self
+    instructions and entries per window, per kernel."""
+
+    function: str
+    insns: dict[str, float]
+    calls: dict[str, float]
+    nondeterministic: bool
+
+    def delta(self, base: str, other: str) -> float:
+        return self.insns.get(other, 0.0) - self.insns.get(base, 0.0)
+
+
+def differential_profile(windows: dict[str, list[Window]], base: str,
+                         other: str, flagged: set[str] = frozenset(),
+                         top: int = 10) -> list[ProfileRow]:
+    """The ``top`` functions whose mean self instruction count per window
+    changed most between kernel ``base`` and kernel ``other`` (think
+    ``perf diff``, but exact). A function missing from a window counts 0
+    there, so one that exists on one side only shows its whole count."""
+    if not windows.get(base) or not windows.get(other):
+        return []
+    names = set()
+    for ws in windows.values():
+        for w in ws:
+            names.update(w.functions)
+    rows = []
+    for f in names:
+        insns, calls = {}, {}
+        for kernel in (base, other):
+            ws = windows[kernel]
+            insns[kernel] = sum(w.functions.get(f, (0, 0))[0]
+                                for w in ws) / len(ws)
+            calls[kernel] = sum(w.functions.get(f, (0, 0))[1]
+                                for w in ws) / len(ws)
+        rows.append(ProfileRow(f, insns, calls, f in flagged))
+    rows.sort(key=lambda r: (-abs(r.delta(base, other)), r.function))
+    return [r for r in rows[:top] if r.delta(base, other)]
+
+
+def stat_lines(w: Window, arch: str, top: int = 25) -> list[str]:
+    """A ``perf stat``-like summary of one window, exact: the totals, the
+    instruction classes, the roots, then the ``top`` functions by self
+    instructions."""
+    v = window_metrics(w, arch, None)
+    lines = [f"{w.kernel_insns:>16,}  kernel_insns"]
+    tlb = ", ".join(f"{c} {w.classes.get(c, 0):,}"
+                    for c in TLB_FLUSH_CLASSES[arch])
+    lines.append(f"{v['tlb_flush_insns']:>16,}  tlb_flush_insns ({tlb})")
+    lines.append(f"{v['ipis_sent']:>16,}  ipis_sent "
+                 f"({', '.join(IPI_CLASSES[arch])})")
+    for name, n in sorted(w.classes.items()):
+        if n and name not in TLB_FLUSH_CLASSES[arch] + IPI_CLASSES[arch]:
+            lines.append(f"{n:>16,}  {name}")
+    for name, (insns, calls) in w.roots.items():
+        lines.append(f"{insns:>16,}  {name} and its callees "
+                     f"({calls:,} calls)")
+    ranked = sorted(w.functions.items(), key=lambda kv: -kv[1][0])[:top]
+    if ranked:
+        lines += ["", f"  top {len(ranked)} kernel functions by self "
+                      "instructions:",
+                  f"{'insns':>16}  {'%':>6}  {'calls':>10}  function"]
+        for name, (insns, calls) in ranked:
+            pct = 100.0 * insns / w.kernel_insns if w.kernel_insns else 0.0
+            lines.append(f"{insns:>16,}  {pct:6.2f}  {calls:>10,}  {name}")
+    return lines

@@ -10,10 +10,11 @@ import json
 import logging
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import stats
-from foliolab.run import Sample, load_samples
+from foliolab import counting, stats
+from foliolab.run import VARIANTS, Sample, load_samples
 from foliolab.workloads import WORKLOADS, Metric, Workload
 
 log = logging.getLogger("foliolab")
@@ -21,6 +22,133 @@ log = logging.getLogger("foliolab")
 LEGEND = ("%diff: positive = patched better (the metric's better direction "
           "is given per row);\n*x%* = significant: the 95% bootstrap CI of "
           "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
+
+
+# How many functions a differential profile shows per workload.
+PROFILE_TOP = 10
+
+
+@dataclass
+class CountAnalysis:
+    """What the counting samples of one workload say across samples: which
+    functions are nondeterministic and where the kernels differ."""
+
+    workload: str
+    windows: dict[str, list[counting.Window]]   # variant -> valid windows
+    flagged: set[str]            # functions whose count varies in repeats
+    known: bool                  # every variant had two windows or more
+    profile: list[counting.ProfileRow]
+    notes: list[str]
+
+    def summary_line(self) -> str:
+        n = "/".join(str(len(self.windows.get(v, []))) for v in VARIANTS)
+        if not self.known:
+            return (f"determinism unknown: counting samples v/p {n} (a "
+                    "function is flagged only when repeats of one kernel "
+                    "differ)")
+        shares = []
+        for ws in self.windows.values():
+            for w in ws:
+                if w.kernel_insns:
+                    out = w.kernel_insns - counting.deterministic_insns(
+                        w.insns(), w.kernel_insns, self.flagged)
+                    shares.append(100.0 * out / w.kernel_insns)
+        worst = max(shares, default=0.0)
+        return (f"nondeterministic: {len(self.flagged)} functions flagged "
+                f"over counting samples v/p {n}, up to {worst:.2f}% of a "
+                "window; left out of kernel_insns_deterministic")
+
+    def as_dict(self) -> dict:
+        return {"flagged": sorted(self.flagged), "known": self.known,
+                "notes": self.notes,
+                "profile": [{"function": r.function, "insns": r.insns,
+                             "calls": r.calls,
+                             "delta": r.delta("vanilla", "patched"),
+                             "nondeterministic": r.nondeterministic}
+                            for r in self.profile]}
+
+
+def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
+                      ) -> list[tuple[Sample, counting.Window]]:
+    """Each valid counting sample with its window, read from the run
+    directory's raw plugin output (each file parsed once)."""
+    cache: dict[str, list[counting.Window]] = {}
+    pairs = []
+    for s in samples:
+        w = WORKLOADS.get(s.workload)
+        if not s.counts or not s.valid or w is None:
+            continue
+        if s.counts not in cache:
+            path = out / s.counts
+            if not path.exists():
+                notes.append(f"{path} is missing: its sample has no profile")
+                cache[s.counts] = []
+            else:
+                cache[s.counts] = counting.parse_counts(
+                    path.read_text()).windows
+        mine = [x for x in cache[s.counts] if x.tag == w.window]
+        if 0 <= s.count_window < len(mine):
+            pairs.append((s, mine[s.count_window]))
+    return pairs
+
+
+def analyse_counts(out: Path, samples: list[Sample]
+                   ) -> dict[str, CountAnalysis]:
+    """Flag nondeterministic functions per workload (over both kernels'
+    repeats), add ``kernel_insns_deterministic`` and
+    ``nondeterministic_pct`` to each counting sample when that is known,
+    and build the differential profile."""
+    notes: list[str] = []
+    pairs = _counting_windows(out, samples, notes)
+    by: dict[str, dict[str, list[tuple[Sample, counting.Window]]]] = \
+        defaultdict(lambda: defaultdict(list))
+    for s, win in pairs:
+        by[s.workload][s.variant].append((s, win))
+    result = {}
+    for name, variants in by.items():
+        windows = {v: [win for _, win in variants.get(v, [])]
+                   for v in VARIANTS}
+        known = all(len(ws) >= 2 for ws in windows.values())
+        flagged = counting.nondeterministic_functions(
+            {v: [win.insns() for win in ws] for v, ws in windows.items()})
+        if known:
+            for s, win in (p for v in variants.values() for p in v):
+                det = counting.deterministic_insns(win.insns(),
+                                                   win.kernel_insns, flagged)
+                s.values["kernel_insns_deterministic"] = det
+                if win.kernel_insns:
+                    s.values["nondeterministic_pct"] = \
+                        100.0 * (1 - det / win.kernel_insns)
+        profile = counting.differential_profile(
+            windows, "vanilla", "patched", flagged, PROFILE_TOP)
+        result[name] = CountAnalysis(name, windows, flagged, known, profile,
+                                     list(notes))
+    return result
+
+
+def profile_lines(a: CountAnalysis) -> list[str]:
+    """The differential profile as a text table."""
+    lines = [a.summary_line()]
+    if not a.profile:
+        return lines
+    lines.append(f"Differential profile: top {len(a.profile)} kernel "
+                 "functions by change in self instructions per window "
+                 "(mean; ~ = varies between repeats)")
+    lines.append(f"{'function':<36} {'vanilla':>12} {'patched':>12} "
+                 f"{'delta':>12} {'calls v/p':>17}")
+    for r in a.profile:
+        name = ("~" if r.nondeterministic else " ") + r.function
+        calls = f"{r.calls['vanilla']:.0f}/{r.calls['patched']:.0f}"
+        lines.append(f"{name[:36]:<36} {_fmt_count(r.insns['vanilla']):>12} "
+                     f"{_fmt_count(r.insns['patched']):>12} "
+                     f"{_fmt_count(r.delta('vanilla', 'patched')):>12} "
+                     f"{calls:>17}")
+    return lines
+
+
+def _fmt_count(x: float) -> str:
+    """An exact count, or a mean of exact counts, in full."""
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
 
 
 def _fmt(x: float) -> str:
@@ -106,8 +234,8 @@ def invalid_lines(w: Workload, samples: list[Sample]) -> list[str]:
     return out
 
 
-def text_report(env: dict, summary: list[dict], samples: list[Sample]
-                ) -> str:
+def text_report(env: dict, summary: list[dict], samples: list[Sample],
+                counts: dict[str, CountAnalysis] | None = None) -> str:
     lines = [f"foliolab comparison: {env.get('patches_label', '?')} vs "
              f"vanilla {env.get('base_version', '')}",
              f"guest: {env.get('arch')} {env.get('accel')} "
@@ -135,6 +263,9 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample]
             lines.append("")
         if not rows:
             lines.append("(no valid samples)")
+        if counts and name in counts:
+            lines += profile_lines(counts[name])
+            lines.append("")
         lines += invalid_lines(w, samples)
         if w.not_measurable:
             lines.append(f"Not measurable here: {w.not_measurable}")
@@ -144,8 +275,8 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def markdown_report(env: dict, summary: list[dict],
-                    samples: list[Sample]) -> str:
+def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
+                    counts: dict[str, CountAnalysis] | None = None) -> str:
     md = ["# foliolab comparison", "",
           f"- series: {env.get('patches_label')}",
           f"- base: {env.get('base_package')} {env.get('base_version')}",
@@ -181,6 +312,8 @@ def markdown_report(env: dict, summary: list[dict],
                 f"| {_fmt(r['vanilla']['coeffvar'])}% / "
                 f"{_fmt(r['patched']['coeffvar'])}% "
                 f"| {r['n_vanilla']}/{r['n_patched']} |")
+        if counts and name in counts:
+            md += ["", *_profile_markdown(name, counts[name])]
         bad = invalid_lines(w, samples)
         if bad:
             md += ["", "Invalid samples:", "", "```", *bad, "```"]
@@ -190,6 +323,56 @@ def markdown_report(env: dict, summary: list[dict],
     for f in env.get("failures", []):
         md.append(f"- FAILED BOOT: {f}")
     return "\n".join(md) + "\n"
+
+
+def _profile_markdown(name: str, a: CountAnalysis) -> list[str]:
+    md = [a.summary_line(), ""]
+    if not a.profile:
+        return md
+    md += [f"Differential profile: the {len(a.profile)} kernel functions "
+           "whose self instructions per window changed most (exact counts, "
+           "mean over counting samples; ~ = varies between repeats of one "
+           "kernel):", "",
+           "| function | vanilla | patched | delta | calls v/p |",
+           "|---|---|---|---|---|"]
+    for r in a.profile:
+        flag = "~" if r.nondeterministic else ""
+        md.append(f"| {flag}`{r.function}` "
+                  f"| {_fmt_count(r.insns['vanilla'])} "
+                  f"| {_fmt_count(r.insns['patched'])} "
+                  f"| {_fmt_count(r.delta('vanilla', 'patched'))} "
+                  f"| {r.calls['vanilla']:.0f}/{r.calls['patched']:.0f} |")
+    md += ["", f"![{name} profile](plots/{name}-profile.png)"]
+    return md
+
+
+def plot_profile(w: Workload, a: CountAnalysis, path: Path) -> bool:
+    """Horizontal bars: patched minus vanilla self instructions per window
+    for the profile's functions (negative = the series saves work)."""
+    if not a.profile:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = a.profile[::-1]
+    deltas = [r.delta("vanilla", "patched") for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    ax.barh(range(len(rows)), deltas,
+            color=["tab:green" if d < 0 else "tab:red" for d in deltas])
+    ax.set_yticks(range(len(rows)),
+                  [("~" if r.nondeterministic else "") + r.function
+                   for r in rows], fontsize=7)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("patched - vanilla, kernel instructions per window "
+                  "(self, exact)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(f"{w.name}: where the kernels' work differs", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
 
 
 def plot_workload(w: Workload, samples: list[Sample], path: Path) -> bool:
@@ -235,6 +418,7 @@ def write_report(out: Path) -> str:
     """(Re)write results.json, report.md and plots/; return the text table."""
     env = json.loads((out / "environment.json").read_text())
     samples = load_samples(out)
+    counts = analyse_counts(out, samples)
     summary = []
     for name in env.get("workloads", []):
         if name in WORKLOADS:
@@ -244,17 +428,22 @@ def write_report(out: Path) -> str:
                 "reasons": s.reasons, "rundir": s.rundir}
                for s in samples if not s.valid]
     results = {"environment": env, "samples": rows, "summary": summary,
-               "invalid": invalid}
+               "invalid": invalid,
+               "counting": {k: a.as_dict() for k, a in counts.items()}}
     (out / "results.json").write_text(json.dumps(results, indent=1,
                                                  default=str) + "\n")
-    (out / "report.md").write_text(markdown_report(env, summary, samples))
+    (out / "report.md").write_text(markdown_report(env, summary, samples,
+                                                   counts))
     for name in env.get("workloads", []):
         if name in WORKLOADS:
             try:
                 plot_workload(WORKLOADS[name], samples,
                               out / "plots" / f"{name}.png")
+                if name in counts:
+                    plot_profile(WORKLOADS[name], counts[name],
+                                 out / "plots" / f"{name}-profile.png")
             except Exception as e:   # a plot must never cost the results
                 log.warning("plot for %s failed: %s", name, e)
-    text = text_report(env, summary, samples)
+    text = text_report(env, summary, samples, counts)
     (out / "report.txt").write_text(text)
     return text

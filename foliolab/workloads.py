@@ -6,7 +6,7 @@ Metric keys are part of the results format (SPEC §7): add, don't rename.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from foliolab import parse
@@ -22,6 +22,7 @@ class Metric:
     better: str          # "lower" | "higher"
     label: str
     primary: bool = True  # primary metrics lead the report
+    counted: bool = False  # from the counting pass (compare --count) only
 
     @property
     def is_rate(self) -> bool:
@@ -386,7 +387,7 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
                        f"counted: {r} (callees included)", primary=False),
                 Metric(f"{r}_calls", "calls", "lower",
                        f"counted: {r} calls", primary=False)]
-    return (*out, *extra)
+    return tuple(replace(m, counted=True) for m in (*out, *extra))
 
 
 _UNMAP_UNIT = CountUnit("folio", "try_to_unmap")

@@ -95,8 +95,46 @@ def test_workload_smoke(workload, tmp_path):
     assert res["invalid"] == [], res["invalid"]
     assert rc == 0
     from foliolab.workloads import WORKLOADS
-    primary = [m.key for m in WORKLOADS[workload].metrics if m.primary]
+    primary = [m.key for m in WORKLOADS[workload].metrics
+               if m.primary and not m.counted]
     got = {(s["variant"], s["metric"]) for s in res["samples"]}
     for variant in ("vanilla", "patched"):
         for key in primary:
             assert (variant, key) in got, (variant, key)
+
+
+def test_count_pageout_exact_invlpg(tmp_path):
+    """Vanilla x86_64 unmaps a 64K folio with one invlpg per PTE: 32 MiB
+    of 64K folios must count exactly 16 x 512 invlpg in every counting
+    sample, and the counts must be repeatable enough to flag noise."""
+    out = tmp_path / "r"
+    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "2",
+                   "--patches", "none", "--param", "size_mb=32", "--count",
+                   "--out", str(out)])
+    assert rc == 0
+    res = load(out)
+    assert res["environment"]["accel"] == "tcg"
+    by = {}
+    for s in res["samples"]:
+        by.setdefault(s["metric"], []).append(s)
+    folios = 32 * 1024 // 64
+    assert len(by["tlb_flush_insns"]) == 4          # 2 runs x 2 variants
+    for s in by["tlb_flush_insns"]:
+        assert s["valid"] and s["value"] == 16 * folios
+    assert {s["value"] for s in by["folios_counted"]} == {folios}
+    assert {s["value"] for s in by["try_to_unmap_calls"]} == {folios}
+    det = [s["value"] for s in by["kernel_insns_deterministic"]]
+    assert len(det) == 4 and max(det) <= 1.001 * min(det)
+    counting = res["counting"]["pageout"]
+    assert counting["known"]
+    assert (out / "plots" / "pageout.png").exists()
+
+
+def test_run_count_prints_exact_counts(capsys):
+    rc = cli.main(["run", "--variant", "vanilla", "--count", "--root",
+                   "do_madvise", "--", "pageout", "8"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "kernel_insns" in text and "do_madvise and its callees" in text
+    calls = int(text.split("do_madvise and its callees (")[1].split()[0])
+    assert calls >= 1

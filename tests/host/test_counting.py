@@ -1,0 +1,313 @@
+"""The counting pass: the plugin's decoders on hand-assembled bytes, its
+output parser on captured output, the metrics and the determinism rules,
+and the marker contract between workloads/common.h and the workloads."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from foliolab import counting, report
+from foliolab.run import Sample
+from foliolab.workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[2]
+KTEXT = 0xffffffff81000000
+ARM_KTEXT = 0xffff800080010000
+
+
+@pytest.fixture(scope="module")
+def decode(tmp_path_factory):
+    """decode(arch, vaddr, hexbytes) -> (class, marker, flow, target,
+    kernel) through the plugin's own decode.h, compiled for the host."""
+    exe = tmp_path_factory.mktemp("decode") / "decode_harness"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror",
+                    "-I", str(ROOT / "foliolab" / "plugin"), "-o", str(exe),
+                    str(ROOT / "tests" / "host" / "c" / "decode_harness.c")],
+                   check=True)
+
+    def run(arch, vaddr, hexbytes):
+        cp = subprocess.run([str(exe)], input=f"{arch} {vaddr:x} {hexbytes}\n",
+                            capture_output=True, text=True, check=True)
+        cls, marker, flow, target, kernel = cp.stdout.split()
+        return cls, int(marker), flow, int(target, 16), kernel == "1"
+    return run
+
+
+@pytest.mark.parametrize("hexbytes, cls", [
+    ("0f0138", "invlpg"),            # invlpg (%rax)
+    ("0f013f", "invlpg"),            # invlpg (%rdi)
+    ("0f01bc2400100000", "invlpg"),  # invlpg 0x1000(%rsp) (mod 10, SIB)
+    ("0f01f8", "none"),              # swapgs: /7 with a register operand
+    ("0f01d0", "none"),              # xgetbv: group 7, /2
+    ("660f388208", "invpcid"),       # invpcid (%rax),%rcx
+    ("0f388208", "none"),            # no 66 prefix: not invpcid
+    ("0f22df", "cr3_write"),         # mov %rdi,%cr3
+    ("0f22e0", "cr4_write"),         # mov %rax,%cr4
+    ("440f22c0", "none"),            # mov %rax,%cr8 (REX.R)
+    ("0f20d8", "none"),              # mov %cr3,%rax: a read
+    ("0f30", "wrmsr"),
+    ("0f32", "none"),                # rdmsr
+    ("4889c7", "none"),              # mov %rax,%rdi
+])
+def test_x86_classes(decode, hexbytes, cls):
+    assert decode("x86_64", KTEXT, hexbytes)[0] == cls
+
+
+@pytest.mark.parametrize("insn, cls", [
+    (0xd50883a0, "tlbi_is"),         # tlbi vale1is, x0
+    (0xd508831f, "tlbi_is"),         # tlbi vmalle1is
+    (0xd5088720, "tlbi_local"),      # tlbi vae1, x0
+    (0xd5088120, "tlbi_os"),         # tlbi vae1os, x0
+    (0xd5088220, "tlbi_range"),      # tlbi rvae1is, x0
+    (0xd5088620, "tlbi_range"),      # tlbi rvae1, x0
+    (0xd50b7e20, "none"),            # dc civac, x0: SYS, but CRn 7
+    (0xd5033b9f, "dsb_ish"),
+    (0xd5033a9f, "none"),            # dsb ishst
+    (0xd5033f9f, "none"),            # dsb sy
+    (0xd518cba1, "sgi1r_write"),     # msr icc_sgi1r_el1, x1
+    (0xd538cba0, "none"),            # mrs x0, icc_sgi1r_el1: a read
+    (0xd503201f, "none"),            # nop
+])
+def test_arm64_classes(decode, insn, cls):
+    assert decode("arm64", ARM_KTEXT, insn.to_bytes(4, "little").hex())[0] \
+        == cls
+
+
+def test_x86_flow(decode):
+    assert decode("x86_64", KTEXT, "c3")[2] == "ret"
+    assert decode("x86_64", KTEXT, "c20800")[2] == "ret"
+    _, _, flow, target, _ = decode("x86_64", KTEXT, "e810000000")
+    assert (flow, target) == ("call", KTEXT + 5 + 0x10)
+    _, _, flow, target, _ = decode("x86_64", KTEXT, "e8fbffffff")
+    assert (flow, target) == ("call", KTEXT)          # call to itself
+    _, _, flow, target, _ = decode("x86_64", KTEXT, "e9f0ffffff")
+    assert (flow, target) == ("jump", KTEXT + 5 - 0x10)
+    assert decode("x86_64", KTEXT, "ffd0")[2] == "none"  # indirect call
+
+
+def test_arm64_flow(decode):
+    def d(insn):
+        return decode("arm64", ARM_KTEXT, insn.to_bytes(4, "little").hex())
+    assert d(0xd65f03c0)[2] == "ret"                   # ret
+    assert d(0xd65f0020)[2] == "ret"                   # ret x1
+    assert d(0xd65f0bff)[2] == "ret"                   # retaa
+    assert d(0x94000002)[2:4] == ("call", ARM_KTEXT + 8)    # bl .+8
+    assert d(0x97ffffff)[2:4] == ("call", ARM_KTEXT - 4)    # bl .-4
+    assert d(0x14000004)[2:4] == ("jump", ARM_KTEXT + 16)   # b .+16
+    assert d(0xd63f0020)[2] == "none"                  # blr x1
+
+
+@pytest.mark.parametrize("hexbytes, marker", [
+    ("0f1f8001f14c46", 0xf101),      # begin, tag 1
+    ("0f1f8081f14c46", 0xf181),      # end, tag 1
+    ("0f1f807ff14c46", 0xf17f),      # begin, tag 127
+    ("0f1f8000000000", -1),          # nopl 0x0(%rax): the compiler's nop
+    ("0f1f8001f24c46", -1),          # wrong magic
+    ("660f1f8001f14c46", -1),        # prefixed: not the marker
+])
+def test_x86_marker(decode, hexbytes, marker):
+    assert decode("x86_64", 0x401000, hexbytes)[1] == marker
+
+
+@pytest.mark.parametrize("insn, marker", [
+    (0xd2fe203f, 0xf101),            # movz xzr, #0xf101, lsl #48
+    (0xd2fe303f, 0xf181),            # movz xzr, #0xf181, lsl #48
+    (0xd2fe2020, -1),                # movz x0: writes a register
+    (0xd2e2469f, -1),                # movz xzr, #0x1234, lsl #48
+    (0xd2be203f, -1),                # movz xzr, #0xf101, lsl #32
+])
+def test_arm64_marker(decode, insn, marker):
+    assert decode("arm64", 0x400000, insn.to_bytes(4, "little").hex())[1] \
+        == marker
+
+
+def test_kernel_address(decode):
+    assert decode("x86_64", KTEXT, "90")[4]
+    assert not decode("x86_64", 0x7fffffffe000, "90")[4]
+    assert decode("arm64", ARM_KTEXT, "1f2003d5")[4]
+    assert not decode("arm64", 0x0000ffffa0000000, "1f2003d5")[4]
+
+
+def _common_h():
+    return (ROOT / "workloads" / "common.h").read_text()
+
+
+def test_marker_bytes_from_common_h(tmp_path):
+    """What the x86 compiler emits from FL_MARK_BEGIN/END is what the
+    decoder matches (found in the object's bytes)."""
+    src = tmp_path / "m.c"
+    src.write_text('#include "common.h"\nvoid f(void)\n{\n'
+                   '\tFL_MARK_BEGIN(5);\n\tFL_MARK_END(5);\n}\n')
+    obj = tmp_path / "m.o"
+    subprocess.run(["gcc", "-O2", "-c", "-I", str(ROOT / "workloads"),
+                    "-o", str(obj), str(src)], check=True)
+    data = obj.read_bytes()
+    assert bytes.fromhex("0f1f8005f14c46") in data
+    assert bytes.fromhex("0f1f8085f14c46") in data
+
+
+def test_arm64_marker_formula_in_common_h():
+    """The .inst expression of common.h gives the decoder's encoding."""
+    m = re.search(r'\.inst (0x[0-9a-f]+) \+ \(\(%c0\) << (\d+)\)', _common_h())
+    assert m, "arm64 FL_MARK in common.h changed shape"
+    base, shift = int(m.group(1), 16), int(m.group(2))
+    assert base + (0xf101 << shift) == 0xd2fe203f
+
+
+def test_window_tags_match_workloads():
+    """Every workload's window is a FL_WIN_* tag its guest side marks."""
+    tags = {int(v): k for k, v in re.findall(
+        r"#define (FL_WIN_\w+)\s+(\d+)", _common_h())}
+    assert tags[0] == "FL_WIN_RUN"
+    sources = {p.name: p.read_text() for p in
+               [*(ROOT / "workloads").glob("*.c"),
+                *(ROOT / "foliolab" / "guest" / "workloads").glob("*.sh")]}
+    for w in WORKLOADS.values():
+        assert w.window in tags, f"{w.name}: window {w.window} not in common.h"
+        name = tags[w.window]
+        used = [f for f, text in sources.items()
+                if f"FL_MARK_BEGIN({name})" in text
+                or re.search(rf"flmark begin {w.window}\b", text)]
+        assert used, f"{w.name}: nothing marks {name} ({w.window})"
+
+
+CAPTURED = """\
+# foliolab counter target=x86_64 vcpus=2 symbols=3 mode=per-vcpu-callback
+window 1 0
+kernel_insns 1000
+class invlpg 48
+class invpcid 0
+class cr3_write 2
+class apic_icr_write 3
+root try_to_unmap 400 3
+fn try_to_unmap_one 300 3
+fn native_flush_tlb_one_user 96 48
+fn read_tsc 20 4
+end
+window 2 0
+kernel_insns 5
+end
+window 1 1
+kernel_insns 1010
+class invlpg 48
+class cr3_write 2
+root try_to_unmap 400 3
+fn try_to_unmap_one 300 3
+fn native_flush_tlb_one_user 96 48
+fn read_tsc 30 6
+end
+window 1 2
+kernel_insns 77
+"""
+
+
+def test_parse_counts():
+    out = counting.parse_counts(CAPTURED)
+    assert [(w.tag, w.seq) for w in out.windows] == [(1, 0), (2, 0), (1, 1)]
+    w = out.windows[0]
+    assert w.kernel_insns == 1000
+    assert w.classes["invlpg"] == 48
+    assert w.roots["try_to_unmap"] == (400, 3)
+    assert w.functions["read_tsc"] == (20, 4)
+    assert any("cut off" in n for n in out.notes)
+    assert any("vcpus=2" in n for n in out.notes)
+
+
+def test_parse_counts_malformed_lines_are_notes():
+    out = counting.parse_counts("window 1 0\nclass invlpg x\nbogus 1\nend\n")
+    assert len(out.windows) == 1
+    assert len(out.notes) == 2
+
+
+def test_window_metrics_x86():
+    w = counting.parse_counts(CAPTURED).windows[0]
+    unit = counting.CountUnit("folio", "try_to_unmap")
+    v = counting.window_metrics(w, "x86_64", unit, ("try_to_unmap",))
+    assert v["tlb_flush_insns"] == 50         # invlpg + CR3 writes
+    assert v["ipis_sent"] == 3
+    assert v["folios_counted"] == 3
+    assert v["tlb_flush_insns_per_folio"] == pytest.approx(50 / 3)
+    assert v["try_to_unmap_insns_per_folio"] == pytest.approx(400 / 3)
+    assert v["try_to_unmap_calls"] == 3
+    assert "dsb_ish_insns" not in v
+
+
+def test_window_metrics_arm64_and_walk_unit():
+    w = counting.Window(5, 0, 900, {"tlbi_is": 4, "tlbi_local": 1,
+                                    "dsb_ish": 4, "sgi1r_write": 2},
+                        {"rmap_walk_ksm": (600, 3)})
+    unit = counting.CountUnit("walk", "rmap_walk_ksm", whole_window=False)
+    v = counting.window_metrics(w, "arm64", unit)
+    assert v["tlb_flush_insns"] == 5
+    assert v["ipis_sent"] == 2
+    assert v["dsb_ish_insns"] == 4
+    assert v["kernel_insns_per_walk"] == 200  # the root's own work
+    assert "tlb_flush_insns_per_walk" not in v
+
+
+def test_nondeterministic_functions():
+    ws = [x.insns() for x in counting.parse_counts(CAPTURED).windows
+          if x.tag == 1]
+    flagged = counting.nondeterministic_functions({"a": ws})
+    assert flagged == {"read_tsc"}
+    # One window per kernel decides nothing.
+    assert counting.nondeterministic_functions({"a": ws[:1],
+                                                "b": ws[1:]}) == set()
+    # Missing from one repeat counts as 0 there.
+    assert counting.nondeterministic_functions(
+        {"a": [{"f": 1}, {}]}) == {"f"}
+    assert counting.deterministic_insns(ws[0], 1000, flagged) == 980
+
+
+def test_differential_profile():
+    a = counting.Window(1, 0, 0, functions={"f": (100, 1), "g": (5, 1),
+                                            "h": (7, 7)})
+    b = counting.Window(1, 0, 0, functions={"f": (40, 1), "g": (5, 1),
+                                            "k": (30, 2)})
+    rows = counting.differential_profile({"vanilla": [a], "patched": [b]},
+                                         "vanilla", "patched", {"k"})
+    assert [r.function for r in rows] == ["f", "k", "h"]   # g unchanged
+    assert rows[0].delta("vanilla", "patched") == -60
+    assert rows[1].nondeterministic and not rows[0].nondeterministic
+    assert rows[2].calls == {"vanilla": 7, "patched": 0}
+
+
+def _counting_sample(tmp_path, variant, run, text):
+    raw = tmp_path / "raw" / "pageout" / f"{variant}-{run:03d}-count"
+    raw.mkdir(parents=True)
+    (raw / "counts.txt").write_text(text)
+    return Sample("pageout", variant, run, {}, True, [], "ok", str(raw),
+                  counts=str((raw / "counts.txt").relative_to(tmp_path)),
+                  count_window=0)
+
+
+def _window(total, tsc, unmap):
+    return (f"window 1 0\nkernel_insns {total}\n"
+            f"fn try_to_unmap_one {unmap} 4\nfn read_tsc {tsc} 1\nend\n")
+
+
+def test_analyse_counts_flags_and_profiles(tmp_path):
+    samples = [_counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 500)),
+               _counting_sample(tmp_path, "vanilla", 1, _window(1005, 15, 500)),
+               _counting_sample(tmp_path, "patched", 0, _window(800, 10, 300)),
+               _counting_sample(tmp_path, "patched", 1, _window(800, 10, 300))]
+    a = report.analyse_counts(tmp_path, samples)["pageout"]
+    assert a.known and a.flagged == {"read_tsc"}
+    assert [s.values["kernel_insns_deterministic"] for s in samples] == \
+        [990, 990, 790, 790]
+    assert samples[1].values["nondeterministic_pct"] == \
+        pytest.approx(100 * 15 / 1005)
+    assert a.profile[0].function == "try_to_unmap_one"
+    assert "2/2" in a.summary_line()
+    assert any("try_to_unmap_one" in line for line in report.profile_lines(a))
+
+
+def test_analyse_counts_one_repeat_is_unknown(tmp_path):
+    samples = [_counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 5)),
+               _counting_sample(tmp_path, "patched", 0, _window(900, 10, 5))]
+    a = report.analyse_counts(tmp_path, samples)["pageout"]
+    assert not a.known
+    assert "kernel_insns_deterministic" not in samples[0].values
+    assert a.summary_line().startswith("determinism unknown")
