@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import resource
 import shlex
 import subprocess
 import time
@@ -142,6 +143,7 @@ class BootResult:
     results: Path
     elapsed: float
     records: list[str] = field(default_factory=list)
+    cpu_s: float | None = None   # QEMU's user + system CPU time
 
     @property
     def clean(self) -> bool:
@@ -191,6 +193,8 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     log.debug("$ %s", shlex.join(argv))
     t0 = time.monotonic()
+    # One QEMU at a time, so the children's CPU time is this boot's.
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stderr_path = rundir / "qemu.stderr"
     with open(stderr_path, "w") as err:
         try:
@@ -207,6 +211,8 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
             rc = p.wait()
             timed_out = True
     elapsed = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     initrd.unlink(missing_ok=True)
     console_text = console.read_text(errors="replace") if console.exists() else ""
     results_text = results.read_text(errors="replace") if results.exists() else ""
@@ -225,7 +231,7 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     else:
         status = "no-exit"
     return BootResult(status, code, issues, console, results, elapsed,
-                      results_text.splitlines())
+                      results_text.splitlines(), round(cpu_s, 2))
 
 
 def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:

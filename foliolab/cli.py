@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run with MGLRU on, off, or both (default both)")
     s.add_argument("--no-kselftests", action="store_true",
                    help="only foliolab's own guest tests")
+    s.add_argument("--count", action="store_true",
+                   help="count each guest test's kernel work exactly (TCG "
+                        "plugin; the boots take about twice as long)")
     s.add_argument("--record-baseline", action="store_true",
                    help="write the kselftest results to "
                         "tests/kselftest-vanilla.json (other arches: "
@@ -356,6 +359,9 @@ def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
 def cmd_test(args) -> int:
     from foliolab import suite
     from foliolab.arch import get_arch
+    if args.count and args.accel == "kvm":
+        raise UsageError("--count needs TCG: the counter is a TCG plugin",
+                         hint="drop --accel kvm (or --count)")
     if args.record_baseline and args.variant != "vanilla":
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
@@ -365,7 +371,7 @@ def cmd_test(args) -> int:
         "test-%Y%m%d-%H%M%S")
     passed, summary = suite.run_suite(
         tree, get_arch(args.arch), out, lru, not args.no_kselftests,
-        args.record_baseline, args.accel)
+        args.record_baseline, args.accel, args.count)
     print(summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if not passed:

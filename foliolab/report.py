@@ -126,6 +126,24 @@ def analyse_counts(out: Path, samples: list[Sample]
     return result
 
 
+def boot_cost_line(name: str, samples: list[Sample]) -> str:
+    """What counting cost: mean wall and QEMU CPU time of the timed and of
+    the counting boots of one workload (one line, empty if not counted)."""
+    def cost(counted: bool) -> str:
+        boots = {s.rundir: s for s in samples if s.workload == name
+                 and bool(s.counts) == counted}.values()
+        wall = [s.wall_s for s in boots if s.wall_s is not None]
+        cpu = [s.cpu_s for s in boots if s.cpu_s is not None]
+        text = f"{sum(wall) / len(wall):.1f} s wall" if wall else "? wall"
+        if cpu:
+            text += f", {sum(cpu) / len(cpu):.1f} s CPU"
+        return text + f" over {len(boots)} boots"
+    if not any(s.counts for s in samples if s.workload == name):
+        return ""
+    return (f"boot cost: timed {cost(False)}; counting {cost(True)} "
+            "(means per boot; a timed boot also runs the profiled passes)")
+
+
 def profile_lines(a: CountAnalysis) -> list[str]:
     """The differential profile as a text table."""
     lines = [a.summary_line()]
@@ -265,6 +283,7 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
             lines.append("(no valid samples)")
         if counts and name in counts:
             lines += profile_lines(counts[name])
+            lines.append(boot_cost_line(name, samples))
             lines.append("")
         lines += invalid_lines(w, samples)
         if w.not_measurable:
@@ -313,7 +332,8 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                 f"{_fmt(r['patched']['coeffvar'])}% "
                 f"| {r['n_vanilla']}/{r['n_patched']} |")
         if counts and name in counts:
-            md += ["", *_profile_markdown(name, counts[name])]
+            md += ["", *_profile_markdown(name, counts[name]), "",
+                   boot_cost_line(name, samples)]
         bad = invalid_lines(w, samples)
         if bad:
             md += ["", "Invalid samples:", "", "```", *bad, "```"]

@@ -47,6 +47,7 @@ class Sample:
     # directory) and which of the workload's windows in it is this one.
     counts: str = ""
     count_window: int = -1
+    cpu_s: float | None = None    # QEMU's CPU time for the whole boot
 
     def rows(self) -> list[dict]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
@@ -141,7 +142,7 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
                                   not reasons, reasons, res.status,
                                   str(res.console.parent), g.boot_s,
                                   round(res.elapsed, 2), rel,
-                                  i if counted else -1))
+                                  i if counted else -1, res.cpu_s))
     return out_samples
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import boot as boot_mod
-from foliolab import build, hostsetup, image, parse, proc, source
+from foliolab import build, counting, hostsetup, image, parse, proc, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.paths import PROJECT_ROOT
@@ -151,6 +151,7 @@ class SuiteBoot:
     checks: list[Check] = field(default_factory=list)
     kselftests: dict[str, dict[str, str]] = field(default_factory=dict)
     console: str = ""
+    counts: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -279,12 +280,39 @@ def ktap_summary(boots: list[SuiteBoot]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def test_counts(res: boot_mod.BootResult, arch: str
+                ) -> dict[str, dict[str, float]]:
+    """``foliolab test --count``: each of our guest tests' counts, from
+    the windows run.sh put around them (in the order the tests ran)."""
+    path = res.console.parent / "counts.txt"
+    if not path.exists():
+        return {}
+    windows = [w for w in counting.parse_counts(path.read_text()).windows
+               if w.tag == counting.RUN_WINDOW]
+    s = parse.parse_records(res.records).samples
+    names = [f[5:] for f in (s[0].files if s else {})
+             if f.startswith("ktap.")]
+    return {name: counting.window_metrics(w, arch, None)
+            for name, w in zip(names, windows)}
+
+
+def count_lines(lru_gen: str, counts: dict[str, dict[str, float]]
+                ) -> list[str]:
+    """KTAP diagnostic lines: the exact kernel work of each guest test."""
+    return [f"# counted mglru={lru_gen} {name}: kernel_insns "
+            f"{v['kernel_insns']:.0f}, tlb_flush_insns "
+            f"{v['tlb_flush_insns']:.0f}, ipis_sent {v['ipis_sent']:.0f}"
+            for name, v in counts.items()]
+
+
 def run_suite(tree: source.Tree, arch: Arch, out: Path,
               lru_gens: tuple[str, ...] = ("y", "n"),
               kselftests: bool = True, record_baseline: bool = False,
-              accel: str = "tcg") -> tuple[bool, str]:
-    """Build, boot and judge; returns (passed, KTAP summary)."""
+              accel: str = "tcg", count: bool = False) -> tuple[bool, str]:
+    """Build, boot and judge; returns (passed, KTAP summary). ``count``:
+    boot with the counter and report each guest test's kernel work."""
     kernel = build.build_kernel(tree, arch, "debug")
+    counter = counting.counter_for(arch, kernel.build_dir) if count else None
     if kselftests:
         build_kselftests(tree, arch, kernel)
     img = image.build_image(arch)
@@ -296,6 +324,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # kselftests once (they test the kernel, not reclaim's LRU choice)
         # The 20,000-VMA KSM migration (minutes on vanilla) runs once too.
         job = (f"export FL_LRU_GEN={lru}\n"
+               f"export FL_COUNT={1 if count else 0}\n"
                f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
                f"export FL_KSELFTESTS='{ks if i == 0 else ''}'\n"
                ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
@@ -306,13 +335,17 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                                  memory_mb=4096, numa_nodes=2,
                                  # vanilla: ~11 min for the boot with
                                  # the kselftests, ~2 min without
-                                 timeout=1800 * arch.tcg_slowdown,
+                                 timeout=1800 * arch.tcg_slowdown *
+                                 (3 if count else 1),
+                                 counter=counter,
                                  cmdline=boot_mod.debug_cmdline("debug") +
                                  ("brd.rd_nr=1", "brd.rd_size=1048576"))
         log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,
                  "on" if lru == "y" else "off")
         res = boot_mod.boot(spec, img.path, job, out / f"mglru-{lru}")
         boots.append(judge_boot(lru, res))
+        if count:
+            boots[-1].counts = test_counts(res, arch.name)
     base_file = baseline_path(arch)
     baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
     results = {k: v for b in boots for k, v in b.kselftests.items()}
@@ -330,6 +363,9 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                   f"not built for {arch.name} by the mm Makefile")
             for name in NOT_BUILT.get(arch.name, ())]
     summary = ktap_summary(boots)
+    for b in boots:
+        summary += "\n".join(count_lines(b.lru_gen, b.counts)) + \
+            ("\n" if b.counts else "")
     (out / "suite.ktap").write_text(summary)
     (out / "suite.json").write_text(json.dumps({
         "variant": tree.variant, "commit": tree.commit,
@@ -337,7 +373,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
             timespec="seconds"),
         "boots": [{"lru_gen": b.lru_gen, "boot": b.boot, "console": b.console,
                    "checks": [c.__dict__ for c in b.checks],
-                   "kselftests": b.kselftests} for b in boots]},
+                   "kselftests": b.kselftests, "counts": b.counts}
+                  for b in boots]},
         indent=1) + "\n")
     passed = all(c.status != "fail" for b in boots for c in b.checks)
     return passed, summary

@@ -186,3 +186,28 @@ def test_kselftests_per_arch():
     assert len(arm) == len(x86) - 1
     # arm64 guests are slower under TCG: longer limits
     assert arm["cow"][1] > x86["cow"][1]
+
+
+def test_test_counts_pairs_windows_with_guest_tests(tmp_path):
+    records = ["@@ boot 1.0",
+               "@@ file ktap.anon_swap", "KTAP version 1", "1..1", "ok 1 a",
+               "@@ end",
+               "@@ file ktap.ksm_index", "KTAP version 1", "1..1", "ok 1 b",
+               "@@ end",
+               "@@ file kselftest.cow", "1..1", "ok 1 x", "@@ end",
+               "@@ exit 0"]
+    (tmp_path / "counts.txt").write_text(
+        "window 0 0\nkernel_insns 100\nclass invlpg 4\n"
+        "class apic_icr_write 1\nend\n"
+        "window 1 0\nkernel_insns 7\nend\n"
+        "window 0 1\nkernel_insns 200\nclass cr3_write 2\nend\n")
+    res = boot.BootResult("ok", 0, [], tmp_path / "console.log",
+                          tmp_path / "results.txt", 1.0, records)
+    counts = suite.test_counts(res, "x86_64")
+    assert list(counts) == ["anon_swap", "ksm_index"]
+    assert counts["anon_swap"]["tlb_flush_insns"] == 4
+    assert counts["anon_swap"]["ipis_sent"] == 1
+    assert counts["ksm_index"]["kernel_insns"] == 200
+    lines = suite.count_lines("y", counts)
+    assert lines[1] == ("# counted mglru=y ksm_index: kernel_insns 200, "
+                        "tlb_flush_insns 2, ipis_sent 0")

@@ -45,7 +45,10 @@ for t in /foliolab/tests/*; do
 	name=${t##*/}
 	base=$(swap_free)
 	echo "@@ file ktap.$name"
+	# foliolab test --count: one counting window per test, in this order
+	[ "$FL_COUNT" = 1 ] && flmark begin 0
 	(cd /tmp && "$t" 2>&1)
+	[ "$FL_COUNT" = 1 ] && flmark end 0
 	echo "@@ end"
 	fl_oracles "$name" "$base"
 done
