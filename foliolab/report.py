@@ -169,6 +169,13 @@ def _fmt_count(x: float) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
 
 
+def _fmt_small(x: float) -> str:
+    """Like _fmt, with four significant digits below 1."""
+    if x is None or math.isnan(x) or abs(x) >= 1 or x == 0:
+        return _fmt(x)
+    return f"{x:.3g}" if abs(x) >= 1e-4 else f"{x:.1e}"
+
+
 def _fmt(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "nan"
@@ -219,8 +226,10 @@ def _metric_table(row: dict) -> list[str]:
         d = stats.pct_diff(v, p, direction)
         sig = row["significant"] and field == "mean"
         diff = f"*{d:7.2f}%*" if sig else f"({d:7.2f}%)"
-        lines.append(f"{label:<9} {key:<28} {_fmt(v):>12} ({0:7.2f}%) "
-                     f"{_fmt(p):>12} {diff}")
+        # exact counts repeat to a few parts per million: show them
+        fmt = _fmt_small if field == "coeffvar" else _fmt
+        lines.append(f"{label:<9} {key:<28} {fmt(v):>12} ({0:7.2f}%) "
+                     f"{fmt(p):>12} {diff}")
     lines.append(
         f"{'Ratio':<9} {key:<28} {row['ratio']:.3f} "
         f"CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
@@ -328,8 +337,8 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                 f"| {sig}{r['ratio']:.3f}{sig} "
                 f"| [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
                 f"| {r['p_value']:.3g} "
-                f"| {_fmt(r['vanilla']['coeffvar'])}% / "
-                f"{_fmt(r['patched']['coeffvar'])}% "
+                f"| {_fmt_small(r['vanilla']['coeffvar'])}% / "
+                f"{_fmt_small(r['patched']['coeffvar'])}% "
                 f"| {r['n_vanilla']}/{r['n_patched']} |")
         if counts and name in counts:
             md += ["", *_profile_markdown(name, counts[name]), "",

@@ -258,6 +258,11 @@ def test_nondeterministic_functions():
     # Missing from one repeat counts as 0 there.
     assert counting.nondeterministic_functions(
         {"a": [{"f": 1}, {}]}) == {"f"}
+    # A path function that background work calls too jitters by little.
+    jitter = {"a": [{"memset": 1_000_000}, {"memset": 1_000_079}]}
+    assert counting.nondeterministic_functions(jitter) == set()
+    assert counting.nondeterministic_functions(jitter, spread=0) == \
+        {"memset"}
     assert counting.deterministic_insns(ws[0], 1000, flagged) == 980
 
 
