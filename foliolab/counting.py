@@ -157,6 +157,8 @@ class Window:
     classes: dict[str, int] = field(default_factory=dict)
     roots: dict[str, tuple[int, int]] = field(default_factory=dict)
     functions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # root -> class -> count, inside the root and its callees
+    root_classes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def insns(self) -> dict[str, int]:
         return {f: n for f, (n, _) in self.functions.items()}
@@ -191,6 +193,9 @@ def parse_counts(text: str) -> CountOutput:
                 cur.classes[parts[1]] = int(parts[2])
             elif parts[0] == "root":
                 cur.roots[parts[1]] = (int(parts[2]), int(parts[3]))
+            elif parts[0] == "rootclass":
+                cur.root_classes.setdefault(parts[1], {})[parts[2]] = \
+                    int(parts[3])
             elif parts[0] == "fn":
                 cur.functions[parts[1]] = (int(parts[2]), int(parts[3]))
             elif parts[0] == "end":
@@ -232,6 +237,10 @@ def window_metrics(w: Window, arch: str, unit: CountUnit | None,
         insns, entries = w.roots.get(root, (0, 0))
         v[f"{root}_insns"] = insns
         v[f"{root}_calls"] = entries
+        rc = w.root_classes.get(root, {})
+        v[f"{root}_tlb_flush_insns"] = sum(rc.get(c, 0)
+                                           for c in TLB_FLUSH_CLASSES[arch])
+        v[f"{root}_ipis_sent"] = sum(rc.get(c, 0) for c in IPI_CLASSES[arch])
     if unit:
         insns, units = w.roots.get(unit.root, (0, 0))
         v[f"{unit.name}s_counted"] = units

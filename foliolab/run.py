@@ -96,6 +96,9 @@ def count_values(w: Workload, arch: str, derived: dict[str, float],
     if w.count_unit is None and swapped:
         v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
         v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped
+        # what reclaim itself sent, without the workload's own IPIs
+        for root in w.count_roots:
+            v[f"{root}_ipis_per_swapout"] = v[f"{root}_ipis_sent"] / swapped
     if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
         reasons.append(f"{w.count_unit.root} was never entered in the "
                        "window (no units to count per)")

@@ -386,7 +386,12 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
         out += [Metric(f"{r}_insns", "insns", "lower",
                        f"counted: {r} (callees included)", primary=False),
                 Metric(f"{r}_calls", "calls", "lower",
-                       f"counted: {r} calls", primary=False)]
+                       f"counted: {r} calls", primary=False),
+                Metric(f"{r}_tlb_flush_insns", "insns", "lower",
+                       f"counted: TLB invalidations inside {r}",
+                       primary=False),
+                Metric(f"{r}_ipis_sent", "IPIs", "lower",
+                       f"counted: IPIs sent inside {r}", primary=False)]
     return tuple(replace(m, counted=True) for m in (*out, *extra))
 
 
@@ -522,6 +527,9 @@ WORKLOADS: dict[str, Workload] = {
                        "counted: IPIs sent per page swapped out"),
                 Metric("tlb_flush_insns_per_swapout", "insns", "lower",
                        "counted: TLB invalidations per page swapped out"),
+                Metric("shrink_folio_list_ipis_per_swapout", "IPIs", "lower",
+                       "counted: IPIs sent inside shrink_folio_list per page "
+                       "swapped out"),
             )),
         ),
         derive=derive_dirty_tlb, timeout=240,

@@ -57,6 +57,8 @@ struct vcpu_counts {
 	uint64_t *fn_entries;
 	uint64_t root_insns[MAX_ROOTS];
 	uint64_t root_entries[MAX_ROOTS];
+	/* classes executed inside each root, its callees included */
+	uint64_t root_cls[MAX_ROOTS][NR_CLASSES + 1];
 	uint32_t root_active;		/* bit per root */
 };
 #define CLS_ICR NR_CLASSES
@@ -105,6 +107,7 @@ struct snapshot {
 	uint64_t kernel_insns;
 	uint64_t cls[NR_CLASSES + 1];
 	uint64_t root_insns[MAX_ROOTS], root_entries[MAX_ROOTS];
+	uint64_t root_cls[MAX_ROOTS][NR_CLASSES + 1];
 	uint64_t *fn_insns, *fn_entries;
 };
 static struct snapshot windows[MARK_TAG_MASK + 1];
@@ -211,8 +214,12 @@ static void block_exec(unsigned int vcpu_index, void *udata)
 		for (int r = 0; r < nr_roots; r++) {
 			if (b->enters_roots & (1u << r))
 				c->root_entries[r]++;
-			if (c->root_active & (1u << r))
-				c->root_insns[r] += b->insns;
+			if (!(c->root_active & (1u << r)))
+				continue;
+			c->root_insns[r] += b->insns;
+			if (b->has_cls)
+				for (int i = 0; i < NR_CLASSES; i++)
+					c->root_cls[r][i] += b->cls[i];
 		}
 		c->root_active &= ~b->returns_roots;
 	}
@@ -227,8 +234,14 @@ static void icr_store(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
 	if (!qemu_plugin_mem_is_store(info))
 		return;
 	hw = qemu_plugin_get_hwaddr(info, vaddr);
-	if (hw && qemu_plugin_hwaddr_phys_addr(hw) == APIC_ICR_LOW)
-		vcpus[vcpu_index].cls[CLS_ICR]++;
+	if (hw && qemu_plugin_hwaddr_phys_addr(hw) == APIC_ICR_LOW) {
+		struct vcpu_counts *c = &vcpus[vcpu_index];
+
+		c->cls[CLS_ICR]++;
+		for (int r = 0; r < nr_roots; r++)
+			if (c->root_active & (1u << r))
+				c->root_cls[r][CLS_ICR]++;
+	}
 }
 
 static void sum_counts(struct snapshot *s)
@@ -236,6 +249,7 @@ static void sum_counts(struct snapshot *s)
 	memset(s->cls, 0, sizeof(s->cls));
 	memset(s->root_insns, 0, sizeof(s->root_insns));
 	memset(s->root_entries, 0, sizeof(s->root_entries));
+	memset(s->root_cls, 0, sizeof(s->root_cls));
 	memset(s->fn_insns, 0, (nr_syms + 1) * sizeof(uint64_t));
 	memset(s->fn_entries, 0, (nr_syms + 1) * sizeof(uint64_t));
 	s->kernel_insns = 0;
@@ -248,6 +262,8 @@ static void sum_counts(struct snapshot *s)
 		for (int r = 0; r < nr_roots; r++) {
 			s->root_insns[r] += c->root_insns[r];
 			s->root_entries[r] += c->root_entries[r];
+			for (int i = 0; i <= NR_CLASSES; i++)
+				s->root_cls[r][i] += c->root_cls[r][i];
 		}
 		for (size_t f = 0; f <= nr_syms; f++) {
 			s->fn_insns[f] += c->fn_insns[f];
@@ -273,10 +289,19 @@ static void write_window(int tag, struct snapshot *begin)
 			now.cls[i] - begin->cls[i]);
 	fprintf(out, "class apic_icr_write %" PRIu64 "\n",
 		now.cls[CLS_ICR] - begin->cls[CLS_ICR]);
-	for (int r = 0; r < nr_roots; r++)
+	for (int r = 0; r < nr_roots; r++) {
 		fprintf(out, "root %s %" PRIu64 " %" PRIu64 "\n", root_names[r],
 			now.root_insns[r] - begin->root_insns[r],
 			now.root_entries[r] - begin->root_entries[r]);
+		for (int i = 0; i <= NR_CLASSES; i++) {
+			uint64_t n = now.root_cls[r][i] - begin->root_cls[r][i];
+
+			if (n)
+				fprintf(out, "rootclass %s %s %" PRIu64 "\n",
+					root_names[r], i < NR_CLASSES ?
+					class_names[i] : "apic_icr_write", n);
+		}
+	}
 	for (size_t f = 0; f <= nr_syms; f++) {
 		uint64_t n = now.fn_insns[f] - begin->fn_insns[f];
 		uint64_t e = now.fn_entries[f] - begin->fn_entries[f];

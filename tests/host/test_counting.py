@@ -182,6 +182,8 @@ class invpcid 0
 class cr3_write 2
 class apic_icr_write 3
 root try_to_unmap 400 3
+rootclass try_to_unmap invlpg 48
+rootclass try_to_unmap apic_icr_write 1
 fn try_to_unmap_one 300 3
 fn native_flush_tlb_one_user 96 48
 fn read_tsc 20 4
@@ -211,6 +213,8 @@ def test_parse_counts():
     assert w.classes["invlpg"] == 48
     assert w.roots["try_to_unmap"] == (400, 3)
     assert w.functions["read_tsc"] == (20, 4)
+    assert w.root_classes == {"try_to_unmap": {"invlpg": 48,
+                                               "apic_icr_write": 1}}
     assert any("cut off" in n for n in out.notes)
     assert any("vcpus=2" in n for n in out.notes)
 
@@ -231,6 +235,8 @@ def test_window_metrics_x86():
     assert v["tlb_flush_insns_per_folio"] == pytest.approx(50 / 3)
     assert v["try_to_unmap_insns_per_folio"] == pytest.approx(400 / 3)
     assert v["try_to_unmap_calls"] == 3
+    assert v["try_to_unmap_tlb_flush_insns"] == 48   # no CR3 write inside
+    assert v["try_to_unmap_ipis_sent"] == 1
     assert "dsb_ish_insns" not in v
 
 
