@@ -97,6 +97,7 @@ static uint64_t return_thunk;	/* x86 __x86_return_thunk: a ret */
 /* vaddr -> roots returned to there; filled at translation, read at run. */
 static uint64_t ret_key[RET_SLOTS];
 static uint32_t ret_roots[RET_SLOTS];
+static int ret_table_full;	/* a return point was dropped: say so */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -154,20 +155,25 @@ static void add_return_point(uint64_t vaddr, uint32_t roots)
 {
 	size_t i = ret_slot(vaddr);
 
+	/*
+	 * vCPU threads translate concurrently: claim an empty slot with a
+	 * compare-and-swap, then or the roots in, so that two writers never
+	 * lose a key or mix up their masks.
+	 */
 	for (size_t probes = 0; probes < RET_SLOTS; probes++) {
 		uint64_t k = __atomic_load_n(&ret_key[i], __ATOMIC_ACQUIRE);
 
+		if (!k && __atomic_compare_exchange_n(&ret_key[i], &k, vaddr,
+						      0, __ATOMIC_ACQ_REL,
+						      __ATOMIC_ACQUIRE))
+			k = vaddr;
 		if (k == vaddr) {
 			__atomic_fetch_or(&ret_roots[i], roots, __ATOMIC_RELEASE);
 			return;
 		}
-		if (!k) {
-			__atomic_store_n(&ret_roots[i], roots, __ATOMIC_RELAXED);
-			__atomic_store_n(&ret_key[i], vaddr, __ATOMIC_RELEASE);
-			return;
-		}
 		i = (i + 1) % RET_SLOTS;
 	}
+	ret_table_full = 1;
 }
 
 static uint32_t returns_here(uint64_t vaddr)
@@ -234,7 +240,8 @@ static void icr_store(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
 	if (!qemu_plugin_mem_is_store(info))
 		return;
 	hw = qemu_plugin_get_hwaddr(info, vaddr);
-	if (hw && qemu_plugin_hwaddr_phys_addr(hw) == APIC_ICR_LOW) {
+	if (hw && qemu_plugin_hwaddr_is_io(hw) &&
+	    qemu_plugin_hwaddr_phys_addr(hw) == APIC_ICR_LOW) {
 		struct vcpu_counts *c = &vcpus[vcpu_index];
 
 		c->cls[CLS_ICR]++;
@@ -428,6 +435,9 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 	for (int tag = 0; tag <= MARK_TAG_MASK; tag++)
 		if (windows[tag].open)
 			fprintf(out, "# window %d still open at exit\n", tag);
+	if (ret_table_full)
+		fprintf(out, "# return-point table full: root counts may run "
+			"past a return\n");
 	fflush(out);
 	pthread_mutex_unlock(&lock);
 }
