@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import shutil
 import tarfile
 from dataclasses import dataclass
@@ -236,6 +237,7 @@ def dev_tree(series: Series) -> Path:
 
 def export_series(directory: Path) -> list[Path]:
     """Write dev's commits since the base to ``directory`` with format-patch."""
+    directory = directory.resolve()     # git runs in the developer tree
     prepare_base()
     wt = cache_root() / "worktrees" / "dev"
     if not (wt / ".git").exists():
@@ -249,14 +251,47 @@ def export_series(directory: Path) -> list[Path]:
     tmp = directory / ".export"
     shutil.rmtree(tmp, ignore_errors=True)
     git(wt, "format-patch", "-q", "--no-signature", "--zero-commit",
-        f"--base={BASE_TAG}", "-o", str(tmp), f"{BASE_TAG}..HEAD")
+        "--cover-letter", f"--base={BASE_TAG}", "-o", str(tmp),
+        f"{BASE_TAG}..HEAD")
+    cover = tmp / COVER_LETTER
+    old_cover = directory / COVER_LETTER
+    if old_cover.exists():
+        # The subject and blurb are written by hand; the shortlog,
+        # diffstat and base-commit follow the commits.
+        cover.write_text(carry_cover_letter(old_cover.read_text(),
+                                            cover.read_text()))
     for old in directory.glob("*.patch"):
         old.unlink()
     written = []
     for p in sorted(tmp.glob("*.patch")):
         dst = directory / p.name
         p.rename(dst)
-        written.append(dst)
+        if p.name != COVER_LETTER:
+            written.append(dst)
     tmp.rmdir()
     (directory / "series").write_text("".join(p.name + "\n" for p in written))
     return written
+
+
+COVER_LETTER = "0000-cover-letter.patch"
+_SUBJECT_PLACEHOLDER = "*** SUBJECT HERE ***"
+_BLURB_PLACEHOLDER = "*** BLURB HERE ***"
+
+
+def carry_cover_letter(old: str, new: str) -> str:
+    """``new`` (git format-patch's fresh cover letter) with the subject and
+    blurb of ``old``: the blurb is everything from the first blank line
+    after the headers up to the shortlog ("Author (N):")."""
+    m = re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)", old,
+                  re.M)
+    head, _, rest = old.partition("\n\n")
+    b = re.search(r"^\S.* \(\d+\):$", rest, re.M)
+    if not m or not b:
+        raise UsageError(f"cannot read the subject and blurb of the old "
+                         f"{COVER_LETTER}",
+                         hint="keep its Subject: line and the "
+                              "\"Author (N):\" shortlog line")
+    subject = " ".join(line.strip() for line in m.group(1).splitlines())
+    blurb = rest[:b.start()].rstrip("\n")
+    return (new.replace(_SUBJECT_PLACEHOLDER, subject, 1)
+               .replace(_BLURB_PLACEHOLDER, blurb, 1))

@@ -76,3 +76,21 @@ def test_patch_that_does_not_apply_names_patch_and_base(repo, tmp_path,
     # nothing half-applied, no am in progress
     assert (repo / "rmap.c").read_text() == "int a;\nint other;\nint c;\n"
     assert not (repo / ".git" / "rebase-apply").exists()
+
+
+def test_cover_letter_keeps_its_subject_and_blurb_across_exports():
+    old = ("From 0000 Mon Sep 17 00:00:00 2001\nFrom: f <f@e.org>\n"
+           "Subject: [PATCH 00/02] mm: a long subject that git\n"
+           " folded\n\nWhy.\n\nfoliolab (2):\n  a\n  b\n\n 1 file changed\n")
+    new = ("From 0000 Mon Sep 17 00:00:00 2001\nFrom: f <f@e.org>\n"
+           "Subject: [PATCH 00/03] *** SUBJECT HERE ***\n\n"
+           "*** BLURB HERE ***\n\nfoliolab (3):\n  a\n  b\n  c\n")
+    got = source.carry_cover_letter(old, new)
+    assert "Subject: [PATCH 00/03] mm: a long subject that git folded\n" in got
+    assert "\n\nWhy.\n\nfoliolab (3):\n  a\n  b\n  c\n" in got
+
+
+def test_cover_letter_without_a_shortlog_is_a_clear_error():
+    with pytest.raises(UsageError, match="subject and blurb"):
+        source.carry_cover_letter("Subject: [PATCH 0/1] x\n\nno shortlog\n",
+                                  "")
