@@ -20,6 +20,7 @@ from pathlib import Path
 
 from foliolab import image as image_mod
 from foliolab.arch import Arch
+from foliolab import counting, kconfig
 from foliolab.counting import Counter
 from foliolab.errors import BootError, UsageError
 from foliolab.paths import cache_root
@@ -65,9 +66,8 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     writes the plugin's windows to counts.txt beside the console log."""
     a = spec.arch
     a.check_accel(spec.accel)
-    if spec.counter and spec.accel != "tcg":
-        raise UsageError("counting needs TCG: the plugin sees only "
-                         "translated code", hint="use --accel tcg")
+    if spec.counter:
+        counting.check_accel(spec.accel)
     argv = [a.qemu_binary, *a.qemu_machine, "-nodefaults", "-nographic",
             "-no-reboot", "-monitor", "none"]
     if spec.accel == "kvm":
@@ -261,6 +261,6 @@ def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
 
 def debug_cmdline(purpose: str) -> tuple[str, ...]:
     """Kernel arguments a purpose needs: the debug kernel checks harder."""
-    if purpose == "debug":
+    if purpose in kconfig.DEBUG_PURPOSES:
         return ("page_table_check=on", "panic_on_warn=1")
     return ()

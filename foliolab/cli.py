@@ -38,6 +38,17 @@ def positive_int(value: str) -> int:
     return n
 
 
+def seed_list(value: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a comma-separated list of numbers") from None
+    if any(n < 0 for n in seeds):
+        raise argparse.ArgumentTypeError(f"{value!r}: seeds are >= 0")
+    return seeds
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but errors are our one-line UsageError."""
 
@@ -173,6 +184,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--count", action="store_true",
                    help="count each guest test's kernel work exactly (TCG "
                         "plugin; the boots take about twice as long)")
+    s.add_argument("--append", action="append", default=[], metavar="ARG",
+                   help="extra kernel argument (repeatable), e.g. a boot "
+                        "parameter of a test-only kernel change")
+    s.add_argument("--config", choices=("debug", "kasan"), default="debug",
+                   help="debug (default) or kasan: debug plus generic KASAN")
+    s.add_argument("--only", action="append", default=[],
+                   metavar="PROGRAM[.CASE]",
+                   help="run only this guest test program or case "
+                        "(repeatable; e.g. anon_swap.pageout_64k); no "
+                        "kselftests")
+    s.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                   help="run each selected guest test program N times "
+                        "in the boot (to chase a flaky case)")
+    s.add_argument("--stress", type=positive_int, metavar="SECONDS",
+                   help="besides the fixed seeds, run the randomized stress "
+                        "test with new random seeds for about SECONDS")
+    s.add_argument("--stress-seeds", type=seed_list, metavar="N,N,...",
+                   help="run the stress test with exactly these seeds "
+                        "(to reproduce a failure: its name has the seed)")
     s.add_argument("--record-baseline", action="store_true",
                    help="write the kselftest results to "
                         "tests/kselftest-vanilla.json (other arches: "
@@ -299,9 +329,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"--root given {len(args.root)} times; the counter "
                          f"follows at most {counting.MAX_ROOTS} roots",
                          hint="drop some --root options")
-    if args.count and args.accel == "kvm":
-        raise UsageError("--count needs TCG: the counter is a TCG plugin",
-                         hint="drop --accel kvm (or --count)")
+    if args.count:
+        counting.check_accel(args.accel)
     (tree,) = _trees(args, [args.variant])
     kernel = build.build_kernel(tree, arch, args.config)
     img = image.build_image(arch)
@@ -323,7 +352,7 @@ def cmd_run(args) -> int:
                                   "functions may carry a suffix such as "
                                   ".isra.0)")
         spec = replace(spec, counter=counter.with_roots(tuple(args.root)),
-                       timeout=args.timeout * 3)
+                       timeout=args.timeout * counting.TIMEOUT_FACTOR)
         # The window closes in the marker's own process, so it also holds
         # one fork and exec of flmark (a few hundred thousand insns).
         job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
@@ -344,9 +373,7 @@ def cmd_run(args) -> int:
 def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
     from foliolab import counting
-    text = path.read_text() if path.exists() else ""
-    windows = [w for w in counting.parse_counts(text).windows
-               if w.tag == counting.RUN_WINDOW]
+    windows = counting.read_windows(path, counting.RUN_WINDOW)
     if not windows:
         raise FoliolabError("the counting window of the command did not "
                             "close", log_path=path)
@@ -357,11 +384,11 @@ def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
 
 
 def cmd_test(args) -> int:
-    from foliolab import suite
+    from foliolab import counting, suite
     from foliolab.arch import get_arch
-    if args.count and args.accel == "kvm":
-        raise UsageError("--count needs TCG: the counter is a TCG plugin",
-                         hint="drop --accel kvm (or --count)")
+    if args.count:
+        counting.check_accel(args.accel)
+    suite.check_only(tuple(args.only))
     if args.record_baseline and args.variant != "vanilla":
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
@@ -370,8 +397,11 @@ def cmd_test(args) -> int:
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "test-%Y%m%d-%H%M%S")
     passed, summary = suite.run_suite(
-        tree, get_arch(args.arch), out, lru, not args.no_kselftests,
-        args.record_baseline, args.accel, args.count)
+        tree, get_arch(args.arch), out, lru,
+        not (args.no_kselftests or args.only), args.record_baseline,
+        args.accel, args.count, tuple(args.append), args.config,
+        suite.stress_plan(args.stress, args.stress_seeds),
+        tuple(args.only), args.repeat)
     print(summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if not passed:

@@ -21,7 +21,7 @@ from foliolab import __version__, build, counting, hostsetup, image, report, sou
 from foliolab.arch import get_arch
 from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
                            probe_kvm)
-from foliolab.errors import BenchmarkError, FoliolabError, UsageError
+from foliolab.errors import BenchmarkError, FoliolabError
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run import RunRequest, run_workloads
 from foliolab.workloads import Workload
@@ -106,10 +106,8 @@ def compare(req: CompareRequest) -> str:
     # Bad input is found before anything is built or written.
     check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
                              cpu=req.cpu))
-    if req.count and req.accel == "kvm":
-        raise UsageError("--count needs TCG: the counter is a TCG plugin",
-                         hint="drop --accel kvm (auto picks TCG with "
-                              "--count)")
+    if req.count:
+        counting.check_accel(req.accel)
     req.out.mkdir(parents=True, exist_ok=True)
     (req.out / "samples.jsonl").unlink(missing_ok=True)
     env = {

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from foliolab import hostsetup
 from foliolab.arch import Arch
-from foliolab.errors import BootError, SetupError
+from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -45,6 +45,10 @@ IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
 MAX_ROOTS = 8
 # The window `foliolab run --count` puts around the command (FL_WIN_RUN).
 RUN_WINDOW = 0
+# A counting boot's time limit is this many times the timed boot's: the
+# plugin's callbacks slow TCG down (1.4x measured for pageout, more for
+# kernel-heavy work).
+TIMEOUT_FACTOR = 3
 # Function names whose stores the plugin checks for the xAPIC ICR.
 X86_IPI_FUNCTIONS = ("apic", "IPI")
 
@@ -71,6 +75,14 @@ class Counter:
                                 "QEMU's -plugin option cannot carry",
                                 hint="use paths without commas")
         return ["-plugin", ",".join(args)]
+
+
+def check_accel(accel: str) -> None:
+    """Counting needs TCG: the plugin sees only translated code."""
+    if accel == "kvm":
+        raise UsageError("--count needs TCG: the counter is a TCG plugin",
+                         hint="drop --accel kvm (auto picks TCG with "
+                              "--count)")
 
 
 def build_plugin(arch: Arch) -> Path:
@@ -208,6 +220,15 @@ def parse_counts(text: str) -> CountOutput:
     if cur is not None:
         out.notes.append(f"window {cur.tag} #{cur.seq} was cut off")
     return out
+
+
+def read_windows(path: Path, tag: int) -> list[Window]:
+    """The closed windows with ``tag`` in a boot's counts.txt, in order
+    (none if the file is missing: the boot did not get that far)."""
+    if not path.exists():
+        return []
+    return [w for w in parse_counts(path.read_text()).windows
+            if w.tag == tag]
 
 
 @dataclass(frozen=True)

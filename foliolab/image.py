@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc
+from foliolab import hostsetup, proc, source
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
@@ -220,10 +220,17 @@ def guest_tool(arch: Arch, tool: str) -> Path | None:
 
 
 def build_guest_binaries(arch: Arch, src: Path) -> Path:
-    """make -C SRC (workloads/ or tests/guest/) into the cache, per arch."""
+    """make -C SRC (workloads/ or tests/guest/) into the cache, per arch.
+
+    The guest tests build on the kselftest harness of the kernel tree
+    (the base tree: the series does not touch tools/)."""
     out = cache_root() / "guest-bin" / arch.name / src.name
+    tools = source.base_repo() / "tools"
+    if src == GUEST_TESTS_DIR and not tools.is_dir():
+        tools = source.prepare_base() / "tools"
+    selftests = tools / "testing" / "selftests"
     proc.run(["make", "-s", "-C", str(src), f"OUT={out}",
-              f"CC={arch.guest_cc}"],
+              f"CC={arch.guest_cc}", f"SELFTESTS={selftests}"],
              log_path=out.parent / f"{src.name}.log", error=ImageError,
              what=f"building guest binaries in {src.name}/ for {arch.name}")
     return out

@@ -1,8 +1,9 @@
 """Kernel configs: one .config per (arch, purpose), from fragments in configs/.
 
-A purpose (``perf`` or ``debug``) is ``base.config`` plus the architecture's
-``arch-<arch>.config`` (console, firmware, options only one architecture
-has) plus ``<purpose>.config``, applied with ``make allnoconfig
+A purpose (``perf``, ``debug`` or ``kasan``) is ``base.config`` plus the
+architecture's ``arch-<arch>.config`` (console, firmware, options only one
+architecture has) plus ``<purpose>.config`` (``kasan``: ``debug.config``,
+then ``kasan.config``), applied with ``make allnoconfig
 KCONFIG_ALLCONFIG=...``: everything not asked for is off, which keeps the
 build small. Vanilla and patched get the very same fragment. After
 kconfig has run we check that every requested option survived (like
@@ -21,7 +22,11 @@ from foliolab.arch import get_arch
 from foliolab.errors import ConfigError, UsageError
 from foliolab.paths import CONFIGS_DIR
 
-PURPOSES = ("perf", "debug")
+PURPOSES = ("perf", "debug", "kasan")
+# Purposes that build on another one's fragment.
+_BASED_ON = {"kasan": "debug"}
+# Purposes that boot with the debug kernel arguments (boot.debug_cmdline).
+DEBUG_PURPOSES = ("debug", "kasan")
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
@@ -70,8 +75,11 @@ def fragment_files(purpose: str, arch: str,
     if purpose not in PURPOSES:
         raise UsageError(f"unknown --config {purpose!r}",
                          hint=f"choose one of: {', '.join(PURPOSES)}")
+    below = [configs_dir / f"{_BASED_ON[purpose]}.config"] \
+        if purpose in _BASED_ON else []
     return [configs_dir / "base.config",
             configs_dir / get_arch(arch).config_fragment,
+            *below,
             configs_dir / f"{purpose}.config"]
 
 

@@ -115,11 +115,8 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
     the counts of their windows instead of the timed metrics.
     """
     g = parse.parse_records(res.records)
-    windows: list[counting.Window] = []
     counts_path = res.console.parent / "counts.txt"
-    if counted and counts_path.exists():
-        windows = [x for x in counting.parse_counts(
-            counts_path.read_text()).windows if x.tag == w.window]
+    windows = counting.read_windows(counts_path, w.window) if counted else []
     out_samples = []
     for i in range(expected):
         gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
@@ -186,8 +183,8 @@ def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
     spec = replace(req.spec, kernel=req.kernels[variant].image,
                    memory_mb=w.memory_mb,
                    numa_nodes=w.nodes(req.spec.numa_nodes),
-                   # the plugin's callbacks slow TCG down
-                   timeout=limit * 3 if counted else limit,
+                   timeout=(limit * counting.TIMEOUT_FACTOR if counted
+                            else limit),
                    cmdline=req.spec.cmdline + w.cmdline)
     name = f"{variant}-{pair:03d}"
     if counted:

@@ -17,13 +17,14 @@ import json
 import logging
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import boot as boot_mod
 from foliolab import build, counting, hostsetup, image, parse, proc, source
 from foliolab.arch import Arch
-from foliolab.errors import BuildError
+from foliolab.errors import BuildError, UsageError
 from foliolab.paths import PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -63,17 +64,82 @@ KSELFTESTS = {
     "madv_populate": ("madv_populate", 300),
 }
 SKIP_EXIT = 4   # kselftest's KSFT_SKIP
+# The randomized stress test: these seeds always (CI), random ones on
+# request; a failing seed reruns with --stress-seeds.
+FIXED_STRESS_SEEDS = (1, 2, 3)
+FIXED_STRESS_SECONDS = 10
+RANDOM_STRESS_SECONDS = 20
+# Generic KASAN checks every access in software, under TCG on top: the
+# kasan kernel gets twice the time limits (measured: see README).
+KASAN_SLOWDOWN = 2
 
 # Tests 6.12's tools/testing/selftests/mm/Makefile does not build for an
 # architecture (soft-dirty is left out for arm64, which has no soft-dirty).
 NOT_BUILT = {"arm64": ("soft-dirty",)}
 
 
-def kselftests_for(arch: Arch) -> dict[str, tuple[str, int]]:
+GUEST_TESTS_DIR = PROJECT_ROOT / "tests" / "guest"
+
+
+def guest_tests() -> dict[str, tuple[str, ...]]:
+    """Each guest test program (tests/guest/NAME.c) and the cases it declares
+    with FL_TEST(); a program without cases (stress) maps to ()."""
+    tests = {}
+    for src in sorted(GUEST_TESTS_DIR.glob("*.c")):
+        tests[src.stem] = tuple(re.findall(
+            r"^FL_TEST\(\s*\w+\s*,\s*(\w+)\s*,", src.read_text(), re.M))
+    return tests
+
+
+def check_only(only: tuple[str, ...]) -> None:
+    """``--only`` names a guest test program or PROGRAM.CASE; raise a usage
+    error naming what does not exist."""
+    tests = guest_tests()
+    for item in only:
+        group, _, case = item.partition(".")
+        if group not in tests:
+            raise UsageError(f"--only {item}: no guest test program {group}",
+                             hint="one of " + ", ".join(tests))
+        if case and case not in tests[group]:
+            raise UsageError(
+                f"--only {item}: {group} has no case {case}",
+                hint=("it runs only whole" if not tests[group] else
+                      "its cases: " + ", ".join(tests[group])))
+
+
+@dataclass(frozen=True)
+class StressPlan:
+    """Seeds of the randomized stress test (tests/guest/stress.c) and the
+    seconds each runs for."""
+
+    seeds: tuple[int, ...] = FIXED_STRESS_SEEDS
+    seconds: int = FIXED_STRESS_SECONDS
+
+    @property
+    def total_seconds(self) -> int:
+        return len(self.seeds) * self.seconds
+
+
+def stress_plan(seconds: int | None, seeds: tuple[int, ...] | None
+                ) -> StressPlan:
+    """The fixed seeds (CI), plus random ones for ``--stress SECONDS`` in
+    rounds of RANDOM_STRESS_SECONDS, or exactly ``--stress-seeds``."""
+    if seeds:
+        return StressPlan(seeds, RANDOM_STRESS_SECONDS)
+    if not seconds:
+        return StressPlan()
+    extra = tuple(secrets.randbelow(2**32)
+                  for _ in range(max(1, seconds // RANDOM_STRESS_SECONDS)))
+    return StressPlan(FIXED_STRESS_SEEDS + extra, RANDOM_STRESS_SECONDS)
+
+
+def kselftests_for(arch: Arch, slowdown: float = 1
+                   ) -> dict[str, tuple[str, int]]:
     """KSELFTESTS without those the mm Makefile does not build for
-    ``arch``, with time limits scaled to how slow its guests are."""
+    ``arch``, with time limits scaled to how slow its guests are (times
+    ``slowdown`` for a slower kernel, e.g. KASAN)."""
     skip = NOT_BUILT.get(arch.name, ())
-    return {n: (cmd, round(secs * arch.tcg_slowdown))
+    return {n: (cmd, round(secs * arch.tcg_slowdown * slowdown))
             for n, (cmd, secs) in KSELFTESTS.items() if n not in skip}
 
 
@@ -210,16 +276,21 @@ def judge_boot(lru_gen: str, res: boot_mod.BootResult) -> SuiteBoot:
     s = g.samples[0] if g.samples else parse.GuestSample()
     for fname, text in s.files.items():
         if fname.startswith("ktap."):
-            group = fname[5:]
+            # "ktap.GROUP@K": the K-th run of GROUP under --repeat
+            group, _, run = fname[5:].partition("@")
             rep = parse.parse_ktap(text.splitlines())
             for r in rep.results:
                 # a skip keeps its reason (the directive without "SKIP")
                 reason = r.directive[4:].strip() if r.status == "skip" else ""
-                sb.checks.append(Check(f"{group}.{r.name}", r.status
+                # the kselftest harness names a case FIXTURE.NAME, and our
+                # fixtures are named after their program
+                name = r.name.removeprefix(f"{group}.")
+                sb.checks.append(Check(f"{group}.{name}"
+                                       + (f"@{run}" if run else ""), r.status
                                        if r.status != "xfail" else "pass",
                                        reason))
             if not rep.results or rep.errors or rep.bailed_out:
-                sb.checks.append(Check(f"{group}", "fail", "; ".join(
+                sb.checks.append(Check(fname[5:], "fail", "; ".join(
                     rep.errors + [rep.bailed_out or ""]).strip("; ")
                     or "no results"))
         elif fname.startswith("kselftest."):
@@ -284,11 +355,8 @@ def test_counts(res: boot_mod.BootResult, arch: str
                 ) -> dict[str, dict[str, float]]:
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
-    path = res.console.parent / "counts.txt"
-    if not path.exists():
-        return {}
-    windows = [w for w in counting.parse_counts(path.read_text()).windows
-               if w.tag == counting.RUN_WINDOW]
+    windows = counting.read_windows(res.console.parent / "counts.txt",
+                                    counting.RUN_WINDOW)
     s = parse.parse_records(res.records).samples
     names = [f[5:] for f in (s[0].files if s else {})
              if f.startswith("ktap.")]
@@ -308,17 +376,27 @@ def count_lines(lru_gen: str, counts: dict[str, dict[str, float]]
 def run_suite(tree: source.Tree, arch: Arch, out: Path,
               lru_gens: tuple[str, ...] = ("y", "n"),
               kselftests: bool = True, record_baseline: bool = False,
-              accel: str = "tcg", count: bool = False) -> tuple[bool, str]:
+              accel: str = "tcg", count: bool = False,
+              append: tuple[str, ...] = (),
+              purpose: str = "debug",
+              stress: StressPlan = StressPlan(),
+              only: tuple[str, ...] = (),
+              repeat: int = 1) -> tuple[bool, str]:
     """Build, boot and judge; returns (passed, KTAP summary). ``count``:
-    boot with the counter and report each guest test's kernel work."""
-    kernel = build.build_kernel(tree, arch, "debug")
+    boot with the counter and report each guest test's kernel work;
+    ``append``: extra kernel arguments; ``purpose``: the config, ``debug``
+    or ``kasan``; ``only``: just these guest programs or PROGRAM.CASEs,
+    each run ``repeat`` times (to chase a flaky case); the caller has
+    checked ``only`` (check_only) before preparing the tree."""
+    kernel = build.build_kernel(tree, arch, purpose)
     counter = counting.counter_for(arch, kernel.build_dir) if count else None
     if kselftests:
         build_kselftests(tree, arch, kernel)
     img = image.build_image(arch)
     out.mkdir(parents=True, exist_ok=True)
+    slowdown = KASAN_SLOWDOWN if purpose == "kasan" else 1
     ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
-                  kselftests_for(arch).items()) if kselftests else ""
+                  kselftests_for(arch, slowdown).items()) if kselftests else ""
     boots = []
     for i, lru in enumerate(lru_gens):
         # kselftests once (they test the kernel, not reclaim's LRU choice)
@@ -326,7 +404,11 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         job = (f"export FL_LRU_GEN={lru}\n"
                f"export FL_COUNT={1 if count else 0}\n"
                f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
+               f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
+               f"export FL_STRESS_SECONDS={stress.seconds}\n"
                f"export FL_KSELFTESTS='{ks if i == 0 else ''}'\n"
+               f"export FL_ONLY='{' '.join(only)}'\n"
+               f"export FL_REPEAT={repeat}\n"
                ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
         # 4 vCPUs although the host has 2 cores: the migration kselftest
         # needs at least 3 CPUs, and more vCPUs than cores only makes
@@ -336,10 +418,13 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                                  # vanilla: ~11 min for the boot with
                                  # the kselftests, ~2 min without
                                  timeout=1800 * arch.tcg_slowdown *
-                                 (3 if count else 1),
+                                 (counting.TIMEOUT_FACTOR if count else 1) *
+                                 slowdown * repeat +
+                                 2 * stress.total_seconds,
                                  counter=counter,
-                                 cmdline=boot_mod.debug_cmdline("debug") +
-                                 ("brd.rd_nr=1", "brd.rd_size=1048576"))
+                                 cmdline=boot_mod.debug_cmdline(purpose) +
+                                 ("brd.rd_nr=1", "brd.rd_size=1048576") +
+                                 append)
         log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,
                  "on" if lru == "y" else "off")
         res = boot_mod.boot(spec, img.path, job, out / f"mglru-{lru}")

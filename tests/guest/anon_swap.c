@@ -32,10 +32,14 @@ static void test_pageout(int kb, const char *name)
 	ktap_result(ok, name);
 }
 
-/* Soft-dirty set on every third page only; it must survive swap-out. */
-static void test_soft_dirty(void)
+/*
+ * Soft-dirty set on every @stride-th page only (none if @stride is 0) after
+ * clear_refs; it must survive swap-out as it was. The PTEs are dirty from
+ * the fill, so a batch that merged their dirty bits with x86's
+ * pte_mkdirty() would make every swap PTE soft-dirty.
+ */
+static void test_soft_dirty(size_t stride, const char *name)
 {
-	const char *name = "soft_dirty_preserved_64k";
 	char *buf = map_aligned(SIZE, PMD_SIZE);
 	size_t wrong = 0;
 	int ok = 1;
@@ -49,14 +53,14 @@ static void test_soft_dirty(void)
 		return;
 	}
 	write_str("/proc/self/clear_refs", "4");
-	for (size_t pg = 0; pg < NPAGES; pg += 3)
+	for (size_t pg = 0; stride && pg < NPAGES; pg += stride)
 		/* rewrite one word with its own value: a write all the same */
 		((volatile char *)buf)[pg * PAGE_SIZE + 8] = buf[pg * PAGE_SIZE + 8];
 	if (madvise(buf, SIZE, MADV_PAGEOUT))
 		ok = 0;
 	ok = ok && all_swapped(buf, NPAGES, name);
 	for (size_t pg = 0; pg < NPAGES; pg++) {
-		int want = pg % 3 == 0;
+		int want = stride && pg % stride == 0;
 		int have = !!(pagemap_entry(buf + pg * PAGE_SIZE) &
 			      PM_SOFT_DIRTY);
 
@@ -152,6 +156,17 @@ static void test_fork_mixed_exclusive(void)
 	ktap_result(ok, name);
 }
 
+/* Does page @pg of @buf hold its pattern for @seed? */
+static int page_holds(const char *buf, size_t pg, uint64_t seed)
+{
+	const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+	for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+		if (q[w] != pattern(pg, w, seed))
+			return 0;
+	return 1;
+}
+
 static long swap_free_kb(void)
 {
 	return proc_field("/proc/meminfo", "SwapFree");
@@ -216,6 +231,27 @@ static void test_swap_count_continuation(void)
 }
 
 #define MEMCG "foliolab-anon-swap"
+/* memory.reclaim passes a case may need before reclaim reaches its folios */
+#define RECLAIM_ROUNDS 20
+/*
+ * With MGLRU off, reclaim moves anon folios from the active to the inactive
+ * list only when the memcg's LRU sizes, as last flushed, show the inactive
+ * list low. A small test changes them too little to force a flush, so they
+ * are flushed every 2 s (FLUSH_TIME); a folio that one pass activated (its
+ * unmap failed, or it was refaulted) can stay active through any number of
+ * passes made sooner (seen: 20 in a row). Passes after the first wait.
+ */
+#define MEMCG_STATS_FLUSH_US 2500000
+
+/* Reclaim pass @round (from 0) of @bytes from the memcg, accessed bits
+ * cleared first so that the parent's own PTEs do not keep folios active. */
+static void reclaim_pass(int round, size_t bytes)
+{
+	if (round)
+		usleep(MEMCG_STATS_FLUSH_US);
+	write_str("/proc/self/clear_refs", "1");
+	memcg_reclaim(MEMCG, bytes);
+}
 
 static long memcg_swap_current(void)
 {
@@ -236,9 +272,9 @@ static size_t memcg_reclaim_all(const char *buf, size_t npages)
 {
 	size_t swapped = 0;
 
-	for (int round = 0; round < 20 && swapped < npages; round++) {
-		write_str("/proc/self/clear_refs", "1");
-		memcg_reclaim(MEMCG, 4 * npages * PAGE_SIZE);
+	for (int round = 0; round < RECLAIM_ROUNDS && swapped < npages;
+	     round++) {
+		reclaim_pass(round, 4 * npages * PAGE_SIZE);
 		swapped = count_swapped(buf, npages);
 	}
 	return swapped;
@@ -348,6 +384,75 @@ static void test_mixed_exclusive_one_folio(void)
 	ktap_result(ok, name);
 }
 
+#define SHARERS 70
+#define SHARED_SIZE (8UL << 20)
+#define SHARED_PAGES (SHARED_SIZE / PAGE_SIZE)
+
+/* Wait until each of the SHARERS children has said it is ready. */
+static void sharers_ready(int ready[2])
+{
+	for (int i = 0; i < SHARERS; i++) {
+		char c;
+
+		if (read(ready[0], &c, 1) != 1)
+			die("read pipe");
+	}
+}
+
+/*
+ * Let the SHARERS children @pids check their copy of @buf (filled with
+ * @seed), check the parent's, unmap it and leave the memcg: 0 if a child
+ * or the parent read wrong data, or if the memcg's swap charge or SwapFree
+ * (@swap_free_before kB) did not come back.
+ */
+static int sharers_done(const char *name, char *buf, uint64_t seed,
+			const pid_t *pids, int ready[2], int go[2],
+			long swap_free_before)
+{
+	long slack = 128 * 4 * sysconf(_SC_NPROCESSORS_ONLN);
+	long cache_slack = 64 * PAGE_SIZE * sysconf(_SC_NPROCESSORS_ONLN);
+	int ok = 1, bad = 0;
+
+	for (int i = 0; i < SHARERS; i++)
+		if (write(go[1], "x", 1) != 1)
+			die("write pipe");
+	for (int i = 0; i < SHARERS; i++) {
+		int st;
+
+		waitpid(pids[i], &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	if (bad) {
+		ktap_diag("%s: %d children read back wrong data", name, bad);
+		ok = 0;
+	}
+	ok = all_verified(buf, SHARED_PAGES, seed, name) && ok;
+	munmap(buf, SHARED_SIZE);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	/*
+	 * Freed entries wait in the per-CPU swap slot caches (64 each) before
+	 * they are uncharged, and swap cache folios whose last mapping went
+	 * while they were locked keep theirs until reclaim takes them. A
+	 * leaked count keeps its entry charged for good.
+	 */
+	memcg_reclaim(MEMCG, SHARED_SIZE);
+	if (memcg_swap_current() > cache_slack) {
+		ktap_diag("%s: memory.swap.current %ld after munmap", name,
+			  memcg_swap_current());
+		ok = 0;
+	}
+	if (swap_free_kb() < swap_free_before - slack) {
+		ktap_diag("%s: SwapFree %ld kB, was %ld kB", name,
+			  swap_free_kb(), swap_free_before);
+		ok = 0;
+	}
+	memcg_leave();
+	return ok;
+}
+
 /*
  * 64K folios mapped by 71 processes reclaimed from their memcg: every
  * unmap of a folio adds one to the count of its 16 swap entries, so from
@@ -356,17 +461,11 @@ static void test_mixed_exclusive_one_folio(void)
  * their data back; afterwards the memcg's swap charge and SwapFree return
  * to where they were.
  */
-#define SHARERS 70
-#define SHARED_SIZE (8UL << 20)
-#define SHARED_PAGES (SHARED_SIZE / PAGE_SIZE)
-
 static void test_mthp_shared_beyond_swap_map_max(void)
 {
 	const char *name = "mthp_64k_shared_by_71_reclaimed_from_memcg";
-	long slack = 128 * 4 * sysconf(_SC_NPROCESSORS_ONLN);
-	long cache_slack = 64 * PAGE_SIZE * sysconf(_SC_NPROCESSORS_ONLN);
 	long before = swap_free_kb(), swpout = mthp_swpout();
-	int ok = 1, bad = 0, ready[2], go[2];
+	int ok = 1, ready[2], go[2];
 	pid_t pids[SHARERS];
 	size_t swapped = 0;
 	char *buf;
@@ -388,12 +487,7 @@ static void test_mthp_shared_beyond_swap_map_max(void)
 			_exit(verify_pages(buf, SHARED_PAGES, 63) ? 1 : 0);
 		}
 	}
-	for (int i = 0; i < SHARERS; i++) {
-		char c;
-
-		if (read(ready[0], &c, 1) != 1)
-			die("read pipe");
-	}
+	sharers_ready(ready);
 	swapped = memcg_reclaim_all(buf, SHARED_PAGES);
 	ok = all_swapped(buf, SHARED_PAGES, name);
 	ktap_diag("%s: 64K folios swapped out whole: %ld", name,
@@ -403,43 +497,7 @@ static void test_mthp_shared_beyond_swap_map_max(void)
 			  name, memcg_swap_current(), swapped);
 		ok = 0;
 	}
-	for (int i = 0; i < SHARERS; i++)
-		if (write(go[1], "x", 1) != 1)
-			die("write pipe");
-	for (int i = 0; i < SHARERS; i++) {
-		int st;
-
-		waitpid(pids[i], &st, 0);
-		bad += !WIFEXITED(st) || WEXITSTATUS(st);
-	}
-	if (bad) {
-		ktap_diag("%s: %d children read back wrong data", name, bad);
-		ok = 0;
-	}
-	ok = all_verified(buf, SHARED_PAGES, 63, name) && ok;
-	munmap(buf, SHARED_SIZE);
-	close(ready[0]);
-	close(ready[1]);
-	close(go[0]);
-	close(go[1]);
-	/*
-	 * Freed entries wait in the per-CPU swap slot caches (64 each) before
-	 * they are uncharged, and swap cache folios whose last mapping went
-	 * while they were locked keep theirs until reclaim takes them. A
-	 * leaked count keeps its entry charged for good.
-	 */
-	memcg_reclaim(MEMCG, SHARED_SIZE);
-	if (memcg_swap_current() > cache_slack) {
-		ktap_diag("%s: memory.swap.current %ld after munmap", name,
-			  memcg_swap_current());
-		ok = 0;
-	}
-	if (swap_free_kb() < before - slack) {
-		ktap_diag("%s: SwapFree %ld kB, was %ld kB", name,
-			  swap_free_kb(), before);
-		ok = 0;
-	}
-	memcg_leave();
+	ok = sharers_done(name, buf, 63, pids, ready, go, before) && ok;
 	ktap_result(ok, name);
 }
 
@@ -465,18 +523,406 @@ static void test_swapoff_mthp(void)
 	ktap_result(ok, name);
 }
 
-int main(void)
+#define FAIL_PAGE_ALLOC "/sys/kernel/debug/fail_page_alloc/"
+#define UPPER_ONLY 41
+#define FAIL_TIMES 100000
+
+/* Make this task's non-sleeping page allocations fail (or stop doing so). */
+static int fail_atomic_page_allocs(int on)
 {
-	ktap_plan(10);
-	test_pageout(4, "pageout_4k");
-	test_pageout(64, "pageout_64k");
-	test_pageout(2048, "pageout_pmd");
-	test_soft_dirty();
-	test_uffd_wp();
-	test_fork_mixed_exclusive();
-	test_mixed_exclusive_one_folio();
-	test_swap_count_continuation();
-	test_swapoff_mthp();
-	test_mthp_shared_beyond_swap_map_max();
-	return ktap_finish();
+	char times[32];
+
+	if (access(FAIL_PAGE_ALLOC "probability", W_OK))
+		return 0;
+	if (on) {
+		snprintf(times, sizeof(times), "%d", FAIL_TIMES);
+		write_str(FAIL_PAGE_ALLOC "task-filter", "Y");
+		write_str(FAIL_PAGE_ALLOC "ignore-gfp-wait", "Y");
+		/* the continuation page is asked for with __GFP_HIGHMEM */
+		write_str(FAIL_PAGE_ALLOC "ignore-gfp-highmem", "N");
+		write_str(FAIL_PAGE_ALLOC "min-order", "0");
+		write_str(FAIL_PAGE_ALLOC "verbose", "0");
+		write_str(FAIL_PAGE_ALLOC "interval", "1");
+		write_str(FAIL_PAGE_ALLOC "times", times);
+		write_str(FAIL_PAGE_ALLOC "probability", "100");
+	} else {
+		write_str(FAIL_PAGE_ALLOC "probability", "0");
+	}
+	write_str("/proc/self/make-it-fail", on ? "1" : "0");
+	return 1;
 }
+
+/*
+ * 64K folios whose second halves are mapped by 71 processes and first
+ * halves by 30 (the first 41 children are forked with MADV_DONTFORK on the
+ * first halves), reclaimed from a memcg while every non-sleeping page
+ * allocation of the reclaiming task fails. The rmap walk visits the
+ * children in fork order, so in the later full mappings a batch of 16
+ * raises the first 8 counts (below SWAP_MAP_MAX) before the 9th needs a
+ * continuation page it cannot get: swap_duplicate_nr() must drop the 8
+ * references it added, and the batch put its PTEs back. Then reclaim
+ * again without failures, and every sharer must read its data; when all are gone, swap and memcg swap
+ * charge must be back where they were (a count left raised keeps its
+ * entry for good, and the kernel reports an "Unused swap offset entry"
+ * for one dropped too often).
+ */
+static void test_continuation_alloc_failure(void)
+{
+	const char *name = "swap_count_continuation_alloc_failure_rolls_back";
+	long before = swap_free_kb(), failed = 0;
+	int ok = 1, ready[2], go[2];
+	pid_t pids[SHARERS];
+	size_t swapped;
+	char *buf;
+
+	memcg_enter(MEMCG);
+	folio_size(64);
+	buf = map_aligned(SHARED_SIZE, PMD_SIZE);
+	fill_pages(buf, SHARED_PAGES, 67);
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	for (size_t f = 0; f < SHARED_PAGES / 16; f++)
+		if (madvise(buf + f * 65536, 32768, MADV_DONTFORK))
+			die("MADV_DONTFORK");
+	for (int i = 0; i < SHARERS; i++) {
+		int upper_only = i < UPPER_ONLY;
+
+		if (i == UPPER_ONLY && madvise(buf, SHARED_SIZE, MADV_DOFORK))
+			die("MADV_DOFORK");
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			size_t bad = 0;
+			char c;
+
+			if (write(ready[1], "r", 1) != 1 ||
+			    read(go[0], &c, 1) != 1)
+				_exit(2);
+			for (size_t pg = 0; pg < SHARED_PAGES; pg++)
+				if (!upper_only || pg % 16 >= 8)
+					bad += !page_holds(buf, pg, 67);
+			_exit(bad ? 1 : 0);
+		}
+	}
+	sharers_ready(ready);
+	if (!fail_atomic_page_allocs(1)) {
+		ktap_diag("%s: no %s (CONFIG_FAIL_PAGE_ALLOC)", name,
+			  FAIL_PAGE_ALLOC);
+		ok = 0;
+	}
+	/* the classic LRU may need a few passes to reach the shared folios */
+	for (int round = 0; round < RECLAIM_ROUNDS && failed <= 0; round++) {
+		reclaim_pass(round, 4 * SHARED_SIZE);
+		failed = FAIL_TIMES - read_long(FAIL_PAGE_ALLOC "times");
+	}
+	fail_atomic_page_allocs(0);
+	swapped = count_swapped(buf, SHARED_PAGES);
+	ktap_diag("%s: %ld allocations failed, %zu of %lu pages swapped out",
+		  name, failed, swapped, SHARED_PAGES);
+	if (failed <= 0) {
+		ktap_diag("%s: no allocation was made to fail", name);
+		ok = 0;
+	}
+	ok = all_verified(buf, SHARED_PAGES, 67, name) && ok;
+
+	swapped = memcg_reclaim_all(buf, SHARED_PAGES);
+	ok = all_swapped(buf, SHARED_PAGES, name) && ok;
+	ok = sharers_done(name, buf, 67, pids, ready, go, before) && ok;
+	ktap_result(ok, name);
+}
+
+#define GUP_TEST "/sys/kernel/debug/gup_test"
+struct pin_longterm_test {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t flags;
+};
+#define PIN_LONGTERM_TEST_START _IOW('g', 7, struct pin_longterm_test)
+#define PIN_LONGTERM_TEST_STOP _IO('g', 8)
+#define PIN_LONGTERM_TEST_READ _IOW('g', 9, uint64_t)
+#define PIN_FOLIOS 8
+#define PIN_PAGES (PIN_FOLIOS * 16)
+
+static long status_kb(const char *key)
+{
+	return proc_field("/proc/self/status", key);
+}
+
+/*
+ * A batch partly pinned: a 64K folio whose first half is shared with a
+ * child and second half exclusive to the parent, PROT_READ so that its
+ * batch is 8 shared + 8 exclusive PTEs, one exclusive page pinned
+ * long-term (gup_test: FOLL_PIN | FOLL_LONGTERM, as for an
+ * io_uring fixed buffer). 6.12's reclaim skips a pinned folio before
+ * add_to_swap(), so the batch sees a pin only on a folio already in the
+ * swap cache: before the fork, a first reclaim adds folio 0 to swap and
+ * stops at the mlock()ed first page (the large folio is not mlocked, as
+ * the locked VMA holds only a page of it; and the folio stays fully
+ * mapped, so it is not queued for a deferred split), then munlock(), the
+ * fork and the pin (the first reclaim swaps out the other folios whole).
+ * The second reclaim must unmap the shared half of folio 0 and put the
+ * pinned folio's exclusive half back: VmSwap moves by all but those 8
+ * pages. The pin must still be the
+ * parent's page (it reads what the parent writes afterwards), the child
+ * must read its data, and SwapFree must come back and swapoff succeed.
+ */
+static void test_partly_pinned_batch(void)
+{
+	const char *name = "batch_8_shared_8_exclusive_one_pinned";
+	size_t len = PIN_FOLIOS * 64 * 1024, kept = 0, wrong = 0;
+	long slack = 128 * 4 * sysconf(_SC_NPROCESSORS_ONLN);
+	long before = swap_free_kb(), swap0;
+	struct pin_longterm_test pin = { 0 };
+	char *buf, *pinned, got[PAGE_SIZE];
+	uint64_t dst;
+	int gup, ok = 1, st, go[2], ready[2];
+	pid_t kid;
+	char c;
+
+	gup = open(GUP_TEST, O_RDWR);
+	if (gup < 0) {
+		ktap_skip(name, "no " GUP_TEST " (CONFIG_GUP_TEST)");
+		return;
+	}
+	memcg_enter(MEMCG);
+	folio_size(64);
+	buf = map_aligned(len, PMD_SIZE);
+	fill_pages(buf, PIN_PAGES, 93);
+	swap0 = status_kb("VmSwap");
+	if (mlock(buf, PAGE_SIZE))
+		die("mlock");
+	for (int round = 0; round < RECLAIM_ROUNDS &&
+	     !(kpageflags_of(buf) & (1ULL << KPF_SWAPCACHE)); round++)
+		reclaim_pass(round, 4 * len);
+	if (munlock(buf, PAGE_SIZE))
+		die("munlock");
+	if (!(kpageflags_of(buf) & (1ULL << KPF_SWAPCACHE))) {
+		/* the case below is not reached: no result, a failure */
+		ktap_diag("%s: folio 0 did not enter the swap cache", name);
+		ok = 0;
+	}
+	/*
+	 * The failed unmap activated folio 0; with MGLRU off, memcg reclaim
+	 * may then leave it on the active list for good (seen in 2 of 3
+	 * runs). Deactivate it while MADV_COLD still may (not yet shared).
+	 */
+	if (madvise(buf, 65536, MADV_COLD))
+		die("MADV_COLD");
+	for (size_t f = 0; f < PIN_FOLIOS; f++)
+		if (madvise(buf + f * 65536 + 32768, 32768, MADV_DONTFORK))
+			die("MADV_DONTFORK");
+	if (pipe(go) || pipe(ready))
+		die("pipe");
+	kid = fork();
+	if (kid == 0) {
+		size_t bad = 0;
+
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(2);
+		/* the child has the first half of every folio only */
+		for (size_t pg = 0; pg < PIN_PAGES; pg++)
+			if (pg % 16 < 8)
+				bad += !page_holds(buf, pg, 93);
+		_exit(bad ? 1 : 0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		die("child");
+	if (madvise(buf, len, MADV_DOFORK) || mprotect(buf, len, PROT_READ))
+		die("MADV_DOFORK/mprotect");
+
+	pinned = buf + 32768 + 3 * PAGE_SIZE;	/* folio 0, exclusive half */
+	pin.addr = (uintptr_t)pinned;
+	pin.size = PAGE_SIZE;
+	if (ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
+		die("PIN_LONGTERM_TEST_START");
+	/* the shared half goes (the active list may hold folio 0 a while) */
+	for (int round = 0; round < RECLAIM_ROUNDS &&
+	     !(pagemap_entry(buf) & PM_SWAP); round++)
+		reclaim_pass(round, 4 * len);
+	for (size_t pg = 0; pg < PIN_PAGES; pg++) {
+		int want_kept = pg >= 8 && pg < 16;
+		uint64_t e = pagemap_entry(buf + pg * PAGE_SIZE);
+		int is_swap = !!(e & PM_SWAP), present = !!(e & PM_PRESENT);
+
+		kept += present;
+		if ((want_kept ? !present : !is_swap) && wrong++ < 4)
+			ktap_diag("%s: page %zu %s", name, pg, want_kept ?
+				  "unmapped although its folio is pinned" :
+				  "not swapped out");
+	}
+	ktap_diag("%s: VmSwap +%ld kB, %zu pages kept mapped, folio 0 flags %#llx",
+		  name, status_kb("VmSwap") - swap0, kept,
+		  (unsigned long long)kpageflags_of(buf));
+	if (wrong || status_kb("VmSwap") - swap0 < (long)(PIN_PAGES - 8) * 4)
+		ok = 0;
+	/* the pin must see what the parent writes into its page now */
+	if (mprotect(buf, len, PROT_READ | PROT_WRITE))
+		die("mprotect");
+	((uint64_t *)pinned)[5] = 0x70696e6e6564ULL;
+	dst = (uintptr_t)got;	/* the ioctl reads the address from here */
+	if (ioctl(gup, PIN_LONGTERM_TEST_READ, &dst) ||
+	    memcmp(got, pinned, PAGE_SIZE)) {
+		ktap_diag("%s: the pinned page is no longer the parent's", name);
+		ok = 0;
+	}
+	((uint64_t *)pinned)[5] = pattern(11, 5, 93);
+	ioctl(gup, PIN_LONGTERM_TEST_STOP);
+	close(gup);
+	if (write(go[1], "x", 1) != 1)
+		die("write pipe");
+	waitpid(kid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		ktap_diag("%s: the child read back wrong data", name);
+		ok = 0;
+	}
+	ok = all_verified(buf, PIN_PAGES, 93, name) && ok;
+	munmap(buf, len);
+	for (int k = 0; k < 2; k++) {
+		close(go[k]);
+		close(ready[k]);
+	}
+	memcg_leave();
+	if (swap_free_kb() < before - slack) {
+		ktap_diag("%s: SwapFree %ld kB, was %ld kB", name,
+			  swap_free_kb(), before);
+		ok = 0;
+	}
+	if (system("swapoff /dev/zram0") || system("swapon /dev/zram0")) {
+		ktap_diag("%s: swapoff/swapon failed", name);
+		ok = 0;
+	}
+	ktap_result(ok, name);
+}
+
+/*
+ * 64K folios moved by mremap() to 32K past a PMD boundary, so that one of
+ * them straddles two page tables: each batch must stop at the end of its
+ * page table. Every page must swap out and read back intact, and the
+ * neighbours of the moved range must stay untouched.
+ */
+static void test_straddle_pmd(void)
+{
+	const char *name = "pageout_64k_straddling_pmd_after_mremap";
+	size_t sz = 1UL << 20, n = sz / PAGE_SIZE;
+	char *src = map_aligned(sz, PMD_SIZE);
+	char *area = map_aligned(4 * PMD_SIZE, PMD_SIZE);
+	char *dst = area + PMD_SIZE - sz / 2 - 32 * 1024;
+	size_t below = (dst - area) / PAGE_SIZE;	/* untouched neighbours */
+	char *buf;
+	int ok;
+
+	folio_size(64);
+	fill_pages(src, n, 71);
+	fill_pages(area, below, 72);
+	buf = mremap(src, sz, sz, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	if (buf == MAP_FAILED)
+		die("mremap");
+	ok = !madvise(buf, sz, MADV_PAGEOUT);
+	ok = ok && all_swapped(buf, n, name);
+	ok = all_verified(buf, n, 71, name) && ok;
+	ok = all_verified(area, below, 72, name) && ok;
+	munmap(area, 4 * PMD_SIZE);
+	ktap_result(ok, name);
+}
+
+/*
+ * swapoff and swapon in a loop in one process while another pages 64K
+ * folios out and reads them back in a loop: a swap entry that a batch
+ * takes while swapoff runs must either be brought back by swapoff or fail
+ * cleanly, and every page must read back its own data every round.
+ */
+static void test_swapoff_during_pageout(void)
+{
+	const char *name = "swapoff_swapon_loop_against_pageout_loop";
+	char *buf = map_aligned(SIZE, PMD_SIZE);
+	int rounds = 0, st, ok = 1;
+	volatile int *stop = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t kid;
+
+	if (stop == MAP_FAILED)
+		die("mmap");
+	folio_size(64);
+	fill_pages(buf, NPAGES, 81);
+	kid = fork();
+	if (kid == 0) {
+		int fails = 0;
+
+		while (!*stop) {
+			fails += !!system("swapoff /dev/zram0");
+			fails += !!system("swapon /dev/zram0");
+		}
+		_exit(fails ? 1 : 0);
+	}
+	for (time_t end = time(NULL) + 8; time(NULL) < end; rounds++) {
+		madvise(buf, SIZE, MADV_PAGEOUT);
+		if (!all_verified(buf, NPAGES, 81, name)) {
+			ok = 0;
+			break;
+		}
+	}
+	*stop = 1;
+	waitpid(kid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		ktap_diag("%s: a swapoff or swapon failed", name);
+		ok = 0;
+	}
+	if (system("grep -q zram0 /proc/swaps || swapon /dev/zram0")) {
+		ktap_diag("%s: swap not back on", name);
+		ok = 0;
+	}
+	ktap_diag("%s: %d pageout rounds", name, rounds);
+	ok = all_verified(buf, NPAGES, 81, name) && ok;
+	munmap(buf, SIZE);
+	munmap((void *)stop, PAGE_SIZE);
+	ktap_result(ok, name);
+}
+
+FL_FIXTURE(anon_swap)
+
+FL_TEST(anon_swap, pageout_4k, 300) { test_pageout(4, "pageout_4k"); }
+FL_TEST(anon_swap, pageout_64k, 300) { test_pageout(64, "pageout_64k"); }
+FL_TEST(anon_swap, pageout_pmd, 300) { test_pageout(2048, "pageout_pmd"); }
+FL_TEST(anon_swap, pageout_64k_straddling_pmd_after_mremap, 300)
+{
+	test_straddle_pmd();
+}
+FL_TEST(anon_swap, soft_dirty_preserved_64k, 300)
+{
+	test_soft_dirty(3, "soft_dirty_preserved_64k");
+}
+FL_TEST(anon_swap, soft_dirty_clear_after_clear_refs_64k, 300)
+{
+	test_soft_dirty(0, "soft_dirty_clear_after_clear_refs_64k");
+}
+FL_TEST(anon_swap, uffd_wp_preserved_64k, 300) { test_uffd_wp(); }
+FL_TEST(anon_swap, fork_mixed_anon_exclusive_64k, 300)
+{
+	test_fork_mixed_exclusive();
+}
+FL_TEST(anon_swap, mixed_anon_exclusive_in_one_folio_64k, 300)
+{
+	test_mixed_exclusive_one_folio();
+}
+FL_TEST(anon_swap, swap_count_continuation_70_sharers, 600)
+{
+	test_swap_count_continuation();
+}
+FL_TEST(anon_swap, swapoff_with_swapped_out_64k, 300) { test_swapoff_mthp(); }
+FL_TEST(anon_swap, swapoff_swapon_loop_against_pageout_loop, 300)
+{
+	test_swapoff_during_pageout();
+}
+FL_TEST(anon_swap, batch_8_shared_8_exclusive_one_pinned, 300)
+{
+	test_partly_pinned_batch();
+}
+FL_TEST(anon_swap, mthp_64k_shared_by_71_reclaimed_from_memcg, 600)
+{
+	test_mthp_shared_beyond_swap_map_max();
+}
+FL_TEST(anon_swap, swap_count_continuation_alloc_failure_rolls_back, 600)
+{
+	test_continuation_alloc_failure();
+}
+
+TEST_HARNESS_MAIN

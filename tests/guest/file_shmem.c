@@ -5,11 +5,14 @@
  * MAP_SHARED XFS mapping must reach the disk (checked with O_DIRECT reads
  * after the page cache is dropped); tmpfs large folios must swap out and
  * back intact; uffd-wp on shmem must stay set on every page through
- * reclaim. Needs XFS on /dev/ram0 (brd) and a swap device.
+ * reclaim, and every first write after it must raise a write-protect
+ * fault. Needs XFS on /dev/ram0 (brd) and a swap device.
  */
 #include "guestlib.h"
 
 #include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -221,6 +224,65 @@ static void test_tmpfs(void)
 	ktap_result(ok, name);
 }
 
+struct wp_writer {
+	char *map;
+	size_t npages;
+	volatile int done;
+};
+
+/* Write one byte into every page, in order; each write must fault. */
+static void *wp_write_all(void *arg)
+{
+	struct wp_writer *w = arg;
+
+	for (size_t pg = 0; pg < w->npages; pg++)
+		((volatile char *)w->map)[pg * PAGE_SIZE + 1] ^= 0;
+	w->done = 1;
+	return NULL;
+}
+
+/*
+ * Let a thread write into each of @npages pages at @map, all write-protected
+ * through @uffd, and resolve each fault by unprotecting that page. Return
+ * the number of pages whose write did not raise a write-protect fault.
+ */
+static size_t writes_without_wp_fault(int uffd, char *map, size_t npages,
+				      const char *name)
+{
+	struct wp_writer w = { .map = map, .npages = npages };
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	size_t faults = 0, wrong = 0;
+	pthread_t thr;
+
+	pthread_create(&thr, NULL, wp_write_all, &w);
+	while (!w.done || poll(&pfd, 1, 0) > 0) {
+		struct uffdio_writeprotect wp = { 0 };
+		struct uffd_msg msg;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+			continue;
+		if (msg.event != UFFD_EVENT_PAGEFAULT ||
+		    !(msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
+			if (wrong++ < 4)
+				ktap_diag("%s: unexpected uffd event %u", name,
+					  msg.event);
+			continue;
+		}
+		faults++;
+		wp.range.start = msg.arg.pagefault.address & ~(PAGE_SIZE - 1);
+		wp.range.len = PAGE_SIZE;
+		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+			die("UFFDIO_WRITEPROTECT (unprotect)");
+	}
+	pthread_join(thr, NULL);
+	if (faults != npages)
+		ktap_diag("%s: %zu write-protect faults for %zu pages", name,
+			  faults, npages);
+	return (faults < npages ? npages - faults : 0) + wrong;
+}
+
 static void test_shmem_uffd_wp(void)
 {
 	const char *name = "shmem_uffd_wp_survives_reclaim";
@@ -274,6 +336,8 @@ static void test_shmem_uffd_wp(void)
 		    lost++ < 4)
 			ktap_diag("%s: page %zu lost its uffd-wp bit", name, pg);
 	lost += !all_verified(map, FPAGES, 24, name);
+	/* the markers must still trap: every first write faults */
+	lost += writes_without_wp_fault(uffd, map, FPAGES, name);
 	close(uffd);
 	munmap(map, FSIZE);
 	close(fd);
@@ -281,7 +345,34 @@ static void test_shmem_uffd_wp(void)
 	ktap_result(!lost, name);
 }
 
-int main(void)
+FL_FIXTURE(file_shmem)
+
+/* test_harness_run() exits: torn down by fl_at_exit() */
+static void unmount_all(void)
+{
+	umount(TMPFS_DIR);
+	unlink(XFS_DIR "/data");
+	umount(XFS_DIR);
+}
+
+FL_TEST(file_shmem, xfs_map_shared_writes_reach_disk, 300)
+{
+	test_xfs_shared();
+}
+FL_TEST(file_shmem, xfs_partial_mapping_writes_reach_disk, 300)
+{
+	test_xfs_partial_mapping();
+}
+FL_TEST(file_shmem, tmpfs_large_folios_swap_out_and_back, 300)
+{
+	test_tmpfs();
+}
+FL_TEST(file_shmem, shmem_uffd_wp_survives_reclaim, 300)
+{
+	test_shmem_uffd_wp();
+}
+
+int main(int argc, char **argv)
 {
 	mkdir(XFS_DIR, 0755);
 	mkdir(TMPFS_DIR, 0755);
@@ -289,20 +380,12 @@ int main(void)
 	umount(XFS_DIR);
 	if (system("mkfs.xfs -q -f /dev/ram0") ||
 	    mount("/dev/ram0", XFS_DIR, "xfs", 0, NULL)) {
-		ktap_plan(1);
-		ktap_result(0, "xfs_on_ram0_available");
+		printf("Bail out! no XFS on /dev/ram0 (brd)\n");
 		return 1;
 	}
 	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=256m"))
 		die("mount tmpfs");
 	memcg_enter(MEMCG);
-	ktap_plan(4);
-	test_xfs_shared();
-	test_xfs_partial_mapping();
-	test_tmpfs();
-	test_shmem_uffd_wp();
-	umount(TMPFS_DIR);
-	unlink(XFS_DIR "/data");
-	umount(XFS_DIR);
-	return ktap_finish();
+	fl_at_exit(unmount_all);
+	return test_harness_run(argc, argv);
 }

@@ -7,8 +7,9 @@
 #define FOLIOLAB_GUESTLIB_H
 
 #include "common.h"
-#include "ktap.h"
+#include "fltest.h"
 
+#include <linux/kernel-page-flags.h>
 #include <sys/stat.h>
 
 #ifndef MADV_PAGEOUT
@@ -58,7 +59,6 @@ static inline uint64_t pagemap_entry(const void *addr)
 	return ent;
 }
 
-#define KPF_THP 22
 
 /*
  * The word for the page mapped at @addr in a per-PFN /proc file

@@ -27,7 +27,6 @@
 #define SIZE (4UL << 20)
 #define NPAGES (SIZE / PAGE_SIZE)
 
-#define KPF_SWAPBACKED 14
 
 /* Pages of [buf, buf + SIZE) whose /proc/kpageflags have bit @kpf set. */
 static size_t pages_with(const char *buf, int kpf)
@@ -196,19 +195,39 @@ static void test_madv_collapse(void)
 	ktap_result(ok, name);
 }
 
-int main(void)
+FL_FIXTURE(khugepaged)
+
+FL_TEST(khugepaged, khugepaged_skips_clean_lazyfree, 300)
+{
+	test_clean_lazyfree();
+}
+FL_TEST(khugepaged, khugepaged_skips_young_clean_lazyfree, 300)
+{
+	test_young_clean_lazyfree();
+}
+FL_TEST(khugepaged, khugepaged_collapses_droppable, 300) { test_droppable(); }
+FL_TEST(khugepaged, khugepaged_collapses_redirtied_lazyfree, 300)
+{
+	test_redirtied();
+}
+FL_TEST(khugepaged, madv_collapse_collapses_lazyfree, 300)
+{
+	test_madv_collapse();
+}
+
+/* test_harness_run() exits: restored by fl_at_exit() */
+static void slow_khugepaged_again(void)
+{
+	write_str(KHP "scan_sleep_millisecs", "10000");
+}
+
+int main(int argc, char **argv)
 {
 	folio_size(2048);
 	write_str(THP "enabled", "always");
 	write_str(KHP "scan_sleep_millisecs", "10");
 	write_str(KHP "alloc_sleep_millisecs", "10");
 	write_str(KHP "pages_to_scan", "8192");
-	ktap_plan(5);
-	test_clean_lazyfree();
-	test_young_clean_lazyfree();
-	test_droppable();
-	test_redirtied();
-	test_madv_collapse();
-	write_str(KHP "scan_sleep_millisecs", "10000");
-	return ktap_finish();
+	fl_at_exit(slow_khugepaged_again);
+	return test_harness_run(argc, argv);
 }

@@ -277,15 +277,32 @@ static void test_clean_pmd_dropped(void)
 	ktap_result(ok, name);
 }
 
-int main(void)
+FL_FIXTURE(lazyfree)
+
+FL_TEST(lazyfree, redirtied_page_survives_64k, 300)
+{
+	test_redirty(64, "redirtied_page_survives_64k");
+}
+FL_TEST(lazyfree, redirtied_page_survives_pmd, 300)
+{
+	test_redirty(2048, "redirtied_page_survives_pmd");
+}
+FL_TEST(lazyfree, cow_mixed_write_bits_after_reclaim, 300)
+{
+	test_cow_after_failed_discard();
+}
+FL_TEST(lazyfree, straddle_pmd_and_vma_boundaries, 300) { test_straddle(); }
+FL_TEST(lazyfree, referenced_lazyfree_folio_not_dropped, 300)
+{
+	test_referenced_not_dropped();
+}
+FL_TEST(lazyfree, clean_pmd_lazyfree_thp_dropped, 300)
+{
+	test_clean_pmd_dropped();
+}
+
+int main(int argc, char **argv)
 {
 	memcg_enter(MEMCG);
-	ktap_plan(6);
-	test_redirty(64, "redirtied_page_survives_64k");
-	test_redirty(2048, "redirtied_page_survives_pmd");
-	test_cow_after_failed_discard();
-	test_straddle();
-	test_referenced_not_dropped();
-	test_clean_pmd_dropped();
-	return ktap_finish();
+	return test_harness_run(argc, argv);
 }

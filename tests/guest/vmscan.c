@@ -426,7 +426,12 @@ static void test_shmem_punch_during_pageout(void)
 	ktap_result(ok, name);
 }
 
-int main(void)
+/*
+ * The sweep: writer threads stamp anonymous memory and a MAP_SHARED XFS
+ * file in a memcg a quarter of their size, while another process truncates,
+ * punches holes and mremaps; then every stamp must be the last written.
+ */
+static void test_sweep(void)
 {
 	struct writer anon = { .npages = ANON / PAGE_SIZE, .tag = 0xa11 };
 	struct writer file = { .npages = FILESZ / PAGE_SIZE, .tag = 0xf11e };
@@ -439,20 +444,9 @@ int main(void)
 	char *back;
 	int fd;
 
-	mkdir(XFS_DIR, 0755);
-	mkdir(TMPFS_DIR, 0755);
-	umount(XFS_DIR);		/* left over from an earlier crash */
-	umount(TMPFS_DIR);
-	if (system("mkfs.xfs -q -f /dev/ram0") ||
-	    mount("/dev/ram0", XFS_DIR, "xfs", 0, NULL)) {
-		ktap_plan(1);
-		ktap_result(0, "xfs_on_ram0_available");
-		return 1;
-	}
 	/* let dirty file pages reach reclaim instead of flusher writeback */
 	write_str("/proc/sys/vm/dirty_ratio", "80");
 	write_str("/proc/sys/vm/dirty_background_ratio", "60");
-	memcg_enter(MEMCG);
 	snprintf(limit, sizeof(limit), "%lu", (ANON + FILESZ) / 4);
 	write_str("/sys/fs/cgroup/" MEMCG "/memory.max", limit);
 	folio_size(4);
@@ -488,7 +482,6 @@ int main(void)
 	waitpid(churn, &st, 0);
 	mremap_bad = (void *)(long)!(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
-	ktap_plan(7);
 	/* verification needs room for its O_DIRECT buffer */
 	write_str("/sys/fs/cgroup/" MEMCG "/memory.max", "max");
 	for (size_t pg = 0; pg < anon.npages; pg++) {
@@ -529,14 +522,54 @@ int main(void)
 	ktap_result(!bad_file, "file_stamps_reach_disk");
 	ktap_result(!mremap_bad, "mremap_region_intact");
 	close(fd);
-	umount(XFS_DIR);
+	unlink(XFS_DIR "/stamps");
 	write_str("/proc/sys/vm/dirty_ratio", "20");
 	write_str("/proc/sys/vm/dirty_background_ratio", "10");
+}
+
+FL_FIXTURE(vmscan)
+
+/* test_harness_run() exits: torn down by fl_at_exit() */
+static void unmount_xfs(void)
+{
+	umount(XFS_DIR);
+}
+
+FL_TEST(vmscan, sweep_anon_file_stamps_survive_reclaim, 300)
+{
+	test_sweep();
+}
+FL_TEST(vmscan, pinned_writers_lose_no_write_to_reclaim, 300)
+{
 	test_cached_writers("pinned_writers_lose_no_write_to_reclaim",
 			    MAP_PRIVATE);
+}
+FL_TEST(vmscan, pinned_writers_lose_no_shmem_write_to_reclaim, 300)
+{
 	test_cached_writers("pinned_writers_lose_no_shmem_write_to_reclaim",
 			    MAP_SHARED);
+}
+FL_TEST(vmscan, shmem_folio_split_in_pageout_keeps_data, 300)
+{
 	test_shmem_split_in_pageout();
+}
+FL_TEST(vmscan, shmem_punch_hole_during_pageout_keeps_data, 300)
+{
 	test_shmem_punch_during_pageout();
-	return ktap_finish();
+}
+
+int main(int argc, char **argv)
+{
+	mkdir(XFS_DIR, 0755);
+	mkdir(TMPFS_DIR, 0755);
+	umount(XFS_DIR);		/* left over from an earlier crash */
+	umount(TMPFS_DIR);
+	if (system("mkfs.xfs -q -f /dev/ram0") ||
+	    mount("/dev/ram0", XFS_DIR, "xfs", 0, NULL)) {
+		printf("Bail out! no XFS on /dev/ram0 (brd)\n");
+		return 1;
+	}
+	memcg_enter(MEMCG);
+	fl_at_exit(unmount_xfs);
+	return test_harness_run(argc, argv);
 }

@@ -70,6 +70,21 @@ def test_cpu_model_with_kvm_is_refused_before_any_work(capsys, command,
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", ["compare", "run", "test"])
+def test_count_with_kvm_is_refused_before_any_work(capsys, command,
+                                                   monkeypatch, tmp_path):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
+        "built a kernel"))
+    out = tmp_path / "out"
+    rc, _, err = run(capsys, command, "--accel", "kvm", "--count",
+                     *(["--out", str(out)] if command != "run" else
+                       ["--", "true"]))
+    assert rc == errors.UsageError.exit_code
+    assert "--count needs TCG" in one_error_line(err)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", ["compare", "build", "run", "test",
                                      "check", "setup"])
 def test_arch_arm64_is_accepted(command):
@@ -92,6 +107,14 @@ def test_bad_param(capsys):
     rc, _, err = run(capsys, "compare", "--workloads", "pageout",
                      "--param", "pageout.bogus=1")
     assert rc == 2 and "no parameter 'bogus'" in one_error_line(err)
+
+
+def test_param_of_the_wrong_type_stops_before_any_build(capsys, tmp_cache):
+    """Tried as a new user would: nothing is built for a bad value."""
+    rc, _, err = run(capsys, "compare", "--workloads", "pageout",
+                     "--param", "pageout.size_mb=abc")
+    assert rc == 2 and "an integer from 1 to 2048" in one_error_line(err)
+    assert not tmp_cache.exists() or not any(tmp_cache.iterdir())
 
 
 def test_missing_patch_dir(capsys, tmp_path, tmp_cache):

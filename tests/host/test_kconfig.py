@@ -93,9 +93,19 @@ def test_every_arch_has_its_fragment():
 
 @pytest.mark.parametrize("arch", sorted(ARCHES))
 def test_fragment_selection_per_arch(arch):
-    for purpose in kconfig.PURPOSES:
+    for purpose in ("perf", "debug"):
         assert [f.name for f in kconfig.fragment_files(purpose, arch)] == [
             "base.config", f"arch-{arch}.config", f"{purpose}.config"]
+    # kasan is the debug kernel plus KASAN
+    assert [f.name for f in kconfig.fragment_files("kasan", arch)] == [
+        "base.config", f"arch-{arch}.config", "debug.config", "kasan.config"]
+
+
+def test_kasan_is_debug_plus_kasan():
+    debug = kconfig.merge("debug", "x86_64").options
+    kasan = kconfig.merge("kasan", "x86_64").options
+    assert {k: v for k, v in kasan.items() if k in debug} == debug
+    assert kasan["CONFIG_KASAN"] == "y" and "CONFIG_KASAN" not in debug
 
 
 def test_arch_fragments_only_add_to_base():
@@ -115,7 +125,7 @@ def test_arch_fragments_only_add_to_base():
                                                 "CONFIG_SERIAL_AMBA"))]
 
 
-@pytest.mark.parametrize("purpose", kconfig.PURPOSES)
+@pytest.mark.parametrize("purpose", ("perf", "debug"))
 def test_x86_fragment_unchanged_by_the_arch_split(purpose, data):
     """x86_64's merged fragment is exactly the one used before
     configs/arch-*.config existed (saved in tests/host/data), so its

@@ -69,6 +69,31 @@ def test_judge_boot_keeps_skip_reasons():
         ("khugepaged.skips_lazyfree", "skip", "kernel has no status")]
 
 
+def test_judge_boot_reads_the_kselftest_harness():
+    """What tests/guest programs print on the kernel's kselftest harness:
+    FIXTURE.NAME cases (the fixture is the program), diagnostics, a skip,
+    a timeout."""
+    records = ["@@ boot 1.0", "@@ file ktap.ksm", "TAP version 13", "1..3",
+               "# Starting 3 tests from 1 test cases.",
+               "#  RUN           ksm.merge_fork_swapout_verify ...",
+               "# merge_fork_swapout_verify: ok",
+               "#            OK  ksm.merge_fork_swapout_verify",
+               "ok 1 ksm.merge_fork_swapout_verify",
+               "#      SKIP      FL_KSM_VMAS=0",
+               "ok 2 ksm.ksm_many_vmas_move_pages # SKIP FL_KSM_VMAS=0",
+               "# ksm_failed_merge_retried_every_scan: Test terminated by "
+               "timeout",
+               "not ok 3 ksm.ksm_failed_merge_retried_every_scan",
+               "# FAILED: 2 / 3 tests passed.",
+               "# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0",
+               "@@ end", "@@ exit 0"]
+    sb = suite.judge_boot("y", fake_result(records))
+    assert [(c.name, c.status, c.detail) for c in sb.checks] == [
+        ("ksm.merge_fork_swapout_verify", "pass", ""),
+        ("ksm.ksm_many_vmas_move_pages", "skip", "FL_KSM_VMAS=0"),
+        ("ksm.ksm_failed_merge_retried_every_scan", "fail", "")]
+
+
 def test_judge_boot_kernel_warning_fails():
     sb = suite.judge_boot("n", fake_result(RECORDS[:2] + ["@@ exit 0"],
                                            ["warning: WARNING: at mm/x.c"]))
@@ -211,3 +236,70 @@ def test_test_counts_pairs_windows_with_guest_tests(tmp_path):
     lines = suite.count_lines("y", counts)
     assert lines[1] == ("# counted mglru=y ksm_index: kernel_insns 200, "
                         "tlb_flush_insns 2, ipis_sent 0")
+
+
+def test_stress_plan_fixed_seeds_by_default():
+    plan = suite.stress_plan(None, None)
+    assert plan.seeds == suite.FIXED_STRESS_SEEDS
+    assert plan.total_seconds == len(plan.seeds) * plan.seconds
+
+
+def test_stress_plan_adds_random_seeds_for_the_time_asked():
+    plan = suite.stress_plan(100, None)
+    assert plan.seeds[:3] == suite.FIXED_STRESS_SEEDS
+    assert len(plan.seeds) == 3 + 100 // suite.RANDOM_STRESS_SECONDS
+    assert len(set(plan.seeds)) == len(plan.seeds)
+
+
+def test_stress_seeds_reproduce_exactly():
+    assert suite.stress_plan(100, (7, 9)).seeds == (7, 9)
+
+
+def test_stress_seeds_are_checked_before_any_work(capsys):
+    from foliolab import cli
+    assert cli.main(["test", "--stress-seeds", "3,abc"]) != 0
+    assert "comma-separated list of numbers" in capsys.readouterr().err
+
+
+def test_judge_boot_names_repeated_runs():
+    """--repeat: the K-th run of a program is ktap.NAME@K, each its own
+    check, so a flaky case shows how often it failed."""
+    records = ["@@ boot 1.0"]
+    for k, verdict in ((1, "ok"), (2, "not ok"), (3, "ok")):
+        records += [f"@@ file ktap.ksm{'' if k == 1 else f'@{k}'}",
+                    "TAP version 13", "1..1", f"{verdict} 1 ksm.a", "@@ end",
+                    f"@@ oracle ksm{'' if k == 1 else f'@{k}'} swapoff ok -"]
+    sb = suite.judge_boot("n", fake_result(records + ["@@ exit 0"]))
+    assert [(c.name, c.status) for c in sb.checks] == [
+        ("ksm.a", "pass"), ("ksm.a@2", "fail"), ("ksm.a@3", "pass"),
+        ("ksm.oracle.swapoff", "pass"), ("ksm@2.oracle.swapoff", "pass"),
+        ("ksm@3.oracle.swapoff", "pass")]
+
+
+def test_only_names_are_checked_against_the_guest_sources():
+    from foliolab.errors import UsageError
+    import pytest
+    suite.check_only(("anon_swap", "ksm.ksm_failed_merge_retried_every_scan"))
+    with pytest.raises(UsageError, match="no guest test program nosuch"):
+        suite.check_only(("nosuch",))
+    with pytest.raises(UsageError, match="anon_swap has no case nope"):
+        suite.check_only(("anon_swap.nope",))
+
+
+def test_only_selects_harness_cases_in_the_guest(tmp_path):
+    """run.sh's fl_selection turns --only into kselftest harness -t
+    arguments per program: "" all cases, "-" skip the program."""
+    import subprocess
+    run_sh = (Path(suite.__file__).parent / "guest/suite/run.sh").read_text()
+    func = run_sh[run_sh.index("fl_selection() {"):]
+    func = func[:func.index("\n}\n") + 3]
+
+    def sel(only, prog):
+        return subprocess.run(
+            ["sh", "-c", func + f'FL_ONLY="{only}"; fl_selection {prog}'],
+            capture_output=True, text=True, check=True).stdout.strip()
+    assert sel("", "ksm") == ""
+    assert sel("ksm", "ksm") == ""
+    assert sel("anon_swap.a", "ksm") == "-"
+    assert sel("anon_swap.a ksm.b anon_swap.c", "anon_swap") == "-t a -t c"
+    assert sel("anon_swap.a anon_swap", "anon_swap") == ""

@@ -37,20 +37,46 @@ fl_oracles() {
 	fi
 }
 
+# FL_ONLY (foliolab test --only): "PROGRAM PROGRAM.CASE ..." or empty for
+# all. Prints the harness arguments that select PROGRAM's cases, "" for all
+# of them, "-" when PROGRAM is not wanted.
+fl_selection() {
+	[ -z "$FL_ONLY" ] && return
+	sel=-
+	for item in $FL_ONLY; do
+		case $item in
+		"$1") echo ""; return ;;
+		"$1".*) [ "$sel" = - ] && sel=""
+			sel="$sel -t ${item#"$1".}" ;;
+		esac
+	done
+	echo "$sel"
+}
+
 fl_zram 2G
 echo "$FL_LRU_GEN" > /sys/kernel/mm/lru_gen/enabled
 echo "@@ metric lru_gen $(cat /sys/kernel/mm/lru_gen/enabled)"
 for t in /foliolab/tests/*; do
 	[ -x "$t" ] || continue
 	name=${t##*/}
-	base=$(swap_free)
-	echo "@@ file ktap.$name"
-	# foliolab test --count: one counting window per test, in this order
-	[ "$FL_COUNT" = 1 ] && flmark begin 0
-	(cd /tmp && "$t" 2>&1)
-	[ "$FL_COUNT" = 1 ] && flmark end 0
-	echo "@@ end"
-	fl_oracles "$name" "$base"
+	sel=$(fl_selection "$name")
+	[ "$sel" = - ] && continue
+	run=1
+	while [ "$run" -le "${FL_REPEAT:-1}" ]; do
+		base=$(swap_free)
+		# a repeated run is ktap.NAME@K, so none overwrites another
+		file=$name
+		[ "$run" -gt 1 ] && file="$name@$run"
+		echo "@@ file ktap.$file"
+		# foliolab test --count: one counting window per test run
+		[ "$FL_COUNT" = 1 ] && flmark begin 0
+		# shellcheck disable=SC2086 # $sel is a list of arguments
+		(cd /tmp && "$t" $sel 2>&1)
+		[ "$FL_COUNT" = 1 ] && flmark end 0
+		echo "@@ end"
+		fl_oracles "$file" "$base"
+		run=$((run + 1))
+	done
 done
 
 # The kselftests start from the kernel's THP defaults (our tests changed
