@@ -32,9 +32,40 @@ class Metric:
 
 @dataclass(frozen=True)
 class Param:
+    """A workload parameter, passed to the guest as FL_NAME. Its type is
+    checked before anything is built: ``choices`` (the only values
+    allowed), else an integer in ``[lo, hi]`` when ``lo`` is set, else a
+    word (letters, digits, one dot or dash)."""
+
     default: str
     help: str
-    choices: tuple[str, ...] = ()   # the only values allowed, if any
+    choices: tuple[str, ...] = ()
+    lo: int | None = None
+    hi: int | None = None
+
+    def check(self, value: str) -> str | None:
+        """None if ``value`` is allowed, else what is wrong with it."""
+        if self.choices:
+            return (None if value in self.choices else
+                    "one of: " + ", ".join(self.choices))
+        if self.lo is not None:
+            bounds = f"an integer from {self.lo} to {self.hi}"
+            # digits only: int() would also take "1_000" or " 12"
+            if not value.isdigit() or not value.isascii():
+                return bounds
+            return None if self.lo <= int(value) <= self.hi else bounds
+        ok = value.replace(".", "", 1).replace("-", "", 1).isalnum()
+        return None if ok else "letters, digits and at most one . or -"
+
+    @classmethod
+    def integer(cls, default: str, help: str, lo: int, hi: int) -> Param:
+        """An integer parameter with its bounds."""
+        return cls(default, help, lo=lo, hi=hi)
+
+    @classmethod
+    def flag(cls, default: str, help: str) -> Param:
+        """A 0/1 switch."""
+        return cls(default, help, choices=("0", "1"))
 
 
 @dataclass
@@ -81,13 +112,10 @@ class Workload:
                 raise UsageError(
                     f"workload {self.name} has no parameter {k!r}",
                     hint=f"known: {', '.join(self.params)}")
-            if not v.replace(".", "", 1).replace("-", "", 1).isalnum():
-                raise UsageError(f"bad value {v!r} for {self.name}.{k}")
-            choices = self.params[k].choices
-            if choices and v not in choices:
-                raise UsageError(
-                    f"bad value {v!r} for {self.name}.{k}",
-                    hint=f"one of: {', '.join(choices)}")
+            wrong = self.params[k].check(v)
+            if wrong:
+                raise UsageError(f"bad value {v!r} for {self.name}.{k}",
+                                 hint=f"give {wrong}")
             out[k] = v
         return out
 
@@ -260,9 +288,15 @@ def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
         d.values["tlb_shootdowns"] = irq.get("TLB", 0)
         d.values["call_ipis"] = irq.get("CAL", 0)
     for key in ("pgscan_anon", "pgsteal_anon", "pswpout",
-                "nr_tlb_remote_flush", "nr_tlb_remote_flush_received"):
+                "nr_tlb_remote_flush", "nr_tlb_remote_flush_received",
+                "pgactivate", "workingset_refault_anon"):
         if key in vm:
             d.values[key] = vm[key]
+    # Folios reclaim hands back unwritten are activated; under MGLRU that
+    # moves them to the youngest generation (issue 18, item 2).
+    if vm.get("pgsteal_anon"):
+        d.values["pgactivate_per_steal"] = (vm.get("pgactivate", 0) /
+                                            vm["pgsteal_anon"])
     events = counter_deltas(s, "memcg_events", parse.parse_memcg)
     if events.get("oom_kill"):
         d.invalid.append(f"{events['oom_kill']} memcg OOM kill(s)")
@@ -399,13 +433,16 @@ _UNMAP_UNIT = CountUnit("folio", "try_to_unmap")
 _PAGEOUT_ROOTS = ("try_to_unmap", "shrink_folio_list")
 _FILE_ROOTS = ("try_to_unmap", "folio_referenced", "shrink_folio_list")
 
+# mTHP sizes x86_64 and arm64 (4K pages) offer, 4 for base pages
+_FOLIO_KB = ("4",) + tuple(str(16 << i) for i in range(8))
 _PAGEOUT_PARAMS = {
-    "size_mb": Param("256", "anonymous memory paged out, MiB"),
-    "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)"),
-    "profile": Param("1", "1: count try_to_unmap_one and page_vma_mapped_walk "
+    "size_mb": Param.integer("256", "anonymous memory paged out, MiB", 1, 2048),
+    "folio_kb": Param("64", "anonymous folio size in KiB (4 = base pages)",
+                      choices=_FOLIO_KB),
+    "profile": Param.flag("1", "1: count try_to_unmap_one and page_vma_mapped_walk "
                           "calls, then time reclaim's stages, in untimed "
                           "passes"),
-    "lazyfree": Param("0", "1: MADV_FREE the memory first, so reclaim drops "
+    "lazyfree": Param.flag("0", "1: MADV_FREE the memory first, so reclaim drops "
                            "it instead of swapping it"),
     "fill": Param("pattern", "pattern: eight distinct words per page, which "
                   "zram compresses; same: one repeated word per page, which "
@@ -479,7 +516,8 @@ WORKLOADS: dict[str, Workload] = {
         name="pageout-4k", title="W0 pageout-4k: MADV_PAGEOUT of 4K pages",
         script="pageout",
         params={**_PAGEOUT_PARAMS,
-                "folio_kb": Param("4", "anonymous folio size in KiB")},
+                "folio_kb": Param("4", "anonymous folio size in KiB",
+                                  choices=_FOLIO_KB)},
         metrics=(*(m for m in _PAGEOUT_METRICS
                    if not m.key.startswith("mthp_")),
                  *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
@@ -491,7 +529,7 @@ WORKLOADS: dict[str, Workload] = {
               "anon folios",
         script="pageout",
         params={**_PAGEOUT_PARAMS,
-                "lazyfree": Param("1", "MADV_FREE the memory first")},
+                "lazyfree": Param.flag("1", "MADV_FREE the memory first")},
         metrics=(*_PAGEOUT_LAZYFREE_METRICS,
                  *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
         derive=derive_pageout, timeout=240,
@@ -500,17 +538,18 @@ WORKLOADS: dict[str, Workload] = {
         name="dirty-tlb",
         title="W1 dirty-tlb: stress-ng vm in a memcg, dirty anon reclaim",
         script="dirty-tlb",
-        params={"workers": Param("4", "stress-ng vm workers (more than "
-                                      "vCPUs)"),
-                "total_mb": Param("512", "--vm-bytes: the TOTAL over all "
-                                         "workers, MiB"),
-                "memcg_pct": Param("25", "memory.max as percent of the "
-                                         "total"),
-                "seconds": Param("15", "stress-ng --timeout"),
+        params={"workers": Param.integer("4", "stress-ng vm workers (more than "
+                                    "vCPUs)", 1, 64),
+                "total_mb": Param.integer("512", "--vm-bytes: the TOTAL over all "
+                                       "workers, MiB", 16, 2048),
+                "memcg_pct": Param.integer("25", "memory.max as percent of the "
+                                       "total", 1, 100),
+                "seconds": Param.integer("15", "stress-ng --timeout", 1, 3600),
                 "method": Param("write64", "--vm-method"),
                 "lru_gen": Param("y", "MGLRU on (y) or off (n); with "
                                       "classic LRU the workers get "
-                                      "OOM-killed here")},
+                                      "OOM-killed here",
+                                 choices=("y", "n"))},
         metrics=(
             Metric("bogo_ops_per_s", "ops/s", "higher", "bogo ops/s"),
             Metric("tlb_shootdowns", "irqs", "lower", "TLB shootdowns"),
@@ -522,6 +561,12 @@ WORKLOADS: dict[str, Workload] = {
                    "nr_tlb_remote_flush (sender)", primary=False),
             Metric("nr_tlb_remote_flush_received", "flushes", "lower",
                    "nr_tlb_remote_flush_received", primary=False),
+            Metric("pgactivate", "pages", "lower", "pgactivate",
+                   primary=False),
+            Metric("pgactivate_per_steal", "ratio", "lower",
+                   "pgactivate per pgsteal_anon", primary=False),
+            Metric("workingset_refault_anon", "pages", "lower",
+                   "workingset_refault_anon", primary=False),
             *count_metrics(None, ("try_to_unmap", "shrink_folio_list"), (
                 Metric("ipis_sent_per_swapout", "IPIs", "lower",
                        "counted: IPIs sent per page swapped out"),
@@ -538,23 +583,24 @@ WORKLOADS: dict[str, Workload] = {
         name="khugepaged",
         title="W3 khugepaged: hot1, cold (MADV_FREE), hot2",
         script="khugepaged",
-        params={"size_mb": Param("32", "memory per task, MiB (the seed: "
-                                       "128; scaled down for TCG)"),
+        params={"size_mb": Param.integer("32", "memory per task, MiB (the seed: "
+                                     "128; scaled down for TCG)", 1, 512),
                 # hot2 must run until it is collapsed: under TCG it makes
                 # ~14M accesses/s on base pages and ~50M/s once collapsed,
                 # and 300M (6 s) was often too short.
-                "accesses": Param("1000000000", "random accesses hot2 "
-                                                "makes"),
+                "accesses": Param.integer("1000000000", "random accesses hot2 makes",
+                                1, 10**12),
                 # On 6.12 MADV_FREE clears the young bits, so vanilla's
                 # khugepaged already refuses an untouched cold range
                 # (lack_referenced_page); a read after MADV_FREE makes it
                 # young but leaves it clean and lazy-free, and vanilla
                 # then collapses it.
-                "cold_reread": Param("0", "1: cold reads its memory once "
+                "cold_reread": Param.flag("0", "1: cold reads its memory once "
                                           "after MADV_FREE"),
-                "pages_to_scan": Param("8192", "khugepaged pages_to_scan"),
-                "scan_sleep_ms": Param("10", "khugepaged "
-                                             "scan_sleep_millisecs")},
+                "pages_to_scan": Param.integer("8192", "khugepaged pages_to_scan", 1,
+                                     10**7),
+                "scan_sleep_ms": Param.integer("10", "khugepaged scan_sleep_millisecs",
+                                     0, 60000)},
         metrics=(
             Metric("hot2_access_s", "s", "lower", "hot2 total access time"),
             Metric("hot2_maccess_per_s", "Maccess/s", "higher",
@@ -591,12 +637,13 @@ WORKLOADS: dict[str, Workload] = {
         name="ksm-rmap",
         title="W4 ksm-rmap: rmap_walk_ksm with many VMAs on one anon_vma",
         script="ksm-rmap",
-        params={"vmas": Param("20000", "VMAs (one page each) sharing one "
-                                       "anon_vma"),
-                "move": Param("8", "KSM pages migrated (each walks the "
-                                   "rmap twice)"),
-                "pages_to_scan": Param("20000", "ksm pages_to_scan"),
-                "merge_timeout": Param("120", "seconds to wait for KSM")},
+        params={"vmas": Param.integer("20000", "VMAs (one page each) sharing one "
+                                     "anon_vma", 1, 60000),
+                "move": Param.integer("8", "KSM pages migrated (each walks the "
+                                 "rmap twice)", 1, 1000),
+                "pages_to_scan": Param.integer("20000", "ksm pages_to_scan", 1, 10**7),
+                "merge_timeout": Param.integer("120", "seconds to wait for KSM", 1,
+                                     3600)},
         metrics=(
             Metric("rmap_walk_max_ms", "ms", "lower",
                    "KSM rmap walk maximum duration"),
@@ -625,13 +672,16 @@ WORKLOADS: dict[str, Workload] = {
         name="file-reclaim",
         title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
         script="file-reclaim",
-        params={"size_mb": Param("512", "file size, MiB (XFS on brd)"),
-                "reclaim_pct": Param("80", "percent of the file reclaimed"),
+        params={"size_mb": Param.integer("512", "file size, MiB (XFS on brd)", 16,
+                                   2048),
+                "reclaim_pct": Param.integer("80", "percent of the file reclaimed", 1,
+                                   100),
                 # Readahead sizes the page cache folios XFS allocates: with
                 # the default 128 KiB most are order 5.
-                "readahead_kb": Param("128", "read_ahead_kb of the ramdisk "
-                                             "when the file is read in"),
-                "profile": Param("1", "1: count try_to_unmap_one calls, "
+                "readahead_kb": Param.integer("128", "read_ahead_kb of the ramdisk "
+                                           "when the file is read in", 4,
+                                    16384),
+                "profile": Param.flag("1", "1: count try_to_unmap_one calls, "
                                       "then time reclaim's stages, in "
                                       "untimed passes")},
         metrics=(

@@ -32,6 +32,22 @@ def test_param_choices():
         w.resolve({"fill": "zero"})
 
 
+def test_integer_params_are_checked_with_their_bounds():
+    w = workloads.WORKLOADS["pageout"]
+    assert w.resolve({"size_mb": "2048"})["size_mb"] == "2048"
+    for bad in ("abc", "0", "2049", "-1", "1_000", " 12", "12.5", "\u0664"):
+        with pytest.raises(UsageError, match="an integer from 1 to 2048"):
+            w.resolve({"size_mb": bad})
+    with pytest.raises(UsageError, match="one of: 0, 1"):
+        w.resolve({"profile": "yes"})
+
+
+def test_every_parameter_default_passes_its_own_check():
+    for w in workloads.WORKLOADS.values():
+        for name, p in w.params.items():
+            assert p.check(p.default) is None, f"{w.name}.{name}"
+
+
 def test_job_script_exports_params():
     w = workloads.WORKLOADS["pageout"]
     job = w.job(w.resolve({"size_mb": "32"}), 3, fault="panic")
