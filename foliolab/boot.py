@@ -18,8 +18,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from foliolab import bootrecord
 from foliolab import image as image_mod
 from foliolab.arch import Arch
+from foliolab.bootrecord import BootResult, BootStatus  # noqa: F401
 from foliolab import counting, kconfig
 from foliolab.counting import Counter
 from foliolab.errors import BootError, UsageError
@@ -134,29 +136,6 @@ def check_cpu_model(spec: BootSpec) -> None:
                          hint=f"list them with `{binary} -cpu help`")
 
 
-@dataclass
-class BootResult:
-    status: str                  # ok | panic | timeout | no-exit | qemu-error
-    exit_code: int | None        # the job's exit code, if it got that far
-    issues: list[str]            # kernel issues seen on the console
-    console: Path
-    results: Path
-    elapsed: float
-    records: list[str] = field(default_factory=list)
-    cpu_s: float | None = None   # QEMU's user + system CPU time
-
-    @property
-    def clean(self) -> bool:
-        """Booted, ran the job to the end, and the kernel said nothing bad."""
-        return self.status == "ok" and not self.issues
-
-    def describe(self) -> str:
-        what = self.status
-        if self.issues:
-            what += " with " + ", ".join(self.issues)
-        return what
-
-
 def scan_console(text: str) -> list[str]:
     """Names of the kernel issues in a console log, first line of each."""
     found = []
@@ -219,19 +198,21 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     issues = scan_console(console_text)
     code = exit_code_of(results_text)
     if timed_out:
-        status = "timeout"
+        status = BootStatus.TIMEOUT
     elif any(i.startswith("panic") for i in issues):
-        status = "panic"
+        status = BootStatus.PANIC
     elif code is not None:
-        status = "ok"
+        status = BootStatus.OK
     elif rc != 0 and not console_text:
-        status = "qemu-error"
+        status = BootStatus.QEMU_ERROR
         issues.append("qemu: " + (stderr_path.read_text().strip()
                                   .splitlines() or ["?"])[-1][:160])
     else:
-        status = "no-exit"
-    return BootResult(status, code, issues, console, results, elapsed,
-                      results_text.splitlines(), round(cpu_s, 2))
+        status = BootStatus.NO_EXIT
+    result = BootResult(status, code, issues, console, results, elapsed,
+                        results_text.splitlines(), round(cpu_s, 2))
+    bootrecord.write_boot(result)
+    return result
 
 
 def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:

@@ -74,6 +74,48 @@ def _common(p: argparse.ArgumentParser, patches: bool = True) -> None:
                             "patches/6.12)")
 
 
+def prefix_list(value: str) -> tuple[int, ...]:
+    """``4,10,19`` -> (4, 10, 19): increasing patch counts."""
+    try:
+        at = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a comma-separated list of patch counts"
+        ) from None
+    if any(n < 1 for n in at) or list(at) != sorted(set(at)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give increasing patch counts from 1, e.g. 4,10,26")
+    return at
+
+
+def _measure(s: argparse.ArgumentParser) -> None:
+    """What compare and attribute share: machine, workloads, repetitions."""
+    _machine(s)
+    s.add_argument("--workloads", metavar="NAME,...",
+                   help="comma-separated workloads (default: all)")
+    s.add_argument("--runs", type=positive_int, default=10,
+                   help="samples per kernel and workload (default 10)")
+    s.add_argument("--samples-per-boot", type=positive_int, default=1,
+                   help="samples taken in one boot (default 1: a fresh "
+                        "boot per sample, see README)")
+    s.add_argument("--param", action="append", default=[],
+                   metavar="[WORKLOAD.]NAME=VALUE",
+                   help="override a workload parameter (repeatable)")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--out", type=Path,
+                   help="output directory (default results/<timestamp>)")
+    s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
+                   help="host-side limit per boot (default: per workload)")
+    s.add_argument("--count", action="store_true",
+                   help="add a counting boot per sample: exact guest-kernel "
+                        "instruction, TLB-invalidation and IPI counts from "
+                        "a QEMU TCG plugin (see README)")
+    s.add_argument("--fault", choices=FAULTS,
+                   help="testing aid: make every sample of every kernel but "
+                        "the baseline panic or hang, to exercise foliolab's "
+                        "error paths")
+
+
 def _machine(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("guest machine")
     g.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"),
@@ -120,31 +162,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, help="where the boot logs go "
                    "(default results/check-<time>)")
 
-    s = sub.add_parser("compare", help="full A/B comparison")
+    s = sub.add_parser("compare", help="full A/B (or N-kernel) comparison")
     _common(s)
-    _machine(s)
-    s.add_argument("--workloads", metavar="NAME,...",
-                   help="comma-separated workloads (default: all)")
-    s.add_argument("--runs", type=positive_int, default=10,
-                   help="samples per variant and workload (default 10)")
-    s.add_argument("--samples-per-boot", type=positive_int, default=1,
-                   help="samples taken in one boot (default 1: a fresh "
-                        "boot per sample, see README)")
-    s.add_argument("--param", action="append", default=[],
-                   metavar="[WORKLOAD.]NAME=VALUE",
-                   help="override a workload parameter (repeatable)")
-    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
-    s.add_argument("--out", type=Path,
-                   help="output directory (default results/<timestamp>)")
-    s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
-                   help="host-side limit per boot (default: per workload)")
-    s.add_argument("--count", action="store_true",
-                   help="add a counting boot per sample: exact guest-kernel "
-                        "instruction, TLB-invalidation and IPI counts from "
-                        "a QEMU TCG plugin (see README)")
-    s.add_argument("--fault", choices=FAULTS,
-                   help="testing aid: make every patched-kernel sample "
-                        "panic or hang, to exercise foliolab's error paths")
+    s.add_argument("--kernel", action="append", default=[],
+                   metavar="NAME=SPEC",
+                   help="a kernel to compare (repeatable, two or more; the "
+                        "first is the baseline). SPEC: base, base+DIR, "
+                        "base+DIR:N (first N patches), git:PATH@REF, "
+                        "image:PATH. Replaces --patches")
+    _measure(s)
+
+    s = sub.add_parser("attribute", help="what each step of a series adds: "
+                                         "its prefixes against the base in "
+                                         "one interleaved run")
+    _arch(s)
+    s.add_argument("--series", type=Path, default=DEFAULT_PATCHES,
+                   metavar="DIR", help="the series (default patches/6.12)")
+    s.add_argument("--at", type=prefix_list, required=True, metavar="N,...",
+                   help="the prefixes to build, e.g. 4,10,19,26 (each the "
+                        "series' first N patches)")
+    _measure(s)
 
     s = sub.add_parser("run", help="boot a built kernel and run CMD in it")
     _common(s)
@@ -291,17 +328,43 @@ def cmd_check(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from foliolab import kernels
+    specs = [kernels.parse_kernel(k) for k in args.kernel]
+    if specs and args.patches != DEFAULT_PATCHES:
+        raise UsageError("--kernel and --patches both name the kernels",
+                         hint="give --kernel only (--patches DIR is "
+                              "--kernel vanilla=base --kernel "
+                              "patched=base+DIR)")
+    return _compare(args, specs, args.patches, {})
+
+
+def cmd_attribute(args) -> int:
+    from foliolab import kernels
+    series = kernels.parse_spec("all", f"base+{args.series}").series()
+    if args.at[-1] > len(series.patches):
+        raise UsageError(f"--at {args.at[-1]}: {args.series} has "
+                         f"{len(series.patches)} patches",
+                         hint=f"give counts from 1 to {len(series.patches)}")
+    specs = [kernels.parse_spec("base", "base")]
+    specs += [kernels.parse_spec(f"p{n}", f"base+{args.series}:{n}")
+              for n in args.at]
+    return _compare(args, specs, args.series,
+                    {"attribution": {k.name: k.prefix for k in specs[1:]}})
+
+
+def _compare(args, specs, patches, environment: dict) -> int:
     from foliolab import compare, workloads
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
     text = compare.compare(compare.CompareRequest(
-        workloads=wl, params=params, runs=args.runs, patches=args.patches,
+        workloads=wl, params=params, runs=args.runs, patches=patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
-        timeout=args.timeout, count=args.count))
+        timeout=args.timeout, count=args.count, kernels=specs,
+        environment=environment))
     print(text)
     print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
     return 0
@@ -431,6 +494,7 @@ def check_args(args) -> None:
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
+    "attribute": cmd_attribute,
     "run": cmd_run,
     "test": cmd_test, "report": cmd_report,
 }

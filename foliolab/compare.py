@@ -13,10 +13,12 @@ import json
 import logging
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from foliolab import kernels as kernels_mod
 from foliolab import __version__, build, counting, hostsetup, image, report, source
 from foliolab.arch import get_arch
 from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
@@ -47,6 +49,8 @@ class CompareRequest:
     timeout: float | None = None   # per-boot limit; default: the workload's
     count: bool = False            # add a counting boot per sample
     environment: dict = field(default_factory=dict)
+    # --kernel NAME=SPEC, baseline first; empty: --patches' two kernels
+    kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
 
 
 def _qemu_version(binary: str) -> str:
@@ -76,27 +80,23 @@ def choose_accel(want: str, spec: BootSpec, image_path: Path,
     return "kvm" if probe_kvm(spec, image_path) else "tcg"
 
 
+def kernel_specs(req: CompareRequest) -> list[kernels_mod.KernelSpec]:
+    """The kernels to compare: ``--kernel``s, else ``--patches``' two."""
+    return req.kernels or kernels_mod.from_patches(req.patches)
+
+
 def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
+    specs = kernel_specs(req)
     arch = get_arch(req.arch)
-    series = source.read_series(req.patches)
-    trees = {"vanilla": source.prepare_vanilla()}
-    if req.patches is not None:
-        trees["patched"] = source.prepare_patched(series)
-    env["commits"] = {v: t.commit for v, t in trees.items()}
-    env["patches"] = [p.name for p in series.patches]
-    kernels = {"vanilla": build.build_kernel(trees["vanilla"], arch,
-                                             req.config)}
-    if req.patches is None or trees["patched"].commit == trees["vanilla"].commit:
-        # A/A (or an empty series): one kernel image plays both parts.
-        kernels["patched"] = kernels["vanilla"]
-        env["commits"]["patched"] = env["commits"]["vanilla"]
-    else:
-        kernels["patched"] = build.build_kernel(trees["patched"], arch,
-                                                req.config)
+    if req.patches is not None and not req.kernels:
+        env["patches"] = [p.name for p in
+                          source.read_series(req.patches).patches]
+    kernels = kernels_mod.prepare(specs, arch, req.config)
+    env["commits"] = {v: k.commit for v, k in kernels.items()}
     env["config_sha"] = {v: k.config_sha for v, k in kernels.items()}
     env["build_seconds"] = {v: round(k.elapsed, 1) for v, k in kernels.items()}
     if len(set(env["config_sha"].values())) > 1:
-        log.warning("vanilla and patched .config differ (the series changes "
+        log.warning("the kernels' .configs differ (a series changes "
                     "Kconfig?): %s", env["config_sha"])
     return kernels
 
@@ -108,8 +108,13 @@ def compare(req: CompareRequest) -> str:
                              cpu=req.cpu))
     if req.count:
         counting.check_accel(req.accel)
+    specs = kernel_specs(req)
+    kernels_mod.check_specs(specs, req.count)
     req.out.mkdir(parents=True, exist_ok=True)
+    # A run directory holds one run: the report derives every sample from
+    # the boots under raw/, so an earlier run's must not stay there.
     (req.out / "samples.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(req.out / "raw", ignore_errors=True)
     env = {
         "foliolab": f"{__version__} ({_project_rev()})",
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -120,8 +125,12 @@ def compare(req: CompareRequest) -> str:
         "numa_nodes": req.numa_nodes, "config": req.config,
         "base_package": hostsetup.BASE_PACKAGE,
         "base_version": hostsetup.BASE_VERSION,
-        "patches_label": ("none (vanilla vs vanilla)" if req.patches is None
-                          else str(req.patches)),
+        "patches_label": (kernels_mod.describe(specs) if req.kernels
+                          else "none (vanilla vs vanilla)"
+                          if req.patches is None else str(req.patches)),
+        # names in boot and report order; the first is the baseline
+        "kernels": [k.name for k in specs],
+        "kernel_specs": {k.name: k.text for k in specs},
         "runs": req.runs, "samples_per_boot": req.samples_per_boot,
         "workloads": [w.name for w in req.workloads],
         "memory_mb": {w.name: w.memory_mb for w in req.workloads},
@@ -145,7 +154,8 @@ def compare(req: CompareRequest) -> str:
         kernels = prepare_kernels(req, env)
         img = image.build_image(arch)
         env["image"] = img.digest
-        spec = BootSpec(arch, kernels["vanilla"].image, vcpus=req.vcpus,
+        baseline = kernels[specs[0].name]
+        spec = BootSpec(arch, baseline.image, vcpus=req.vcpus,
                         numa_nodes=req.numa_nodes, cpu=req.cpu,
                         cmdline=debug_cmdline(req.config))
         env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
@@ -154,7 +164,7 @@ def compare(req: CompareRequest) -> str:
             counters = {v: counting.counter_for(arch, k.build_dir)
                         for v, k in kernels.items()}
             env["count"] = {
-                "plugin": str(counters["vanilla"].plugin),
+                "plugin": str(counters[specs[0].name].plugin),
                 "plugin_api": counting.PLUGIN_API,
                 "mode": "per-vCPU counters, one callback per translated "
                         "kernel block (exact with parallel vCPUs)",

@@ -1,7 +1,9 @@
 """Reports from saved results: terminal table, report.md, results.json, PNGs.
 
-Everything here reads OUT/environment.json and OUT/samples.jsonl, so
-`foliolab report OUT` can redo it without rebuilding or rebooting anything.
+Everything here reads the run directory only: OUT/environment.json and the
+raw boots under OUT/raw/ (through ``derive``; OUT/samples.jsonl for runs
+from before job.json), so `foliolab report OUT` redoes every sample, table
+and plot without rebuilding or rebooting anything.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import counting, stats
-from foliolab.run import VARIANTS, Sample, load_samples
+from foliolab import counting, derive, stats
+from foliolab.derive import VARIANTS, Sample, load_samples
 from foliolab.workloads import WORKLOADS, Metric, Workload
 
 log = logging.getLogger("foliolab")
@@ -22,6 +24,22 @@ log = logging.getLogger("foliolab")
 LEGEND = ("%diff: positive = patched better (the metric's better direction "
           "is given per row);\n*x%* = significant: the 95% bootstrap CI of "
           "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
+
+
+def legend(names: list[str]) -> str:
+    """The table legend, in the kernels' own names."""
+    if list(names) == list(VARIANTS):
+        return LEGEND
+    return (f"%diff: positive = better than the baseline {names[0]} (the "
+            "metric's better direction is given per row);\n*x%* = "
+            f"significant: the 95% bootstrap CI of kernel/{names[0]} "
+            "excludes 1 and Mann-Whitney p < 0.05")
+
+
+def kernel_names(env: dict) -> list[str]:
+    """The run's kernels in order, baseline first (runs from before
+    --kernel have vanilla and patched)."""
+    return list(env.get("kernels") or VARIANTS)
 
 
 # How many functions a differential profile shows per workload.
@@ -34,16 +52,28 @@ class CountAnalysis:
     functions are nondeterministic and where the kernels differ."""
 
     workload: str
-    windows: dict[str, list[counting.Window]]   # variant -> valid windows
+    windows: dict[str, list[counting.Window]]   # kernel -> valid windows
     flagged: set[str]            # functions whose count varies in repeats
-    known: bool                  # every variant had two windows or more
-    profile: list[counting.ProfileRow]
+    known: bool                  # every kernel had two windows or more
+    # kernel -> its profile against the baseline (the first kernel)
+    profiles: dict[str, list[counting.ProfileRow]]
     notes: list[str]
 
+    @property
+    def names(self) -> list[str]:
+        return list(self.windows)
+
+    @property
+    def profile(self) -> list[counting.ProfileRow]:
+        """The last kernel's profile (patched's, in a --patches run)."""
+        return self.profiles.get(self.names[-1], []) if self.names else []
+
     def summary_line(self) -> str:
-        n = "/".join(str(len(self.windows.get(v, []))) for v in VARIANTS)
+        n = "/".join(str(len(ws)) for ws in self.windows.values())
+        who = ("v/p" if self.names == list(VARIANTS)
+               else "/".join(self.names))
         if not self.known:
-            return (f"determinism unknown: counting samples v/p {n} (a "
+            return (f"determinism unknown: counting samples {who} {n} (a "
                     "function is flagged only when repeats of one kernel "
                     "differ)")
         shares = []
@@ -55,17 +85,21 @@ class CountAnalysis:
                     shares.append(100.0 * out / w.kernel_insns)
         worst = max(shares, default=0.0)
         return (f"nondeterministic: {len(self.flagged)} functions flagged "
-                f"over counting samples v/p {n}, up to {worst:.2f}% of a "
+                f"over counting samples {who} {n}, up to {worst:.2f}% of a "
                 "window; left out of kernel_insns_deterministic")
 
     def as_dict(self) -> dict:
+        base = self.names[0] if self.names else ""
+
+        def rows(name: str) -> list[dict]:
+            return [{"function": r.function, "insns": r.insns,
+                     "calls": r.calls, "delta": r.delta(base, name),
+                     "nondeterministic": r.nondeterministic}
+                    for r in self.profiles.get(name, [])]
         return {"flagged": sorted(self.flagged), "known": self.known,
                 "notes": self.notes,
-                "profile": [{"function": r.function, "insns": r.insns,
-                             "calls": r.calls,
-                             "delta": r.delta("vanilla", "patched"),
-                             "nondeterministic": r.nondeterministic}
-                            for r in self.profile]}
+                "profile": rows(self.names[-1]) if self.names else [],
+                "profiles": {k: rows(k) for k in self.names[1:]}}
 
 
 def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
@@ -92,9 +126,10 @@ def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
     return pairs
 
 
-def analyse_counts(out: Path, samples: list[Sample]
+def analyse_counts(out: Path, samples: list[Sample],
+                   names: list[str] | None = None
                    ) -> dict[str, CountAnalysis]:
-    """Flag nondeterministic functions per workload (over both kernels'
+    """Flag nondeterministic functions per workload (over every kernel's
     repeats), add ``kernel_insns_deterministic`` and
     ``nondeterministic_pct`` to each counting sample when that is known,
     and build the differential profile."""
@@ -104,10 +139,11 @@ def analyse_counts(out: Path, samples: list[Sample]
         defaultdict(lambda: defaultdict(list))
     for s, win in pairs:
         by[s.workload][s.variant].append((s, win))
+    names = list(names or VARIANTS)
     result = {}
     for name, variants in by.items():
         windows = {v: [win for _, win in variants.get(v, [])]
-                   for v in VARIANTS}
+                   for v in names}
         known = all(len(ws) >= 2 for ws in windows.values())
         flagged = counting.nondeterministic_functions(
             {v: [win.insns() for win in ws] for v, ws in windows.items()})
@@ -119,9 +155,9 @@ def analyse_counts(out: Path, samples: list[Sample]
                 if win.kernel_insns:
                     s.values["nondeterministic_pct"] = \
                         100.0 * (1 - det / win.kernel_insns)
-        profile = counting.differential_profile(
-            windows, "vanilla", "patched", flagged, PROFILE_TOP)
-        result[name] = CountAnalysis(name, windows, flagged, known, profile,
+        profiles = {k: counting.differential_profile(
+            windows, names[0], k, flagged, PROFILE_TOP) for k in names[1:]}
+        result[name] = CountAnalysis(name, windows, flagged, known, profiles,
                                      list(notes))
     return result
 
@@ -145,22 +181,29 @@ def boot_cost_line(name: str, samples: list[Sample]) -> str:
 
 
 def profile_lines(a: CountAnalysis) -> list[str]:
-    """The differential profile as a text table."""
+    """The differential profiles (each kernel against the baseline) as
+    text tables."""
     lines = [a.summary_line()]
-    if not a.profile:
-        return lines
-    lines.append(f"Differential profile: top {len(a.profile)} kernel "
-                 "functions by change in self instructions per window "
-                 "(mean; ~ = varies between repeats)")
-    lines.append(f"{'function':<36} {'vanilla':>12} {'patched':>12} "
-                 f"{'delta':>12} {'calls v/p':>17}")
-    for r in a.profile:
-        name = ("~" if r.nondeterministic else " ") + r.function
-        calls = f"{r.calls['vanilla']:.0f}/{r.calls['patched']:.0f}"
-        lines.append(f"{name[:36]:<36} {_fmt_count(r.insns['vanilla']):>12} "
-                     f"{_fmt_count(r.insns['patched']):>12} "
-                     f"{_fmt_count(r.delta('vanilla', 'patched')):>12} "
-                     f"{calls:>17}")
+    base = a.names[0] if a.names else ""
+    for other in a.names[1:]:
+        rows = a.profiles.get(other, [])
+        if not rows:
+            continue
+        against = "" if len(a.names) == 2 else f", {other} against {base}"
+        lines.append(f"Differential profile: top {len(rows)} kernel "
+                     "functions by change in self instructions per window "
+                     f"(mean; ~ = varies between repeats{against})")
+        calls_head = ("calls v/p" if [base, other] == list(VARIANTS)
+                      else "calls")
+        lines.append(f"{'function':<36} {base[:12]:>12} {other[:12]:>12} "
+                     f"{'delta':>12} {calls_head:>17}")
+        for r in rows:
+            name = ("~" if r.nondeterministic else " ") + r.function
+            calls = f"{r.calls[base]:.0f}/{r.calls[other]:.0f}"
+            lines.append(f"{name[:36]:<36} {_fmt_count(r.insns[base]):>12} "
+                         f"{_fmt_count(r.insns[other]):>12} "
+                         f"{_fmt_count(r.delta(base, other)):>12} "
+                         f"{calls:>17}")
     return lines
 
 
@@ -184,8 +227,14 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}"
 
 
-def summarize_workload(w: Workload, samples: list[Sample]) -> list[dict]:
-    """SPEC §7 summary rows for one workload (valid samples only)."""
+def summarize_workload(w: Workload, samples: list[Sample],
+                       names: list[str] | None = None) -> list[dict]:
+    """SPEC §7 summary rows for one workload (valid samples only): one row
+    per metric and kernel after the baseline, that kernel against the
+    baseline. The ``vanilla_*``/``patched_*`` keys keep SPEC §7's names:
+    they are the baseline's and the row's kernel's."""
+    names = list(names or VARIANTS)
+    base = names[0]
     by = defaultdict(lambda: defaultdict(list))
     for s in samples:
         if s.workload == w.name and s.valid:
@@ -193,63 +242,138 @@ def summarize_workload(w: Workload, samples: list[Sample]) -> list[dict]:
                 by[k][s.variant].append(v)
     rows = []
     for m in w.metrics:
-        a, b = by[m.key]["vanilla"], by[m.key]["patched"]
-        if not a and not b:
+        if not any(by[m.key][k] for k in names):
             continue
-        sa, sb = stats.summarize(a, m.is_rate), stats.summarize(b, m.is_rate)
-        c = stats.compare(a, b, m.is_rate)
-        rows.append({
-            "workload": w.name, "metric": m.key, "unit": m.unit,
-            "better": m.better, "label": m.label, "primary": m.primary,
-            "n_vanilla": sa.n, "n_patched": sb.n,
-            "vanilla_mean": sa.mean, "patched_mean": sb.mean,
-            "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
-            "p_value": c.p_value, "significant": c.significant,
-            "pct_diff": stats.pct_diff(sa.mean, sb.mean, m.better),
-            "mean_kind": "hmean" if m.is_rate else "amean",
-            "vanilla": sa.as_dict(), "patched": sb.as_dict(),
-        })
+        a = by[m.key][base]
+        sa = stats.summarize(a, m.is_rate)
+        for other in names[1:]:
+            b = by[m.key][other]
+            sb = stats.summarize(b, m.is_rate)
+            c = stats.compare(a, b, m.is_rate)
+            rows.append({
+                "workload": w.name, "metric": m.key, "unit": m.unit,
+                "better": m.better, "label": m.label, "primary": m.primary,
+                "baseline": base, "kernel": other,
+                "n_vanilla": sa.n, "n_patched": sb.n,
+                "vanilla_mean": sa.mean, "patched_mean": sb.mean,
+                "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
+                "p_value": c.p_value, "significant": c.significant,
+                "pct_diff": stats.pct_diff(sa.mean, sb.mean, m.better),
+                "mean_kind": "hmean" if m.is_rate else "amean",
+                "vanilla": sa.as_dict(), "patched": sb.as_dict(),
+            })
     return rows
 
 
-def _metric_table(row: dict) -> list[str]:
-    """mmtests-style rows for one metric: vanilla first, %diff after."""
-    key, better = row["metric"], row["better"]
-    va, pa = row["vanilla"], row["patched"]
-    mean_name = "Hmean" if row["mean_kind"] == "hmean" else "Amean"
+def attribution_rows(w: Workload, samples: list[Sample],
+                     names: list[str]) -> list[dict]:
+    """What each step adds: for every metric, each kernel against the one
+    before it (for ``attribute``: prefix k against prefix k-1)."""
+    by = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        if s.workload == w.name and s.valid:
+            for k, v in s.values.items():
+                by[k][s.variant].append(v)
+    rows = []
+    for m in w.metrics:
+        for before, after in zip(names, names[1:]):
+            a, b = by[m.key][before], by[m.key][after]
+            if not a or not b:
+                continue
+            c = stats.compare(a, b, m.is_rate)
+            rows.append({"workload": w.name, "metric": m.key,
+                         "better": m.better, "primary": m.primary,
+                         "from": before, "to": after, "ratio": c.ratio,
+                         "ci_low": c.ci_low, "ci_high": c.ci_high,
+                         "p_value": c.p_value,
+                         "significant": c.significant})
+    return rows
+
+
+def attribution_lines(rows: list[dict], steps: dict[str, int]) -> list[str]:
+    """The steps as a table: one line per metric, one column per step."""
+    if not rows:
+        return []
+    order = list(dict.fromkeys((r["from"], r["to"]) for r in rows))
+    head = f"{'':<9} {'':<28}"
+    for before, after in order:
+        head += f" {f'{before}->{after}':>24}"
+    lines = ["Attribution: each step against the one before (ratio, 95% CI; "
+             "* significant); steps are the series' first N patches: " +
+             ", ".join(f"{k}={n}" for k, n in steps.items()), head]
+    for group in _by_metric(rows):
+        line = f"{'Step':<9} {group[0]['metric']:<28}"
+        cells = {(r["from"], r["to"]): r for r in group}
+        for step in order:
+            r = cells.get(step)
+            if r is None:
+                line += f" {'-':>24}"
+                continue
+            mark = "*" if r["significant"] else " "
+            cell = (f"{r['ratio']:.3f}{mark}[{r['ci_low']:.3f},"
+                    f"{r['ci_high']:.3f}]")
+            line += f" {cell:>24}"
+        lines.append(line)
+    return lines
+
+
+def _by_metric(rows: list[dict]) -> list[list[dict]]:
+    """Summary rows grouped by metric (one row per kernel), in order."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["metric"], []).append(r)
+    return list(groups.values())
+
+
+def _metric_table(rows: list[dict]) -> list[str]:
+    """mmtests-style rows for one metric (compare-kernels): the baseline
+    first, then each kernel with its %diff; one Ratio line per kernel."""
+    first = rows[0]
+    key, better = first["metric"], first["better"]
+    mean_name = "Hmean" if first["mean_kind"] == "hmean" else "Amean"
     lines = []
     for label, field, direction in (
             ("Min", "min", better), (mean_name, "mean", better),
             ("Median", "median", better), ("Stddev", "stddev", "lower"),
             ("CoeffVar", "coeffvar", "lower"), ("Max", "max", better)):
-        v, p = va[field], pa[field]
-        d = stats.pct_diff(v, p, direction)
-        sig = row["significant"] and field == "mean"
-        diff = f"*{d:7.2f}%*" if sig else f"({d:7.2f}%)"
+        v = first["vanilla"][field]
         # exact counts repeat to a few parts per million: show them
         fmt = _fmt_small if field == "coeffvar" else _fmt
-        lines.append(f"{label:<9} {key:<28} {fmt(v):>12} ({0:7.2f}%) "
-                     f"{fmt(p):>12} {diff}")
-    lines.append(
-        f"{'Ratio':<9} {key:<28} {row['ratio']:.3f} "
-        f"CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-        f"p={row['p_value']:.3g} n={row['n_vanilla']}/{row['n_patched']} "
-        f"{better} is better{'  SIGNIFICANT' if row['significant'] else ''}")
+        line = f"{label:<9} {key:<28} {fmt(v):>12} ({0:7.2f}%)"
+        for row in rows:
+            p = row["patched"][field]
+            d = stats.pct_diff(v, p, direction)
+            sig = row["significant"] and field == "mean"
+            diff = f"*{d:7.2f}%*" if sig else f"({d:7.2f}%)"
+            line += f" {fmt(p):>12} {diff}"
+        lines.append(line)
+    for row in rows:
+        who = f"{row.get('kernel', '')[:12]:<12} " if len(rows) > 1 else ""
+        lines.append(
+            f"{'Ratio':<9} {key:<28} {who}{row['ratio']:.3f} "
+            f"CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
+            f"p={row['p_value']:.3g} n={row['n_vanilla']}/{row['n_patched']} "
+            f"{better} is better"
+            f"{'  SIGNIFICANT' if row['significant'] else ''}")
     return lines
 
 
-def _counter_row(row: dict) -> str:
-    """One line per secondary metric: means, %diff, ratio CI."""
-    d = row["pct_diff"]
-    diff = f"*{d:7.2f}%*" if row["significant"] else f"({d:7.2f}%)"
-    return (f"{'Mean':<9} {row['metric']:<28} {_fmt(row['vanilla_mean']):>12}"
-            f" {'':10} {_fmt(row['patched_mean']):>12} {diff}  "
-            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
+def _counter_row(rows: list[dict]) -> str:
+    """One line per secondary metric: means, %diff, ratio CI per kernel."""
+    first = rows[0]
+    line = f"{'Mean':<9} {first['metric']:<28} {_fmt(first['vanilla_mean']):>12}"
+    for row in rows:
+        d = row["pct_diff"]
+        diff = f"*{d:7.2f}%*" if row["significant"] else f"({d:7.2f}%)"
+        line += (f" {'':10} {_fmt(row['patched_mean']):>12} {diff}  "
+                 f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
+    return line
 
 
-def invalid_lines(w: Workload, samples: list[Sample]) -> list[str]:
+def invalid_lines(w: Workload, samples: list[Sample],
+                  names: list[str] | None = None) -> list[str]:
     out = []
-    for variant in ("vanilla", "patched"):
+    for variant in names or VARIANTS:
         mine = [s for s in samples
                 if s.workload == w.name and s.variant == variant]
         bad = [s for s in mine if not s.valid]
@@ -261,15 +385,27 @@ def invalid_lines(w: Workload, samples: list[Sample]) -> list[str]:
     return out
 
 
+def _title(env: dict, names: list[str]) -> str:
+    if names == list(VARIANTS):
+        return (f"foliolab comparison: {env.get('patches_label', '?')} vs "
+                f"vanilla {env.get('base_version', '')}")
+    specs = env.get("kernel_specs", {})
+    return ("foliolab comparison of " + ", ".join(
+        f"{k}={specs.get(k, '?')}" for k in names) +
+        f" (base {env.get('base_version', '')}; baseline {names[0]})")
+
+
 def text_report(env: dict, summary: list[dict], samples: list[Sample],
-                counts: dict[str, CountAnalysis] | None = None) -> str:
-    lines = [f"foliolab comparison: {env.get('patches_label', '?')} vs "
-             f"vanilla {env.get('base_version', '')}",
+                counts: dict[str, CountAnalysis] | None = None,
+                attribution: list[dict] | None = None) -> str:
+    names = kernel_names(env)
+    attribution = attribution or []
+    lines = [_title(env, names),
              f"guest: {env.get('arch')} {env.get('accel')} "
              f"-cpu {env.get('cpu', '?')} {env.get('vcpus')} vCPUs; "
              f"config {env.get('config')} "
-             f"sha {env.get('config_sha', {}).get('vanilla', '?')}",
-             LEGEND, ""]
+             f"sha {env.get('config_sha', {}).get(names[0], '?')}",
+             legend(names), ""]
     for error in env.get("errors", []):
         lines.append(f"ERROR: {error}")
     for name in env.get("workloads", []):
@@ -278,23 +414,29 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
             continue
         rows = [r for r in summary if r["workload"] == name]
         lines.append(f"== {name}: {w.title}")
-        header = f"{'':<38} {'vanilla':>12} {'':10} {'patched':>12}"
+        header = f"{'':<38} {names[0][:12]:>12}"
+        for other in names[1:]:
+            header += f" {'':10} {other[:12]:>12}"
         lines.append(header)
-        for r in (r for r in rows if r["primary"]):
-            lines += _metric_table(r)
+        for group in _by_metric([r for r in rows if r["primary"]]):
+            lines += _metric_table(group)
             lines.append("")
-        secondary = [r for r in rows if not r["primary"]]
+        secondary = _by_metric([r for r in rows if not r["primary"]])
         if secondary:
             lines.append("Counters and secondary metrics (mean per sample):")
-            lines += [_counter_row(r) for r in secondary]
+            lines += [_counter_row(g) for g in secondary]
             lines.append("")
         if not rows:
             lines.append("(no valid samples)")
+        steps = [r for r in attribution if r["workload"] == name]
+        if steps:
+            lines += attribution_lines(steps, env.get("attribution", {}))
+            lines.append("")
         if counts and name in counts:
             lines += profile_lines(counts[name])
             lines.append(boot_cost_line(name, samples))
             lines.append("")
-        lines += invalid_lines(w, samples)
+        lines += invalid_lines(w, samples, names)
         if w.not_measurable:
             lines.append(f"Not measurable here: {w.not_measurable}")
         lines.append("")
@@ -305,34 +447,44 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
 
 def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                     counts: dict[str, CountAnalysis] | None = None) -> str:
+    names = kernel_names(env)
+    commits = env.get("commits", {})
+    specs = env.get("kernel_specs", {})
     md = ["# foliolab comparison", "",
           f"- series: {env.get('patches_label')}",
           f"- base: {env.get('base_package')} {env.get('base_version')}",
-          f"- kernels: vanilla {env.get('commits', {}).get('vanilla', '?')[:12]}"
-          f", patched {env.get('commits', {}).get('patched', '?')[:12]}",
+          "- kernels (the first is the baseline): " + ", ".join(
+              f"{k} " + (f"`{specs[k]}` " if k in specs else "") +
+              f"{commits.get(k, '?')[:12]}" for k in names),
           f"- guest: {env.get('arch')}, {env.get('accel')}, "
           f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, "
           f"config `{env.get('config')}` "
-          f"(sha {env.get('config_sha', {}).get('vanilla', '?')})",
+          f"(sha {env.get('config_sha', {}).get(names[0], '?')})",
           f"- emulator: {env.get('qemu', '?')}",
-          f"- runs: {env.get('runs')} per variant, "
-          f"{env.get('samples_per_boot')} sample(s) per boot, ABBA order",
-          "", LEGEND.replace("\n", " "), ""]
+          f"- runs: {env.get('runs')} per kernel, "
+          f"{env.get('samples_per_boot')} sample(s) per boot, "
+          "interleaved (each round in the order given, the next reversed)",
+          "", legend(names).replace("\n", " "), ""]
     for error in env.get("errors", []):
         md.append(f"**ERROR:** {error}\n")
     for name in env.get("workloads", []):
         w = WORKLOADS.get(name)
         if not w:
             continue
+        two = names == list(VARIANTS)
         md += [f"## {name}", "", w.title, "",
-               "| metric | better | vanilla | patched | ratio | 95% CI | p | "
-               "CoeffVar v/p | n v/p |",
-               "|---|---|---|---|---|---|---|---|---|"]
+               ("| metric | better | vanilla | patched | ratio | 95% CI | p | "
+                "CoeffVar v/p | n v/p |" if two else
+                f"| metric | better | kernel | {names[0]} | kernel's | ratio "
+                "| 95% CI | p | CoeffVar | n |"),
+               "|---|---|---|---|---|---|---|---|---|" +
+               ("" if two else "---|")]
         for r in [r for r in summary if r["workload"] == name]:
             sig = "**" if r["significant"] else ""
             md.append(
                 f"| {r['label']} (`{r['metric']}`, {r['unit']}) "
-                f"| {r['better']} "
+                f"| {r['better']} " +
+                ("" if two else f"| {r.get('kernel', '?')} ") +
                 f"| {_fmt(r['vanilla_mean'])} | {_fmt(r['patched_mean'])} "
                 f"| {sig}{r['ratio']:.3f}{sig} "
                 f"| [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
@@ -343,7 +495,7 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
         if counts and name in counts:
             md += ["", *_profile_markdown(name, counts[name]), "",
                    boot_cost_line(name, samples)]
-        bad = invalid_lines(w, samples)
+        bad = invalid_lines(w, samples, names)
         if bad:
             md += ["", "Invalid samples:", "", "```", *bad, "```"]
         if w.not_measurable:
@@ -358,20 +510,26 @@ def _profile_markdown(name: str, a: CountAnalysis) -> list[str]:
     md = [a.summary_line(), ""]
     if not a.profile:
         return md
-    md += [f"Differential profile: the {len(a.profile)} kernel functions "
-           "whose self instructions per window changed most (exact counts, "
-           "mean over counting samples; ~ = varies between repeats of one "
-           "kernel):", "",
-           "| function | vanilla | patched | delta | calls v/p |",
-           "|---|---|---|---|---|"]
-    for r in a.profile:
-        flag = "~" if r.nondeterministic else ""
-        md.append(f"| {flag}`{r.function}` "
-                  f"| {_fmt_count(r.insns['vanilla'])} "
-                  f"| {_fmt_count(r.insns['patched'])} "
-                  f"| {_fmt_count(r.delta('vanilla', 'patched'))} "
-                  f"| {r.calls['vanilla']:.0f}/{r.calls['patched']:.0f} |")
-    md += ["", f"![{name} profile](plots/{name}-profile.png)"]
+    base = a.names[0]
+    for other in a.names[1:]:
+        rows = a.profiles.get(other, [])
+        if not rows:
+            continue
+        md += [f"Differential profile of {other} against {base}: the "
+               f"{len(rows)} kernel functions whose self instructions per "
+               "window changed most (exact counts, mean over counting "
+               "samples; ~ = varies between repeats of one kernel):", "",
+               f"| function | {base} | {other} | delta | calls |",
+               "|---|---|---|---|---|"]
+        for r in rows:
+            flag = "~" if r.nondeterministic else ""
+            md.append(f"| {flag}`{r.function}` "
+                      f"| {_fmt_count(r.insns[base])} "
+                      f"| {_fmt_count(r.insns[other])} "
+                      f"| {_fmt_count(r.delta(base, other))} "
+                      f"| {r.calls[base]:.0f}/{r.calls[other]:.0f} |")
+        md.append("")
+    md += [f"![{name} profile](plots/{name}-profile.png)"]
     return md
 
 
@@ -384,8 +542,9 @@ def plot_profile(w: Workload, a: CountAnalysis, path: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    base, other = a.names[0], a.names[-1]
     rows = a.profile[::-1]
-    deltas = [r.delta("vanilla", "patched") for r in rows]
+    deltas = [r.delta(base, other) for r in rows]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     ax.barh(range(len(rows)), deltas,
             color=["tab:green" if d < 0 else "tab:red" for d in deltas])
@@ -393,7 +552,7 @@ def plot_profile(w: Workload, a: CountAnalysis, path: Path) -> bool:
                   [("~" if r.nondeterministic else "") + r.function
                    for r in rows], fontsize=7)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("patched - vanilla, kernel instructions per window "
+    ax.set_xlabel(f"{other} - {base}, kernel instructions per window "
                   "(self, exact)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(f"{w.name}: where the kernels' work differs", fontsize=9)
@@ -404,8 +563,10 @@ def plot_profile(w: Workload, a: CountAnalysis, path: Path) -> bool:
     return True
 
 
-def plot_workload(w: Workload, samples: list[Sample], path: Path) -> bool:
-    """One panel per metric: every valid sample, per variant, with the mean."""
+def plot_workload(w: Workload, samples: list[Sample], path: Path,
+                  names: list[str] | None = None) -> bool:
+    """One panel per metric: every valid sample, per kernel, with the mean."""
+    names = list(names or VARIANTS)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -414,10 +575,12 @@ def plot_workload(w: Workload, samples: list[Sample], path: Path) -> bool:
         m.key in s.values for s in samples if s.workload == w.name)]
     if not metrics:
         return False
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3 * len(metrics), 3.2),
+    width = 3 + 0.6 * max(0, len(names) - 2)
+    fig, axes = plt.subplots(1, len(metrics),
+                             figsize=(width * len(metrics), 3.2),
                              squeeze=False)
     for ax, m in zip(axes[0], metrics):
-        for i, variant in enumerate(("vanilla", "patched")):
+        for i, variant in enumerate(names):
             vals = [s.values[m.key] for s in samples
                     if s.workload == w.name and s.variant == variant
                     and s.valid and m.key in s.values]
@@ -431,7 +594,8 @@ def plot_workload(w: Workload, samples: list[Sample], path: Path) -> bool:
             if vals:
                 ax.hlines(stats.mean(vals, m.is_rate), i - 0.3, i + 0.3,
                           colors="black")
-        ax.set_xticks([0, 1], ["vanilla", "patched"])
+        ax.set_xticks(range(len(names)), names,
+                      fontsize=7 if len(names) > 3 else None)
         ax.set_title(f"{m.key}\n({m.unit}, {m.better} is better)",
                      fontsize=8)
         ax.tick_params(labelsize=7)
@@ -446,12 +610,21 @@ def plot_workload(w: Workload, samples: list[Sample], path: Path) -> bool:
 def write_report(out: Path) -> str:
     """(Re)write results.json, report.md and plots/; return the text table."""
     env = json.loads((out / "environment.json").read_text())
-    samples = load_samples(out)
-    counts = analyse_counts(out, samples)
-    summary = []
+    # Every sample again from the raw boots, when the run has them.
+    samples = derive.rederive(out)
+    if samples is None:
+        samples = load_samples(out)
+    else:
+        derive.write_samples(out, samples)
+    names = kernel_names(env)
+    counts = analyse_counts(out, samples, names)
+    summary, attribution = [], []
     for name in env.get("workloads", []):
         if name in WORKLOADS:
-            summary += summarize_workload(WORKLOADS[name], samples)
+            summary += summarize_workload(WORKLOADS[name], samples, names)
+            if env.get("attribution"):
+                attribution += attribution_rows(WORKLOADS[name], samples,
+                                                names)
     rows = [r for s in samples for r in s.rows()]
     invalid = [{"workload": s.workload, "variant": s.variant, "run": s.run,
                 "reasons": s.reasons, "rundir": s.rundir}
@@ -459,6 +632,8 @@ def write_report(out: Path) -> str:
     results = {"environment": env, "samples": rows, "summary": summary,
                "invalid": invalid,
                "counting": {k: a.as_dict() for k, a in counts.items()}}
+    if env.get("attribution"):
+        results["attribution"] = attribution
     (out / "results.json").write_text(json.dumps(results, indent=1,
                                                  default=str) + "\n")
     (out / "report.md").write_text(markdown_report(env, summary, samples,
@@ -467,12 +642,12 @@ def write_report(out: Path) -> str:
         if name in WORKLOADS:
             try:
                 plot_workload(WORKLOADS[name], samples,
-                              out / "plots" / f"{name}.png")
+                              out / "plots" / f"{name}.png", names)
                 if name in counts:
                     plot_profile(WORKLOADS[name], counts[name],
                                  out / "plots" / f"{name}-profile.png")
             except Exception as e:   # a plot must never cost the results
                 log.warning("plot for %s failed: %s", name, e)
-    text = text_report(env, summary, samples, counts)
+    text = text_report(env, summary, samples, counts, attribution)
     (out / "report.txt").write_text(text)
     return text

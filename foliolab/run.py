@@ -1,8 +1,9 @@
 """Run workloads on built kernels: interleaved A/B boots, raw data kept.
 
-For each workload, boot pair i runs vanilla then patched when i is even and
-patched then vanilla when i is odd (ABBA), so slow drift of the host cancels
-instead of biasing one side. Every sample's console log, results-port text
+For each workload, round i boots every kernel once, in the order given when
+i is even and in the reverse order when i is odd (ABBA for two kernels, ABC
+CBA for three), so every kernel's mean position in the run is the same and
+slow drift of the host cancels instead of biasing one side. Every sample's console log, results-port text
 and the derived values are kept under OUT/raw/, and each finished sample is
 appended to OUT/samples.jsonl at once, so a crash, a hang or Ctrl-C never
 loses what was already measured.
@@ -17,43 +18,19 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab import boot as boot_mod
-from foliolab import counting, parse
+from foliolab import counting
 from foliolab.boot import BootSpec
+from foliolab.bootrecord import BootJob, Pass
 from foliolab.build import Kernel
 from foliolab.counting import Counter
+from foliolab.derive import VARIANTS, Sample, samples_from_boot  # noqa: F401
 from foliolab.ui import Progress
-from foliolab.workloads import COUNTING, Workload
+from foliolab.workloads import Workload
 
 log = logging.getLogger("foliolab")
 
-VARIANTS = ("vanilla", "patched")
 # Give up on a (workload, variant) after this many failed boots in a row.
 MAX_BOOT_FAILURES = 3
-
-
-@dataclass
-class Sample:
-    workload: str
-    variant: str
-    run: int
-    values: dict[str, float]
-    valid: bool
-    reasons: list[str]
-    boot: str                 # boot status ("ok", "panic", ...)
-    rundir: str
-    boot_s: float | None = None   # guest uptime when the job started
-    wall_s: float | None = None   # host wall time of the whole boot
-    # A counting pass's sample: its plugin output (relative to the run
-    # directory) and which of the workload's windows in it is this one.
-    counts: str = ""
-    count_window: int = -1
-    cpu_s: float | None = None    # QEMU's CPU time for the whole boot
-
-    def rows(self) -> list[dict]:
-        """The flat {workload, variant, run, metric, value, valid} rows."""
-        return [{"workload": self.workload, "variant": self.variant,
-                 "run": self.run, "metric": k, "value": v,
-                 "valid": self.valid} for k, v in self.values.items()]
 
 
 @dataclass
@@ -61,13 +38,13 @@ class RunRequest:
     workloads: list[Workload]
     params: dict[str, dict[str, str]]
     runs: int
-    kernels: dict[str, Kernel]          # variant -> kernel
+    kernels: dict[str, Kernel]          # name -> kernel; baseline first
     image: Path
     spec: BootSpec                      # machine shape (kernel replaced)
     out: Path
     samples_per_boot: int = 1
-    fault: str = ""
-    fault_variant: str = "patched"      # fault injection hits one variant
+    fault: str = ""                     # injected into every kernel
+                                        # but the baseline
     timeout: float | None = None        # per boot; default from workload
     # variant -> its counter: adds a counting boot after each timed one
     counters: dict[str, Counter] | None = None
@@ -77,73 +54,13 @@ class RunRequest:
 class RunResult:
     samples: list[Sample] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    boots: int = 0              # boots started so far (a boot's seq)
 
 
-def boot_order(pair: int) -> tuple[str, str]:
-    return VARIANTS if pair % 2 == 0 else VARIANTS[::-1]
-
-
-def count_values(w: Workload, arch: str, derived: dict[str, float],
-                 window: counting.Window | None,
-                 reasons: list[str]) -> dict[str, float]:
-    """A counting sample's metrics from its window of the plugin output
-    (and the timed metrics it was derived with, for per-page figures)."""
-    if window is None:
-        reasons.append(f"no counting window {w.window} in counts.txt")
-        return {}
-    v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
-    swapped = derived.get("pswpout")
-    if w.count_unit is None and swapped:
-        v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
-        v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped
-        # what reclaim itself sent, without the workload's own IPIs
-        for root in w.count_roots:
-            v[f"{root}_ipis_per_swapout"] = v[f"{root}_ipis_sent"] / swapped
-    if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
-        reasons.append(f"{w.count_unit.root} was never entered in the "
-                       "window (no units to count per)")
-    return v
-
-
-def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
-                      first_run: int, res: boot_mod.BootResult,
-                      expected: int, counted: str = "",
-                      out: Path | None = None) -> list[Sample]:
-    """Turn one boot's output into samples; a bad boot invalidates them all.
-
-    ``counted``: the guest arch of a counting boot, whose samples carry
-    the counts of their windows instead of the timed metrics.
-    """
-    g = parse.parse_records(res.records)
-    counts_path = res.console.parent / "counts.txt"
-    windows = counting.read_windows(counts_path, w.window) if counted else []
-    out_samples = []
-    for i in range(expected):
-        gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
-        d = w.derive(gs, {**params, COUNTING: "1"} if counted else params)
-        reasons = list(d.invalid)
-        if counted:
-            # Only what holds the setup (validity) and the counts: times
-            # from a boot slowed by the plugin mean nothing.
-            d.values = count_values(w, counted, d.values,
-                                    windows[i] if i < len(windows) else None,
-                                    reasons)
-        if not res.clean:
-            reasons.insert(0, f"boot {res.describe()} "
-                              f"(console: {res.console})")
-        elif g.exit_code not in (0, None):
-            reasons.append(f"job exited {g.exit_code}")
-        if i >= len(g.samples):
-            reasons.append("sample missing from guest output")
-        rel = ""
-        if counted:
-            rel = str(counts_path.relative_to(out) if out else counts_path)
-        out_samples.append(Sample(w.name, variant, first_run + i, d.values,
-                                  not reasons, reasons, res.status,
-                                  str(res.console.parent), g.boot_s,
-                                  round(res.elapsed, 2), rel,
-                                  i if counted else -1, res.cpu_s))
-    return out_samples
+def boot_order(pair: int, names: tuple[str, ...] = VARIANTS
+               ) -> tuple[str, ...]:
+    """The kernels' order in round ``pair``: as given, then reversed."""
+    return tuple(names) if pair % 2 == 0 else tuple(names)[::-1]
 
 
 def run_workloads(req: RunRequest) -> RunResult:
@@ -153,14 +70,16 @@ def run_workloads(req: RunRequest) -> RunResult:
     pairs = math.ceil(req.runs / k)
     # Each timed boot is followed by its counting boot, if asked for: the
     # plugin slows QEMU, so it never runs in a boot that is timed.
-    passes = ("timed", "count") if req.counters else ("timed",)
+    passes = (Pass.TIMED, Pass.COUNT) if req.counters else (Pass.TIMED,)
     for w in req.workloads:
         params = w.resolve(req.params.get(w.name, {}))
-        fails = {(v, p): 0 for v in VARIANTS for p in passes}
-        progress = Progress(f"run {w.name}", pairs * 2 * len(passes))
+        names = tuple(req.kernels)
+        fails = {(v, p): 0 for v in names for p in passes}
+        progress = Progress(f"run {w.name}",
+                            pairs * len(names) * len(passes))
         for pair in range(pairs):
             n = min(k, req.runs - pair * k)
-            for variant in boot_order(pair):
+            for variant in boot_order(pair, names):
                 for what in passes:
                     if fails[variant, what] < MAX_BOOT_FAILURES:
                         fails[variant, what] = _boot_samples(
@@ -172,13 +91,13 @@ def run_workloads(req: RunRequest) -> RunResult:
 
 
 def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
-                  variant: str, what: str, pair: int, n: int,
+                  variant: str, what: Pass, pair: int, n: int,
                   result: RunResult, failed: int) -> int:
     """One boot of ``variant`` for ``n`` samples, appended to the results
     at once; returns the variant's count of failed boots in a row."""
     k = max(1, req.samples_per_boot)
-    counted = what == "count"
-    fault = req.fault if variant == req.fault_variant else ""
+    counted = what is Pass.COUNT
+    fault = req.fault if variant != next(iter(req.kernels)) else ""
     limit = req.timeout or w.timeout * n
     spec = replace(req.spec, kernel=req.kernels[variant].image,
                    memory_mb=w.memory_mb,
@@ -192,6 +111,9 @@ def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
             w.count_roots))
         name += "-count"
     rundir = req.out / "raw" / w.name / name
+    BootJob(result.boots, w.name, variant, what, pair * k, n, params,
+            spec.arch.name).write(rundir)
+    result.boots += 1
     res = boot_mod.boot(spec, req.image, w.job(params, n, fault, counted),
                         rundir)
     samples = samples_from_boot(w, params, variant, pair * k, res, n,
@@ -203,19 +125,13 @@ def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
     if res.clean:
         return 0
     failed += 1
-    msg = (f"{w.name} {variant} {what} boot {pair}: {res.describe()}; "
+    msg = (f"{w.name} {variant} {what.value} boot {pair}: {res.describe()}; "
            f"console log: {res.console}")
     result.failures.append(msg)
     log.warning("%s", msg)
     if failed == MAX_BOOT_FAILURES:
-        result.failures.append(f"{w.name} {variant} ({what}): gave up after "
+        result.failures.append(f"{w.name} {variant} ({what.value}): gave up after "
                                f"{MAX_BOOT_FAILURES} failed boots in a row")
     return failed
 
 
-def load_samples(out: Path) -> list[Sample]:
-    path = out / "samples.jsonl"
-    if not path.exists():
-        return []
-    return [Sample(**json.loads(line))
-            for line in path.read_text().splitlines() if line.strip()]

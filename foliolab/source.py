@@ -164,7 +164,7 @@ def apply_series(tree: Path, series: Series, base_version: str) -> None:
 class Tree:
     """A commit to build, and the checkout it will be built from."""
 
-    variant: str        # "vanilla" or "patched"
+    variant: str        # the kernel's name ("vanilla", "patched", ...)
     path: Path
     commit: str
     series_digest: str  # "" for vanilla
@@ -175,34 +175,70 @@ def prepare_vanilla() -> Tree:
     return Tree("vanilla", repo, base_commit(repo), "")
 
 
-def prepare_patched(series: Series) -> Tree:
-    """Commit base + series on branch `patched`, re-applied only on change.
+def prepare_patched(series: Series, variant: str = "patched") -> Tree:
+    """Commit base + series, applied once per distinct series content.
 
     The series is applied in a scratch worktree (b4 style), so a patch that
-    does not apply never leaves the build tree half-patched.
+    does not apply never leaves the build tree half-patched. The commit is
+    kept under refs/foliolab/series/DIGEST, so every prefix of a series
+    (``base+DIR:N``) is applied once and found again by its content; the
+    kernel called ``patched`` also moves branch `patched`.
     """
     repo = prepare_base()
-    stamp = cache_root() / "patched.series"
-    if stamp.exists():
-        digest, _, commit = stamp.read_text().strip().partition(" ")
-        ok = git(repo, "cat-file", "-e", f"{commit}^{{commit}}",
-                 check=False).returncode == 0
-        if digest == series.digest and ok:
-            return Tree("patched", repo, commit, series.digest)
-    scratch = cache_root() / "worktrees" / "apply"
-    if (scratch / ".git").exists():
-        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
-    git(repo, "worktree", "prune")
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    git(repo, "worktree", "add", "-q", "--detach", str(scratch), BASE_TAG)
-    try:
-        apply_series(scratch, series, hostsetup.BASE_VERSION)
-        commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
-    finally:
-        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
-    git(repo, "branch", "-f", "patched", commit)
-    stamp.write_text(f"{series.digest} {commit}\n")
-    return Tree("patched", repo, commit, series.digest)
+    ref = f"refs/foliolab/series/{series.digest}"
+    cp = git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
+             check=False)
+    if cp.returncode == 0:
+        commit = cp.stdout.strip()
+    else:
+        scratch = cache_root() / "worktrees" / "apply"
+        if (scratch / ".git").exists():
+            git(repo, "worktree", "remove", "--force", str(scratch),
+                check=False)
+        git(repo, "worktree", "prune")
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        git(repo, "worktree", "add", "-q", "--detach", str(scratch), BASE_TAG)
+        try:
+            apply_series(scratch, series, hostsetup.BASE_VERSION)
+            commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
+        finally:
+            git(repo, "worktree", "remove", "--force", str(scratch),
+                check=False)
+        git(repo, "update-ref", ref, commit)
+    if variant == "patched":
+        git(repo, "branch", "-f", "patched", commit)
+    return Tree(variant, repo, commit, series.digest)
+
+
+def prepare_git(variant: str, user_repo: Path, ref: str) -> Tree:
+    """A commit of the user's own kernel clone, fetched (depth 1, by its
+    object name) into the cache's repository and built from the same
+    checkout as every other kernel: the user's worktree, index and refs
+    are only read."""
+    commit = resolve_ref(user_repo, ref)
+    repo = prepare_base()
+    have = git(repo, "cat-file", "-e", f"{commit}^{{commit}}",
+               check=False).returncode == 0
+    if not have:
+        git(repo, "fetch", "-q", "--no-tags", "--depth=1",
+            str(user_repo.resolve()), commit)
+    # a ref keeps the fetched commit, whatever gc does later
+    git(repo, "update-ref", f"refs/foliolab/git/{commit}", commit)
+    return Tree(variant, repo, commit, "")
+
+
+def resolve_ref(user_repo: Path, ref: str) -> str:
+    """REF of the git repository at ``user_repo`` as a commit id; a
+    UsageError naming both if either is wrong."""
+    if not (user_repo / ".git").exists() and not (user_repo / "HEAD").exists():
+        raise UsageError(f"{user_repo} is not a git repository",
+                         hint="give git:PATH@REF with PATH a kernel clone")
+    cp = git(user_repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
+             check=False)
+    if cp.returncode != 0:
+        raise UsageError(f"{ref!r} is not a commit in {user_repo}",
+                         hint="give a branch, tag or commit id after @")
+    return cp.stdout.strip()
 
 
 def checkout(tree: Tree) -> None:

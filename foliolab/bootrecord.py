@@ -1,0 +1,126 @@
+"""A boot as a record in the run directory: how it ended, and what it ran.
+
+Each boot directory (OUT/raw/WORKLOAD/NAME/) holds the raw output (console
+log, ``results.txt`` with the guest's ``@@`` records, ``counts.txt`` from
+the counting plugin), ``job.json`` (what the measuring half asked for:
+workload, kernel, pass, samples, parameters; written before the boot) and
+``boot.json`` (how it ended; written after it). These files are the
+contract between measuring and analysing: ``foliolab report`` derives
+every sample from them again, and nothing else.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+JOB_FILE = "job.json"
+BOOT_FILE = "boot.json"
+
+
+class BootStatus(str, enum.Enum):
+    """How a boot ended (a str, so it is its own value in JSON)."""
+
+    OK = "ok"                   # the job ran to its end
+    PANIC = "panic"             # the kernel panicked
+    TIMEOUT = "timeout"         # the host's limit stopped QEMU
+    NO_EXIT = "no-exit"         # QEMU ended without the job's exit record
+    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class BootResult:
+    """One boot as the host saw it."""
+
+
+    status: BootStatus
+    exit_code: int | None        # the job's exit code, if it got that far
+    issues: list[str]            # kernel issues seen on the console
+    console: Path
+    results: Path
+    elapsed: float
+    records: list[str] = field(default_factory=list)
+    cpu_s: float | None = None   # QEMU's user + system CPU time
+
+    def __post_init__(self) -> None:
+        self.status = BootStatus(self.status)   # a bad name fails here
+
+    @property
+    def clean(self) -> bool:
+        """Booted, ran the job to the end, and the kernel said nothing bad."""
+        return self.status is BootStatus.OK and not self.issues
+
+    def describe(self) -> str:
+        what = str(self.status)
+        if self.issues:
+            what += " with " + ", ".join(self.issues)
+        return what
+
+
+def write_boot(res: BootResult) -> None:
+    """boot.json beside the console log (the records stay in results.txt)."""
+    rundir = res.console.parent
+    (rundir / BOOT_FILE).write_text(json.dumps({
+        "status": res.status.value, "exit_code": res.exit_code,
+        "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
+        "console": res.console.name, "results": res.results.name},
+        indent=1) + "\n")
+
+
+def read_boot(rundir: Path) -> BootResult | None:
+    """The BootResult a finished boot in ``rundir`` had, from its files
+    (None if the boot never finished: no boot.json)."""
+    path = rundir / BOOT_FILE
+    if not path.exists():
+        return None
+    d = json.loads(path.read_text())
+    results = rundir / d["results"]
+    records = (results.read_text(errors="replace").splitlines()
+               if results.exists() else [])
+    return BootResult(BootStatus(d["status"]), d["exit_code"], d["issues"],
+                      rundir / d["console"], results, d["elapsed"], records,
+                      d.get("cpu_s"))
+
+
+class Pass(str, enum.Enum):
+    """Which pass a boot belongs to."""
+
+    TIMED = "timed"         # the workload's own times and counters
+    COUNT = "count"         # under the counting plugin: exact counts only
+
+
+@dataclass(frozen=True)
+class BootJob:
+    """What the measuring half asked one boot to do."""
+
+    seq: int                # the boot's place in the run (derivation order)
+    workload: str
+    kernel: str             # the kernel's name (a sample's ``variant``)
+    pass_: Pass
+    first_run: int          # the run number of the boot's first sample
+    samples: int
+    params: dict[str, str] = field(default_factory=dict)
+    arch: str = ""          # the guest's (counting boots read counts by it)
+
+    def write(self, rundir: Path) -> None:
+        rundir.mkdir(parents=True, exist_ok=True)
+        d = asdict(self)
+        d["pass"] = d.pop("pass_").value
+        (rundir / JOB_FILE).write_text(json.dumps(d, indent=1) + "\n")
+
+    @classmethod
+    def read(cls, rundir: Path) -> BootJob:
+        d = json.loads((rundir / JOB_FILE).read_text())
+        d["pass_"] = Pass(d.pop("pass"))
+        return cls(**d)
+
+
+def boot_dirs(out: Path) -> list[Path]:
+    """The run's boot directories that have a job.json, in boot order."""
+    dirs = [p.parent for p in (out / "raw").glob(f"*/*/{JOB_FILE}")]
+    return sorted(dirs, key=lambda d: BootJob.read(d).seq)

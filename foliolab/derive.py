@@ -1,0 +1,149 @@
+"""Samples from raw boots: the analysing half's only way in.
+
+A sample is derived from one boot's records (``results.txt``), its counting
+windows (``counts.txt``) and how the boot ended (``boot.json``), with the
+workload's own derive function. The live run and ``foliolab report`` call
+the same functions here on the same files, so a report redone later (after
+a fixed derive function, say) gives the samples the run would have given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from foliolab import bootrecord, counting, parse
+from foliolab.bootrecord import BootJob, BootResult, Pass
+from foliolab.workloads import COUNTING, WORKLOADS, Workload
+
+log = logging.getLogger("foliolab")
+
+# The kernels of a --patches run (--kernel runs name their own).
+VARIANTS = ("vanilla", "patched")
+
+
+@dataclass
+class Sample:
+    workload: str
+    variant: str
+    run: int
+    values: dict[str, float]
+    valid: bool
+    reasons: list[str]
+    boot: str                 # boot status ("ok", "panic", ...)
+    rundir: str
+    boot_s: float | None = None   # guest uptime when the job started
+    wall_s: float | None = None   # host wall time of the whole boot
+    # A counting pass's sample: its plugin output (relative to the run
+    # directory) and which of the workload's windows in it is this one.
+    counts: str = ""
+    count_window: int = -1
+    cpu_s: float | None = None    # QEMU's CPU time for the whole boot
+
+    def rows(self) -> list[dict]:
+        """The flat {workload, variant, run, metric, value, valid} rows."""
+        return [{"workload": self.workload, "variant": self.variant,
+                 "run": self.run, "metric": k, "value": v,
+                 "valid": self.valid} for k, v in self.values.items()]
+
+
+def count_values(w: Workload, arch: str, derived: dict[str, float],
+                 window: counting.Window | None,
+                 reasons: list[str]) -> dict[str, float]:
+    """A counting sample's metrics from its window of the plugin output
+    (and the timed metrics it was derived with, for per-page figures)."""
+    if window is None:
+        reasons.append(f"no counting window {w.window} in counts.txt")
+        return {}
+    v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
+    swapped = derived.get("pswpout")
+    if w.count_unit is None and swapped:
+        v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
+        v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped
+        # what reclaim itself sent, without the workload's own IPIs
+        for root in w.count_roots:
+            v[f"{root}_ipis_per_swapout"] = v[f"{root}_ipis_sent"] / swapped
+    if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
+        reasons.append(f"{w.count_unit.root} was never entered in the "
+                       "window (no units to count per)")
+    return v
+
+
+def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
+                      first_run: int, res: BootResult,
+                      expected: int, counted: str = "",
+                      out: Path | None = None) -> list[Sample]:
+    """Turn one boot's output into samples; a bad boot invalidates them all.
+
+    ``counted``: the guest arch of a counting boot, whose samples carry
+    the counts of their windows instead of the timed metrics.
+    """
+    g = parse.parse_records(res.records)
+    counts_path = res.console.parent / "counts.txt"
+    windows = counting.read_windows(counts_path, w.window) if counted else []
+    out_samples = []
+    for i in range(expected):
+        gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
+        d = w.derive(gs, {**params, COUNTING: "1"} if counted else params)
+        reasons = list(d.invalid)
+        if counted:
+            # Only what holds the setup (validity) and the counts: times
+            # from a boot slowed by the plugin mean nothing.
+            d.values = count_values(w, counted, d.values,
+                                    windows[i] if i < len(windows) else None,
+                                    reasons)
+        if not res.clean:
+            reasons.insert(0, f"boot {res.describe()} "
+                              f"(console: {res.console})")
+        elif g.exit_code not in (0, None):
+            reasons.append(f"job exited {g.exit_code}")
+        if i >= len(g.samples):
+            reasons.append("sample missing from guest output")
+        rel = ""
+        if counted:
+            rel = str(counts_path.relative_to(out) if out else counts_path)
+        out_samples.append(Sample(w.name, variant, first_run + i, d.values,
+                                  not reasons, reasons, res.status,
+                                  str(res.console.parent), g.boot_s,
+                                  round(res.elapsed, 2), rel,
+                                  i if counted else -1, res.cpu_s))
+    return out_samples
+
+
+def load_samples(out: Path) -> list[Sample]:
+    path = out / "samples.jsonl"
+    if not path.exists():
+        return []
+    return [Sample(**json.loads(line))
+            for line in path.read_text().splitlines() if line.strip()]
+
+
+def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:
+    """The samples of one finished boot directory of the run in ``out``
+    (none if the boot never finished or its workload is unknown here)."""
+    job = BootJob.read(rundir)
+    res = bootrecord.read_boot(rundir)
+    w = WORKLOADS.get(job.workload)
+    if res is None or w is None:
+        return []
+    counted = job.arch if job.pass_ is Pass.COUNT else ""
+    return samples_from_boot(w, job.params, job.kernel, job.first_run, res,
+                             job.samples, counted, out)
+
+
+def rederive(out: Path) -> list[Sample] | None:
+    """Every sample of the run, derived again from its raw boots, in boot
+    order; None for a run directory from before job.json existed."""
+    dirs = bootrecord.boot_dirs(out)
+    if not dirs:
+        return None
+    return [s for d in dirs for s in samples_of_boot(out, d)]
+
+
+def write_samples(out: Path, samples: list[Sample]) -> None:
+    """samples.jsonl, rewritten whole."""
+    tmp = out / "samples.jsonl.tmp"
+    tmp.write_text("".join(json.dumps(asdict(s)) + "\n" for s in samples))
+    tmp.replace(out / "samples.jsonl")

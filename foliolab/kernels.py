@@ -1,0 +1,219 @@
+"""Kernels as arguments: ``--kernel NAME=SPEC``, parsed, checked, built.
+
+SPEC is one of
+
+- ``base``: the pinned Debian 6.12 source;
+- ``base+DIR``: the base with the series in DIR (a ``series`` file);
+- ``base+DIR:N``: the base with the first N patches of that series;
+- ``git:PATH@REF``: a commit of the user's own kernel clone;
+- ``image:PATH``: a kernel image built elsewhere, with its ``.config`` (and
+  ``System.map`` for ``--count``) beside it or in a directory above it.
+
+Every spec is checked before anything is built (a bad path, a series
+prefix longer than the series, a ref that is not a commit), and the first
+kernel is the baseline every ratio is taken against. ``--patches DIR|none``
+is the two-kernel shorthand: ``vanilla=base`` and ``patched=base+DIR``
+(``patched=base`` for an A/A run).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import build, kconfig, source
+from foliolab.arch import Arch
+from foliolab.errors import UsageError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+SPEC_FORMS = "base, base+DIR, base+DIR:N, git:PATH@REF or image:PATH"
+# How far above an image its .config and System.map are looked for: a
+# build directory keeps bzImage three levels down (arch/x86/boot).
+_IMAGE_PARENTS = 4
+
+
+class SpecKind(enum.Enum):
+    BASE = "base"
+    SERIES = "series"
+    GIT = "git"
+    IMAGE = "image"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One ``--kernel NAME=SPEC``, parsed."""
+
+    name: str
+    kind: SpecKind
+    text: str                           # SPEC as given, for the report
+    series_dir: Path | None = None      # SERIES
+    prefix: int | None = None           # SERIES: the first N patches
+    repo: Path | None = None            # GIT
+    ref: str = ""                       # GIT
+    image: Path | None = None           # IMAGE
+
+    def series(self) -> source.Series:
+        """The (prefix of the) series this kernel applies to the base."""
+        s = source.read_series(self.series_dir)
+        if self.prefix is None:
+            return s
+        if self.prefix > len(s.patches):
+            raise UsageError(f"kernel {self.name}: {self.text} asks for "
+                             f"{self.prefix} patches, the series has "
+                             f"{len(s.patches)}",
+                             hint=f"give N from 0 to {len(s.patches)}")
+        return source.Series(s.directory, s.patches[:self.prefix])
+
+
+def parse_kernel(arg: str) -> KernelSpec:
+    """``NAME=SPEC`` -> KernelSpec; a UsageError says what is wrong."""
+    name, eq, spec = arg.partition("=")
+    if not eq or not spec:
+        raise UsageError(f"--kernel {arg!r} is not NAME=SPEC",
+                         hint=f"e.g. --kernel base=base; SPEC is {SPEC_FORMS}")
+    if not _NAME.match(name):
+        raise UsageError(f"--kernel name {name!r} is not a short name",
+                         hint="letters, digits, '.', '_' and '-', up to 32")
+    return parse_spec(name, spec)
+
+
+def parse_spec(name: str, spec: str) -> KernelSpec:
+    if spec == "base":
+        return KernelSpec(name, SpecKind.BASE, spec)
+    if spec.startswith("base+"):
+        rest = spec[len("base+"):]
+        prefix = None
+        m = re.match(r"^(.*):(\d+)$", rest)
+        if m:
+            rest, prefix = m.group(1), int(m.group(2))
+        if not rest:
+            raise UsageError(f"kernel {name}: {spec!r} names no series "
+                             "directory", hint="give base+DIR or base+DIR:N")
+        return KernelSpec(name, SpecKind.SERIES, spec,
+                          series_dir=Path(rest), prefix=prefix)
+    if spec.startswith("git:"):
+        path, at, ref = spec[len("git:"):].rpartition("@")
+        if not at or not path or not ref:
+            raise UsageError(f"kernel {name}: {spec!r} is not git:PATH@REF",
+                             hint="e.g. git:~/linux@mm-unstable")
+        return KernelSpec(name, SpecKind.GIT, spec,
+                          repo=Path(path).expanduser(), ref=ref)
+    if spec.startswith("image:"):
+        path = spec[len("image:"):]
+        if not path:
+            raise UsageError(f"kernel {name}: {spec!r} names no image",
+                             hint="give image:PATH")
+        return KernelSpec(name, SpecKind.IMAGE, spec,
+                          image=Path(path).expanduser())
+    raise UsageError(f"kernel {name}: unknown SPEC {spec!r}",
+                     hint=f"SPEC is {SPEC_FORMS}")
+
+
+def from_patches(patches: Path | None) -> list[KernelSpec]:
+    """``--patches DIR|none`` as kernels: vanilla=base, patched=base+DIR."""
+    vanilla = KernelSpec("vanilla", SpecKind.BASE, "base")
+    if patches is None:
+        return [vanilla, KernelSpec("patched", SpecKind.BASE, "base")]
+    return [vanilla, KernelSpec("patched", SpecKind.SERIES, f"base+{patches}",
+                                series_dir=Path(patches))]
+
+
+def find_beside(image: Path, name: str) -> Path | None:
+    """``name`` in the image's directory or one of the few above it."""
+    d = image.resolve().parent
+    for _ in range(_IMAGE_PARENTS):
+        if (d / name).is_file():
+            return d / name
+        if d.parent == d:
+            break
+        d = d.parent
+    return None
+
+
+def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
+    """Everything about the kernels that can be checked without building:
+    at least two, distinct names, paths that exist, series that read,
+    prefixes within their series, refs that are commits, images with their
+    config (and System.map when counting)."""
+    if len(specs) < 2:
+        raise UsageError(f"{len(specs)} kernel given; a comparison needs two "
+                         "or more", hint="repeat --kernel NAME=SPEC")
+    seen: set[str] = set()
+    for k in specs:
+        if k.name in seen:
+            raise UsageError(f"kernel name {k.name!r} given twice",
+                             hint="give each --kernel its own NAME")
+        seen.add(k.name)
+        if k.kind is SpecKind.SERIES:
+            k.series()
+        elif k.kind is SpecKind.GIT:
+            source.resolve_ref(k.repo, k.ref)
+        elif k.kind is SpecKind.IMAGE:
+            if not k.image.is_file():
+                raise UsageError(f"kernel {k.name}: image {k.image} does not "
+                                 "exist", hint="give image:PATH of a bzImage "
+                                               "or Image")
+            if find_beside(k.image, ".config") is None:
+                raise UsageError(
+                    f"kernel {k.name}: no .config beside {k.image}",
+                    hint="copy the kernel's .config next to the image: the "
+                         "lab checks it has what the workloads need")
+            if count and find_beside(k.image, "System.map") is None:
+                raise UsageError(
+                    f"kernel {k.name}: --count needs System.map beside "
+                    f"{k.image}", hint="copy it next to the image")
+
+
+def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
+    """A prebuilt image as a Kernel, after checking that its .config has
+    every option of the lab's fragment for ``purpose``."""
+    config = find_beside(k.image, ".config")
+    kconfig.check(kconfig.merge(purpose, arch.name), config)
+    digest = hashlib.sha256(k.image.read_bytes()).hexdigest()[:12]
+    system_map = find_beside(k.image, "System.map")
+    return build.Kernel(k.name, purpose, arch.name,
+                        system_map.parent if system_map else config.parent,
+                        k.image.resolve(), f"image:{digest}",
+                        hashlib.sha256(config.read_bytes()).hexdigest()[:12],
+                        0.0)
+
+
+def tree_of(k: KernelSpec) -> source.Tree:
+    """The commit a source-built kernel is built from."""
+    if k.kind is SpecKind.BASE:
+        repo = source.prepare_base()
+        return source.Tree(k.name, repo, source.base_commit(repo), "")
+    if k.kind is SpecKind.SERIES:
+        series = k.series()
+        if not series.patches:
+            repo = source.prepare_base()
+            return source.Tree(k.name, repo, source.base_commit(repo), "")
+        return source.prepare_patched(series, k.name)
+    if k.kind is SpecKind.GIT:
+        return source.prepare_git(k.name, k.repo, k.ref)
+    raise ValueError(k.kind)
+
+
+def prepare(specs: list[KernelSpec], arch: Arch, purpose: str
+            ) -> dict[str, build.Kernel]:
+    """Build (or find) every kernel, in order; kernels of one commit share
+    one build, so an A/A run boots one image under two names."""
+    built: dict[str, build.Kernel] = {}
+    by_commit: dict[str, build.Kernel] = {}
+    for k in specs:
+        if k.kind is SpecKind.IMAGE:
+            built[k.name] = image_kernel(k, arch, purpose)
+            continue
+        tree = tree_of(k)
+        if tree.commit not in by_commit:
+            by_commit[tree.commit] = build.build_kernel(tree, arch, purpose)
+        built[k.name] = by_commit[tree.commit]
+    return built
+
+
+def describe(specs: list[KernelSpec]) -> str:
+    """``base=base, s1=base+patches/6.12:10, ...`` for a report header."""
+    return ", ".join(f"{k.name}={k.text}" for k in specs)

@@ -1,0 +1,340 @@
+"""--kernel NAME=SPEC, N-kernel orchestration and N-way reports, without
+QEMU: a fake boot records the order of the boots and fails on demand."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from foliolab import boot as boot_mod
+from foliolab import bootrecord, cli, derive, errors, kernels, report, run
+from foliolab.build import Kernel
+from foliolab.kernels import SpecKind
+from foliolab.workloads import WORKLOADS
+
+
+def series_dir(tmp_path, n=3):
+    d = tmp_path / "series"
+    d.mkdir()
+    names = [f"{i:04d}-x.patch" for i in range(1, n + 1)]
+    for name in names:
+        (d / name).write_text("not applied in these tests\n")
+    (d / "series").write_text("".join(n + "\n" for n in names))
+    return d
+
+
+@pytest.mark.parametrize("arg, kind", [
+    ("b=base", SpecKind.BASE),
+    ("s1=base+patches/6.12", SpecKind.SERIES),
+    ("s1=base+patches/6.12:10", SpecKind.SERIES),
+    ("mine=git:/src/linux@mm-unstable", SpecKind.GIT),
+    ("img=image:/boot/vmlinuz", SpecKind.IMAGE),
+])
+def test_spec_forms(arg, kind):
+    k = kernels.parse_kernel(arg)
+    assert k.kind is kind and k.name == arg.split("=")[0]
+
+
+def test_series_prefix_and_git_ref_are_split_at_the_last_separator():
+    k = kernels.parse_kernel("a=base+dir:with:colons:4")
+    assert k.series_dir == Path("dir:with:colons") and k.prefix == 4
+    g = kernels.parse_kernel("g=git:/a@b/c@v6.12")
+    assert g.repo == Path("/a@b/c") and g.ref == "v6.12"
+
+
+@pytest.mark.parametrize("arg, says", [
+    ("base", "is not NAME=SPEC"),
+    ("x=", "is not NAME=SPEC"),
+    ("bad name=base", "is not a short name"),
+    ("x=vanilla", "unknown SPEC"),
+    ("x=git:/src/linux", "is not git:PATH@REF"),
+    ("x=base+:3", "names no series directory"),
+    ("x=image:", "names no image"),
+])
+def test_bad_specs_say_what_is_wrong(arg, says):
+    with pytest.raises(errors.UsageError, match=says):
+        kernels.parse_kernel(arg)
+
+
+def test_check_specs(tmp_path):
+    d = series_dir(tmp_path, 3)
+    ok = [kernels.parse_kernel("b=base"),
+          kernels.parse_kernel(f"s=base+{d}:3")]
+    kernels.check_specs(ok)
+    assert len(ok[1].series().patches) == 3
+    with pytest.raises(errors.UsageError, match="needs two or more"):
+        kernels.check_specs(ok[:1])
+    with pytest.raises(errors.UsageError, match="given twice"):
+        kernels.check_specs([ok[0], ok[0]])
+    with pytest.raises(errors.UsageError, match="the series has 3"):
+        kernels.check_specs([ok[0], kernels.parse_kernel(f"s=base+{d}:4")])
+    with pytest.raises(errors.UsageError, match="does not exist"):
+        kernels.check_specs([ok[0], kernels.parse_kernel(
+            f"s=base+{tmp_path}/nope")])
+
+
+def test_check_image_specs(tmp_path):
+    b = kernels.parse_kernel("b=base")
+    img = tmp_path / "build" / "arch" / "x86" / "boot" / "bzImage"
+    spec = kernels.parse_kernel(f"i=image:{img}")
+    with pytest.raises(errors.UsageError, match="does not exist"):
+        kernels.check_specs([b, spec])
+    img.parent.mkdir(parents=True)
+    img.write_bytes(b"kernel")
+    with pytest.raises(errors.UsageError, match="no .config beside"):
+        kernels.check_specs([b, spec])
+    (tmp_path / "build" / ".config").write_text("CONFIG_MMU=y\n")
+    kernels.check_specs([b, spec])
+    with pytest.raises(errors.UsageError, match="needs System.map"):
+        kernels.check_specs([b, spec], count=True)
+    (tmp_path / "build" / "System.map").write_text("")
+    kernels.check_specs([b, spec], count=True)
+
+
+def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
+    """The image's .config must hold the lab's fragment: the error names
+    the first option it lacks."""
+    from foliolab.arch import get_arch
+    img = tmp_path / "bzImage"
+    img.write_bytes(b"kernel")
+    (tmp_path / ".config").write_text("CONFIG_MMU=y\n")
+    spec = kernels.parse_kernel(f"i=image:{img}")
+    with pytest.raises(errors.ConfigError, match="first: CONFIG_"):
+        kernels.image_kernel(spec, get_arch("x86_64"), "perf")
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t",
+                    "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)
+
+
+def test_git_spec_checks_repo_and_ref(tmp_path):
+    b = kernels.parse_kernel("b=base")
+    with pytest.raises(errors.UsageError, match="is not a git repository"):
+        kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
+    git(tmp_path, "init", "-q")
+    (tmp_path / "f").write_text("1\n")
+    git(tmp_path, "add", "f")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
+    with pytest.raises(errors.UsageError, match="'nope' is not a commit"):
+        kernels.check_specs([b, kernels.parse_kernel(
+            f"g=git:{tmp_path}@nope")])
+
+
+def test_patches_shorthand():
+    v, p = kernels.from_patches(Path("patches/6.12"))
+    assert (v.name, v.kind, p.name, p.kind) == (
+        "vanilla", SpecKind.BASE, "patched", SpecKind.SERIES)
+    v, p = kernels.from_patches(None)
+    assert p.kind is SpecKind.BASE          # A/A: one kernel, two names
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["compare", "--kernel", "a=base"], "needs two or more"),
+    (["compare", "--kernel", "a=base", "--kernel", "b=base",
+      "--patches", "none"], "--kernel and --patches both"),
+    (["compare", "--kernel", "a=base", "--kernel", "b=image:/nope/bz"],
+     "does not exist"),
+    (["compare", "--kernel", "a=base", "--kernel", "b=frob"],
+     "unknown SPEC"),
+    (["attribute", "--at", "4,99"], "has 26 patches"),
+    (["attribute", "--at", "10,4"], "increasing patch counts"),
+])
+def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
+                                            argv, says):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel",
+                        lambda *a: pytest.fail("built a kernel"))
+    out = tmp_path / "out"
+    rc = cli.main([*argv, "--workloads", "pageout", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert len(err) == 1 and says in err[0]
+    assert not out.exists()
+
+
+# --- orchestration with a fake boot -----------------------------------
+
+class FakeBoot:
+    """Stands in for boot.boot: records (kernel, pass) per boot and ends
+    a boot the way ``outcome(kernel)`` says."""
+
+    def __init__(self, images, outcome=lambda kernel: "ok"):
+        self.by_image = {v: k for k, v in images.items()}
+        self.outcome = outcome
+        self.order = []
+
+    def __call__(self, spec, image, job, rundir):
+        kernel = self.by_image[spec.kernel]
+        self.order.append(kernel)
+        rundir.mkdir(parents=True, exist_ok=True)
+        console = rundir / "console.log"
+        console.write_text("")
+        status = self.outcome(kernel)
+        records = ["@@ sample 0", "@@ exit 0"] if status == "ok" else []
+        (rundir / "results.txt").write_text("".join(r + "\n"
+                                                    for r in records))
+        res = boot_mod.BootResult(status, 0 if status == "ok" else None, [],
+                                  console, rundir / "results.txt", 1.0,
+                                  records)
+        bootrecord.write_boot(res)
+        return res
+
+
+def fake_request(tmp_path, names, runs, **kw):
+    kernels_ = {n: Kernel(n, "perf", "x86_64", tmp_path, tmp_path / n,
+                          n * 8, "c0ffee", 0.0) for n in names}
+    spec = boot_mod.BootSpec(__import__("foliolab.arch").arch.get_arch(
+        "x86_64"), tmp_path / names[0], accel="tcg")
+    return run.RunRequest([WORKLOADS["pageout"]], {}, runs, kernels_,
+                          tmp_path / "initrd", spec, tmp_path / "out", **kw)
+
+
+def test_n_kernels_are_interleaved_in_a_balanced_order(tmp_path, monkeypatch):
+    req = fake_request(tmp_path, ["a", "b", "c"], runs=4)
+    fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
+    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    res = run.run_workloads(req)
+    assert "".join(fake.order) == "abccbaabccba"
+    positions = {n: [i % 3 for i, k in enumerate(fake.order) if k == n]
+                 for n in "abc"}
+    assert {n: sum(p) for n, p in positions.items()} == {"a": 4, "b": 4,
+                                                        "c": 4}
+    assert not res.failures
+    assert sorted({s.variant for s in res.samples}) == ["a", "b", "c"]
+
+
+def test_two_kernels_keep_abba(tmp_path, monkeypatch):
+    req = fake_request(tmp_path, ["vanilla", "patched"], runs=3)
+    fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
+    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    run.run_workloads(req)
+    assert [k[0] for k in fake.order] == list("vppvvp")
+
+
+def test_a_failing_kernel_is_given_up_after_three_boots(tmp_path,
+                                                        monkeypatch):
+    """Kernel b panics every time: after three boots it is given up, the
+    other kernels' samples are all kept, and the failures are listed."""
+    req = fake_request(tmp_path, ["a", "b", "c"], runs=5)
+    fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
+                    lambda k: "panic" if k == "b" else "ok")
+    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    res = run.run_workloads(req)
+    assert fake.order.count("b") == run.MAX_BOOT_FAILURES
+    assert fake.order.count("a") == fake.order.count("c") == 5
+    assert any("gave up after 3" in f for f in res.failures)
+    assert sum(1 for f in res.failures if "boot" in f and "b " in f) >= 3
+    kept = json.loads("[" + ",".join(
+        (tmp_path / "out" / "samples.jsonl").read_text().split("\n")[:-1])
+        + "]")
+    assert len([s for s in kept if s["variant"] in "ac"]) == 10
+    assert all(not s["valid"] for s in kept if s["variant"] == "b")
+
+
+def test_report_rederives_the_samples_of_the_boots(tmp_path, monkeypatch):
+    """The samples a run appended as it went are the samples derived
+    again from its boot directories, in the same order."""
+    req = fake_request(tmp_path, ["a", "b", "c"], runs=3)
+    fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
+                    lambda k: "panic" if k == "b" else "ok")
+    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    res = run.run_workloads(req)
+    live = derive.load_samples(req.out)
+    again = derive.rederive(req.out)
+    assert again == live == res.samples
+    jobs = [bootrecord.BootJob.read(d)
+            for d in bootrecord.boot_dirs(req.out)]
+    assert [j.kernel for j in jobs] == fake.order
+    assert {j.pass_ for j in jobs} == {bootrecord.Pass.TIMED}
+
+
+def test_fault_hits_every_kernel_but_the_baseline(tmp_path, monkeypatch):
+    req = fake_request(tmp_path, ["a", "b", "c"], runs=1, fault="panic")
+    jobs = {}
+
+    def boot(spec, image, job, rundir):
+        jobs[spec.kernel.name] = job
+        return FakeBoot({n: k.image for n, k in req.kernels.items()})(
+            spec, image, job, rundir)
+    monkeypatch.setattr(run.boot_mod, "boot", boot)
+    run.run_workloads(req)
+    assert "FL_FAULT=\n" in jobs["a"]
+    assert "FL_FAULT=panic" in jobs["b"] and "FL_FAULT=panic" in jobs["c"]
+
+
+# --- N-way reports ----------------------------------------------------
+
+def write_run(out, names, values, attribution=None):
+    """A finished run directory: environment.json and samples.jsonl with
+    ``values[kernel]`` as pageout_ms samples."""
+    out.mkdir(parents=True)
+    env = {"workloads": ["pageout"], "kernels": names,
+           "kernel_specs": {n: "base" for n in names}, "errors": [],
+           "failures": [], "runs": 5, "samples_per_boot": 1}
+    if attribution:
+        env["attribution"] = attribution
+    (out / "environment.json").write_text(json.dumps(env))
+    lines = []
+    for kernel, vals in values.items():
+        for i, v in enumerate(vals):
+            lines.append(json.dumps({
+                "workload": "pageout", "variant": kernel, "run": i,
+                "values": {"pageout_ms": v}, "valid": True, "reasons": [],
+                "boot": "ok", "rundir": ""}))
+    (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_three_kernel_report(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["base", "s1", "all"], {
+        "base": [100, 101, 99, 100, 102],
+        "s1": [80, 81, 79, 80, 82],
+        "all": [50, 51, 49, 50, 52]})
+    text = report.write_report(out)
+    header = next(line for line in text.splitlines()
+                  if "base" in line and "s1" in line and "all" in line)
+    assert header.index("base") < header.index("s1") < header.index("all")
+    ratios = [line for line in text.splitlines()
+              if line.startswith("Ratio") and "pageout_ms" in line]
+    assert len(ratios) == 2
+    assert "s1" in ratios[0] and "0.801" in ratios[0]
+    assert "all" in ratios[1] and "0.502" in ratios[1]
+    res = json.loads((out / "results.json").read_text())
+    rows = [r for r in res["summary"] if r["metric"] == "pageout_ms"]
+    assert [(r["baseline"], r["kernel"]) for r in rows] == [
+        ("base", "s1"), ("base", "all")]
+    assert all(r["significant"] for r in rows)
+    md = (out / "report.md").read_text()
+    assert "| s1 |" in md and "| all |" in md
+
+
+def test_attribution_compares_each_step_with_the_one_before(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["base", "p4", "p10"], {
+        "base": [100, 101, 99, 100, 102],
+        "p4": [100, 99, 101, 100, 100],
+        "p10": [50, 51, 49, 50, 52]}, attribution={"p4": 4, "p10": 10})
+    text = report.write_report(out)
+    assert "base->p4" in text and "p4->p10" in text
+    res = json.loads((out / "results.json").read_text())
+    steps = {(r["from"], r["to"]): r for r in res["attribution"]
+             if r["metric"] == "pageout_ms"}
+    assert not steps["base", "p4"]["significant"]
+    assert steps["p4", "p10"]["significant"]
+    assert steps["p4", "p10"]["ratio"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_patches_run_reads_as_before(tmp_path):
+    """Runs with vanilla and patched keep their two-column table."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    text = report.write_report(out)
+    assert report.LEGEND.splitlines()[0] in text
+    ratio = next(line for line in text.splitlines()
+                 if line.startswith("Ratio"))
+    assert ratio.split()[2] == "0.900"  # 90.4 / 100.4
