@@ -171,6 +171,7 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     argv = qemu_argv(spec, initrd, console, results)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     log.debug("$ %s", shlex.join(argv))
+    host = bootrecord.host_state()
     t0 = time.monotonic()
     # One QEMU at a time, so the children's CPU time is this boot's.
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -210,7 +211,8 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     else:
         status = BootStatus.NO_EXIT
     result = BootResult(status, code, issues, console, results, elapsed,
-                        results_text.splitlines(), round(cpu_s, 2))
+                        results_text.splitlines(), round(cpu_s, 2),
+                        bootrecord.host_during(host))
     bootrecord.write_boot(result)
     return result
 

@@ -46,6 +46,7 @@ class BootResult:
     elapsed: float
     records: list[str] = field(default_factory=list)
     cpu_s: float | None = None   # QEMU's user + system CPU time
+    host: dict = field(default_factory=dict)   # see host_state()
 
     def __post_init__(self) -> None:
         self.status = BootStatus(self.status)   # a bad name fails here
@@ -68,7 +69,8 @@ def write_boot(res: BootResult) -> None:
     (rundir / BOOT_FILE).write_text(json.dumps({
         "status": res.status.value, "exit_code": res.exit_code,
         "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
-        "console": res.console.name, "results": res.results.name},
+        "console": res.console.name, "results": res.results.name,
+        "host": res.host},
         indent=1) + "\n")
 
 
@@ -84,7 +86,43 @@ def read_boot(rundir: Path) -> BootResult | None:
                if results.exists() else [])
     return BootResult(BootStatus(d["status"]), d["exit_code"], d["issues"],
                       rundir / d["console"], results, d["elapsed"], records,
-                      d.get("cpu_s"))
+                      d.get("cpu_s"), d.get("host", {}))
+
+
+def _proc_stat_cpu() -> list[int]:
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def host_state() -> dict:
+    """What the host looked like as a boot started: its load average, the
+    CPU counters steal time is read from, and the frequency governor."""
+    state: dict = {"cpu_ticks": _proc_stat_cpu()}
+    try:
+        with open("/proc/loadavg") as f:
+            state["loadavg_1m"] = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    gov = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    state["governor"] = (gov.read_text().strip() if gov.exists()
+                         else "none (no cpufreq)")
+    return state
+
+
+def host_during(before: dict) -> dict:
+    """``before`` with the share of CPU time the hypervisor stole from this
+    host while the boot ran (steal is the 8th field of /proc/stat's cpu
+    line)."""
+    out = {k: v for k, v in before.items() if k != "cpu_ticks"}
+    a, b = before.get("cpu_ticks", []), _proc_stat_cpu()
+    if len(a) >= 8 and len(b) >= 8:
+        total = sum(b) - sum(a)
+        out["steal_pct"] = (round(100.0 * (b[7] - a[7]) / total, 2)
+                            if total > 0 else 0.0)
+    return out
 
 
 class Pass(str, enum.Enum):

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import counting, derive, stats
+from foliolab import bootrecord, counting, derive, stats
 from foliolab.derive import VARIANTS, Sample, load_samples
 from foliolab.workloads import WORKLOADS, Metric, Workload
 
@@ -162,6 +162,31 @@ def analyse_counts(out: Path, samples: list[Sample],
     return result
 
 
+def host_line(out: Path) -> str:
+    """The host while the run's boots ran: load average at their start and
+    the CPU time stolen from it during them (from each boot.json)."""
+    loads, steal, governors = [], [], set()
+    for d in bootrecord.boot_dirs(out):
+        res = bootrecord.read_boot(d)
+        if res is None:
+            continue
+        if "loadavg_1m" in res.host:
+            loads.append(res.host["loadavg_1m"])
+        if "steal_pct" in res.host:
+            steal.append(res.host["steal_pct"])
+        if "governor" in res.host:
+            governors.add(res.host["governor"])
+    if not loads:
+        return ""
+    text = (f"host: load average {min(loads):.2f}-{max(loads):.2f} at the "
+            f"start of {len(loads)} boots")
+    if steal:
+        text += f", steal up to {max(steal):.1f}% of CPU time during one"
+    if governors:
+        text += f"; CPU frequency governor {', '.join(sorted(governors))}"
+    return text
+
+
 def boot_cost_line(name: str, samples: list[Sample]) -> str:
     """What counting cost: mean wall and QEMU CPU time of the timed and of
     the counting boots of one workload (one line, empty if not counted)."""
@@ -236,10 +261,12 @@ def summarize_workload(w: Workload, samples: list[Sample],
     names = list(names or VARIANTS)
     base = names[0]
     by = defaultdict(lambda: defaultdict(list))
+    by_run = defaultdict(lambda: defaultdict(dict))  # metric, kernel, run
     for s in samples:
         if s.workload == w.name and s.valid:
             for k, v in s.values.items():
                 by[k][s.variant].append(v)
+                by_run[k][s.variant][s.run] = v
     rows = []
     for m in w.metrics:
         if not any(by[m.key][k] for k in names):
@@ -250,6 +277,10 @@ def summarize_workload(w: Workload, samples: list[Sample],
             b = by[m.key][other]
             sb = stats.summarize(b, m.is_rate)
             c = stats.compare(a, b, m.is_rate)
+            runs_a, runs_b = by_run[m.key][base], by_run[m.key][other]
+            paired = stats.paired_ratio([(runs_a[r], runs_b[r])
+                                         for r in sorted(runs_a)
+                                         if r in runs_b])
             rows.append({
                 "workload": w.name, "metric": m.key, "unit": m.unit,
                 "better": m.better, "label": m.label, "primary": m.primary,
@@ -261,8 +292,41 @@ def summarize_workload(w: Workload, samples: list[Sample],
                 "pct_diff": stats.pct_diff(sa.mean, sb.mean, m.better),
                 "mean_kind": "hmean" if m.is_rate else "amean",
                 "vanilla": sa.as_dict(), "patched": sb.as_dict(),
+                # the rounds as pairs: geometric mean of per-round ratios
+                "paired_n": paired.n, "paired_ratio": paired.ratio,
+                "paired_ci_low": paired.ci_low,
+                "paired_ci_high": paired.ci_high,
+                # the smallest p these sample sizes allow at all
+                "min_p": stats.min_p_value(sa.n, sb.n),
             })
     return rows
+
+
+def caveat_lines(w: Workload, samples: list[Sample], rows: list[dict],
+                 names: list[str]) -> list[str]:
+    """What limits this workload's table: too few runs for any row to be
+    significant, and a drift of the host over the run (a trend in the
+    baseline's primary metric over its rounds)."""
+    out = []
+    small = [r for r in rows if r["min_p"] >= stats.ALPHA]
+    if small:
+        r = small[0]
+        out.append(f"WARNING: with n={r['n_vanilla']}/{r['n_patched']} no "
+                   f"row can be significant (the smallest p a rank test can "
+                   f"give is {r['min_p']:.3g}); use --runs "
+                   f"{stats.runs_needed()} or more")
+    for m in (m for m in w.metrics if m.primary):
+        mine = sorted((s.run, s.values[m.key]) for s in samples
+                      if s.workload == w.name and s.variant == names[0]
+                      and s.valid and m.key in s.values)
+        rho, p = stats.trend([v for _, v in mine])
+        if p < stats.ALPHA:
+            out.append(f"DRIFT: {names[0]}'s {m.key} "
+                       f"{'rises' if rho > 0 else 'falls'} over the run "
+                       f"(Spearman rho {rho:.2f}, p={p:.3g}, n={len(mine)}): "
+                       "the host changed speed; the paired ratios are the "
+                       "safer read")
+    return out
 
 
 def attribution_rows(w: Workload, samples: list[Sample],
@@ -354,7 +418,10 @@ def _metric_table(rows: list[dict]) -> list[str]:
             f"CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
             f"p={row['p_value']:.3g} n={row['n_vanilla']}/{row['n_patched']} "
             f"{better} is better"
-            f"{'  SIGNIFICANT' if row['significant'] else ''}")
+            f"{'  SIGNIFICANT' if row['significant'] else ''}"
+            + (f"; paired {row['paired_ratio']:.3f} "
+               f"[{row['paired_ci_low']:.3f}, {row['paired_ci_high']:.3f}]"
+               if row.get("paired_n", 0) >= 2 else ""))
     return lines
 
 
@@ -428,6 +495,9 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
             lines.append("")
         if not rows:
             lines.append("(no valid samples)")
+        caveats = caveat_lines(w, samples, rows, names)
+        if caveats:
+            lines += caveats + [""]
         steps = [r for r in attribution if r["workload"] == name]
         if steps:
             lines += attribution_lines(steps, env.get("attribution", {}))
@@ -442,6 +512,8 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
         lines.append("")
     for f in env.get("failures", []):
         lines.append(f"FAILED BOOT: {f}")
+    if env.get("host_line"):
+        lines.append(env["host_line"])
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -461,6 +533,7 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
           f"config `{env.get('config')}` "
           f"(sha {env.get('config_sha', {}).get(names[0], '?')})",
           f"- emulator: {env.get('qemu', '?')}",
+          *([f"- {env['host_line']}"] if env.get("host_line") else []),
           f"- runs: {env.get('runs')} per kernel, "
           f"{env.get('samples_per_boot')} sample(s) per boot, "
           "interleaved (each round in the order given, the next reversed)",
@@ -492,6 +565,10 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                 f"| {_fmt_small(r['vanilla']['coeffvar'])}% / "
                 f"{_fmt_small(r['patched']['coeffvar'])}% "
                 f"| {r['n_vanilla']}/{r['n_patched']} |")
+        caveats = caveat_lines(w, samples, [r for r in summary
+                                            if r["workload"] == name], names)
+        if caveats:
+            md += ["", *(f"**{c}**" for c in caveats)]
         if counts and name in counts:
             md += ["", *_profile_markdown(name, counts[name]), "",
                    boot_cost_line(name, samples)]
@@ -617,6 +694,7 @@ def write_report(out: Path) -> str:
     else:
         derive.write_samples(out, samples)
     names = kernel_names(env)
+    env["host_line"] = host_line(out)
     counts = analyse_counts(out, samples, names)
     summary, attribution = [], []
     for name in env.get("workloads", []):

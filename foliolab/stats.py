@@ -115,3 +115,59 @@ def pct_diff(vanilla_mean: float, patched_mean: float, better: str) -> float:
     if better == "higher":
         return patched_mean * 100.0 / vanilla_mean - 100.0
     return 100.0 - patched_mean * 100.0 / vanilla_mean
+
+
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact Mann-Whitney test can give for
+    samples of these sizes (complete separation, no ties): 2 / C(n_a +
+    n_b, n_a). At 3 vs 3 that is 0.1, so no row can be significant."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def runs_needed(alpha: float = ALPHA) -> int:
+    """The fewest runs per kernel at which a row can reach ``alpha``."""
+    n = 1
+    while min_p_value(n, n) >= alpha:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The ratio of two kernels over rounds of an interleaved run: the
+    geometric mean of the per-round ratios with a bootstrap 95% CI over
+    rounds. Pairing removes what the two boots of one round share (the
+    host's state at the time), so it is often tighter than the unpaired
+    ratio of means."""
+
+    n: int
+    ratio: float
+    ci_low: float
+    ci_high: float
+
+
+def paired_ratio(pairs: list[tuple[float, float]], seed: int = 0) -> Paired:
+    """``pairs``: (baseline, other) per round, both positive."""
+    nan = float("nan")
+    r = np.asarray([b / a for a, b in pairs if a > 0 and b > 0], dtype=float)
+    if len(r) < 2:
+        return Paired(len(r), float(np.exp(np.mean(np.log(r)))) if len(r)
+                      else nan, nan, nan)
+    logs = np.log(r)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(logs), size=(BOOTSTRAP_RESAMPLES, len(logs)))
+    boot = np.exp(logs[idx].mean(axis=1))
+    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+    return Paired(len(r), float(np.exp(logs.mean())), lo, hi)
+
+
+def trend(values: list[float]) -> tuple[float, float]:
+    """Spearman's rho of ``values`` against their order, and its p: a
+    steady drift of the host over a run shows as a trend in the
+    baseline's samples."""
+    if len(values) < 4 or len(set(values)) < 2:
+        return 0.0, 1.0
+    res = sps.spearmanr(range(len(values)), values)
+    return float(res.statistic), float(res.pvalue)

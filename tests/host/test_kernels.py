@@ -338,3 +338,35 @@ def test_a_patches_run_reads_as_before(tmp_path):
     ratio = next(line for line in text.splitlines()
                  if line.startswith("Ratio"))
     assert ratio.split()[2] == "0.900"  # 90.4 / 100.4
+
+
+def test_too_few_runs_are_called_out(tmp_path):
+    """3 vs 3 cannot reach p < 0.05 with a rank test: the report says so
+    instead of printing a table that can never show a change."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 102], "patched": [50, 51, 52]})
+    text = report.write_report(out)
+    assert "no row can be significant" in text and "--runs 4" in text
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["min_p"] == pytest.approx(0.1)
+    assert not row["significant"]
+
+
+def test_paired_ratio_and_drift(tmp_path):
+    """The host slows down over the run: each kernel's values rise by round,
+    the unpaired CI is wide, the paired ratio sees the steady 0.9, and the
+    report flags the drift."""
+    out = tmp_path / "r"
+    base = [100 + 10 * i for i in range(8)]
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": base, "patched": [0.9 * v for v in base]})
+    text = report.write_report(out)
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["paired_n"] == 8
+    assert row["paired_ratio"] == pytest.approx(0.9)
+    assert row["paired_ci_high"] - row["paired_ci_low"] < 1e-9
+    assert row["ci_high"] - row["ci_low"] > 0.1
+    assert "DRIFT: vanilla's pageout_ms rises over the run" in text
