@@ -248,6 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path,
                    help="output directory (default results/test-<time>)")
 
+    s = sub.add_parser("diff", help="compare the ratios of finished runs "
+                                    "(e.g. series v1 vs v2)")
+    s.add_argument("outs", nargs="+", type=Path, metavar="OUT",
+                   help="run directories (two or more)")
+    s.add_argument("--all", action="store_true",
+                   help="secondary metrics too, not only the primary ones")
+
     s = sub.add_parser("report", help="rewrite the report of a results DIR")
     s.add_argument("dir", type=Path)
     return p
@@ -482,6 +489,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    from foliolab import diff
+    print(diff.diff(args.outs, args.all), end="")
+    return 0
+
+
 def check_args(args) -> None:
     """Input errors argparse cannot see, before any work starts."""
     from foliolab.arch import get_arch
@@ -494,7 +507,7 @@ def check_args(args) -> None:
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
-    "attribute": cmd_attribute,
+    "attribute": cmd_attribute, "diff": cmd_diff,
     "run": cmd_run,
     "test": cmd_test, "report": cmd_report,
 }

@@ -370,3 +370,26 @@ def test_paired_ratio_and_drift(tmp_path):
     assert row["paired_ci_high"] - row["paired_ci_low"] < 1e-9
     assert row["ci_high"] - row["ci_low"] > 0.1
     assert "DRIFT: vanilla's pageout_ms rises over the run" in text
+
+
+def test_diff_compares_ratios_of_runs(tmp_path, capsys):
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    write_run(v1, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    write_run(v2, ["vanilla", "patched"], {
+        "vanilla": [200, 202, 198, 200, 204],     # a slower host
+        "patched": [100, 101, 99, 100, 102]})
+    env = json.loads((v2 / "environment.json").read_text())
+    env["qemu"] = "QEMU emulator version 8.2"
+    (v2 / "environment.json").write_text(json.dumps(env))
+    report.write_report(v1)
+    report.write_report(v2)
+    assert cli.main(["diff", str(v1), str(v2)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines()
+               if line.startswith("pageout ") and "pageout_ms" in line)
+    assert "0.900*" in row and "0.500*" in row
+    assert "qemu:" in text and "8.2" in text
+    assert cli.main(["diff", str(v1)]) == errors.UsageError.exit_code
+    assert cli.main(["diff", str(v1), str(tmp_path)]) == \
+        errors.UsageError.exit_code
