@@ -114,6 +114,9 @@ def _measure(s: argparse.ArgumentParser) -> None:
                    help="testing aid: make every sample of every kernel but "
                         "the baseline panic or hang, to exercise foliolab's "
                         "error paths")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print the builds and QEMU command lines the run "
+                        "would execute, and execute nothing")
 
 
 def _machine(p: argparse.ArgumentParser) -> None:
@@ -371,9 +374,10 @@ def _compare(args, specs, patches, environment: dict) -> int:
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
-        environment=environment))
-    print(text)
-    print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
+        environment=environment, dry_run=args.dry_run))
+    print(text, end="" if args.dry_run else "\n")
+    if not args.dry_run:
+        print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
     return 0
 
 

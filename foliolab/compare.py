@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,7 @@ class CompareRequest:
     environment: dict = field(default_factory=dict)
     # --kernel NAME=SPEC, baseline first; empty: --patches' two kernels
     kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
+    dry_run: bool = False           # print the plan, run nothing
 
 
 def _qemu_version(binary: str) -> str:
@@ -101,6 +103,53 @@ def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
     return kernels
 
 
+def dry_run(req: CompareRequest) -> str:
+    """What a run would do: each kernel's build and every boot's QEMU
+    command line, in boot order, with nothing built, written or booted."""
+    from foliolab.run import boot_order
+    arch = get_arch(req.arch)
+    specs = kernel_specs(req)
+    lines = [f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
+             f"config {req.config}, arch {arch.name}"]
+    images = {}
+    for k in specs:
+        if k.kind is kernels_mod.SpecKind.IMAGE:
+            images[k.name] = k.image
+            lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
+                         ".config checked against the fragment")
+            continue
+        out = build.build_dir(arch, req.config, k.name)
+        images[k.name] = out / arch.kernel_image
+        lines.append(f"# kernel {k.name} = {k.text}: checkout, then")
+        lines.append(shlex.join(build.make_argv(Path("<tree>"), out, arch,
+                                                arch.make_target)))
+    accel = "tcg" if req.accel == "auto" else req.accel
+    base = BootSpec(arch, images[specs[0].name], vcpus=req.vcpus,
+                    numa_nodes=req.numa_nodes, cpu=req.cpu, accel=accel,
+                    cmdline=debug_cmdline(req.config))
+    k = max(1, req.samples_per_boot)
+    rounds = -(-req.runs // k)
+    for w in req.workloads:
+        lines.append(f"# {w.name}: {rounds} rounds x {len(specs)} kernels"
+                     + (" (each boot followed by a counting boot)"
+                        if req.count else ""))
+        for r in range(rounds):
+            for name in boot_order(r, tuple(x.name for x in specs)):
+                spec = replace(base, kernel=images[name],
+                               memory_mb=w.memory_mb,
+                               numa_nodes=w.nodes(req.numa_nodes),
+                               cmdline=base.cmdline + w.cmdline)
+                rundir = req.out / "raw" / w.name / f"{name}-{r:03d}"
+                lines.append(shlex.join(boot_argv(spec, rundir)))
+    return "\n".join(lines) + "\n"
+
+
+def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
+    from foliolab.boot import qemu_argv
+    return qemu_argv(spec, rundir / "initrd.cpio", rundir / "console.log",
+                     rundir / "results.txt")
+
+
 def compare(req: CompareRequest) -> str:
     """Run the whole comparison; return the text report."""
     # Bad input is found before anything is built or written.
@@ -110,6 +159,8 @@ def compare(req: CompareRequest) -> str:
         counting.check_accel(req.accel)
     specs = kernel_specs(req)
     kernels_mod.check_specs(specs, req.count)
+    if req.dry_run:
+        return dry_run(req)
     req.out.mkdir(parents=True, exist_ok=True)
     # A run directory holds one run: the report derives every sample from
     # the boots under raw/, so an earlier run's must not stay there.

@@ -393,3 +393,24 @@ def test_diff_compares_ratios_of_runs(tmp_path, capsys):
     assert cli.main(["diff", str(v1)]) == errors.UsageError.exit_code
     assert cli.main(["diff", str(v1), str(tmp_path)]) == \
         errors.UsageError.exit_code
+
+
+def test_dry_run_prints_builds_and_boots_and_does_nothing(
+        capsys, monkeypatch, tmp_path, tmp_cache):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel",
+                        lambda *a: pytest.fail("built a kernel"))
+    out = tmp_path / "out"
+    rc = cli.main(["compare", "--kernel", "a=base", "--kernel",
+                   f"b=base+{series_dir(tmp_path, 2)}:1", "--kernel",
+                   "c=base", "--workloads", "pageout", "--runs", "2",
+                   "--dry-run", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    boots = [line for line in text.splitlines()
+             if line.startswith("qemu-system-x86_64")]
+    assert [line.split("/raw/pageout/")[1].split("/")[0]
+            for line in boots] == ["a-000", "b-000", "c-000",
+                                   "c-001", "b-001", "a-001"]
+    assert text.count("\nmake -C") == 3
+    assert not out.exists() and not tmp_cache.exists()
