@@ -97,7 +97,7 @@ def _measure(s: argparse.ArgumentParser) -> None:
                    help="samples per kernel and workload (default 10)")
     s.add_argument("--samples-per-boot", type=positive_int, default=1,
                    help="samples taken in one boot (default 1: a fresh "
-                        "boot per sample, see README)")
+                        "boot per sample, see docs/manual.md)")
     s.add_argument("--param", action="append", default=[],
                    metavar="[WORKLOAD.]NAME=VALUE",
                    help="override a workload parameter (repeatable)")
@@ -109,7 +109,7 @@ def _measure(s: argparse.ArgumentParser) -> None:
     s.add_argument("--count", action="store_true",
                    help="add a counting boot per sample: exact guest-kernel "
                         "instruction, TLB-invalidation and IPI counts from "
-                        "a QEMU TCG plugin (see README)")
+                        "a QEMU TCG plugin (see docs/manual.md)")
     s.add_argument("--fault", choices=FAULTS,
                    help="testing aid: make every sample of every kernel but "
                         "the baseline panic or hang, to exercise foliolab's "

@@ -70,7 +70,8 @@ FIXED_STRESS_SEEDS = (1, 2, 3)
 FIXED_STRESS_SECONDS = 10
 RANDOM_STRESS_SECONDS = 20
 # Generic KASAN checks every access in software, under TCG on top: the
-# kasan kernel gets twice the time limits (measured: see README).
+# kasan kernel gets twice the time limits (a guess until a KASAN run of
+# the suite is timed here).
 KASAN_SLOWDOWN = 2
 
 # Tests 6.12's tools/testing/selftests/mm/Makefile does not build for an
