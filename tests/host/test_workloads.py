@@ -165,3 +165,20 @@ def test_derive_khugepaged_reports_both_kernels_statuses():
     assert d.values["scan_succeeded"] == 0
     assert d.values["khugepaged_cpu_s"] == 0.44
     assert d.values["pages_collapsed"] == 32 and d.values["full_scans"] == 10
+
+
+@pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
+def test_every_parameter_reaches_the_guest_script(name):
+    """A workload's parameters go to the guest as FL_NAME: each must be read
+    by its guest script (or the shared library), or it does nothing."""
+    from foliolab.paths import GUEST_DIR
+    w = workloads.WORKLOADS[name]
+    script = GUEST_DIR / "workloads" / f"{w.script}.sh"
+    assert script.exists(), f"{name}: no guest script {script}"
+    import re
+    code = "\n".join(line.split("#", 1)[0] for line in (
+        script.read_text() + (GUEST_DIR / "lib.sh").read_text()
+    ).splitlines())     # comments do not count
+    for param in w.params:
+        assert re.search(rf"\bFL_{param.upper()}\b", code), \
+            f"{name}.{param} never reaches {script.name}"
