@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import bootrecord
+from foliolab import bootrecord, parse
 from foliolab import image as image_mod
 from foliolab.arch import Arch
 from foliolab.bootrecord import BootResult, BootStatus  # noqa: F401
@@ -148,13 +148,9 @@ def scan_console(text: str) -> list[str]:
 
 
 def exit_code_of(records_text: str) -> int | None:
-    for line in reversed(records_text.splitlines()):
-        if line.startswith("@@ exit "):
-            try:
-                return int(line.split()[2])
-            except (IndexError, ValueError):
-                return None
-    return None
+    """The job's exit code from its ``@@ exit`` record (parse reads the
+    record grammar, here as everywhere)."""
+    return parse.parse_records(records_text.splitlines()).exit_code
 
 
 def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,

@@ -433,9 +433,9 @@ def cmd_run(args) -> int:
                f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = boot.boot(spec, img.path, job, rundir, args.add)
-    for line in res.records:
-        if not line.startswith(("@@ boot ", "@@ exit ")):
-            print(line)
+    from foliolab import parse
+    for line in parse.parse_records(res.records).output:
+        print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
     if args.count:
