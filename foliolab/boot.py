@@ -15,7 +15,7 @@ import resource
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab import bootrecord, parse
