@@ -118,9 +118,11 @@ def dry_run(req: CompareRequest) -> str:
             lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
                          ".config checked against the fragment")
             continue
-        out = build.build_dir(arch, req.config, k.name)
+        slot = "vanilla" if k.kind is kernels_mod.SpecKind.BASE else "patched"
+        out = build.build_dir(arch, req.config, slot)
         images[k.name] = out / arch.kernel_image
-        lines.append(f"# kernel {k.name} = {k.text}: checkout, then")
+        lines.append(f"# kernel {k.name} = {k.text}: unless already kept "
+                     "in the cache, checkout, then")
         lines.append(shlex.join(build.make_argv(Path("<tree>"), out, arch,
                                                 arch.make_target)))
     accel = "tcg" if req.accel == "auto" else req.accel

@@ -21,12 +21,14 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import build, kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import UsageError
+from foliolab.paths import cache_root
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 SPEC_FORMS = "base, base+DIR, base+DIR:N, git:PATH@REF or image:PATH"
@@ -197,10 +199,57 @@ def tree_of(k: KernelSpec) -> source.Tree:
     raise ValueError(k.kind)
 
 
+# What a kernel needs besides its image: its config (checked, hashed) and
+# its symbols (for --count).
+_KEPT = (".config", "System.map")
+
+
+def store_dir(arch: Arch, purpose: str, commit: str) -> Path:
+    """Where the built kernel of ``commit`` is kept, per fragment: a
+    changed config fragment is another kernel."""
+    frag = kconfig.merge(purpose, arch.name).text()
+    key = hashlib.sha256(f"{commit}\0{frag}".encode()).hexdigest()[:16]
+    return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
+
+
+def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
+                   ) -> build.Kernel:
+    """The kernel of ``tree``: found in the store, or built and stored.
+
+    The base builds in the `vanilla` build directory and every other
+    commit in the `patched` one, so a series' prefixes, a user's commits
+    and the series itself are incremental builds of each other (all from
+    one checkout); the image, .config and System.map are then copied to a
+    store directory per commit and fragment, which the run boots from and
+    the next run finds again without building.
+    """
+    kept = store_dir(arch, purpose, tree.commit)
+    image = kept / Path(arch.kernel_image).name
+    if image.exists() and all((kept / f).exists() for f in _KEPT):
+        return build.Kernel(tree.variant, purpose, arch.name, kept, image,
+                            tree.commit, hashlib.sha256(
+                                (kept / ".config").read_bytes()
+                            ).hexdigest()[:12], 0.0)
+    repo = source.prepare_base()
+    slot = "vanilla" if tree.commit == source.base_commit(repo) else "patched"
+    k = build.build_kernel(source.Tree(slot, tree.path, tree.commit,
+                                       tree.series_digest), arch, purpose)
+    tmp = kept.with_name(kept.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(k.image, tmp / image.name)
+    for f in _KEPT:
+        shutil.copy2(k.build_dir / f, tmp / f)
+    shutil.rmtree(kept, ignore_errors=True)
+    tmp.rename(kept)
+    return build.Kernel(tree.variant, purpose, arch.name, kept, image,
+                        tree.commit, k.config_sha, k.elapsed)
+
+
 def prepare(specs: list[KernelSpec], arch: Arch, purpose: str
             ) -> dict[str, build.Kernel]:
     """Build (or find) every kernel, in order; kernels of one commit share
-    one build, so an A/A run boots one image under two names."""
+    one image, so an A/A run boots one image under two names."""
     built: dict[str, build.Kernel] = {}
     by_commit: dict[str, build.Kernel] = {}
     for k in specs:
@@ -209,7 +258,7 @@ def prepare(specs: list[KernelSpec], arch: Arch, purpose: str
             continue
         tree = tree_of(k)
         if tree.commit not in by_commit:
-            by_commit[tree.commit] = build.build_kernel(tree, arch, purpose)
+            by_commit[tree.commit] = build_and_keep(tree, arch, purpose)
         built[k.name] = by_commit[tree.commit]
     return built
 
