@@ -414,3 +414,24 @@ def test_dry_run_prints_builds_and_boots_and_does_nothing(
                                    "c-001", "b-001", "a-001"]
     assert text.count("\nmake -C") == 3
     assert not out.exists() and not tmp_cache.exists()
+
+
+def test_report_rederives_a_captured_run(tmp_path, data):
+    """A real run directory (tests/host/data/run-pageout-aa: an A/A
+    pageout run with --count, captured from QEMU): foliolab report derives
+    from its raw boots the very samples the run appended as it went."""
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    live = derive.load_samples(out)
+    assert live and any(s.counts for s in live)
+    again = derive.rederive(out)
+
+    def key(s):       # the run moved, so its paths did
+        return (s.workload, s.variant, s.run, s.values, s.valid, s.boot,
+                s.boot_s, s.wall_s, s.counts, s.count_window, s.cpu_s,
+                len(s.reasons))
+    assert [key(s) for s in again] == [key(s) for s in live]
+    assert all(s.valid for s in again)
+    text = report.write_report(out)
+    assert "pageout_ms" in text and "Differential profile" in text
