@@ -435,3 +435,25 @@ def test_report_rederives_a_captured_run(tmp_path, data):
     assert all(s.valid for s in again)
     text = report.write_report(out)
     assert "pageout_ms" in text and "Differential profile" in text
+
+
+# Counted metrics a counting sample does not carry itself: the report adds
+# the first two across samples; dsb ish is an arm64 instruction.
+_NOT_FROM_A_WINDOW = {"kernel_insns_deterministic", "nondeterministic_pct",
+                      "dsb_ish_insns"}
+
+
+def test_pageout_emits_every_metric_it_declares(data):
+    """The workload's contract, on real guest output: every metric pageout
+    declares is derived from what its guest side sent (timed boots) or
+    from its counting window (counting boots)."""
+    w = WORKLOADS["pageout"]
+    samples = derive.rederive(data / "run-pageout-aa")
+    timed = [s for s in samples if not s.counts]
+    counted = [s for s in samples if s.counts]
+    assert timed and counted
+    for s in timed:
+        assert {m.key for m in w.metrics if not m.counted} <= set(s.values)
+    for s in counted:
+        assert {m.key for m in w.metrics if m.counted} - \
+            _NOT_FROM_A_WINDOW <= set(s.values)
