@@ -70,7 +70,8 @@ def read_series(directory: Path | None) -> Series:
     """Read ``directory/series``; ``None`` means the empty series (A/A)."""
     if directory is None:
         return Series(Path("/dev/null"), ())
-    directory = Path(directory)
+    # absolute: git am runs in a scratch worktree, not here
+    directory = Path(directory).resolve()
     if not directory.is_dir():
         raise UsageError(f"patch directory {directory} does not exist",
                          hint="give --patches DIR (with a `series` file) "

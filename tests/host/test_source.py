@@ -1,4 +1,5 @@
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,14 @@ def test_cover_letter_without_a_shortlog_is_a_clear_error():
     with pytest.raises(UsageError, match="subject and blurb"):
         source.carry_cover_letter("Subject: [PATCH 0/1] x\n\nno shortlog\n",
                                   "")
+
+
+def test_a_relative_series_directory_reads_as_absolute(tmp_path, monkeypatch):
+    """git am runs in a scratch worktree: the patches' paths must not
+    depend on the directory foliolab was started in."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "0001-a.patch").write_text("x\n")
+    (tmp_path / "s" / "series").write_text("0001-a.patch\n")
+    monkeypatch.chdir(tmp_path)
+    series = source.read_series(Path("s"))
+    assert all(p.is_absolute() for p in series.patches)
