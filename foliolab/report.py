@@ -252,6 +252,19 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _valid_values(w: Workload, samples: list[Sample]):
+    """The valid samples' values of workload ``w``, by metric and kernel,
+    each kernel's also by run number (rounds pair up by run)."""
+    by = defaultdict(lambda: defaultdict(list))
+    by_run = defaultdict(lambda: defaultdict(dict))
+    for s in samples:
+        if s.workload == w.name and s.valid:
+            for k, v in s.values.items():
+                by[k][s.variant].append(v)
+                by_run[k][s.variant][s.run] = v
+    return by, by_run
+
+
 def summarize_workload(w: Workload, samples: list[Sample],
                        names: list[str] | None = None) -> list[dict]:
     """SPEC §7 summary rows for one workload (valid samples only): one row
@@ -260,13 +273,7 @@ def summarize_workload(w: Workload, samples: list[Sample],
     they are the baseline's and the row's kernel's."""
     names = list(names or VARIANTS)
     base = names[0]
-    by = defaultdict(lambda: defaultdict(list))
-    by_run = defaultdict(lambda: defaultdict(dict))  # metric, kernel, run
-    for s in samples:
-        if s.workload == w.name and s.valid:
-            for k, v in s.values.items():
-                by[k][s.variant].append(v)
-                by_run[k][s.variant][s.run] = v
+    by, by_run = _valid_values(w, samples)
     rows = []
     for m in w.metrics:
         if not any(by[m.key][k] for k in names):
@@ -333,11 +340,7 @@ def attribution_rows(w: Workload, samples: list[Sample],
                      names: list[str]) -> list[dict]:
     """What each step adds: for every metric, each kernel against the one
     before it (for ``attribute``: prefix k against prefix k-1)."""
-    by = defaultdict(lambda: defaultdict(list))
-    for s in samples:
-        if s.workload == w.name and s.valid:
-            for k, v in s.values.items():
-                by[k][s.variant].append(v)
+    by, _ = _valid_values(w, samples)
     rows = []
     for m in w.metrics:
         for before, after in zip(names, names[1:]):
