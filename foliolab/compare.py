@@ -118,8 +118,8 @@ def dry_run(req: CompareRequest) -> str:
             lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
                          ".config checked against the fragment")
             continue
-        slot = "vanilla" if k.kind is kernels_mod.SpecKind.BASE else "patched"
-        out = build.build_dir(arch, req.config, slot)
+        out = build.build_dir(arch, req.config,
+                              kernels_mod.build_slot(k.is_base()))
         images[k.name] = out / arch.kernel_image
         lines.append(f"# kernel {k.name} = {k.text}: unless already kept "
                      "in the cache, checkout, then")

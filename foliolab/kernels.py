@@ -57,6 +57,12 @@ class KernelSpec:
     ref: str = ""                       # GIT
     image: Path | None = None           # IMAGE
 
+    def is_base(self) -> bool:
+        """Whether this kernel is the base's commit, known without building
+        (a git: ref may be too; only its build finds out)."""
+        return self.kind is SpecKind.BASE or (
+            self.kind is SpecKind.SERIES and self.prefix == 0)
+
     def series(self) -> source.Series:
         """The (prefix of the) series this kernel applies to the base."""
         s = source.read_series(self.series_dir)
@@ -199,6 +205,15 @@ def tree_of(k: KernelSpec) -> source.Tree:
     raise ValueError(k.kind)
 
 
+def build_slot(is_base: bool) -> str:
+    """The build directory a kernel compiles in: the base has its own
+    (`vanilla`), so going back to it after any other kernel rebuilds
+    nothing; every other commit shares `patched`, where a series' prefixes,
+    a user's commits and the series itself are incremental builds of each
+    other."""
+    return "vanilla" if is_base else "patched"
+
+
 # What a kernel needs besides its image: its config (checked, hashed) and
 # its symbols (for --count).
 _KEPT = (".config", "System.map")
@@ -216,10 +231,8 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                    ) -> build.Kernel:
     """The kernel of ``tree``: found in the store, or built and stored.
 
-    The base builds in the `vanilla` build directory and every other
-    commit in the `patched` one, so a series' prefixes, a user's commits
-    and the series itself are incremental builds of each other (all from
-    one checkout); the image, .config and System.map are then copied to a
+    It builds in the directory build_slot() names (all from one
+    checkout); the image, .config and System.map are then copied to a
     store directory per commit and fragment, which the run boots from and
     the next run finds again without building.
     """
@@ -231,7 +244,7 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                                 (kept / ".config").read_bytes()
                             ).hexdigest()[:12], 0.0)
     repo = source.prepare_base()
-    slot = "vanilla" if tree.commit == source.base_commit(repo) else "patched"
+    slot = build_slot(tree.commit == source.base_commit(repo))
     k = build.build_kernel(source.Tree(slot, tree.path, tree.commit,
                                        tree.series_digest), arch, purpose)
     tmp = kept.with_name(kept.name + ".tmp")

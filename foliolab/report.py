@@ -116,11 +116,8 @@ def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
             path = out / s.counts
             if not path.exists():
                 notes.append(f"{path} is missing: its sample has no profile")
-                cache[s.counts] = []
-            else:
-                cache[s.counts] = counting.parse_counts(
-                    path.read_text()).windows
-        mine = [x for x in cache[s.counts] if x.tag == w.window]
+            cache[s.counts] = counting.read_windows(path, w.window)
+        mine = cache[s.counts]
         if 0 <= s.count_window < len(mine):
             pairs.append((s, mine[s.count_window]))
     return pairs

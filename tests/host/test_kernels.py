@@ -455,3 +455,21 @@ def test_pageout_emits_every_metric_it_declares(data):
     for s in counted:
         assert {m.key for m in w.metrics if m.counted} - \
             _NOT_FROM_A_WINDOW <= set(s.values)
+
+
+def test_dry_run_names_the_build_directory_the_build_uses(
+        capsys, tmp_path, tmp_cache):
+    """base+DIR:0 is the base's commit: build_and_keep builds it in the
+    base's directory, and the dry run says so."""
+    series = series_dir(tmp_path, 2)
+    rc = cli.main(["compare", "--kernel", "a=base", "--kernel",
+                   f"z=base+{series}:0", "--kernel",
+                   f"b=base+{series}:1", "--workloads",
+                   "pageout", "--runs", "1", "--dry-run"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    makes = [line for line in text.splitlines() if line.startswith("make ")]
+    assert ["x86_64-perf-vanilla" in m for m in makes] == [True, True, False]
+    assert "x86_64-perf-patched" in makes[2]
+    assert kernels.build_slot(True) == "vanilla"
+    assert kernels.build_slot(False) == "patched"
