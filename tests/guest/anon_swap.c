@@ -828,12 +828,17 @@ static void test_straddle_pmd(void)
  * swapoff and swapon in a loop in one process while another pages 64K
  * folios out and reads them back in a loop: a swap entry that a batch
  * takes while swapoff runs must either be brought back by swapoff or fail
- * cleanly, and every page must read back its own data every round.
+ * cleanly, and every page must read back its own data every round. A cold
+ * range is paged out every round and read only at the end, so each
+ * swapoff has batched swap PTEs to find and bring back itself (it can only
+ * finish once it has; one it cannot find would keep it retrying until the
+ * test's time limit).
  */
 static void test_swapoff_during_pageout(void)
 {
 	const char *name = "swapoff_swapon_loop_against_pageout_loop";
 	char *buf = map_aligned(SIZE, PMD_SIZE);
+	char *cold = map_aligned(SIZE, PMD_SIZE);
 	int rounds = 0, st, ok = 1;
 	volatile int *stop = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -843,6 +848,7 @@ static void test_swapoff_during_pageout(void)
 		die("mmap");
 	folio_size(64);
 	fill_pages(buf, NPAGES, 81);
+	fill_pages(cold, NPAGES, 82);
 	kid = fork();
 	if (kid == 0) {
 		int fails = 0;
@@ -854,6 +860,7 @@ static void test_swapoff_during_pageout(void)
 		_exit(fails ? 1 : 0);
 	}
 	for (time_t end = time(NULL) + 8; time(NULL) < end; rounds++) {
+		madvise(cold, SIZE, MADV_PAGEOUT);
 		madvise(buf, SIZE, MADV_PAGEOUT);
 		if (!all_verified(buf, NPAGES, 81, name)) {
 			ok = 0;
@@ -872,7 +879,9 @@ static void test_swapoff_during_pageout(void)
 	}
 	ktap_diag("%s: %d pageout rounds", name, rounds);
 	ok = all_verified(buf, NPAGES, 81, name) && ok;
+	ok = all_verified(cold, NPAGES, 82, name) && ok;
 	munmap(buf, SIZE);
+	munmap(cold, SIZE);
 	munmap((void *)stop, PAGE_SIZE);
 	ktap_result(ok, name);
 }

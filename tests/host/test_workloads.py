@@ -182,3 +182,36 @@ def test_every_parameter_reaches_the_guest_script(name):
     for param in w.params:
         assert re.search(rf"\bFL_{param.upper()}\b", code), \
             f"{name}.{param} never reaches {script.name}"
+
+
+# Real timed boots, one or more per workload, kept as run directories:
+# run-workloads (its README names the foliolab run each boot came from)
+# and the captured A/A pageout run.
+_CAPTURED_RUNS = ("run-workloads", "run-pageout-aa")
+
+
+@pytest.fixture(scope="module")
+def captured_samples():
+    from pathlib import Path
+    from foliolab import derive
+    data = Path(__file__).parent / "data"
+    return [s for run in _CAPTURED_RUNS
+            for s in derive.rederive(data / run) or []]
+
+
+@pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
+def test_every_workload_emits_every_metric_it_declares(name,
+                                                       captured_samples):
+    """The other half of a workload's contract, on real guest output: every
+    timed metric it declares is derived from what its guest side sent. (The
+    counted ones come from the counting windows, see test_kernels.py.)"""
+    w = workloads.WORKLOADS[name]
+    timed = [s for s in captured_samples
+             if s.workload == name and not s.counts]
+    assert timed, (f"no captured boot of {name}: copy a raw boot directory "
+                   f"of a foliolab run to tests/host/data/run-workloads/"
+                   f"raw/{name}/ and name the run in its README")
+    for s in timed:
+        assert s.valid, s.reasons
+        missing = {m.key for m in w.metrics if not m.counted} - set(s.values)
+        assert not missing, f"{name} declares but never derives {missing}"
