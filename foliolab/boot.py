@@ -60,6 +60,9 @@ class BootSpec:
     cmdline: tuple[str, ...] = ()
     cpu: str = ""                  # TCG CPU model; "" = the arch's default
     counter: Counter | None = None  # count with the plugin (TCG only)
+    # The records on the console, framed, as on a board or in a LAVA job
+    # (guest/frame.awk), instead of on the results port.
+    console_results: bool = False
 
 
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
@@ -105,6 +108,8 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
              "-device", "virtserialport,chardev=res,name=foliolab.results"]
     cmdline = [f"console={a.console}", "panic=-1", "oops=panic",
                "rdinit=/init", *spec.cmdline]
+    if spec.console_results:
+        cmdline.append(CONSOLE_RESULTS_ARG)
     if spec.counter:
         # System.map's addresses hold only without KASLR.
         argv += spec.counter.qemu_args(console.parent / "counts.txt")
@@ -112,6 +117,19 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     argv += ["-kernel", str(spec.kernel), "-initrd", str(initrd),
              "-append", " ".join(cmdline)]
     return argv
+
+
+# Makes the guest init put its records on the console (see guest/init).
+CONSOLE_RESULTS_ARG = "foliolab.console"
+
+
+def records_from_console(console: bytes) -> tuple[str, str, list[str]]:
+    """A console that carried the records: (the records as the results
+    port would have had them, the kernel's own text to scan for issues,
+    what was lost on the way)."""
+    stream = parse.console_records(console)
+    records = "".join(line + "\n" for line in stream.lines)
+    return records, stream.kernel_text, stream.problems()
 
 
 def check_cpu_model(spec: BootSpec) -> None:
@@ -191,7 +209,14 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     initrd.unlink(missing_ok=True)
     console_text = console.read_text(errors="replace") if console.exists() else ""
-    results_text = results.read_text(errors="replace") if results.exists() else ""
+    lost: list[str] = []
+    if spec.console_results:
+        results_text, console_text, lost = records_from_console(
+            console.read_bytes() if console.exists() else b"")
+        results.write_text(results_text)
+    else:
+        results_text = (results.read_text(errors="replace")
+                        if results.exists() else "")
     issues = scan_console(console_text)
     code = exit_code_of(results_text)
     if timed_out:
@@ -206,6 +231,9 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
                                   .splitlines() or ["?"])[-1][:160])
     else:
         status = BootStatus.NO_EXIT
+    if status is BootStatus.OK:
+        # a record lost on the console makes the boot's samples doubtful
+        issues += [f"console-records: {x}" for x in lost]
     result = BootResult(status, code, issues, console, results, elapsed,
                         results_text.splitlines(), round(cpu_s, 2),
                         bootrecord.host_during(host))

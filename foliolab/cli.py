@@ -129,6 +129,11 @@ def _machine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cpu", default="", metavar="MODEL",
                    help="QEMU CPU model under TCG (default max); e.g. "
                         "neoverse-n1, an arm64 CPU without range TLBIs")
+    g.add_argument("--records-on", choices=("port", "console"),
+                   default="port",
+                   help="where the guest sends its records: a virtio port "
+                        "of their own (default), or framed on the console "
+                        "as on a board or in a LAVA job")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -374,7 +379,8 @@ def _compare(args, specs, patches, environment: dict) -> int:
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
-        environment=environment, dry_run=args.dry_run))
+        environment=environment, dry_run=args.dry_run,
+        records_on=args.records_on))
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
         print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
@@ -412,7 +418,8 @@ def cmd_run(args) -> int:
                          memory_mb=args.memory, numa_nodes=args.numa_nodes,
                          timeout=args.timeout, cpu=args.cpu,
                          cmdline=boot.debug_cmdline(args.config) +
-                         tuple(args.append))
+                         tuple(args.append),
+                         console_results=args.records_on == "console")
     spec = replace(spec, accel=choose_accel(args.accel, spec, img.path,
                                             args.count))
     job = shlex.join(cmd) + "\n"

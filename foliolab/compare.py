@@ -53,6 +53,7 @@ class CompareRequest:
     # --kernel NAME=SPEC, baseline first; empty: --patches' two kernels
     kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
     dry_run: bool = False           # print the plan, run nothing
+    records_on: str = "port"        # "port" or "console" (as on a board)
 
 
 def _qemu_version(binary: str) -> str:
@@ -128,7 +129,8 @@ def dry_run(req: CompareRequest) -> str:
     accel = "tcg" if req.accel == "auto" else req.accel
     base = BootSpec(arch, images[specs[0].name], vcpus=req.vcpus,
                     numa_nodes=req.numa_nodes, cpu=req.cpu, accel=accel,
-                    cmdline=debug_cmdline(req.config))
+                    cmdline=debug_cmdline(req.config),
+                    console_results=req.records_on == "console")
     k = max(1, req.samples_per_boot)
     rounds = -(-req.runs // k)
     for w in req.workloads:
@@ -192,6 +194,7 @@ def compare(req: CompareRequest) -> str:
         "params": {w.name: w.resolve(req.params.get(w.name, {}))
                    for w in req.workloads},
         "fault_injection": req.fault or None,
+        "records_on": req.records_on,
         "errors": [], "failures": [],
     }
     env.update(req.environment)
@@ -210,7 +213,8 @@ def compare(req: CompareRequest) -> str:
         baseline = kernels[specs[0].name]
         spec = BootSpec(arch, baseline.image, vcpus=req.vcpus,
                         numa_nodes=req.numa_nodes, cpu=req.cpu,
-                        cmdline=debug_cmdline(req.config))
+                        cmdline=debug_cmdline(req.config),
+                        console_results=req.records_on == "console")
         env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
         counters = None
         if req.count:

@@ -93,6 +93,101 @@ def parse_records(lines: list[str]) -> GuestOutput:
     return out
 
 
+# The records' framing on a console shared with the kernel (guest/frame.awk):
+# "@@= SEQ LEN ADLER32 TEXT" anywhere in a console line.
+_FRAME = re.compile(rb"@@= (\d+) (\d+) ([0-9a-f]{8}) ")
+_FRAME_END = re.compile(rb"@@=end (\d+)")
+
+
+@dataclass
+class ConsoleStream:
+    """The job's records as recovered from a console log."""
+
+    lines: list[str]             # the records, in order, as far as complete
+    begun: bool = False          # "@@=begin" seen
+    count: int | None = None     # what "@@=end COUNT" announced
+    damaged: list[int] = field(default_factory=list)  # failed their check
+    missing: list[int] = field(default_factory=list)  # never seen intact
+    kernel_text: str = ""        # the console without the frames
+
+    @property
+    def complete(self) -> bool:
+        return (self.begun and self.count is not None and not self.missing)
+
+    def problems(self) -> list[str]:
+        """What kept the stream from being whole, one line each."""
+        out = []
+        if not self.begun:
+            out.append("no records on the console (no @@=begin)")
+        elif self.count is None:
+            out.append("the records on the console end without @@=end")
+        if self.missing:
+            shown = ", ".join(map(str, self.missing[:8]))
+            more = "..." if len(self.missing) > 8 else ""
+            why = (f", {len(self.damaged)} of them damaged on the console"
+                   if self.damaged else "")
+            out.append(f"{len(self.missing)} record line(s) lost "
+                       f"({shown}{more}){why}")
+        return out
+
+
+def console_records(raw: bytes) -> ConsoleStream:
+    """Recover the records a guest framed onto its console (frame.awk).
+
+    A frame is found anywhere in a line (firmware or kernel text may share
+    it), exactly LEN bytes of text are taken after its header and checked
+    against its Adler-32; a frame that fails (a line split or joined by
+    other output) is damaged, and its line counts as missing unless an
+    intact copy turns up. The lines are kept up to the first one missing,
+    so a damaged stream is never silently shortened in its middle.
+    """
+    import zlib
+    good: dict[int, bytes] = {}
+    damaged: set[int] = set()
+    begun = False
+    count = None
+    kernel: list[bytes] = []
+    for line in raw.split(b"\n"):
+        line = line.rstrip(b"\r")
+        if not begun:
+            at = line.find(b"@@=begin")
+            if at < 0:
+                kernel.append(line)
+                continue
+            begun = True
+            kernel.append(line[:at])
+            continue
+        rest, pos = [], 0
+        while True:
+            m = _FRAME.search(line, pos)
+            if m is None:
+                break
+            seq, n = int(m.group(1)), int(m.group(2))
+            text = line[m.end():m.end() + n]
+            rest.append(line[pos:m.start()])
+            if len(text) == n and \
+                    f"{zlib.adler32(text):08x}".encode() == m.group(3):
+                good.setdefault(seq, text)
+                pos = m.end() + n
+            else:
+                damaged.add(seq)
+                pos = m.end()
+        tail = line[pos:]
+        e = _FRAME_END.search(tail)
+        if e and count is None:
+            count = int(e.group(1))
+            tail = tail[:e.start()]
+        kernel.append(b"".join(rest) + tail.replace(b"@@=done", b""))
+    total = count if count is not None else max(good, default=0)
+    missing = [i for i in range(1, total + 1) if i not in good]
+    upto = missing[0] - 1 if missing else total
+    lines = [good[i].decode("utf-8", "replace") for i in range(1, upto + 1)]
+    return ConsoleStream(lines, begun, count,
+                         sorted(d for d in damaged if d not in good),
+                         missing,
+                         b"\n".join(kernel).decode("utf-8", "replace"))
+
+
 def parse_vmstat(text: str) -> dict[str, int]:
     """/proc/vmstat (or any "name value" file) into a dict."""
     out = {}

@@ -170,3 +170,76 @@ def test_scans_before(data):
     hot1, cold, hot2 = parse.khugepaged_scans_by_mm(text)
     assert parse.scans_before(text, cold.mm, hot2.first_s) == 64
     assert parse.scans_before(text, cold.mm, cold.first_s) == 0
+
+
+# Records on a console shared with the kernel: framed by the guest's own
+# frame.awk under busybox (the guest's awk), recovered by the host.
+def _frame(records: bytes) -> bytes:
+    import shutil
+    import subprocess
+    from foliolab.paths import GUEST_DIR
+    busybox = shutil.which("busybox")
+    assert busybox, "busybox is missing: make setup installs it"
+    return subprocess.run([busybox, "awk", "-f",
+                           str(GUEST_DIR / "frame.awk")], input=records,
+                          capture_output=True, check=True).stdout
+
+
+def test_console_records_survive_a_shared_console(data):
+    """A real results stream framed on a console that the kernel also
+    writes to: lines before, between and after the frames, a frame sharing
+    its line with firmware text, a pty's \\r\\r\\n, a byte above 127."""
+    records = (data / "pageout-results.txt").read_bytes() + \
+        b"@@ metric caf\xc3\xa9 1\n"
+    framed = _frame(records)
+    lines = framed.split(b"\n")
+    noisy = [b"U-Boot 2024.01", b"[    0.000000] Linux version 6.12"]
+    for i, line in enumerate(lines):
+        if i % 97 == 5:
+            noisy.append(b"[   12.5] WARNING: a kernel line between frames")
+        if i == 40:
+            line = b"\x1b[0mfirmware" + line    # shares the frame's line
+        noisy.append(line)
+    noisy.append(b"[   99.0] reboot: Power down")
+    console = b"\r\r\n".join(noisy)
+    stream = parse.console_records(console)
+    assert stream.complete and not stream.damaged, stream.problems()
+    assert "".join(x + "\n" for x in stream.lines) == records.decode()
+    # the kernel's text keeps its own lines and none of the records
+    assert stream.kernel_text.count("WARNING: a kernel line") == \
+        sum(1 for i in range(len(lines)) if i % 97 == 5)
+    assert "@@ metric" not in stream.kernel_text
+    assert "reboot: Power down" in stream.kernel_text
+
+
+def test_a_frame_broken_by_kernel_text_is_found_and_not_parsed():
+    records = b"".join(b"@@ metric m%d %d\n" % (i, i) for i in range(20))
+    framed = _frame(records)
+    at = framed.index(b"@@ metric m7 7")
+    # a printk that lands in the middle of a frame, on the same line
+    inline = framed[:at + 5] + b"[ 3.1] oom" + framed[at + 5:]
+    s = parse.console_records(inline)
+    assert s.damaged == [8] and s.missing == [8] and not s.complete
+    assert len(s.lines) == 7           # kept only up to the first gap
+    assert "8 record line(s) lost" not in " ".join(s.problems())
+    assert "1 record line(s) lost (8), 1 of them damaged" in \
+        " ".join(s.problems())
+    # one that splits it onto two lines
+    split = framed[:at + 5] + b"\r\n[ 3.1] oom\r\n" + framed[at + 5:]
+    s = parse.console_records(split)
+    assert s.missing == [8] and s.damaged == [8]
+    # an intact copy of a damaged frame (a console replayed) heals it
+    s = parse.console_records(inline + framed)
+    assert s.complete and len(s.lines) == 20
+
+
+def test_console_records_cut_off():
+    framed = _frame(b"@@ boot 1.0\n@@ metric a 1\n@@ exit 0\n")
+    s = parse.console_records(framed[:framed.index(b"@@=end")])
+    assert not s.complete and s.count is None and len(s.lines) == 3
+    assert s.problems() == ["the records on the console end without @@=end"]
+    s = parse.console_records(b"[ 1.0] Kernel panic - not syncing\n")
+    assert s.lines == [] and s.problems() == [
+        "no records on the console (no @@=begin)"]
+    # the trailer may be lost with the line a log's end pattern matched
+    assert parse.console_records(framed.replace(b"@@=done", b"")).complete

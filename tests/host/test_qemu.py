@@ -205,3 +205,23 @@ def test_three_kernels_base_image_and_git(tmp_path):
     before = (out / "samples.jsonl").read_text()
     assert cli.main(["report", str(out)]) == 0
     assert (out / "samples.jsonl").read_text() == before
+
+
+def test_records_on_the_console_give_the_same_samples(tmp_path):
+    """The board path under QEMU: the guest frames its records onto the
+    console (no results port used), the host recovers them, and the
+    samples are as valid and carry the same metrics as through the port."""
+    from foliolab import derive
+    from foliolab.workloads import WORKLOADS
+    out = tmp_path / "r"
+    assert cli.main(["compare", *SMALL, "--records-on", "console",
+                     "--out", str(out)]) == 0
+    samples = derive.load_samples(out)
+    assert len(samples) == 2 and all(s.valid for s in samples)
+    timed = {m.key for m in WORKLOADS["pageout"].metrics if not m.counted}
+    assert all(timed <= set(s.values) for s in samples)
+    boot = out / "raw" / "pageout" / "vanilla-000"
+    console = (boot / "console.log").read_text(errors="replace")
+    assert "@@=begin" in console and "@@=end" in console
+    assert "@@ exit 0" in (boot / "results.txt").read_text()
+    assert load(out)["environment"]["records_on"] == "console"
