@@ -381,6 +381,18 @@ def attribution_lines(rows: list[dict], steps: dict[str, int]) -> list[str]:
     return lines
 
 
+def _all_zero(group: list[dict]) -> bool:
+    """Every sample of every kernel is zero: the event never happened."""
+    return all(r[side]["min"] == r[side]["max"] == 0
+               for r in group for side in ("vanilla", "patched"))
+
+
+def zero_metrics(rows: list[dict]) -> list[str]:
+    """The metrics that are zero in every sample of every kernel; the
+    tables list them by name only (results.json keeps their rows)."""
+    return [g[0]["metric"] for g in _by_metric(rows) if _all_zero(g)]
+
+
 def _by_metric(rows: list[dict]) -> list[list[dict]]:
     """Summary rows grouped by metric (one row per kernel), in order."""
     groups: dict[str, list[dict]] = {}
@@ -488,11 +500,16 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
         for group in _by_metric([r for r in rows if r["primary"]]):
             lines += _metric_table(group)
             lines.append("")
-        secondary = _by_metric([r for r in rows if not r["primary"]])
+        secondary = [g for g in _by_metric([r for r in rows
+                                            if not r["primary"]])
+                     if not _all_zero(g)]
         if secondary:
             lines.append("Counters and secondary metrics (mean per sample):")
             lines += [_counter_row(g) for g in secondary]
             lines.append("")
+        zero = zero_metrics([r for r in rows if not r["primary"]])
+        if zero:
+            lines += [f"Zero in every sample: {', '.join(zero)}", ""]
         if not rows:
             lines.append("(no valid samples)")
         caveats = caveat_lines(w, samples, rows, names)
@@ -552,7 +569,11 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                 "| 95% CI | p | CoeffVar | n |"),
                "|---|---|---|---|---|---|---|---|---|" +
                ("" if two else "---|")]
-        for r in [r for r in summary if r["workload"] == name]:
+        mine = [r for r in summary if r["workload"] == name]
+        zero = zero_metrics([r for r in mine if not r["primary"]])
+        for r in mine:
+            if r["metric"] in zero:
+                continue
             sig = "**" if r["significant"] else ""
             md.append(
                 f"| {r['label']} (`{r['metric']}`, {r['unit']}) "
@@ -565,8 +586,9 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                 f"| {_fmt_small(r['vanilla']['coeffvar'])}% / "
                 f"{_fmt_small(r['patched']['coeffvar'])}% "
                 f"| {r['n_vanilla']}/{r['n_patched']} |")
-        caveats = caveat_lines(w, samples, [r for r in summary
-                                            if r["workload"] == name], names)
+        if zero:
+            md += ["", f"Zero in every sample: {', '.join(zero)}"]
+        caveats = caveat_lines(w, samples, mine, names)
         if caveats:
             md += ["", *(f"**{c}**" for c in caveats)]
         if counts and name in counts:

@@ -251,6 +251,10 @@ def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
 def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     vm = common_checks(s, d, need_swap=False)
+    if "large_folio_pct" in s.metrics:
+        # the guest lists the orders it found: the others had no folios
+        for o in range(10):
+            d.values[f"folios_order_{o}"] = 0
     copy_metrics(s, d, s.metrics)
     for key in ("reclaim_real_s", "reclaim_sys_s"):
         if key not in d.values:
@@ -348,8 +352,12 @@ def derive_khugepaged(s: GuestSample, params: dict[str, str]) -> Derived:
     else:
         d.invalid.append("khugepaged counters missing")
     trace = s.files.get("ftrace_events", "")
-    # The statuses that tell the kernels apart are reported even at zero.
-    for status in ("succeeded", "page_lazyfree", "lack_referenced_page"):
+    # The trace holds every scan of the window: a status it does not show
+    # was given zero times (and without a trace, those that tell the
+    # kernels apart are still zero: khugepaged made no scans at all).
+    statuses = (KHUGEPAGED_SCAN_STATUS if "ftrace_events" in s.files else
+                ("succeeded", "page_lazyfree", "lack_referenced_page"))
+    for status in statuses:
         d.values[f"scan_{status}"] = 0
     for status, n in parse.parse_trace_field(
             trace, "mm_khugepaged_scan_pmd", "status").items():

@@ -433,6 +433,15 @@ def test_report_rederives_a_captured_run(tmp_path, data):
     assert all(s.valid for s in again)
     text = report.write_report(out)
     assert "pageout_ms" in text and "Differential profile" in text
+    # x86 has no contpte: its row would be zeros, so only its name is listed
+    zero = next(line for line in text.splitlines()
+                if line.startswith("Zero in every sample: "))
+    assert "contpte_unfolds" in zero
+    assert not any(line.split()[1:2] == ["contpte_unfolds"]
+                   for line in text.splitlines() if line.startswith("Mean"))
+    assert "Zero in every sample: " in (out / "report.md").read_text()
+    res = json.loads((out / "results.json").read_text())
+    assert any(r["metric"] == "contpte_unfolds" for r in res["summary"])
 
 
 # Counted metrics a counting sample does not carry itself: the report adds
