@@ -528,13 +528,54 @@ static void test_swapoff_mthp(void)
 #define FAIL_TIMES 100000
 
 /* Make this task's non-sleeping page allocations fail (or stop doing so). */
+/*
+ * [*start, *end) of kernel function @fn's text, from /proc/kallsyms (the
+ * next text symbol's address ends it); 0 if it is not there.
+ */
+static int ksym_range(const char *fn, unsigned long *start,
+		      unsigned long *end)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned long a, found = 0, next = ~0UL;
+	char name[256], type;
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%lx %c %255s%*[^\n]", &a, &type, name) == 3)
+		if (!strcmp(name, fn))
+			found = a;
+	rewind(f);
+	while (found && fscanf(f, "%lx %c %255s%*[^\n]", &a, &type,
+			       name) == 3)
+		if ((type == 't' || type == 'T') && a > found && a < next)
+			next = a;
+	fclose(f);
+	*start = found;
+	*end = next;
+	return found && next != ~0UL;
+}
+
+/*
+ * Make the reclaiming task's non-sleeping page allocations fail, but only
+ * those made under add_swap_count_continuation() (the stack trace filter):
+ * anything else that fails, zram's first try at storing a page for one,
+ * would use up the failures and prove nothing about the continuation.
+ */
 static int fail_atomic_page_allocs(int on)
 {
-	char times[32];
+	unsigned long start, end;
+	char times[32], addr[32];
 
-	if (access(FAIL_PAGE_ALLOC "probability", W_OK))
+	if (access(FAIL_PAGE_ALLOC "probability", W_OK) ||
+	    access(FAIL_PAGE_ALLOC "require-start", W_OK))
 		return 0;
 	if (on) {
+		if (!ksym_range("add_swap_count_continuation", &start, &end))
+			return 0;
+		snprintf(addr, sizeof(addr), "%lu", start);
+		write_str(FAIL_PAGE_ALLOC "require-start", addr);
+		snprintf(addr, sizeof(addr), "%lu", end);
+		write_str(FAIL_PAGE_ALLOC "require-end", addr);
 		snprintf(times, sizeof(times), "%d", FAIL_TIMES);
 		write_str(FAIL_PAGE_ALLOC "task-filter", "Y");
 		write_str(FAIL_PAGE_ALLOC "ignore-gfp-wait", "Y");
@@ -554,17 +595,22 @@ static int fail_atomic_page_allocs(int on)
 
 /*
  * 64K folios whose second halves are mapped by 71 processes and first
- * halves by 30 (the first 41 children are forked with MADV_DONTFORK on the
- * first halves), reclaimed from a memcg while every non-sleeping page
- * allocation of the reclaiming task fails. The rmap walk visits the
- * children in fork order, so in the later full mappings a batch of 16
- * raises the first 8 counts (below SWAP_MAP_MAX) before the 9th needs a
+ * halves by 30 (the first 41 children MADV_DONTNEED their first halves),
+ * reclaimed from a memcg while every allocation of a continuation page by
+ * the reclaiming task fails. Every sharer's VMA stays whole and starts at
+ * the same page offset, so the rmap walk visits them in fork order (the
+ * anon_vma tree orders VMAs by their start, and equal starts by age; a
+ * VMA split by MADV_DONTFORK would start later and be visited after every
+ * full mapping). The parent and the 41 upper halves raise the second
+ * halves' counts to 42 and the first halves' to 1; in the full mappings
+ * after them the counts of a batch of 16 go up together until, at the
+ * 21st, the first 8 are below SWAP_MAP_MAX and the 9th needs a
  * continuation page it cannot get: swap_duplicate_nr() must drop the 8
  * references it added, and the batch put its PTEs back. Then reclaim
- * again without failures, and every sharer must read its data; when all are gone, swap and memcg swap
- * charge must be back where they were (a count left raised keeps its
- * entry for good, and the kernel reports an "Unused swap offset entry"
- * for one dropped too often).
+ * again without failures, and every sharer must read its data; when all
+ * are gone, swap and memcg swap charge must be back where they were (a
+ * count left raised keeps its entry for good, and the kernel reports an
+ * "Unused swap offset entry" for one dropped too often).
  */
 static void test_continuation_alloc_failure(void)
 {
@@ -581,19 +627,18 @@ static void test_continuation_alloc_failure(void)
 	fill_pages(buf, SHARED_PAGES, 67);
 	if (pipe(ready) || pipe(go))
 		die("pipe");
-	for (size_t f = 0; f < SHARED_PAGES / 16; f++)
-		if (madvise(buf + f * 65536, 32768, MADV_DONTFORK))
-			die("MADV_DONTFORK");
 	for (int i = 0; i < SHARERS; i++) {
 		int upper_only = i < UPPER_ONLY;
 
-		if (i == UPPER_ONLY && madvise(buf, SHARED_SIZE, MADV_DOFORK))
-			die("MADV_DOFORK");
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			size_t bad = 0;
 			char c;
 
+			/* zap, not DONTFORK: the VMA stays whole (see above) */
+			for (size_t f = 0; upper_only && f < SHARED_PAGES / 16; f++)
+				if (madvise(buf + f * 65536, 32768, MADV_DONTNEED))
+					_exit(3);
 			if (write(ready[1], "r", 1) != 1 ||
 			    read(go[0], &c, 1) != 1)
 				_exit(2);
@@ -605,7 +650,9 @@ static void test_continuation_alloc_failure(void)
 	}
 	sharers_ready(ready);
 	if (!fail_atomic_page_allocs(1)) {
-		ktap_diag("%s: no %s (CONFIG_FAIL_PAGE_ALLOC)", name,
+		ktap_diag("%s: no %s with require-start (CONFIG_FAIL_PAGE_ALLOC, "
+			  "CONFIG_FAULT_INJECTION_STACKTRACE_FILTER) or no "
+			  "add_swap_count_continuation in /proc/kallsyms", name,
 			  FAIL_PAGE_ALLOC);
 		ok = 0;
 	}
@@ -796,31 +843,57 @@ static void test_partly_pinned_batch(void)
 /*
  * 64K folios moved by mremap() to 32K past a PMD boundary, so that one of
  * them straddles two page tables: each batch must stop at the end of its
- * page table. Every page must swap out and read back intact, and the
- * neighbours of the moved range must stay untouched.
+ * page table, and the rmap walk must go on into the next one. Reclaimed
+ * from a memcg, not with MADV_PAGEOUT: madvise() splits a folio that
+ * crosses the end of the page table it walks, and the case would never
+ * reach the batch. The straddling folio must go to swap whole (16
+ * consecutive swap offsets from a multiple of 16), every page must read
+ * back intact, and the neighbours of the moved range must stay untouched.
  */
 static void test_straddle_pmd(void)
 {
 	const char *name = "pageout_64k_straddling_pmd_after_mremap";
 	size_t sz = 1UL << 20, n = sz / PAGE_SIZE;
-	char *src = map_aligned(sz, PMD_SIZE);
-	char *area = map_aligned(4 * PMD_SIZE, PMD_SIZE);
-	char *dst = area + PMD_SIZE - sz / 2 - 32 * 1024;
-	size_t below = (dst - area) / PAGE_SIZE;	/* untouched neighbours */
-	char *buf;
-	int ok;
+	char *src, *area, *dst, *buf;
+	size_t below, first, swapped;
+	uint64_t off0 = 0;
+	int ok = 1;
 
+	memcg_enter(MEMCG);
 	folio_size(64);
+	src = map_aligned(sz, PMD_SIZE);
+	area = map_aligned(4 * PMD_SIZE, PMD_SIZE);
+	dst = area + PMD_SIZE - sz / 2 - 32 * 1024;
+	below = (dst - area) / PAGE_SIZE;	/* untouched neighbours */
+	/* the folio that starts 32K before the boundary */
+	first = (size_t)(area + PMD_SIZE - 32 * 1024 - dst) / PAGE_SIZE;
 	fill_pages(src, n, 71);
 	fill_pages(area, below, 72);
 	buf = mremap(src, sz, sz, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	if (buf == MAP_FAILED)
 		die("mremap");
-	ok = !madvise(buf, sz, MADV_PAGEOUT);
-	ok = ok && all_swapped(buf, n, name);
+	swapped = memcg_reclaim_all(buf, n);
+	if (swapped < n) {
+		ktap_diag("%s: %zu of %zu pages swapped out", name, swapped, n);
+		ok = 0;
+	}
+	for (size_t i = 0; ok && i < 16; i++) {
+		uint64_t ent = pagemap_entry(buf + (first + i) * PAGE_SIZE);
+		uint64_t off = (ent & PM_SWAP_OFFSET_MASK) >> 5;
+
+		if (i == 0)
+			off0 = off;
+		if (!(ent & PM_SWAP) || off != off0 + i || off0 % 16) {
+			ktap_diag("%s: the straddling folio did not go to swap "
+				  "whole (page %zu: entry %#llx)", name, i,
+				  (unsigned long long)ent);
+			ok = 0;
+		}
+	}
 	ok = all_verified(buf, n, 71, name) && ok;
 	ok = all_verified(area, below, 72, name) && ok;
 	munmap(area, 4 * PMD_SIZE);
+	memcg_leave();
 	ktap_result(ok, name);
 }
 
@@ -828,61 +901,94 @@ static void test_straddle_pmd(void)
  * swapoff and swapon in a loop in one process while another pages 64K
  * folios out and reads them back in a loop: a swap entry that a batch
  * takes while swapoff runs must either be brought back by swapoff or fail
- * cleanly, and every page must read back its own data every round. A cold
- * range is paged out every round and read only at the end, so each
- * swapoff has batched swap PTEs to find and bring back itself (it can only
- * finish once it has; one it cannot find would keep it retrying until the
- * test's time limit).
+ * cleanly, and every page must read back its own data every round. A third
+ * process holds a range that it pages out every round and reads only at
+ * the end, after the last swapoff: each swapoff must find that process's
+ * batched swap PTEs and bring them back itself, or it cannot finish (it
+ * retries until the test's time limit). The helpers are forked before
+ * anything is mapped, so no folio here is shared (MADV_PAGEOUT leaves
+ * shared folios alone), and the holder's only swapped memory is its range.
  */
 static void test_swapoff_during_pageout(void)
 {
 	const char *name = "swapoff_swapon_loop_against_pageout_loop";
-	char *buf = map_aligned(SIZE, PMD_SIZE);
-	char *cold = map_aligned(SIZE, PMD_SIZE);
-	int rounds = 0, st, ok = 1;
-	volatile int *stop = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
+	int rounds = 0, swapping_rounds = 0, st, ok = 1;
+	volatile int *flag = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t kid;
+	pid_t looper, holder;
+	char *buf;
 
-	if (stop == MAP_FAILED)
+	if (flag == MAP_FAILED)
 		die("mmap");
 	folio_size(64);
-	fill_pages(buf, NPAGES, 81);
-	fill_pages(cold, NPAGES, 82);
-	kid = fork();
-	if (kid == 0) {
+	looper = fork();
+	if (looper == 0) {
 		int fails = 0;
 
-		while (!*stop) {
+		while (!flag[0]) {
+			time_t t0 = time(NULL);
+
 			fails += !!system("swapoff /dev/zram0");
+			if (time(NULL) - t0 > flag[3])
+				flag[3] = time(NULL) - t0;
 			fails += !!system("swapon /dev/zram0");
 		}
 		_exit(fails ? 1 : 0);
 	}
+	holder = fork();
+	if (holder == 0) {
+		char *cold = map_aligned(SIZE, PMD_SIZE);
+
+		fill_pages(cold, NPAGES, 82);
+		while (!flag[0]) {
+			size_t n;
+
+			madvise(cold, SIZE, MADV_PAGEOUT);
+			n = count_swapped(cold, NPAGES);
+			if ((int)n > flag[2])
+				flag[2] = n;
+			usleep(20000);
+		}
+		while (!flag[1])
+			usleep(10000);
+		_exit(verify_pages(cold, NPAGES, 82) ? 1 : 0);
+	}
+	buf = map_aligned(SIZE, PMD_SIZE);
+	fill_pages(buf, NPAGES, 81);
 	for (time_t end = time(NULL) + 8; time(NULL) < end; rounds++) {
-		madvise(cold, SIZE, MADV_PAGEOUT);
 		madvise(buf, SIZE, MADV_PAGEOUT);
+		swapping_rounds += count_swapped(buf, NPAGES) > 0;
 		if (!all_verified(buf, NPAGES, 81, name)) {
 			ok = 0;
 			break;
 		}
 	}
-	*stop = 1;
-	waitpid(kid, &st, 0);
+	flag[0] = 1;
+	waitpid(looper, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		ktap_diag("%s: a swapoff or swapon failed", name);
+		ok = 0;
+	}
+	flag[1] = 1;
+	waitpid(holder, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		ktap_diag("%s: the holder's pages read back wrong", name);
 		ok = 0;
 	}
 	if (system("grep -q zram0 /proc/swaps || swapon /dev/zram0")) {
 		ktap_diag("%s: swap not back on", name);
 		ok = 0;
 	}
-	ktap_diag("%s: %d pageout rounds", name, rounds);
+	ktap_diag("%s: %d pageout rounds, %d of them swapped pages out; the "
+		  "holder had up to %d pages out; longest swapoff %d s", name,
+		  rounds, swapping_rounds, flag[2], flag[3]);
+	if (!flag[2])
+		ok = 0;
+	if (!swapping_rounds)
+		ok = 0;
 	ok = all_verified(buf, NPAGES, 81, name) && ok;
-	ok = all_verified(cold, NPAGES, 82, name) && ok;
 	munmap(buf, SIZE);
-	munmap(cold, SIZE);
-	munmap((void *)stop, PAGE_SIZE);
+	munmap((void *)flag, PAGE_SIZE);
 	ktap_result(ok, name);
 }
 

@@ -47,6 +47,9 @@ static inline void folio_size(int kb)
 	}
 }
 
+/* pagemap: a swapped-out page's swap offset (bits 5-54) */
+#define PM_SWAP_OFFSET_MASK (((1ULL << 55) - 1) & ~0x1fULL)
+
 static inline uint64_t pagemap_entry(const void *addr)
 {
 	static int fd = -1;
