@@ -132,6 +132,24 @@ def records_from_console(console: bytes) -> tuple[str, str, list[str]]:
     return records, stream.kernel_text, stream.problems()
 
 
+def status_of(issues: list[str], exit_code: int | None, lost: list[str],
+              timed_out: bool = False, no_output: bool = False
+              ) -> BootStatus:
+    """How a boot ended, from what its console and records show; a record
+    lost on the console is added to ``issues`` of a boot that ran to its
+    end (its samples are doubtful)."""
+    if timed_out:
+        return BootStatus.TIMEOUT
+    if any(i.startswith("panic") for i in issues):
+        return BootStatus.PANIC
+    if exit_code is not None:
+        issues += [f"console-records: {x}" for x in lost]
+        return BootStatus.OK
+    if no_output:
+        return BootStatus.QEMU_ERROR
+    return BootStatus.NO_EXIT
+
+
 def check_cpu_model(spec: BootSpec) -> None:
     """A ``--cpu`` model QEMU does not know, or one given for KVM, is bad input."""
     if not spec.cpu:
@@ -219,21 +237,11 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
                         if results.exists() else "")
     issues = scan_console(console_text)
     code = exit_code_of(results_text)
-    if timed_out:
-        status = BootStatus.TIMEOUT
-    elif any(i.startswith("panic") for i in issues):
-        status = BootStatus.PANIC
-    elif code is not None:
-        status = BootStatus.OK
-    elif rc != 0 and not console_text:
-        status = BootStatus.QEMU_ERROR
+    status = status_of(issues, code, lost, timed_out,
+                       no_output=rc != 0 and not console_text)
+    if status is BootStatus.QEMU_ERROR:
         issues.append("qemu: " + (stderr_path.read_text().strip()
                                   .splitlines() or ["?"])[-1][:160])
-    else:
-        status = BootStatus.NO_EXIT
-    if status is BootStatus.OK:
-        # a record lost on the console makes the boot's samples doubtful
-        issues += [f"console-records: {x}" for x in lost]
     result = BootResult(status, code, issues, console, results, elapsed,
                         results_text.splitlines(), round(cpu_s, 2),
                         bootrecord.host_during(host))

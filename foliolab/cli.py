@@ -180,6 +180,38 @@ def build_parser() -> argparse.ArgumentParser:
                         "image:PATH. Replaces --patches")
     _measure(s)
 
+    s = sub.add_parser("jobs", help="a run's boots as LAVA jobs: export "
+                                    "them, collect their logs")
+    jobs = s.add_subparsers(dest="jobs_command", required=True,
+                            parser_class=Parser)
+    s = jobs.add_parser("export", help="write the LAVA jobs, artifacts and "
+                                       "run directory of a comparison, and "
+                                       "run nothing")
+    _common(s)
+    s.add_argument("--kernel", action="append", default=[],
+                   metavar="NAME=SPEC", help="as for compare")
+    _measure(s)
+    s.add_argument("--lava-device-type", default="qemu", metavar="TYPE",
+                   help="LAVA device type to run on (default qemu; a board "
+                        "type such as bcm2711-rpi-4-b boots by u-boot from "
+                        "TFTP)")
+    s.add_argument("--lava-tags", default="", metavar="TAG,...",
+                   help="device tags the jobs ask for (e.g. one board, so "
+                        "that all blocks run on one device)")
+    s.add_argument("--lava-dtb", type=Path, metavar="FILE",
+                   help="a board's device tree blob")
+    s.add_argument("--artifacts-url", default="", metavar="URL",
+                   help="where the lab's workers fetch OUT/lava/artifacts "
+                        "from (default: its file:// URL, for a dispatcher "
+                        "on this machine)")
+    s = jobs.add_parser("collect", help="read LAVA logs of exported jobs "
+                                        "into their run directory, report")
+    s.add_argument("dir", type=Path, metavar="OUT",
+                   help="the directory the jobs were exported to")
+    s.add_argument("logs", nargs="+", type=Path, metavar="LOG",
+                   help="a job's log: lava-run's output, or the YAML or "
+                        "plain log downloaded from a lab")
+
     s = sub.add_parser("attribute", help="what each step of a series adds: "
                                          "its prefixes against the base in "
                                          "one interleaved run")
@@ -342,7 +374,7 @@ def cmd_check(args) -> int:
     return 0
 
 
-def cmd_compare(args) -> int:
+def _kernel_args(args) -> list:
     from foliolab import kernels
     specs = [kernels.parse_kernel(k) for k in args.kernel]
     if specs and args.patches != DEFAULT_PATCHES:
@@ -350,7 +382,31 @@ def cmd_compare(args) -> int:
                          hint="give --kernel only (--patches DIR is "
                               "--kernel vanilla=base --kernel "
                               "patched=base+DIR)")
-    return _compare(args, specs, args.patches, {})
+    return specs
+
+
+def cmd_compare(args) -> int:
+    return _compare(args, _kernel_args(args), args.patches, {})
+
+
+def cmd_jobs(args) -> int:
+    from foliolab import jobs, lava
+    if args.jobs_command == "collect":
+        print(jobs.collect(args.dir, args.logs), end="")
+        return 0
+    if args.dry_run:
+        raise UsageError("jobs export runs nothing; --dry-run is for compare",
+                         hint="drop --dry-run")
+    if args.out is None:
+        raise UsageError("jobs export needs --out DIR",
+                         hint="the run directory the jobs' logs are "
+                              "collected into later")
+    req = _compare_request(args, _kernel_args(args), args.patches, {})
+    tags = tuple(t for t in args.lava_tags.split(",") if t)
+    print(jobs.export(jobs.ExportRequest(
+        req, lava.Target(args.lava_device_type, tags, args.lava_dtb),
+        args.artifacts_url)), end="")
+    return 0
 
 
 def cmd_attribute(args) -> int:
@@ -367,20 +423,27 @@ def cmd_attribute(args) -> int:
                     {"attribution": {k.name: k.prefix for k in specs[1:]}})
 
 
-def _compare(args, specs, patches, environment: dict) -> int:
+def _compare_request(args, specs, patches, environment: dict):
     from foliolab import compare, workloads
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
-    text = compare.compare(compare.CompareRequest(
+    return compare.CompareRequest(
         workloads=wl, params=params, runs=args.runs, patches=patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
         environment=environment, dry_run=args.dry_run,
-        records_on=args.records_on))
+        records_on=args.records_on)
+
+
+def _compare(args, specs, patches, environment: dict) -> int:
+    from foliolab import compare
+    req = _compare_request(args, specs, patches, environment)
+    out = req.out
+    text = compare.compare(req)
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
         print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
@@ -518,7 +581,7 @@ def check_args(args) -> None:
 HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
-    "attribute": cmd_attribute, "diff": cmd_diff,
+    "attribute": cmd_attribute, "diff": cmd_diff, "jobs": cmd_jobs,
     "run": cmd_run,
     "test": cmd_test, "report": cmd_report,
 }

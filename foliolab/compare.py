@@ -107,7 +107,7 @@ def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
 def dry_run(req: CompareRequest) -> str:
     """What a run would do: each kernel's build and every boot's QEMU
     command line, in boot order, with nothing built, written or booted."""
-    from foliolab.run import boot_order
+    from foliolab.run import boot_spec, plan
     arch = get_arch(req.arch)
     specs = kernel_specs(req)
     lines = [f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
@@ -131,20 +131,18 @@ def dry_run(req: CompareRequest) -> str:
                     numa_nodes=req.numa_nodes, cpu=req.cpu, accel=accel,
                     cmdline=debug_cmdline(req.config),
                     console_results=req.records_on == "console")
-    k = max(1, req.samples_per_boot)
-    rounds = -(-req.runs // k)
+    rounds = -(-req.runs // max(1, req.samples_per_boot))
+    boots = plan(req.workloads, req.params, tuple(x.name for x in specs),
+                 req.runs, req.samples_per_boot, counted=False)
     for w in req.workloads:
         lines.append(f"# {w.name}: {rounds} rounds x {len(specs)} kernels"
                      + (" (each boot followed by a counting boot)"
                         if req.count else ""))
-        for r in range(rounds):
-            for name in boot_order(r, tuple(x.name for x in specs)):
-                spec = replace(base, kernel=images[name],
-                               memory_mb=w.memory_mb,
-                               numa_nodes=w.nodes(req.numa_nodes),
-                               cmdline=base.cmdline + w.cmdline)
-                rundir = req.out / "raw" / w.name / f"{name}-{r:03d}"
-                lines.append(shlex.join(boot_argv(spec, rundir)))
+        for b in (b for b in boots if b.workload is w):
+            spec = boot_spec(base, w, images[b.kernel], b.samples,
+                             req.timeout)
+            lines.append(shlex.join(boot_argv(
+                spec, req.out / "raw" / w.name / b.name)))
     return "\n".join(lines) + "\n"
 
 
@@ -154,22 +152,10 @@ def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
                      rundir / "results.txt")
 
 
-def compare(req: CompareRequest) -> str:
-    """Run the whole comparison; return the text report."""
-    # Bad input is found before anything is built or written.
-    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
-                             cpu=req.cpu))
-    if req.count:
-        counting.check_accel(req.accel)
-    specs = kernel_specs(req)
-    kernels_mod.check_specs(specs, req.count)
-    if req.dry_run:
-        return dry_run(req)
-    req.out.mkdir(parents=True, exist_ok=True)
-    # A run directory holds one run: the report derives every sample from
-    # the boots under raw/, so an earlier run's must not stay there.
-    (req.out / "samples.jsonl").unlink(missing_ok=True)
-    shutil.rmtree(req.out / "raw", ignore_errors=True)
+def environment(req: CompareRequest,
+                specs: list[kernels_mod.KernelSpec]) -> dict:
+    """The run's environment.json as it starts: what was asked for, on
+    which host (the stages add what they find)."""
     env = {
         "foliolab": f"{__version__} ({_project_rev()})",
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -197,6 +183,26 @@ def compare(req: CompareRequest) -> str:
         "records_on": req.records_on,
         "errors": [], "failures": [],
     }
+    return env
+
+
+def compare(req: CompareRequest) -> str:
+    """Run the whole comparison; return the text report."""
+    # Bad input is found before anything is built or written.
+    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
+                             cpu=req.cpu))
+    if req.count:
+        counting.check_accel(req.accel)
+    specs = kernel_specs(req)
+    kernels_mod.check_specs(specs, req.count)
+    if req.dry_run:
+        return dry_run(req)
+    req.out.mkdir(parents=True, exist_ok=True)
+    # A run directory holds one run: the report derives every sample from
+    # the boots under raw/, so an earlier run's must not stay there.
+    (req.out / "samples.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(req.out / "raw", ignore_errors=True)
+    env = environment(req, specs)
     env.update(req.environment)
     env_path = req.out / "environment.json"
 

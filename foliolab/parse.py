@@ -97,6 +97,8 @@ def parse_records(lines: list[str]) -> GuestOutput:
 # "@@= SEQ LEN ADLER32 TEXT" anywhere in a console line.
 _FRAME = re.compile(rb"@@= (\d+) (\d+) ([0-9a-f]{8}) ")
 _FRAME_END = re.compile(rb"@@=end (\d+)")
+# a boot's name: RUN/raw/WORKLOAD/NAME's last two parts
+_BOOT_ID = re.compile(rb" *([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 
 
 @dataclass
@@ -105,6 +107,7 @@ class ConsoleStream:
 
     lines: list[str]             # the records, in order, as far as complete
     begun: bool = False          # "@@=begin" seen
+    boot_id: str = ""            # the ID it named, if any
     count: int | None = None     # what "@@=end COUNT" announced
     damaged: list[int] = field(default_factory=list)  # failed their check
     missing: list[int] = field(default_factory=list)  # never seen intact
@@ -145,6 +148,7 @@ def console_records(raw: bytes) -> ConsoleStream:
     good: dict[int, bytes] = {}
     damaged: set[int] = set()
     begun = False
+    boot_id = b""
     count = None
     kernel: list[bytes] = []
     for line in raw.split(b"\n"):
@@ -155,6 +159,8 @@ def console_records(raw: bytes) -> ConsoleStream:
                 kernel.append(line)
                 continue
             begun = True
+            m = _BOOT_ID.match(line, at + len(b"@@=begin"))
+            boot_id = m.group(1) if m else b""
             kernel.append(line[:at])
             continue
         rest, pos = [], 0
@@ -182,7 +188,8 @@ def console_records(raw: bytes) -> ConsoleStream:
     missing = [i for i in range(1, total + 1) if i not in good]
     upto = missing[0] - 1 if missing else total
     lines = [good[i].decode("utf-8", "replace") for i in range(1, upto + 1)]
-    return ConsoleStream(lines, begun, count,
+    return ConsoleStream(lines, begun, boot_id.decode("utf-8", "replace"),
+                         count,
                          sorted(d for d in damaged if d not in good),
                          missing,
                          b"\n".join(kernel).decode("utf-8", "replace"))

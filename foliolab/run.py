@@ -63,60 +63,94 @@ def boot_order(pair: int, names: tuple[str, ...] = VARIANTS
     return tuple(names) if pair % 2 == 0 else tuple(names)[::-1]
 
 
+@dataclass(frozen=True)
+class PlannedBoot:
+    """One boot of a run, in the order the run makes them."""
+
+    workload: Workload
+    params: dict[str, str]
+    kernel: str                 # the kernel's name (a sample's variant)
+    what: Pass
+    pair: int                   # the round
+    samples: int
+    first_run: int
+
+    @property
+    def name(self) -> str:
+        """Its directory under OUT/raw/WORKLOAD/."""
+        return (f"{self.kernel}-{self.pair:03d}"
+                + ("-count" if self.what is Pass.COUNT else ""))
+
+
+def plan(workloads: list[Workload], params: dict[str, dict[str, str]],
+         names: tuple[str, ...], runs: int, samples_per_boot: int,
+         counted: bool) -> list[PlannedBoot]:
+    """Every boot of a run in boot order: per workload, its rounds, each
+    kernel in boot_order(); a counting boot right after its timed one."""
+    k = max(1, samples_per_boot)
+    # Each timed boot is followed by its counting boot, if asked for: the
+    # plugin slows QEMU, so it never runs in a boot that is timed.
+    passes = (Pass.TIMED, Pass.COUNT) if counted else (Pass.TIMED,)
+    out = []
+    for w in workloads:
+        resolved = w.resolve(params.get(w.name, {}))
+        for pair in range(math.ceil(runs / k)):
+            n = min(k, runs - pair * k)
+            for variant in boot_order(pair, names):
+                out += [PlannedBoot(w, resolved, variant, what, pair, n,
+                                    pair * k) for what in passes]
+    return out
+
+
+def boot_spec(base: BootSpec, w: Workload, kernel: Path, samples: int,
+              timeout: float | None = None) -> BootSpec:
+    """How to boot one sample set of ``w``: the machine of the run with
+    the workload's memory, NUMA nodes, time limit and kernel arguments."""
+    return replace(base, kernel=kernel, memory_mb=w.memory_mb,
+                   numa_nodes=w.nodes(base.numa_nodes),
+                   timeout=timeout or w.timeout * samples,
+                   cmdline=base.cmdline + w.cmdline)
+
+
 def run_workloads(req: RunRequest) -> RunResult:
     result = RunResult()
     req.out.mkdir(parents=True, exist_ok=True)
-    k = max(1, req.samples_per_boot)
-    pairs = math.ceil(req.runs / k)
-    # Each timed boot is followed by its counting boot, if asked for: the
-    # plugin slows QEMU, so it never runs in a boot that is timed.
-    passes = (Pass.TIMED, Pass.COUNT) if req.counters else (Pass.TIMED,)
+    boots = plan(req.workloads, req.params, tuple(req.kernels), req.runs,
+                 req.samples_per_boot, bool(req.counters))
     for w in req.workloads:
-        params = w.resolve(req.params.get(w.name, {}))
-        names = tuple(req.kernels)
-        fails = {(v, p): 0 for v in names for p in passes}
-        progress = Progress(f"run {w.name}",
-                            pairs * len(names) * len(passes))
-        for pair in range(pairs):
-            n = min(k, req.runs - pair * k)
-            for variant in boot_order(pair, names):
-                for what in passes:
-                    if fails[variant, what] < MAX_BOOT_FAILURES:
-                        fails[variant, what] = _boot_samples(
-                            req, w, params, variant, what, pair, n, result,
-                            fails[variant, what])
-                    progress.step()
+        mine = [b for b in boots if b.workload is w]
+        fails = {(b.kernel, b.what): 0 for b in mine}
+        progress = Progress(f"run {w.name}", len(mine))
+        for b in mine:
+            if fails[b.kernel, b.what] < MAX_BOOT_FAILURES:
+                fails[b.kernel, b.what] = _boot_samples(
+                    req, b, result, fails[b.kernel, b.what])
+            progress.step()
         progress.finish()
     return result
 
 
-def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
-                  variant: str, what: Pass, pair: int, n: int,
-                  result: RunResult, failed: int) -> int:
-    """One boot of ``variant`` for ``n`` samples, appended to the results
-    at once; returns the variant's count of failed boots in a row."""
-    k = max(1, req.samples_per_boot)
-    counted = what is Pass.COUNT
+def _boot_samples(req: RunRequest, b: PlannedBoot, result: RunResult,
+                  failed: int) -> int:
+    """One boot for ``b.samples`` samples, appended to the results at
+    once; returns the kernel's count of failed boots in a row."""
+    w, variant = b.workload, b.kernel
+    counted = b.what is Pass.COUNT
     fault = req.fault if variant != next(iter(req.kernels)) else ""
-    limit = req.timeout or w.timeout * n
-    spec = replace(req.spec, kernel=req.kernels[variant].image,
-                   memory_mb=w.memory_mb,
-                   numa_nodes=w.nodes(req.spec.numa_nodes),
-                   timeout=(limit * counting.TIMEOUT_FACTOR if counted
-                            else limit),
-                   cmdline=req.spec.cmdline + w.cmdline)
-    name = f"{variant}-{pair:03d}"
+    spec = boot_spec(req.spec, w, req.kernels[variant].image, b.samples,
+                     req.timeout)
     if counted:
-        spec = replace(spec, counter=req.counters[variant].with_roots(
-            w.count_roots))
-        name += "-count"
-    rundir = req.out / "raw" / w.name / name
-    BootJob(result.boots, w.name, variant, what, pair * k, n, params,
-            spec.arch.name).write(rundir)
+        spec = replace(spec, timeout=spec.timeout * counting.TIMEOUT_FACTOR,
+                       counter=req.counters[variant].with_roots(
+                           w.count_roots))
+    rundir = req.out / "raw" / w.name / b.name
+    BootJob(result.boots, w.name, variant, b.what, b.first_run, b.samples,
+            b.params, spec.arch.name).write(rundir)
     result.boots += 1
-    res = boot_mod.boot(spec, req.image, w.job(params, n, fault, counted),
-                        rundir)
-    samples = samples_from_boot(w, params, variant, pair * k, res, n,
+    res = boot_mod.boot(spec, req.image,
+                        w.job(b.params, b.samples, fault, counted), rundir)
+    samples = samples_from_boot(w, b.params, variant, b.first_run, res,
+                                b.samples,
                                 spec.arch.name if counted else "", req.out)
     with open(req.out / "samples.jsonl", "a") as f:
         for s in samples:
@@ -125,13 +159,12 @@ def _boot_samples(req: RunRequest, w: Workload, params: dict[str, str],
     if res.clean:
         return 0
     failed += 1
-    msg = (f"{w.name} {variant} {what.value} boot {pair}: {res.describe()}; "
-           f"console log: {res.console}")
+    msg = (f"{w.name} {variant} {b.what.value} boot {b.pair}: "
+           f"{res.describe()}; console log: {res.console}")
     result.failures.append(msg)
     log.warning("%s", msg)
     if failed == MAX_BOOT_FAILURES:
-        result.failures.append(f"{w.name} {variant} ({what.value}): gave up after "
-                               f"{MAX_BOOT_FAILURES} failed boots in a row")
+        result.failures.append(f"{w.name} {variant} ({b.what.value}): gave "
+                               f"up after {MAX_BOOT_FAILURES} failed boots "
+                               "in a row")
     return failed
-
-

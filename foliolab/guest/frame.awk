@@ -3,13 +3,14 @@
 #   "\n@@= SEQ LEN ADLER32 TEXT"
 # so that the host can find it anywhere in a console line, take exactly LEN
 # bytes of TEXT and check them: firmware or kernel text that shares or
-# splits the line is detected, never parsed. "@@=begin" opens the stream,
+# splits the line is detected, never parsed. "@@=begin [ID]" (ID: the
+# boot's name, from -v id=) opens the stream,
 # "@@=end COUNT" closes it, and "@@=done" follows as a trailer for a log
 # that drops the line its end pattern matched. Run by busybox awk (bytes).
 BEGIN {
 	for (i = 1; i < 256; i++)
 		ord[sprintf("%c", i)] = i
-	printf "\n@@=begin\n"
+	printf "\n@@=begin %s\n", id
 }
 {
 	a = 1; b = 0; n = length($0)

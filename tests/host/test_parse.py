@@ -243,3 +243,17 @@ def test_console_records_cut_off():
         "no records on the console (no @@=begin)"]
     # the trailer may be lost with the line a log's end pattern matched
     assert parse.console_records(framed.replace(b"@@=done", b"")).complete
+    assert s.boot_id == ""
+
+
+def test_console_records_name_their_boot():
+    import subprocess
+    import shutil
+    from foliolab.paths import GUEST_DIR
+    framed = subprocess.run(
+        [shutil.which("busybox"), "awk", "-v", "id=pageout/base-000", "-f",
+         str(GUEST_DIR / "frame.awk")], input=b"@@ exit 0\n",
+        capture_output=True, check=True).stdout
+    # a kernel line that lands on the begin line does not join the name
+    s = parse.console_records(framed.replace(b"000\n", b"000[ 2.0] x\n", 1))
+    assert s.boot_id == "pageout/base-000" and s.complete

@@ -1,0 +1,235 @@
+"""LAVA jobs: generated, checked against LAVA's own schema, and their logs
+read back into a run directory that `foliolab report` reads."""
+
+import datetime as dt
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from foliolab import cli, derive, errors, jobs, lava, parse
+from foliolab.build import Kernel
+from foliolab.paths import GUEST_DIR
+from foliolab.workloads import WORKLOADS
+
+
+def _block(tmp_path, names=("base", "all")):
+    boots = []
+    for r, order in enumerate((names, names[::-1])):
+        for n in order:
+            image = tmp_path / n / "bzImage"
+            image.parent.mkdir(exist_ok=True)
+            image.write_bytes(f"kernel {n}".encode())
+            boots.append(lava.Boot(f"pageout/{n}-{r:03d}", image,
+                                   "echo job\n", ("page_table_check=on",),
+                                   240.0))
+    return lava.Block("pageout-0", "pageout", tuple(boots), 3072, 2)
+
+
+def _ramdisk(tmp_path):
+    path = tmp_path / "x86_64-base.cpio"
+    path.write_bytes(b"070701 base ramdisk")
+    return path
+
+
+def test_a_block_is_one_valid_qemu_job(tmp_path):
+    block = _block(tmp_path)
+    store = lava.Artifacts(tmp_path / "art", "https://lab.example/a")
+    job = lava.block_job(block, lava.Target(), store, _ramdisk(tmp_path),
+                         "x86_64", "ttyS0")
+    lava.validate(job)
+    kinds = [next(iter(a)) for a in job["actions"]]
+    assert kinds == ["deploy", "boot", "test"] * 4
+    assert len({a[k]["namespace"] for a in job["actions"]
+                for k in a}) == 4
+    assert job["metadata"]["foliolab.boots"] == (
+        "pageout/base-000,pageout/all-000,pageout/all-001,pageout/base-001")
+    kernel = job["actions"][0]["deploy"]["images"]["kernel"]
+    assert "foliolab.boot=pageout/base-000" in kernel["image_arg"]
+    assert "panic=1" in kernel["image_arg"]
+    assert "-no-reboot" in job["context"]["extra_options"]
+    # artifacts are stored once under their content and referenced by sum
+    files = sorted(p.name for p in (tmp_path / "art").iterdir())
+    assert len(files) == 2 + 1 + 4        # two kernels, ramdisk, four jobs
+    assert kernel["url"].startswith("https://lab.example/a/")
+    name = kernel["url"].rsplit("/", 1)[1]
+    import hashlib
+    assert hashlib.sha256((tmp_path / "art" / name).read_bytes()
+                          ).hexdigest() == kernel["sha256sum"]
+
+
+def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
+    dtb = tmp_path / "bcm2711-rpi-4-b.dtb"
+    dtb.write_bytes(b"\xd0\x0d\xfe\xed")
+    target = lava.Target("bcm2711-rpi-4-b", ("rpi4-01",), dtb)
+    target.check()
+    job = lava.block_job(_block(tmp_path), target,
+                         lava.Artifacts(tmp_path / "art", "http://h/a"),
+                         _ramdisk(tmp_path), "arm64", "ttyAMA0")
+    lava.validate(job)
+    deploy = job["actions"][0]["deploy"]
+    assert deploy["to"] == "tftp" and deploy["ramdisk"]["header"] == "u-boot"
+    assert job["actions"][1]["boot"]["method"] == "u-boot"
+    assert job["tags"] == ["rpi4-01"] and "context" not in job
+
+
+def test_lava_schema_refuses_a_broken_job(tmp_path):
+    job = lava.block_job(_block(tmp_path), lava.Target(),
+                         lava.Artifacts(tmp_path / "art", "http://h"),
+                         _ramdisk(tmp_path), "x86_64", "ttyS0")
+    del job["actions"][2]["test"]["monitors"][0]["end"]
+    with pytest.raises(lava.LavaError, match="LAVA refuses job"):
+        lava.validate(job)
+
+
+def test_bad_targets_are_named():
+    with pytest.raises(errors.UsageError, match="device tree"):
+        lava.Target("bcm2711-rpi-4-b").check()
+    with pytest.raises(errors.UsageError, match="device type"):
+        lava.Target("rpi 4").check()
+
+
+def test_job_archive_holds_the_job_and_its_name():
+    data = lava.job_tar("echo hi\n", "pageout/base-000")
+    assert data == lava.job_tar("echo hi\n", "pageout/base-000")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        assert tf.extractfile("foliolab/job.sh").read() == b"echo hi\n"
+        assert tf.getmember("foliolab/job.sh").mode == 0o755
+        assert tf.extractfile("foliolab/boot-id").read() == \
+            b"pageout/base-000\n"
+
+
+# --- a LAVA log, as lava-run writes it ----------------------------------
+
+def _framed(records: str, boot_id: str) -> list[str]:
+    out = subprocess.run(
+        [shutil.which("busybox"), "awk", "-v", f"id={boot_id}", "-f",
+         str(GUEST_DIR / "frame.awk")], input=records.encode(),
+        capture_output=True, check=True).stdout.decode()
+    return out.split("\n")
+
+
+def _log(boots: list[tuple[str, list[str]]]) -> str:
+    """lava-run's YAML log: info lines, then each boot's console lines as
+    `lvl: target` records, one second apart."""
+    t0 = dt.datetime(2026, 11, 24, 1, 0, 0)
+    lines = ['- {"dt": "2026-11-24T00:59:59.000000", "lvl": "info", '
+             '"msg": "lava-dispatcher, installed at version: 2023.01"}']
+    n = 0
+    for boot_id, console in boots:
+        lines.append('- {"dt": "%s", "lvl": "info", "msg": "start: 2 '
+                     'qemu-boot"}' % t0.isoformat())
+        for text in ["[    0.000000] Linux version 6.12.117 (foliolab)",
+                     "[    0.000000] Command line: console=ttyS0 panic=1 "
+                     f"rdinit=/init foliolab.boot={boot_id}",
+                     *console]:
+            at = t0 + dt.timedelta(seconds=n)
+            n += 1
+            lines.append("- " + json.dumps({"dt": at.isoformat(),
+                                            "lvl": "target", "msg": text}))
+    lines.append('- {"dt": "x", "lvl": "results", "msg": {"definition": '
+                 '"lava", "case": "job", "result": "pass"}}')
+    return "\n".join(lines) + "\n"
+
+
+def test_split_boots_names_each_boot_by_its_command_line():
+    log = _log([("pageout/a-000", ["x"]), ("pageout/b-000", ["y", "z"])])
+    parts = lava.split_boots(lava.console_lines(log))
+    assert [p.boot_id for p in parts] == ["pageout/a-000", "pageout/b-000"]
+    assert parts[1].elapsed == 3.0
+    assert b"Linux version" in parts[0].console()
+
+
+@pytest.fixture
+def exported(tmp_path, monkeypatch, capsys):
+    """`jobs export` of an A/B pageout run, 2 runs, with the kernels and
+    the base image stood in for (nothing is built)."""
+    from foliolab import image
+    from foliolab import jobs as jobs_mod
+    kernels = {}
+    for n in ("vanilla", "patched"):
+        (tmp_path / n).mkdir()
+        (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
+        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
+                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+    monkeypatch.setattr(jobs_mod, "prepare_kernels", lambda req, env: kernels)
+    monkeypatch.setattr(image, "build_image", lambda arch: image.Image(
+        _ramdisk(tmp_path), "d1g3st", []))
+    out = tmp_path / "run"
+    rc = cli.main(["jobs", "export", "--patches", "none", "--workloads",
+                   "pageout", "--runs", "2", "--out", str(out),
+                   "--artifacts-url", "http://lab.example/run"])
+    assert rc == 0
+    assert "1 LAVA jobs (4 boots)" in capsys.readouterr().out
+    return out
+
+
+def test_export_writes_valid_jobs_and_the_run_directory(exported):
+    out = exported
+    (path,) = (out / "lava" / "jobs").glob("*.yaml")
+    import yaml
+    job = yaml.safe_load(path.read_text())
+    lava.validate(job)
+    assert job["metadata"]["foliolab.boots"] == (
+        "pageout/vanilla-000,pageout/patched-000,pageout/patched-001,"
+        "pageout/vanilla-001")
+    for bid in job["metadata"]["foliolab.boots"].split(","):
+        assert (out / "raw" / bid / "job.json").exists()
+        assert not (out / "raw" / bid / "boot.json").exists()
+    env = json.loads((out / "environment.json").read_text())
+    assert env["executor"]["artifacts_url"] == "http://lab.example/run"
+    assert env["records_on"] == "console"
+
+
+def test_collect_reads_a_lava_log_into_samples(exported, data, tmp_path):
+    """A job's log with real pageout records on the console, one boot
+    panicking: the others become valid samples with every timed metric,
+    the panic an invalid one, and report reads the run."""
+    out = exported
+    records = (data / "pageout-results.txt").read_text()
+    ids = ["pageout/vanilla-000", "pageout/patched-000",
+           "pageout/patched-001", "pageout/vanilla-001"]
+    panic = ["[   12.0] Kernel panic - not syncing: sysrq triggered crash",
+             "[   12.0] ---[ end Kernel panic - not syncing ]---"]
+    log = tmp_path / "job-17.log"
+    log.write_text(_log([(i, panic if i == ids[2] else
+                          ["[    1.0] Run /init as init process",
+                           *_framed(records, i)]) for i in ids]))
+    text = jobs.collect(out, [log])
+    assert "pageout_ms" in text
+    samples = {s.rundir.rsplit("/", 2)[-2] + "/" + s.rundir.rsplit("/")[-1]:
+               s for s in derive.load_samples(out)}
+    assert len(samples) == 4
+    # what the same records give through the results port
+    w = WORKLOADS["pageout"]
+    direct = w.derive(parse.parse_records(records.splitlines()).samples[0],
+                      w.resolve({}))
+    assert direct.values and not direct.invalid
+    for bid in (ids[0], ids[1], ids[3]):
+        s = samples[bid]
+        assert s.valid, s.reasons
+        assert s.values == direct.values
+    assert not samples[ids[2]].valid
+    assert "panic" in samples[ids[2]].reasons[0]
+    boot = json.loads((out / "raw" / ids[0] / "boot.json").read_text())
+    assert boot["status"] == "ok" and boot["host"]["executor"] == "lava"
+    assert (out / "raw" / ids[0] / "results.txt").read_text() == records
+
+
+def test_collect_refuses_logs_it_cannot_place(exported, tmp_path):
+    stray = tmp_path / "stray.log"
+    stray.write_text(_log([("ksm-rmap/vanilla-000", ["x"])]))
+    with pytest.raises(errors.UsageError, match="not one .* planned"):
+        jobs.collect(exported, [stray])
+    swapped = tmp_path / "swapped.log"
+    swapped.write_text(_log([("pageout/patched-000", ["x"]),
+                             ("pageout/vanilla-000", ["y"])]))
+    with pytest.raises(errors.UsageError, match="boot 1 is pageout/patched-000, job pageout-0 has pageout/vanilla-000"):
+        jobs.collect(exported, [swapped])
+    empty = tmp_path / "empty.log"
+    empty.write_text("nothing\n")
+    with pytest.raises(errors.UsageError, match="no boot of a foliolab job"):
+        jobs.collect(exported, [empty])
