@@ -42,6 +42,7 @@ QEMU_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 # Where each boot's console starts in a multi-boot log: the kernel banner.
 _BANNER = "Linux version "
 _CMDLINE_ID = re.compile(r"foliolab\.boot=([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
+_BEGIN_ID = re.compile(r"@@=begin ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 BOOT_ID_ARG = "foliolab.boot"
 
 
@@ -151,7 +152,11 @@ def kernel_args(boot: Boot, target: Target, console: str) -> list[str]:
     -no-reboot, exits, so the next boot of the block has the CPUs."""
     args = [f"console={console}"] if target.is_qemu else []
     args += ["panic=1" if target.is_qemu else "panic=0", "oops=panic",
-             "rdinit=/init", f"{BOOT_ID_ARG}={boot.boot_id}", *boot.cmdline]
+             "rdinit=/init", *boot.cmdline]
+    if target.is_qemu:
+        # a board's arguments are one per job (see block_job); its boots
+        # are named by their job archives instead
+        args.append(f"{BOOT_ID_ARG}={boot.boot_id}")
     return args
 
 
@@ -230,6 +235,16 @@ def block_job(block: Block, target: Target, artifacts: Artifacts,
     }
     if target.tags:
         job["tags"] = list(target.tags)
+    if not target.is_qemu:
+        # u-boot takes the kernel arguments from the device's template and
+        # the job's context: one set for the block, which is one workload
+        args = {" ".join(kernel_args(b, target, console))
+                for b in block.boots}
+        if len(args) > 1:
+            raise LavaError(f"block {block.name}: its boots differ in "
+                            "kernel arguments, which a board job cannot give",
+                            hint="a foliolab bug: please report it")
+        job["context"] = {"extra_kernel_args": args.pop()}
     if target.is_qemu:
         n = block.numa_nodes
         extra = [f"-smp {block.vcpus},sockets={n},"
@@ -379,7 +394,8 @@ def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
             pre.append(line)
     for b in boots:
         for line in b.lines:
-            m = _CMDLINE_ID.search(line.text)
+            # the command line (qemu) or the records' begin line (boards)
+            m = _CMDLINE_ID.search(line.text) or _BEGIN_ID.search(line.text)
             if m:
                 b.boot_id = m.group(1)
                 break

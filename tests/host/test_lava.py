@@ -73,7 +73,10 @@ def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
     deploy = job["actions"][0]["deploy"]
     assert deploy["to"] == "tftp" and deploy["ramdisk"]["header"] == "u-boot"
     assert job["actions"][1]["boot"]["method"] == "u-boot"
-    assert job["tags"] == ["rpi4-01"] and "context" not in job
+    assert job["tags"] == ["rpi4-01"]
+    args = job["context"]["extra_kernel_args"]
+    assert "panic=0" in args and "rdinit=/init" in args
+    assert "page_table_check=on" in args and "foliolab.boot" not in args
 
 
 def test_lava_schema_refuses_a_broken_job(tmp_path):
@@ -141,6 +144,18 @@ def test_split_boots_names_each_boot_by_its_command_line():
     assert [p.boot_id for p in parts] == ["pageout/a-000", "pageout/b-000"]
     assert parts[1].elapsed == 3.0
     assert b"Linux version" in parts[0].console()
+
+
+def test_a_board_boot_is_named_by_its_records():
+    """A board's command line has no boot name (one set per job): the
+    guest's @@=begin line names it; a plain console capture works too."""
+    console = ["U-Boot 2024.01", "[    0.0] Linux version 6.12",
+               *_framed("@@ exit 0\n", "pageout/a-000"),
+               "U-Boot 2024.01", "[    0.0] Linux version 6.12",
+               "[    9.0] Kernel panic - not syncing: x"]
+    parts = lava.split_boots(lava.console_lines("\r\n".join(console)))
+    assert [p.boot_id for p in parts] == ["pageout/a-000", ""]
+    assert parts[0].lines[0].text == "U-Boot 2024.01"
 
 
 @pytest.fixture
