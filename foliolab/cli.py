@@ -550,7 +550,7 @@ def cmd_test(args) -> int:
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if not passed:
         raise FoliolabError(f"correctness suite failed on the {tree.variant} "
-                            "debug kernel", log_path=out / "suite.ktap")
+                            f"{args.config} kernel", log_path=out / "suite.ktap")
     return 0
 
 

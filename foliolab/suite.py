@@ -429,8 +429,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                                  cmdline=boot_mod.debug_cmdline(purpose) +
                                  ("brd.rd_nr=1", "brd.rd_size=1048576") +
                                  append)
-        log.info("correctness suite: %s debug kernel, MGLRU %s", tree.variant,
-                 "on" if lru == "y" else "off")
+        log.info("correctness suite: %s %s kernel, MGLRU %s", tree.variant,
+                 purpose, "on" if lru == "y" else "off")
         res = boot_mod.boot(spec, img.path, job, out / f"mglru-{lru}")
         boots.append(judge_boot(lru, res))
         if count:
