@@ -226,13 +226,13 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     initrd.unlink(missing_ok=True)
-    console_text = console.read_text(errors="replace") if console.exists() else ""
+    raw = console.read_bytes() if console.exists() else b""
     lost: list[str] = []
     if spec.console_results:
-        results_text, console_text, lost = records_from_console(
-            console.read_bytes() if console.exists() else b"")
+        results_text, console_text, lost = records_from_console(raw)
         results.write_text(results_text)
     else:
+        console_text = raw.decode(errors="replace")
         results_text = (results.read_text(errors="replace")
                         if results.exists() else "")
     issues = scan_console(console_text)

@@ -55,6 +55,10 @@ class CompareRequest:
     dry_run: bool = False           # print the plan, run nothing
     records_on: str = "port"        # "port" or "console" (as on a board)
 
+    @property
+    def console_results(self) -> bool:
+        return self.records_on == "console"
+
 
 def _qemu_version(binary: str) -> str:
     try:
@@ -130,7 +134,7 @@ def dry_run(req: CompareRequest) -> str:
     base = BootSpec(arch, images[specs[0].name], vcpus=req.vcpus,
                     numa_nodes=req.numa_nodes, cpu=req.cpu, accel=accel,
                     cmdline=debug_cmdline(req.config),
-                    console_results=req.records_on == "console")
+                    console_results=req.console_results)
     rounds = -(-req.runs // max(1, req.samples_per_boot))
     boots = plan(req.workloads, req.params, tuple(x.name for x in specs),
                  req.runs, req.samples_per_boot, counted=False)
@@ -220,7 +224,7 @@ def compare(req: CompareRequest) -> str:
         spec = BootSpec(arch, baseline.image, vcpus=req.vcpus,
                         numa_nodes=req.numa_nodes, cpu=req.cpu,
                         cmdline=debug_cmdline(req.config),
-                        console_results=req.records_on == "console")
+                        console_results=req.console_results)
         env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
         counters = None
         if req.count:

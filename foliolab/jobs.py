@@ -13,7 +13,6 @@ other.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +26,6 @@ from foliolab.compare import (CompareRequest, environment, kernel_specs,
 from foliolab.errors import UsageError
 from foliolab import kernels as kernels_mod
 from foliolab.run import boot_spec, plan
-
-log = logging.getLogger("foliolab")
 
 JOBS_DIR = "lava/jobs"
 ARTIFACTS_DIR = "lava/artifacts"
@@ -129,25 +126,24 @@ def collect(out: Path, logs: list[Path]) -> str:
                          hint="give the --out directory of `foliolab jobs "
                               "export`")
     blocks = _planned_blocks(out)
-    where = {bid: (name, i) for name, ids in blocks.items()
-             for i, bid in enumerate(ids)}
+    block_of = {bid: name for name, ids in blocks.items() for bid in ids}
     notes = []
     for path in logs:
         if not path.is_file():
             raise UsageError(f"{path}: no such log file")
         parts = lava.split_boots(lava.console_lines(
             path.read_text(errors="replace")))
-        named = [(k, p.boot_id) for k, p in enumerate(parts) if p.boot_id]
+        named = [p.boot_id for p in parts if p.boot_id]
         if not named:
             raise UsageError(f"{path}: no boot of a foliolab job in it",
                              hint="give the log of a job that `jobs export` "
                                   "wrote (its console shows foliolab.boot=)")
-        bid = named[0][1]
-        if bid not in where:
+        bid = named[0]
+        if bid not in block_of:
             raise UsageError(f"{path}: boot {bid} is not one {out} planned",
                              hint="collect into the directory its jobs were "
                                   "exported to")
-        block = where[bid][0]
+        block = block_of[bid]
         ids = blocks[block]
         for k, part in enumerate(parts):
             want = ids[k] if k < len(ids) else None

@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -278,7 +279,7 @@ def lava_common_dir() -> Path:
     if (pkg / "lava_common" / "schemas").is_dir():
         return pkg
     tmp = root.with_name(root.name + ".tmp")
-    subprocess.run(["rm", "-rf", str(tmp)], check=True)
+    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         subprocess.run(["apt-get", "download", "-q",
@@ -293,7 +294,7 @@ def lava_common_dir() -> Path:
                         f"{detail.strip().splitlines()[-1:]}",
                         hint="apt-get needs Debian bookworm's sources "
                              "(apt-get update)") from e
-    subprocess.run(["rm", "-rf", str(root)], check=True)
+    shutil.rmtree(root, ignore_errors=True)
     tmp.rename(root)
     return pkg
 

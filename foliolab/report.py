@@ -387,10 +387,11 @@ def _all_zero(group: list[dict]) -> bool:
                for r in group for side in ("vanilla", "patched"))
 
 
-def zero_metrics(rows: list[dict]) -> list[str]:
-    """The metrics that are zero in every sample of every kernel; the
-    tables list them by name only (results.json keeps their rows)."""
-    return [g[0]["metric"] for g in _by_metric(rows) if _all_zero(g)]
+def zero_metrics(groups: list[list[dict]]) -> list[str]:
+    """The metrics (of _by_metric's groups) that are zero in every sample
+    of every kernel; the tables list them by name only (results.json keeps
+    their rows)."""
+    return [g[0]["metric"] for g in groups if _all_zero(g)]
 
 
 def _by_metric(rows: list[dict]) -> list[list[dict]]:
@@ -500,14 +501,13 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
         for group in _by_metric([r for r in rows if r["primary"]]):
             lines += _metric_table(group)
             lines.append("")
-        secondary = [g for g in _by_metric([r for r in rows
-                                            if not r["primary"]])
-                     if not _all_zero(g)]
+        groups = _by_metric([r for r in rows if not r["primary"]])
+        secondary = [g for g in groups if not _all_zero(g)]
         if secondary:
             lines.append("Counters and secondary metrics (mean per sample):")
             lines += [_counter_row(g) for g in secondary]
             lines.append("")
-        zero = zero_metrics([r for r in rows if not r["primary"]])
+        zero = zero_metrics(groups)
         if zero:
             lines += [f"Zero in every sample: {', '.join(zero)}", ""]
         if not rows:
@@ -570,7 +570,8 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                "|---|---|---|---|---|---|---|---|---|" +
                ("" if two else "---|")]
         mine = [r for r in summary if r["workload"] == name]
-        zero = zero_metrics([r for r in mine if not r["primary"]])
+        zero = zero_metrics(_by_metric([r for r in mine
+                                        if not r["primary"]]))
         for r in mine:
             if r["metric"] in zero:
                 continue

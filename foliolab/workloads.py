@@ -248,12 +248,16 @@ def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
         d.values[f"{function}_calls"] = prof.get(function, {}).get("hits", 0)
 
 
+# The page cache folio orders file-reclaim counts (4K to 2M).
+FOLIO_ORDERS = range(10)
+
+
 def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     vm = common_checks(s, d, need_swap=False)
     if "large_folio_pct" in s.metrics:
         # the guest lists the orders it found: the others had no folios
-        for o in range(10):
+        for o in FOLIO_ORDERS:
             d.values[f"folios_order_{o}"] = 0
     copy_metrics(s, d, s.metrics)
     for key in ("reclaim_real_s", "reclaim_sys_s"):
@@ -710,7 +714,7 @@ WORKLOADS: dict[str, Workload] = {
                    primary=False),
             *(Metric(f"folios_order_{o}", "folios", "higher",
                      f"order-{o} folios mapped before reclaim", primary=False)
-              for o in range(10)),
+              for o in FOLIO_ORDERS),
             *count_metrics(_UNMAP_UNIT, _FILE_ROOTS),
         ),
         derive=derive_file_reclaim, timeout=300, window=2,
