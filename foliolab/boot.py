@@ -65,6 +65,27 @@ class BootSpec:
     console_results: bool = False
 
 
+@dataclass(frozen=True)
+class BootRequest:
+    """One boot the measuring half asks an executor for."""
+
+    boot_id: str                   # WORKLOAD/NAME: its directory under raw/
+    spec: BootSpec
+    job: str                       # the guest's job script
+    rundir: Path
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    """Boots an executor runs together, in this order: one boot under
+    QEMU here, or a workload's interleaved rounds as one LAVA job (so a
+    lab that runs jobs anywhere, in any order, keeps the pairing)."""
+
+    name: str                      # e.g. pageout-0
+    workload: str
+    boots: tuple[BootRequest, ...]
+
+
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
               results: Path) -> list[str]:
     """The QEMU command line for ``spec`` (pure: no I/O). A counting boot

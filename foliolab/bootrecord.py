@@ -28,6 +28,7 @@ class BootStatus(str, enum.Enum):
     TIMEOUT = "timeout"         # the host's limit stopped QEMU
     NO_EXIT = "no-exit"         # QEMU ended without the job's exit record
     QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
+    NOT_RUN = "not-run"         # its executor's job ended before it
 
     def __str__(self) -> str:
         return self.value

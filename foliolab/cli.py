@@ -17,6 +17,7 @@ from pathlib import Path
 from foliolab import kconfig
 from foliolab.arch import ARCHES
 from foliolab.errors import BuildError, FoliolabError, UsageError
+from foliolab.executor import ExecutorKind
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -136,6 +137,53 @@ def _machine(p: argparse.ArgumentParser) -> None:
                         "as on a board or in a LAVA job")
 
 
+def _lava_target(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("LAVA jobs")
+    g.add_argument("--lava-device-type", default="qemu", metavar="TYPE",
+                   help="LAVA device type to run on (default qemu; a board "
+                        "type such as bcm2711-rpi-4-b boots by u-boot from "
+                        "TFTP)")
+    g.add_argument("--lava-tags", default="", metavar="TAG,...",
+                   help="device tags the jobs ask for (e.g. one board, so "
+                        "that all blocks run on one device)")
+    g.add_argument("--lava-dtb", type=Path, metavar="FILE",
+                   help="a board's device tree blob")
+    g.add_argument("--artifacts-url", default="", metavar="URL",
+                   help="where the lab's workers fetch the artifacts "
+                        "(kernels, ramdisk, job archives) from (default: "
+                        "their file:// URL, for a dispatcher on this "
+                        "machine)")
+
+
+def _executor(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="qemu",
+                   choices=[k.value for k in ExecutorKind],
+                   help="who runs the boots: QEMU here (default), LAVA's "
+                        "dispatcher here (lava-local), or a LAVA lab "
+                        "(lava); see README")
+    _lava_target(p)
+    g = p.add_argument_group("LAVA server (--executor lava)")
+    g.add_argument("--lava-url", default="", metavar="URL",
+                   help="the LAVA server (default: lavacli's identity's)")
+    g.add_argument("--lava-identity", default="default", metavar="NAME",
+                   help="lavacli identity in ~/.config/lavacli.yaml for "
+                        "the server and token ($LAVA_TOKEN wins)")
+    g.add_argument("--artifacts-dir", type=Path, metavar="DIR",
+                   help="where the artifacts are written, for you to serve "
+                        "at --artifacts-url (default OUT/lava/artifacts)")
+
+
+def _lava_options(args):
+    from foliolab import compare, lava
+    tags = tuple(t for t in args.lava_tags.split(",") if t)
+    return compare.LavaOptions(
+        lava.Target(args.lava_device_type, tags, args.lava_dtb),
+        url=getattr(args, "lava_url", ""),
+        identity=getattr(args, "lava_identity", "default"),
+        artifacts_url=args.artifacts_url,
+        artifacts_dir=getattr(args, "artifacts_dir", None))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI (pure: no side effects)."""
     p = Parser(prog="foliolab", description=__doc__.splitlines()[0])
@@ -179,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "base+DIR:N (first N patches), git:PATH@REF, "
                         "image:PATH. Replaces --patches")
     _measure(s)
+    _executor(s)
 
     s = sub.add_parser("jobs", help="a run's boots as LAVA jobs: export "
                                     "them, collect their logs")
@@ -191,19 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", action="append", default=[],
                    metavar="NAME=SPEC", help="as for compare")
     _measure(s)
-    s.add_argument("--lava-device-type", default="qemu", metavar="TYPE",
-                   help="LAVA device type to run on (default qemu; a board "
-                        "type such as bcm2711-rpi-4-b boots by u-boot from "
-                        "TFTP)")
-    s.add_argument("--lava-tags", default="", metavar="TAG,...",
-                   help="device tags the jobs ask for (e.g. one board, so "
-                        "that all blocks run on one device)")
-    s.add_argument("--lava-dtb", type=Path, metavar="FILE",
-                   help="a board's device tree blob")
-    s.add_argument("--artifacts-url", default="", metavar="URL",
-                   help="where the lab's workers fetch OUT/lava/artifacts "
-                        "from (default: its file:// URL, for a dispatcher "
-                        "on this machine)")
+    _lava_target(s)
     s = jobs.add_parser("collect", help="read LAVA logs of exported jobs "
                                         "into their run directory, report")
     s.add_argument("dir", type=Path, metavar="OUT",
@@ -222,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the prefixes to build, e.g. 4,10,19,26 (each the "
                         "series' first N patches)")
     _measure(s)
+    _executor(s)
 
     s = sub.add_parser("run", help="boot a built kernel and run CMD in it")
     _common(s)
@@ -390,7 +428,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_jobs(args) -> int:
-    from foliolab import jobs, lava
+    from foliolab import jobs
     if args.jobs_command == "collect":
         print(jobs.collect(args.dir, args.logs), end="")
         return 0
@@ -402,10 +440,9 @@ def cmd_jobs(args) -> int:
                          hint="the run directory the jobs' logs are "
                               "collected into later")
     req = _compare_request(args, _kernel_args(args), args.patches, {})
-    tags = tuple(t for t in args.lava_tags.split(",") if t)
-    print(jobs.export(jobs.ExportRequest(
-        req, lava.Target(args.lava_device_type, tags, args.lava_dtb),
-        args.artifacts_url)), end="")
+    opts = _lava_options(args)
+    print(jobs.export(jobs.ExportRequest(req, opts.target,
+                                         opts.artifacts_url)), end="")
     return 0
 
 
@@ -436,7 +473,9 @@ def _compare_request(args, specs, patches, environment: dict):
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
         environment=environment, dry_run=args.dry_run,
-        records_on=args.records_on)
+        records_on=args.records_on,
+        executor=ExecutorKind(getattr(args, "executor", "qemu")),
+        lava=_lava_options(args))
 
 
 def _compare(args, specs, patches, environment: dict) -> int:

@@ -24,7 +24,10 @@ from foliolab import __version__, build, counting, hostsetup, image, report, sou
 from foliolab.arch import get_arch
 from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
                            probe_kvm)
-from foliolab.errors import BenchmarkError, FoliolabError
+from foliolab import lava
+from foliolab.errors import BenchmarkError, FoliolabError, UsageError
+from foliolab.executor import (ExecutorKind, LavaLocalExecutor,
+                               LavaServerExecutor, QemuExecutor)
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run import RunRequest, run_workloads
 from foliolab.workloads import Workload
@@ -54,10 +57,24 @@ class CompareRequest:
     kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
     dry_run: bool = False           # print the plan, run nothing
     records_on: str = "port"        # "port" or "console" (as on a board)
+    executor: ExecutorKind = ExecutorKind.QEMU
+    lava: LavaOptions = field(default_factory=lambda: LavaOptions())
 
     @property
     def console_results(self) -> bool:
-        return self.records_on == "console"
+        # a LAVA job has no results port: its records are on the console
+        return self.records_on == "console" or self.executor.is_lava
+
+
+@dataclass(frozen=True)
+class LavaOptions:
+    """Where LAVA jobs run and fetch their artifacts from."""
+
+    target: lava.Target = field(default_factory=lambda: lava.Target())
+    url: str = ""                   # --lava-url ("": lavacli's identity)
+    identity: str = "default"       # lavacli's identity
+    artifacts_url: str = ""         # where a lab's workers fetch them
+    artifacts_dir: Path | None = None   # default OUT/lava/artifacts
 
 
 def _qemu_version(binary: str) -> str:
@@ -184,10 +201,55 @@ def environment(req: CompareRequest,
         "params": {w.name: w.resolve(req.params.get(w.name, {}))
                    for w in req.workloads},
         "fault_injection": req.fault or None,
-        "records_on": req.records_on,
+        "records_on": "console" if req.console_results else "port",
+        "executor": executor_environment(req),
         "errors": [], "failures": [],
     }
     return env
+
+
+def executor_environment(req: CompareRequest) -> dict:
+    """Who ran the boots, as environment.json says it."""
+    env: dict = {"kind": req.executor.value}
+    if req.executor.is_lava:
+        t = req.lava.target
+        env.update(device_type=t.device_type, tags=list(t.tags),
+                   lava_version=lava.LAVA_VERSION,
+                   rounds_per_block=LavaLocalExecutor.rounds_per_block)
+    if req.executor is ExecutorKind.LAVA:
+        env.update(server=req.lava.url or f"lavacli:{req.lava.identity}",
+                   artifacts_url=req.lava.artifacts_url)
+    return env
+
+
+def check_executor(req: CompareRequest) -> None:
+    """Bad combinations of executor and options, before anything runs."""
+    if not req.executor.is_lava:
+        return
+    if req.count:
+        raise UsageError(f"--count needs foliolab's QEMU plugin in the QEMU "
+                         f"that runs the guest; --executor {req.executor} "
+                         "runs LAVA's", hint="count with --executor qemu")
+    req.lava.target.check()
+    if (req.executor is ExecutorKind.LAVA_LOCAL
+            and not req.lava.target.is_qemu):
+        raise UsageError(f"--executor lava-local runs LAVA's qemu device "
+                         f"type on this machine, not a "
+                         f"{req.lava.target.device_type}",
+                         hint="boards run with --executor lava on a lab")
+
+
+def make_executor(req: CompareRequest, image_path: Path, accel: str):
+    if req.executor is ExecutorKind.LAVA_LOCAL:
+        return LavaLocalExecutor(image_path, req.out, kvm=accel == "kvm")
+    if req.executor is ExecutorKind.LAVA:
+        from foliolab import lavaserver
+        creds = lavaserver.credentials(req.lava.url, req.lava.identity)
+        return LavaServerExecutor(image_path, req.out, req.lava.target,
+                                  lavaserver.Server(creds),
+                                  req.lava.artifacts_dir,
+                                  req.lava.artifacts_url)
+    return QemuExecutor(image_path)
 
 
 def compare(req: CompareRequest) -> str:
@@ -197,6 +259,7 @@ def compare(req: CompareRequest) -> str:
                              cpu=req.cpu))
     if req.count:
         counting.check_accel(req.accel)
+    check_executor(req)
     specs = kernel_specs(req)
     kernels_mod.check_specs(specs, req.count)
     if req.dry_run:
@@ -225,7 +288,10 @@ def compare(req: CompareRequest) -> str:
                         numa_nodes=req.numa_nodes, cpu=req.cpu,
                         cmdline=debug_cmdline(req.config),
                         console_results=req.console_results)
-        env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
+        if req.executor is ExecutorKind.LAVA:
+            env["accel"] = f"lava {req.lava.target.device_type}"
+        else:
+            env["accel"] = choose_accel(req.accel, spec, img.path, req.count)
         counters = None
         if req.count:
             counters = {v: counting.counter_for(arch, k.build_dir)
@@ -237,14 +303,16 @@ def compare(req: CompareRequest) -> str:
                         "kernel block (exact with parallel vCPUs)",
                 "cmdline": "nokaslr"}
         env["qemu"] = _qemu_version(arch.qemu_binary)
-        spec = replace(spec, accel=env["accel"])
+        if req.executor is not ExecutorKind.LAVA:
+            spec = replace(spec, accel=env["accel"])
         if spec.accel == "kvm":
             env["cpu"] = arch.cpu_kvm
         save_env()
         result = run_workloads(RunRequest(
             req.workloads, req.params, req.runs, kernels, img.path, spec,
             req.out, req.samples_per_boot, req.fault, timeout=req.timeout,
-            counters=counters))
+            counters=counters,
+            executor=make_executor(req, img.path, spec.accel)))
         env["failures"] = result.failures
     except FoliolabError as e:
         env["errors"].append(e.one_line())

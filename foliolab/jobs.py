@@ -13,22 +13,19 @@ other.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from foliolab import boot as boot_mod
-from foliolab import bootrecord, derive, image, lava, report
+from foliolab import derive, image, lava, report
 from foliolab.arch import get_arch
 from foliolab.boot import BootSpec, debug_cmdline
-from foliolab.bootrecord import BootJob, BootResult
-from foliolab.compare import (CompareRequest, environment, kernel_specs,
-                              prepare_kernels)
+from foliolab.bootrecord import BootStatus
+from foliolab.compare import (CompareRequest, LavaOptions, check_executor,
+                              environment, kernel_specs, prepare_kernels)
 from foliolab.errors import UsageError
+from foliolab.executor import JOBS_DIR, ExecutorKind, LavaExport
 from foliolab import kernels as kernels_mod
-from foliolab.run import boot_spec, plan
-
-JOBS_DIR = "lava/jobs"
-ARTIFACTS_DIR = "lava/artifacts"
+from foliolab.run import RunRequest, run_workloads
 
 
 @dataclass(frozen=True)
@@ -40,12 +37,9 @@ class ExportRequest:
 
 def export(req: ExportRequest) -> str:
     """Write the jobs of a run; return what was written, for the user."""
-    c = req.compare
-    if c.count:
-        raise UsageError("--count needs foliolab's QEMU plugin on the "
-                         "machine that runs QEMU, which a LAVA worker is not",
-                         hint="export without --count")
-    req.target.check()
+    c = replace(req.compare, executor=ExecutorKind.LAVA,
+                lava=LavaOptions(req.target, artifacts_url=req.artifacts_url))
+    check_executor(c)
     specs = kernel_specs(c)
     kernels_mod.check_specs(specs, False)
     arch = get_arch(c.arch)
@@ -58,54 +52,22 @@ def export(req: ExportRequest) -> str:
     env.update(c.environment)
     kernels = prepare_kernels(c, env)
     img = image.build_image(arch)
-    artifacts_dir = out / ARTIFACTS_DIR
-    url = req.artifacts_url or artifacts_dir.resolve().as_uri()
     env["image"] = img.digest
-    env["records_on"] = "console"
-    env["executor"] = {"kind": "lava", "device_type": req.target.device_type,
-                       "tags": list(req.target.tags), "artifacts_url": url,
-                       "lava_version": lava.LAVA_VERSION}
     env["accel"] = f"lava {req.target.device_type}"
-    base = BootSpec(arch, kernels[specs[0].name].image, vcpus=c.vcpus,
+    exporter = LavaExport(img.path, out, req.target, req.artifacts_url)
+    env["executor"]["artifacts_url"] = exporter.store.base_url
+    spec = BootSpec(arch, kernels[specs[0].name].image, vcpus=c.vcpus,
                     numa_nodes=c.numa_nodes, cpu=c.cpu,
-                    cmdline=debug_cmdline(c.config))
-    boots = plan(c.workloads, c.params, tuple(kernels), c.runs,
-                 c.samples_per_boot, counted=False)
-    store = lava.Artifacts(artifacts_dir, url)
-    written = []
-    seq = 0
-    for w in c.workloads:
-        mine = [b for b in boots if b.workload is w]
-        # a block: two rounds, each kernel once in order, once reversed
-        for first in range(0, len(mine), 2 * len(kernels)):
-            block_boots = []
-            for b in mine[first:first + 2 * len(kernels)]:
-                spec = boot_spec(base, w, kernels[b.kernel].image, b.samples,
-                                 c.timeout)
-                boot_id = f"{w.name}/{b.name}"
-                BootJob(seq, w.name, b.kernel, b.what, b.first_run,
-                        b.samples, b.params, arch.name).write(
-                            out / "raw" / boot_id)
-                seq += 1
-                fault = c.fault if b.kernel != specs[0].name else ""
-                block_boots.append(lava.Boot(
-                    boot_id, spec.kernel, w.job(b.params, b.samples, fault),
-                    spec.cmdline, spec.timeout))
-            block = lava.Block(f"{w.name}-{first // (2 * len(kernels))}",
-                               w.name, tuple(block_boots), w.memory_mb,
-                               c.vcpus, w.nodes(c.numa_nodes))
-            job = lava.block_job(block, req.target, store, img.path,
-                                 arch.name, arch.console,
-                                 c.cpu or arch.cpu_tcg)
-            lava.validate(job)
-            path = out / JOBS_DIR / f"{block.name}.yaml"
-            lava.write_job(path, job)
-            written.append(path)
+                    cmdline=debug_cmdline(c.config), console_results=True)
+    result = run_workloads(RunRequest(
+        c.workloads, c.params, c.runs, kernels, img.path, spec, out,
+        c.samples_per_boot, c.fault, timeout=c.timeout, executor=exporter))
     (out / "environment.json").write_text(
         json.dumps(env, indent=1, default=str) + "\n")
-    return (f"{len(written)} LAVA jobs ({seq} boots) in {out / JOBS_DIR}, "
-            f"valid for LAVA {lava.LAVA_VERSION}\n"
-            f"artifacts: {artifacts_dir} (the jobs fetch them from {url})\n"
+    return (f"{len(exporter.written)} LAVA jobs ({result.boots} boots) in "
+            f"{out / JOBS_DIR}, valid for LAVA {lava.LAVA_VERSION}\n"
+            f"artifacts: {exporter.store.directory} (the jobs fetch them "
+            f"from {exporter.store.base_url})\n"
             f"then: foliolab jobs collect {out} LOG...\n")
 
 
@@ -131,30 +93,29 @@ def collect(out: Path, logs: list[Path]) -> str:
     for path in logs:
         if not path.is_file():
             raise UsageError(f"{path}: no such log file")
-        parts = lava.split_boots(lava.console_lines(
-            path.read_text(errors="replace")))
+        text = path.read_text(errors="replace")
+        parts = lava.split_boots(lava.console_lines(text))
         named = [p.boot_id for p in parts if p.boot_id]
         if not named:
             raise UsageError(f"{path}: no boot of a foliolab job in it",
                              hint="give the log of a job that `jobs export` "
                                   "wrote (its console shows foliolab.boot=)")
-        bid = named[0]
-        if bid not in block_of:
-            raise UsageError(f"{path}: boot {bid} is not one {out} planned",
-                             hint="collect into the directory its jobs were "
-                                  "exported to")
-        block = block_of[bid]
+        if named[0] not in block_of:
+            raise UsageError(f"{path}: boot {named[0]} is not one {out} "
+                             "planned", hint="collect into the directory "
+                                             "its jobs were exported to")
+        block = block_of[named[0]]
         ids = blocks[block]
-        for k, part in enumerate(parts):
-            want = ids[k] if k < len(ids) else None
-            if want is None or (part.boot_id and part.boot_id != want):
-                raise UsageError(f"{path}: its boot {k + 1} is "
-                                 f"{part.boot_id or 'unnamed'}, job "
-                                 f"{block} has {want} there",
-                                 hint="a log holds one exported job's boots "
-                                      "in their order")
-            _ingest(out / "raw" / want, part, path)
-        missing = ids[len(parts):]
+        try:
+            results = lava.block_results(text, ids,
+                                         [out / "raw" / i for i in ids],
+                                         str(path), ExecutorKind.LAVA.value)
+        except lava.LavaError as e:
+            raise UsageError(e.message.replace(f"{path}: ", f"{path}: job "
+                                               f"{block}: ", 1),
+                             hint=e.hint) from e
+        missing = [i for i, r in zip(ids, results)
+                   if r.status is BootStatus.NOT_RUN]
         if missing:
             notes.append(f"{path.name}: job {block} ended before "
                          f"{', '.join(missing)}")
@@ -162,21 +123,3 @@ def collect(out: Path, logs: list[Path]) -> str:
     derive.write_samples(out, samples)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)
-
-
-def _ingest(rundir: Path, part: lava.BootLog, log_path: Path) -> None:
-    """One boot's console from a LAVA log into its directory, as a boot
-    under QEMU would have left it."""
-    console = rundir / "console.log"
-    results = rundir / "results.txt"
-    raw = part.console()
-    console.write_bytes(raw)
-    records, kernel_text, lost = boot_mod.records_from_console(raw)
-    results.write_text(records)
-    issues = boot_mod.scan_console(kernel_text)
-    code = boot_mod.exit_code_of(records)
-    status = boot_mod.status_of(issues, code, lost)
-    bootrecord.write_boot(BootResult(
-        status, code, issues, console, results, part.elapsed or 0.0,
-        records.splitlines(), None,
-        {"executor": "lava", "log": str(log_path)}))

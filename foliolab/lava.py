@@ -33,6 +33,10 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foliolab import boot as boot_mod
+from foliolab import bootrecord
+from foliolab.boot import BlockRequest, BootRequest
+from foliolab.bootrecord import BootResult, BootStatus
 from foliolab.errors import FoliolabError, UsageError
 from foliolab.paths import cache_root
 
@@ -76,29 +80,6 @@ class Target:
                                   "from the kernel build)")
         if self.dtb is not None and not self.dtb.is_file():
             raise UsageError(f"--lava-dtb {self.dtb}: no such file")
-
-
-@dataclass(frozen=True)
-class Boot:
-    """One boot of a block: what the measuring half would boot in QEMU."""
-
-    boot_id: str                   # WORKLOAD/NAME, its directory under raw/
-    kernel: Path                   # the kernel image
-    job: str                       # the job script (guest /foliolab/job.sh)
-    cmdline: tuple[str, ...]       # kernel arguments foliolab adds
-    timeout: float                 # seconds
-
-
-@dataclass(frozen=True)
-class Block:
-    """One job: a workload's interleaved rounds, in boot order."""
-
-    name: str                      # e.g. pageout-0
-    workload: str
-    boots: tuple[Boot, ...]
-    memory_mb: int
-    vcpus: int
-    numa_nodes: int = 1
 
 
 class Artifacts:
@@ -145,15 +126,15 @@ def job_tar(job: str, boot_id: str) -> bytes:
     return buf.getvalue()
 
 
-def kernel_args(boot: Boot, target: Target, console: str) -> list[str]:
+def kernel_args(boot: BootRequest, target: Target) -> list[str]:
     """The kernel command line of a boot under LAVA. A panic must end the
     job as a completed job with the panic in its log, not as an
     infrastructure error: a board stays in the panic (panic=0) for the
     monitor to see its end; QEMU reboots after a second and, with
     -no-reboot, exits, so the next boot of the block has the CPUs."""
-    args = [f"console={console}"] if target.is_qemu else []
+    args = [f"console={boot.spec.arch.console}"] if target.is_qemu else []
     args += ["panic=1" if target.is_qemu else "panic=0", "oops=panic",
-             "rdinit=/init", *boot.cmdline]
+             "rdinit=/init", *boot.spec.cmdline]
     if target.is_qemu:
         # a board's arguments are one per job (see block_job); its boots
         # are named by their job archives instead
@@ -162,10 +143,14 @@ def kernel_args(boot: Boot, target: Target, console: str) -> list[str]:
 
 
 # The monitor of each boot: from init's start (or a panic before it) to
-# the end of the framed records (or the end of a panic). Its pattern only
-# gives LAVA's results a test case per boot; foliolab reads the console.
+# the end of the framed records, or the end of a panic: a board (panic=0)
+# prints "---[ end Kernel panic", QEMU's guest (panic=1) only "Rebooting
+# in 1 seconds.." before QEMU exits; the monitor must end on that line,
+# or the exit closes its connection and LAVA fails the job there. Its
+# pattern only gives LAVA's results a test case per boot; foliolab reads
+# the console.
 START = r"Run /init as init process|Kernel panic - not syncing"
-END = r"@@=end [0-9]+|---\[ end Kernel panic"
+END = r"@@=end [0-9]+|---\[ end Kernel panic|Rebooting in [0-9]+ seconds"
 PATTERN = (r"@@= [0-9]+ [0-9]+ [0-9a-f]{8} @@ (?P<test_case_id>exit) "
            r"(?P<measurement>[0-9]+)[\r\n]")
 
@@ -174,39 +159,41 @@ def _timeout(seconds: float) -> dict:
     return {"minutes": max(1, int(-(-seconds // 60)))}
 
 
-def block_job(block: Block, target: Target, artifacts: Artifacts,
-              base_ramdisk: Path, arch: str, console: str,
-              cpu: str = "max") -> dict:
-    """The LAVA job (as YAML-ready data) that runs ``block`` on ``target``."""
+def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
+              base_ramdisk: Path) -> dict:
+    """The LAVA job (as YAML-ready data) that runs ``block`` on ``target``.
+    Its boots share one machine shape (a block is one workload)."""
+    first = block.boots[0].spec
+    arch = first.arch
     ramdisk = artifacts.add_file(base_ramdisk)
     dtb = artifacts.add_file(target.dtb) if target.dtb else None
     kernels: dict[Path, dict] = {}
     actions = []
     for i, boot in enumerate(block.boots):
         ns = f"boot{i:02d}"
-        if boot.kernel not in kernels:
-            kernels[boot.kernel] = artifacts.add(
-                f"{boot.kernel.parent.name}-{boot.kernel.name}",
-                boot.kernel.read_bytes())
+        kernel = boot.spec.kernel
+        if kernel not in kernels:
+            kernels[kernel] = artifacts.add(
+                f"{kernel.parent.name}-{kernel.name}", kernel.read_bytes())
         overlay = {**artifacts.add(f"job-{boot.boot_id.replace('/', '-')}"
                                    ".tar", job_tar(boot.job, boot.boot_id)),
                    "format": "tar", "path": "/"}
         initrd = {**ramdisk, "format": "cpio.newc",
                   "overlays": {"foliolab": overlay}}
-        args = " ".join(kernel_args(boot, target, console))
+        args = " ".join(kernel_args(boot, target))
         if target.is_qemu:
             deploy = {"to": "tmpfs", "images": {
-                "kernel": {**kernels[boot.kernel],
+                "kernel": {**kernels[kernel],
                            "image_arg": f'-kernel {{kernel}} -append "{args}"'},
                 "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"}}}
             boot_action = {"method": "qemu", "media": "tmpfs"}
         else:
             deploy = {"to": "tftp",
-                      "kernel": {**kernels[boot.kernel], "type": "image"},
+                      "kernel": {**kernels[kernel], "type": "image"},
                       "dtb": dtb,
                       "ramdisk": {**initrd, "header": "u-boot"}}
             boot_action = {"method": "u-boot", "commands": "ramdisk"}
-        limit = _timeout(boot.timeout)
+        limit = _timeout(boot.spec.timeout)
         actions += [
             {"deploy": {"namespace": ns, "timeout": {"minutes": 10},
                         **deploy}},
@@ -216,7 +203,8 @@ def block_job(block: Block, target: Target, artifacts: Artifacts,
                 "name": f"foliolab-{i:02d}", "start": START, "end": END,
                 "pattern": PATTERN}]}},
         ]
-    total = sum(b.timeout for b in block.boots) + 15 * 60 * len(block.boots)
+    limits = [b.spec.timeout for b in block.boots]
+    total = sum(limits) + 15 * 60 * len(block.boots)
     job: dict = {
         "job_name": f"foliolab {block.name}: "
                     + " ".join(b.boot_id.split("/")[1] for b in block.boots),
@@ -225,8 +213,7 @@ def block_job(block: Block, target: Target, artifacts: Artifacts,
         "priority": "medium",
         "timeouts": {"job": _timeout(total),
                      "action": {"minutes": 15 + max(
-                         _timeout(b.timeout)["minutes"]
-                         for b in block.boots)},
+                         _timeout(t)["minutes"] for t in limits)},
                      "connection": {"minutes": 2}},
         "metadata": {"foliolab.block": block.name,
                      "foliolab.workload": block.workload,
@@ -239,28 +226,36 @@ def block_job(block: Block, target: Target, artifacts: Artifacts,
     if not target.is_qemu:
         # u-boot takes the kernel arguments from the device's template and
         # the job's context: one set for the block, which is one workload
-        args = {" ".join(kernel_args(b, target, console))
-                for b in block.boots}
+        args = {" ".join(kernel_args(b, target)) for b in block.boots}
         if len(args) > 1:
             raise LavaError(f"block {block.name}: its boots differ in "
                             "kernel arguments, which a board job cannot give",
                             hint="a foliolab bug: please report it")
         job["context"] = {"extra_kernel_args": args.pop()}
-    if target.is_qemu:
-        n = block.numa_nodes
-        extra = [f"-smp {block.vcpus},sockets={n},"
-                 f"cores={block.vcpus // n},threads=1", "-no-reboot"]
-        if arch == "x86_64":
-            extra.append(f"-cpu {cpu}")   # the amd64 template ignores cpu
-        for j in range(n if n > 1 else 0):
-            extra += [f"-object memory-backend-ram,id=m{j},"
-                      f"size={block.memory_mb // n}M",
-                      f"-numa node,nodeid={j},memdev=m{j},"
-                      f"cpus={j * block.vcpus // n}-"
-                      f"{(j + 1) * block.vcpus // n - 1}"]
-        job["context"] = {"arch": QEMU_ARCH[arch],
-                          "memory": block.memory_mb,
-                          "extra_options": extra}
+        return job
+    # LAVA's qemu template gives -nographic, -m, -monitor and a user-mode
+    # NIC (always); the rest of the machine foliolab boots is added here.
+    # Its amd64 branch ignores the machine and cpu keys, so x86 passes
+    # them as options; arm64's branch takes them from the context.
+    n = first.numa_nodes
+    extra = [f"-smp {first.vcpus},sockets={n},"
+             f"cores={first.vcpus // n},threads=1", "-no-reboot"]
+    context: dict = {"arch": QEMU_ARCH[arch.name],
+                     "memory": first.memory_mb}
+    machine = arch.qemu_machine[-1]
+    cpu = first.cpu or arch.cpu_tcg
+    if arch.name == "x86_64":
+        extra += [f"-machine {machine}", f"-cpu {cpu}"]
+    else:
+        context.update(machine=machine, cpu=cpu)
+    for j in range(n if n > 1 else 0):
+        extra += [f"-object memory-backend-ram,id=m{j},"
+                  f"size={first.memory_mb // n}M",
+                  f"-numa node,nodeid={j},memdev=m{j},"
+                  f"cpus={j * first.vcpus // n}-"
+                  f"{(j + 1) * first.vcpus // n - 1}"]
+    context["extra_options"] = extra
+    job["context"] = context
     return job
 
 
@@ -338,24 +333,45 @@ class BootLog:
             "utf-8", "replace")
 
 
-def console_lines(text: str) -> list[ConsoleLine]:
-    """The guest console in a LAVA log: its ``lvl: target`` records (the
-    YAML log lava-run writes and a server's log download), or the whole
-    text when it is a plain console capture."""
+def log_records(text: str) -> list[dict]:
+    """The records of a LAVA log: one per line, as lava-run writes them
+    (JSON objects, one per line) or as a server's log download has them
+    (the same objects as YAML list items, "- {...}"). Empty for a plain
+    console capture."""
     out = []
-    yaml_log = False
     for line in text.splitlines():
-        if not line.startswith("- {"):
+        body = line[2:] if line.startswith("- {") else line
+        if not body.startswith("{"):
             continue
-        rec = _log_record(line[2:])
-        if rec is None:
-            continue
-        yaml_log = True
-        if rec.get("lvl") == "target" and isinstance(rec.get("msg"), str):
-            out.append(ConsoleLine(rec["msg"], _time(rec.get("dt"))))
-    if yaml_log:
-        return out
+        rec = _log_record(body)
+        if rec is not None and "lvl" in rec:
+            out.append(rec)
+    return out
+
+
+def console_lines(text: str) -> list[ConsoleLine]:
+    """The guest console in a LAVA log: its ``lvl: target`` records, or the
+    whole text when it is a plain console capture."""
+    records = log_records(text)
+    if records:
+        return [ConsoleLine(r["msg"], _time(r.get("dt"))) for r in records
+                if r.get("lvl") == "target" and isinstance(r.get("msg"), str)]
     return [ConsoleLine(line.rstrip("\r")) for line in text.splitlines()]
+
+
+def job_outcome(text: str) -> str:
+    """How LAVA says the job of a log ended: "" when it completed, else its
+    error ("Infrastructure: ...", "Job: ...", "Test: ...")."""
+    for rec in log_records(text):
+        msg = rec.get("msg")
+        if (rec.get("lvl") == "results" and isinstance(msg, dict)
+                and msg.get("definition") == "lava"
+                and msg.get("case") == "job"):
+            if msg.get("result") == "pass":
+                return ""
+            return (f"{msg.get('error_type', '?')}: "
+                    f"{msg.get('error_msg', 'no message')}")
+    return "the log has no end of job (cut short?)"
 
 
 def _log_record(text: str) -> dict | None:
@@ -401,3 +417,74 @@ def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
                 b.boot_id = m.group(1)
                 break
     return boots
+
+
+def boot_result(part: BootLog, rundir: Path, source: str,
+                executor: str) -> BootResult:
+    """One boot's console from a LAVA log into its directory, as a boot
+    under QEMU would have left it: console.log, the records recovered from
+    the console, boot.json."""
+    rundir.mkdir(parents=True, exist_ok=True)
+    console = rundir / "console.log"
+    results = rundir / "results.txt"
+    raw = part.console()
+    console.write_bytes(raw)
+    records, kernel_text, lost = boot_mod.records_from_console(raw)
+    results.write_text(records)
+    issues = boot_mod.scan_console(kernel_text)
+    code = boot_mod.exit_code_of(records)
+    status = boot_mod.status_of(issues, code, lost)
+    res = BootResult(status, code, issues, console, results,
+                     part.elapsed or 0.0, records.splitlines(), None,
+                     {"executor": executor, "log": source})
+    bootrecord.write_boot(res)
+    return res
+
+
+def not_run(rundir: Path, why: str, source: str,
+            executor: str) -> BootResult:
+    """A boot of a job that ended before it (its log has no console of
+    it): recorded as such, never as a sample."""
+    rundir.mkdir(parents=True, exist_ok=True)
+    console = rundir / "console.log"
+    console.write_bytes(b"")
+    results = rundir / "results.txt"
+    results.write_text("")
+    res = BootResult(BootStatus.NOT_RUN, None, [f"lava: {why}"], console,
+                     results, 0.0, [], None,
+                     {"executor": executor, "log": source})
+    bootrecord.write_boot(res)
+    return res
+
+
+def block_results(text: str, boot_ids: list[str], rundirs: list[Path],
+                  source: str, executor: str) -> list[BootResult]:
+    """The boots of one job from its log, in the job's order. A log whose
+    boots are not the job's, in its order, is refused (LavaError); boots
+    after the last one the log shows did not run."""
+    parts = split_boots(console_lines(text))
+    if len(parts) > len(boot_ids):
+        raise LavaError(f"{source}: {len(parts)} boots in a job of "
+                        f"{len(boot_ids)}",
+                        hint="a log holds one exported job's boots")
+    out = []
+    for k, part in enumerate(parts):
+        if part.boot_id and part.boot_id != boot_ids[k]:
+            raise LavaError(f"{source}: its boot {k + 1} is {part.boot_id}, "
+                            f"the job has {boot_ids[k]} there",
+                            hint="a log holds one exported job's boots in "
+                                 "their order")
+        out.append(boot_result(part, rundirs[k], source, executor))
+    why = job_outcome(text)
+    if why and out and out[-1].status is BootStatus.NO_EXIT:
+        # the boot the job ended in: LAVA says why (its time limit, or an
+        # error of the lab's)
+        last = out[-1]
+        last.issues.append(f"lava: {why}")
+        if "timed out" in why:
+            last.status = BootStatus.TIMEOUT
+        bootrecord.write_boot(last)
+    why = why or "the job completed without this boot"
+    out += [not_run(d, why, source, executor)
+            for d in rundirs[len(parts):]]
+    return out

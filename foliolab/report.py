@@ -475,6 +475,17 @@ def _title(env: dict, names: list[str]) -> str:
         f" (base {env.get('base_version', '')}; baseline {names[0]})")
 
 
+def executor_note(env: dict) -> str:
+    """How the boots ran, when not by foliolab's own QEMU here."""
+    ex = env.get("executor") or {}
+    if ex.get("kind", "qemu") == "qemu":
+        return ""
+    where = ex.get("server", "this machine")
+    return (f"; boots run as LAVA {ex.get('lava_version', '')} jobs "
+            f"({ex['kind']}, device type {ex.get('device_type', '?')}, "
+            f"{where}), records on the console")
+
+
 def text_report(env: dict, summary: list[dict], samples: list[Sample],
                 counts: dict[str, CountAnalysis] | None = None,
                 attribution: list[dict] | None = None) -> str:
@@ -484,7 +495,8 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
              f"guest: {env.get('arch')} {env.get('accel')} "
              f"-cpu {env.get('cpu', '?')} {env.get('vcpus')} vCPUs; "
              f"config {env.get('config')} "
-             f"sha {env.get('config_sha', {}).get(names[0], '?')}",
+             f"sha {env.get('config_sha', {}).get(names[0], '?')}"
+             + executor_note(env),
              legend(names), ""]
     for error in env.get("errors", []):
         lines.append(f"ERROR: {error}")
@@ -549,7 +561,7 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
           f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, "
           f"config `{env.get('config')}` "
           f"(sha {env.get('config_sha', {}).get(names[0], '?')})",
-          f"- emulator: {env.get('qemu', '?')}",
+          f"- emulator: {env.get('qemu', '?')}{executor_note(env)}",
           *([f"- {env['host_line']}"] if env.get("host_line") else []),
           f"- runs: {env.get('runs')} per kernel, "
           f"{env.get('samples_per_boot')} sample(s) per boot, "

@@ -17,12 +17,12 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from foliolab import boot as boot_mod
 from foliolab import counting
-from foliolab.boot import BootSpec
-from foliolab.bootrecord import BootJob, Pass
+from foliolab.boot import BlockRequest, BootRequest, BootSpec
+from foliolab.bootrecord import BootJob, BootResult, Pass
 from foliolab.build import Kernel
 from foliolab.counting import Counter
+from foliolab.executor import Executor, QemuExecutor
 from foliolab.derive import VARIANTS, Sample, samples_from_boot  # noqa: F401
 from foliolab.ui import Progress
 from foliolab.workloads import Workload
@@ -48,6 +48,7 @@ class RunRequest:
     timeout: float | None = None        # per boot; default from workload
     # variant -> its counter: adds a counting boot after each timed one
     counters: dict[str, Counter] | None = None
+    executor: Executor | None = None  # default: QEMU on this machine
 
 
 @dataclass
@@ -112,28 +113,61 @@ def boot_spec(base: BootSpec, w: Workload, kernel: Path, samples: int,
                    cmdline=base.cmdline + w.cmdline)
 
 
+def blocks(boots: list[PlannedBoot], rounds: int
+           ) -> list[list[PlannedBoot]]:
+    """``boots`` (in plan order) grouped for an executor: ``rounds``
+    consecutive rounds of one workload per block, or one boot per block
+    for ``rounds`` 0."""
+    out: list[list[PlannedBoot]] = []
+    key = None
+    for b in boots:
+        k = (id(b.workload), b.pair // rounds) if rounds else None
+        if rounds and out and k == key:
+            out[-1].append(b)
+        else:
+            out.append([b])
+        key = k
+    return out
+
+
 def run_workloads(req: RunRequest) -> RunResult:
     result = RunResult()
     req.out.mkdir(parents=True, exist_ok=True)
+    executor = req.executor or QemuExecutor(req.image)
     boots = plan(req.workloads, req.params, tuple(req.kernels), req.runs,
                  req.samples_per_boot, bool(req.counters))
     for w in req.workloads:
         mine = [b for b in boots if b.workload is w]
         fails = {(b.kernel, b.what): 0 for b in mine}
         progress = Progress(f"run {w.name}", len(mine))
-        for b in mine:
-            if fails[b.kernel, b.what] < MAX_BOOT_FAILURES:
-                fails[b.kernel, b.what] = _boot_samples(
-                    req, b, result, fails[b.kernel, b.what])
-            progress.step()
+        planned: dict[str, list[PlannedBoot]] = {}
+
+        def requests():
+            for i, group in enumerate(blocks(mine,
+                                             executor.rounds_per_block)):
+                todo = [b for b in group
+                        if fails[b.kernel, b.what] < MAX_BOOT_FAILURES]
+                for _ in range(len(group) - len(todo)):
+                    progress.step()
+                if not todo:
+                    continue
+                name = f"{w.name}-{i}"
+                planned[name] = todo
+                yield BlockRequest(name, w.name, tuple(
+                    _request(req, b, result) for b in todo))
+
+        for block, results in executor.run(requests()):
+            for b, res in zip(planned[block.name], results):
+                fails[b.kernel, b.what] = _record(
+                    req, b, res, result, fails[b.kernel, b.what])
+                progress.step()
         progress.finish()
     return result
 
 
-def _boot_samples(req: RunRequest, b: PlannedBoot, result: RunResult,
-                  failed: int) -> int:
-    """One boot for ``b.samples`` samples, appended to the results at
-    once; returns the kernel's count of failed boots in a row."""
+def _request(req: RunRequest, b: PlannedBoot, result: RunResult
+             ) -> BootRequest:
+    """The boot of ``b`` for an executor; its job.json written now."""
     w, variant = b.workload, b.kernel
     counted = b.what is Pass.COUNT
     fault = req.fault if variant != next(iter(req.kernels)) else ""
@@ -147,11 +181,20 @@ def _boot_samples(req: RunRequest, b: PlannedBoot, result: RunResult,
     BootJob(result.boots, w.name, variant, b.what, b.first_run, b.samples,
             b.params, spec.arch.name).write(rundir)
     result.boots += 1
-    res = boot_mod.boot(spec, req.image,
-                        w.job(b.params, b.samples, fault, counted), rundir)
+    return BootRequest(f"{w.name}/{b.name}", spec,
+                       w.job(b.params, b.samples, fault, counted), rundir)
+
+
+def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
+            result: RunResult, failed: int) -> int:
+    """A finished boot's samples, appended to the results at once; returns
+    the kernel's count of failed boots in a row."""
+    w, variant = b.workload, b.kernel
+    counted = b.what is Pass.COUNT
     samples = samples_from_boot(w, b.params, variant, b.first_run, res,
                                 b.samples,
-                                spec.arch.name if counted else "", req.out)
+                                req.spec.arch.name if counted else "",
+                                req.out)
     with open(req.out / "samples.jsonl", "a") as f:
         for s in samples:
             f.write(json.dumps(asdict(s)) + "\n")

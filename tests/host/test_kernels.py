@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from foliolab import boot as boot_mod
-from foliolab import bootrecord, cli, derive, errors, kernels, report, run
+from foliolab import (bootrecord, cli, derive, errors, executor, kernels,
+                      report, run)
 from foliolab.build import Kernel
 from foliolab.kernels import SpecKind
 from foliolab.workloads import WORKLOADS
@@ -196,7 +197,7 @@ def fake_request(tmp_path, names, runs, **kw):
 def test_n_kernels_are_interleaved_in_a_balanced_order(tmp_path, monkeypatch):
     req = fake_request(tmp_path, ["a", "b", "c"], runs=4)
     fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
-    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    monkeypatch.setattr(executor.boot_mod, "boot", fake)
     res = run.run_workloads(req)
     assert "".join(fake.order) == "abccbaabccba"
     positions = {n: [i % 3 for i, k in enumerate(fake.order) if k == n]
@@ -210,7 +211,7 @@ def test_n_kernels_are_interleaved_in_a_balanced_order(tmp_path, monkeypatch):
 def test_two_kernels_keep_abba(tmp_path, monkeypatch):
     req = fake_request(tmp_path, ["vanilla", "patched"], runs=3)
     fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
-    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    monkeypatch.setattr(executor.boot_mod, "boot", fake)
     run.run_workloads(req)
     assert [k[0] for k in fake.order] == list("vppvvp")
 
@@ -222,7 +223,7 @@ def test_a_failing_kernel_is_given_up_after_three_boots(tmp_path,
     req = fake_request(tmp_path, ["a", "b", "c"], runs=5)
     fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
                     lambda k: "panic" if k == "b" else "ok")
-    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    monkeypatch.setattr(executor.boot_mod, "boot", fake)
     res = run.run_workloads(req)
     assert fake.order.count("b") == run.MAX_BOOT_FAILURES
     assert fake.order.count("a") == fake.order.count("c") == 5
@@ -239,7 +240,7 @@ def test_report_rederives_the_samples_of_the_boots(tmp_path, monkeypatch):
     req = fake_request(tmp_path, ["a", "b", "c"], runs=3)
     fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
                     lambda k: "panic" if k == "b" else "ok")
-    monkeypatch.setattr(run.boot_mod, "boot", fake)
+    monkeypatch.setattr(executor.boot_mod, "boot", fake)
     res = run.run_workloads(req)
     live = derive.load_samples(req.out)
     again = derive.rederive(req.out)
@@ -258,7 +259,7 @@ def test_fault_hits_every_kernel_but_the_baseline(tmp_path, monkeypatch):
         jobs[spec.kernel.name] = job
         return FakeBoot({n: k.image for n, k in req.kernels.items()})(
             spec, image, job, rundir)
-    monkeypatch.setattr(run.boot_mod, "boot", boot)
+    monkeypatch.setattr(executor.boot_mod, "boot", boot)
     run.run_workloads(req)
     assert "FL_FAULT=\n" in jobs["a"]
     assert "FL_FAULT=panic" in jobs["b"] and "FL_FAULT=panic" in jobs["c"]

@@ -11,22 +11,25 @@ import tarfile
 import pytest
 
 from foliolab import cli, derive, errors, jobs, lava, parse
+from foliolab.arch import get_arch
+from foliolab.boot import BlockRequest, BootRequest, BootSpec
 from foliolab.build import Kernel
 from foliolab.paths import GUEST_DIR
 from foliolab.workloads import WORKLOADS
 
 
-def _block(tmp_path, names=("base", "all")):
+def _block(tmp_path, names=("base", "all"), arch="x86_64"):
     boots = []
     for r, order in enumerate((names, names[::-1])):
         for n in order:
             image = tmp_path / n / "bzImage"
             image.parent.mkdir(exist_ok=True)
             image.write_bytes(f"kernel {n}".encode())
-            boots.append(lava.Boot(f"pageout/{n}-{r:03d}", image,
-                                   "echo job\n", ("page_table_check=on",),
-                                   240.0))
-    return lava.Block("pageout-0", "pageout", tuple(boots), 3072, 2)
+            spec = BootSpec(get_arch(arch), image, memory_mb=3072,
+                            timeout=240.0, cmdline=("page_table_check=on",))
+            boots.append(BootRequest(f"pageout/{n}-{r:03d}", spec,
+                                     "echo job\n", tmp_path / "raw" / n))
+    return BlockRequest("pageout-0", "pageout", tuple(boots))
 
 
 def _ramdisk(tmp_path):
@@ -38,8 +41,7 @@ def _ramdisk(tmp_path):
 def test_a_block_is_one_valid_qemu_job(tmp_path):
     block = _block(tmp_path)
     store = lava.Artifacts(tmp_path / "art", "https://lab.example/a")
-    job = lava.block_job(block, lava.Target(), store, _ramdisk(tmp_path),
-                         "x86_64", "ttyS0")
+    job = lava.block_job(block, lava.Target(), store, _ramdisk(tmp_path))
     lava.validate(job)
     kinds = [next(iter(a)) for a in job["actions"]]
     assert kinds == ["deploy", "boot", "test"] * 4
@@ -50,7 +52,11 @@ def test_a_block_is_one_valid_qemu_job(tmp_path):
     kernel = job["actions"][0]["deploy"]["images"]["kernel"]
     assert "foliolab.boot=pageout/base-000" in kernel["image_arg"]
     assert "panic=1" in kernel["image_arg"]
-    assert "-no-reboot" in job["context"]["extra_options"]
+    assert "console=ttyS0" in kernel["image_arg"]
+    # the machine foliolab boots, which LAVA's amd64 template leaves out
+    extra = job["context"]["extra_options"]
+    assert "-no-reboot" in extra and "-machine q35" in extra
+    assert "-cpu max" in extra and job["context"]["memory"] == 3072
     # artifacts are stored once under their content and referenced by sum
     files = sorted(p.name for p in (tmp_path / "art").iterdir())
     assert len(files) == 2 + 1 + 4        # two kernels, ramdisk, four jobs
@@ -66,9 +72,9 @@ def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
     dtb.write_bytes(b"\xd0\x0d\xfe\xed")
     target = lava.Target("bcm2711-rpi-4-b", ("rpi4-01",), dtb)
     target.check()
-    job = lava.block_job(_block(tmp_path), target,
+    job = lava.block_job(_block(tmp_path, arch="arm64"), target,
                          lava.Artifacts(tmp_path / "art", "http://h/a"),
-                         _ramdisk(tmp_path), "arm64", "ttyAMA0")
+                         _ramdisk(tmp_path))
     lava.validate(job)
     deploy = job["actions"][0]["deploy"]
     assert deploy["to"] == "tftp" and deploy["ramdisk"]["header"] == "u-boot"
@@ -82,10 +88,24 @@ def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
 def test_lava_schema_refuses_a_broken_job(tmp_path):
     job = lava.block_job(_block(tmp_path), lava.Target(),
                          lava.Artifacts(tmp_path / "art", "http://h"),
-                         _ramdisk(tmp_path), "x86_64", "ttyS0")
+                         _ramdisk(tmp_path))
     del job["actions"][2]["test"]["monitors"][0]["end"]
     with pytest.raises(lava.LavaError, match="LAVA refuses job"):
         lava.validate(job)
+
+
+def test_an_arm64_qemu_job_names_its_machine_and_cpu(tmp_path):
+    job = lava.block_job(_block(tmp_path, arch="arm64"), lava.Target(),
+                         lava.Artifacts(tmp_path / "art", "http://h"),
+                         _ramdisk(tmp_path))
+    lava.validate(job)
+    ctx = job["context"]
+    assert ctx["arch"] == "arm64" and ctx["cpu"] == "max"
+    assert ctx["machine"] == "virt,gic-version=3,acpi=off"
+    assert not any(o.startswith(("-cpu", "-machine"))
+                   for o in ctx["extra_options"])
+    kernel = job["actions"][0]["deploy"]["images"]["kernel"]
+    assert "console=ttyAMA0" in kernel["image_arg"]
 
 
 def test_bad_targets_are_named():
@@ -242,7 +262,7 @@ def test_collect_refuses_logs_it_cannot_place(exported, tmp_path):
     swapped = tmp_path / "swapped.log"
     swapped.write_text(_log([("pageout/patched-000", ["x"]),
                              ("pageout/vanilla-000", ["y"])]))
-    with pytest.raises(errors.UsageError, match="boot 1 is pageout/patched-000, job pageout-0 has pageout/vanilla-000"):
+    with pytest.raises(errors.UsageError, match="job pageout-0: its boot 1 is pageout/patched-000, the job has pageout/vanilla-000 there"):
         jobs.collect(exported, [swapped])
     empty = tmp_path / "empty.log"
     empty.write_text("nothing\n")

@@ -1,0 +1,200 @@
+"""LAVA's own dispatcher on this machine: `lava-run` for `--executor
+lava-local` and for checking a job against a device (`--validate`).
+
+Set up on first use, without touching the host's QEMU or Python: Debian
+bookworm's lava-common, lava-dispatcher and lava-dispatcher-host packages
+(and lava-server, for its device-type templates only) are unpacked into
+foliolab's cache with `apt-get download` and `dpkg-deb -x`, and their
+Python dependencies are installed from PyPI into a virtualenv of their own
+there, pinned to the versions bookworm ships. `apt-get install
+lava-dispatcher` would instead pull about 150 packages, upgrades of
+systemd and perl among them.
+
+lava-run refuses to run unless root, and keeps each job's downloads under
+/var/lib/lava/dispatcher/tmp/JOB (it removes them when the job ends).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab.lava import LAVA_VERSION, LavaError
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+PACKAGES = ("lava-common", "lava-dispatcher", "lava-dispatcher-host",
+            "lava-server")
+# lava-dispatcher's Depends, from PyPI at bookworm's versions (netifaces
+# as netifaces-plus, which has wheels; python-magic uses the host's
+# libmagic1, which `file` brings)
+REQUIREMENTS = ("configobj==5.0.8", "jinja2==3.1.2", "netifaces-plus==0.12.5",
+                "pexpect==4.8.0", "python-magic==0.4.26", "pytz==2022.7.1",
+                "pyudev==0.24.0", "pyyaml==6.0.2", "requests==2.28.1",
+                "setproctitle==1.3.1", "voluptuous==0.13.1")
+# lava-dispatcher 2023.01 imports guestfs at module level, but only its
+# disk-image overlays call it; foliolab's jobs never do. The real module
+# is a C binding of libguestfs (Debian's python3-guestfs and its ~100
+# dependencies), so a module that fails loudly if it is ever used stands in.
+GUESTFS_STAND_IN = '''"""Stand-in for libguestfs's Python binding (foliolab's LAVA
+dispatcher never builds disk images)."""
+
+
+def __getattr__(name):
+    raise ImportError("guestfs is not installed in foliolab's LAVA "
+                      "dispatcher: jobs that build disk images need "
+                      "Debian's python3-guestfs")
+'''
+
+# Renders a device dictionary (a Jinja2 template extending a device type)
+# into the device YAML lava-run reads, with the job's context as its
+# variables, as a LAVA server does when it schedules a job.
+_RENDER = """
+import json, sys, jinja2
+req = json.load(sys.stdin)
+env = jinja2.Environment(loader=jinja2.FileSystemLoader(req["templates"]),
+                         autoescape=False, trim_blocks=True)
+sys.stdout.write(env.from_string(req["dictionary"]).render(**req["context"]))
+"""
+
+
+@dataclass(frozen=True)
+class Dispatcher:
+    root: Path          # the unpacked packages
+    venv: Path
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def lava_run(self) -> Path:
+        return self.root / "usr" / "bin" / "lava-run"
+
+    @property
+    def templates(self) -> Path:
+        return self.root / "usr" / "share" / "lava-server" / "device-types"
+
+    def environ(self) -> dict[str, str]:
+        paths = [self.root / "usr" / "lib" / "python3" / "dist-packages",
+                 self.root / "stand-ins"]
+        return {**os.environ,
+                "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
+
+    def device(self, dictionary: str, context: dict) -> str:
+        """The device YAML for ``dictionary`` and a job's ``context``."""
+        cp = subprocess.run(
+            [str(self.python), "-c", _RENDER], capture_output=True, text=True,
+            input=json.dumps({"templates": str(self.templates),
+                              "dictionary": dictionary, "context": context}))
+        if cp.returncode:
+            raise LavaError("cannot render the LAVA device dictionary: "
+                            + (cp.stderr.strip().splitlines() or ["?"])[-1],
+                            hint="a foliolab bug: please report it")
+        return cp.stdout
+
+    def run(self, job: Path, device: Path, log_path: Path, job_id: str,
+            timeout: float, validate: bool = False) -> int:
+        """lava-run ``job`` on ``device``; its log (one JSON record per
+        line) goes to ``log_path``. Returns lava-run's exit code."""
+        if os.geteuid() != 0:
+            raise LavaError("LAVA's lava-run refuses to run unless root",
+                            hint="run foliolab as root for --executor "
+                                 "lava-local, or `foliolab jobs export` the "
+                                 "jobs and run them on a LAVA worker")
+        work = log_path.parent / f".lava-run-{job_id}"
+        argv = [str(self.python), str(self.lava_run), "--job-id", job_id,
+                "--output-dir", str(work), "--device", str(device)]
+        argv += ["--validate"] if validate else []
+        argv.append(str(job))
+        log.debug("$ %s", " ".join(argv))
+        with open(log_path, "w") as out:
+            try:
+                cp = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL,
+                                    env=self.environ(), timeout=timeout)
+                rc = cp.returncode
+            except subprocess.TimeoutExpired:
+                # lava-run ends its QEMU when it is ended; its log so far
+                # is kept, and the boots after the cut do not run
+                rc = -1
+        shutil.rmtree(work, ignore_errors=True)
+        return rc
+
+
+def _apt_unpack(root: Path) -> None:
+    dl = root / "debs"
+    dl.mkdir(parents=True)
+    want = [f"{p}={LAVA_VERSION}" for p in PACKAGES]
+    _run(["apt-get", "download", "-q", *want], dl,
+         "apt-get needs Debian bookworm's sources (run apt-get update)")
+    for deb in sorted(dl.glob("*.deb")):
+        _run(["dpkg-deb", "-x", str(deb), str(root)], root, "")
+    shutil.rmtree(dl)
+    stand_ins = root / "stand-ins"
+    stand_ins.mkdir()
+    (stand_ins / "guestfs.py").write_text(GUESTFS_STAND_IN)
+
+
+def _venv(venv: Path) -> None:
+    _run([sys.executable, "-m", "venv", str(venv)], venv.parent,
+         "the host's Python needs its venv module (apt-get install "
+         "python3-venv)")
+    _run([str(venv / "bin" / "pip"), "install", "-q",
+          "--disable-pip-version-check", *REQUIREMENTS], venv.parent,
+         "pip needs PyPI")
+
+
+def _run(argv: list[str], cwd: Path, hint: str) -> None:
+    try:
+        subprocess.run(argv, cwd=cwd, check=True, capture_output=True,
+                       text=True)
+    except (subprocess.CalledProcessError, OSError) as e:
+        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
+        raise LavaError(f"setting up LAVA's dispatcher: {argv[0]} failed: "
+                        f"{(detail or ['?'])[-1]}", hint=hint) from e
+
+
+def dispatcher() -> Dispatcher:
+    """LAVA's dispatcher in foliolab's cache, set up on first use."""
+    base = cache_root() / "lava" / LAVA_VERSION / "dispatcher"
+    d = Dispatcher(base / "root", base / "venv")
+    ready = base / "ready"
+    if ready.exists():
+        return d
+    t0 = time.monotonic()
+    log.info("setting up LAVA's dispatcher %s in %s (once)", LAVA_VERSION,
+             base)
+    tmp = base.with_name(base.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _apt_unpack(tmp / "root")
+    shutil.rmtree(base, ignore_errors=True)
+    tmp.rename(base)
+    # a venv cannot move: it is made in its final place
+    _venv(d.venv)
+    cp = subprocess.run([str(d.python), str(d.lava_run), "--help"],
+                        capture_output=True, text=True, env=d.environ())
+    if cp.returncode:
+        raise LavaError("LAVA's dispatcher does not start: "
+                        + (cp.stderr.strip().splitlines() or ["?"])[-1],
+                        hint=f"remove {base} and try again")
+    ready.write_text(f"{time.monotonic() - t0:.1f} s\n")
+    return d
+
+
+def qemu_device(d: Dispatcher, context: dict, kvm: bool) -> str:
+    """The device YAML of a QEMU device on this machine for a job's
+    ``context``; without KVM the template must not add -enable-kvm."""
+    dictionary = "{% extends 'qemu.jinja2' %}"
+    if not kvm:
+        dictionary += "{% set no_kvm = True %}"
+    return d.device(dictionary, context)

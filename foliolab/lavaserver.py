@@ -1,0 +1,133 @@
+"""A LAVA server, as `--executor lava` uses it: submit jobs, wait for them,
+fetch their logs, cancel what is no longer wanted. LAVA's REST API v0.2
+(the one lava-server 2023.01 serves, and lavacli uses), through urllib.
+
+The token comes from $LAVA_TOKEN, else from lavacli's configuration
+(~/.config/lavacli.yaml: an identity with ``uri``, ``username``, ``token``),
+so a lab user's existing lavacli setup is enough. The server is asked
+about unfinished jobs at most once per poll interval (30 s by default):
+a lab's scheduler has other users.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import __version__
+from foliolab.errors import UsageError
+from foliolab.lava import LavaError
+
+log = logging.getLogger("foliolab")
+
+POLL_SECONDS = 30.0
+LAVACLI_CONFIG = Path("~/.config/lavacli.yaml")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    url: str            # the server's root, e.g. https://lava.example.org
+    token: str = ""
+    username: str = ""
+
+
+def credentials(url: str, identity: str = "default") -> Credentials:
+    """The server and token to use: ``url`` (``--lava-url``) or lavacli's
+    identity's URI; $LAVA_TOKEN or the identity's token."""
+    ident: dict = {}
+    path = LAVACLI_CONFIG.expanduser()
+    if path.is_file():
+        import yaml
+        try:
+            conf = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise UsageError(f"{path}: not YAML ({e})") from e
+        ident = conf.get(identity) or {}
+    uri = url or ident.get("uri", "")
+    if not uri:
+        raise UsageError("--executor lava needs a LAVA server",
+                         hint="give --lava-url https://LAB, or a lavacli "
+                              f"identity {identity!r} in {path}")
+    root = uri.rstrip("/")
+    if root.endswith("/RPC2"):          # lavacli keeps the XML-RPC endpoint
+        root = root[:-len("/RPC2")]
+    if not root.startswith(("http://", "https://")):
+        raise UsageError(f"--lava-url {uri!r} is not an http(s) URL",
+                         hint="e.g. https://lava.example.org")
+    token = os.environ.get("LAVA_TOKEN", "") or ident.get("token", "")
+    return Credentials(root, token, ident.get("username", ""))
+
+
+class Server:
+    def __init__(self, creds: Credentials, poll: float = POLL_SECONDS):
+        self.creds = creds
+        self.poll = poll
+
+    def _call(self, method: str, path: str, body: dict | None = None,
+              text: bool = False):
+        url = f"{self.creds.url}/api/v0.2/{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("User-Agent", f"foliolab/{__version__}")
+        req.add_header("Accept", "application/json" if not text else "*/*")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.creds.token:
+            req.add_header("Authorization", f"Token {self.creds.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")
+            try:
+                detail = json.loads(detail).get("message", detail)
+            except (ValueError, AttributeError):
+                pass
+            hint = ("check the token ($LAVA_TOKEN or lavacli's config)"
+                    if e.code in (401, 403) else "see the server's message")
+            raise LavaError(f"LAVA server {method} {url}: HTTP {e.code}: "
+                            f"{str(detail).strip()[:300]}", hint=hint) from e
+        except (urllib.error.URLError, OSError) as e:
+            raise LavaError(f"LAVA server {url} unreachable: {e}",
+                            hint="check --lava-url and the network") from e
+        return raw.decode(errors="replace") if text else json.loads(raw)
+
+    def submit(self, definition: str) -> int:
+        """Submit a job's YAML; its id."""
+        reply = self._call("POST", "jobs/", {"definition": definition})
+        ids = reply.get("job_ids") or []
+        if len(ids) != 1:
+            raise LavaError(f"LAVA server answered a submission with job ids "
+                            f"{ids!r}", hint="a foliolab job is one job, "
+                                             "not a multinode one")
+        return int(ids[0])
+
+    def job(self, job_id: int) -> dict:
+        return self._call("GET", f"jobs/{job_id}/")
+
+    def log(self, job_id: int) -> str:
+        """The job's log as the server keeps it (YAML, one record per
+        line)."""
+        return self._call("GET", f"jobs/{job_id}/logs/", text=True)
+
+    def cancel(self, job_id: int) -> None:
+        self._call("GET", f"jobs/{job_id}/cancel/")
+
+    def wait(self, job_ids: list[int]) -> Iterator[tuple[int, dict]]:
+        """Each job (with its state) as it finishes, polling politely."""
+        left = list(job_ids)
+        while left:
+            for job_id in list(left):
+                state = self.job(job_id)
+                if state.get("state") == "Finished":
+                    left.remove(job_id)
+                    yield job_id, state
+            if left:
+                time.sleep(self.poll)
