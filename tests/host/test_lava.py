@@ -268,3 +268,290 @@ def test_collect_refuses_logs_it_cannot_place(exported, tmp_path):
     empty.write_text("nothing\n")
     with pytest.raises(errors.UsageError, match="no boot of a foliolab job"):
         jobs.collect(exported, [empty])
+
+
+def test_lava_run_output_and_a_server_log_read_alike():
+    """lava-run writes one JSON object per line; a server's log download
+    has the same objects as YAML list items. Both give the console, and
+    LAVA's own lines (which quote the monitor's patterns, "Kernel panic"
+    among them) never count as console."""
+    served = _log([("pageout/a-000", ["[    1.0] Run /init as init process"])])
+    served = served.replace('"case": "job", "result": "pass"',
+                            '"case": "job", "result": "fail", "error_type": '
+                            '"Test", "error_msg": "lava-test-monitor timed '
+                            'out after 60 seconds"')
+    served = ('- {"dt": "x", "lvl": "info", "msg": "Waiting for start '
+              'message: Run /init as init process|Kernel panic - not '
+              'syncing"}\n') + served
+    local = "".join(line[2:] + "\n" for line in served.splitlines())
+    for text in (served, local):
+        lines = [x.text for x in lava.console_lines(text)]
+        assert len(lines) == 3 and "Kernel panic" not in "".join(lines)
+        assert lava.job_outcome(text) == (
+            "Test: lava-test-monitor timed out after 60 seconds")
+    assert lava.job_outcome("plain console\n").startswith("the log has no")
+
+
+# --- a LAVA server, stood in for by a local HTTP server ---------------------
+
+class FakeLab:
+    """LAVA's REST API v0.2 as far as foliolab uses it: jobs finish after
+    ``polls`` state queries (never, for ids in ``stuck``); a job's log
+    shows each of its boots running ``records``."""
+
+    def __init__(self, records: str, polls: int = 1, stuck=()):
+        self.records, self.polls, self.stuck = records, polls, set(stuck)
+        self.jobs: dict[int, dict] = {}
+        self.asked: dict[int, int] = {}
+        self.calls: list[str] = []
+        self.cancelled: list[int] = []
+
+    def handle(self, method, path, body, auth):
+        import yaml
+        self.calls.append(f"{method} {path}")
+        if auth != "Token s3cret":
+            return 401, {"detail": "Invalid token."}
+        parts = path.strip("/").split("/")[2:]      # after api/v0.2
+        if method == "POST" and parts == ["jobs"]:
+            job_id = len(self.jobs) + 1
+            self.jobs[job_id] = yaml.safe_load(body["definition"])
+            return 201, {"message": "job(s) successfully submitted",
+                         "job_ids": [job_id]}
+        job_id = int(parts[1])
+        if len(parts) == 2:
+            self.asked[job_id] = self.asked.get(job_id, 0) + 1
+            done = (job_id not in self.stuck
+                    and self.asked[job_id] > self.polls)
+            return 200, {"id": job_id, "actual_device": "qemu-01",
+                         "state": "Finished" if done else "Running",
+                         "health": "Complete" if done else "Unknown"}
+        if parts[2] == "cancel":
+            self.cancelled.append(job_id)
+            return 200, {}
+        ids = self.jobs[job_id]["metadata"]["foliolab.boots"].split(",")
+        return 200, _log([(i, ["[    1.0] Run /init as init process",
+                               *_framed(self.records, i)]) for i in ids])
+
+
+@pytest.fixture
+def lab(data):
+    import http.server
+    import threading
+    lab = FakeLab((data / "pageout-results.txt").read_text())
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _reply(self, method):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(n)) if n else None
+            code, reply = lab.handle(method, self.path, body,
+                                     self.headers.get("Authorization"))
+            raw = (reply if isinstance(reply, str)
+                   else json.dumps(reply)).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_GET(self):
+            self._reply("GET")
+
+        def do_POST(self):
+            self._reply("POST")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    lab.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield lab
+    server.shutdown()
+
+
+def _lab_run(tmp_path, lab, runs=2, **server_kw):
+    from foliolab import executor, lavaserver, run
+    from foliolab.boot import BootSpec
+    kernels = {}
+    for n in ("vanilla", "patched"):
+        (tmp_path / n).mkdir(exist_ok=True)
+        (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
+        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
+                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+    out = tmp_path / "run"
+    server = lavaserver.Server(lavaserver.Credentials(lab.url, "s3cret"),
+                               poll=0.01)
+    ex = executor.LavaServerExecutor(
+        _ramdisk(tmp_path), out, lava.Target(tags=("qemu-01",)), server,
+        tmp_path / "served", "http://files.example/run")
+    spec = BootSpec(get_arch("x86_64"), kernels["vanilla"].image,
+                    console_results=True)
+    return run.RunRequest([WORKLOADS["pageout"]], {}, runs, kernels,
+                          _ramdisk(tmp_path), spec, out, executor=ex)
+
+
+def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
+        tmp_path, lab, data):
+    from foliolab import run
+    req = _lab_run(tmp_path, lab, runs=4)
+    res = run.run_workloads(req)
+    # two ABBA blocks, both submitted before anything is waited for
+    assert [c.split()[0] for c in lab.calls[:2]] == ["POST", "POST"]
+    assert len(lab.jobs) == 2 and not res.failures
+    for job in lab.jobs.values():
+        lava.validate(job)
+        assert job["tags"] == ["qemu-01"]
+        kernel = job["actions"][0]["deploy"]["images"]["kernel"]
+        assert kernel["url"].startswith("http://files.example/run/")
+        name = kernel["url"].rsplit("/", 1)[1]
+        assert (tmp_path / "served" / name).is_file()
+    w = WORKLOADS["pageout"]
+    records = (data / "pageout-results.txt").read_text()
+    direct = w.derive(parse.parse_records(records.splitlines()).samples[0],
+                      w.resolve({}))
+    assert len(res.samples) == 8
+    assert all(s.valid and s.values == direct.values for s in res.samples)
+    journal = (req.out / "lava" / "jobs.jsonl").read_text().splitlines()
+    assert {json.loads(x).get("health") for x in journal} == {
+        None, "Complete"}
+    assert (req.out / "lava" / "logs" / "pageout-0.log").is_file()
+
+
+def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
+    lab.stuck = {2}
+    req = _lab_run(tmp_path, lab, runs=4)
+    from foliolab.boot import BlockRequest
+    from foliolab import run
+    boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
+    blocks = []
+    result = run.RunResult()
+    for i, group in enumerate(run.blocks(boots, 2)):
+        blocks.append(BlockRequest(f"pageout-{i}", "pageout", tuple(
+            run._request(req, b, result) for b in group)))
+    gen = req.executor.run(blocks)
+    block, results = next(gen)
+    assert block.name == "pageout-0" and all(r.clean for r in results)
+    gen.close()             # e.g. Ctrl-C while waiting for job 2
+    assert lab.cancelled == [2]
+
+
+def test_a_lab_that_refuses_the_token_is_named(tmp_path, lab):
+    from foliolab import lavaserver
+    server = lavaserver.Server(lavaserver.Credentials(lab.url, "wrong"))
+    with pytest.raises(lava.LavaError, match="HTTP 401.*Invalid token.*"
+                                             "check the token"):
+        server.submit("job_name: x\n")
+
+
+def test_credentials_come_from_lavacli_or_the_environment(tmp_path,
+                                                          monkeypatch):
+    from foliolab import lavaserver
+    conf = tmp_path / "lavacli.yaml"
+    conf.write_text("default:\n  uri: https://lava.example.org/RPC2\n"
+                    "  username: me\n  token: t0k\nother:\n"
+                    "  uri: http://x\n")
+    monkeypatch.setattr(lavaserver, "LAVACLI_CONFIG", conf)
+    monkeypatch.delenv("LAVA_TOKEN", raising=False)
+    c = lavaserver.credentials("")
+    assert (c.url, c.token, c.username) == ("https://lava.example.org",
+                                            "t0k", "me")
+    monkeypatch.setenv("LAVA_TOKEN", "env")
+    assert lavaserver.credentials("https://lab/").token == "env"
+    assert lavaserver.credentials("", "other").url == "http://x"
+    with pytest.raises(errors.UsageError, match="needs a LAVA server"):
+        lavaserver.credentials("", "nobody")
+    with pytest.raises(errors.UsageError, match="not an http"):
+        lavaserver.credentials("lab.example.org")
+
+
+# --- LAVA's dispatcher on this machine ----------------------------------------
+
+needs_root = pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="LAVA's lava-run refuses to run unless root")
+
+
+@needs_root
+def test_the_board_job_passes_lava_run_validate(tmp_path):
+    """The arm64 u-boot job of a block, checked by LAVA's dispatcher
+    against a bcm2711-rpi-4-b device (the board tools a worker has --
+    mkimage, udevadm, in.tftpd, telnet -- stubbed on PATH, and tftpd-hpa's
+    /etc/default file given in a private mount namespace); a job the
+    device cannot run fails the same check."""
+    import os
+    from foliolab import lavalocal
+    d = lavalocal.dispatcher()
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for tool in ("mkimage", "udevadm", "in.tftpd", "telnet"):
+        (stubs / tool).write_text("#!/bin/sh\nexit 0\n")
+        (stubs / tool).chmod(0o755)
+    etc_default = tmp_path / "etc-default"
+    shutil.copytree("/etc/default", etc_default, symlinks=True)
+    (etc_default / "tftpd-hpa").write_text(
+        f'TFTP_DIRECTORY="{tmp_path / "tftp"}"\n')
+    (tmp_path / "tftp").mkdir()
+    dtb = tmp_path / "bcm2711-rpi-4-b.dtb"
+    dtb.write_bytes(b"\xd0\x0d\xfe\xed")
+    store = lava.Artifacts(tmp_path / "art", (tmp_path / "art").as_uri())
+    job = lava.block_job(_block(tmp_path, arch="arm64"),
+                         lava.Target("bcm2711-rpi-4-b", dtb=dtb), store,
+                         _ramdisk(tmp_path))
+    device = tmp_path / "device.yaml"
+    device.write_text(d.device(
+        "{% extends 'bcm2711-rpi-4-b.jinja2' %}"
+        "{% set connection_command = 'telnet localhost 7000' %}"
+        "{% set power_on_command = 'true' %}"
+        "{% set power_off_command = 'true' %}"
+        "{% set hard_reset_command = 'true' %}", job["context"]))
+
+    def validate(job, name):
+        path = tmp_path / f"{name}.yaml"
+        lava.write_job(path, job)
+        env = {**d.environ(), "PATH": f"{stubs}:{os.environ['PATH']}"}
+        cp = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             f'mount --bind "{etc_default}" /etc/default && exec "$@"',
+             "sh", str(d.python), str(d.lava_run), "--job-id", "1",
+             "--output-dir", str(tmp_path / "o"), "--device", str(device),
+             "--validate", str(path)],
+            capture_output=True, text=True, env=env, timeout=120)
+        return cp.returncode, cp.stdout + cp.stderr
+
+    rc, text = validate(job, "board")
+    assert rc == 0, text[-2000:]
+    assert '"case": "validate", "definition": "lava", "result": "pass"' in text
+    for action in job["actions"]:
+        if "boot" in action:
+            action["boot"]["commands"] = "no-such-commands"
+    rc, text = validate(job, "broken")
+    assert rc != 0 and '"result": "fail"' in text
+
+
+def test_a_lava_block_is_two_rounds_of_one_workload():
+    from foliolab import run
+    w = [WORKLOADS["pageout"], WORKLOADS["ksm-rmap"]]
+    boots = run.plan(w, {}, ("a", "b"), 5, 1, counted=False)
+    sizes = [(g[0].workload.name, "".join(b.kernel for b in g))
+             for g in run.blocks(boots, 2)]
+    assert sizes == [("pageout", "abba"), ("pageout", "abba"),
+                     ("pageout", "ab"), ("ksm-rmap", "abba"),
+                     ("ksm-rmap", "abba"), ("ksm-rmap", "ab")]
+    assert [len(g) for g in run.blocks(boots, 0)] == [1] * 20
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--executor", "lava-local", "--count", "--accel", "tcg"],
+     "--count needs foliolab's QEMU plugin"),
+    (["--executor", "lava-local", "--lava-device-type", "bcm2711-rpi-4-b",
+      "--lava-dtb", "/etc/hostname"], "runs LAVA's qemu device type"),
+    (["--executor", "lava", "--lava-device-type", "bcm2711-rpi-4-b"],
+     "boots with a device tree"),
+])
+def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
+                                                   capsys):
+    rc = cli.main(["compare", "--patches", "none", "--workloads", "pageout",
+                   "--runs", "2", "--out", str(tmp_path / "o"), *argv])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -225,3 +225,37 @@ def test_records_on_the_console_give_the_same_samples(tmp_path):
     assert "@@=begin" in console and "@@=end" in console
     assert "@@ exit 0" in (boot / "results.txt").read_text()
     assert load(out)["environment"]["records_on"] == "console"
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0,
+                    reason="LAVA's lava-run refuses to run unless root")
+def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
+    """One ABBA block as a LAVA job run by LAVA's dispatcher here, and the
+    same boots by foliolab's QEMU: the samples agree in count, validity
+    and metric set, and the report has the same rows."""
+    from foliolab import derive
+    runs = {}
+    for executor in ("lava-local", "qemu"):
+        out = tmp_path / executor
+        argv = ["compare", *SMALL, "--runs", "2", "--executor", executor,
+                "--out", str(out)]
+        assert cli.main(argv) == 0
+        runs[executor] = out
+    lava_samples = derive.load_samples(runs["lava-local"])
+    qemu_samples = derive.load_samples(runs["qemu"])
+    assert len(lava_samples) == len(qemu_samples) == 4
+    assert all(s.valid for s in lava_samples + qemu_samples)
+
+    def shape(samples):
+        return sorted((s.variant, s.run, tuple(sorted(s.values)))
+                      for s in samples)
+    assert shape(lava_samples) == shape(qemu_samples)
+    rows = {ex: sorted((r["workload"], r["metric"])
+                       for r in load(out)["summary"])
+            for ex, out in runs.items()}
+    assert rows["lava-local"] == rows["qemu"]
+    env = load(runs["lava-local"])["environment"]
+    assert env["executor"]["kind"] == "lava-local"
+    assert env["records_on"] == "console"
+    (job,) = (runs["lava-local"] / "lava" / "jobs").glob("pageout-0.yaml")
+    assert (runs["lava-local"] / "lava" / "logs" / "pageout-0.log").is_file()
