@@ -133,6 +133,12 @@ def dry_run(req: CompareRequest) -> str:
     specs = kernel_specs(req)
     lines = [f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
              f"config {req.config}, arch {arch.name}"]
+    if req.executor.is_lava:
+        lines.append(f"# executor {req.executor}: each workload's two "
+                     "rounds are one LAVA job (device type "
+                     f"{req.lava.target.device_type}); the QEMU lines below "
+                     "are what the qemu executor would run for the same "
+                     "boots")
     images = {}
     for k in specs:
         if k.kind is kernels_mod.SpecKind.IMAGE:

@@ -897,22 +897,53 @@ static void test_straddle_pmd(void)
 	ktap_result(ok, name);
 }
 
+/* How many of the 16-page folios at @buf went to swap whole. */
+static size_t folios_swapped_whole(const char *buf, size_t npages)
+{
+	size_t whole = 0;
+
+	for (size_t f = 0; f + 16 <= npages; f += 16) {
+		uint64_t off0 = 0;
+		int ok = 1;
+
+		for (size_t i = 0; ok && i < 16; i++) {
+			uint64_t ent = pagemap_entry(buf + (f + i) * PAGE_SIZE);
+			uint64_t off = (ent & PM_SWAP_OFFSET_MASK) >> 5;
+
+			if (i == 0)
+				off0 = off;
+			ok = (ent & PM_SWAP) && off == off0 + i && !(off0 % 16);
+		}
+		whole += ok;
+	}
+	return whole;
+}
+
 /*
  * swapoff and swapon in a loop in one process while another pages 64K
  * folios out and reads them back in a loop: a swap entry that a batch
  * takes while swapoff runs must either be brought back by swapoff or fail
- * cleanly, and every page must read back its own data every round. A third
- * process holds a range that it pages out every round and reads only at
- * the end, after the last swapoff: each swapoff must find that process's
- * batched swap PTEs and bring them back itself, or it cannot finish (it
- * retries until the test's time limit). The helpers are forked before
- * anything is mapped, so no folio here is shared (MADV_PAGEOUT leaves
- * shared folios alone), and the holder's only swapped memory is its range.
+ * cleanly, and every page must read back its own data every round.
+ *
+ * A third process, the holder, pages its range out once, before the loop
+ * starts, while swap is on and writable, so its 64K folios go to swap
+ * whole, each by one batch; then it never touches the range until the end.
+ * (Paging out while swapoff runs would split the folios, since swap is
+ * not writable then, and a split folio goes by the single-page path.) The
+ * first swapoff can only finish by finding the holder's batched swap PTEs
+ * through swapoff's list of mms with swap: an mm a batch left off that
+ * list keeps swapoff retrying forever. So every swapoff must finish within
+ * a minute, and once the loop has run none of the holder's pages may be
+ * left on swap. The helpers are forked before anything is mapped, so no
+ * folio here is shared (MADV_PAGEOUT leaves shared folios alone).
  */
 static void test_swapoff_during_pageout(void)
 {
 	const char *name = "swapoff_swapon_loop_against_pageout_loop";
-	int rounds = 0, swapping_rounds = 0, st, ok = 1;
+	int rounds = 0, swapping_rounds = 0, st, ok = 1, waited;
+	/* 0: stop, 1: holder may read, 2: holder's pages out, 3: longest
+	 * swapoff (s), 4: holder's folios that went out whole, 5: swapoffs,
+	 * 6: the holder has paged out */
 	volatile int *flag = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t looper, holder;
@@ -921,48 +952,56 @@ static void test_swapoff_during_pageout(void)
 	if (flag == MAP_FAILED)
 		die("mmap");
 	folio_size(64);
+	holder = fork();
+	if (holder == 0) {
+		char *cold = map_aligned(SIZE, PMD_SIZE);
+		int bad;
+
+		fill_pages(cold, NPAGES, 82);
+		madvise(cold, SIZE, MADV_PAGEOUT);
+		flag[2] = count_swapped(cold, NPAGES);
+		flag[4] = folios_swapped_whole(cold, NPAGES);
+		flag[6] = 1;
+		while (!flag[1])
+			usleep(10000);
+		/* every swapoff since brought all of them back */
+		bad = flag[5] && count_swapped(cold, NPAGES);
+		if (bad)
+			ktap_diag("%s: %zu of the holder's pages still on swap "
+				  "after %d swapoffs", name,
+				  count_swapped(cold, NPAGES), flag[5]);
+		_exit(verify_pages(cold, NPAGES, 82) || bad ? 1 : 0);
+	}
+	while (!flag[6] && waitpid(holder, &st, WNOHANG) == 0)
+		usleep(10000);
 	looper = fork();
 	if (looper == 0) {
 		int fails = 0;
 
+		/* its own group, so that a stuck swapoff can be killed */
+		setpgid(0, 0);
 		while (!flag[0]) {
 			time_t t0 = time(NULL);
+			int off = !system("swapoff /dev/zram0");
 
-			fails += !!system("swapoff /dev/zram0");
+			fails += !off;
+			flag[5] += off;
 			if (time(NULL) - t0 > flag[3])
 				flag[3] = time(NULL) - t0;
 			fails += !!system("swapon /dev/zram0");
 		}
 		_exit(fails ? 1 : 0);
 	}
-	holder = fork();
-	if (holder == 0) {
-		char *cold = map_aligned(SIZE, PMD_SIZE);
-
-		fill_pages(cold, NPAGES, 82);
-		while (!flag[0]) {
-			size_t n;
-
-			madvise(cold, SIZE, MADV_PAGEOUT);
-			n = count_swapped(cold, NPAGES);
-			if ((int)n > flag[2])
-				flag[2] = n;
-			usleep(20000);
-		}
-		while (!flag[1])
-			usleep(10000);
-		_exit(verify_pages(cold, NPAGES, 82) ? 1 : 0);
-	}
 	buf = map_aligned(SIZE, PMD_SIZE);
 	fill_pages(buf, NPAGES, 81);
 	/*
-	 * 8 s, and on a slow kernel (KASAN) longer, up to 2 min, until the
-	 * holder and this loop have both had pages swapped out: swapoff
-	 * keeps the swap device unwritable for most of the time.
+	 * 8 s, and on a slow kernel (KASAN) longer, up to 2 min, until this
+	 * loop has had pages swapped out: swapoff keeps the swap device
+	 * unwritable for most of the time.
 	 */
 	for (time_t start = time(NULL);
 	     time(NULL) < start + 8 ||
-	     ((!flag[2] || !swapping_rounds) && time(NULL) < start + 120);
+	     (!swapping_rounds && time(NULL) < start + 120);
 	     rounds++) {
 		madvise(buf, SIZE, MADV_PAGEOUT);
 		swapping_rounds += count_swapped(buf, NPAGES) > 0;
@@ -972,15 +1011,27 @@ static void test_swapoff_during_pageout(void)
 		}
 	}
 	flag[0] = 1;
-	waitpid(looper, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+	for (waited = 0; waitpid(looper, &st, WNOHANG) == 0; waited++) {
+		if (waited == 600) {
+			ktap_diag("%s: swapoff has not finished in 60 s: swap "
+				  "entries it cannot find (an mm with swap "
+				  "missing from swapoff's list?)", name);
+			kill(-looper, SIGKILL);
+			waitpid(looper, &st, 0);
+			ok = 0;
+			break;
+		}
+		usleep(100000);
+	}
+	if (ok && (!WIFEXITED(st) || WEXITSTATUS(st))) {
 		ktap_diag("%s: a swapoff or swapon failed", name);
 		ok = 0;
 	}
 	flag[1] = 1;
 	waitpid(holder, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		ktap_diag("%s: the holder's pages read back wrong", name);
+		ktap_diag("%s: the holder's pages read back wrong or stayed "
+			  "on swap", name);
 		ok = 0;
 	}
 	if (system("grep -q zram0 /proc/swaps || swapon /dev/zram0")) {
@@ -988,11 +1039,10 @@ static void test_swapoff_during_pageout(void)
 		ok = 0;
 	}
 	ktap_diag("%s: %d pageout rounds, %d of them swapped pages out; the "
-		  "holder had up to %d pages out; longest swapoff %d s", name,
-		  rounds, swapping_rounds, flag[2], flag[3]);
-	if (!flag[2])
-		ok = 0;
-	if (!swapping_rounds)
+		  "holder had %d pages out, %d folios whole; %d swapoffs, the "
+		  "longest %d s", name, rounds, swapping_rounds, flag[2],
+		  flag[4], flag[5], flag[3]);
+	if (!flag[4] || !flag[5] || !swapping_rounds)
 		ok = 0;
 	ok = all_verified(buf, NPAGES, 81, name) && ok;
 	munmap(buf, SIZE);
