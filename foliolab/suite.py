@@ -84,14 +84,36 @@ NOT_BUILT = {"arm64": ("soft-dirty",)}
 GUEST_TESTS_DIR = PROJECT_ROOT / "tests" / "guest"
 
 
-def guest_tests() -> dict[str, tuple[str, ...]]:
+def guest_tests() -> dict[str, dict[str, int]]:
     """Each guest test program (tests/guest/NAME.c) and the cases it declares
-    with FL_TEST(); a program without cases (stress) maps to ()."""
+    with FL_TEST(), each with its time limit in seconds; a program without
+    cases (stress) maps to {}."""
     tests = {}
     for src in sorted(GUEST_TESTS_DIR.glob("*.c")):
-        tests[src.stem] = tuple(re.findall(
-            r"^FL_TEST\(\s*\w+\s*,\s*(\w+)\s*,", src.read_text(), re.M))
+        tests[src.stem] = {case: int(secs) for case, secs in re.findall(
+            r"^FL_TEST\(\s*\w+\s*,\s*(\w+)\s*,\s*(\d+)\s*\)",
+            src.read_text(), re.M)}
     return tests
+
+
+# A suite boot's time limit on x86 under TCG: 25 min for the boot with the
+# kselftests here (2026-11-23), of which split_huge_page_test ~17; ~3
+# without. With --only, the selected cases' own limits and this much for
+# booting and setting up (zram, XFS, memcg) instead.
+SUITE_LIMIT = 2700
+ONLY_SETUP_LIMIT = 300
+
+
+def only_limit(only: tuple[str, ...]) -> int:
+    """The time limit of a suite boot that runs just ``only`` (checked):
+    the sum of the selected cases' FL_TEST() limits and setup time, at
+    most the whole suite's (the cases' limits are each a worst case)."""
+    tests = guest_tests()
+    total = ONLY_SETUP_LIMIT
+    for item in only:
+        group, _, case = item.partition(".")
+        total += tests[group][case] if case else sum(tests[group].values())
+    return min(total, SUITE_LIMIT)
 
 
 def check_only(only: tuple[str, ...]) -> None:
@@ -400,6 +422,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     slowdown = KASAN_SLOWDOWN if purpose == "kasan" else 1
     ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
                   kselftests_for(arch, slowdown).items()) if kselftests else ""
+    limit = only_limit(only) if only else SUITE_LIMIT
     boots = []
     for i, lru in enumerate(lru_gens):
         # kselftests once (they test the kernel, not reclaim's LRU choice)
@@ -418,10 +441,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # races likelier, which suits a correctness run.
         spec = boot_mod.BootSpec(arch, kernel.image, accel=accel, vcpus=4,
                                  memory_mb=4096, numa_nodes=2,
-                                 # 25 min for the boot with the
-                                 # kselftests here (2026-11-23), of which
-                                 # split_huge_page_test ~17; ~3 without
-                                 timeout=2700 * arch.tcg_slowdown *
+                                 timeout=limit * arch.tcg_slowdown *
                                  (counting.TIMEOUT_FACTOR if count else 1) *
                                  slowdown * repeat +
                                  2 * stress.total_seconds,

@@ -303,3 +303,21 @@ def test_only_selects_harness_cases_in_the_guest(tmp_path):
     assert sel("anon_swap.a", "ksm") == "-"
     assert sel("anon_swap.a ksm.b anon_swap.c", "anon_swap") == "-t a -t c"
     assert sel("anon_swap.a anon_swap", "anon_swap") == ""
+
+
+def test_an_only_boot_gets_the_limits_of_its_cases():
+    """A --only boot of one case is limited by that case's FL_TEST() limit
+    (and setup), so a hang on a broken kernel costs minutes, not the whole
+    suite's 45."""
+    tests = suite.guest_tests()
+    one = tests["anon_swap"]["swapoff_swapon_loop_against_pageout_loop"]
+    assert one == 300
+    assert suite.only_limit(
+        ("anon_swap.swapoff_swapon_loop_against_pageout_loop",)) == (
+            suite.ONLY_SETUP_LIMIT + 300)
+    two = suite.only_limit(("vmscan", "file_shmem.shmem_uffd_wp_survives_"
+                                      "reclaim"))
+    assert two == min(suite.SUITE_LIMIT, suite.ONLY_SETUP_LIMIT + sum(
+        tests["vmscan"].values()) + tests["file_shmem"][
+            "shmem_uffd_wp_survives_reclaim"])
+    assert suite.only_limit(("anon_swap",)) == suite.SUITE_LIMIT
