@@ -188,11 +188,19 @@ class LavaServerExecutor(_LavaJobs):
                 block = by_id[job_id]
                 log_path = self.out / LOGS_DIR / f"{block.name}.log"
                 log_path.parent.mkdir(parents=True, exist_ok=True)
-                log_path.write_text(self.server.log(job_id))
                 self.journal({"block": block.name, "job_id": job_id,
                               "health": state.get("health"),
                               "device": state.get("actual_device"),
                               "finished": time.time()})
+                try:
+                    log_path.write_text(self.server.log(job_id))
+                except lava.LavaError as e:
+                    # one lost log loses that job's boots, not the run
+                    yield block, [lava.not_run(
+                        b.rundir, f"job {job_id} ({state.get('health')}) "
+                        f"has no log: {e.message}", self.server.creds.url,
+                        self.kind.value) for b in block.boots]
+                    continue
                 yield block, self.results(block, log_path)
         finally:
             for job_id in set(by_id) - done:

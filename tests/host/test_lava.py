@@ -305,6 +305,7 @@ class FakeLab:
         self.asked: dict[int, int] = {}
         self.calls: list[str] = []
         self.cancelled: list[int] = []
+        self.lost: set[int] = set()         # jobs whose log is gone
 
     def handle(self, method, path, body, auth):
         import yaml
@@ -328,6 +329,8 @@ class FakeLab:
         if parts[2] == "cancel":
             self.cancelled.append(job_id)
             return 200, {}
+        if job_id in self.lost:
+            return 404, {"detail": "Not found."}
         ids = self.jobs[job_id]["metadata"]["foliolab.boots"].split(",")
         return 200, _log([(i, ["[    1.0] Run /init as init process",
                                *_framed(self.records, i)]) for i in ids])
@@ -555,3 +558,14 @@ def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
+    from foliolab import run
+    lab.lost = {1}
+    res = run.run_workloads(_lab_run(tmp_path, lab, runs=4))
+    assert len(res.samples) == 8
+    lost = [s for s in res.samples if not s.valid]
+    assert len(lost) == 4 and all(s.run in (0, 1) for s in lost)
+    assert "job 1 (Complete) has no log: LAVA server GET" in lost[0].reasons[0]
+    assert sum(s.valid for s in res.samples) == 4
