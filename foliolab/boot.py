@@ -86,6 +86,16 @@ class BlockRequest:
     boots: tuple[BootRequest, ...]
 
 
+def check_numa(spec: BootSpec) -> None:
+    """The machine's vCPUs and memory must split evenly into its nodes."""
+    n = spec.numa_nodes
+    if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
+        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
+                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
+                        hint="use vCPU and memory counts divisible by the "
+                             "node count")
+
+
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
               results: Path) -> list[str]:
     """The QEMU command line for ``spec`` (pure: no I/O). A counting boot
@@ -103,12 +113,8 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     # One socket per NUMA node: a node boundary inside a package makes the
     # scheduler's topology check WARN at boot. The same options serve
     # arm64's virt machine, which passes them on in its device tree.
+    check_numa(spec)
     n = spec.numa_nodes
-    if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
-        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
-                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
-                        hint="use vCPU and memory counts divisible by the "
-                             "node count")
     argv += ["-smp", f"{spec.vcpus},sockets={n},cores={spec.vcpus // n},"
                      "threads=1", "-m", f"{spec.memory_mb}M"]
     if n > 1:

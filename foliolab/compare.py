@@ -26,8 +26,9 @@ from foliolab.boot import (BootSpec, check_cpu_model, debug_cmdline,
                            probe_kvm)
 from foliolab import lava
 from foliolab.errors import BenchmarkError, FoliolabError, UsageError
-from foliolab.executor import (ExecutorKind, LavaLocalExecutor,
-                               LavaServerExecutor, QemuExecutor)
+from foliolab.executor import (LAVA_ROUNDS_PER_BLOCK, ExecutorKind,
+                               LavaLocalExecutor, LavaServerExecutor,
+                               QemuExecutor)
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run import RunRequest, run_workloads
 from foliolab.workloads import Workload
@@ -221,15 +222,16 @@ def executor_environment(req: CompareRequest) -> dict:
         t = req.lava.target
         env.update(device_type=t.device_type, tags=list(t.tags),
                    lava_version=lava.LAVA_VERSION,
-                   rounds_per_block=LavaLocalExecutor.rounds_per_block)
+                   rounds_per_block=LAVA_ROUNDS_PER_BLOCK)
     if req.executor is ExecutorKind.LAVA:
         env.update(server=req.lava.url or f"lavacli:{req.lava.identity}",
                    artifacts_url=req.lava.artifacts_url)
     return env
 
 
-def check_executor(req: CompareRequest) -> None:
-    """Bad combinations of executor and options, before anything runs."""
+def check_executor(req: CompareRequest, submit: bool = True) -> None:
+    """Bad combinations of executor and options, before anything runs
+    (``submit``: the jobs go to a server now, not only to files)."""
     if not req.executor.is_lava:
         return
     if req.count:
@@ -237,18 +239,32 @@ def check_executor(req: CompareRequest) -> None:
                          f"that runs the guest; --executor {req.executor} "
                          "runs LAVA's", hint="count with --executor qemu")
     req.lava.target.check()
-    if (req.executor is ExecutorKind.LAVA_LOCAL
-            and not req.lava.target.is_qemu):
-        raise UsageError(f"--executor lava-local runs LAVA's qemu device "
-                         f"type on this machine, not a "
-                         f"{req.lava.target.device_type}",
-                         hint="boards run with --executor lava on a lab")
+    if req.executor is ExecutorKind.LAVA_LOCAL:
+        if not req.lava.target.is_qemu:
+            raise UsageError(f"--executor lava-local runs LAVA's qemu device "
+                             f"type on this machine, not a "
+                             f"{req.lava.target.device_type}",
+                             hint="boards run with --executor lava on a lab")
+        if os.geteuid() != 0:
+            raise UsageError("--executor lava-local needs root: LAVA's "
+                             "lava-run refuses to run otherwise",
+                             hint="run as root, or `foliolab jobs export` "
+                                  "the jobs for a LAVA worker")
+    if req.executor is ExecutorKind.LAVA and submit:
+        from foliolab import lavaserver
+        lavaserver.credentials(req.lava.url, req.lava.identity)
+        if not req.lava.artifacts_url:
+            raise UsageError("--executor lava needs --artifacts-url: the "
+                             "lab's workers fetch kernels, ramdisk and job "
+                             "archives from it",
+                             hint="serve --artifacts-dir over HTTP and give "
+                                  "its URL")
 
 
 def make_executor(req: CompareRequest, image_path: Path, accel: str):
     if req.executor is ExecutorKind.LAVA_LOCAL:
         return LavaLocalExecutor(image_path, req.out, kvm=accel == "kvm")
-    if req.executor is ExecutorKind.LAVA:
+    if req.executor is ExecutorKind.LAVA and submit:
         from foliolab import lavaserver
         creds = lavaserver.credentials(req.lava.url, req.lava.identity)
         return LavaServerExecutor(image_path, req.out, req.lava.target,
@@ -308,7 +324,9 @@ def compare(req: CompareRequest) -> str:
                 "mode": "per-vCPU counters, one callback per translated "
                         "kernel block (exact with parallel vCPUs)",
                 "cmdline": "nokaslr"}
-        env["qemu"] = _qemu_version(arch.qemu_binary)
+        env["qemu"] = (_qemu_version(arch.qemu_binary)
+                       if req.executor is not ExecutorKind.LAVA
+                       else "the lab's (see each job's log)")
         if req.executor is not ExecutorKind.LAVA:
             spec = replace(spec, accel=env["accel"])
         if spec.accel == "kvm":

@@ -11,8 +11,9 @@ are the same whoever ran the boots.
   is one LAVA job, run by LAVA's own dispatcher on this machine
   (lavalocal.py), QEMU device type; the records come back on the console.
 - ``lava``: the same jobs submitted to a LAVA server, all at once (a lab
-  runs them on as many devices as it has), and each job's log fetched as
-  it finishes. The lab's workers fetch the artifacts by URL.
+  runs them on as many devices as it has: the run's blocks come as one
+  stream over all its workloads), and each job's log fetched as it
+  finishes. The lab's workers fetch the artifacts by URL.
 
 Every job, its log and how long it took stay under OUT/lava/.
 """
@@ -40,6 +41,9 @@ JOBS_DIR = "lava/jobs"
 LOGS_DIR = "lava/logs"
 ARTIFACTS_DIR = "lava/artifacts"
 JOURNAL = "lava/jobs.jsonl"
+# A LAVA job is a workload's two rounds: each kernel once in the order
+# given and once reversed (ABBA), so a job alone keeps the pairing.
+LAVA_ROUNDS_PER_BLOCK = 2
 
 
 class ExecutorKind(str, enum.Enum):
@@ -86,7 +90,7 @@ class _LavaJobs:
     """What both LAVA executors do: a block as a checked job on disk, and
     its log read back into the boots' directories."""
 
-    rounds_per_block = 2
+    rounds_per_block = LAVA_ROUNDS_PER_BLOCK
 
     def __init__(self, kind: ExecutorKind, image: Path, out: Path,
                  target: lava.Target, artifacts_dir: Path | None = None,
@@ -109,9 +113,18 @@ class _LavaJobs:
     def results(self, block: BlockRequest, log_path: Path
                 ) -> list[BootResult]:
         text = log_path.read_text(errors="replace")
-        return lava.block_results(text, [b.boot_id for b in block.boots],
-                                  [b.rundir for b in block.boots],
-                                  str(log_path), self.kind.value)
+        try:
+            return lava.block_results(text, [b.boot_id for b in block.boots],
+                                      [b.rundir for b in block.boots],
+                                      str(log_path), self.kind.value)
+        except lava.LavaError as e:
+            # a log foliolab cannot place loses its own boots only
+            return self.not_run(block, e.message, str(log_path))
+
+    def not_run(self, block: BlockRequest, why: str, source: str
+                ) -> list[BootResult]:
+        return [lava.not_run(b.rundir, why, source, self.kind.value)
+                for b in block.boots]
 
     def journal(self, entry: dict) -> None:
         with open(self.out / JOURNAL, "a") as f:
@@ -173,16 +186,16 @@ class LavaServerExecutor(_LavaJobs):
             ) -> Iterator[tuple[BlockRequest, list[BootResult]]]:
         import yaml
         by_id: dict[int, BlockRequest] = {}
-        for block in blocks:
-            job, path = self.job(block)
-            job_id = self.server.submit(yaml.safe_dump(job, sort_keys=False,
-                                                       width=1000))
-            by_id[job_id] = block
-            self.journal({"block": block.name, "job_id": job_id,
-                          "submitted": time.time()})
-            log.info("submitted %s as LAVA job %d", block.name, job_id)
         done: set[int] = set()
         try:
+            for block in blocks:
+                job, path = self.job(block)
+                job_id = self.server.submit(yaml.safe_dump(
+                    job, sort_keys=False, width=1000))
+                by_id[job_id] = block
+                self.journal({"block": block.name, "job_id": job_id,
+                              "submitted": time.time()})
+                log.info("submitted %s as LAVA job %d", block.name, job_id)
             for job_id, state in self.server.wait(list(by_id)):
                 done.add(job_id)
                 block = by_id[job_id]
@@ -196,10 +209,9 @@ class LavaServerExecutor(_LavaJobs):
                     log_path.write_text(self.server.log(job_id))
                 except lava.LavaError as e:
                     # one lost log loses that job's boots, not the run
-                    yield block, [lava.not_run(
-                        b.rundir, f"job {job_id} ({state.get('health')}) "
-                        f"has no log: {e.message}", self.server.creds.url,
-                        self.kind.value) for b in block.boots]
+                    yield block, self.not_run(
+                        block, f"job {job_id} ({state.get('health')}) "
+                        f"has no log: {e.message}", self.server.creds.url)
                     continue
                 yield block, self.results(block, log_path)
         finally:

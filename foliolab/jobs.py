@@ -39,7 +39,7 @@ def export(req: ExportRequest) -> str:
     """Write the jobs of a run; return what was written, for the user."""
     c = replace(req.compare, executor=ExecutorKind.LAVA,
                 lava=LavaOptions(req.target, artifacts_url=req.artifacts_url))
-    check_executor(c)
+    check_executor(c, submit=False)
     specs = kernel_specs(c)
     kernels_mod.check_specs(specs, False)
     arch = get_arch(c.arch)
@@ -76,6 +76,8 @@ def _planned_blocks(out: Path) -> dict[str, list[str]]:
     import yaml
     blocks = {}
     for path in sorted((out / JOBS_DIR).glob("*.yaml")):
+        if path.name.endswith(".device.yaml"):
+            continue            # lava-local's rendered device, not a job
         meta = yaml.safe_load(path.read_text()).get("metadata", {})
         blocks[path.stem] = meta.get("foliolab.boots", "").split(",")
     return blocks

@@ -155,6 +155,12 @@ PATTERN = (r"@@= [0-9]+ [0-9]+ [0-9a-f]{8} @@ (?P<test_case_id>exit) "
            r"(?P<measurement>[0-9]+)[\r\n]")
 
 
+# Over a boot's own limit, for booting the kernel (and u-boot, TFTP).
+BOOT_MARGIN = 600
+# LAVA's schema limit on a job's name
+JOB_NAME_MAX = 200
+
+
 def _timeout(seconds: float) -> dict:
     return {"minutes": max(1, int(-(-seconds // 60)))}
 
@@ -165,6 +171,7 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
     Its boots share one machine shape (a block is one workload)."""
     first = block.boots[0].spec
     arch = first.arch
+    boot_mod.check_numa(first)
     ramdisk = artifacts.add_file(base_ramdisk)
     dtb = artifacts.add_file(target.dtb) if target.dtb else None
     kernels: dict[Path, dict] = {}
@@ -197,7 +204,12 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
         actions += [
             {"deploy": {"namespace": ns, "timeout": {"minutes": 10},
                         **deploy}},
-            {"boot": {"namespace": ns, "timeout": {"minutes": 5},
+            # the boot's timeout is also its connection's, which the
+            # monitor waits on: shorter than the test's own limit, a long
+            # boot would stop being watched without an error, and the next
+            # boot would start beside it
+            {"boot": {"namespace": ns,
+                      "timeout": _timeout(boot.spec.timeout + BOOT_MARGIN),
                       **boot_action}},
             {"test": {"namespace": ns, "timeout": limit, "monitors": [{
                 "name": f"foliolab-{i:02d}", "start": START, "end": END,
@@ -206,15 +218,15 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
     limits = [b.spec.timeout for b in block.boots]
     total = sum(limits) + 15 * 60 * len(block.boots)
     job: dict = {
-        "job_name": f"foliolab {block.name}: "
-                    + " ".join(b.boot_id.split("/")[1] for b in block.boots),
+        "job_name": (f"foliolab {block.name}: " + " ".join(
+            b.boot_id.split("/")[1] for b in block.boots))[:JOB_NAME_MAX],
         "device_type": target.device_type,
         "visibility": "public",
         "priority": "medium",
         "timeouts": {"job": _timeout(total),
                      "action": {"minutes": 15 + max(
                          _timeout(t)["minutes"] for t in limits)},
-                     "connection": {"minutes": 2}},
+                     "connection": _timeout(BOOT_MARGIN)},
         "metadata": {"foliolab.block": block.name,
                      "foliolab.workload": block.workload,
                      "foliolab.boots": ",".join(b.boot_id
@@ -243,7 +255,8 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
     context: dict = {"arch": QEMU_ARCH[arch.name],
                      "memory": first.memory_mb}
     machine = arch.qemu_machine[-1]
-    cpu = first.cpu or arch.cpu_tcg
+    cpu = first.cpu or (arch.cpu_kvm if first.accel == "kvm"
+                        else arch.cpu_tcg)
     if arch.name == "x86_64":
         extra += [f"-machine {machine}", f"-cpu {cpu}"]
     else:

@@ -117,16 +117,28 @@ class Dispatcher:
         argv.append(str(job))
         log.debug("$ %s", " ".join(argv))
         with open(log_path, "w") as out:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=self.environ())
             try:
-                cp = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL,
-                                    env=self.environ(), timeout=timeout)
-                rc = cp.returncode
-            except subprocess.TimeoutExpired:
-                # lava-run ends its QEMU when it is ended; its log so far
-                # is kept, and the boots after the cut do not run
+                rc = p.wait(timeout=timeout)
+            except BaseException:
+                # Out of time, or Ctrl-C: lava-run cancels its job and
+                # ends its QEMU on SIGTERM (QEMU runs in a session of its
+                # own, which a SIGKILL of lava-run would leave behind).
+                # The log so far is kept; the boots after the cut did not
+                # run.
+                p.terminate()
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                if not isinstance(sys.exc_info()[1],
+                                  subprocess.TimeoutExpired):
+                    raise
                 rc = -1
-        shutil.rmtree(work, ignore_errors=True)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
         return rc
 
 

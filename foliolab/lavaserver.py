@@ -28,6 +28,7 @@ from foliolab.lava import LavaError
 log = logging.getLogger("foliolab")
 
 POLL_SECONDS = 30.0
+MAX_POLL_FAILURES = 15      # in a row: about an hour at 30 s
 LAVACLI_CONFIG = Path("~/.config/lavacli.yaml")
 
 
@@ -49,7 +50,11 @@ def credentials(url: str, identity: str = "default") -> Credentials:
             conf = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as e:
             raise UsageError(f"{path}: not YAML ({e})") from e
-        ident = conf.get(identity) or {}
+        ident = conf.get(identity) if isinstance(conf, dict) else None
+        if ident is not None and not isinstance(ident, dict):
+            raise UsageError(f"{path}: identity {identity!r} is not a "
+                             "mapping of uri, username and token")
+        ident = ident or {}
     uri = url or ident.get("uri", "")
     if not uri:
         raise UsageError("--executor lava needs a LAVA server",
@@ -97,7 +102,15 @@ class Server:
         except (urllib.error.URLError, OSError) as e:
             raise LavaError(f"LAVA server {url} unreachable: {e}",
                             hint="check --lava-url and the network") from e
-        return raw.decode(errors="replace") if text else json.loads(raw)
+        if text:
+            return raw.decode(errors="replace")
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise LavaError(f"LAVA server {method} {url}: the answer is not "
+                            f"JSON ({raw[:80]!r})",
+                            hint="is --lava-url the server's root (not a "
+                                 "proxy's login page)?") from e
 
     def submit(self, definition: str) -> int:
         """Submit a job's YAML; its id."""
@@ -121,13 +134,24 @@ class Server:
         self._call("GET", f"jobs/{job_id}/cancel/")
 
     def wait(self, job_ids: list[int]) -> Iterator[tuple[int, dict]]:
-        """Each job (with its state) as it finishes, polling politely."""
+        """Each job (with its state) as it finishes, polling politely; a
+        server that does not answer is asked again, less often each time,
+        for up to about an hour before foliolab gives up."""
         left = list(job_ids)
+        failures = 0
         while left:
-            for job_id in list(left):
-                state = self.job(job_id)
-                if state.get("state") == "Finished":
-                    left.remove(job_id)
-                    yield job_id, state
+            try:
+                for job_id in list(left):
+                    state = self.job(job_id)
+                    if state.get("state") == "Finished":
+                        left.remove(job_id)
+                        yield job_id, state
+                failures = 0
+            except LavaError as e:
+                failures += 1
+                if failures > MAX_POLL_FAILURES:
+                    raise
+                log.warning("LAVA server: %s (asking again, %d)",
+                            e.message, failures)
             if left:
-                time.sleep(self.poll)
+                time.sleep(self.poll * min(2 ** failures, 8))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from foliolab import counting
 from foliolab.boot import BlockRequest, BootRequest, BootSpec
-from foliolab.bootrecord import BootJob, BootResult, Pass
+from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.build import Kernel
 from foliolab.counting import Counter
 from foliolab.executor import Executor, QemuExecutor
@@ -136,32 +136,55 @@ def run_workloads(req: RunRequest) -> RunResult:
     executor = req.executor or QemuExecutor(req.image)
     boots = plan(req.workloads, req.params, tuple(req.kernels), req.runs,
                  req.samples_per_boot, bool(req.counters))
-    for w in req.workloads:
-        mine = [b for b in boots if b.workload is w]
-        fails = {(b.kernel, b.what): 0 for b in mine}
-        progress = Progress(f"run {w.name}", len(mine))
-        planned: dict[str, list[PlannedBoot]] = {}
+    fails = {(b.workload.name, b.kernel, b.what): 0 for b in boots}
+    planned: dict[str, list[PlannedBoot]] = {}
+    numbered = {w.name: 0 for w in req.workloads}   # blocks so far
+    progress: dict[str, Progress] = {}
 
-        def requests():
-            for i, group in enumerate(blocks(mine,
-                                             executor.rounds_per_block)):
-                todo = [b for b in group
-                        if fails[b.kernel, b.what] < MAX_BOOT_FAILURES]
-                for _ in range(len(group) - len(todo)):
-                    progress.step()
-                if not todo:
+    def step(w: Workload) -> None:
+        if w.name not in progress:
+            for p in progress.values():
+                p.finish()      # the workloads run one after another
+            progress.clear()
+            progress[w.name] = Progress(
+                f"run {w.name}", sum(b.workload is w for b in boots))
+        progress[w.name].step()
+
+    def requests():
+        # One stream for the whole run: an executor that runs blocks side
+        # by side (a lab) takes them all at once; one that runs them in
+        # turn takes each when it is ready, after the results before it,
+        # so a kernel that keeps failing is given up on.
+        for group in blocks(boots, executor.rounds_per_block):
+            todo = []
+            for b in group:
+                key = (b.workload.name, b.kernel, b.what)
+                if fails[key] < MAX_BOOT_FAILURES:
+                    todo.append(b)
                     continue
-                name = f"{w.name}-{i}"
-                planned[name] = todo
-                yield BlockRequest(name, w.name, tuple(
-                    _request(req, b, result) for b in todo))
+                if fails[key] == MAX_BOOT_FAILURES:
+                    fails[key] += 1     # said once
+                    result.failures.append(
+                        f"{b.workload.name} {b.kernel} ({b.what.value}): "
+                        f"gave up after {MAX_BOOT_FAILURES} failed boots "
+                        "in a row")
+                step(b.workload)
+            if not todo:
+                continue
+            w = todo[0].workload
+            name = f"{w.name}-{numbered[w.name]}"
+            numbered[w.name] += 1
+            planned[name] = todo
+            yield BlockRequest(name, w.name, tuple(
+                _request(req, b, result) for b in todo))
 
-        for block, results in executor.run(requests()):
-            for b, res in zip(planned[block.name], results):
-                fails[b.kernel, b.what] = _record(
-                    req, b, res, result, fails[b.kernel, b.what])
-                progress.step()
-        progress.finish()
+    for block, results in executor.run(requests()):
+        for b, res in zip(planned[block.name], results, strict=True):
+            key = (b.workload.name, b.kernel, b.what)
+            fails[key] = _record(req, b, res, result, fails[key])
+            step(b.workload)
+    for p in progress.values():
+        p.finish()
     return result
 
 
@@ -201,13 +224,9 @@ def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
     result.samples += samples
     if res.clean:
         return 0
-    failed += 1
     msg = (f"{w.name} {variant} {b.what.value} boot {b.pair}: "
            f"{res.describe()}; console log: {res.console}")
     result.failures.append(msg)
     log.warning("%s", msg)
-    if failed == MAX_BOOT_FAILURES:
-        result.failures.append(f"{w.name} {variant} ({b.what.value}): gave "
-                               f"up after {MAX_BOOT_FAILURES} failed boots "
-                               "in a row")
-    return failed
+    # a boot its executor never started says nothing about its kernel
+    return failed if res.status is BootStatus.NOT_RUN else failed + 1

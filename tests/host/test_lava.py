@@ -306,6 +306,7 @@ class FakeLab:
         self.calls: list[str] = []
         self.cancelled: list[int] = []
         self.lost: set[int] = set()         # jobs whose log is gone
+        self.flaky = 0                      # state queries to fail first
 
     def handle(self, method, path, body, auth):
         import yaml
@@ -319,6 +320,9 @@ class FakeLab:
             return 201, {"message": "job(s) successfully submitted",
                          "job_ids": [job_id]}
         job_id = int(parts[1])
+        if len(parts) == 2 and self.flaky:
+            self.flaky -= 1
+            return 502, {"detail": "Bad gateway"}
         if len(parts) == 2:
             self.asked[job_id] = self.asked.get(job_id, 0) + 1
             done = (job_id not in self.stuck
@@ -372,7 +376,7 @@ def lab(data):
     server.shutdown()
 
 
-def _lab_run(tmp_path, lab, runs=2, **server_kw):
+def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
     from foliolab import executor, lavaserver, run
     from foliolab.boot import BootSpec
     kernels = {}
@@ -389,8 +393,9 @@ def _lab_run(tmp_path, lab, runs=2, **server_kw):
         tmp_path / "served", "http://files.example/run")
     spec = BootSpec(get_arch("x86_64"), kernels["vanilla"].image,
                     console_results=True)
-    return run.RunRequest([WORKLOADS["pageout"]], {}, runs, kernels,
-                          _ramdisk(tmp_path), spec, out, executor=ex)
+    return run.RunRequest([WORKLOADS[w] for w in workloads], {}, runs,
+                          kernels, _ramdisk(tmp_path), spec, out,
+                          executor=ex)
 
 
 def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
@@ -569,3 +574,53 @@ def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
     assert len(lost) == 4 and all(s.run in (0, 1) for s in lost)
     assert "job 1 (Complete) has no log: LAVA server GET" in lost[0].reasons[0]
     assert sum(s.valid for s in res.samples) == 4
+
+
+def test_a_lab_gets_the_whole_run_at_once_and_a_flaky_server_is_asked_again(
+        tmp_path, lab):
+    from foliolab import run
+    lab.flaky = 2
+    res = run.run_workloads(_lab_run(tmp_path, lab, runs=2,
+                                     workloads=("pageout", "ksm-rmap")))
+    # both workloads' jobs are queued before the first state query
+    assert [c.split()[0] for c in lab.calls[:2]] == ["POST", "POST"]
+    assert [j["metadata"]["foliolab.workload"] for j in lab.jobs.values()
+            ] == ["pageout", "ksm-rmap"]
+    pageout = [s for s in res.samples if s.workload == "pageout"]
+    assert len(pageout) == 4 and all(s.valid for s in pageout)
+
+
+def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
+        tmp_path, lab):
+    """A job that ends at one kernel's hang leaves the other kernel's later
+    boots not-run: that kernel is not given up on for it."""
+    from foliolab import bootrecord, run
+    from foliolab.bootrecord import BootResult, BootStatus
+
+    class EndsEarly:
+        kind = "fake"
+        rounds_per_block = 2
+
+        def run(self, blocks):
+            for block in blocks:
+                out = []
+                for k, b in enumerate(block.boots):
+                    b.rundir.mkdir(parents=True, exist_ok=True)
+                    status = (BootStatus.OK if k == 0 else
+                              BootStatus.TIMEOUT if k == 1 else
+                              BootStatus.NOT_RUN)
+                    res = BootResult(status, None, [], b.rundir / "c",
+                                     b.rundir / "r", 1.0)
+                    bootrecord.write_boot(res)
+                    out.append(res)
+                yield block, out
+
+    req = _lab_run(tmp_path, lab, runs=8)
+    req.executor = EndsEarly()
+    res = run.run_workloads(req)
+    # 4 blocks, each: vanilla ok, patched timeout, the rest not run; the
+    # patched kernel is given up after 3 timeouts, vanilla never
+    gave_up = [f for f in res.failures if "gave up" in f]
+    assert gave_up == ["pageout patched (timed): gave up after 3 failed "
+                       "boots in a row"]
+    assert len(res.samples) == 4 * 4 - 2
