@@ -140,15 +140,20 @@ def run_workloads(req: RunRequest) -> RunResult:
     planned: dict[str, list[PlannedBoot]] = {}
     numbered = {w.name: 0 for w in req.workloads}   # blocks so far
     progress: dict[str, Progress] = {}
+    left = {w.name: sum(b.workload is w for b in boots)
+            for w in req.workloads}
+
+    def begin(w: Workload) -> None:
+        """A workload's progress starts with its first boot handed over."""
+        if w.name not in progress:
+            progress[w.name] = Progress(f"run {w.name}", left[w.name])
 
     def step(w: Workload) -> None:
-        if w.name not in progress:
-            for p in progress.values():
-                p.finish()      # the workloads run one after another
-            progress.clear()
-            progress[w.name] = Progress(
-                f"run {w.name}", sum(b.workload is w for b in boots))
+        begin(w)
         progress[w.name].step()
+        left[w.name] -= 1
+        if not left[w.name]:
+            progress[w.name].finish()
 
     def requests():
         # One stream for the whole run: an executor that runs blocks side
@@ -172,6 +177,7 @@ def run_workloads(req: RunRequest) -> RunResult:
             if not todo:
                 continue
             w = todo[0].workload
+            begin(w)
             name = f"{w.name}-{numbered[w.name]}"
             numbered[w.name] += 1
             planned[name] = todo
@@ -183,8 +189,6 @@ def run_workloads(req: RunRequest) -> RunResult:
             key = (b.workload.name, b.kernel, b.what)
             fails[key] = _record(req, b, res, result, fails[key])
             step(b.workload)
-    for p in progress.values():
-        p.finish()
     return result
 
 
