@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from foliolab import derive, image, lava, report
+from foliolab import bootrecord, derive, image, lava, report
 from foliolab.arch import get_arch
 from foliolab.boot import BootSpec, debug_cmdline
 from foliolab.bootrecord import BootStatus
@@ -123,5 +123,21 @@ def collect(out: Path, logs: list[Path]) -> str:
                          f"{', '.join(missing)}")
     samples = derive.rederive(out) or []
     derive.write_samples(out, samples)
+    _boot_failures_again(out)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)
+
+
+def _boot_failures_again(out: Path) -> None:
+    """environment.json's failed boots, as the boots now on disk say (a run
+    collected again keeps no failure of an earlier reading)."""
+    env_path = out / "environment.json"
+    env = json.loads(env_path.read_text())
+    failures = []
+    for rundir in bootrecord.boot_dirs(out):
+        res = bootrecord.read_boot(rundir)
+        if res is not None and not res.clean:
+            failures.append(f"{rundir.parent.name}/{rundir.name}: "
+                            f"{res.describe()}; console log: {res.console}")
+    env["failures"] = failures
+    env_path.write_text(json.dumps(env, indent=1, default=str) + "\n")

@@ -327,6 +327,9 @@ def validate(job: dict) -> None:
 class ConsoleLine:
     text: str
     at: dt.datetime | None = None    # LAVA's timestamp, when it has one
+    # LAVA's namespace of a line it logged late, as "feedback": the
+    # console of an earlier boot's connection, read when the job ends
+    late_from: str = ""
 
 
 @dataclass
@@ -338,7 +341,7 @@ class BootLog:
 
     @property
     def elapsed(self) -> float | None:
-        times = [x.at for x in self.lines if x.at]
+        times = [x.at for x in self.lines if x.at and not x.late_from]
         return (times[-1] - times[0]).total_seconds() if times else None
 
     def console(self) -> bytes:
@@ -367,8 +370,16 @@ def console_lines(text: str) -> list[ConsoleLine]:
     whole text when it is a plain console capture."""
     records = log_records(text)
     if records:
-        return [ConsoleLine(r["msg"], _time(r.get("dt"))) for r in records
-                if r.get("lvl") == "target" and isinstance(r.get("msg"), str)]
+        # LAVA logs a boot's console as "target" while it watches that
+        # boot; what it reads from an earlier boot's connection later (at
+        # the latest when the job ends) is "feedback" with the boot's
+        # namespace: often the very line the monitor ended on, @@=end
+        return [ConsoleLine(r["msg"], _time(r.get("dt")),
+                            r.get("ns", "") if r["lvl"] == "feedback" else "")
+                for r in records
+                if isinstance(r.get("msg"), str) and (
+                    r.get("lvl") == "target" or (r.get("lvl") == "feedback"
+                                                 and r.get("ns")))]
     return [ConsoleLine(line.rstrip("\r")) for line in text.splitlines()]
 
 
@@ -414,14 +425,22 @@ def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
     named by the foliolab.boot= of its kernel command line, if shown."""
     boots: list[BootLog] = []
     pre: list[ConsoleLine] = []
+    late: list[ConsoleLine] = []
     for line in lines:
-        if _BANNER in line.text:
+        if line.late_from:
+            late.append(line)
+        elif _BANNER in line.text:
             boots.append(BootLog(pre + [line]))
             pre = []
         elif boots:
             boots[-1].lines.append(line)
         else:
             pre.append(line)
+    for line in late:
+        # the job's namespaces are its boots in order: boot00, boot01, ...
+        m = re.fullmatch(r"boot(\d+)", line.late_from)
+        if m and int(m.group(1)) < len(boots):
+            boots[int(m.group(1))].lines.append(line)
     for b in boots:
         for line in b.lines:
             # the command line (qemu) or the records' begin line (boards)

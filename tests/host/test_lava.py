@@ -624,3 +624,32 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
     assert gave_up == ["pageout patched (timed): gave up after 3 failed "
                        "boots in a row"]
     assert len(res.samples) == 4 * 4 - 2
+
+
+def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
+    """LAVA may log the line a monitor ended on only when the job ends, as
+    "feedback" of that boot's namespace, after later boots' consoles
+    (measured: 2 of 8 pageout boots of /work/lava-local-aa): it goes back
+    to its boot, and the boot's records are whole."""
+    records = (data / "pageout-results.txt").read_text()
+    ids = ["pageout/a-000", "pageout/b-000"]
+    lines = _log([(i, ["[    1.0] Run /init as init process",
+                       *_framed(records, i)]) for i in ids]).splitlines()
+    first_end = next(k for k, x in enumerate(lines) if "@@=end" in x)
+    moved = [json.loads(lines[k][2:]) for k in (first_end, first_end + 1)]
+    assert moved[1]["msg"] == "@@=done"
+    del lines[first_end:first_end + 2]
+    late = ['- ' + json.dumps({"dt": "2026-11-24T02:00:00", "lvl": "feedback",
+                               "msg": r["msg"], "ns": "boot00"})
+            for r in moved]
+    late.insert(0, '- {"dt": "2026-11-24T02:00:00", "lvl": "feedback", '
+                   '"msg": "poweroff"}')
+    text = "\n".join(lines[:-1] + late + lines[-1:]) + "\n"
+    parts = lava.split_boots(lava.console_lines(text))
+    assert [p.boot_id for p in parts] == ids
+    for part in parts:
+        stream = parse.console_records(part.console())
+        assert not stream.problems(), stream.problems()
+        assert parse.parse_records(stream.lines).exit_code == 0
+    # the late lines do not stretch the boot's time
+    assert parts[0].elapsed < 3600
