@@ -264,7 +264,7 @@ def check_executor(req: CompareRequest, submit: bool = True) -> None:
 def make_executor(req: CompareRequest, image_path: Path, accel: str):
     if req.executor is ExecutorKind.LAVA_LOCAL:
         return LavaLocalExecutor(image_path, req.out, kvm=accel == "kvm")
-    if req.executor is ExecutorKind.LAVA and submit:
+    if req.executor is ExecutorKind.LAVA:
         from foliolab import lavaserver
         creds = lavaserver.credentials(req.lava.url, req.lava.identity)
         return LavaServerExecutor(image_path, req.out, req.lava.target,

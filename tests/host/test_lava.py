@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import tarfile
+from dataclasses import replace
 
 import pytest
 
@@ -653,3 +654,25 @@ def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
         assert parse.parse_records(stream.lines).exit_code == 0
     # the late lines do not stretch the boot's time
     assert parts[0].elapsed < 3600
+
+
+def test_compare_hands_its_boots_to_the_executor_it_names(tmp_path):
+    from foliolab import compare, executor, lavaserver
+    req = compare.CompareRequest(
+        [WORKLOADS["pageout"]], {}, 2, None, "x86_64", tmp_path / "o",
+        executor=executor.ExecutorKind.LAVA,
+        lava=compare.LavaOptions(url="https://lab.example",
+                                 artifacts_url="https://files.example/a"))
+    compare.check_executor(req)
+    image = _ramdisk(tmp_path)
+    ex = compare.make_executor(req, image, "tcg")
+    assert isinstance(ex, executor.LavaServerExecutor)
+    assert isinstance(ex.server, lavaserver.Server)
+    assert ex.server.creds.url == "https://lab.example"
+    assert ex.store.base_url == "https://files.example/a"
+    local = compare.make_executor(replace(
+        req, executor=executor.ExecutorKind.LAVA_LOCAL), image, "kvm")
+    assert isinstance(local, executor.LavaLocalExecutor) and local.kvm
+    assert isinstance(compare.make_executor(replace(
+        req, executor=executor.ExecutorKind.QEMU), image, "tcg"),
+        executor.QemuExecutor)
