@@ -280,30 +280,37 @@ def write_job(path: Path, job: dict) -> None:
 
 # ---- LAVA's own schema ------------------------------------------------------
 
-def lava_common_dir() -> Path:
-    """Debian's lava-common, unpacked into the cache (on first use)."""
-    root = cache_root() / "lava" / LAVA_VERSION
-    pkg = root / "usr" / "lib" / "python3" / "dist-packages"
-    if (pkg / "lava_common" / "schemas").is_dir():
-        return pkg
-    tmp = root.with_name(root.name + ".tmp")
+def unpack_debs(packages: tuple[str, ...], into: Path) -> None:
+    """Debian's ``packages`` at LAVA_VERSION, fetched with apt-get download
+    and unpacked (dpkg-deb -x) into ``into``, which appears only whole."""
+    tmp = into.with_name(into.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    debs = tmp / "debs"
+    debs.mkdir(parents=True)
     try:
         subprocess.run(["apt-get", "download", "-q",
-                        f"lava-common={LAVA_VERSION}"], cwd=tmp, check=True,
-                       capture_output=True, text=True)
-        (deb,) = tmp.glob("lava-common_*.deb")
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True,
-                       capture_output=True, text=True)
-    except (subprocess.CalledProcessError, ValueError, OSError) as e:
-        detail = getattr(e, "stderr", "") or str(e)
-        raise LavaError(f"cannot fetch lava-common {LAVA_VERSION}: "
-                        f"{detail.strip().splitlines()[-1:]}",
+                        *(f"{p}={LAVA_VERSION}" for p in packages)],
+                       cwd=debs, check=True, capture_output=True, text=True)
+        for deb in sorted(debs.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)],
+                           check=True, capture_output=True, text=True)
+    except (subprocess.CalledProcessError, OSError) as e:
+        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
+        raise LavaError(f"cannot fetch {', '.join(packages)} {LAVA_VERSION}: "
+                        f"{(detail or ['?'])[-1]}",
                         hint="apt-get needs Debian bookworm's sources "
                              "(apt-get update)") from e
-    shutil.rmtree(root, ignore_errors=True)
-    tmp.rename(root)
+    shutil.rmtree(debs)
+    shutil.rmtree(into, ignore_errors=True)
+    tmp.rename(into)
+
+
+def lava_common_dir() -> Path:
+    """Debian's lava-common, unpacked into the cache (on first use)."""
+    root = cache_root() / "lava" / LAVA_VERSION / "lava-common"
+    pkg = root / "usr" / "lib" / "python3" / "dist-packages"
+    if not (pkg / "lava_common" / "schemas").is_dir():
+        unpack_debs(("lava-common",), root)
     return pkg
 
 

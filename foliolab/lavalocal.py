@@ -26,13 +26,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab.lava import LAVA_VERSION, LavaError
+from foliolab.lava import (LAVA_VERSION, LavaError, lava_common_dir,
+                           unpack_debs)
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
 
-PACKAGES = ("lava-common", "lava-dispatcher", "lava-dispatcher-host",
-            "lava-server")
+# lava-common comes from lava.lava_common_dir(), as for checking jobs
+PACKAGES = ("lava-dispatcher", "lava-dispatcher-host", "lava-server")
 # lava-dispatcher's Depends, from PyPI at bookworm's versions (netifaces
 # as netifaces-plus, which has wheels; python-magic uses the host's
 # libmagic1, which `file` brings)
@@ -85,7 +86,7 @@ class Dispatcher:
 
     def environ(self) -> dict[str, str]:
         paths = [self.root / "usr" / "lib" / "python3" / "dist-packages",
-                 self.root / "stand-ins"]
+                 lava_common_dir(), self.root / "stand-ins"]
         return {**os.environ,
                 "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
 
@@ -142,20 +143,6 @@ class Dispatcher:
         return rc
 
 
-def _apt_unpack(root: Path) -> None:
-    dl = root / "debs"
-    dl.mkdir(parents=True)
-    want = [f"{p}={LAVA_VERSION}" for p in PACKAGES]
-    _run(["apt-get", "download", "-q", *want], dl,
-         "apt-get needs Debian bookworm's sources (run apt-get update)")
-    for deb in sorted(dl.glob("*.deb")):
-        _run(["dpkg-deb", "-x", str(deb), str(root)], root, "")
-    shutil.rmtree(dl)
-    stand_ins = root / "stand-ins"
-    stand_ins.mkdir()
-    (stand_ins / "guestfs.py").write_text(GUESTFS_STAND_IN)
-
-
 def _venv(venv: Path) -> None:
     _run([sys.executable, "-m", "venv", str(venv)], venv.parent,
          "the host's Python needs its venv module (apt-get install "
@@ -185,13 +172,12 @@ def dispatcher() -> Dispatcher:
     t0 = time.monotonic()
     log.info("setting up LAVA's dispatcher %s in %s (once)", LAVA_VERSION,
              base)
-    tmp = base.with_name(base.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    _apt_unpack(tmp / "root")
     shutil.rmtree(base, ignore_errors=True)
-    tmp.rename(base)
-    # a venv cannot move: it is made in its final place
+    base.mkdir(parents=True)
+    unpack_debs(PACKAGES, d.root)
+    stand_ins = d.root / "stand-ins"
+    stand_ins.mkdir()
+    (stand_ins / "guestfs.py").write_text(GUESTFS_STAND_IN)
     _venv(d.venv)
     cp = subprocess.run([str(d.python), str(d.lava_run), "--help"],
                         capture_output=True, text=True, env=d.environ())
