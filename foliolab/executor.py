@@ -33,7 +33,6 @@ from foliolab import boot as boot_mod
 from foliolab import lava
 from foliolab.boot import BlockRequest
 from foliolab.bootrecord import BootResult
-from foliolab.errors import UsageError
 
 log = logging.getLogger("foliolab")
 
@@ -110,9 +109,12 @@ class _LavaJobs:
         lava.write_job(path, job)
         return job, path
 
-    def results(self, block: BlockRequest, log_path: Path
-                ) -> list[BootResult]:
-        text = log_path.read_text(errors="replace")
+    def results(self, block: BlockRequest, log_path: Path,
+                text: str | None = None) -> list[BootResult]:
+        """The block's boots from its job's log (``text``: the log at
+        ``log_path``, if already read)."""
+        if text is None:
+            text = log_path.read_text(errors="replace")
         try:
             return lava.block_results(text, [b.boot_id for b in block.boots],
                                       [b.rundir for b in block.boots],
@@ -154,14 +156,13 @@ class LavaLocalExecutor(_LavaJobs):
             rc = dispatcher.run(path, device, log_path,
                                 f"{os.getpid()}{n:04d}", limit)
             wall = time.monotonic() - t0
-            results = self.results(block, log_path)
+            text = log_path.read_text(errors="replace")
+            results = self.results(block, log_path, text)
             self.journal({"block": block.name, "lava_run_rc": rc,
                           "seconds": round(wall, 2),
                           "boot_seconds": [round(r.elapsed, 2)
                                            for r in results],
-                          "outcome": lava.job_outcome(
-                              log_path.read_text(errors="replace"))
-                          or "complete"})
+                          "outcome": lava.job_outcome(text) or "complete"})
             yield block, results
 
 
@@ -172,12 +173,7 @@ class LavaServerExecutor(_LavaJobs):
     def __init__(self, image: Path, out: Path, target: lava.Target,
                  server, artifacts_dir: Path | None,
                  artifacts_url: str) -> None:
-        if not artifacts_url:
-            raise UsageError("--executor lava needs --artifacts-url: the "
-                             "lab's workers fetch kernels, ramdisk and job "
-                             "archives from it",
-                             hint="serve --artifacts-dir over HTTP and give "
-                                  "its URL")
+        # compare.check_executor() has made sure of an artifacts URL
         super().__init__(ExecutorKind.LAVA, image, out, target,
                          artifacts_dir, artifacts_url)
         self.server = server

@@ -556,6 +556,8 @@ def test_a_lava_block_is_two_rounds_of_one_workload():
       "--lava-dtb", "/etc/hostname"], "runs LAVA's qemu device type"),
     (["--executor", "lava", "--lava-device-type", "bcm2711-rpi-4-b"],
      "boots with a device tree"),
+    (["--executor", "lava", "--lava-url", "https://lab.example"],
+     "--executor lava needs --artifacts-url"),
 ])
 def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
                                                    capsys):
