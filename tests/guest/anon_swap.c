@@ -841,6 +841,27 @@ static void test_partly_pinned_batch(void)
 }
 
 /*
+ * The first page of the 64K folio mapped at @folio that is not on swap at
+ * the offset a whole folio would give it (16 consecutive offsets from a
+ * multiple of 16), or -1 if the folio went to swap whole.
+ */
+static int folio_page_not_swapped_whole(const char *folio)
+{
+	uint64_t off0 = 0;
+
+	for (int i = 0; i < 16; i++) {
+		uint64_t ent = pagemap_entry(folio + i * PAGE_SIZE);
+		uint64_t off = (ent & PM_SWAP_OFFSET_MASK) >> 5;
+
+		if (i == 0)
+			off0 = off;
+		if (!(ent & PM_SWAP) || off != off0 + i || off0 % 16)
+			return i;
+	}
+	return -1;
+}
+
+/*
  * 64K folios moved by mremap() to 32K past a PMD boundary, so that one of
  * them straddles two page tables: each batch must stop at the end of its
  * page table, and the rmap walk must go on into the next one. Reclaimed
@@ -856,7 +877,6 @@ static void test_straddle_pmd(void)
 	size_t sz = 1UL << 20, n = sz / PAGE_SIZE;
 	char *src, *area, *dst, *buf;
 	size_t below, first, swapped;
-	uint64_t off0 = 0;
 	int ok = 1;
 
 	memcg_enter(MEMCG);
@@ -877,16 +897,14 @@ static void test_straddle_pmd(void)
 		ktap_diag("%s: %zu of %zu pages swapped out", name, swapped, n);
 		ok = 0;
 	}
-	for (size_t i = 0; ok && i < 16; i++) {
-		uint64_t ent = pagemap_entry(buf + (first + i) * PAGE_SIZE);
-		uint64_t off = (ent & PM_SWAP_OFFSET_MASK) >> 5;
+	if (ok) {
+		int i = folio_page_not_swapped_whole(buf + first * PAGE_SIZE);
 
-		if (i == 0)
-			off0 = off;
-		if (!(ent & PM_SWAP) || off != off0 + i || off0 % 16) {
+		if (i >= 0) {
 			ktap_diag("%s: the straddling folio did not go to swap "
-				  "whole (page %zu: entry %#llx)", name, i,
-				  (unsigned long long)ent);
+				  "whole (page %d: entry %#llx)", name, i,
+				  (unsigned long long)pagemap_entry(
+					buf + (first + i) * PAGE_SIZE));
 			ok = 0;
 		}
 	}
@@ -902,20 +920,8 @@ static size_t folios_swapped_whole(const char *buf, size_t npages)
 {
 	size_t whole = 0;
 
-	for (size_t f = 0; f + 16 <= npages; f += 16) {
-		uint64_t off0 = 0;
-		int ok = 1;
-
-		for (size_t i = 0; ok && i < 16; i++) {
-			uint64_t ent = pagemap_entry(buf + (f + i) * PAGE_SIZE);
-			uint64_t off = (ent & PM_SWAP_OFFSET_MASK) >> 5;
-
-			if (i == 0)
-				off0 = off;
-			ok = (ent & PM_SWAP) && off == off0 + i && !(off0 % 16);
-		}
-		whole += ok;
-	}
+	for (size_t f = 0; f + 16 <= npages; f += 16)
+		whole += folio_page_not_swapped_whole(buf + f * PAGE_SIZE) < 0;
 	return whole;
 }
 
