@@ -179,18 +179,24 @@ def test_a_board_boot_is_named_by_its_records():
     assert parts[0].lines[0].text == "U-Boot 2024.01"
 
 
+def _stand_in_kernels(tmp_path):
+    """Built vanilla and patched kernels, stood in for (nothing is built)."""
+    kernels = {}
+    for n in ("vanilla", "patched"):
+        (tmp_path / n).mkdir(exist_ok=True)
+        (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
+        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
+                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+    return kernels
+
+
 @pytest.fixture
 def exported(tmp_path, monkeypatch, capsys):
     """`jobs export` of an A/B pageout run, 2 runs, with the kernels and
     the base image stood in for (nothing is built)."""
     from foliolab import image
     from foliolab import jobs as jobs_mod
-    kernels = {}
-    for n in ("vanilla", "patched"):
-        (tmp_path / n).mkdir()
-        (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
-        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
-                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+    kernels = _stand_in_kernels(tmp_path)
     monkeypatch.setattr(jobs_mod, "prepare_kernels", lambda req, env: kernels)
     monkeypatch.setattr(image, "build_image", lambda arch: image.Image(
         _ramdisk(tmp_path), "d1g3st", []))
@@ -380,12 +386,7 @@ def lab(data):
 def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
     from foliolab import executor, lavaserver, run
     from foliolab.boot import BootSpec
-    kernels = {}
-    for n in ("vanilla", "patched"):
-        (tmp_path / n).mkdir(exist_ok=True)
-        (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
-        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
-                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+    kernels = _stand_in_kernels(tmp_path)
     out = tmp_path / "run"
     server = lavaserver.Server(lavaserver.Credentials(lab.url, "s3cret"),
                                poll=0.01)
