@@ -38,6 +38,8 @@ class Kernel:
     commit: str
     config_sha: str
     elapsed: float
+    origin: str = ""        # e.g. a Debian package's version and .deb hash
+    release: str = ""       # the kernel's version string (make kernelrelease)
 
 
 def build_dir(arch: Arch, purpose: str, variant: str) -> Path:
@@ -87,36 +89,49 @@ def _run_make(argv: list[str], log_path: Path, label: str,
     return count
 
 
-def configure(tree: Tree, arch: Arch, purpose: str) -> tuple[Path, str]:
-    """Write .config in the build dir if the fragment changed; return it."""
-    frag = kconfig.merge(purpose, arch.name)
-    out = build_dir(arch, purpose, tree.variant)
+def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
+    """Write ``out/.config`` from the fragment with ``make allnoconfig``.
+
+    The .config is a function of the tree and the fragment alone: it is
+    made again whenever either differs from what made the one in ``out``
+    (a build directory is shared by several commits, and make's own
+    oldconfig would carry options of the last tree into the next).
+    """
+    frag = kconfig.merge(purpose, arch.name, version=tree.version())
     out.mkdir(parents=True, exist_ok=True)
-    frag_path = out / "foliolab.fragment"
+    stamp_path = out / "foliolab.fragment"
     config = out / ".config"
-    if not (config.exists() and frag_path.exists()
-            and frag_path.read_text() == frag.text()):
-        frag_path.write_text(frag.text())
+    # the fragment as given to kconfig, and the commit it configured
+    stamp = frag.text() + f"# tree {tree.commit}\n"
+    if not (config.exists() and stamp_path.exists()
+            and stamp_path.read_text() == stamp):
+        stamp_path.write_text(stamp)
         argv = make_argv(tree.path, out, arch,
-                         f"KCONFIG_ALLCONFIG={frag_path}", "allnoconfig")
+                         f"KCONFIG_ALLCONFIG={stamp_path}", "allnoconfig")
         logp = out / "config.log"
         with open(logp, "w") as logf:
             rc = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT,
                                 env=dict(os.environ, **make_env())).returncode
         if rc != 0:
-            frag_path.unlink()
+            stamp_path.unlink()
             raise BuildError(f"kernel config for {tree.variant}/{purpose} "
                              "failed", log_path=logp)
     kconfig.check(frag, config)
-    return config, hashlib.sha256(config.read_bytes()).hexdigest()[:12]
+    return config
 
 
-def build_kernel(tree: Tree, arch: Arch, purpose: str) -> Kernel:
-    """Configure and build ``tree``; BuildError names the log on failure."""
+def build_kernel(tree: Tree, arch: Arch, purpose: str,
+                 slot: str | None = None) -> Kernel:
+    """Configure and build ``tree`` in the build directory ``slot`` (the
+    tree's variant by default); BuildError names the log on failure.
+
+    The .config is checked again after make (make's syncconfig has the last
+    word) and recorded as built: its hash is the one of the kernel.
+    """
     hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
     source.checkout(tree)
-    config, config_sha = configure(tree, arch, purpose)
-    out = config.parent
+    out = build_dir(arch, purpose, slot or tree.variant)
+    config = configure(tree, arch, purpose, out)
     # A fresh build compiles about as many files as the last fresh build
     # of this purpose did; an incremental one has no useful total.
     count_file = out.parent / f"{arch.name}-{purpose}.objects"
@@ -129,6 +144,15 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str) -> Kernel:
                       total)
     if fresh:
         count_file.write_text(str(count))
+    kconfig.check(kconfig.merge(purpose, arch.name, version=tree.version()),
+                  config)
+    release = out / "include" / "config" / "kernel.release"
     return Kernel(tree.variant, purpose, arch.name, out,
-                  out / arch.kernel_image, tree.commit, config_sha,
-                  time.monotonic() - t0)
+                  out / arch.kernel_image, tree.commit, config_digest(config),
+                  time.monotonic() - t0, tree.origin,
+                  release.read_text().strip() if release.exists() else "")
+
+
+def config_digest(config: Path) -> str:
+    """The short hash a run records for a kernel's .config."""
+    return hashlib.sha256(config.read_bytes()).hexdigest()[:12]

@@ -120,6 +120,9 @@ def prepare_kernels(req: CompareRequest, env: dict) -> dict[str, build.Kernel]:
     env["commits"] = {v: k.commit for v, k in kernels.items()}
     env["config_sha"] = {v: k.config_sha for v, k in kernels.items()}
     env["build_seconds"] = {v: round(k.elapsed, 1) for v, k in kernels.items()}
+    env["kernel_release"] = {v: k.release for v, k in kernels.items()}
+    env["kernel_origin"] = {v: k.origin for v, k in kernels.items()
+                            if k.origin}
     if len(set(env["config_sha"].values())) > 1:
         log.warning("the kernels' .configs differ (a series changes "
                     "Kconfig?): %s", env["config_sha"])
@@ -147,8 +150,7 @@ def dry_run(req: CompareRequest) -> str:
             lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
                          ".config checked against the fragment")
             continue
-        out = build.build_dir(arch, req.config,
-                              kernels_mod.build_slot(k.is_base()))
+        out = build.build_dir(arch, req.config, kernels_mod.slot_of(k))
         images[k.name] = out / arch.kernel_image
         lines.append(f"# kernel {k.name} = {k.text}: unless already kept "
                      "in the cache, checkout, then")

@@ -9,13 +9,19 @@ build small. Vanilla and patched get the very same fragment. After
 kconfig has run we check that every requested option survived (like
 kunit's validate_config): a silently dropped option would make the
 workloads measure something else.
+
+Kernels newer than the 6.12 base get the same fragments, followed by
+``since-X.Y.config`` for every X.Y up to their own version: there an
+option that a later kernel renamed or removed says so by name
+(``# CONFIG_X is gone: why``, and the new name set as usual), so the
+check still holds every other option to what was asked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.arch import get_arch
@@ -29,6 +35,12 @@ _BASED_ON = {"kasan": "debug"}
 DEBUG_PURPOSES = ("debug", "kasan")
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+# An option a newer kernel no longer has: no longer asked for.
+_GONE = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is gone(?::.*)?$")
+GONE = "gone"
+_SINCE = re.compile(r"^since-(\d+)\.(\d+)\.config$")
+# The pinned base's version: fragments without a since- are written for it.
+BASE_VERSION = (6, 12)
 
 
 def parse(text: str, source: str = "<text>") -> dict[str, str]:
@@ -46,6 +58,10 @@ def parse(text: str, source: str = "<text>") -> dict[str, str]:
         if m:
             out[m.group(1)] = "n"
             continue
+        m = _GONE.match(line)
+        if m:
+            out[m.group(1)] = GONE
+            continue
         if line.startswith("#"):
             continue
         raise ConfigError(f"{source}:{lineno}: not a Kconfig line: {line!r}")
@@ -57,6 +73,8 @@ class Fragment:
     purpose: str
     options: dict[str, str]
     origin: dict[str, str]    # option -> fragment file that set it
+    # options this kernel's version no longer has -> the file saying so
+    gone: dict[str, str] = field(default_factory=dict)
 
     def text(self) -> str:
         lines = [f"# foliolab {self.purpose} config, merged from configs/"]
@@ -69,9 +87,22 @@ class Fragment:
         return hashlib.sha256(self.text().encode()).hexdigest()[:12]
 
 
+def version_fragments(version: tuple[int, int],
+                      configs_dir: Path = CONFIGS_DIR) -> list[Path]:
+    """``since-X.Y.config`` for every X.Y up to ``version``, oldest first."""
+    found = []
+    for f in configs_dir.glob("since-*.config"):
+        m = _SINCE.match(f.name)
+        if m and (int(m.group(1)), int(m.group(2))) <= version:
+            found.append(((int(m.group(1)), int(m.group(2))), f))
+    return [f for _, f in sorted(found)]
+
+
 def fragment_files(purpose: str, arch: str,
-                   configs_dir: Path = CONFIGS_DIR) -> list[Path]:
-    """The fragments of (purpose, arch) in the order they are applied."""
+                   configs_dir: Path = CONFIGS_DIR,
+                   version: tuple[int, int] = BASE_VERSION) -> list[Path]:
+    """The fragments of (purpose, arch) for a kernel of ``version``, in
+    the order they are applied."""
     if purpose not in PURPOSES:
         raise UsageError(f"unknown --config {purpose!r}",
                          hint=f"choose one of: {', '.join(PURPOSES)}")
@@ -80,23 +111,42 @@ def fragment_files(purpose: str, arch: str,
     return [configs_dir / "base.config",
             configs_dir / get_arch(arch).config_fragment,
             *below,
-            configs_dir / f"{purpose}.config"]
+            configs_dir / f"{purpose}.config",
+            *version_fragments(version, configs_dir)]
 
 
 def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,
-          extra: list[Path] | None = None) -> Fragment:
-    """base + arch-<arch> + <purpose> (+ extra files), later files win."""
-    files = fragment_files(purpose, arch, configs_dir) + (extra or [])
+          extra: list[Path] | None = None,
+          version: tuple[int, int] = BASE_VERSION) -> Fragment:
+    """base + arch-<arch> + <purpose> + since-X.Y (+ extra files), later
+    files win; an option a later file calls gone is no longer asked for."""
+    files = fragment_files(purpose, arch, configs_dir, version) + \
+        (extra or [])
     options: dict[str, str] = {}
     origin: dict[str, str] = {}
+    gone: dict[str, str] = {}
     for f in files:
         if not f.exists():
             raise ConfigError(f"config fragment {f} is missing")
         for k, v in parse(f.read_text(), str(f)).items():
             options.pop(k, None)        # keep later files' order
+            if v == GONE:
+                gone[k] = f.name
+                continue
             options[k] = v
             origin[k] = f.name
-    return Fragment(purpose, options, origin)
+    return Fragment(purpose, options, origin, gone)
+
+
+_CONFIG_HEADER = re.compile(r"^# Linux/\S+ (\d+)\.(\d+)\S* Kernel Configuration$",
+                            re.M)
+
+
+def version_of(config_text: str) -> tuple[int, int]:
+    """(VERSION, PATCHLEVEL) from a .config's header comment; the base's
+    when it has none."""
+    m = _CONFIG_HEADER.search(config_text)
+    return (int(m.group(1)), int(m.group(2))) if m else BASE_VERSION
 
 
 def dropped(fragment: Fragment, config_text: str) -> list[str]:

@@ -7,7 +7,10 @@ SPEC is one of
 - ``base+DIR:N``: the base with the first N patches of that series;
 - ``git:PATH@REF``: a commit of the user's own kernel clone;
 - ``image:PATH``: a kernel image built elsewhere, with its ``.config`` (and
-  ``System.map`` for ``--count``) beside it or in a directory above it.
+  ``System.map`` for ``--count``) beside it or in a directory above it;
+- ``debian:VERSION``: Debian's ``linux-source-X.Y`` package, ``X.Y`` for the
+  newest in the archive (sid, trixie-backports, ...) or an exact package
+  version (see debian.py).
 
 Every spec is checked before anything is built (a bad path, a series
 prefix longer than the series, a ref that is not a commit), and the first
@@ -25,13 +28,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import build, kconfig, source
+from foliolab import build, debian, kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import UsageError
 from foliolab.paths import cache_root
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-SPEC_FORMS = "base, base+DIR, base+DIR:N, git:PATH@REF or image:PATH"
+SPEC_FORMS = ("base, base+DIR, base+DIR:N, git:PATH@REF, debian:VERSION or "
+              "image:PATH")
 # How far above an image its .config and System.map are looked for: a
 # build directory keeps bzImage three levels down (arch/x86/boot).
 _IMAGE_PARENTS = 4
@@ -42,6 +46,7 @@ class SpecKind(enum.Enum):
     SERIES = "series"
     GIT = "git"
     IMAGE = "image"
+    DEBIAN = "debian"
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class KernelSpec:
     repo: Path | None = None            # GIT
     ref: str = ""                       # GIT
     image: Path | None = None           # IMAGE
+    debian_version: str = ""            # DEBIAN: X.Y or a package version
 
     def is_base(self) -> bool:
         """Whether this kernel is the base's commit, known without building
@@ -116,6 +122,10 @@ def parse_spec(name: str, spec: str) -> KernelSpec:
                              hint="give image:PATH")
         return KernelSpec(name, SpecKind.IMAGE, spec,
                           image=Path(path).expanduser())
+    if spec.startswith("debian:"):
+        version = spec[len("debian:"):]
+        debian.package_of(version)      # the form only; the archive later
+        return KernelSpec(name, SpecKind.DEBIAN, spec, debian_version=version)
     raise UsageError(f"kernel {name}: unknown SPEC {spec!r}",
                      hint=f"SPEC is {SPEC_FORMS}")
 
@@ -159,6 +169,8 @@ def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
             k.series()
         elif k.kind is SpecKind.GIT:
             source.resolve_ref(k.repo, k.ref)
+        elif k.kind is SpecKind.DEBIAN:
+            debian.resolve(k.debian_version)
         elif k.kind is SpecKind.IMAGE:
             if not k.image.is_file():
                 raise UsageError(f"kernel {k.name}: image {k.image} does not "
@@ -179,7 +191,8 @@ def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
     """A prebuilt image as a Kernel, after checking that its .config has
     every option of the lab's fragment for ``purpose``."""
     config = find_beside(k.image, ".config")
-    kconfig.check(kconfig.merge(purpose, arch.name), config)
+    kconfig.check(kconfig.merge(purpose, arch.name, version=kconfig.version_of(
+        config.read_text())), config)
     digest = hashlib.sha256(k.image.read_bytes()).hexdigest()[:12]
     system_map = find_beside(k.image, "System.map")
     return build.Kernel(k.name, purpose, arch.name,
@@ -202,28 +215,50 @@ def tree_of(k: KernelSpec) -> source.Tree:
         return source.prepare_patched(series, k.name)
     if k.kind is SpecKind.GIT:
         return source.prepare_git(k.name, k.repo, k.ref)
+    if k.kind is SpecKind.DEBIAN:
+        src = debian.prepare(debian.resolve(k.debian_version))
+        return source.Tree(k.name, src.tree, src.commit, "", src.describe())
     raise ValueError(k.kind)
 
 
-def build_slot(is_base: bool) -> str:
+def build_slot(is_base: bool, version: tuple[int, int] = kconfig.BASE_VERSION
+               ) -> str:
     """The build directory a kernel compiles in: the base has its own
     (`vanilla`), so going back to it after any other kernel rebuilds
-    nothing; every other commit shares `patched`, where a series' prefixes,
-    a user's commits and the series itself are incremental builds of each
-    other."""
+    nothing; every other commit of the base's version shares `patched`,
+    where a series' prefixes, a user's commits and the series itself are
+    incremental builds of each other; a kernel of another version (7.3)
+    has a directory per version, `linux-7.3`, and never takes over
+    `patched`."""
+    if version != kconfig.BASE_VERSION:
+        return f"linux-{version[0]}.{version[1]}"
     return "vanilla" if is_base else "patched"
 
 
-# What a kernel needs besides its image: its config (checked, hashed) and
-# its symbols (for --count).
-_KEPT = (".config", "System.map")
+def slot_of(k: KernelSpec) -> str:
+    """The build directory build_and_keep() will use for ``k``, known
+    before anything is fetched or built (for --dry-run)."""
+    if k.kind is SpecKind.DEBIAN:
+        name, _ = debian.package_of(k.debian_version)
+        major, minor = name[len("linux-source-"):].split(".")
+        return build_slot(False, (int(major), int(minor)))
+    if k.kind is SpecKind.GIT:
+        return build_slot(False, source.makefile_version(
+            k.repo, source.resolve_ref(k.repo, k.ref)))
+    return build_slot(k.is_base())
 
 
-def store_dir(arch: Arch, purpose: str, commit: str) -> Path:
-    """Where the built kernel of ``commit`` is kept, per fragment: a
+# What a kernel needs besides its image: its config (checked, hashed), its
+# symbols (for --count) and its version string.
+_KEPT = (".config", "System.map", "kernel.release")
+_KEPT_FROM = {"kernel.release": "include/config/kernel.release"}
+
+
+def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
+    """Where the built kernel of ``tree`` is kept, per fragment: a
     changed config fragment is another kernel."""
-    frag = kconfig.merge(purpose, arch.name).text()
-    key = hashlib.sha256(f"{commit}\0{frag}".encode()).hexdigest()[:16]
+    frag = kconfig.merge(purpose, arch.name, version=tree.version()).text()
+    key = hashlib.sha256(f"{tree.commit}\0{frag}".encode()).hexdigest()[:16]
     return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
 
 
@@ -236,27 +271,27 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
     store directory per commit and fragment, which the run boots from and
     the next run finds again without building.
     """
-    kept = store_dir(arch, purpose, tree.commit)
+    kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
     if image.exists() and all((kept / f).exists() for f in _KEPT):
         return build.Kernel(tree.variant, purpose, arch.name, kept, image,
-                            tree.commit, hashlib.sha256(
-                                (kept / ".config").read_bytes()
-                            ).hexdigest()[:12], 0.0)
+                            tree.commit, build.config_digest(kept / ".config"),
+                            0.0, tree.origin,
+                            (kept / "kernel.release").read_text().strip())
     repo = source.prepare_base()
-    slot = build_slot(tree.commit == source.base_commit(repo))
-    k = build.build_kernel(source.Tree(slot, tree.path, tree.commit,
-                                       tree.series_digest), arch, purpose)
+    slot = build_slot(tree.commit == source.base_commit(repo), tree.version())
+    k = build.build_kernel(tree, arch, purpose, slot)
     tmp = kept.with_name(kept.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     shutil.copy2(k.image, tmp / image.name)
     for f in _KEPT:
-        shutil.copy2(k.build_dir / f, tmp / f)
+        shutil.copy2(k.build_dir / _KEPT_FROM.get(f, f), tmp / f)
     shutil.rmtree(kept, ignore_errors=True)
     tmp.rename(kept)
     return build.Kernel(tree.variant, purpose, arch.name, kept, image,
-                        tree.commit, k.config_sha, k.elapsed)
+                        tree.commit, k.config_sha, k.elapsed, tree.origin,
+                        k.release)
 
 
 def prepare(specs: list[KernelSpec], arch: Arch, purpose: str

@@ -169,6 +169,11 @@ class Tree:
     path: Path
     commit: str
     series_digest: str  # "" for vanilla
+    origin: str = ""    # where the source came from, if not the base's repo
+
+    def version(self) -> tuple[int, int]:
+        """VERSION and PATCHLEVEL of the checked-out tree's Makefile."""
+        return makefile_version(self.path, self.commit)
 
 
 def prepare_vanilla() -> Tree:
@@ -240,6 +245,17 @@ def resolve_ref(user_repo: Path, ref: str) -> str:
         raise UsageError(f"{ref!r} is not a commit in {user_repo}",
                          hint="give a branch, tag or commit id after @")
     return cp.stdout.strip()
+
+
+def makefile_version(repo: Path, commit: str) -> tuple[int, int]:
+    """(VERSION, PATCHLEVEL) of the top Makefile at ``commit``."""
+    text = git(repo, "show", f"{commit}:Makefile").stdout
+    found = dict(re.findall(r"^(VERSION|PATCHLEVEL) = (\d+)$", text, re.M))
+    if len(found) != 2:
+        raise SourceError(f"the Makefile of {commit[:12]} in {repo} names no "
+                          "VERSION and PATCHLEVEL",
+                          hint="is it a Linux tree?")
+    return int(found["VERSION"]), int(found["PATCHLEVEL"])
 
 
 def checkout(tree: Tree) -> None:

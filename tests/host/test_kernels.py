@@ -31,6 +31,8 @@ def series_dir(tmp_path, n=3):
     ("s1=base+patches/6.12:10", SpecKind.SERIES),
     ("mine=git:/src/linux@mm-unstable", SpecKind.GIT),
     ("img=image:/boot/vmlinuz", SpecKind.IMAGE),
+    ("up=debian:7.3", SpecKind.DEBIAN),
+    ("up=debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),
 ])
 def test_spec_forms(arg, kind):
     k = kernels.parse_kernel(arg)
@@ -52,6 +54,8 @@ def test_series_prefix_and_git_ref_are_split_at_the_last_separator():
     ("x=git:/src/linux", "is not git:PATH@REF"),
     ("x=base+:3", "names no series directory"),
     ("x=image:", "names no image"),
+    ("x=debian:", "is not a kernel version"),
+    ("x=debian:latest", "is not a kernel version"),
 ])
 def test_bad_specs_say_what_is_wrong(arg, says):
     with pytest.raises(errors.UsageError, match=says):

@@ -1,0 +1,296 @@
+"""Debian's kernel source packages as kernels: ``debian:VERSION``.
+
+Debian ships mainline kernels newer than the pinned 6.12 base as
+``linux-source-X.Y`` packages in other suites (trixie-backports, sid).
+foliolab reads those suites through an apt configuration of its own in
+the cache (its own sources list, package lists and download cache), so the
+host's sources and lists stay as they are, and apt verifies every index
+and .deb against the host's Debian archive keyring as it would for the
+host.
+
+A source is unpacked once per package version into a git repository of
+its own (``debian/src/VERSION``), committed with a fixed identity and date
+so that the same .deb gives the same commit on every machine; the commit
+message records the package, version and the .deb's sha256. Kernels are
+built from that checkout out of tree, like every other kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import proc
+from foliolab.errors import SourceError, UsageError
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+MIRROR = "http://deb.debian.org/debian"
+SECURITY_MIRROR = "http://deb.debian.org/debian-security"
+# The suites that carry linux-source packages: the base's own (bookworm's
+# security updates), trixie's, and the newer mainline kernels Debian ships
+# in trixie-backports and sid.
+SUITES = ((SECURITY_MIRROR, "bookworm-security"), (MIRROR, "trixie"),
+          (SECURITY_MIRROR, "trixie-security"), (MIRROR, "trixie-backports"),
+          (MIRROR, "sid"))
+# Package lists older than this are fetched again before a version is
+# looked up; a version not found in them fetches them once more.
+LISTS_MAX_AGE_S = 24 * 3600
+# ... unless they were fetched this recently.
+LISTS_RETRY_S = 600
+_SERIES = re.compile(r"^(\d+)\.(\d+)$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$")
+
+
+@dataclass(frozen=True)
+class Package:
+    """One linux-source package version, as the archive lists it."""
+
+    name: str           # linux-source-7.3
+    version: str        # 7.3.4-1~bpo13+1
+
+
+@dataclass(frozen=True)
+class Source:
+    """A fetched and unpacked linux-source package: the tree to build."""
+
+    package: Package
+    deb_sha256: str
+    tree: Path          # a git repository with the unpacked source
+    commit: str
+
+    def describe(self) -> str:
+        return (f"{self.package.name} {self.package.version} "
+                f"(.deb sha256 {self.deb_sha256})")
+
+
+def package_of(spec: str) -> tuple[str, str | None]:
+    """``7.3`` -> (linux-source-7.3, None: the newest);
+    ``7.3.4-1~bpo13+1`` -> (linux-source-7.3, that exact version)."""
+    m = _SERIES.match(spec)
+    if m:
+        return f"linux-source-{m.group(1)}.{m.group(2)}", None
+    m = _VERSION.match(spec)
+    if not m:
+        raise UsageError(f"debian:{spec} is not a kernel version",
+                         hint="give debian:X.Y (the newest X.Y in Debian's "
+                              "archive) or an exact package version, e.g. "
+                              "debian:7.3.4-1~bpo13+1")
+    return f"linux-source-{m.group(1)}.{m.group(2)}", spec
+
+
+def apt_dir() -> Path:
+    return cache_root() / "debian" / "apt"
+
+
+def _apt_options() -> list[str]:
+    d = apt_dir()
+    return ["-o", f"Dir::Etc::SourceList={d / 'sources.list'}",
+            "-o", "Dir::Etc::SourceParts=/dev/null",
+            "-o", f"Dir::State::Lists={d / 'lists'}",
+            "-o", f"Dir::Cache={d / 'cache'}",
+            "-o", "Dir::State::status=/dev/null",
+            "-o", "APT::Architectures::=amd64",
+            "-o", "Acquire::Languages=none",
+            # only the Packages indices: no DEP-11 or Contents downloads
+            "-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+            "-o", "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
+            "-o", "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
+            "-o", "Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false"]
+
+
+def sources_list() -> str:
+    return "".join(f"deb [signed-by={KEYRING}] {url} {suite} main\n"
+                   for url, suite in SUITES)
+
+
+def _lists_age() -> float | None:
+    stamp = apt_dir() / "updated"
+    if not stamp.exists():
+        return None
+    return time.time() - stamp.stat().st_mtime
+
+
+def update_lists(force: bool = False) -> None:
+    """Fetch the suites' package lists into the cache (apt verifies them);
+    skipped while the last fetch is younger than LISTS_MAX_AGE_S."""
+    age = _lists_age()
+    if not force and age is not None and age < LISTS_MAX_AGE_S:
+        return
+    d = apt_dir()
+    for sub in ("lists/partial", "cache/archives/partial"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / "sources.list").write_text(sources_list())
+    log.info("Reading Debian's package lists (%s)",
+             ", ".join(s for _, s in SUITES))
+    proc.run(["apt-get", *_apt_options(), "-q", "update"],
+             log_path=d / "update.log", error=SourceError,
+             what="apt-get update of foliolab's Debian suites")
+    (d / "updated").touch()
+
+
+def versions(name: str) -> list[str]:
+    """The versions of package ``name`` the suites carry, newest first."""
+    cp = proc.run(["apt-cache", *_apt_options(), "madison", name],
+                  check=False, error=SourceError)
+    found = []
+    for line in cp.stdout.splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) >= 2 and fields[0] == name and fields[1] not in found:
+            found.append(fields[1])
+    return _newest_first(found)
+
+
+def _newest_first(found: list[str]) -> list[str]:
+    """Sort Debian versions with dpkg's own comparison."""
+    out: list[str] = []
+    for v in found:
+        i = 0
+        while i < len(out) and not _newer(v, out[i]):
+            i += 1
+        out.insert(i, v)
+    return out
+
+
+def _newer(a: str, b: str) -> bool:
+    return proc.run(["dpkg", "--compare-versions", a, "gt", b],
+                    check=False).returncode == 0
+
+
+def series_available() -> list[str]:
+    """The linux-source-X.Y packages the suites carry, as X.Y."""
+    cp = proc.run(["apt-cache", *_apt_options(), "pkgnames", "linux-source-"],
+                  check=False, error=SourceError)
+    names = {n.strip()[len("linux-source-"):] for n in cp.stdout.split()}
+    return sorted((n for n in names if _SERIES.match(n)),
+                  key=lambda s: tuple(int(x) for x in s.split(".")))
+
+
+def resolve(spec: str) -> Package:
+    """``debian:SPEC`` -> the package version it names, checked against the
+    archive; a UsageError lists the versions that are there."""
+    name, exact = package_of(spec)
+    update_lists()
+    have = versions(name)
+    age = _lists_age() or 0.0
+    if (not have or (exact and exact not in have)) and age > LISTS_RETRY_S:
+        update_lists(force=True)        # the lists may predate an upload
+        have = versions(name)
+    if not have:
+        raise UsageError(f"debian:{spec}: Debian's archive has no {name}",
+                         hint="kernels there: " + ", ".join(
+                             f"debian:{s}" for s in series_available()))
+    if exact and exact not in have:
+        raise UsageError(f"debian:{spec}: {name} {exact} is not in Debian's "
+                         "archive", hint="versions there: " + ", ".join(have))
+    return Package(name, exact or have[0])
+
+
+def _source_dir(pkg: Package) -> Path:
+    # '~' and '+' are fine in paths; ':' (an epoch) is not used by these
+    return cache_root() / "debian" / "src" / pkg.version
+
+
+def fetch_deb(pkg: Package) -> Path:
+    """Download the package's .deb into the cache (apt checks its hash
+    against the signed index); kept for the next run."""
+    debs = cache_root() / "debian" / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    have = sorted(debs.glob(f"{pkg.name}_{_deb_version(pkg.version)}_*.deb"))
+    if have:
+        return have[0]
+    log.info("Downloading %s %s from Debian's archive", pkg.name, pkg.version)
+    proc.run(["apt-get", *_apt_options(), "-q", "download",
+              f"{pkg.name}={pkg.version}"], cwd=debs,
+             log_path=apt_dir() / "download.log", error=SourceError,
+             what=f"apt-get download {pkg.name}={pkg.version}")
+    have = sorted(debs.glob(f"{pkg.name}_{_deb_version(pkg.version)}_*.deb"))
+    if not have:
+        raise SourceError(f"apt-get download left no .deb of {pkg.name} "
+                          f"{pkg.version} in {debs}",
+                          log_path=apt_dir() / "download.log")
+    return have[0]
+
+
+def _deb_version(version: str) -> str:
+    """A version as apt spells it in a .deb's file name (no epoch)."""
+    return version.split(":", 1)[-1]
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _git(tree: Path, *args: str, env: dict | None = None):
+    from foliolab import source      # the one git helper, its identity
+    return source.git(tree, *args, env=env)
+
+
+def unpack(pkg: Package, deb: Path, digest: str) -> Path:
+    """The .deb's kernel tarball as a git repository with one commit."""
+    tree = _source_dir(pkg)
+    tmp = tree.with_name(tree.name + ".unpack")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    log.info("Unpacking %s %s into %s", pkg.name, pkg.version, tree)
+    debdir = tmp / "deb"
+    proc.run(["dpkg-deb", "-x", deb, debdir], error=SourceError,
+             what=f"dpkg-deb -x {deb.name}")
+    tarball = debdir / "usr" / "src" / f"{pkg.name}.tar.xz"
+    if not tarball.is_file():
+        raise SourceError(f"{deb.name} holds no usr/src/{tarball.name}")
+    proc.run(["tar", "-xJf", tarball, "-C", tmp], error=SourceError,
+             what=f"tar -x {tarball.name}")
+    shutil.rmtree(debdir)
+    (top,) = [p for p in tmp.iterdir() if p.is_dir()]
+    date = "2026-01-01T00:00:00+00:00"
+    _git(top, "init", "-q", "-b", "debian")
+    # Debian's top-level .gitignore ignores everything at the top level
+    _git(top, "add", "-A", "-f")
+    _git(top, "commit", "-q", "-m",
+         f"{pkg.name} {pkg.version} (Debian)\n\n"
+         f"Unpacked from {deb.name}.\n\n"
+         f"Debian-Version: {pkg.version}\nDeb-SHA256: {digest}\n",
+         env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    shutil.rmtree(tree, ignore_errors=True)
+    top.rename(tree)
+    shutil.rmtree(tmp)
+    return tree
+
+
+def _recorded(tree: Path) -> dict[str, str]:
+    cp = _git(tree, "log", "-1", "--format=%B")
+    out = {}
+    for line in cp.stdout.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key in ("Debian-Version", "Deb-SHA256"):
+            out[key] = value.strip()
+    return out
+
+
+def prepare(pkg: Package) -> Source:
+    """The package's source tree in the cache: fetched and unpacked on
+    first use, found again (by the version and .deb hash its commit
+    records) after that."""
+    tree = _source_dir(pkg)
+    if (tree / ".git").exists():
+        rec = _recorded(tree)
+        if rec.get("Debian-Version") == pkg.version and rec.get("Deb-SHA256"):
+            commit = _git(tree, "rev-parse", "HEAD").stdout.strip()
+            return Source(pkg, rec["Deb-SHA256"], tree, commit)
+    deb = fetch_deb(pkg)
+    digest = sha256_of(deb)
+    tree = unpack(pkg, deb, digest)
+    commit = _git(tree, "rev-parse", "HEAD").stdout.strip()
+    return Source(pkg, digest, tree, commit)

@@ -1,0 +1,147 @@
+"""Debian's kernels as kernels: versions, the archive, the unpacked tree.
+
+The tests marked ``archive`` read Debian's archive (package lists, one
+download of linux-source-7.3, kept in the real cache for later runs);
+the others build a small .deb of their own.
+"""
+
+import hashlib
+import subprocess
+
+import pytest
+
+from foliolab import debian, kconfig, kernels, source
+from foliolab.errors import UsageError
+
+
+@pytest.mark.parametrize("spec, package, exact", [
+    ("7.3", "linux-source-7.3", None),
+    ("6.12", "linux-source-6.12", None),
+    ("7.3.4-1~bpo13+1", "linux-source-7.3", "7.3.4-1~bpo13+1"),
+    ("7.2.13-1", "linux-source-7.2", "7.2.13-1"),
+])
+def test_a_version_names_its_package(spec, package, exact):
+    assert debian.package_of(spec) == (package, exact)
+
+
+@pytest.mark.parametrize("spec", ["", "7", "latest", "7.3;rm", "v7.3"])
+def test_a_bad_version_is_named(spec):
+    with pytest.raises(UsageError, match=f"debian:{spec} is not a kernel"):
+        debian.package_of(spec)
+
+
+def test_the_private_sources_name_the_suites_and_the_hosts_keyring():
+    text = debian.sources_list()
+    for _, suite in debian.SUITES:
+        assert f" {suite} main\n" in text
+    assert text.count(f"signed-by={debian.KEYRING}") == len(debian.SUITES)
+    opts = " ".join(debian._apt_options())
+    # the host's own sources, lists and dpkg status are never read
+    assert "Dir::Etc::SourceParts=/dev/null" in opts
+    assert "Dir::State::status=/dev/null" in opts
+
+
+def test_a_newer_kernel_has_its_own_build_slot():
+    assert kernels.build_slot(True) == "vanilla"
+    assert kernels.build_slot(False) == "patched"
+    assert kernels.build_slot(False, (7, 3)) == "linux-7.3"
+    up = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
+    assert kernels.slot_of(up) == "linux-7.3"
+
+
+def test_a_since_fragment_applies_from_its_version_on(tmp_path):
+    for name, text in {
+            "base.config": "CONFIG_A=y\nCONFIG_OLD=y\n",
+            "arch-x86_64.config": "CONFIG_X86=y\n",
+            "perf.config": "CONFIG_P=y\n",
+            "since-7.1.config": "# CONFIG_OLD is gone: renamed CONFIG_NEW\n"
+                                "CONFIG_NEW=y\n",
+            "since-7.5.config": "# CONFIG_A is gone: removed\n"}.items():
+        (tmp_path / name).write_text(text)
+    base = kconfig.merge("perf", "x86_64", tmp_path)
+    assert "CONFIG_OLD" in base.options and not base.gone
+    up = kconfig.merge("perf", "x86_64", tmp_path, version=(7, 3))
+    assert "CONFIG_OLD" not in up.options and up.options["CONFIG_NEW"] == "y"
+    assert up.gone == {"CONFIG_OLD": "since-7.1.config"}
+    assert "CONFIG_OLD" not in up.text() and "CONFIG_A=y" in up.text()
+    # the check holds the rest to what was asked
+    config = "CONFIG_A=y\nCONFIG_X86=y\nCONFIG_P=y\n"
+    assert kconfig.dropped(up, config) == ["CONFIG_NEW=y (since-7.1.config; "
+                                           "got n)"]
+
+
+def test_a_configs_header_names_its_version():
+    assert kconfig.version_of("#\n# Linux/x86 7.3.4 Kernel Configuration\n"
+                              ) == (7, 3)
+    assert kconfig.version_of("# Linux/arm64 6.12.117 Kernel Configuration"
+                              ) == (6, 12)
+    assert kconfig.version_of("CONFIG_A=y\n") == kconfig.BASE_VERSION
+
+
+def _small_deb(tmp_path, name="linux-source-9.9", version="9.9.1-1"):
+    """A .deb shaped like Debian's linux-source: a tarball in usr/src whose
+    tree has Debian's top-level .gitignore (everything ignored)."""
+    tree = tmp_path / "mk" / name
+    tree.mkdir(parents=True)
+    (tree / "Makefile").write_text("VERSION = 9\nPATCHLEVEL = 9\n"
+                                   "SUBLEVEL = 1\n")
+    (tree / ".gitignore").write_text("/*\n!/debian/\n")
+    (tree / "mm").mkdir()
+    (tree / "mm" / "rmap.c").write_text("/* rmap */\n")
+    root = tmp_path / "pkg"
+    (root / "usr" / "src").mkdir(parents=True)
+    subprocess.run(["tar", "-cJf", root / "usr" / "src" / f"{name}.tar.xz",
+                    "-C", tree.parent, name], check=True)
+    (root / "DEBIAN").mkdir()
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
+        "Maintainer: foliolab <foliolab@example.org>\n"
+        "Description: test\n")
+    deb = tmp_path / f"{name}_{version}_all.deb"
+    subprocess.run(["dpkg-deb", "-b", "-Zxz", root, deb], check=True,
+                   capture_output=True)
+    return deb
+
+
+def test_an_unpacked_source_is_one_commit_of_the_whole_tree(tmp_path,
+                                                            tmp_cache):
+    deb = _small_deb(tmp_path)
+    pkg = debian.Package("linux-source-9.9", "9.9.1-1")
+    digest = hashlib.sha256(deb.read_bytes()).hexdigest()
+    tree = debian.unpack(pkg, deb, digest)
+    files = source.git(tree, "ls-files").stdout.split()
+    # Debian's .gitignore ignores the top level: all of it is committed
+    assert sorted(files) == [".gitignore", "Makefile", "mm/rmap.c"]
+    assert source.makefile_version(tree, "HEAD") == (9, 9)
+    assert debian._recorded(tree) == {"Debian-Version": "9.9.1-1",
+                                      "Deb-SHA256": digest}
+    # the same .deb gives the same commit (fixed identity and date)
+    first = source.git(tree, "rev-parse", "HEAD").stdout
+    again = debian.unpack(pkg, deb, digest)
+    assert source.git(again, "rev-parse", "HEAD").stdout == first
+
+
+@pytest.mark.archive
+def test_the_archive_names_7_3_and_refuses_a_version_it_lacks():
+    pkg = debian.resolve("7.3")
+    assert pkg.name == "linux-source-7.3" and pkg.version.startswith("7.3.")
+    assert debian.resolve(pkg.version) == pkg
+    with pytest.raises(UsageError) as e:
+        debian.resolve("7.3.999-1")
+    assert "7.3.999-1 is not in Debian's archive" in str(e.value)
+    assert pkg.version in str(e.value)          # the versions that are
+    with pytest.raises(UsageError, match="kernels there: .*debian:7.3"):
+        debian.resolve("99.1")
+
+
+@pytest.mark.archive
+def test_the_fetched_deb_is_the_archives_and_its_hash_is_recorded():
+    pkg = debian.resolve("7.3")
+    deb = debian.fetch_deb(pkg)
+    shown = subprocess.run(["apt-cache", *debian._apt_options(), "show",
+                            f"{pkg.name}={pkg.version}"],
+                           capture_output=True, text=True, check=True).stdout
+    index_sha = [line.split()[1] for line in shown.splitlines()
+                 if line.startswith("SHA256:")]
+    assert debian.sha256_of(deb) in index_sha
+    assert debian.fetch_deb(pkg) == deb         # kept, not fetched again
