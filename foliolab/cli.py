@@ -1,6 +1,7 @@
-"""The foliolab command line. The only module that prints errors and exits.
+"""foliolab: an A/B lab for Linux memory management, in QEMU or on LAVA.
 
-Subcommands follow the stages: setup, tree, export, build, run, compare,
+This module is the only one that prints errors and exits. Subcommands
+follow the stages: setup, tree, export, build, run, compare,
 test, report. Every library error is a FoliolabError whose one-line message
 is printed as ``foliolab: error: ...``; its class picks the exit code.
 """
@@ -16,8 +17,9 @@ from pathlib import Path
 
 from foliolab import kconfig
 from foliolab.arch import ARCHES
-from foliolab.errors import BuildError, FoliolabError, UsageError
-from foliolab.executor import ExecutorKind
+from foliolab.errors import (BuildError, FoliolabError, Stop, StoppedError,
+                             UsageError)
+from foliolab.executors import ExecutorKind
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -118,6 +120,10 @@ def _measure(s: argparse.ArgumentParser) -> None:
     s.add_argument("--dry-run", action="store_true",
                    help="print the builds and QEMU command lines the run "
                         "would execute, and execute nothing")
+    s.add_argument("--resume", action="store_true",
+                   help="finish the interrupted run in --out DIR: its "
+                        "finished boots are kept, the rest run (the same "
+                        "kernels, workloads and parameters)")
 
 
 def _machine(p: argparse.ArgumentParser) -> None:
@@ -157,7 +163,8 @@ def _lava_target(p: argparse.ArgumentParser) -> None:
 
 def _executor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", default="qemu",
-                   choices=[k.value for k in ExecutorKind],
+                   choices=[k.value for k in ExecutorKind
+                            if k is not ExecutorKind.LAVA_EXPORT],
                    help="who runs the boots: QEMU here (default), LAVA's "
                         "dispatcher here (lava-local), or a LAVA lab "
                         "(lava); see README")
@@ -173,15 +180,21 @@ def _executor(p: argparse.ArgumentParser) -> None:
                         "at --artifacts-url (default OUT/lava/artifacts)")
 
 
-def _lava_options(args):
-    from foliolab import compare, lava
+def _executor_options(args, argv: list[str]):
+    from foliolab.executors import ExecutorOptions
+    from foliolab.executors.lava.job import Target
     tags = tuple(t for t in args.lava_tags.split(",") if t)
-    return compare.LavaOptions(
-        lava.Target(args.lava_device_type, tags, args.lava_dtb),
+    given = tuple(f for f in ("--lava-url", "--lava-identity",
+                              "--artifacts-dir", "--lava-device-type",
+                              "--lava-tags", "--lava-dtb", "--artifacts-url")
+                  if any(a == f or a.startswith(f + "=") for a in argv))
+    return ExecutorOptions(
+        ExecutorKind(getattr(args, "executor", "qemu")),
+        Target(args.lava_device_type, tags, args.lava_dtb),
         url=getattr(args, "lava_url", ""),
         identity=getattr(args, "lava_identity", "default"),
         artifacts_url=args.artifacts_url,
-        artifacts_dir=getattr(args, "artifacts_dir", None))
+        artifacts_dir=getattr(args, "artifacts_dir", None), given=given)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -428,21 +441,19 @@ def cmd_compare(args) -> int:
 
 
 def cmd_jobs(args) -> int:
-    from foliolab import jobs
+    from foliolab import orchestrate
     if args.jobs_command == "collect":
-        print(jobs.collect(args.dir, args.logs), end="")
+        print(orchestrate.collect(args.dir, args.logs), end="")
         return 0
-    if args.dry_run:
-        raise UsageError("jobs export runs nothing; --dry-run is for compare",
-                         hint="drop --dry-run")
+    if args.dry_run or args.resume:
+        raise UsageError("jobs export runs nothing; --dry-run and --resume "
+                         "are for compare", hint="drop them")
     if args.out is None:
         raise UsageError("jobs export needs --out DIR",
                          hint="the run directory the jobs' logs are "
                               "collected into later")
-    req = _compare_request(args, _kernel_args(args), args.patches, {})
-    opts = _lava_options(args)
-    print(jobs.export(jobs.ExportRequest(req, opts.target,
-                                         opts.artifacts_url)), end="")
+    req = _request(args, _kernel_args(args), args.patches, {})
+    print(orchestrate.export(req), end="")
     return 0
 
 
@@ -457,32 +468,39 @@ def cmd_attribute(args) -> int:
     specs += [kernels.parse_spec(f"p{n}", f"base+{args.series}:{n}")
               for n in args.at]
     return _compare(args, specs, args.series,
-                    {"attribution": {k.name: k.prefix for k in specs[1:]}})
+                    {k.name: k.prefix for k in specs[1:]})
 
 
-def _compare_request(args, specs, patches, environment: dict):
-    from foliolab import compare, workloads
+def _request(args, specs, patches, attribution: dict[str, int]):
+    from foliolab import orchestrate, workloads
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
+    if args.resume and args.out is None:
+        raise UsageError("--resume finishes the run in --out DIR",
+                         hint="give the --out of the interrupted run")
+    if args.runs < 4:
+        log.warning("with --runs %d no row can be significant (an exact "
+                    "rank test cannot give p below 0.05 at %d against %d); "
+                    "use --runs 4 or more", args.runs, args.runs, args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
-    return compare.CompareRequest(
+    return orchestrate.Request(
         workloads=wl, params=params, runs=args.runs, patches=patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
-        environment=environment, dry_run=args.dry_run,
+        attribution=attribution, dry_run=args.dry_run,
         records_on=args.records_on,
-        executor=ExecutorKind(getattr(args, "executor", "qemu")),
-        lava=_lava_options(args))
+        executor=_executor_options(args, args.argv), resume=args.resume,
+        command=["foliolab", *args.argv])
 
 
-def _compare(args, specs, patches, environment: dict) -> int:
-    from foliolab import compare
-    req = _compare_request(args, specs, patches, environment)
+def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
+    from foliolab import orchestrate
+    req = _request(args, specs, patches, attribution)
     out = req.out
-    text = compare.compare(req)
+    text = orchestrate.compare(req)
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
         print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
@@ -495,7 +513,7 @@ def cmd_run(args) -> int:
 
     from foliolab import boot, build, counting, image
     from foliolab.arch import get_arch
-    from foliolab.compare import choose_accel
+    from foliolab.orchestrate import choose_accel
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise UsageError("foliolab run: no command given",
@@ -595,8 +613,8 @@ def cmd_test(args) -> int:
 
 def cmd_report(args) -> int:
     from foliolab import report
-    if not (args.dir / "environment.json").exists():
-        raise UsageError(f"{args.dir} holds no foliolab results",
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such directory",
                          hint="give the --out directory of a compare run")
     print(report.write_report(args.dir))
     return 0
@@ -630,7 +648,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(message)s", level=logging.INFO,
                         stream=sys.stderr)
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
+        args.argv = argv
         if args.verbose:
             log.setLevel(logging.DEBUG)
         check_args(args)
@@ -641,3 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("foliolab: interrupted", file=sys.stderr)
         return 130
+    except Stop as s:
+        # a stop signal outside a measuring run (before it, or after)
+        print(f"foliolab: stopped by {s.signame}", file=sys.stderr)
+        return StoppedError.exit_code

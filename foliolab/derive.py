@@ -15,14 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from foliolab import bootrecord, counting, parse
-from foliolab.bootrecord import BootJob, BootResult, Pass
+from foliolab.bootrecord import DAMAGED_HINT, BootJob, BootResult, Pass
+from foliolab.errors import DamagedRunError
 from foliolab.workloads import COUNTING, WORKLOADS, Workload
 
 log = logging.getLogger("foliolab")
-
-# The kernels of a --patches run (--kernel runs name their own).
-VARIANTS = ("vanilla", "patched")
-
 
 @dataclass
 class Sample:
@@ -113,11 +110,21 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
 
 
 def load_samples(out: Path) -> list[Sample]:
+    """samples.jsonl of a run from before job.json; a damaged line is
+    named, never a traceback."""
     path = out / "samples.jsonl"
     if not path.exists():
         return []
-    return [Sample(**json.loads(line))
-            for line in path.read_text().splitlines() if line.strip()]
+    samples = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            samples.append(Sample(**json.loads(line)))
+        except (ValueError, TypeError) as e:
+            raise DamagedRunError(f"{path}: line {n} is not a sample ({e})",
+                                  hint=DAMAGED_HINT) from None
+    return samples
 
 
 def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:

@@ -12,11 +12,12 @@ import json
 import logging
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import bootrecord, counting, derive, stats
-from foliolab.derive import VARIANTS, Sample, load_samples
+from foliolab.derive import Sample, load_samples
+from foliolab.manifest import VARIANTS, RunManifest
 from foliolab.workloads import WORKLOADS, Metric, Workload
 
 log = logging.getLogger("foliolab")
@@ -36,10 +37,17 @@ def legend(names: list[str]) -> str:
             "excludes 1 and Mann-Whitney p < 0.05")
 
 
-def kernel_names(env: dict) -> list[str]:
-    """The run's kernels in order, baseline first (runs from before
-    --kernel have vanilla and patched)."""
-    return list(env.get("kernels") or VARIANTS)
+@dataclass
+class RunView:
+    """What the tables say about the run besides its statistics."""
+
+    m: RunManifest
+    host_line: str = ""
+    missing: list[str] = field(default_factory=list)   # unfinished boots
+
+    @property
+    def names(self) -> list[str]:
+        return self.m.names
 
 
 # How many functions a differential profile shows per workload.
@@ -465,42 +473,61 @@ def invalid_lines(w: Workload, samples: list[Sample],
     return out
 
 
-def _title(env: dict, names: list[str]) -> str:
+def _title(m: RunManifest) -> str:
+    names = m.names
     if names == list(VARIANTS):
-        return (f"foliolab comparison: {env.get('patches_label', '?')} vs "
-                f"vanilla {env.get('base_version', '')}")
-    specs = env.get("kernel_specs", {})
+        return (f"foliolab comparison: {m.patches_label} vs "
+                f"vanilla {m.base_version}")
     return ("foliolab comparison of " + ", ".join(
-        f"{k}={specs.get(k, '?')}" for k in names) +
-        f" (base {env.get('base_version', '')}; baseline {names[0]})")
+        f"{k.name}={k.spec}" for k in m.kernels) +
+        f" (base {m.base_version}; baseline {names[0]})")
 
 
-def executor_note(env: dict) -> str:
+def executor_note(m: RunManifest) -> str:
     """How the boots ran, when not by foliolab's own QEMU here."""
-    ex = env.get("executor") or {}
-    if ex.get("kind", "qemu") == "qemu":
+    ex = m.executor
+    if ex.kind == "qemu":
         return ""
-    where = ex.get("server", "this machine")
-    return (f"; boots run as LAVA {ex.get('lava_version', '')} jobs "
-            f"({ex['kind']}, device type {ex.get('device_type', '?')}, "
+    where = ex.server or "this machine"
+    return (f"; boots run as LAVA {ex.lava_version} jobs "
+            f"({ex.kind}, device type {ex.device_type or '?'}, "
             f"{where}), records on the console")
 
 
-def text_report(env: dict, summary: list[dict], samples: list[Sample],
+def _guest(m: RunManifest) -> str:
+    return (f"{m.arch} {m.accel_label} -cpu {m.cpu} {m.vcpus} vCPUs; config "
+            f"{m.config} sha {m.kernels[0].config_sha or '?'}")
+
+
+def missing_boots(m: RunManifest, out: Path) -> list[str]:
+    """Per workload and kernel, the planned boots without a boot.json
+    ("1 of 2 boots of pageout/patched finished")."""
+    per_kernel = -(-m.runs // max(1, m.samples_per_boot)) * (
+        2 if m.count else 1)
+    lines = []
+    for w in m.workloads:
+        for k in m.names:
+            done = [d for d in (out / "raw" / w).glob(f"{k}-[0-9][0-9][0-9]*")
+                    if (d / bootrecord.BOOT_FILE).exists()
+                    and d.name[len(k) + 1:len(k) + 4].isdigit()]
+            if len(done) < per_kernel:
+                lines.append(f"{len(done)} of {per_kernel} boots of {w}/{k} "
+                             "finished")
+    return lines
+
+
+def text_report(view: RunView, summary: list[dict], samples: list[Sample],
                 counts: dict[str, CountAnalysis] | None = None,
                 attribution: list[dict] | None = None) -> str:
-    names = kernel_names(env)
+    m = view.m
+    names = view.names
     attribution = attribution or []
-    lines = [_title(env, names),
-             f"guest: {env.get('arch')} {env.get('accel')} "
-             f"-cpu {env.get('cpu', '?')} {env.get('vcpus')} vCPUs; "
-             f"config {env.get('config')} "
-             f"sha {env.get('config_sha', {}).get(names[0], '?')}"
-             + executor_note(env),
+    lines = [_title(m), "guest: " + _guest(m) + executor_note(m),
              legend(names), ""]
-    for error in env.get("errors", []):
+    for error in m.errors:
         lines.append(f"ERROR: {error}")
-    for name in env.get("workloads", []):
+    lines += [f"MISSING: {x}" for x in view.missing]
+    for name in m.workloads:
         w = WORKLOADS.get(name)
         if not w:
             continue
@@ -529,7 +556,7 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
             lines += caveats + [""]
         steps = [r for r in attribution if r["workload"] == name]
         if steps:
-            lines += attribution_lines(steps, env.get("attribution", {}))
+            lines += attribution_lines(steps, m.attribution)
             lines.append("")
         if counts and name in counts:
             lines += profile_lines(counts[name])
@@ -539,37 +566,36 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
         if w.not_measurable:
             lines.append(f"Not measurable here: {w.not_measurable}")
         lines.append("")
-    for f in env.get("failures", []):
+    for f in m.failures:
         lines.append(f"FAILED BOOT: {f}")
-    if env.get("host_line"):
-        lines.append(env["host_line"])
+    if view.host_line:
+        lines.append(view.host_line)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
+def markdown_report(view: RunView, summary: list[dict],
+                    samples: list[Sample],
                     counts: dict[str, CountAnalysis] | None = None) -> str:
-    names = kernel_names(env)
-    commits = env.get("commits", {})
-    specs = env.get("kernel_specs", {})
+    m = view.m
+    names = view.names
     md = ["# foliolab comparison", "",
-          f"- series: {env.get('patches_label')}",
-          f"- base: {env.get('base_package')} {env.get('base_version')}",
+          f"- series: {m.patches_label}",
+          f"- base: {m.base_package} {m.base_version}",
           "- kernels (the first is the baseline): " + ", ".join(
-              f"{k} " + (f"`{specs[k]}` " if k in specs else "") +
-              f"{commits.get(k, '?')[:12]}" for k in names),
-          f"- guest: {env.get('arch')}, {env.get('accel')}, "
-          f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, "
-          f"config `{env.get('config')}` "
-          f"(sha {env.get('config_sha', {}).get(names[0], '?')})",
-          f"- emulator: {env.get('qemu', '?')}{executor_note(env)}",
-          *([f"- {env['host_line']}"] if env.get("host_line") else []),
-          f"- runs: {env.get('runs')} per kernel, "
-          f"{env.get('samples_per_boot')} sample(s) per boot, "
+              f"{k.name} `{k.spec}` {(k.commit or '?')[:12]}"
+              for k in m.kernels),
+          f"- guest: {m.arch}, {m.accel_label}, -cpu {m.cpu}, {m.vcpus} "
+          f"vCPUs, config `{m.config}` (sha {m.kernels[0].config_sha or '?'})",
+          f"- emulator: {m.qemu}{executor_note(m)}",
+          *([f"- {view.host_line}"] if view.host_line else []),
+          *(f"- **MISSING:** {x}" for x in view.missing),
+          f"- runs: {m.runs} per kernel, "
+          f"{m.samples_per_boot} sample(s) per boot, "
           "interleaved (each round in the order given, the next reversed)",
           "", legend(names).replace("\n", " "), ""]
-    for error in env.get("errors", []):
+    for error in m.errors:
         md.append(f"**ERROR:** {error}\n")
-    for name in env.get("workloads", []):
+    for name in m.workloads:
         w = WORKLOADS.get(name)
         if not w:
             continue
@@ -613,7 +639,7 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
         if w.not_measurable:
             md += ["", f"Not measurable here: {w.not_measurable}"]
         md += ["", f"![{name}](plots/{name}.png)", ""]
-    for f in env.get("failures", []):
+    for f in m.failures:
         md.append(f"- FAILED BOOT: {f}")
     return "\n".join(md) + "\n"
 
@@ -719,39 +745,62 @@ def plot_workload(w: Workload, samples: list[Sample], path: Path,
     return True
 
 
-def write_report(out: Path) -> str:
-    """(Re)write results.json, report.md and plots/; return the text table."""
-    env = json.loads((out / "environment.json").read_text())
-    # Every sample again from the raw boots, when the run has them.
+def failed_boots(out: Path) -> list[str]:
+    """The run's failed boots, as the boots on disk say."""
+    failures = []
+    for rundir in bootrecord.boot_dirs(out):
+        res = bootrecord.read_boot(rundir)
+        if res is not None and not res.clean:
+            failures.append(f"{rundir.parent.name}/{rundir.name}: "
+                            f"{res.describe()}; console log: {res.console}")
+    return failures
+
+
+def run_samples(out: Path) -> list[Sample]:
+    """Every sample of the run in ``out``, derived again from its raw boots
+    (samples.jsonl rewritten), or read from samples.jsonl for runs from
+    before job.json."""
     samples = derive.rederive(out)
     if samples is None:
-        samples = load_samples(out)
-    else:
-        derive.write_samples(out, samples)
-    names = kernel_names(env)
-    env["host_line"] = host_line(out)
+        return load_samples(out)
+    derive.write_samples(out, samples)
+    return samples
+
+
+def write_report(out: Path, samples: list[Sample] | None = None) -> str:
+    """(Re)write results.json, report.md and plots/; return the text table.
+    ``samples``: the run's, as it derived them (else derived again)."""
+    m = RunManifest.read(out)
+    if samples is None:
+        samples = run_samples(out)
+    view = RunView(m, host_line(out), missing_boots(m, out)
+                   if (out / "raw").is_dir() else [])
+    names = view.names
     counts = analyse_counts(out, samples, names)
     summary, attribution = [], []
-    for name in env.get("workloads", []):
+    for name in m.workloads:
         if name in WORKLOADS:
             summary += summarize_workload(WORKLOADS[name], samples, names)
-            if env.get("attribution"):
+            if m.attribution:
                 attribution += attribution_rows(WORKLOADS[name], samples,
                                                 names)
     rows = [r for s in samples for r in s.rows()]
     invalid = [{"workload": s.workload, "variant": s.variant, "run": s.run,
                 "reasons": s.reasons, "rundir": s.rundir}
                for s in samples if not s.valid]
+    env = m.to_json()
+    env["host_line"] = view.host_line
+    env["missing_boots"] = view.missing
     results = {"environment": env, "samples": rows, "summary": summary,
                "invalid": invalid,
                "counting": {k: a.as_dict() for k, a in counts.items()}}
-    if env.get("attribution"):
+    if m.attribution:
         results["attribution"] = attribution
     (out / "results.json").write_text(json.dumps(results, indent=1,
                                                  default=str) + "\n")
-    (out / "report.md").write_text(markdown_report(env, summary, samples,
+    (out / "report.md").write_text(markdown_report(view, summary, samples,
                                                    counts))
-    for name in env.get("workloads", []):
+    for name in m.workloads:
         if name in WORKLOADS:
             try:
                 plot_workload(WORKLOADS[name], samples,
@@ -761,6 +810,6 @@ def write_report(out: Path) -> str:
                                  out / "plots" / f"{name}-profile.png")
             except Exception as e:   # a plot must never cost the results
                 log.warning("plot for %s failed: %s", name, e)
-    text = text_report(env, summary, samples, counts, attribution)
+    text = text_report(view, summary, samples, counts, attribution)
     (out / "report.txt").write_text(text)
     return text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from foliolab import counting, report
-from foliolab.run import Sample
+from foliolab.derive import Sample
 from foliolab.workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[2]

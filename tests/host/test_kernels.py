@@ -1,5 +1,4 @@
-"""--kernel NAME=SPEC, N-kernel orchestration and N-way reports, without
-QEMU: a fake boot records the order of the boots and fails on demand."""
+"""--kernel NAME=SPEC and N-way reports, without QEMU."""
 
 import json
 import subprocess
@@ -7,10 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import boot as boot_mod
-from foliolab import (bootrecord, cli, derive, errors, executor, kernels,
-                      report, run)
-from foliolab.build import Kernel
+from foliolab import cli, derive, errors, kernels, report
 from foliolab.kernels import SpecKind
 from foliolab.workloads import WORKLOADS
 
@@ -155,114 +151,6 @@ def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
     assert rc == errors.UsageError.exit_code
     assert len(err) == 1 and says in err[0]
     assert not out.exists()
-
-
-# --- orchestration with a fake boot -----------------------------------
-
-class FakeBoot:
-    """Stands in for boot.boot: records (kernel, pass) per boot and ends
-    a boot the way ``outcome(kernel)`` says."""
-
-    def __init__(self, images, outcome=lambda kernel: "ok"):
-        self.by_image = {v: k for k, v in images.items()}
-        self.outcome = outcome
-        self.order = []
-
-    def __call__(self, spec, image, job, rundir):
-        kernel = self.by_image[spec.kernel]
-        self.order.append(kernel)
-        rundir.mkdir(parents=True, exist_ok=True)
-        console = rundir / "console.log"
-        console.write_text("")
-        status = self.outcome(kernel)
-        records = ["@@ sample 0", "@@ exit 0"] if status == "ok" else []
-        (rundir / "results.txt").write_text("".join(r + "\n"
-                                                    for r in records))
-        res = boot_mod.BootResult(status, 0 if status == "ok" else None, [],
-                                  console, rundir / "results.txt", 1.0,
-                                  records)
-        bootrecord.write_boot(res)
-        return res
-
-
-def fake_request(tmp_path, names, runs, **kw):
-    kernels_ = {n: Kernel(n, "perf", "x86_64", tmp_path, tmp_path / n,
-                          n * 8, "c0ffee", 0.0) for n in names}
-    spec = boot_mod.BootSpec(__import__("foliolab.arch").arch.get_arch(
-        "x86_64"), tmp_path / names[0], accel="tcg")
-    return run.RunRequest([WORKLOADS["pageout"]], {}, runs, kernels_,
-                          tmp_path / "initrd", spec, tmp_path / "out", **kw)
-
-
-def test_n_kernels_are_interleaved_in_a_balanced_order(tmp_path, monkeypatch):
-    req = fake_request(tmp_path, ["a", "b", "c"], runs=4)
-    fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
-    monkeypatch.setattr(executor.boot_mod, "boot", fake)
-    res = run.run_workloads(req)
-    assert "".join(fake.order) == "abccbaabccba"
-    positions = {n: [i % 3 for i, k in enumerate(fake.order) if k == n]
-                 for n in "abc"}
-    assert {n: sum(p) for n, p in positions.items()} == {"a": 4, "b": 4,
-                                                        "c": 4}
-    assert not res.failures
-    assert sorted({s.variant for s in res.samples}) == ["a", "b", "c"]
-
-
-def test_two_kernels_keep_abba(tmp_path, monkeypatch):
-    req = fake_request(tmp_path, ["vanilla", "patched"], runs=3)
-    fake = FakeBoot({n: k.image for n, k in req.kernels.items()})
-    monkeypatch.setattr(executor.boot_mod, "boot", fake)
-    run.run_workloads(req)
-    assert [k[0] for k in fake.order] == list("vppvvp")
-
-
-def test_a_failing_kernel_is_given_up_after_three_boots(tmp_path,
-                                                        monkeypatch):
-    """Kernel b panics every time: after three boots it is given up, the
-    other kernels' samples are all kept, and the failures are listed."""
-    req = fake_request(tmp_path, ["a", "b", "c"], runs=5)
-    fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
-                    lambda k: "panic" if k == "b" else "ok")
-    monkeypatch.setattr(executor.boot_mod, "boot", fake)
-    res = run.run_workloads(req)
-    assert fake.order.count("b") == run.MAX_BOOT_FAILURES
-    assert fake.order.count("a") == fake.order.count("c") == 5
-    assert any("gave up after 3" in f for f in res.failures)
-    assert sum(1 for f in res.failures if "boot" in f and "b " in f) >= 3
-    kept = derive.load_samples(tmp_path / "out")
-    assert len([s for s in kept if s.variant in "ac"]) == 10
-    assert all(not s.valid for s in kept if s.variant == "b")
-
-
-def test_report_rederives_the_samples_of_the_boots(tmp_path, monkeypatch):
-    """The samples a run appended as it went are the samples derived
-    again from its boot directories, in the same order."""
-    req = fake_request(tmp_path, ["a", "b", "c"], runs=3)
-    fake = FakeBoot({n: k.image for n, k in req.kernels.items()},
-                    lambda k: "panic" if k == "b" else "ok")
-    monkeypatch.setattr(executor.boot_mod, "boot", fake)
-    res = run.run_workloads(req)
-    live = derive.load_samples(req.out)
-    again = derive.rederive(req.out)
-    assert again == live == res.samples
-    jobs = [bootrecord.BootJob.read(d)
-            for d in bootrecord.boot_dirs(req.out)]
-    assert [j.kernel for j in jobs] == fake.order
-    assert {j.pass_ for j in jobs} == {bootrecord.Pass.TIMED}
-
-
-def test_fault_hits_every_kernel_but_the_baseline(tmp_path, monkeypatch):
-    req = fake_request(tmp_path, ["a", "b", "c"], runs=1, fault="panic")
-    jobs = {}
-
-    def boot(spec, image, job, rundir):
-        jobs[spec.kernel.name] = job
-        return FakeBoot({n: k.image for n, k in req.kernels.items()})(
-            spec, image, job, rundir)
-    monkeypatch.setattr(executor.boot_mod, "boot", boot)
-    run.run_workloads(req)
-    assert "FL_FAULT=\n" in jobs["a"]
-    assert "FL_FAULT=panic" in jobs["b"] and "FL_FAULT=panic" in jobs["c"]
 
 
 # --- N-way reports ----------------------------------------------------
