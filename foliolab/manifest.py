@@ -113,6 +113,7 @@ class RunManifest:
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     stopped: str = ""               # the signal that stopped the run
+    resumed: list[list[str]] = field(default_factory=list)  # by commands
     finished: str = ""
 
     @property
@@ -190,6 +191,7 @@ class RunManifest:
             attribution=d.get("attribution", {}) or {},
             timeout=d.get("timeout"), errors=d.get("errors", []),
             failures=d.get("failures", []), stopped=d.get("stopped", ""),
+            resumed=d.get("resumed", []),
             finished=d.get("finished", ""))
 
     @classmethod

@@ -220,9 +220,12 @@ def _keep_finished(req: RunRequest, boots: list[PlannedBoot],
     todo = []
     for b in boots:
         rundir = _rundir(req, b)
-        if (rundir / bootrecord.BOOT_FILE).exists():
+        res = bootrecord.read_boot(rundir)
+        if res is not None:
             result.samples += derive.samples_of_boot(req.out, rundir)
             result.kept += 1
+            if not res.clean:
+                result.failures.append(_failure(b, res))
         else:
             todo.append(b)
     derive.write_samples(req.out, result.samples)
@@ -266,9 +269,13 @@ def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
     result.samples += samples
     if res.clean:
         return 0
-    msg = (f"{w.name} {variant} {b.what.value} boot {b.pair}: "
-           f"{res.describe()}; console log: {res.console}")
+    msg = _failure(b, res)
     result.failures.append(msg)
     log.warning("%s", msg)
     # a boot its executor never started says nothing about its kernel
     return failed if res.status is BootStatus.NOT_RUN else failed + 1
+
+
+def _failure(b: PlannedBoot, res: BootResult) -> str:
+    return (f"{b.workload.name} {b.kernel} {b.what.value} boot {b.pair}: "
+            f"{res.describe()}; console log: {res.console}")

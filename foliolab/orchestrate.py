@@ -318,8 +318,10 @@ def _open(req: Request) -> RunManifest:
     m = start_manifest(req)
     if req.resume:
         old = RunManifest.read(req.out)
-        m.started, m.command = old.started, old.command + ["&&"] + m.command
-        m.failures = []
+        m.started, m.command = old.started, old.command
+        m.resumed = old.resumed + [req.command]
+        for k in m.kernels:        # the builds the run began with
+            k.built = old.kernel(k.name).built
     else:
         # A run directory holds one run: the report derives every sample
         # from the boots under raw/, so an earlier run's must not stay.
@@ -341,10 +343,13 @@ def _measure(req: Request, m: RunManifest, machine: Machine,
 Prepare = Callable[[Request, RunManifest], Machine]
 
 
-def compare(req: Request, prepare: Prepare = prepare) -> str:
+def compare(req: Request, prepare: Prepare = prepare,
+            executor: Executor | None = None) -> str:
     """Run the whole comparison; return the text report. ``prepare`` makes
-    the kernels, image and machine (a test passes a stand-in)."""
-    executor = check(req)
+    the kernels, image and machine, and ``executor`` runs the boots (by
+    default the one the request names; a test passes stand-ins)."""
+    made = check(req)
+    executor = executor or made
     if req.dry_run:
         return dry_run(req)
     m = _open(req)
