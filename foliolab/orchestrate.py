@@ -26,7 +26,7 @@ from pathlib import Path
 
 from foliolab import __version__, build, counting, hostsetup, image, proc
 from foliolab import kernels as kernels_mod
-from foliolab import report, source
+from foliolab import analyse, report, source
 from foliolab.arch import get_arch
 from foliolab.boot import BootSpec, check_cpu_model, debug_cmdline, probe_kvm
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
@@ -487,7 +487,7 @@ def collect(out: Path, logs: list[Path]) -> str:
     from foliolab.executors.lava.export import collect as read_logs
     m = RunManifest.read(out)
     notes = read_logs(out, logs)
-    m.failures = report.failed_boots(out)
+    m.failures = analyse.failed_boots(out)
     m.write(out)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)
