@@ -73,7 +73,7 @@ def read_boot(rundir: Path) -> BootResult | None:
     path = rundir / BOOT_FILE
     if not path.exists():
         return None
-    d = _read_json(path, ("status", "exit_code", "issues", "console",
+    d = read_json(path, ("status", "exit_code", "issues", "console",
                           "results", "elapsed"))
     results = rundir / d["results"]
     records = (results.read_text(errors="replace").splitlines()
@@ -92,7 +92,7 @@ DAMAGED_HINT = ("the run directory is damaged: run that part again "
                 "(`foliolab compare --resume --out DIR`)")
 
 
-def _read_json(path: Path, keys: tuple[str, ...]) -> dict:
+def read_json(path: Path, keys: tuple[str, ...]) -> dict:
     """A run file's JSON object with at least ``keys``; DamagedRunError
     naming the file and what is wrong, never a traceback."""
     try:
@@ -176,7 +176,7 @@ class BootJob:
     @classmethod
     def read(cls, rundir: Path) -> BootJob:
         path = rundir / JOB_FILE
-        d = _read_json(path, ("seq", "workload", "kernel", "pass",
+        d = read_json(path, ("seq", "workload", "kernel", "pass",
                               "first_run", "samples"))
         try:
             d["pass_"] = Pass(d.pop("pass"))

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab.bootrecord import DAMAGED_HINT
+from foliolab.bootrecord import DAMAGED_HINT, read_json
 from foliolab.errors import DamagedRunError, UsageError
 
 MANIFEST = "environment.json"
@@ -209,15 +209,7 @@ class RunManifest:
                 "boots: what was asked (kernels, workloads, parameters) is "
                 "not known", hint="copy the run's environment.json back, or "
                                   "run it again")
-        try:
-            d = json.loads(path.read_text())
-        except ValueError as e:
-            raise DamagedRunError(f"{path}: not JSON ({e.msg} at line "
-                                  f"{e.lineno}): cut short?",
-                                  hint=DAMAGED_HINT) from None
-        if not isinstance(d, dict) or "workloads" not in d:
-            raise DamagedRunError(f"{path}: not a foliolab run's record "
-                                  "(no workloads)", hint=DAMAGED_HINT)
+        d = read_json(path, ("workloads",))
         try:
             return cls.from_json(d)
         except (TypeError, AttributeError, KeyError) as e:
