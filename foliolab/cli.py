@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from dataclasses import replace
 import logging
 import sys
 from pathlib import Path
@@ -382,14 +381,8 @@ def cmd_export(args) -> int:
 
 
 def _trees(args, variants):
-    from foliolab import source
-    out = []
-    for v in variants:
-        if v == "vanilla" or args.patches is None:
-            out.append(source.prepare_vanilla())
-        else:
-            out.append(source.prepare_patched(source.read_series(args.patches)))
-    return out
+    from foliolab.orchestrate import tree
+    return [tree(v, args.patches) for v in variants]
 
 
 def cmd_build(args) -> int:
@@ -508,66 +501,24 @@ def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
 
 
 def cmd_run(args) -> int:
-    import shlex
-    import tempfile
-
-    from foliolab import boot, build, counting, image
-    from foliolab.arch import get_arch
-    from foliolab.orchestrate import choose_accel
+    from foliolab import orchestrate, parse
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise UsageError("foliolab run: no command given",
                          hint="usage: foliolab run [options] -- CMD [ARGS]")
-    arch = get_arch(args.arch)
-    # Bad input is found before the kernel is built.
-    boot.check_cpu_model(boot.BootSpec(arch, Path(), accel=args.accel,
-                                       cpu=args.cpu))
-    if args.root and not args.count:
-        raise UsageError("--root names a function to count",
-                         hint="add --count")
-    if len(args.root) > counting.MAX_ROOTS:
-        raise UsageError(f"--root given {len(args.root)} times; the counter "
-                         f"follows at most {counting.MAX_ROOTS} roots",
-                         hint="drop some --root options")
-    if args.count:
-        counting.check_accel(args.accel)
-    (tree,) = _trees(args, [args.variant])
-    kernel = build.build_kernel(tree, arch, args.config)
-    img = image.build_image(arch)
-    spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
-                         memory_mb=args.memory, numa_nodes=args.numa_nodes,
-                         timeout=args.timeout, cpu=args.cpu,
-                         cmdline=boot.debug_cmdline(args.config) +
-                         tuple(args.append),
-                         console_results=args.records_on == "console")
-    spec = replace(spec, accel=choose_accel(args.accel, spec, img.path,
-                                            args.count))
-    job = shlex.join(cmd) + "\n"
-    if args.count:
-        counter = counting.counter_for(arch, kernel.build_dir)
-        missing = counting.missing_functions(counter.symbols, tuple(args.root))
-        if missing:
-            raise UsageError(f"--root {missing[0]}: no such function in the "
-                             f"{tree.variant} kernel's System.map",
-                             hint="give a kernel text symbol (static "
-                                  "functions may carry a suffix such as "
-                                  ".isra.0)")
-        spec = replace(spec, counter=counter.with_roots(tuple(args.root)),
-                       timeout=args.timeout * counting.TIMEOUT_FACTOR)
-        # The window closes in the marker's own process, so it also holds
-        # one fork and exec of flmark (a few hundred thousand insns).
-        job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
-               f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
-    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
-    res = boot.boot(spec, img.path, job, rundir, args.add)
-    from foliolab import parse
+    req = orchestrate.CommandRequest(
+        cmd, args.arch, args.variant, args.patches, args.config, args.accel,
+        args.vcpus, args.memory, args.numa_nodes, args.timeout, args.cpu,
+        tuple(args.append), args.records_on == "console", args.add,
+        args.count, tuple(args.root))
+    res, variant = orchestrate.boot_command(req)
     for line in parse.parse_records(res.records).output:
         print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
     if args.count:
-        _print_counts(rundir / "counts.txt", arch.name, cmd, tree.variant,
-                      args.top)
+        _print_counts(res.console.parent / "counts.txt", args.arch, cmd,
+                      variant, args.top)
     return res.exit_code if res.exit_code is not None else 1
 
 

@@ -28,7 +28,9 @@ from foliolab import __version__, build, counting, hostsetup, image, proc
 from foliolab import kernels as kernels_mod
 from foliolab import analyse, report, source
 from foliolab.arch import get_arch
-from foliolab.boot import BootSpec, check_cpu_model, debug_cmdline, probe_kvm
+from foliolab.boot import (BootSpec, boot, check_cpu_model, debug_cmdline,
+                           probe_kvm)
+from foliolab.bootrecord import BootResult
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError)
 from foliolab.executors import (Executor, ExecutorKind, ExecutorOptions,
@@ -491,3 +493,85 @@ def collect(out: Path, logs: list[Path]) -> str:
     m.write(out)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)
+
+
+# ---- foliolab run -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """`foliolab run`: one boot of a built kernel running a command."""
+
+    cmd: list[str]
+    arch: str
+    variant: str                    # vanilla | patched
+    patches: Path | None
+    config: str
+    accel: str
+    vcpus: int
+    memory_mb: int
+    numa_nodes: int
+    timeout: float
+    cpu: str = ""
+    append: tuple[str, ...] = ()
+    console_results: bool = False
+    add: list[Path] = field(default_factory=list)
+    count: bool = False
+    roots: tuple[str, ...] = ()
+
+
+def _check_command(req: CommandRequest) -> None:
+    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
+                             cpu=req.cpu))
+    if req.roots and not req.count:
+        raise UsageError("--root names a function to count",
+                         hint="add --count")
+    if len(req.roots) > counting.MAX_ROOTS:
+        raise UsageError(f"--root given {len(req.roots)} times; the counter "
+                         f"follows at most {counting.MAX_ROOTS} roots",
+                         hint="drop some --root options")
+    if req.count:
+        counting.check_accel(req.accel)
+
+
+def tree(variant: str, patches: Path | None) -> source.Tree:
+    """The source tree of ``variant`` (patched: the base with ``patches``)."""
+    if variant == "vanilla" or patches is None:
+        return source.prepare_vanilla()
+    return source.prepare_patched(source.read_series(patches))
+
+
+def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
+    """Build (or find) the kernel, boot it running the command; the boot's
+    result and the kernel's variant."""
+    import shlex
+    import tempfile
+    _check_command(req)
+    arch = get_arch(req.arch)
+    src = tree(req.variant, req.patches)
+    kernel = build.build_kernel(src, arch, req.config)
+    img = image.build_image(arch)
+    spec = BootSpec(arch, kernel.image, vcpus=req.vcpus,
+                    memory_mb=req.memory_mb, numa_nodes=req.numa_nodes,
+                    timeout=req.timeout, cpu=req.cpu,
+                    cmdline=debug_cmdline(req.config) + req.append,
+                    console_results=req.console_results)
+    spec = replace(spec, accel=choose_accel(req.accel, spec, img.path,
+                                            req.count))
+    job = shlex.join(req.cmd) + "\n"
+    if req.count:
+        counter = counting.counter_for(arch, kernel.build_dir)
+        missing = counting.missing_functions(counter.symbols, req.roots)
+        if missing:
+            raise UsageError(f"--root {missing[0]}: no such function in the "
+                             f"{src.variant} kernel's System.map",
+                             hint="give a kernel text symbol (static "
+                                  "functions may carry a suffix such as "
+                                  ".isra.0)")
+        spec = replace(spec, counter=counter.with_roots(req.roots),
+                       timeout=req.timeout * counting.TIMEOUT_FACTOR)
+        # The window closes in the marker's own process, so it also holds
+        # one fork and exec of flmark (a few hundred thousand insns).
+        job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
+               f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
+    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
+    return boot(spec, img.path, job, rundir, req.add), src.variant
