@@ -369,7 +369,7 @@ def compare(req: Request, prepare: Prepare = prepare,
         raise StoppedError(
             f"stopped by {s.signame}; the report of the boots that "
             f"finished is in {req.out}",
-            hint=f"finish the run with `foliolab {_resume_line(req)}`"
+            hint=f"finish the run with `{_resume_line(req)}`"
         ) from None
     except FoliolabError as e:
         m.errors.append(e.one_line())
@@ -389,10 +389,12 @@ def compare(req: Request, prepare: Prepare = prepare,
 
 
 def _resume_line(req: Request) -> str:
-    cmd = [a for a in req.command if a != "--resume"]
-    if "--out" not in cmd:
+    """The command that finishes the run: its own, with --resume."""
+    cmd = [a for a in req.command if a != "--resume"] or ["foliolab",
+                                                         "compare"]
+    if not any(a == "--out" or a.startswith("--out=") for a in cmd):
         cmd += ["--out", str(req.out)]
-    return shlex.join(cmd[:1] + ["--resume"] + cmd[1:])
+    return shlex.join(cmd + ["--resume"])
 
 
 def _finish(req: Request, m: RunManifest, samples=None,

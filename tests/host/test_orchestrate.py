@@ -83,7 +83,9 @@ def test_a_stopped_run_reports_what_finished_and_resumes(tmp_path, records,
         orchestrate.compare(req, stand_in(tmp_path),
                             FakeExecutor(records, signal_at=3))
     assert stopped.value.exit_code == 10
-    assert "--resume" in stopped.value.hint
+    assert stopped.value.hint.endswith(
+        f"`foliolab compare --patches none --workloads pageout,ksm-rmap "
+        f"--runs 2 --out {out} --resume`")
     m = json.loads((out / "environment.json").read_text())
     assert m["stopped"] == "SIGTERM"
     assert m["command_line"][:2] == ["foliolab", "compare"]
