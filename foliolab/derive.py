@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from foliolab import bootrecord, counting, parse
-from foliolab.bootrecord import DAMAGED_HINT, BootJob, BootResult, Pass
+from foliolab.bootrecord import (DAMAGED_HINT, BootJob, BootResult,
+                                 BootStatus, Pass)
 from foliolab.errors import DamagedRunError
 from foliolab.workloads import COUNTING, WORKLOADS, Workload
 
@@ -29,7 +30,7 @@ class Sample:
     values: dict[str, float]
     valid: bool
     reasons: list[str]
-    boot: str                 # boot status ("ok", "panic", ...)
+    boot: BootStatus          # how its boot ended
     rundir: str
     boot_s: float | None = None   # guest uptime when the job started
     wall_s: float | None = None   # host wall time of the whole boot
@@ -38,6 +39,9 @@ class Sample:
     counts: str = ""
     count_window: int = -1
     cpu_s: float | None = None    # QEMU's CPU time for the whole boot
+
+    def __post_init__(self) -> None:
+        self.boot = BootStatus(self.boot)   # as read from samples.jsonl
 
     def rows(self) -> list[dict]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
