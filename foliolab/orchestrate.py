@@ -217,7 +217,7 @@ def start_manifest(req: Request) -> RunManifest:
         attribution=dict(req.attribution), timeout=req.timeout)
 
 
-# ---- kernels, image, machine --------------------------------------------------
+# ---- kernels, image, machine ---------------------------------------------
 
 def choose_accel(want: str, spec: BootSpec, image_path: Path,
                  count: bool = False) -> str:
@@ -462,7 +462,7 @@ def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
                      rundir / "results.txt")
 
 
-# ---- jobs export and collect ---------------------------------------------------
+# ---- jobs export and collect ---------------------------------------------
 
 def export(req: Request, prepare: Prepare = prepare) -> str:
     """`jobs export`: the run planned and its LAVA jobs written, nothing

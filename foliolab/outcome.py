@@ -51,6 +51,22 @@ KERNEL_ISSUES = [
 ]
 
 
+class ExecutorKind(str, enum.Enum):
+    """Who ran a boot (executors/ has one module per kind)."""
+
+    QEMU = "qemu"
+    LAVA_LOCAL = "lava-local"
+    LAVA = "lava"
+    LAVA_EXPORT = "lava-export"     # `jobs export`: jobs written, not run
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_lava(self) -> bool:
+        return self is not ExecutorKind.QEMU
+
+
 class Ended(str, enum.Enum):
     """How the machine of a boot ended, as its executor saw it."""
 
@@ -90,7 +106,7 @@ class BootCapture:
     elapsed: float = 0.0
     cpu_s: float | None = None      # QEMU's CPU time, when it ran here
     host: dict = field(default_factory=dict)  # bootrecord.host_during()
-    executor: str = "qemu"          # an ExecutorKind's value
+    executor: ExecutorKind = ExecutorKind.QEMU
     log: str = ""                   # the LAVA log it was read from
     error: str = ""                 # QEMU's last line (QEMU_ERROR)
     not_run: NotRun | None = None
@@ -130,7 +146,7 @@ def exit_code_of(records_text: str) -> int | None:
 
 
 def _source(c: BootCapture) -> str:
-    return "lava" if c.executor.startswith("lava") else c.executor
+    return "lava" if c.executor.is_lava else c.executor.value
 
 
 def _status(c: BootCapture, kinds: set[IssueKind], code: int | None,
@@ -188,7 +204,7 @@ def _write(res: BootResult, c: BootCapture) -> None:
          "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
          "console": res.console.name, "results": res.results.name,
          "host": res.host, "ended": c.ended.value,
-         "executor": {"kind": c.executor, "log": c.log}}
+         "executor": {"kind": c.executor.value, "log": c.log}}
     if c.not_run is not None:
         d["not_run"] = c.not_run.value
     (c.rundir / BOOT_FILE).write_text(json.dumps(d, indent=1) + "\n")

@@ -21,7 +21,6 @@ Adding an executor is one module here with a class that has ``kind``,
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,21 +30,7 @@ from typing import Protocol
 from foliolab.boot import BlockRequest
 from foliolab.errors import UsageError
 from foliolab.executors.lava.job import Target
-from foliolab.outcome import BootCapture
-
-
-class ExecutorKind(str, enum.Enum):
-    QEMU = "qemu"
-    LAVA_LOCAL = "lava-local"
-    LAVA = "lava"
-    LAVA_EXPORT = "lava-export"     # `jobs export`: jobs written, not run
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def is_lava(self) -> bool:
-        return self is not ExecutorKind.QEMU
+from foliolab.outcome import BootCapture, ExecutorKind
 
 
 class Executor(Protocol):

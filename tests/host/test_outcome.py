@@ -6,8 +6,8 @@ import pytest
 
 from foliolab import outcome
 from foliolab.bootrecord import BootStatus, read_boot
-from foliolab.outcome import (BootCapture, Ended, IssueKind, JobEnd,
-                              NotRun)
+from foliolab.outcome import (BootCapture, Ended, ExecutorKind, IssueKind,
+                              JobEnd, NotRun)
 
 
 @pytest.mark.parametrize("line,kind", [
@@ -46,17 +46,19 @@ def judge(tmp_path, **kw):
           records="@@ exit 0\n"), BootStatus.PANIC),
     (dict(ended=Ended.QEMU_ERROR, records="", error="no such device"),
      BootStatus.QEMU_ERROR),
-    (dict(ended=Ended.NOT_RUN, executor="lava", not_run=NotRun.JOB_ENDED,
-          why="Job: cancelled"), BootStatus.NOT_RUN),
+    (dict(ended=Ended.NOT_RUN, executor=ExecutorKind.LAVA,
+          not_run=NotRun.JOB_ENDED, why="Job: cancelled"),
+     BootStatus.NOT_RUN),
     # the boot a LAVA job ended in: timed out, or cut by an error
-    (dict(ended=Ended.EXITED, records="", executor="lava",
+    (dict(ended=Ended.EXITED, records="", executor=ExecutorKind.LAVA,
           job_end=JobEnd.TIMEOUT, why="Test: monitor timed out"),
      BootStatus.TIMEOUT),
-    (dict(ended=Ended.EXITED, records="", executor="lava",
+    (dict(ended=Ended.EXITED, records="", executor=ExecutorKind.LAVA,
           job_end=JobEnd.ERROR, why="Infrastructure: gone"),
      BootStatus.NO_EXIT),
-    (dict(ended=Ended.EXITED, records="@@ exit 0\n", executor="lava",
-          job_end=JobEnd.TIMEOUT, why="Test: later"), BootStatus.OK),
+    (dict(ended=Ended.EXITED, records="@@ exit 0\n",
+          executor=ExecutorKind.LAVA, job_end=JobEnd.TIMEOUT,
+          why="Test: later"), BootStatus.OK),
 ])
 def test_judge_decides_the_status_from_the_capture(tmp_path, capture,
                                                    status):
@@ -94,7 +96,7 @@ def test_records_framed_on_the_console_are_taken_from_it(tmp_path):
 
 
 def test_boot_json_says_how_and_where_the_boot_ended(tmp_path):
-    judge(tmp_path, ended=Ended.NOT_RUN, executor="lava-local",
+    judge(tmp_path, ended=Ended.NOT_RUN, executor=ExecutorKind.LAVA_LOCAL,
           log="/x/pageout-0.log", not_run=NotRun.LOG_LOST, why="gone")
     d = json.loads((tmp_path / "b" / "boot.json").read_text())
     assert d["status"] == "not-run" and d["ended"] == "not-run"

@@ -78,7 +78,7 @@ def collect(out: Path, logs: list[Path]) -> list[str]:
         ids = blocks[block]
         try:
             caps = captures(log, ids, [out / "raw" / i for i in ids],
-                            str(path), ExecutorKind.LAVA.value)
+                            str(path), ExecutorKind.LAVA)
         except LavaError as e:
             raise UsageError(e.message.replace(f"{path}: ", f"{path}: job "
                                                f"{block}: ", 1),

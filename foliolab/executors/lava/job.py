@@ -33,7 +33,7 @@ from pathlib import Path
 from foliolab import boot as boot_mod
 from foliolab.boot import BlockRequest, BootRequest
 from foliolab.errors import LavaError, UsageError
-from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir  # noqa: F401
+from foliolab.executors.lava.debs import lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
 from foliolab.outcome import BootCapture, NotRun
 
@@ -329,7 +329,7 @@ class LavaJobs:
         try:
             return captures(log, [b.boot_id for b in block.boots],
                             [b.rundir for b in block.boots],
-                            str(log_path), self.kind.value)
+                            str(log_path), self.kind)
         except LavaError as e:
             # a log foliolab cannot place loses its own boots only
             return self.not_run(block, NotRun.LOG_UNPLACED, e.message,
@@ -338,7 +338,7 @@ class LavaJobs:
     def not_run(self, block: BlockRequest, reason: NotRun, why: str,
                 source: str) -> list[BootCapture]:
         return not_run([b.rundir for b in block.boots], reason, why, source,
-                       self.kind.value)
+                       self.kind)
 
     def journal(self, entry: dict) -> None:
         with open(self.out / JOURNAL, "a") as f:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import LavaError
-from foliolab.outcome import BootCapture, Ended, JobEnd, NotRun
+from foliolab.outcome import (BootCapture, Ended, ExecutorKind, JobEnd,
+                              NotRun)
 
 # Where each boot's console starts in a multi-boot log: the kernel banner.
 _BANNER = "Linux version "
@@ -176,7 +177,7 @@ def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
 
 
 def captures(log: JobLog, boot_ids: list[str], rundirs: list[Path],
-             source: str, executor: str) -> list[BootCapture]:
+             source: str, executor: ExecutorKind) -> list[BootCapture]:
     """The boots of one job from its log, in the job's order. A log whose
     boots are not the job's, in its order, is refused (LavaError); boots
     after the last one the log shows did not run."""
@@ -204,7 +205,7 @@ def captures(log: JobLog, boot_ids: list[str], rundirs: list[Path],
 
 
 def not_run(rundirs: list[Path], reason: NotRun, why: str, source: str,
-            executor: str) -> list[BootCapture]:
+            executor: ExecutorKind) -> list[BootCapture]:
     """Boots a job never ran (its log has no console of them): recorded as
     such, never as samples."""
     return [BootCapture(d, Ended.NOT_RUN, executor=executor, log=source,
