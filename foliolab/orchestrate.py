@@ -174,7 +174,10 @@ def _qemu_version(binary: str) -> str:
 
 
 def _executor_record(opts: ExecutorOptions) -> ExecutorRecord:
-    rec = ExecutorRecord(opts.kind.value)
+    # exported jobs are run by a lab: the record says so, as for `lava`
+    rec = ExecutorRecord(ExecutorKind.LAVA.value
+                         if opts.kind is ExecutorKind.LAVA_EXPORT
+                         else opts.kind.value)
     if opts.kind.is_lava:
         rec.device_type = opts.target.device_type
         rec.tags = list(opts.target.tags)

@@ -240,6 +240,7 @@ def test_export_writes_valid_jobs_and_the_run_directory(exported):
         assert not (out / "raw" / bid / "boot.json").exists()
     env = json.loads((out / "environment.json").read_text())
     assert env["executor"]["artifacts_url"] == "http://lab.example/run"
+    assert env["executor"]["kind"] == "lava" and env["accel"] == "lava qemu"
     assert env["records_on"] == "console"
 
 
