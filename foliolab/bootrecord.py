@@ -82,32 +82,34 @@ def read_boot(rundir: Path) -> BootResult | None:
         status = BootStatus(d["status"])
     except ValueError:
         raise DamagedRunError(f"{path}: unknown status {d['status']!r}",
-                              hint=DAMAGED_HINT) from None
+                              hint=boot_hint(rundir)) from None
     return BootResult(status, d["exit_code"], d["issues"],
                       rundir / d["console"], results, d["elapsed"], records,
                       d.get("cpu_s"), d.get("host", {}))
 
 
-DAMAGED_HINT = ("the run directory is damaged: run that part again "
-                "(`foliolab compare --resume --out DIR`)")
+def boot_hint(rundir: Path) -> str:
+    """What to do about a damaged file of the boot in ``rundir``."""
+    return (f"remove {rundir} and finish the run with `foliolab compare "
+            "--resume --out DIR` and the run's options: it boots it again")
 
 
-def read_json(path: Path, keys: tuple[str, ...]) -> dict:
+def read_json(path: Path, keys: tuple[str, ...], hint: str = "") -> dict:
     """A run file's JSON object with at least ``keys``; DamagedRunError
-    naming the file and what is wrong, never a traceback."""
+    naming the file and what is wrong, never a traceback (``hint``: what
+    to do; default, for a boot's file: boot it again)."""
+    hint = hint or boot_hint(path.parent)
     try:
         d = json.loads(path.read_text())
     except ValueError as e:
         raise DamagedRunError(f"{path}: not JSON ({e.msg} at line "
                               f"{e.lineno}): cut short?",
-                              hint=DAMAGED_HINT) from None
+                              hint=hint) from None
     if not isinstance(d, dict):
-        raise DamagedRunError(f"{path}: not a JSON object",
-                              hint=DAMAGED_HINT)
+        raise DamagedRunError(f"{path}: not a JSON object", hint=hint)
     missing = [k for k in keys if k not in d]
     if missing:
-        raise DamagedRunError(f"{path}: no {', '.join(missing)}",
-                              hint=DAMAGED_HINT)
+        raise DamagedRunError(f"{path}: no {', '.join(missing)}", hint=hint)
     return d
 
 
@@ -182,7 +184,8 @@ class BootJob:
             d["pass_"] = Pass(d.pop("pass"))
             return cls(**d)
         except (ValueError, TypeError) as e:
-            raise DamagedRunError(f"{path}: {e}", hint=DAMAGED_HINT) from None
+            raise DamagedRunError(f"{path}: {e}",
+                                  hint=boot_hint(rundir)) from None
 
 
 def boot_dirs(out: Path) -> list[Path]:

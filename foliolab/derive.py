@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from foliolab import bootrecord, counting, parse
-from foliolab.bootrecord import (DAMAGED_HINT, BootJob, BootResult,
-                                 BootStatus, Pass)
+from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
 from foliolab.workloads import COUNTING, WORKLOADS, Workload
 
@@ -127,7 +126,9 @@ def load_samples(out: Path) -> list[Sample]:
             samples.append(Sample(**json.loads(line)))
         except (ValueError, TypeError) as e:
             raise DamagedRunError(f"{path}: line {n} is not a sample ({e})",
-                                  hint=DAMAGED_HINT) from None
+                                  hint="this run has no raw boots to derive "
+                                       "its samples from again: run the "
+                                       "comparison again") from None
     return samples
 
 

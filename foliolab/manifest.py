@@ -19,10 +19,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab.bootrecord import DAMAGED_HINT, read_json
+from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
 
 MANIFEST = "environment.json"
+DAMAGED = ("results.json's `environment` is a copy of it as of the run's "
+           "last report; or run the comparison again")
 # The kernels of a --patches run (--kernel runs name their own).
 VARIANTS = ("vanilla", "patched")
 
@@ -209,9 +211,9 @@ class RunManifest:
                 "boots: what was asked (kernels, workloads, parameters) is "
                 "not known", hint="copy the run's environment.json back, or "
                                   "run it again")
-        d = read_json(path, ("workloads",))
+        d = read_json(path, ("workloads",), DAMAGED)
         try:
             return cls.from_json(d)
         except (TypeError, AttributeError, KeyError) as e:
             raise DamagedRunError(f"{path}: a field has the wrong form "
-                                  f"({e})", hint=DAMAGED_HINT) from None
+                                  f"({e})", hint=DAMAGED) from None

@@ -263,3 +263,18 @@ def test_too_few_runs_are_warned_of(caplog, tmp_path):
                    "--patches", "none", "--dry-run"])
     assert rc == 0
     assert "with --runs 3 no row can be significant" in caplog.text
+
+
+def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
+                                                         tmp_path, capsys):
+    boot = finished / "raw" / "pageout" / "patched-001"
+    (boot / "boot.json").write_text("{")
+    again = request(*ARGS, "--out", str(finished), "--resume")
+    with pytest.raises(errors.DamagedRunError) as e:
+        orchestrate.compare(again, stand_in(tmp_path), FakeExecutor(records))
+    assert f"remove {boot} and finish the run with" in e.value.hint
+    shutil.rmtree(boot)
+    fake = FakeExecutor(records)
+    orchestrate.compare(again, stand_in(tmp_path), fake)
+    assert fake.booted == 1
+    assert len(derive.load_samples(finished)) == 8
