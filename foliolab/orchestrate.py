@@ -368,7 +368,7 @@ def compare(req: Request, prepare: Prepare = prepare,
     except Stop as s:
         m.stopped = s.signame
         m.errors.append(f"stopped by {s.signame}")
-        _finish(req, m, print_report=True)
+        _report_what_finished(req, m)
         raise StoppedError(
             f"stopped by {s.signame}; the report of the boots that "
             f"finished is in {req.out}",
@@ -376,11 +376,11 @@ def compare(req: Request, prepare: Prepare = prepare,
         ) from None
     except FoliolabError as e:
         m.errors.append(e.one_line())
-        _finish(req, m, print_report=True)
+        _report_what_finished(req, m)
         raise
     except KeyboardInterrupt:
         m.errors.append("interrupted")
-        _finish(req, m, print_report=True)
+        _report_what_finished(req, m)
         raise
     text = _finish(req, m, samples=result.samples)
     if result.failures:
@@ -398,6 +398,16 @@ def _resume_line(req: Request) -> str:
     if not any(a == "--out" or a.startswith("--out=") for a in cmd):
         cmd += ["--out", str(req.out)]
     return shlex.join(cmd + ["--resume"])
+
+
+def _report_what_finished(req: Request, m: RunManifest) -> None:
+    """The report of a run that failed or was stopped, printed; a report
+    that cannot be written (a damaged boot) must not hide why the run
+    ended."""
+    try:
+        _finish(req, m, print_report=True)
+    except FoliolabError as e:
+        log.warning("no report of what finished: %s", e.one_line())
 
 
 def _finish(req: Request, m: RunManifest, samples=None,
