@@ -3,48 +3,29 @@
 The kernel console goes to ``console.log``; the job's output and records go
 to a separate virtio serial port (``results.txt``), so a kernel message can
 never be parsed as a result. ``panic=-1`` plus ``-no-reboot`` make a panic
-end QEMU at once, and a host-side timeout ends a hang. The console is then
-scanned for panics, oopses, WARNs, BUGs and "Bad page" reports.
+end QEMU at once, and a host-side timeout ends a hang. What QEMU
+left is judged by outcome.judge, as every executor's boots are.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import resource
 import shlex
-import subprocess
+import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from foliolab import bootrecord, parse
+from foliolab import bootrecord, counting, kconfig, outcome, proc
 from foliolab import image as image_mod
 from foliolab.arch import Arch
 from foliolab.bootrecord import BootResult, BootStatus  # noqa: F401
-from foliolab import counting, kconfig
 from foliolab.counting import Counter
-from foliolab.errors import BootError, UsageError
+from foliolab.errors import BootError, SetupError, UsageError
+from foliolab.outcome import BootCapture, Ended
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
-
-# Console lines that make a boot a failure, with the name we report.
-KERNEL_ISSUES = [
-    ("panic", re.compile(r"Kernel panic - not syncing")),
-    ("oops", re.compile(r"\bOops: |general protection fault|"
-                        r"BUG: unable to handle")),
-    ("bug", re.compile(r"\bBUG: |kernel BUG at ")),
-    ("warning", re.compile(r"\bWARNING: ")),
-    ("bad-page", re.compile(r"\bBad page (state|map)\b")),
-    ("stall", re.compile(r"rcu: INFO: .*stall|soft lockup|hung_task")),
-    # The kernel noticing corrupted swap counts or an endless fault loop.
-    ("swap-corruption", re.compile(r"Bad swap (file|offset) entry|"
-                                   r"Unused swap (file|offset) entry|"
-                                   r"swap_dup: Bad swap")),
-    ("fault-loop", re.compile(r"VM_FAULT_OOM leaked out")),
-]
-
 
 @dataclass(frozen=True)
 class BootSpec:
@@ -150,33 +131,6 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
 CONSOLE_RESULTS_ARG = "foliolab.console"
 
 
-def records_from_console(console: bytes) -> tuple[str, str, list[str]]:
-    """A console that carried the records: (the records as the results
-    port would have had them, the kernel's own text to scan for issues,
-    what was lost on the way)."""
-    stream = parse.console_records(console)
-    records = "".join(line + "\n" for line in stream.lines)
-    return records, stream.kernel_text, stream.problems()
-
-
-def status_of(issues: list[str], exit_code: int | None, lost: list[str],
-              timed_out: bool = False, no_output: bool = False
-              ) -> BootStatus:
-    """How a boot ended, from what its console and records show; a record
-    lost on the console is added to ``issues`` of a boot that ran to its
-    end (its samples are doubtful)."""
-    if timed_out:
-        return BootStatus.TIMEOUT
-    if any(i.startswith("panic") for i in issues):
-        return BootStatus.PANIC
-    if exit_code is not None:
-        issues += [f"console-records: {x}" for x in lost]
-        return BootStatus.OK
-    if no_output:
-        return BootStatus.QEMU_ERROR
-    return BootStatus.NO_EXIT
-
-
 def check_cpu_model(spec: BootSpec) -> None:
     """A ``--cpu`` model QEMU does not know, or one given for KVM, is bad input."""
     if not spec.cpu:
@@ -186,12 +140,13 @@ def check_cpu_model(spec: BootSpec) -> None:
                          "use the host's CPU", hint="drop --cpu or use "
                          "--accel tcg")
     binary = spec.arch.qemu_binary
-    try:
-        cp = subprocess.run([binary, *spec.arch.qemu_machine, "-cpu", "help"],
-                            capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise BootError(f"cannot list the CPU models of {binary}: {e}",
-                        hint="run `foliolab setup` to install QEMU") from e
+    if not shutil.which(binary):
+        raise SetupError(f"{binary} is not installed: it runs the "
+                         f"{spec.arch.name} guests",
+                         hint=f"run `foliolab setup --arch {spec.arch.name}`")
+    cp = proc.run([binary, *spec.arch.qemu_machine, "-cpu", "help"],
+                  timeout=60, check=False, error=SetupError,
+                  what=f"listing the CPU models of {binary}")
     known = set(cp.stdout.split())
     model = spec.cpu.split(",")[0]
     if model not in known:
@@ -199,26 +154,10 @@ def check_cpu_model(spec: BootSpec) -> None:
                          hint=f"list them with `{binary} -cpu help`")
 
 
-def scan_console(text: str) -> list[str]:
-    """Names of the kernel issues in a console log, first line of each."""
-    found = []
-    for name, rx in KERNEL_ISSUES:
-        for line in text.splitlines():
-            if rx.search(line):
-                found.append(f"{name}: {line.strip()[:120]}")
-                break
-    return found
-
-
-def exit_code_of(records_text: str) -> int | None:
-    """The job's exit code from its ``@@ exit`` record (parse reads the
-    record grammar, here as everywhere)."""
-    return parse.parse_records(records_text.splitlines()).exit_code
-
-
-def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
-         extra: list[Path] | None = None) -> BootResult:
-    """Boot once, run ``job`` in the guest, keep every log in ``rundir``."""
+def capture(spec: BootSpec, base_image: Path, job: str, rundir: Path,
+            extra: list[Path] | None = None) -> BootCapture:
+    """Boot once under QEMU, run ``job`` in the guest; what QEMU left
+    (console, results port, times) as a capture for outcome.judge."""
     rundir.mkdir(parents=True, exist_ok=True)
     console = rundir / "console.log"
     results = rundir / "results.txt"
@@ -229,51 +168,29 @@ def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
                        image_mod.job_archive(job, extra, spec.arch))
     argv = qemu_argv(spec, initrd, console, results)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
-    log.debug("$ %s", shlex.join(argv))
     host = bootrecord.host_state()
-    t0 = time.monotonic()
-    # One QEMU at a time, so the children's CPU time is this boot's.
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stderr_path = rundir / "qemu.stderr"
-    with open(stderr_path, "w") as err:
-        try:
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                 stdout=err, stderr=err)
-        except FileNotFoundError as e:
-            raise BootError(f"{spec.arch.qemu_binary} not found",
-                            hint="run `make setup`") from e
-        try:
-            rc = p.wait(timeout=spec.timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            p.kill()
-            rc = p.wait()
-            timed_out = True
-    elapsed = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    initrd.unlink(missing_ok=True)
+    try:
+        done = proc.run_until(argv, output=stderr_path, timeout=spec.timeout,
+                              error=BootError)
+    finally:
+        initrd.unlink(missing_ok=True)
     raw = console.read_bytes() if console.exists() else b""
-    lost: list[str] = []
-    if spec.console_results:
-        results_text, console_text, lost = records_from_console(raw)
-        results.write_text(results_text)
-    else:
-        console_text = raw.decode(errors="replace")
-        results_text = (results.read_text(errors="replace")
-                        if results.exists() else "")
-    issues = scan_console(console_text)
-    code = exit_code_of(results_text)
-    status = status_of(issues, code, lost, timed_out,
-                       no_output=rc != 0 and not console_text)
-    if status is BootStatus.QEMU_ERROR:
-        issues.append("qemu: " + (stderr_path.read_text().strip()
-                                  .splitlines() or ["?"])[-1][:160])
-    result = BootResult(status, code, issues, console, results, elapsed,
-                        results_text.splitlines(), round(cpu_s, 2),
-                        bootrecord.host_during(host))
-    bootrecord.write_boot(result)
-    return result
+    ended = Ended.TIMEOUT if done.timed_out else Ended.EXITED
+    if not done.timed_out and done.returncode != 0 and not raw:
+        ended = Ended.QEMU_ERROR
+    error = (stderr_path.read_text(errors="replace").strip().splitlines()
+             or ["?"])[-1][:160]
+    port = (None if spec.console_results else
+            results.read_text(errors="replace") if results.exists() else "")
+    return BootCapture(rundir, ended, raw, port, done.elapsed, done.cpu_s,
+                       bootrecord.host_during(host), error=error)
+
+
+def boot(spec: BootSpec, base_image: Path, job: str, rundir: Path,
+         extra: list[Path] | None = None) -> BootResult:
+    """Boot once, run ``job`` in the guest, keep every log in ``rundir``."""
+    return outcome.judge(capture(spec, base_image, job, rundir, extra))
 
 
 def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:

@@ -16,6 +16,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from foliolab.errors import DamagedRunError
+
 JOB_FILE = "job.json"
 BOOT_FILE = "boot.json"
 
@@ -64,30 +66,51 @@ class BootResult:
         return what
 
 
-def write_boot(res: BootResult) -> None:
-    """boot.json beside the console log (the records stay in results.txt)."""
-    rundir = res.console.parent
-    (rundir / BOOT_FILE).write_text(json.dumps({
-        "status": res.status.value, "exit_code": res.exit_code,
-        "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
-        "console": res.console.name, "results": res.results.name,
-        "host": res.host},
-        indent=1) + "\n")
-
-
 def read_boot(rundir: Path) -> BootResult | None:
     """The BootResult a finished boot in ``rundir`` had, from its files
-    (None if the boot never finished: no boot.json)."""
+    (None if the boot never finished: no boot.json; outcome.judge writes
+    it)."""
     path = rundir / BOOT_FILE
     if not path.exists():
         return None
-    d = json.loads(path.read_text())
+    d = read_json(path, ("status", "exit_code", "issues", "console",
+                          "results", "elapsed"))
     results = rundir / d["results"]
     records = (results.read_text(errors="replace").splitlines()
                if results.exists() else [])
-    return BootResult(BootStatus(d["status"]), d["exit_code"], d["issues"],
+    try:
+        status = BootStatus(d["status"])
+    except ValueError:
+        raise DamagedRunError(f"{path}: unknown status {d['status']!r}",
+                              hint=boot_hint(rundir)) from None
+    return BootResult(status, d["exit_code"], d["issues"],
                       rundir / d["console"], results, d["elapsed"], records,
                       d.get("cpu_s"), d.get("host", {}))
+
+
+def boot_hint(rundir: Path) -> str:
+    """What to do about a damaged file of the boot in ``rundir``."""
+    return (f"remove {rundir} and finish the run with `foliolab compare "
+            "--resume --out DIR` and the run's options: it boots it again")
+
+
+def read_json(path: Path, keys: tuple[str, ...], hint: str = "") -> dict:
+    """A run file's JSON object with at least ``keys``; DamagedRunError
+    naming the file and what is wrong, never a traceback (``hint``: what
+    to do; default, for a boot's file: boot it again)."""
+    hint = hint or boot_hint(path.parent)
+    try:
+        d = json.loads(path.read_text())
+    except ValueError as e:
+        raise DamagedRunError(f"{path}: not JSON ({e.msg} at line "
+                              f"{e.lineno}): cut short?",
+                              hint=hint) from None
+    if not isinstance(d, dict):
+        raise DamagedRunError(f"{path}: not a JSON object", hint=hint)
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise DamagedRunError(f"{path}: no {', '.join(missing)}", hint=hint)
+    return d
 
 
 def _proc_stat_cpu() -> list[int]:
@@ -154,9 +177,15 @@ class BootJob:
 
     @classmethod
     def read(cls, rundir: Path) -> BootJob:
-        d = json.loads((rundir / JOB_FILE).read_text())
-        d["pass_"] = Pass(d.pop("pass"))
-        return cls(**d)
+        path = rundir / JOB_FILE
+        d = read_json(path, ("seq", "workload", "kernel", "pass",
+                              "first_run", "samples"))
+        try:
+            d["pass_"] = Pass(d.pop("pass"))
+            return cls(**d)
+        except (ValueError, TypeError) as e:
+            raise DamagedRunError(f"{path}: {e}",
+                                  hint=boot_hint(rundir)) from None
 
 
 def boot_dirs(out: Path) -> list[Path]:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import hostsetup, kconfig, source
+from foliolab import hostsetup, kconfig, proc, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.paths import cache_root
@@ -80,18 +79,15 @@ def _run_make(argv: list[str], log_path: Path, label: str,
     """Run make, tee to log_path, advance a progress bar per compiled file."""
     progress = Progress(label, total)
     count = 0
-    with open(log_path, "w") as logf:
-        logf.write("$ " + " ".join(argv) + "\n")
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             env=dict(os.environ, **make_env()))
-        assert p.stdout
-        for line in p.stdout:
-            logf.write(line)
-            if line.startswith(("  CC ", "  AS ", "  LD ", "  AR ")):
-                count += 1
-                progress.step()
-        rc = p.wait()
+
+    def on_line(line: str) -> None:
+        nonlocal count
+        if line.startswith(("  CC ", "  AS ", "  LD ", "  AR ")):
+            count += 1
+            progress.step()
+
+    rc = proc.run_lines(argv, log_path=log_path, on_line=on_line,
+                        env=make_env(), error=BuildError)
     progress.finish("ok" if rc == 0 else f"FAILED (exit {rc})")
     if rc != 0:
         raise BuildError(f"{label} failed", log_path=log_path)
@@ -118,9 +114,8 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
         argv = make_argv(tree.path, out, arch,
                          f"KCONFIG_ALLCONFIG={stamp_path}", "allnoconfig")
         logp = out / "config.log"
-        with open(logp, "w") as logf:
-            rc = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, **make_env())).returncode
+        rc = proc.run(argv, env=make_env(), log_path=logp, check=False,
+                      error=BuildError).returncode
         if rc != 0:
             stamp_path.unlink()
             raise BuildError(f"kernel config for {tree.variant}/{purpose} "

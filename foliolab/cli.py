@@ -1,6 +1,7 @@
-"""The foliolab command line. The only module that prints errors and exits.
+"""foliolab: an A/B lab for Linux memory management, in QEMU or on LAVA.
 
-Subcommands follow the stages: setup, tree, export, build, run, compare,
+This module is the only one that prints errors and exits. Subcommands
+follow the stages: setup, tree, export, build, run, compare,
 test, report. Every library error is a FoliolabError whose one-line message
 is printed as ``foliolab: error: ...``; its class picks the exit code.
 """
@@ -9,15 +10,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from dataclasses import replace
 import logging
 import sys
 from pathlib import Path
 
 from foliolab import kconfig
 from foliolab.arch import ARCHES
-from foliolab.errors import BuildError, FoliolabError, UsageError
-from foliolab.executor import ExecutorKind
+from foliolab.errors import (BuildError, FoliolabError, Stop, StoppedError,
+                             UsageError)
+from foliolab.executors import ExecutorKind
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -118,6 +119,10 @@ def _measure(s: argparse.ArgumentParser) -> None:
     s.add_argument("--dry-run", action="store_true",
                    help="print the builds and QEMU command lines the run "
                         "would execute, and execute nothing")
+    s.add_argument("--resume", action="store_true",
+                   help="finish the interrupted run in --out DIR: its "
+                        "finished boots are kept, the rest run (the same "
+                        "kernels, workloads and parameters)")
 
 
 def _machine(p: argparse.ArgumentParser) -> None:
@@ -157,7 +162,8 @@ def _lava_target(p: argparse.ArgumentParser) -> None:
 
 def _executor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", default="qemu",
-                   choices=[k.value for k in ExecutorKind],
+                   choices=[k.value for k in ExecutorKind
+                            if k is not ExecutorKind.LAVA_EXPORT],
                    help="who runs the boots: QEMU here (default), LAVA's "
                         "dispatcher here (lava-local), or a LAVA lab "
                         "(lava); see README")
@@ -173,15 +179,21 @@ def _executor(p: argparse.ArgumentParser) -> None:
                         "at --artifacts-url (default OUT/lava/artifacts)")
 
 
-def _lava_options(args):
-    from foliolab import compare, lava
+def _executor_options(args, argv: list[str]):
+    from foliolab.executors import ExecutorOptions
+    from foliolab.executors.lava.job import Target
     tags = tuple(t for t in args.lava_tags.split(",") if t)
-    return compare.LavaOptions(
-        lava.Target(args.lava_device_type, tags, args.lava_dtb),
+    given = tuple(f for f in ("--lava-url", "--lava-identity",
+                              "--artifacts-dir", "--lava-device-type",
+                              "--lava-tags", "--lava-dtb", "--artifacts-url")
+                  if any(a == f or a.startswith(f + "=") for a in argv))
+    return ExecutorOptions(
+        ExecutorKind(getattr(args, "executor", "qemu")),
+        Target(args.lava_device_type, tags, args.lava_dtb),
         url=getattr(args, "lava_url", ""),
         identity=getattr(args, "lava_identity", "default"),
         artifacts_url=args.artifacts_url,
-        artifacts_dir=getattr(args, "artifacts_dir", None))
+        artifacts_dir=getattr(args, "artifacts_dir", None), given=given)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -377,30 +389,8 @@ def cmd_export(args) -> int:
 
 
 def _trees(args, variants):
-    from foliolab import source
-    out = []
-    for v in variants:
-        if v == "vanilla" or args.patches is None:
-            out.append(source.prepare_vanilla())
-        else:
-            out.append(source.prepare_patched(source.read_series(args.patches)))
-    return out
-
-
-def _one_tree(args):
-    """The tree ``run`` and ``test`` build: --kernel NAME=SPEC, else
-    --variant; a bad spec is refused before anything is built."""
-    from foliolab import kernels
-    if not args.kernel:
-        (tree,) = _trees(args, [args.variant])
-        return tree
-    k = kernels.parse_kernel(args.kernel)
-    if k.kind is kernels.SpecKind.IMAGE:
-        raise UsageError(f"--kernel {args.kernel}: {args.command} builds "
-                         "the kernel it boots", hint="give a source spec: "
-                         "base, base+DIR[:N], git:PATH@REF or debian:VERSION")
-    kernels.check_spec(k)
-    return kernels.tree_of(k)
+    from foliolab.orchestrate import tree
+    return [tree(v, args.patches) for v in variants]
 
 
 def cmd_build(args) -> int:
@@ -452,21 +442,19 @@ def cmd_compare(args) -> int:
 
 
 def cmd_jobs(args) -> int:
-    from foliolab import jobs
+    from foliolab import orchestrate
     if args.jobs_command == "collect":
-        print(jobs.collect(args.dir, args.logs), end="")
+        print(orchestrate.collect(args.dir, args.logs), end="")
         return 0
-    if args.dry_run:
-        raise UsageError("jobs export runs nothing; --dry-run is for compare",
-                         hint="drop --dry-run")
+    if args.dry_run or args.resume:
+        raise UsageError("jobs export runs nothing; --dry-run and --resume "
+                         "are for compare", hint="drop them")
     if args.out is None:
         raise UsageError("jobs export needs --out DIR",
                          hint="the run directory the jobs' logs are "
                               "collected into later")
-    req = _compare_request(args, _kernel_args(args), args.patches, {})
-    opts = _lava_options(args)
-    print(jobs.export(jobs.ExportRequest(req, opts.target,
-                                         opts.artifacts_url)), end="")
+    req = _request(args, _kernel_args(args), args.patches, {})
+    print(orchestrate.export(req), end="")
     return 0
 
 
@@ -481,32 +469,39 @@ def cmd_attribute(args) -> int:
     specs += [kernels.parse_spec(f"p{n}", f"base+{args.series}:{n}")
               for n in args.at]
     return _compare(args, specs, args.series,
-                    {"attribution": {k.name: k.prefix for k in specs[1:]}})
+                    {k.name: k.prefix for k in specs[1:]})
 
 
-def _compare_request(args, specs, patches, environment: dict):
-    from foliolab import compare, workloads
+def _request(args, specs, patches, attribution: dict[str, int]):
+    from foliolab import orchestrate, workloads
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
+    if args.resume and args.out is None:
+        raise UsageError("--resume finishes the run in --out DIR",
+                         hint="give the --out of the interrupted run")
+    if args.runs < 4:
+        log.warning("with --runs %d no row can be significant (an exact "
+                    "rank test cannot give p below 0.05 at %d against %d); "
+                    "use --runs 4 or more", args.runs, args.runs, args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
-    return compare.CompareRequest(
+    return orchestrate.Request(
         workloads=wl, params=params, runs=args.runs, patches=patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
         timeout=args.timeout, count=args.count, kernels=specs,
-        environment=environment, dry_run=args.dry_run,
+        attribution=attribution, dry_run=args.dry_run,
         records_on=args.records_on,
-        executor=ExecutorKind(getattr(args, "executor", "qemu")),
-        lava=_lava_options(args))
+        executor=_executor_options(args, args.argv), resume=args.resume,
+        command=["foliolab", *args.argv])
 
 
-def _compare(args, specs, patches, environment: dict) -> int:
-    from foliolab import compare
-    req = _compare_request(args, specs, patches, environment)
+def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
+    from foliolab import orchestrate
+    req = _request(args, specs, patches, attribution)
     out = req.out
-    text = compare.compare(req)
+    text = orchestrate.compare(req)
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
         print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
@@ -514,66 +509,24 @@ def _compare(args, specs, patches, environment: dict) -> int:
 
 
 def cmd_run(args) -> int:
-    import shlex
-    import tempfile
-
-    from foliolab import boot, build, counting, image
-    from foliolab.arch import get_arch
-    from foliolab.compare import choose_accel
+    from foliolab import orchestrate, parse
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise UsageError("foliolab run: no command given",
                          hint="usage: foliolab run [options] -- CMD [ARGS]")
-    arch = get_arch(args.arch)
-    # Bad input is found before the kernel is built.
-    boot.check_cpu_model(boot.BootSpec(arch, Path(), accel=args.accel,
-                                       cpu=args.cpu))
-    if args.root and not args.count:
-        raise UsageError("--root names a function to count",
-                         hint="add --count")
-    if len(args.root) > counting.MAX_ROOTS:
-        raise UsageError(f"--root given {len(args.root)} times; the counter "
-                         f"follows at most {counting.MAX_ROOTS} roots",
-                         hint="drop some --root options")
-    if args.count:
-        counting.check_accel(args.accel)
-    tree = _one_tree(args)
-    kernel = build.build_kernel(tree, arch, args.config)
-    img = image.build_image(arch)
-    spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
-                         memory_mb=args.memory, numa_nodes=args.numa_nodes,
-                         timeout=args.timeout, cpu=args.cpu,
-                         cmdline=boot.debug_cmdline(args.config) +
-                         tuple(args.append),
-                         console_results=args.records_on == "console")
-    spec = replace(spec, accel=choose_accel(args.accel, spec, img.path,
-                                            args.count))
-    job = shlex.join(cmd) + "\n"
-    if args.count:
-        counter = counting.counter_for(arch, kernel.build_dir)
-        missing = counting.missing_functions(counter.symbols, tuple(args.root))
-        if missing:
-            raise UsageError(f"--root {missing[0]}: no such function in the "
-                             f"{tree.variant} kernel's System.map",
-                             hint="give a kernel text symbol (static "
-                                  "functions may carry a suffix such as "
-                                  ".isra.0)")
-        spec = replace(spec, counter=counter.with_roots(tuple(args.root)),
-                       timeout=args.timeout * counting.TIMEOUT_FACTOR)
-        # The window closes in the marker's own process, so it also holds
-        # one fork and exec of flmark (a few hundred thousand insns).
-        job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
-               f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
-    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
-    res = boot.boot(spec, img.path, job, rundir, args.add)
-    from foliolab import parse
+    req = orchestrate.CommandRequest(
+        cmd, args.arch, args.variant, args.patches, args.config, args.accel,
+        args.vcpus, args.memory, args.numa_nodes, args.timeout, args.cpu,
+        tuple(args.append), args.records_on == "console", args.add,
+        args.count, tuple(args.root), args.kernel or "")
+    res, variant = orchestrate.boot_command(req)
     for line in parse.parse_records(res.records).output:
         print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
     if args.count:
-        _print_counts(rundir / "counts.txt", arch.name, cmd, tree.variant,
-                      args.top)
+        _print_counts(res.console.parent / "counts.txt", args.arch, cmd,
+                      variant, args.top)
     return res.exit_code if res.exit_code is not None else 1
 
 
@@ -599,7 +552,8 @@ def cmd_test(args) -> int:
     if args.record_baseline and (args.variant != "vanilla" or args.kernel):
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
-    tree = _one_tree(args)
+    from foliolab.orchestrate import tree as source_tree
+    tree = source_tree(args.variant, args.patches, args.kernel or "")
     lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "test-%Y%m%d-%H%M%S")
@@ -619,8 +573,8 @@ def cmd_test(args) -> int:
 
 def cmd_report(args) -> int:
     from foliolab import report
-    if not (args.dir / "environment.json").exists():
-        raise UsageError(f"{args.dir} holds no foliolab results",
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such directory",
                          hint="give the --out directory of a compare run")
     print(report.write_report(args.dir))
     return 0
@@ -654,7 +608,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(message)s", level=logging.INFO,
                         stream=sys.stderr)
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
+        args.argv = argv
         if args.verbose:
             log.setLevel(logging.DEBUG)
         check_args(args)
@@ -665,3 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("foliolab: interrupted", file=sys.stderr)
         return 130
+    except Stop as s:
+        # a stop signal outside a measuring run (before it, or after)
+        print(f"foliolab: stopped by {s.signame}", file=sys.stderr)
+        return StoppedError.exit_code

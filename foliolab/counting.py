@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, kconfig, symbols
+from foliolab import hostsetup, kconfig, proc, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root
@@ -107,7 +106,7 @@ def build_plugin(arch: Arch) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     argv = ["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-I", str(header.parent),
             "-o", str(so), str(PLUGIN_SRC / "counter.c")]
-    cp = subprocess.run(argv, capture_output=True, text=True)
+    cp = proc.run(argv, check=False)
     if cp.returncode != 0:
         (out / "build.log").write_text(cp.stdout + cp.stderr)
         raise SetupError("the counter plugin did not build",

@@ -15,14 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from foliolab import bootrecord, counting, parse
-from foliolab.bootrecord import BootJob, BootResult, Pass
+from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
+from foliolab.errors import DamagedRunError
 from foliolab.workloads import COUNTING, WORKLOADS, Workload
 
 log = logging.getLogger("foliolab")
-
-# The kernels of a --patches run (--kernel runs name their own).
-VARIANTS = ("vanilla", "patched")
-
 
 @dataclass
 class Sample:
@@ -32,7 +29,7 @@ class Sample:
     values: dict[str, float]
     valid: bool
     reasons: list[str]
-    boot: str                 # boot status ("ok", "panic", ...)
+    boot: BootStatus          # how its boot ended
     rundir: str
     boot_s: float | None = None   # guest uptime when the job started
     wall_s: float | None = None   # host wall time of the whole boot
@@ -41,6 +38,9 @@ class Sample:
     counts: str = ""
     count_window: int = -1
     cpu_s: float | None = None    # QEMU's CPU time for the whole boot
+
+    def __post_init__(self) -> None:
+        self.boot = BootStatus(self.boot)   # as read from samples.jsonl
 
     def rows(self) -> list[dict]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
@@ -113,11 +113,23 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
 
 
 def load_samples(out: Path) -> list[Sample]:
+    """samples.jsonl of a run from before job.json; a damaged line is
+    named, never a traceback."""
     path = out / "samples.jsonl"
     if not path.exists():
         return []
-    return [Sample(**json.loads(line))
-            for line in path.read_text().splitlines() if line.strip()]
+    samples = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            samples.append(Sample(**json.loads(line)))
+        except (ValueError, TypeError) as e:
+            raise DamagedRunError(f"{path}: line {n} is not a sample ({e})",
+                                  hint="this run has no raw boots to derive "
+                                       "its samples from again: run the "
+                                       "comparison again") from None
+    return samples
 
 
 def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:

@@ -83,3 +83,32 @@ class BenchmarkError(FoliolabError):
     """A comparison ran but some of its samples failed."""
 
     exit_code = 8
+
+
+class LavaError(FoliolabError):
+    """A LAVA job could not be written, run, submitted or read."""
+
+    exit_code = 9
+
+
+class StoppedError(FoliolabError):
+    """A run stopped by SIGTERM or SIGINT: the report of what finished is
+    written, and ``compare --resume`` finishes the rest."""
+
+    exit_code = 10
+
+
+class DamagedRunError(FoliolabError):
+    """A run directory whose files cannot be read as a foliolab run."""
+
+    exit_code = 11
+
+
+class Stop(BaseException):
+    """Raised in the main thread by a stop signal while a run measures (a
+    BaseException, like KeyboardInterrupt, so no handler of errors takes
+    it for one)."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame

@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from foliolab import proc
@@ -48,8 +47,8 @@ def _package_name(spec: str) -> str:
 
 
 def installed_version(package: str) -> str | None:
-    cp = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}",
-                         package], capture_output=True, text=True)
+    cp = proc.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}",
+                   package], check=False)
     if cp.returncode != 0:
         return None
     status, _, version = cp.stdout.partition("\t")
@@ -76,11 +75,11 @@ def ensure_packages(specs: list[str] = APT_PACKAGES) -> None:
         raise SetupError(f"missing host packages: {names}",
                          hint=f"run as root or: sudo apt-get install {names}")
     log.info("Installing host packages: %s", names)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
     for argv in (["apt-get", "update", "-qq"],
                  ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
                   *missing]):
-        cp = subprocess.run(argv, env=env, capture_output=True, text=True)
+        cp = proc.run(argv, env=env, check=False)
         if cp.returncode != 0:
             tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
             raise SetupError(
@@ -111,8 +110,7 @@ def guest_sysroot(arch: Arch) -> Path:
 
 def ensure_foreign_arch(debian_arch: str) -> None:
     """dpkg --add-architecture, so apt can download that architecture."""
-    cp = subprocess.run(["dpkg", "--print-foreign-architectures"],
-                        capture_output=True, text=True)
+    cp = proc.run(["dpkg", "--print-foreign-architectures"], check=False)
     if debian_arch in cp.stdout.split():
         return
     if os.geteuid() != 0:
@@ -171,8 +169,8 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
 
 
 def _apt_show(names: list[str]) -> dict[str, dict[str, str]]:
-    cp = subprocess.run(["apt-cache", "show", "--no-all-versions", *names],
-                        capture_output=True, text=True)
+    cp = proc.run(["apt-cache", "show", "--no-all-versions", *names],
+                  check=False)
     return {s["Package"]: s for s in parse_stanzas(cp.stdout)
             if "Package" in s}
 
@@ -249,16 +247,16 @@ def installed_source_version(binary: str) -> tuple[str, str]:
     if not path:
         raise SetupError(f"{binary} is not installed",
                          hint="run `foliolab setup`")
-    cp = subprocess.run(["dpkg-query", "-S", os.path.realpath(path)],
-                        capture_output=True, text=True)
+    cp = proc.run(["dpkg-query", "-S", os.path.realpath(path)],
+                  check=False)
     if cp.returncode != 0:
         raise SetupError(f"{path} does not come from a Debian package, so "
                          "its plugin header cannot be fetched",
                          hint="use Debian's QEMU 7.2 (foliolab setup)")
     package = cp.stdout.split(":")[0].strip()
-    cp = subprocess.run(["dpkg-query", "-W", "-f",
-                         "${source:Package} ${source:Version}", package],
-                        capture_output=True, text=True, check=True)
+    cp = proc.run(["dpkg-query", "-W", "-f",
+                   "${source:Package} ${source:Version}", package],
+                  error=SetupError)
     source, version = cp.stdout.split()
     return source, version
 
@@ -303,7 +301,7 @@ def qemu_plugin_header(binary: str) -> Path:
     for argv in (["apt-get", "-q", *opts, "update"],
                  ["apt-get", "-q", *opts, "source", "--download-only",
                   f"{source}={version}"]):
-        cp = subprocess.run(argv, cwd=work, capture_output=True, text=True)
+        cp = proc.run(argv, cwd=work, check=False)
         if cp.returncode != 0:
             tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
             raise SetupError(f"could not fetch {source} {version}'s source "
@@ -312,9 +310,8 @@ def qemu_plugin_header(binary: str) -> Path:
     tarballs = sorted(work.glob(f"{source}_*.orig.tar.*"))
     if not tarballs:
         raise SetupError(f"no orig tarball of {source} {version} in {work}")
-    cp = subprocess.run(["tar", "-xf", str(tarballs[0]), "-C", str(work),
-                         "--wildcards", "*/include/qemu/qemu-plugin.h"],
-                        capture_output=True, text=True)
+    cp = proc.run(["tar", "-xf", tarballs[0], "-C", work, "--wildcards",
+                   "*/include/qemu/qemu-plugin.h"], check=False)
     got = sorted(work.glob("*/include/qemu/qemu-plugin.h"))
     if cp.returncode != 0 or not got:
         raise SetupError(f"{tarballs[0].name} has no "

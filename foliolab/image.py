@@ -19,7 +19,6 @@ import os
 import re
 import stat
 import struct
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,7 +81,7 @@ class Cpio:
 
 def shared_libs(binary: str) -> list[str]:
     """The shared libraries (and loader) ``binary`` needs, from ldd."""
-    cp = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    cp = proc.run(["ldd", binary], check=False)
     if cp.returncode != 0:      # static binary
         return []
     libs = []
@@ -278,8 +277,8 @@ def build_image(arch: Arch) -> Image:
         c.dir(d)
     put("bin/busybox", busybox)
     if arch.native:
-        applets = subprocess.run([str(busybox), "--list-full"],
-                                 capture_output=True, text=True).stdout.split()
+        applets = proc.run([busybox, "--list-full"],
+                           check=False).stdout.split()
         for applet in applets:
             if applet != "bin/busybox":
                 c.symlink(applet, "/bin/busybox")

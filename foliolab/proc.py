@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import shlex
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence, Type
+from typing import Callable, Mapping, Sequence, Type
 
 from foliolab.errors import FoliolabError
 
@@ -62,3 +65,94 @@ def run(argv: Sequence[str | os.PathLike], *, cwd: Path | None = None,
         raise error(f"{what or shlex.join(args)} failed "
                     f"(exit {cp.returncode}){detail}", log_path=log_path)
     return cp
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a long-running command ended (see ``run_until``)."""
+
+    returncode: int
+    timed_out: bool
+    elapsed: float          # wall seconds
+    cpu_s: float            # its user + system CPU time
+
+
+def run_until(argv: Sequence[str | os.PathLike], *, output: Path,
+              timeout: float, env: Mapping[str, str] | None = None,
+              grace: float = 0.0, error: Type[FoliolabError] = FoliolabError
+              ) -> Finished:
+    """Run ``argv`` with stdout and stderr to ``output`` until it exits or
+    ``timeout`` seconds pass. Out of time, it is ended (``grace`` > 0:
+    SIGTERM first, for a command that cleans up after itself, then
+    SIGKILL). If the caller is interrupted (Ctrl-C, a stop signal), the
+    command is ended the same way and the interruption goes on. One such
+    command at a time, so the children's CPU time is its own."""
+    args = [str(a) for a in argv]
+    log.debug("$ %s", shlex.join(args))
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    with open(output, "w") as out:
+        try:
+            p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                 stderr=subprocess.STDOUT, env=full_env)
+        except FileNotFoundError as e:
+            raise error(f"command not found: {args[0]}",
+                        hint="run `make setup` to install host packages"
+                        ) from e
+        timed_out = False
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc, timed_out = _end(p, grace), True
+        except BaseException:
+            _end(p, grace)
+            raise
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return Finished(rc, timed_out, time.monotonic() - t0, round(cpu, 2))
+
+
+def run_lines(argv: Sequence[str | os.PathLike], *, log_path: Path,
+              on_line: Callable[[str], None],
+              env: Mapping[str, str] | None = None,
+              error: Type[FoliolabError] = FoliolabError) -> int:
+    """Run ``argv`` with its output (stdout and stderr) written to
+    ``log_path`` and handed to ``on_line`` a line at a time, for progress;
+    return its exit code. An interruption of the caller ends it."""
+    args = [str(a) for a in argv]
+    log.debug("$ %s", shlex.join(args))
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as logf:
+        logf.write(f"$ {shlex.join(args)}\n")
+        try:
+            p = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True,
+                                 env=full_env)
+        except FileNotFoundError as e:
+            raise error(f"command not found: {args[0]}",
+                        hint="run `make setup` to install host packages"
+                        ) from e
+        try:
+            for line in p.stdout:
+                logf.write(line)
+                on_line(line)
+            return p.wait()
+        except BaseException:
+            _end(p, 0.0)
+            raise
+
+
+def _end(p: subprocess.Popen, grace: float) -> int:
+    if grace > 0:
+        p.terminate()
+        try:
+            return p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    p.kill()
+    return p.wait()

@@ -11,27 +11,37 @@ patched tree ready for ``foliolab compare``.
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import boot, build, image, source
+from foliolab import boot, build, image, proc, source
 from foliolab.arch import Arch
 from foliolab.errors import FoliolabError
+
+
+@dataclass(frozen=True)
+class Step:
+    """One check of a patch: passed (None: not run) and what it said."""
+
+    passed: bool | None = None
+    text: str = "not run"
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass
 class PatchCheck:
     index: int
     name: str
-    checkpatch: str = "not run"
-    build: str = "not run"
-    boot: str = "not run"
+    checkpatch: Step = field(default_factory=Step)
+    build: Step = field(default_factory=Step)
+    boot: Step = field(default_factory=Step)
 
     @property
     def ok(self) -> bool:
-        return self.checkpatch == "ok" and self.build.startswith("ok") and \
-            self.boot.startswith("ok")
+        return bool(self.checkpatch.passed and self.build.passed
+                    and self.boot.passed)
 
     def row(self) -> str:
         verdict = "ok" if self.ok else "FAIL"
@@ -41,20 +51,20 @@ class PatchCheck:
                 f"         boot: {self.boot}")
 
 
-def run_checkpatch(repo: Path, patch: Path) -> str:
-    """"ok", or checkpatch's summary line when it finds anything at all."""
+def run_checkpatch(repo: Path, patch: Path) -> Step:
+    """Passed ("ok"), or checkpatch's summary line when it finds anything
+    at all."""
     # The base is Debian's source tarball imported into git, without
     # upstream history: every upstream commit a message cites is unknown to
     # it. checkpatch still checks how such a reference is written.
-    res = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
-                          "--ignore", "UNKNOWN_COMMIT_ID",
-                          str(patch.resolve())], cwd=repo,
-                         capture_output=True, text=True)
+    res = proc.run(["perl", "scripts/checkpatch.pl", "--strict",
+                    "--ignore", "UNKNOWN_COMMIT_ID", patch.resolve()],
+                   cwd=repo, check=False)
     total = [ln for ln in res.stdout.splitlines() if ln.startswith("total:")]
     summary = total[-1] if total else (res.stderr.strip() or "no summary")
     if res.returncode == 0 and "0 errors, 0 warnings, 0 checks" in summary:
-        return "ok"
-    return summary
+        return Step(True, "ok")
+    return Step(False, summary)
 
 
 def check_series(series: source.Series, arch: Arch, config: str, accel: str,
@@ -71,15 +81,16 @@ def check_series(series: source.Series, arch: Arch, config: str, accel: str,
             tree = source.prepare_patched(prefix)
             kernel = build.build_kernel(tree, arch, config)
         except FoliolabError as e:
-            pc.build = f"failed: {e.one_line()}"
+            pc.build = Step(False, f"failed: {e.one_line()}")
             continue
-        pc.build = f"ok in {kernel.elapsed:.0f} s"
+        pc.build = Step(True, f"ok in {kernel.elapsed:.0f} s")
         spec = boot.BootSpec(arch, kernel.image, accel=accel, vcpus=2,
                              memory_mb=1024, timeout=180,
                              cmdline=boot.debug_cmdline(config))
         res = boot.boot(spec, img.path, "true\n", rundir / f"{i:04d}")
         if res.clean and res.exit_code == 0:
-            pc.boot = f"ok in {res.elapsed:.1f} s"
+            pc.boot = Step(True, f"ok in {res.elapsed:.1f} s")
         else:
-            pc.boot = f"failed: {res.describe()}; log: {res.console}"
+            pc.boot = Step(False, f"failed: {res.describe()}; log: "
+                                  f"{res.console}")
     return checks

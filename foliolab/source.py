@@ -291,11 +291,11 @@ def dev_tree(series: Series) -> Path:
 def export_series(directory: Path) -> list[Path]:
     """Write dev's commits since the base to ``directory`` with format-patch."""
     directory = directory.resolve()     # git runs in the developer tree
-    prepare_base()
     wt = cache_root() / "worktrees" / "dev"
     if not (wt / ".git").exists():
         raise UsageError("there is no developer tree to export",
                          hint="run `foliolab tree` first")
+    prepare_base()
     dirty = git(wt, "status", "--porcelain", "-uno").stdout.strip()
     if dirty:
         raise UsageError(f"{wt} has uncommitted changes",

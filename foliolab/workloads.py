@@ -725,15 +725,20 @@ WORKLOADS: dict[str, Workload] = {
 
 
 def get_workloads(names: str | None) -> list[Workload]:
-    """Parse ``--workloads a,b``; None means all."""
-    if not names:
+    """Parse ``--workloads a,b``; None (the option not given) means all."""
+    if names is None:
         return list(WORKLOADS.values())
     out = []
     for name in names.split(","):
         name = name.strip()
         if name not in WORKLOADS:
-            raise UsageError(f"unknown workload {name!r}",
+            raise UsageError(f"unknown workload {name!r}" if name else
+                             f"--workloads {names!r} names an empty workload",
                              hint=f"choose from: {', '.join(WORKLOADS)}")
+        if WORKLOADS[name] in out:
+            raise UsageError(f"--workloads names {name} twice",
+                             hint="give each workload once (--runs sets "
+                                  "the repetitions)")
         out.append(WORKLOADS[name])
     return out
 

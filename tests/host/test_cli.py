@@ -133,11 +133,10 @@ def test_report_of_non_results_dir(capsys, tmp_path):
     assert rc == 2 and "holds no foliolab results" in one_error_line(err)
 
 
-def test_export_without_dev_tree(capsys, tmp_path, tmp_cache, monkeypatch):
-    from foliolab import source
-    monkeypatch.setattr(source, "prepare_base", lambda: tmp_path)
+def test_export_without_dev_tree(capsys, tmp_path, tmp_cache):
     rc, _, err = run(capsys, "export", "--patches", str(tmp_path / "p"))
     assert rc == 2 and "no developer tree" in one_error_line(err)
+    assert not tmp_cache.exists()       # the kernel was not unpacked first
 
 
 def test_report_rewrites_from_disk(capsys, tmp_path):

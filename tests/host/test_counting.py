@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import counting, errors, report
-from foliolab.run import Sample
+from foliolab import analyse, counting, errors
+from foliolab.render import text
+from foliolab.derive import Sample
 from foliolab.workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -304,7 +305,7 @@ def test_analyse_counts_flags_and_profiles(tmp_path):
                _counting_sample(tmp_path, "vanilla", 1, _window(1005, 15, 500)),
                _counting_sample(tmp_path, "patched", 0, _window(800, 10, 300)),
                _counting_sample(tmp_path, "patched", 1, _window(800, 10, 300))]
-    a = report.analyse_counts(tmp_path, samples)["pageout"]
+    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
     assert a.known and a.flagged == {"read_tsc"}
     assert [s.values["kernel_insns_deterministic"] for s in samples] == \
         [990, 990, 790, 790]
@@ -312,13 +313,13 @@ def test_analyse_counts_flags_and_profiles(tmp_path):
         pytest.approx(100 * 15 / 1005)
     assert a.profile[0].function == "try_to_unmap_one"
     assert "2/2" in a.summary_line()
-    assert any("try_to_unmap_one" in line for line in report.profile_lines(a))
+    assert any("try_to_unmap_one" in line for line in text.profile_lines(a))
 
 
 def test_analyse_counts_one_repeat_is_unknown(tmp_path):
     samples = [_counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 5)),
                _counting_sample(tmp_path, "patched", 0, _window(900, 10, 5))]
-    a = report.analyse_counts(tmp_path, samples)["pageout"]
+    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
     assert not a.known
     assert "kernel_insns_deterministic" not in samples[0].values
     assert a.summary_line().startswith("determinism unknown")

@@ -25,12 +25,16 @@ def fake_tree(tmp_path, out: str, rc: int):
 ])
 def test_checkpatch_verdict(tmp_path, out, rc, verdict):
     repo, patch = fake_tree(tmp_path, out, rc)
-    assert seriescheck.run_checkpatch(repo, patch) == verdict
+    step = seriescheck.run_checkpatch(repo, patch)
+    assert step.text == verdict and step.passed is (verdict == "ok")
 
 
 def test_row_fails_on_any_stage():
-    c = seriescheck.PatchCheck(1, "0001-x.patch", checkpatch="ok",
-                               build="ok in 5 s", boot="failed: panic")
-    assert not c.ok and "FAIL" in c.row()
-    c.boot = "ok in 1.6 s"
+    Step = seriescheck.Step
+    c = seriescheck.PatchCheck(1, "0001-x.patch", Step(True, "ok"),
+                               Step(True, "ok in 5 s"),
+                               Step(False, "failed: panic"))
+    assert not c.ok and "FAIL" in c.row() and "failed: panic" in c.row()
+    c.boot = Step(True, "ok in 1.6 s")
     assert c.ok
+    assert not seriescheck.PatchCheck(2, "0002-y.patch").ok   # not run

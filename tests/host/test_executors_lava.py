@@ -11,7 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from foliolab import cli, derive, errors, jobs, lava, parse
+from foliolab import cli, derive, errors, orchestrate, outcome, parse
+from foliolab.executors.lava import job as lava
+from foliolab.executors.lava.log import JobLog
+from foliolab.outcome import JobEnd
 from foliolab.arch import get_arch
 from foliolab.boot import BlockRequest, BootRequest, BootSpec
 from foliolab.build import Kernel
@@ -91,7 +94,7 @@ def test_lava_schema_refuses_a_broken_job(tmp_path):
                          lava.Artifacts(tmp_path / "art", "http://h"),
                          _ramdisk(tmp_path))
     del job["actions"][2]["test"]["monitors"][0]["end"]
-    with pytest.raises(lava.LavaError, match="LAVA refuses job"):
+    with pytest.raises(errors.LavaError, match="LAVA refuses job"):
         lava.validate(job)
 
 
@@ -161,7 +164,7 @@ def _log(boots: list[tuple[str, list[str]]]) -> str:
 
 def test_split_boots_names_each_boot_by_its_command_line():
     log = _log([("pageout/a-000", ["x"]), ("pageout/b-000", ["y", "z"])])
-    parts = lava.split_boots(lava.console_lines(log))
+    parts = JobLog.read(log).boots
     assert [p.boot_id for p in parts] == ["pageout/a-000", "pageout/b-000"]
     assert parts[1].elapsed == 3.0
     assert b"Linux version" in parts[0].console()
@@ -174,7 +177,7 @@ def test_a_board_boot_is_named_by_its_records():
                *_framed("@@ exit 0\n", "pageout/a-000"),
                "U-Boot 2024.01", "[    0.0] Linux version 6.12",
                "[    9.0] Kernel panic - not syncing: x"]
-    parts = lava.split_boots(lava.console_lines("\r\n".join(console)))
+    parts = JobLog.read("\r\n".join(console)).boots
     assert [p.boot_id for p in parts] == ["pageout/a-000", ""]
     assert parts[0].lines[0].text == "U-Boot 2024.01"
 
@@ -190,22 +193,36 @@ def _stand_in_kernels(tmp_path):
     return kernels
 
 
+def stand_in_machine(tmp_path):
+    """A prepare for the orchestrator that builds nothing: the kernels and
+    the base image stood in for."""
+    def prepare(req, m):
+        kernels = _stand_in_kernels(tmp_path)
+        orchestrate.record_builds(req, m, kernels)
+        m.image = "d1g3st"
+        spec = BootSpec(get_arch(req.arch), kernels["vanilla"].image,
+                        console_results=req.console_results)
+        return orchestrate.Machine(kernels, _ramdisk(tmp_path), spec)
+    return prepare
+
+
+def request(argv):
+    """The orchestrator's request for a command line, as cli makes it."""
+    args = cli.build_parser().parse_args(argv)
+    args.argv = argv
+    return cli._request(args, cli._kernel_args(args), args.patches, {})
+
+
 @pytest.fixture
-def exported(tmp_path, monkeypatch, capsys):
+def exported(tmp_path):
     """`jobs export` of an A/B pageout run, 2 runs, with the kernels and
     the base image stood in for (nothing is built)."""
-    from foliolab import image
-    from foliolab import jobs as jobs_mod
-    kernels = _stand_in_kernels(tmp_path)
-    monkeypatch.setattr(jobs_mod, "prepare_kernels", lambda req, env: kernels)
-    monkeypatch.setattr(image, "build_image", lambda arch: image.Image(
-        _ramdisk(tmp_path), "d1g3st", []))
     out = tmp_path / "run"
-    rc = cli.main(["jobs", "export", "--patches", "none", "--workloads",
+    req = request(["jobs", "export", "--patches", "none", "--workloads",
                    "pageout", "--runs", "2", "--out", str(out),
                    "--artifacts-url", "http://lab.example/run"])
-    assert rc == 0
-    assert "1 LAVA jobs (4 boots)" in capsys.readouterr().out
+    text = orchestrate.export(req, stand_in_machine(tmp_path))
+    assert "1 LAVA jobs (4 boots)" in text
     return out
 
 
@@ -223,6 +240,7 @@ def test_export_writes_valid_jobs_and_the_run_directory(exported):
         assert not (out / "raw" / bid / "boot.json").exists()
     env = json.loads((out / "environment.json").read_text())
     assert env["executor"]["artifacts_url"] == "http://lab.example/run"
+    assert env["executor"]["kind"] == "lava" and env["accel"] == "lava qemu"
     assert env["records_on"] == "console"
 
 
@@ -240,7 +258,7 @@ def test_collect_reads_a_lava_log_into_samples(exported, data, tmp_path):
     log.write_text(_log([(i, panic if i == ids[2] else
                           ["[    1.0] Run /init as init process",
                            *_framed(records, i)]) for i in ids]))
-    text = jobs.collect(out, [log])
+    text = orchestrate.collect(out, [log])
     assert "pageout_ms" in text
     samples = {s.rundir.rsplit("/", 2)[-2] + "/" + s.rundir.rsplit("/")[-1]:
                s for s in derive.load_samples(out)}
@@ -257,7 +275,8 @@ def test_collect_reads_a_lava_log_into_samples(exported, data, tmp_path):
     assert not samples[ids[2]].valid
     assert "panic" in samples[ids[2]].reasons[0]
     boot = json.loads((out / "raw" / ids[0] / "boot.json").read_text())
-    assert boot["status"] == "ok" and boot["host"]["executor"] == "lava"
+    assert boot["status"] == "ok" and boot["executor"]["kind"] == "lava"
+    assert boot["ended"] == "exited" and boot["executor"]["log"] == str(log)
     assert (out / "raw" / ids[0] / "results.txt").read_text() == records
 
 
@@ -265,16 +284,16 @@ def test_collect_refuses_logs_it_cannot_place(exported, tmp_path):
     stray = tmp_path / "stray.log"
     stray.write_text(_log([("ksm-rmap/vanilla-000", ["x"])]))
     with pytest.raises(errors.UsageError, match="not one .* planned"):
-        jobs.collect(exported, [stray])
+        orchestrate.collect(exported, [stray])
     swapped = tmp_path / "swapped.log"
     swapped.write_text(_log([("pageout/patched-000", ["x"]),
                              ("pageout/vanilla-000", ["y"])]))
     with pytest.raises(errors.UsageError, match="job pageout-0: its boot 1 is pageout/patched-000, the job has pageout/vanilla-000 there"):
-        jobs.collect(exported, [swapped])
+        orchestrate.collect(exported, [swapped])
     empty = tmp_path / "empty.log"
     empty.write_text("nothing\n")
     with pytest.raises(errors.UsageError, match="no boot of a foliolab job"):
-        jobs.collect(exported, [empty])
+        orchestrate.collect(exported, [empty])
 
 
 def test_lava_run_output_and_a_server_log_read_alike():
@@ -292,11 +311,13 @@ def test_lava_run_output_and_a_server_log_read_alike():
               'syncing"}\n') + served
     local = "".join(line[2:] + "\n" for line in served.splitlines())
     for text in (served, local):
-        lines = [x.text for x in lava.console_lines(text)]
+        log = JobLog.read(text)
+        lines = [x.text for b in log.boots for x in b.lines]
         assert len(lines) == 3 and "Kernel panic" not in "".join(lines)
-        assert lava.job_outcome(text) == (
-            "Test: lava-test-monitor timed out after 60 seconds")
-    assert lava.job_outcome("plain console\n").startswith("the log has no")
+        assert log.end is JobEnd.TIMEOUT
+        assert log.why == "Test: lava-test-monitor timed out after 60 seconds"
+    plain = JobLog.read("plain console\n")
+    assert plain.end is JobEnd.CUT and plain.why.startswith("the log has no")
 
 
 # --- a LAVA server, stood in for by a local HTTP server ---------------------
@@ -384,14 +405,14 @@ def lab(data):
 
 
 def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
-    from foliolab import executor, lavaserver, run
-    from foliolab.boot import BootSpec
+    from foliolab import measure as run
+    from foliolab.executors.lava import server as lavaserver
     kernels = _stand_in_kernels(tmp_path)
     out = tmp_path / "run"
     server = lavaserver.Server(lavaserver.Credentials(lab.url, "s3cret"),
                                poll=0.01)
-    ex = executor.LavaServerExecutor(
-        _ramdisk(tmp_path), out, lava.Target(tags=("qemu-01",)), server,
+    ex = lavaserver.LavaServerExecutor(
+        out, lava.Target(tags=("qemu-01",)), server,
         tmp_path / "served", "http://files.example/run")
     spec = BootSpec(get_arch("x86_64"), kernels["vanilla"].image,
                     console_results=True)
@@ -402,7 +423,7 @@ def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
 
 def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
         tmp_path, lab, data):
-    from foliolab import run
+    from foliolab import measure as run
     req = _lab_run(tmp_path, lab, runs=4)
     res = run.run_workloads(req)
     # two ABBA blocks, both submitted before anything is waited for
@@ -431,31 +452,32 @@ def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
     lab.stuck = {2}
     req = _lab_run(tmp_path, lab, runs=4)
     from foliolab.boot import BlockRequest
-    from foliolab import run
+    from foliolab import measure as run
     boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
     blocks = []
     result = run.RunResult()
     for i, group in enumerate(run.blocks(boots, 2)):
         blocks.append(BlockRequest(f"pageout-{i}", "pageout", tuple(
             run._request(req, b, result) for b in group)))
-    gen = req.executor.run(blocks)
+    gen = req.executor.run(req.image, blocks)
     block, results = next(gen)
-    assert block.name == "pageout-0" and all(r.clean for r in results)
+    assert block.name == "pageout-0"
+    assert all(outcome.judge(c).clean for c in results)
     gen.close()             # e.g. Ctrl-C while waiting for job 2
     assert lab.cancelled == [2]
 
 
 def test_a_lab_that_refuses_the_token_is_named(tmp_path, lab):
-    from foliolab import lavaserver
+    from foliolab.executors.lava import server as lavaserver
     server = lavaserver.Server(lavaserver.Credentials(lab.url, "wrong"))
-    with pytest.raises(lava.LavaError, match="HTTP 401.*Invalid token.*"
+    with pytest.raises(errors.LavaError, match="HTTP 401.*Invalid token.*"
                                              "check the token"):
         server.submit("job_name: x\n")
 
 
 def test_credentials_come_from_lavacli_or_the_environment(tmp_path,
                                                           monkeypatch):
-    from foliolab import lavaserver
+    from foliolab.executors.lava import server as lavaserver
     conf = tmp_path / "lavacli.yaml"
     conf.write_text("default:\n  uri: https://lava.example.org/RPC2\n"
                     "  username: me\n  token: t0k\nother:\n"
@@ -489,7 +511,7 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
     /etc/default file given in a private mount namespace); a job the
     device cannot run fails the same check."""
     import os
-    from foliolab import lavalocal
+    from foliolab.executors.lava import local as lavalocal
     d = lavalocal.dispatcher()
     stubs = tmp_path / "stubs"
     stubs.mkdir()
@@ -539,7 +561,7 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
 
 
 def test_a_lava_block_is_two_rounds_of_one_workload():
-    from foliolab import run
+    from foliolab import measure as run
     w = [WORKLOADS["pageout"], WORKLOADS["ksm-rmap"]]
     boots = run.plan(w, {}, ("a", "b"), 5, 1, counted=False)
     sizes = [(g[0].workload.name, "".join(b.kernel for b in g))
@@ -570,7 +592,7 @@ def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
 
 
 def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
-    from foliolab import run
+    from foliolab import measure as run
     lab.lost = {1}
     res = run.run_workloads(_lab_run(tmp_path, lab, runs=4))
     assert len(res.samples) == 8
@@ -582,7 +604,7 @@ def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
 
 def test_a_lab_gets_the_whole_run_at_once_and_a_flaky_server_is_asked_again(
         tmp_path, lab):
-    from foliolab import run
+    from foliolab import measure as run
     lab.flaky = 2
     res = run.run_workloads(_lab_run(tmp_path, lab, runs=2,
                                      workloads=("pageout", "ksm-rmap")))
@@ -598,26 +620,21 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
         tmp_path, lab):
     """A job that ends at one kernel's hang leaves the other kernel's later
     boots not-run: that kernel is not given up on for it."""
-    from foliolab import bootrecord, run
-    from foliolab.bootrecord import BootResult, BootStatus
+    from foliolab import measure as run
+    from foliolab.outcome import BootCapture, Ended, NotRun
 
     class EndsEarly:
         kind = "fake"
         rounds_per_block = 2
 
-        def run(self, blocks):
+        def run(self, image, blocks):
             for block in blocks:
-                out = []
-                for k, b in enumerate(block.boots):
-                    b.rundir.mkdir(parents=True, exist_ok=True)
-                    status = (BootStatus.OK if k == 0 else
-                              BootStatus.TIMEOUT if k == 1 else
-                              BootStatus.NOT_RUN)
-                    res = BootResult(status, None, [], b.rundir / "c",
-                                     b.rundir / "r", 1.0)
-                    bootrecord.write_boot(res)
-                    out.append(res)
-                yield block, out
+                yield block, [BootCapture(
+                    b.rundir, Ended.EXITED if k == 0 else Ended.TIMEOUT
+                    if k == 1 else Ended.NOT_RUN, b"", "@@ exit 0\n"
+                    if k == 0 else "", 1.0,
+                    not_run=NotRun.JOB_ENDED if k > 1 else None)
+                    for k, b in enumerate(block.boots)]
 
     req = _lab_run(tmp_path, lab, runs=8)
     req.executor = EndsEarly()
@@ -649,7 +666,7 @@ def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
     late.insert(0, '- {"dt": "2026-11-24T02:00:00", "lvl": "feedback", '
                    '"msg": "poweroff"}')
     text = "\n".join(lines[:-1] + late + lines[-1:]) + "\n"
-    parts = lava.split_boots(lava.console_lines(text))
+    parts = JobLog.read(text).boots
     assert [p.boot_id for p in parts] == ids
     for part in parts:
         stream = parse.console_records(part.console())
@@ -659,23 +676,24 @@ def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
     assert parts[0].elapsed < 3600
 
 
-def test_compare_hands_its_boots_to_the_executor_it_names(tmp_path):
-    from foliolab import compare, executor, lavaserver
-    req = compare.CompareRequest(
-        [WORKLOADS["pageout"]], {}, 2, None, "x86_64", tmp_path / "o",
-        executor=executor.ExecutorKind.LAVA,
-        lava=compare.LavaOptions(url="https://lab.example",
-                                 artifacts_url="https://files.example/a"))
-    compare.check_executor(req)
-    image = _ramdisk(tmp_path)
-    ex = compare.make_executor(req, image, "tcg")
-    assert isinstance(ex, executor.LavaServerExecutor)
-    assert isinstance(ex.server, lavaserver.Server)
+def test_make_executor_makes_each_executor_it_names(tmp_path, monkeypatch):
+    from foliolab.executors import (ExecutorKind, ExecutorOptions,
+                                    make_executor)
+    from foliolab.executors.lava.local import LavaLocalExecutor
+    from foliolab.executors.lava.server import LavaServerExecutor, Server
+    from foliolab.executors.qemu import QemuExecutor
+    monkeypatch.setenv("LAVA_TOKEN", "t0k")
+    opts = ExecutorOptions(ExecutorKind.LAVA, url="https://lab.example",
+                           artifacts_url="https://files.example/a")
+    ex = make_executor(opts, tmp_path / "o")
+    assert isinstance(ex, LavaServerExecutor)
+    assert isinstance(ex.server, Server)
     assert ex.server.creds.url == "https://lab.example"
+    assert ex.server.creds.token == "t0k"
     assert ex.store.base_url == "https://files.example/a"
-    local = compare.make_executor(replace(
-        req, executor=executor.ExecutorKind.LAVA_LOCAL), image, "kvm")
-    assert isinstance(local, executor.LavaLocalExecutor) and local.kvm
-    assert isinstance(compare.make_executor(replace(
-        req, executor=executor.ExecutorKind.QEMU), image, "tcg"),
-        executor.QemuExecutor)
+    if __import__("os").geteuid() == 0:
+        assert isinstance(make_executor(replace(
+            opts, kind=ExecutorKind.LAVA_LOCAL, given=()), tmp_path / "o"),
+            LavaLocalExecutor)
+    assert isinstance(make_executor(ExecutorOptions(), tmp_path / "o"),
+                      QemuExecutor)

@@ -1,4 +1,4 @@
-"""LAVA jobs for foliolab's boots: write them, check them, read their logs.
+"""LAVA jobs for foliolab's boots: write them and check them.
 
 Every foliolab sample is already an independent boot (kernel, base ramdisk,
 per-boot job archive, command line), which is what a LAVA job runs. A job
@@ -8,51 +8,39 @@ pairing the statistics rely on survives a lab that runs jobs on any device
 in any order. Each boot is a deploy, boot and monitor test in a namespace
 of its own; the guest frames its records onto the console
 (guest/frame.awk), and the host reads them back from the raw console text
-of LAVA's log, never from LAVA's own (lossy) copy of a measurement.
+of LAVA's log (log.py), never from LAVA's own (lossy) copy of a
+measurement.
 
 Artifacts (kernels, the base ramdisk, each boot's job archive) go to one
 directory under content names and are referenced by URL with their sha256,
 for a lab's workers to fetch from wherever the user serves that directory.
 
-LAVA's job schema comes from Debian's lava-common package, unpacked into
-foliolab's cache on first use, so jobs are checked exactly as a LAVA
-2023.01 server checks them.
+LAVA's job schema comes from Debian's lava-common package (debs.py), so
+jobs are checked exactly as a LAVA 2023.01 server checks them.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import io
 import json
 import re
-import shutil
-import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import boot as boot_mod
-from foliolab import bootrecord
 from foliolab.boot import BlockRequest, BootRequest
-from foliolab.bootrecord import BootResult, BootStatus
-from foliolab.errors import FoliolabError, UsageError
-from foliolab.paths import cache_root
+from foliolab.errors import LavaError, UsageError
+from foliolab.executors.lava.debs import lava_common_dir
+from foliolab.executors.lava.log import JobLog, captures, not_run
+from foliolab.outcome import BootCapture, NotRun
 
-LAVA_VERSION = "2023.01-2"     # Debian bookworm's lava-common
 QEMU = "qemu"                  # LAVA's QEMU device type
 # LAVA's names for the guest architectures of its qemu device type
 QEMU_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
-# Where each boot's console starts in a multi-boot log: the kernel banner.
-_BANNER = "Linux version "
-_CMDLINE_ID = re.compile(r"foliolab\.boot=([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
-_BEGIN_ID = re.compile(r"@@=begin ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 BOOT_ID_ARG = "foliolab.boot"
-
-
-class LavaError(FoliolabError):
-    exit_code = 4
 
 
 @dataclass(frozen=True)
@@ -278,41 +266,6 @@ def write_job(path: Path, job: dict) -> None:
     path.write_text(yaml.safe_dump(job, sort_keys=False, width=1000))
 
 
-# ---- LAVA's own schema ------------------------------------------------------
-
-def unpack_debs(packages: tuple[str, ...], into: Path) -> None:
-    """Debian's ``packages`` at LAVA_VERSION, fetched with apt-get download
-    and unpacked (dpkg-deb -x) into ``into``, which appears only whole."""
-    tmp = into.with_name(into.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    debs = tmp / "debs"
-    debs.mkdir(parents=True)
-    try:
-        subprocess.run(["apt-get", "download", "-q",
-                        *(f"{p}={LAVA_VERSION}" for p in packages)],
-                       cwd=debs, check=True, capture_output=True, text=True)
-        for deb in sorted(debs.glob("*.deb")):
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)],
-                           check=True, capture_output=True, text=True)
-    except (subprocess.CalledProcessError, OSError) as e:
-        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
-        raise LavaError(f"cannot fetch {', '.join(packages)} {LAVA_VERSION}: "
-                        f"{(detail or ['?'])[-1]}",
-                        hint="apt-get needs Debian bookworm's sources "
-                             "(apt-get update)") from e
-    shutil.rmtree(debs)
-    shutil.rmtree(into, ignore_errors=True)
-    tmp.rename(into)
-
-
-def lava_common_dir() -> Path:
-    """Debian's lava-common, unpacked into the cache (on first use)."""
-    root = cache_root() / "lava" / LAVA_VERSION / "lava-common"
-    pkg = root / "usr" / "lib" / "python3" / "dist-packages"
-    if not (pkg / "lava_common" / "schemas").is_dir():
-        unpack_debs(("lava-common",), root)
-    return pkg
-
 
 def validate(job: dict) -> None:
     """Check ``job`` against LAVA's schema, as a server does on submit."""
@@ -328,202 +281,65 @@ def validate(job: dict) -> None:
                         hint="a foliolab bug: please report it") from e
 
 
-# ---- reading LAVA's logs -------------------------------------------------------
-
-@dataclass
-class ConsoleLine:
-    text: str
-    at: dt.datetime | None = None    # LAVA's timestamp, when it has one
-    # LAVA's namespace of a line it logged late, as "feedback": the
-    # console of an earlier boot's connection, read when the job ends
-    late_from: str = ""
+JOBS_DIR = "lava/jobs"
+LOGS_DIR = "lava/logs"
+ARTIFACTS_DIR = "lava/artifacts"
+JOURNAL = "lava/jobs.jsonl"
+# A LAVA job is a workload's two rounds: each kernel once in the order
+# given and once reversed (ABBA), so a job alone keeps the pairing.
+LAVA_ROUNDS_PER_BLOCK = 2
 
 
-@dataclass
-class BootLog:
-    """One boot's part of a job's console."""
+class LavaJobs:
+    """What every LAVA executor does: a block as a checked job on disk, and
+    its log read back into captures of its boots."""
 
-    lines: list[ConsoleLine] = field(default_factory=list)
-    boot_id: str = ""               # from its kernel command line
+    rounds_per_block = LAVA_ROUNDS_PER_BLOCK
+
+    def __init__(self, out: Path, target: Target,
+                 artifacts_dir: Path | None = None,
+                 artifacts_url: str = "") -> None:
+        self.out = out
+        self.target = target
+        directory = artifacts_dir or out / ARTIFACTS_DIR
+        self.artifacts_dir = directory
+        self.base_url = artifacts_url or directory.resolve().as_uri()
+        self._store: Artifacts | None = None
 
     @property
-    def elapsed(self) -> float | None:
-        times = [x.at for x in self.lines if x.at and not x.late_from]
-        return (times[-1] - times[0]).total_seconds() if times else None
+    def store(self) -> Artifacts:
+        """The artifacts' directory, made when the first job needs it."""
+        if self._store is None:
+            self._store = Artifacts(self.artifacts_dir, self.base_url)
+        return self._store
 
-    def console(self) -> bytes:
-        return "".join(x.text + "\n" for x in self.lines).encode(
-            "utf-8", "replace")
+    def job(self, image: Path, block: BlockRequest) -> tuple[dict, Path]:
+        job = block_job(block, self.target, self.store, image)
+        validate(job)
+        path = self.out / JOBS_DIR / f"{block.name}.yaml"
+        write_job(path, job)
+        return job, path
 
-
-def log_records(text: str) -> list[dict]:
-    """The records of a LAVA log: one per line, as lava-run writes them
-    (JSON objects, one per line) or as a server's log download has them
-    (the same objects as YAML list items, "- {...}"). Empty for a plain
-    console capture."""
-    out = []
-    for line in text.splitlines():
-        body = line[2:] if line.startswith("- {") else line
-        if not body.startswith("{"):
-            continue
-        rec = _log_record(body)
-        if rec is not None and "lvl" in rec:
-            out.append(rec)
-    return out
-
-
-def console_lines(text: str) -> list[ConsoleLine]:
-    """The guest console in a LAVA log: its ``lvl: target`` records, or the
-    whole text when it is a plain console capture."""
-    records = log_records(text)
-    if records:
-        # LAVA logs a boot's console as "target" while it watches that
-        # boot; what it reads from an earlier boot's connection later (at
-        # the latest when the job ends) is "feedback" with the boot's
-        # namespace: often the very line the monitor ended on, @@=end
-        return [ConsoleLine(r["msg"], _time(r.get("dt")),
-                            r.get("ns", "") if r["lvl"] == "feedback" else "")
-                for r in records
-                if isinstance(r.get("msg"), str) and (
-                    r.get("lvl") == "target" or (r.get("lvl") == "feedback"
-                                                 and r.get("ns")))]
-    return [ConsoleLine(line.rstrip("\r")) for line in text.splitlines()]
-
-
-def job_outcome(text: str) -> str:
-    """How LAVA says the job of a log ended: "" when it completed, else its
-    error ("Infrastructure: ...", "Job: ...", "Test: ...")."""
-    for rec in log_records(text):
-        msg = rec.get("msg")
-        if (rec.get("lvl") == "results" and isinstance(msg, dict)
-                and msg.get("definition") == "lava"
-                and msg.get("case") == "job"):
-            if msg.get("result") == "pass":
-                return ""
-            return (f"{msg.get('error_type', '?')}: "
-                    f"{msg.get('error_msg', 'no message')}")
-    return "the log has no end of job (cut short?)"
-
-
-def _log_record(text: str) -> dict | None:
-    try:
-        rec = json.loads(text)      # lava-run writes JSON-compatible YAML
-    except ValueError:
-        import yaml
+    def captures(self, block: BlockRequest, log_path: Path,
+                 log: JobLog | None = None) -> list[BootCapture]:
+        """The block's boots from its job's log (``log``: the log at
+        ``log_path``, if already read)."""
+        if log is None:
+            log = JobLog.read(log_path.read_text(errors="replace"))
         try:
-            rec = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return None
-    return rec if isinstance(rec, dict) else None
+            return captures(log, [b.boot_id for b in block.boots],
+                            [b.rundir for b in block.boots],
+                            str(log_path), self.kind)
+        except LavaError as e:
+            # a log foliolab cannot place loses its own boots only
+            return self.not_run(block, NotRun.LOG_UNPLACED, e.message,
+                                str(log_path))
 
+    def not_run(self, block: BlockRequest, reason: NotRun, why: str,
+                source: str) -> list[BootCapture]:
+        return not_run([b.rundir for b in block.boots], reason, why, source,
+                       self.kind)
 
-def _time(value) -> dt.datetime | None:
-    if isinstance(value, dt.datetime):
-        return value
-    try:
-        return dt.datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
-    """A job's console cut into its boots at each kernel banner; what comes
-    before the first (firmware, LAVA) goes with the first. Each boot is
-    named by the foliolab.boot= of its kernel command line, if shown."""
-    boots: list[BootLog] = []
-    pre: list[ConsoleLine] = []
-    late: list[ConsoleLine] = []
-    for line in lines:
-        if line.late_from:
-            late.append(line)
-        elif _BANNER in line.text:
-            boots.append(BootLog(pre + [line]))
-            pre = []
-        elif boots:
-            boots[-1].lines.append(line)
-        else:
-            pre.append(line)
-    for line in late:
-        # the job's namespaces are its boots in order: boot00, boot01, ...
-        m = re.fullmatch(r"boot(\d+)", line.late_from)
-        if m and int(m.group(1)) < len(boots):
-            boots[int(m.group(1))].lines.append(line)
-    for b in boots:
-        for line in b.lines:
-            # the command line (qemu) or the records' begin line (boards)
-            m = _CMDLINE_ID.search(line.text) or _BEGIN_ID.search(line.text)
-            if m:
-                b.boot_id = m.group(1)
-                break
-    return boots
-
-
-def boot_result(part: BootLog, rundir: Path, source: str,
-                executor: str) -> BootResult:
-    """One boot's console from a LAVA log into its directory, as a boot
-    under QEMU would have left it: console.log, the records recovered from
-    the console, boot.json."""
-    rundir.mkdir(parents=True, exist_ok=True)
-    console = rundir / "console.log"
-    results = rundir / "results.txt"
-    raw = part.console()
-    console.write_bytes(raw)
-    records, kernel_text, lost = boot_mod.records_from_console(raw)
-    results.write_text(records)
-    issues = boot_mod.scan_console(kernel_text)
-    code = boot_mod.exit_code_of(records)
-    status = boot_mod.status_of(issues, code, lost)
-    res = BootResult(status, code, issues, console, results,
-                     part.elapsed or 0.0, records.splitlines(), None,
-                     {"executor": executor, "log": source})
-    bootrecord.write_boot(res)
-    return res
-
-
-def not_run(rundir: Path, why: str, source: str,
-            executor: str) -> BootResult:
-    """A boot of a job that ended before it (its log has no console of
-    it): recorded as such, never as a sample."""
-    rundir.mkdir(parents=True, exist_ok=True)
-    console = rundir / "console.log"
-    console.write_bytes(b"")
-    results = rundir / "results.txt"
-    results.write_text("")
-    res = BootResult(BootStatus.NOT_RUN, None, [f"lava: {why}"], console,
-                     results, 0.0, [], None,
-                     {"executor": executor, "log": source})
-    bootrecord.write_boot(res)
-    return res
-
-
-def block_results(text: str, boot_ids: list[str], rundirs: list[Path],
-                  source: str, executor: str) -> list[BootResult]:
-    """The boots of one job from its log, in the job's order. A log whose
-    boots are not the job's, in its order, is refused (LavaError); boots
-    after the last one the log shows did not run."""
-    parts = split_boots(console_lines(text))
-    if len(parts) > len(boot_ids):
-        raise LavaError(f"{source}: {len(parts)} boots in a job of "
-                        f"{len(boot_ids)}",
-                        hint="a log holds one exported job's boots")
-    out = []
-    for k, part in enumerate(parts):
-        if part.boot_id and part.boot_id != boot_ids[k]:
-            raise LavaError(f"{source}: its boot {k + 1} is {part.boot_id}, "
-                            f"the job has {boot_ids[k]} there",
-                            hint="a log holds one exported job's boots in "
-                                 "their order")
-        out.append(boot_result(part, rundirs[k], source, executor))
-    why = job_outcome(text)
-    if why and out and out[-1].status is BootStatus.NO_EXIT:
-        # the boot the job ended in: LAVA says why (its time limit, or an
-        # error of the lab's)
-        last = out[-1]
-        last.issues.append(f"lava: {why}")
-        if "timed out" in why:
-            last.status = BootStatus.TIMEOUT
-        bootrecord.write_boot(last)
-    why = why or "the job completed without this boot"
-    out += [not_run(d, why, source, executor)
-            for d in rundirs[len(parts):]]
-    return out
+    def journal(self, entry: dict) -> None:
+        with open(self.out / JOURNAL, "a") as f:
+            f.write(json.dumps(entry) + "\n")

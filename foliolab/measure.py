@@ -1,12 +1,14 @@
-"""Run workloads on built kernels: interleaved A/B boots, raw data kept.
+"""Measure workloads on built kernels: plan -> blocks of boot requests ->
+executor -> captures -> outcome.judge -> samples, raw data kept.
 
 For each workload, round i boots every kernel once, in the order given when
 i is even and in the reverse order when i is odd (ABBA for two kernels, ABC
 CBA for three), so every kernel's mean position in the run is the same and
 slow drift of the host cancels instead of biasing one side. Every sample's console log, results-port text
 and the derived values are kept under OUT/raw/, and each finished sample is
-appended to OUT/samples.jsonl at once, so a crash, a hang or Ctrl-C never
-loses what was already measured.
+appended to OUT/samples.jsonl at once, so a crash, a hang or a stop never
+loses what was already measured. A resumed run keeps every boot that has
+its boot.json and runs the others.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from foliolab import counting
+from foliolab import bootrecord, counting, derive, outcome
 from foliolab.boot import BlockRequest, BootRequest, BootSpec
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.build import Kernel
 from foliolab.counting import Counter
-from foliolab.executor import Executor, QemuExecutor
-from foliolab.derive import VARIANTS, Sample, samples_from_boot  # noqa: F401
+from foliolab.executors import Executor
+from foliolab.derive import Sample, samples_from_boot
+from foliolab.manifest import VARIANTS
 from foliolab.ui import Progress
 from foliolab.workloads import Workload
 
@@ -48,7 +51,8 @@ class RunRequest:
     timeout: float | None = None        # per boot; default from workload
     # variant -> its counter: adds a counting boot after each timed one
     counters: dict[str, Counter] | None = None
-    executor: Executor | None = None  # default: QEMU on this machine
+    executor: Executor | None = None  # who runs the boots
+    resume: bool = False            # keep the boots that have a boot.json
 
 
 @dataclass
@@ -56,6 +60,8 @@ class RunResult:
     samples: list[Sample] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     boots: int = 0              # boots started so far (a boot's seq)
+    planned: int = 0            # boots in the plan
+    kept: int = 0               # boots a resumed run found finished
 
 
 def boot_order(pair: int, names: tuple[str, ...] = VARIANTS
@@ -75,6 +81,7 @@ class PlannedBoot:
     pair: int                   # the round
     samples: int
     first_run: int
+    seq: int = 0                # its place in the whole plan
 
     @property
     def name(self) -> str:
@@ -99,7 +106,8 @@ def plan(workloads: list[Workload], params: dict[str, dict[str, str]],
             n = min(k, runs - pair * k)
             for variant in boot_order(pair, names):
                 out += [PlannedBoot(w, resolved, variant, what, pair, n,
-                                    pair * k) for what in passes]
+                                    pair * k, len(out) + i)
+                        for i, what in enumerate(passes)]
     return out
 
 
@@ -133,9 +141,12 @@ def blocks(boots: list[PlannedBoot], rounds: int
 def run_workloads(req: RunRequest) -> RunResult:
     result = RunResult()
     req.out.mkdir(parents=True, exist_ok=True)
-    executor = req.executor or QemuExecutor(req.image)
+    executor = req.executor
     boots = plan(req.workloads, req.params, tuple(req.kernels), req.runs,
                  req.samples_per_boot, bool(req.counters))
+    result.planned = len(boots)
+    if req.resume:
+        boots = _keep_finished(req, boots, result)
     fails = {(b.workload.name, b.kernel, b.what): 0 for b in boots}
     planned: dict[str, list[PlannedBoot]] = {}
     numbered = {w.name: 0 for w in req.workloads}   # blocks so far
@@ -184,12 +195,42 @@ def run_workloads(req: RunRequest) -> RunResult:
             yield BlockRequest(name, w.name, tuple(
                 _request(req, b, result) for b in todo))
 
-    for block, results in executor.run(requests()):
-        for b, res in zip(planned[block.name], results, strict=True):
-            key = (b.workload.name, b.kernel, b.what)
-            fails[key] = _record(req, b, res, result, fails[key])
-            step(b.workload)
+    stream = executor.run(req.image, requests())
+    try:
+        for block, captured in stream:
+            for b, c in zip(planned[block.name], captured, strict=True):
+                key = (b.workload.name, b.kernel, b.what)
+                fails[key] = _record(req, b, outcome.judge(c), result,
+                                     fails[key])
+                step(b.workload)
+    finally:
+        stream.close()          # a stopped run ends its executor's work
     return result
+
+
+def _rundir(req: RunRequest, b: PlannedBoot) -> Path:
+    return req.out / "raw" / b.workload.name / b.name
+
+
+def _keep_finished(req: RunRequest, boots: list[PlannedBoot],
+                   result: RunResult) -> list[PlannedBoot]:
+    """A resumed run: the boots that have their boot.json are kept (their
+    samples derived from their files, samples.jsonl written anew from
+    them); the rest are still to run."""
+    todo = []
+    for b in boots:
+        rundir = _rundir(req, b)
+        res = bootrecord.read_boot(rundir)
+        if res is not None:
+            result.samples += derive.samples_of_boot(req.out, rundir)
+            result.kept += 1
+            if not res.clean:
+                result.failures.append(_failure(b, res))
+        else:
+            todo.append(b)
+    derive.write_samples(req.out, result.samples)
+    result.boots = result.kept
+    return todo
 
 
 def _request(req: RunRequest, b: PlannedBoot, result: RunResult
@@ -204,8 +245,8 @@ def _request(req: RunRequest, b: PlannedBoot, result: RunResult
         spec = replace(spec, timeout=spec.timeout * counting.TIMEOUT_FACTOR,
                        counter=req.counters[variant].with_roots(
                            w.count_roots))
-    rundir = req.out / "raw" / w.name / b.name
-    BootJob(result.boots, w.name, variant, b.what, b.first_run, b.samples,
+    rundir = _rundir(req, b)
+    BootJob(b.seq, w.name, variant, b.what, b.first_run, b.samples,
             b.params, spec.arch.name).write(rundir)
     result.boots += 1
     return BootRequest(f"{w.name}/{b.name}", spec,
@@ -228,9 +269,13 @@ def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
     result.samples += samples
     if res.clean:
         return 0
-    msg = (f"{w.name} {variant} {b.what.value} boot {b.pair}: "
-           f"{res.describe()}; console log: {res.console}")
+    msg = _failure(b, res)
     result.failures.append(msg)
     log.warning("%s", msg)
     # a boot its executor never started says nothing about its kernel
     return failed if res.status is BootStatus.NOT_RUN else failed + 1
+
+
+def _failure(b: PlannedBoot, res: BootResult) -> str:
+    return (f"{b.workload.name} {b.kernel} {b.what.value} boot {b.pair}: "
+            f"{res.describe()}; console log: {res.console}")

@@ -1,5 +1,6 @@
-"""LAVA's own dispatcher on this machine: `lava-run` for `--executor
-lava-local` and for checking a job against a device (`--validate`).
+"""`--executor lava-local`: each block a LAVA job run by LAVA's own
+dispatcher (`lava-run`) on this machine, which also checks a job against
+a device (`--validate`).
 
 Set up on first use, without touching the host's QEMU or Python: Debian
 bookworm's lava-common, lava-dispatcher and lava-dispatcher-host packages
@@ -20,14 +21,21 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab.lava import (LAVA_VERSION, LavaError, lava_common_dir,
-                           unpack_debs)
+from foliolab import proc
+from foliolab.boot import BlockRequest
+from foliolab.errors import LavaError
+from foliolab.executors import ExecutorKind
+from foliolab.executors.lava.debs import (LAVA_VERSION, lava_common_dir,
+                                          unpack_debs)
+from foliolab.executors.lava.job import JOBS_DIR, LOGS_DIR, LavaJobs, Target
+from foliolab.executors.lava.log import JobLog
+from foliolab.outcome import BootCapture
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -87,15 +95,14 @@ class Dispatcher:
     def environ(self) -> dict[str, str]:
         paths = [self.root / "usr" / "lib" / "python3" / "dist-packages",
                  lava_common_dir(), self.root / "stand-ins"]
-        return {**os.environ,
-                "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
+        return {"PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
 
     def device(self, dictionary: str, context: dict) -> str:
         """The device YAML for ``dictionary`` and a job's ``context``."""
-        cp = subprocess.run(
-            [str(self.python), "-c", _RENDER], capture_output=True, text=True,
-            input=json.dumps({"templates": str(self.templates),
-                              "dictionary": dictionary, "context": context}))
+        cp = proc.run([self.python, "-c", _RENDER], check=False,
+                      input=json.dumps({"templates": str(self.templates),
+                                        "dictionary": dictionary,
+                                        "context": context}))
         if cp.returncode:
             raise LavaError("cannot render the LAVA device dictionary: "
                             + (cp.stderr.strip().splitlines() or ["?"])[-1],
@@ -112,35 +119,21 @@ class Dispatcher:
                                  "lava-local, or `foliolab jobs export` the "
                                  "jobs and run them on a LAVA worker")
         work = log_path.parent / f".lava-run-{job_id}"
-        argv = [str(self.python), str(self.lava_run), "--job-id", job_id,
-                "--output-dir", str(work), "--device", str(device)]
+        argv = [self.python, self.lava_run, "--job-id", job_id,
+                "--output-dir", work, "--device", device]
         argv += ["--validate"] if validate else []
-        argv.append(str(job))
-        log.debug("$ %s", " ".join(argv))
-        with open(log_path, "w") as out:
-            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=self.environ())
-            try:
-                rc = p.wait(timeout=timeout)
-            except BaseException:
-                # Out of time, or Ctrl-C: lava-run cancels its job and
-                # ends its QEMU on SIGTERM (QEMU runs in a session of its
-                # own, which a SIGKILL of lava-run would leave behind).
-                # The log so far is kept; the boots after the cut did not
-                # run.
-                p.terminate()
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-                if not isinstance(sys.exc_info()[1],
-                                  subprocess.TimeoutExpired):
-                    raise
-                rc = -1
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-        return rc
+        argv.append(job)
+        # Out of time, or stopped: lava-run cancels its job and ends its
+        # QEMU on SIGTERM (QEMU runs in a session of its own, which a
+        # SIGKILL of lava-run would leave behind). The log so far is
+        # kept; the boots after the cut did not run.
+        try:
+            done = proc.run_until(argv, output=log_path, timeout=timeout,
+                                  env=self.environ(), grace=60,
+                                  error=LavaError)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return -1 if done.timed_out else done.returncode
 
 
 def _venv(venv: Path) -> None:
@@ -154,12 +147,10 @@ def _venv(venv: Path) -> None:
 
 def _run(argv: list[str], cwd: Path, hint: str) -> None:
     try:
-        subprocess.run(argv, cwd=cwd, check=True, capture_output=True,
-                       text=True)
-    except (subprocess.CalledProcessError, OSError) as e:
-        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
-        raise LavaError(f"setting up LAVA's dispatcher: {argv[0]} failed: "
-                        f"{(detail or ['?'])[-1]}", hint=hint) from e
+        proc.run(argv, cwd=cwd, error=LavaError,
+                 what=f"setting up LAVA's dispatcher: {argv[0]}")
+    except LavaError as e:
+        raise LavaError(e.message, hint=hint) from e
 
 
 def dispatcher() -> Dispatcher:
@@ -179,8 +170,8 @@ def dispatcher() -> Dispatcher:
     stand_ins.mkdir()
     (stand_ins / "guestfs.py").write_text(GUESTFS_STAND_IN)
     _venv(d.venv)
-    cp = subprocess.run([str(d.python), str(d.lava_run), "--help"],
-                        capture_output=True, text=True, env=d.environ())
+    cp = proc.run([d.python, d.lava_run, "--help"], env=d.environ(),
+                  check=False)
     if cp.returncode:
         raise LavaError("LAVA's dispatcher does not start: "
                         + (cp.stderr.strip().splitlines() or ["?"])[-1],
@@ -196,3 +187,37 @@ def qemu_device(d: Dispatcher, context: dict, kvm: bool) -> str:
     if not kvm:
         dictionary += "{% set no_kvm = True %}"
     return d.device(dictionary, context)
+
+
+class LavaLocalExecutor(LavaJobs):
+    """Each block a LAVA job, run by lava-run on this machine (KVM when
+    the run's boots ask for it)."""
+
+    kind = ExecutorKind.LAVA_LOCAL
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(out, Target())
+
+    def run(self, image: Path, blocks: Iterable[BlockRequest]
+            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+        d = dispatcher()
+        for n, block in enumerate(blocks):
+            job, path = self.job(image, block)
+            device = self.out / JOBS_DIR / f"{block.name}.device.yaml"
+            kvm = block.boots[0].spec.accel == "kvm"
+            device.write_text(qemu_device(d, job["context"], kvm))
+            log_path = self.out / LOGS_DIR / f"{block.name}.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            limit = job["timeouts"]["job"]["minutes"] * 60 + 60
+            t0 = time.monotonic()
+            rc = d.run(path, device, log_path, f"{os.getpid()}{n:04d}",
+                       limit)
+            wall = time.monotonic() - t0
+            log = JobLog.read(log_path.read_text(errors="replace"))
+            captured = self.captures(block, log_path, log)
+            self.journal({"block": block.name, "lava_run_rc": rc,
+                          "seconds": round(wall, 2),
+                          "boot_seconds": [round(c.elapsed, 2)
+                                           for c in captured],
+                          "outcome": log.why or "complete"})
+            yield block, captured

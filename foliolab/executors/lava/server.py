@@ -1,5 +1,5 @@
-"""A LAVA server, as `--executor lava` uses it: submit jobs, wait for them,
-fetch their logs, cancel what is no longer wanted. LAVA's REST API v0.2
+"""`--executor lava`: a LAVA server runs the jobs. Submit them, wait for
+them, fetch their logs, cancel what is no longer wanted. LAVA's REST API v0.2
 (the one lava-server 2023.01 serves, and lavacli uses), through urllib.
 
 The token comes from $LAVA_TOKEN, else from lavacli's configuration
@@ -17,13 +17,16 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import __version__
-from foliolab.errors import UsageError
-from foliolab.lava import LavaError
+from foliolab.boot import BlockRequest
+from foliolab.errors import LavaError, UsageError
+from foliolab.executors import ExecutorKind
+from foliolab.executors.lava.job import LOGS_DIR, LavaJobs, Target
+from foliolab.outcome import BootCapture, NotRun
 
 log = logging.getLogger("foliolab")
 
@@ -67,6 +70,10 @@ def credentials(url: str, identity: str = "default") -> Credentials:
         raise UsageError(f"--lava-url {uri!r} is not an http(s) URL",
                          hint="e.g. https://lava.example.org")
     token = os.environ.get("LAVA_TOKEN", "") or ident.get("token", "")
+    if not token:
+        raise UsageError(f"--executor lava needs a token for {root}",
+                         hint="set $LAVA_TOKEN, or give a lavacli identity "
+                              f"with a token in {path}")
     return Credentials(root, token, ident.get("username", ""))
 
 
@@ -155,3 +162,62 @@ class Server:
                             e.message, failures)
             if left:
                 time.sleep(self.poll * min(2 ** failures, 8))
+
+
+class LavaServerExecutor(LavaJobs):
+    """Each block a LAVA job on a lab: all submitted at once, collected as
+    they finish; cancelled if foliolab is stopped."""
+
+    kind = ExecutorKind.LAVA
+
+    def __init__(self, out: Path, target: Target, server: Server,
+                 artifacts_dir: Path | None, artifacts_url: str) -> None:
+        super().__init__(out, target, artifacts_dir, artifacts_url)
+        self.server = server
+
+    def run(self, image: Path, blocks: Iterable[BlockRequest]
+            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+        import yaml
+        by_id: dict[int, BlockRequest] = {}
+        done: set[int] = set()
+        try:
+            for block in blocks:
+                job, path = self.job(image, block)
+                job_id = self.server.submit(yaml.safe_dump(
+                    job, sort_keys=False, width=1000))
+                by_id[job_id] = block
+                self.journal({"block": block.name, "job_id": job_id,
+                              "submitted": time.time()})
+                log.info("submitted %s as LAVA job %d", block.name, job_id)
+            for job_id, state in self.server.wait(list(by_id)):
+                done.add(job_id)
+                yield by_id[job_id], self._collect(by_id[job_id], job_id,
+                                                   state)
+        finally:
+            self._cancel(set(by_id) - done)
+
+    def _collect(self, block: BlockRequest, job_id: int, state: dict
+                 ) -> list[BootCapture]:
+        log_path = self.out / LOGS_DIR / f"{block.name}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.journal({"block": block.name, "job_id": job_id,
+                      "health": state.get("health"),
+                      "device": state.get("actual_device"),
+                      "finished": time.time()})
+        try:
+            log_path.write_text(self.server.log(job_id))
+        except LavaError as e:
+            # one lost log loses that job's boots, not the run
+            return self.not_run(block, NotRun.LOG_LOST,
+                                f"job {job_id} ({state.get('health')}) has "
+                                f"no log: {e.message}", self.server.creds.url)
+        return self.captures(block, log_path)
+
+    def _cancel(self, job_ids: set[int]) -> None:
+        for job_id in job_ids:
+            # a well-behaved submitter frees the lab's devices
+            try:
+                self.server.cancel(job_id)
+                log.warning("cancelled LAVA job %d", job_id)
+            except LavaError as e:
+                log.warning("could not cancel LAVA job %d: %s", job_id, e)

@@ -1,0 +1,485 @@
+"""Analysis of a run, apart from its rendering: samples -> typed rows.
+
+Per workload, each metric's statistics as StatRows (one per kernel
+against the baseline), the attribution steps as StepRows, what limits the
+table (too few runs, drift), the invalid samples, the counting analysis
+(nondeterministic functions, differential profiles), the host over the
+run and the boots that did not finish. The renderers (render/) and
+results.json read these; nothing here formats a table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab import bootrecord, counting, derive, stats
+from foliolab.derive import Sample, load_samples
+from foliolab.manifest import VARIANTS, RunManifest
+from foliolab.workloads import WORKLOADS, Workload
+
+log = logging.getLogger("foliolab")
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One metric of one workload: a kernel against the baseline."""
+
+    workload: str
+    metric: str
+    unit: str
+    better: str                     # "lower" | "higher"
+    label: str
+    primary: bool
+    baseline: str
+    kernel: str
+    base: stats.Summary
+    other: stats.Summary
+    comparison: stats.Comparison
+    pct_diff: float
+    mean_kind: str                  # "amean" | "hmean"
+    paired: stats.Paired
+    min_p: float                    # the smallest p these sizes allow
+
+    # SPEC §7's names: vanilla is the baseline, patched the row's kernel
+    @property
+    def ratio(self) -> float:
+        return self.comparison.ratio
+
+    @property
+    def ci_low(self) -> float:
+        return self.comparison.ci_low
+
+    @property
+    def ci_high(self) -> float:
+        return self.comparison.ci_high
+
+    @property
+    def p_value(self) -> float:
+        return self.comparison.p_value
+
+    @property
+    def significant(self) -> bool:
+        return self.comparison.significant
+
+    def as_json(self) -> dict:
+        """The row as results.json's summary has it (SPEC §7)."""
+        return {
+            "workload": self.workload, "metric": self.metric,
+            "unit": self.unit, "better": self.better, "label": self.label,
+            "primary": self.primary, "baseline": self.baseline,
+            "kernel": self.kernel, "n_vanilla": self.base.n,
+            "n_patched": self.other.n, "vanilla_mean": self.base.mean,
+            "patched_mean": self.other.mean, "ratio": self.ratio,
+            "ci_low": self.ci_low, "ci_high": self.ci_high,
+            "p_value": self.p_value, "significant": self.significant,
+            "pct_diff": self.pct_diff, "mean_kind": self.mean_kind,
+            "vanilla": self.base.as_dict(), "patched": self.other.as_dict(),
+            "paired_n": self.paired.n, "paired_ratio": self.paired.ratio,
+            "paired_ci_low": self.paired.ci_low,
+            "paired_ci_high": self.paired.ci_high, "min_p": self.min_p}
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """What one step adds: a kernel against the one before it."""
+
+    workload: str
+    metric: str
+    better: str
+    primary: bool
+    before: str
+    after: str
+    comparison: stats.Comparison
+
+    def as_json(self) -> dict:
+        c = self.comparison
+        return {"workload": self.workload, "metric": self.metric,
+                "better": self.better, "primary": self.primary,
+                "from": self.before, "to": self.after, "ratio": c.ratio,
+                "ci_low": c.ci_low, "ci_high": c.ci_high,
+                "p_value": c.p_value, "significant": c.significant}
+
+
+# How many functions a differential profile shows per workload.
+PROFILE_TOP = 10
+
+
+@dataclass
+class CountAnalysis:
+    """What the counting samples of one workload say across samples: which
+    functions are nondeterministic and where the kernels differ."""
+
+    workload: str
+    windows: dict[str, list[counting.Window]]   # kernel -> valid windows
+    flagged: set[str]            # functions whose count varies in repeats
+    known: bool                  # every kernel had two windows or more
+    # kernel -> its profile against the baseline (the first kernel)
+    profiles: dict[str, list[counting.ProfileRow]]
+    notes: list[str]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.windows)
+
+    @property
+    def profile(self) -> list[counting.ProfileRow]:
+        """The last kernel's profile (patched's, in a --patches run)."""
+        return self.profiles.get(self.names[-1], []) if self.names else []
+
+    def summary_line(self) -> str:
+        n = "/".join(str(len(ws)) for ws in self.windows.values())
+        who = ("v/p" if self.names == list(VARIANTS)
+               else "/".join(self.names))
+        if not self.known:
+            return (f"determinism unknown: counting samples {who} {n} (a "
+                    "function is flagged only when repeats of one kernel "
+                    "differ)")
+        shares = []
+        for ws in self.windows.values():
+            for w in ws:
+                if w.kernel_insns:
+                    out = w.kernel_insns - counting.deterministic_insns(
+                        w.insns(), w.kernel_insns, self.flagged)
+                    shares.append(100.0 * out / w.kernel_insns)
+        worst = max(shares, default=0.0)
+        return (f"nondeterministic: {len(self.flagged)} functions flagged "
+                f"over counting samples {who} {n}, up to {worst:.2f}% of a "
+                "window; left out of kernel_insns_deterministic")
+
+    def as_dict(self) -> dict:
+        base = self.names[0] if self.names else ""
+
+        def rows(name: str) -> list[dict]:
+            return [{"function": r.function, "insns": r.insns,
+                     "calls": r.calls, "delta": r.delta(base, name),
+                     "nondeterministic": r.nondeterministic}
+                    for r in self.profiles.get(name, [])]
+        return {"flagged": sorted(self.flagged), "known": self.known,
+                "notes": self.notes,
+                "profile": rows(self.names[-1]) if self.names else [],
+                "profiles": {k: rows(k) for k in self.names[1:]}}
+
+
+def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
+                      ) -> list[tuple[Sample, counting.Window]]:
+    """Each valid counting sample with its window, read from the run
+    directory's raw plugin output (each file parsed once)."""
+    cache: dict[str, list[counting.Window]] = {}
+    pairs = []
+    for s in samples:
+        w = WORKLOADS.get(s.workload)
+        if not s.counts or not s.valid or w is None:
+            continue
+        if s.counts not in cache:
+            path = out / s.counts
+            if not path.exists():
+                notes.append(f"{path} is missing: its sample has no profile")
+            cache[s.counts] = counting.read_windows(path, w.window)
+        mine = cache[s.counts]
+        if 0 <= s.count_window < len(mine):
+            pairs.append((s, mine[s.count_window]))
+    return pairs
+
+
+def analyse_counts(out: Path, samples: list[Sample],
+                   names: list[str] | None = None
+                   ) -> dict[str, CountAnalysis]:
+    """Flag nondeterministic functions per workload (over every kernel's
+    repeats), add ``kernel_insns_deterministic`` and
+    ``nondeterministic_pct`` to each counting sample when that is known,
+    and build the differential profile."""
+    notes: list[str] = []
+    pairs = _counting_windows(out, samples, notes)
+    by: dict[str, dict[str, list[tuple[Sample, counting.Window]]]] = \
+        defaultdict(lambda: defaultdict(list))
+    for s, win in pairs:
+        by[s.workload][s.variant].append((s, win))
+    names = list(names or VARIANTS)
+    result = {}
+    for name, variants in by.items():
+        windows = {v: [win for _, win in variants.get(v, [])]
+                   for v in names}
+        known = all(len(ws) >= 2 for ws in windows.values())
+        flagged = counting.nondeterministic_functions(
+            {v: [win.insns() for win in ws] for v, ws in windows.items()})
+        if known:
+            for s, win in (p for v in variants.values() for p in v):
+                det = counting.deterministic_insns(win.insns(),
+                                                   win.kernel_insns, flagged)
+                s.values["kernel_insns_deterministic"] = det
+                if win.kernel_insns:
+                    s.values["nondeterministic_pct"] = \
+                        100.0 * (1 - det / win.kernel_insns)
+        profiles = {k: counting.differential_profile(
+            windows, names[0], k, flagged, PROFILE_TOP) for k in names[1:]}
+        result[name] = CountAnalysis(name, windows, flagged, known, profiles,
+                                     list(notes))
+    return result
+
+
+def host_line(out: Path) -> str:
+    """The host while the run's boots ran: load average at their start and
+    the CPU time stolen from it during them (from each boot.json)."""
+    loads, steal, governors = [], [], set()
+    for d in bootrecord.boot_dirs(out):
+        res = bootrecord.read_boot(d)
+        if res is None:
+            continue
+        if "loadavg_1m" in res.host:
+            loads.append(res.host["loadavg_1m"])
+        if "steal_pct" in res.host:
+            steal.append(res.host["steal_pct"])
+        if "governor" in res.host:
+            governors.add(res.host["governor"])
+    if not loads:
+        return ""
+    text = (f"host: load average {min(loads):.2f}-{max(loads):.2f} at the "
+            f"start of {len(loads)} boots")
+    if steal:
+        text += f", steal up to {max(steal):.1f}% of CPU time during one"
+    if governors:
+        text += f"; CPU frequency governor {', '.join(sorted(governors))}"
+    return text
+
+
+def _valid_values(w: Workload, samples: list[Sample]):
+    """The valid samples' values of workload ``w``, by metric and kernel,
+    each kernel's also by run number (rounds pair up by run)."""
+    by = defaultdict(lambda: defaultdict(list))
+    by_run = defaultdict(lambda: defaultdict(dict))
+    for s in samples:
+        if s.workload == w.name and s.valid:
+            for k, v in s.values.items():
+                by[k][s.variant].append(v)
+                by_run[k][s.variant][s.run] = v
+    return by, by_run
+
+
+def summarize_workload(w: Workload, samples: list[Sample],
+                       names: list[str] | None = None) -> list[StatRow]:
+    """The statistics of one workload (valid samples only): one row per
+    metric and kernel after the baseline, that kernel against the
+    baseline."""
+    names = list(names or VARIANTS)
+    base = names[0]
+    by, by_run = _valid_values(w, samples)
+    rows = []
+    for m in w.metrics:
+        if not any(by[m.key][k] for k in names):
+            continue
+        a = by[m.key][base]
+        sa = stats.summarize(a, m.is_rate)
+        for other in names[1:]:
+            b = by[m.key][other]
+            sb = stats.summarize(b, m.is_rate)
+            runs_a, runs_b = by_run[m.key][base], by_run[m.key][other]
+            # the rounds as pairs: geometric mean of per-round ratios
+            paired = stats.paired_ratio([(runs_a[r], runs_b[r])
+                                         for r in sorted(runs_a)
+                                         if r in runs_b])
+            rows.append(StatRow(
+                w.name, m.key, m.unit, m.better, m.label, m.primary, base,
+                other, sa, sb, stats.compare(a, b, m.is_rate),
+                stats.pct_diff(sa.mean, sb.mean, m.better),
+                "hmean" if m.is_rate else "amean", paired,
+                stats.min_p_value(sa.n, sb.n)))
+    return rows
+
+
+def caveat_lines(w: Workload, samples: list[Sample], rows: list[StatRow],
+                 names: list[str]) -> list[str]:
+    """What limits this workload's table: too few runs for any row to be
+    significant, and a drift of the host over the run (a trend in the
+    baseline's primary metric over its rounds)."""
+    out = []
+    small = [r for r in rows if r.min_p >= stats.ALPHA]
+    if small:
+        r = small[0]
+        out.append(f"WARNING: with n={r.base.n}/{r.other.n} no "
+                   f"row can be significant (the smallest p a rank test can "
+                   f"give is {r.min_p:.3g}); use --runs "
+                   f"{stats.runs_needed()} or more")
+    for m in (m for m in w.metrics if m.primary):
+        mine = sorted((s.run, s.values[m.key]) for s in samples
+                      if s.workload == w.name and s.variant == names[0]
+                      and s.valid and m.key in s.values)
+        rho, p = stats.trend([v for _, v in mine])
+        if p < stats.ALPHA:
+            out.append(f"DRIFT: {names[0]}'s {m.key} "
+                       f"{'rises' if rho > 0 else 'falls'} over the run "
+                       f"(Spearman rho {rho:.2f}, p={p:.3g}, n={len(mine)}): "
+                       "the host changed speed; the paired ratios are the "
+                       "safer read")
+    return out
+
+
+def attribution_rows(w: Workload, samples: list[Sample],
+                     names: list[str]) -> list[StepRow]:
+    """What each step adds: for every metric, each kernel against the one
+    before it (for ``attribute``: prefix k against prefix k-1)."""
+    by, _ = _valid_values(w, samples)
+    rows = []
+    for m in w.metrics:
+        for before, after in zip(names, names[1:]):
+            a, b = by[m.key][before], by[m.key][after]
+            if a and b:
+                rows.append(StepRow(w.name, m.key, m.better, m.primary,
+                                    before, after,
+                                    stats.compare(a, b, m.is_rate)))
+    return rows
+
+
+def by_metric(rows: list[StatRow]) -> list[list[StatRow]]:
+    """Rows grouped by metric (one row per kernel), in order."""
+    groups: dict[str, list[StatRow]] = {}
+    for r in rows:
+        groups.setdefault(r.metric, []).append(r)
+    return list(groups.values())
+
+
+def all_zero(group: list[StatRow]) -> bool:
+    """Every sample of every kernel is zero: the event never happened."""
+    return all(s.min == s.max == 0 for r in group for s in (r.base, r.other))
+
+
+def zero_metrics(groups: list[list[StatRow]]) -> list[str]:
+    """The metrics (of by_metric's groups) that are zero in every sample
+    of every kernel; the tables list them by name only (results.json keeps
+    their rows)."""
+    return [g[0].metric for g in groups if all_zero(g)]
+
+
+def invalid_lines(w: Workload, samples: list[Sample],
+                  names: list[str] | None = None) -> list[str]:
+    out = []
+    for variant in names or VARIANTS:
+        mine = [s for s in samples
+                if s.workload == w.name and s.variant == variant]
+        bad = [s for s in mine if not s.valid]
+        if bad:
+            out.append(f"{variant}: {len(bad)} of {len(mine)} samples "
+                       "INVALID (excluded):")
+            for s in bad:
+                out.append(f"  run {s.run}: {'; '.join(s.reasons)}")
+    return out
+
+
+def missing_boots(m: RunManifest, out: Path) -> list[str]:
+    """Per workload and kernel, the planned boots without a boot.json
+    ("1 of 2 boots of pageout/patched finished")."""
+    per_kernel = -(-m.runs // max(1, m.samples_per_boot)) * (
+        2 if m.count else 1)
+    lines = []
+    for w in m.workloads:
+        for k in m.names:
+            done = [d for d in (out / "raw" / w).glob(f"{k}-[0-9][0-9][0-9]*")
+                    if (d / bootrecord.BOOT_FILE).exists()
+                    and d.name[len(k) + 1:len(k) + 4].isdigit()]
+            if len(done) < per_kernel:
+                lines.append(f"{len(done)} of {per_kernel} boots of {w}/{k} "
+                             "finished")
+    return lines
+
+
+def failed_boots(out: Path) -> list[str]:
+    """The run's failed boots, as the boots on disk say."""
+    failures = []
+    for rundir in bootrecord.boot_dirs(out):
+        res = bootrecord.read_boot(rundir)
+        if res is not None and not res.clean:
+            failures.append(f"{rundir.parent.name}/{rundir.name}: "
+                            f"{res.describe()}; console log: {res.console}")
+    return failures
+
+
+def run_samples(out: Path) -> list[Sample]:
+    """Every sample of the run in ``out``, derived again from its raw boots
+    (samples.jsonl rewritten), or read from samples.jsonl for runs from
+    before job.json."""
+    samples = derive.rederive(out)
+    if samples is None:
+        return load_samples(out)
+    derive.write_samples(out, samples)
+    return samples
+
+
+def boot_cost_line(name: str, samples: list[Sample]) -> str:
+    """What counting cost: mean wall and QEMU CPU time of the timed and of
+    the counting boots of one workload (one line, empty if not counted)."""
+    def cost(counted: bool) -> str:
+        boots = {s.rundir: s for s in samples if s.workload == name
+                 and bool(s.counts) == counted}.values()
+        wall = [s.wall_s for s in boots if s.wall_s is not None]
+        cpu = [s.cpu_s for s in boots if s.cpu_s is not None]
+        text = f"{sum(wall) / len(wall):.1f} s wall" if wall else "? wall"
+        if cpu:
+            text += f", {sum(cpu) / len(cpu):.1f} s CPU"
+        return text + f" over {len(boots)} boots"
+    if not any(s.counts for s in samples if s.workload == name):
+        return ""
+    return (f"boot cost: timed {cost(False)}; counting {cost(True)} "
+            "(means per boot; a timed boot also runs the profiled passes)")
+
+
+@dataclass
+class WorkloadAnalysis:
+    workload: Workload
+    rows: list[StatRow]
+    steps: list[StepRow]
+    caveats: list[str]
+    invalid: list[str]
+    counts: CountAnalysis | None
+    boot_cost: str
+
+    @property
+    def primary(self) -> list[list[StatRow]]:
+        return by_metric([r for r in self.rows if r.primary])
+
+    @property
+    def secondary(self) -> list[list[StatRow]]:
+        """The secondary metrics that are not zero everywhere."""
+        return [g for g in by_metric([r for r in self.rows
+                                      if not r.primary]) if not all_zero(g)]
+
+    @property
+    def zero(self) -> list[str]:
+        return zero_metrics(by_metric([r for r in self.rows
+                                       if not r.primary]))
+
+
+@dataclass
+class Analysis:
+    """A run analysed: its manifest, samples and every workload's rows."""
+
+    m: RunManifest
+    samples: list[Sample]
+    workloads: list[WorkloadAnalysis]
+    counts: dict[str, CountAnalysis]
+    host_line: str = ""
+    missing: list[str] = field(default_factory=list)   # unfinished boots
+
+    @property
+    def names(self) -> list[str]:
+        return self.m.names
+
+
+def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
+    """The run in ``out`` analysed from its manifest and samples."""
+    names = m.names
+    counts = analyse_counts(out, samples, names)
+    workloads = []
+    for name in m.workloads:
+        w = WORKLOADS.get(name)
+        if w is None:
+            continue
+        rows = summarize_workload(w, samples, names)
+        workloads.append(WorkloadAnalysis(
+            w, rows, attribution_rows(w, samples, names)
+            if m.attribution else [], caveat_lines(w, samples, rows, names),
+            invalid_lines(w, samples, names), counts.get(name),
+            boot_cost_line(name, samples)))
+    missing = missing_boots(m, out) if (out / "raw").is_dir() else []
+    return Analysis(m, samples, workloads, counts, host_line(out), missing)

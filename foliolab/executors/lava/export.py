@@ -1,0 +1,92 @@
+"""`jobs export` and `jobs collect`: a run's LAVA jobs written for a lab
+without foliolab, and their logs read back into the run directory.
+
+export writes, instead of booting, one LAVA job per interleaved block and
+the artifacts the jobs fetch; the boots' directories keep their job.json
+only. collect reads the logs of those jobs, from lava-run or downloaded
+from a lab, into their boots as any executor's captures, judged by
+outcome.judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from foliolab import outcome
+from foliolab.boot import BlockRequest
+from foliolab.bootrecord import BootStatus
+from foliolab.errors import LavaError, UsageError
+from foliolab.executors import ExecutorKind
+from foliolab.executors.lava.job import JOBS_DIR, LavaJobs, Target
+from foliolab.executors.lava.log import JobLog, captures
+from foliolab.outcome import BootCapture
+
+
+class LavaExport(LavaJobs):
+    """Writes each block's job and runs nothing."""
+
+    kind = ExecutorKind.LAVA_EXPORT
+
+    def __init__(self, out: Path, target: Target, artifacts_url: str
+                 ) -> None:
+        super().__init__(out, target, None, artifacts_url)
+        self.written: list[Path] = []
+
+    def run(self, image: Path, blocks: Iterable[BlockRequest]
+            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+        for block in blocks:
+            self.written.append(self.job(image, block)[1])
+        yield from ()
+
+
+def _planned_blocks(out: Path) -> dict[str, list[str]]:
+    """Each exported job's boots, in order (from its metadata)."""
+    import yaml
+    blocks = {}
+    for path in sorted((out / JOBS_DIR).glob("*.yaml")):
+        if path.name.endswith(".device.yaml"):
+            continue            # lava-local's rendered device, not a job
+        meta = yaml.safe_load(path.read_text()).get("metadata", {})
+        blocks[path.stem] = meta.get("foliolab.boots", "").split(",")
+    return blocks
+
+
+def collect(out: Path, logs: list[Path]) -> list[str]:
+    """Read LAVA logs into the run directory ``out``: each boot judged
+    from its job's log. Returns notes on boots the jobs never ran."""
+    if not (out / JOBS_DIR).is_dir():
+        raise UsageError(f"{out} holds no exported jobs",
+                         hint="give the --out directory of `foliolab jobs "
+                              "export`")
+    blocks = _planned_blocks(out)
+    block_of = {bid: name for name, ids in blocks.items() for bid in ids}
+    notes = []
+    for path in logs:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such log file")
+        log = JobLog.read(path.read_text(errors="replace"))
+        if not log.named:
+            raise UsageError(f"{path}: no boot of a foliolab job in it",
+                             hint="give the log of a job that `jobs export` "
+                                  "wrote (its console shows foliolab.boot=)")
+        if log.named[0] not in block_of:
+            raise UsageError(f"{path}: boot {log.named[0]} is not one {out} "
+                             "planned", hint="collect into the directory "
+                                             "its jobs were exported to")
+        block = block_of[log.named[0]]
+        ids = blocks[block]
+        try:
+            caps = captures(log, ids, [out / "raw" / i for i in ids],
+                            str(path), ExecutorKind.LAVA)
+        except LavaError as e:
+            raise UsageError(e.message.replace(f"{path}: ", f"{path}: job "
+                                               f"{block}: ", 1),
+                             hint=e.hint) from e
+        results = [outcome.judge(c) for c in caps]
+        missing = [i for i, r in zip(ids, results)
+                   if r.status is BootStatus.NOT_RUN]
+        if missing:
+            notes.append(f"{path.name}: job {block} ended before "
+                         f"{', '.join(missing)}")
+    return notes

@@ -1,0 +1,115 @@
+"""Rendering an analysed run (analyse.Analysis): the terminal table
+(text.py), report.md (markdown.py) and the plots (plots.py). A table is
+one model, Table, that the text and the markdown renderers both draw."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from foliolab.manifest import VARIANTS, RunManifest
+
+
+@dataclass(frozen=True)
+class Column:
+    head: str
+    width: int = 12                 # in text; markdown sizes itself
+    left: bool = False              # aligned left (names), else right
+    cut: bool = False               # cut to its width in text
+
+
+@dataclass
+class Table:
+    """Columns and rows of cells, drawn as aligned text or markdown."""
+
+    columns: list[Column]
+    rows: list[list[str]] = field(default_factory=list)
+
+    def add(self, *cells: str) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def text(self) -> list[str]:
+        def line(cells: list[str]) -> str:
+            return " ".join(
+                f"{c[:col.width] if col.cut else c:<{col.width}}" if col.left
+                else f"{c:>{col.width}}"
+                for c, col in zip(cells, self.columns)).rstrip()
+        return [line([c.head for c in self.columns]),
+                *(line(r) for r in self.rows)]
+
+    def markdown(self) -> list[str]:
+        return ["| " + " | ".join(c.head for c in self.columns) + " |",
+                "|" + "---|" * len(self.columns),
+                *("| " + " | ".join(r) + " |" for r in self.rows)]
+
+
+LEGEND = ("%diff: positive = patched better (the metric's better direction "
+          "is given per row);\n*x%* = significant: the 95% bootstrap CI of "
+          "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
+
+
+def legend(names: list[str]) -> str:
+    """The table legend, in the kernels' own names."""
+    if list(names) == list(VARIANTS):
+        return LEGEND
+    return (f"%diff: positive = better than the baseline {names[0]} (the "
+            "metric's better direction is given per row);\n*x%* = "
+            f"significant: the 95% bootstrap CI of kernel/{names[0]} "
+            "excludes 1 and Mann-Whitney p < 0.05")
+
+
+def title(m: RunManifest) -> str:
+    if m.names == list(VARIANTS):
+        return (f"foliolab comparison: {m.patches_label} vs "
+                f"vanilla {m.base_version}")
+    return ("foliolab comparison of " + ", ".join(
+        f"{k.name}={k.spec}" for k in m.kernels) +
+        f" (base {m.base_version}; baseline {m.names[0]})")
+
+
+def executor_note(m: RunManifest) -> str:
+    """How the boots ran, when not by foliolab's own QEMU here."""
+    ex = m.executor
+    if ex.kind == "qemu":
+        return ""
+    where = ex.server or "this machine"
+    return (f"; boots run as LAVA {ex.lava_version} jobs "
+            f"({ex.kind}, device type {ex.device_type or '?'}, "
+            f"{where}), records on the console")
+
+
+def fmt_count(x: float) -> str:
+    """An exact count, or a mean of exact counts, in full."""
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+
+
+def fmt_small(x: float) -> str:
+    """Like fmt, with four significant digits below 1."""
+    if x is None or math.isnan(x) or abs(x) >= 1 or x == 0:
+        return fmt(x)
+    return f"{x:.3g}" if abs(x) >= 1e-4 else f"{x:.1e}"
+
+
+def fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "nan"
+    if abs(x) >= 1e6:
+        return f"{x:.4g}"
+    return f"{x:.2f}"
+
+
+def profile_table(a, base: str, other: str, md: bool = False) -> Table:
+    """A differential profile (analyse.CountAnalysis) as a table: each
+    function's self instructions per window in both kernels."""
+    two = [base, other] == list(VARIANTS)
+    t = Table([Column("function", 36, left=True, cut=True),
+               Column(base if md else base[:12]),
+               Column(other if md else other[:12]), Column("delta"),
+               Column("calls v/p" if two and not md else "calls", 17)])
+    for r in a.profiles.get(other, []):
+        flag = "~" if r.nondeterministic else ("" if md else " ")
+        name = f"{flag}`{r.function}`" if md else flag + r.function
+        t.add(name, fmt_count(r.insns[base]), fmt_count(r.insns[other]),
+              fmt_count(r.delta(base, other)),
+              f"{r.calls[base]:.0f}/{r.calls[other]:.0f}")
+    return t

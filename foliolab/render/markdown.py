@@ -1,0 +1,104 @@
+"""report.md: the run's header and, per workload, one table of every
+metric against the baseline (the Table model the text renderer draws
+too), the caveats, the profiles and the invalid samples."""
+
+from __future__ import annotations
+
+from foliolab.analyse import Analysis, CountAnalysis, WorkloadAnalysis
+from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
+from foliolab.render import (Column, Table, executor_note, fmt, fmt_small,
+                             legend, profile_table)
+
+
+def built_as(k: KernelRecord) -> str:
+    """`` (7.3.4, config sha X; Debian package and .deb hash)``: what the
+    run recorded of a kernel's build."""
+    parts = [p for p in (k.built.get("release", ""),
+                         f"config sha {k.config_sha or '?'}",
+                         k.built.get("origin", "")) if p]
+    return f" ({'; '.join(parts)})"
+
+
+def header(a: Analysis) -> list[str]:
+    m: RunManifest = a.m
+    return ["# foliolab comparison", "",
+            f"- series: {m.patches_label}",
+            f"- base: {m.base_package} {m.base_version}",
+            "- kernels (the first is the baseline): " + ", ".join(
+                f"{k.name} `{k.spec}` {(k.commit or '?')[:12]}"
+                + built_as(k) for k in m.kernels),
+            f"- guest: {m.arch}, {m.accel_label}, -cpu {m.cpu}, {m.vcpus} "
+            f"vCPUs, config `{m.config}` "
+            f"(sha {m.kernels[0].config_sha or '?'})",
+            f"- emulator: {m.qemu}{executor_note(m)}",
+            *([f"- {a.host_line}"] if a.host_line else []),
+            *(f"- **MISSING:** {x}" for x in a.missing),
+            f"- runs: {m.runs} per kernel, "
+            f"{m.samples_per_boot} sample(s) per boot, "
+            "interleaved (each round in the order given, the next reversed)",
+            "", legend(a.names).replace("\n", " "), ""]
+
+
+def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
+    two = names == list(VARIANTS)
+    heads = (["metric", "better", "vanilla", "patched", "%diff", "ratio",
+              "95% CI", "p", "CoeffVar v/p", "n v/p"] if two else
+             ["metric", "better", "kernel", names[0], "kernel's", "%diff",
+              "ratio", "95% CI", "p", "CoeffVar", "n"])
+    t = Table([Column(h) for h in heads])
+    zero = set(wa.zero)
+    for r in wa.rows:
+        if r.metric in zero:
+            continue
+        sig = "**" if r.significant else ""
+        t.add(f"{r.label} (`{r.metric}`, {r.unit})", r.better,
+              *([] if two else [r.kernel]), fmt(r.base.mean),
+              fmt(r.other.mean), f"{r.pct_diff:.2f}%",
+              f"{sig}{r.ratio:.3f}{sig}",
+              f"[{r.ci_low:.3f}, {r.ci_high:.3f}]", f"{r.p_value:.3g}",
+              f"{fmt_small(r.base.coeffvar)}% / "
+              f"{fmt_small(r.other.coeffvar)}%",
+              f"{r.base.n}/{r.other.n}")
+    return t
+
+
+def profile_markdown(name: str, a: CountAnalysis) -> list[str]:
+    md = [a.summary_line(), ""]
+    if not a.profile:
+        return md
+    base = a.names[0]
+    for other in a.names[1:]:
+        rows = a.profiles.get(other, [])
+        if not rows:
+            continue
+        md += [f"Differential profile of {other} against {base}: the "
+               f"{len(rows)} kernel functions whose self instructions per "
+               "window changed most (exact counts, mean over counting "
+               "samples; ~ = varies between repeats of one kernel):", "",
+               *profile_table(a, base, other, md=True).markdown(), ""]
+    md += [f"![{name} profile](plots/{name}-profile.png)"]
+    return md
+
+
+def markdown_report(a: Analysis) -> str:
+    md = header(a)
+    for error in a.m.errors:
+        md.append(f"**ERROR:** {error}\n")
+    for wa in a.workloads:
+        w = wa.workload
+        md += [f"## {w.name}", "", w.title, "",
+               *metrics_table(wa, a.names).markdown()]
+        if wa.zero:
+            md += ["", f"Zero in every sample: {', '.join(wa.zero)}"]
+        if wa.caveats:
+            md += ["", *(f"**{c}**" for c in wa.caveats)]
+        if wa.counts:
+            md += ["", *profile_markdown(w.name, wa.counts), "",
+                   wa.boot_cost]
+        if wa.invalid:
+            md += ["", "Invalid samples:", "", "```", *wa.invalid, "```"]
+        if w.not_measurable:
+            md += ["", f"Not measurable here: {w.not_measurable}"]
+        md += ["", f"![{w.name}](plots/{w.name}.png)", ""]
+    md += [f"- FAILED BOOT: {f}" for f in a.m.failures]
+    return "\n".join(md) + "\n"

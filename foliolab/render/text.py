@@ -1,0 +1,141 @@
+"""The terminal table (report.txt), in mmtests' compare-kernels style."""
+
+from __future__ import annotations
+
+from foliolab import stats
+from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
+from foliolab.manifest import RunManifest
+from foliolab.render import (Column, Table, executor_note, fmt, fmt_small,
+                             legend, profile_table, title)
+
+
+def guest(m: RunManifest) -> str:
+    return (f"{m.arch} {m.accel_label} -cpu {m.cpu} {m.vcpus} vCPUs; config "
+            f"{m.config} sha {m.kernels[0].config_sha or '?'}")
+
+
+def metric_lines(rows: list[StatRow]) -> list[str]:
+    """mmtests-style rows for one metric (compare-kernels): the baseline
+    first, then each kernel with its %diff; one Ratio line per kernel."""
+    first = rows[0]
+    key, better = first.metric, first.better
+    mean_name = "Hmean" if first.mean_kind == "hmean" else "Amean"
+    lines = []
+    for label, field, direction in (
+            ("Min", "min", better), (mean_name, "mean", better),
+            ("Median", "median", better), ("Stddev", "stddev", "lower"),
+            ("CoeffVar", "coeffvar", "lower"), ("Max", "max", better)):
+        v = getattr(first.base, field)
+        # exact counts repeat to a few parts per million: show them
+        f = fmt_small if field == "coeffvar" else fmt
+        line = f"{label:<9} {key:<28} {f(v):>12} ({0:7.2f}%)"
+        for row in rows:
+            p = getattr(row.other, field)
+            d = stats.pct_diff(v, p, direction)
+            sig = row.significant and field == "mean"
+            diff = f"*{d:7.2f}%*" if sig else f"({d:7.2f}%)"
+            line += f" {f(p):>12} {diff}"
+        lines.append(line)
+    for row in rows:
+        who = f"{row.kernel[:12]:<12} " if len(rows) > 1 else ""
+        lines.append(
+            f"{'Ratio':<9} {key:<28} {who}{row.ratio:.3f} "
+            f"CI [{row.ci_low:.3f}, {row.ci_high:.3f}] "
+            f"p={row.p_value:.3g} n={row.base.n}/{row.other.n} "
+            f"{better} is better"
+            f"{'  SIGNIFICANT' if row.significant else ''}"
+            + (f"; paired {row.paired.ratio:.3f} "
+               f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
+               if row.paired.n >= 2 else ""))
+    return lines
+
+
+def counter_line(rows: list[StatRow]) -> str:
+    """One line per secondary metric: means, %diff, ratio CI per kernel."""
+    first = rows[0]
+    line = f"{'Mean':<9} {first.metric:<28} {fmt(first.base.mean):>12}"
+    for row in rows:
+        d = row.pct_diff
+        diff = f"*{d:7.2f}%*" if row.significant else f"({d:7.2f}%)"
+        line += (f" {'':10} {fmt(row.other.mean):>12} {diff}  "
+                 f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
+    return line
+
+
+def attribution_lines(rows: list[StepRow], steps: dict[str, int]
+                      ) -> list[str]:
+    """The steps as a table: one line per metric, one column per step."""
+    if not rows:
+        return []
+    order = list(dict.fromkeys((r.before, r.after) for r in rows))
+    t = Table([Column("", 9, left=True), Column("", 28, left=True),
+               *(Column(f"{a}->{b}", 24) for a, b in order)])
+    groups: dict[str, dict] = {}
+    for r in rows:
+        groups.setdefault(r.metric, {})[r.before, r.after] = r
+    for metric, cells in groups.items():
+        out = []
+        for step in order:
+            c = cells[step].comparison if step in cells else None
+            out.append("-" if c is None else
+                       f"{c.ratio:.3f}{'*' if c.significant else ' '}"
+                       f"[{c.ci_low:.3f},{c.ci_high:.3f}]")
+        t.add("Step", metric, *out)
+    return ["Attribution: each step against the one before (ratio, 95% CI; "
+            "* significant); steps are the series' first N patches: " +
+            ", ".join(f"{k}={n}" for k, n in steps.items()), *t.text()]
+
+
+def profile_lines(a: CountAnalysis) -> list[str]:
+    """The differential profiles (each kernel against the baseline)."""
+    lines = [a.summary_line()]
+    base = a.names[0] if a.names else ""
+    for other in a.names[1:]:
+        rows = a.profiles.get(other, [])
+        if not rows:
+            continue
+        against = "" if len(a.names) == 2 else f", {other} against {base}"
+        lines.append(f"Differential profile: top {len(rows)} kernel "
+                     "functions by change in self instructions per window "
+                     f"(mean; ~ = varies between repeats{against})")
+        lines += profile_table(a, base, other).text()
+    return lines
+
+
+def text_report(a: Analysis) -> str:
+    m, names = a.m, a.names
+    lines = [title(m), "guest: " + guest(m) + executor_note(m),
+             legend(names), ""]
+    lines += [f"ERROR: {e}" for e in m.errors]
+    lines += [f"MISSING: {x}" for x in a.missing]
+    for wa in a.workloads:
+        w = wa.workload
+        lines.append(f"== {w.name}: {w.title}")
+        header = f"{'':<38} {names[0][:12]:>12}"
+        for other in names[1:]:
+            header += f" {'':10} {other[:12]:>12}"
+        lines.append(header)
+        for group in wa.primary:
+            lines += metric_lines(group) + [""]
+        if wa.secondary:
+            lines.append("Counters and secondary metrics (mean per sample):")
+            lines += [counter_line(g) for g in wa.secondary] + [""]
+        if wa.zero:
+            lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
+        if not wa.rows:
+            lines.append("(no valid samples)")
+        if wa.caveats:
+            lines += wa.caveats + [""]
+        if wa.steps:
+            lines += attribution_lines(wa.steps, m.attribution) + [""]
+        if wa.counts:
+            lines += profile_lines(wa.counts) + [wa.boot_cost, ""]
+        lines += wa.invalid
+        if w.not_measurable:
+            lines.append(f"Not measurable here: {w.not_measurable}")
+        lines.append("")
+    lines += [f"FAILED BOOT: {f}" for f in m.failures]
+    if a.host_line:
+        lines.append(a.host_line)
+    return "\n".join(lines).rstrip() + "\n"
+

@@ -1,0 +1,81 @@
+"""manifest.py: the run's record, written and read back."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from foliolab import errors
+from foliolab.build import Kernel
+from foliolab.kernels import parse_kernel
+from foliolab.manifest import KernelRecord, RunManifest, plain
+
+
+def manifest(**kw):
+    d = dict(command=["foliolab", "compare"], foliolab="0.1.0 (x)",
+             started="2026-11-24T00:00:00+00:00", host={"cpus": 2},
+             arch="x86_64", accel="tcg", vcpus=2, cpu="max", numa_nodes=1,
+             config="perf", base_package="linux-source-6.12",
+             base_version="6.12.117-1~deb12u1", patches_label="x",
+             kernels=[], runs=2, samples_per_boot=1, workloads=["pageout"],
+             params={"pageout": {"size_mb": "256"}},
+             memory_mb={"pageout": 3072},
+             numa_nodes_per_workload={"pageout": 1})
+    d.update(kw)
+    return RunManifest(**d)
+
+
+def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
+    """The build's and the spec's fields go in as they are, so fields a
+    later build.Kernel gains (a version, a package's sha256) are kept
+    without a change here."""
+    @dataclasses.dataclass(frozen=True)
+    class NewerKernel(Kernel):
+        version: str = "6.12.117"
+        source: dict = dataclasses.field(
+            default_factory=lambda: {"deb_sha256": "ab12"})
+
+    k = NewerKernel("a", "perf", "x86_64", Path("/b"), Path("/b/bzImage"),
+                    "c0ffee", "5ha", 12.5)
+    spec = parse_kernel("a=base")
+    m = manifest(kernels=[KernelRecord("a", "base", plain(spec),
+                                       plain(k))])
+    m.write(tmp_path)
+    d = json.loads((tmp_path / "environment.json").read_text())
+    # SPEC §7's keys as before, and the records beside them
+    assert d["kernels"] == ["a"] and d["kernel_specs"] == {"a": "base"}
+    assert d["commits"] == {"a": "c0ffee"} and d["config_sha"] == {"a": "5ha"}
+    (rec,) = d["kernel_records"]
+    assert rec["built"]["version"] == "6.12.117"
+    assert rec["built"]["source"] == {"deb_sha256": "ab12"}
+    assert rec["built"]["image"] == "/b/bzImage"
+    assert rec["given"]["kind"] == "base"
+    back = RunManifest.read(tmp_path)
+    assert back.kernels[0].build_hash == ("c0ffee", "5ha")
+    assert back.kernels[0].built["version"] == "6.12.117"
+    assert back.to_json() == d
+
+
+def test_a_run_from_before_the_manifest_reads(data):
+    m = RunManifest.read(data / "run-pageout-aa")
+    assert m.names == ["vanilla", "patched"]
+    assert m.kernels[0].commit and m.executor.kind == "qemu"
+    assert m.command == [] and m.workloads == ["pageout"]
+
+
+def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
+    m = manifest(accel="lava")
+    m.executor.kind, m.executor.device_type = "lava", "qemu"
+    assert m.to_json()["accel"] == "lava qemu"
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"workloads": ["pageout"], "kernels": 3}', "wrong form"),
+    ('["not", "a", "run"]', "not a JSON object"),
+    ('{"runs": 2}', "no workloads"),
+])
+def test_a_damaged_manifest_is_named(tmp_path, text, says):
+    (tmp_path / "environment.json").write_text(text)
+    with pytest.raises(errors.DamagedRunError, match=says):
+        RunManifest.read(tmp_path)

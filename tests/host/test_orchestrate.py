@@ -1,0 +1,280 @@
+"""orchestrate.py: a run from request to report, with the kernels and the
+boots stood in for (a prepare and an executor passed in): stopped by a
+signal, resumed, refused when it is not the same run; damaged run
+directories and the bad inputs a new user tried, each one line."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from foliolab import cli, derive, errors, orchestrate
+from foliolab.arch import get_arch
+from foliolab.boot import BootSpec
+from foliolab.build import Kernel
+from foliolab.outcome import BootCapture, Ended
+
+
+class FakeExecutor:
+    """Each boot gives one valid-looking pageout sample... unless
+    ``signal_at`` boots have started: then the stop signal arrives (a real
+    SIGTERM to this process, as `kill` sends it)."""
+
+    kind = "fake"
+    rounds_per_block = 0
+
+    def __init__(self, records: str, signal_at: int = 0):
+        self.records = records
+        self.signal_at = signal_at
+        self.booted = 0
+
+    def run(self, image, blocks):
+        for block in blocks:
+            caps = []
+            for b in block.boots:
+                self.booted += 1
+                if self.booted == self.signal_at:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                caps.append(BootCapture(b.rundir, Ended.EXITED, b"",
+                                        self.records, 1.0))
+            yield block, caps
+
+
+def stand_in(tmp_path, commit="c0ffee"):
+    def prepare(req, m):
+        kernels = {}
+        for n in m.names:
+            (tmp_path / n).mkdir(exist_ok=True)
+            kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
+                                tmp_path / n / "bzImage", commit, "5ha",
+                                0.0)
+        orchestrate.record_builds(req, m, kernels)
+        spec = BootSpec(get_arch("x86_64"), kernels[m.names[0]].image,
+                        accel="tcg")
+        return orchestrate.Machine(kernels, tmp_path / "initrd", spec)
+    return prepare
+
+
+def request(*argv):
+    argv = list(argv)
+    args = cli.build_parser().parse_args(argv)
+    args.argv = argv
+    return cli._request(args, cli._kernel_args(args), args.patches, {})
+
+
+ARGS = ("compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",
+        "--runs", "2")
+
+
+@pytest.fixture
+def records(data):
+    return (data / "pageout-results.txt").read_text()
+
+
+def test_a_stopped_run_reports_what_finished_and_resumes(tmp_path, records,
+                                                         capsys):
+    out = tmp_path / "run"
+    req = request(*ARGS, "--out", str(out))
+    with pytest.raises(errors.StoppedError) as stopped:
+        orchestrate.compare(req, stand_in(tmp_path),
+                            FakeExecutor(records, signal_at=3))
+    assert stopped.value.exit_code == 10
+    assert stopped.value.hint.endswith(
+        f"`foliolab compare --patches none --workloads pageout,ksm-rmap "
+        f"--runs 2 --out {out} --resume`")
+    m = json.loads((out / "environment.json").read_text())
+    assert m["stopped"] == "SIGTERM"
+    assert m["command_line"][:2] == ["foliolab", "compare"]
+    report = (out / "report.txt").read_text()
+    # boots 1 and 2 finished; the 3rd was under way when it stopped
+    assert "MISSING: 1 of 2 boots of pageout/patched finished" in report
+    assert "MISSING: 0 of 2 boots of ksm-rmap/vanilla finished" in report
+    assert len(derive.load_samples(out)) == 2
+    # the handlers are the process's own again
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+    again = request(*ARGS, "--out", str(out), "--resume")
+    fake = FakeExecutor(records)
+    orchestrate.compare(again, stand_in(tmp_path), fake)
+    assert fake.booted == 6
+    straight = tmp_path / "straight"
+    orchestrate.compare(request(*ARGS, "--out", str(straight)),
+                        stand_in(tmp_path), FakeExecutor(records))
+
+    def summary(d):
+        return sorted((s.workload, s.variant, s.run, s.valid)
+                      for s in derive.load_samples(d))
+    assert summary(out) == summary(straight) and len(summary(out)) == 8
+    m = json.loads((out / "environment.json").read_text())
+    assert m["stopped"] == "" and len(m["resumed"]) == 1
+    assert "MISSING" not in (out / "report.txt").read_text()
+
+
+@pytest.mark.parametrize("change, says", [
+    (("--runs", "3"), "has --runs 2, this asks for 3"),
+    (("--param", "pageout.size_mb=64"), "has parameters"),
+    (("--workloads", "pageout"), "has workloads ['pageout', 'ksm-rmap']"),
+])
+def test_resume_refuses_another_run(tmp_path, records, change, says):
+    out = tmp_path / "run"
+    orchestrate.compare(request(*ARGS, "--out", str(out)),
+                        stand_in(tmp_path), FakeExecutor(records))
+    argv = list(ARGS) + ["--out", str(out), "--resume"]
+    i = argv.index(change[0]) if change[0] in argv else len(argv)
+    argv[i:i + 2] = change
+    with pytest.raises(errors.UsageError, match=re.escape(says)):
+        orchestrate.compare(request(*argv), stand_in(tmp_path),
+                            FakeExecutor(records))
+
+
+def test_resume_refuses_other_builds(tmp_path, records):
+    out = tmp_path / "run"
+    orchestrate.compare(request(*ARGS, "--out", str(out)),
+                        stand_in(tmp_path), FakeExecutor(records))
+    with pytest.raises(errors.UsageError,
+                       match="kernel vanilla is now commit d00d"):
+        orchestrate.compare(request(*ARGS, "--out", str(out), "--resume"),
+                            stand_in(tmp_path, commit="d00d"),
+                            FakeExecutor(records))
+
+
+# --- damaged run directories: one line, never a traceback --------------------
+
+@pytest.fixture
+def finished(tmp_path, records):
+    out = tmp_path / "run"
+    orchestrate.compare(request(*ARGS, "--out", str(out)),
+                        stand_in(tmp_path), FakeExecutor(records))
+    return out
+
+
+def report(capsys, out):
+    rc = cli.main(["report", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, err
+
+
+def test_a_cut_manifest_is_named(finished, capsys):
+    path = finished / "environment.json"
+    path.write_text(path.read_text()[:200])
+    rc, err = report(capsys, finished)
+    assert rc == errors.DamagedRunError.exit_code and len(err) == 1
+    assert f"{path}: not JSON" in err[0] and "cut short" in err[0]
+
+
+def test_raw_boots_without_a_manifest_are_named(finished, capsys):
+    (finished / "environment.json").unlink()
+    rc, err = report(capsys, finished)
+    assert rc == errors.DamagedRunError.exit_code and len(err) == 1
+    assert "environment.json: missing, though" in err[0]
+
+
+def test_a_damaged_samples_file_without_raw_is_named(finished, capsys):
+    shutil.rmtree(finished / "raw")
+    path = finished / "samples.jsonl"
+    path.write_text(path.read_text()[:-40])
+    rc, err = report(capsys, finished)
+    assert rc == errors.DamagedRunError.exit_code and len(err) == 1
+    assert f"{path}: line 8 is not a sample" in err[0]
+
+
+def test_a_damaged_boot_record_is_named(finished, capsys):
+    path = finished / "raw" / "pageout" / "patched-001" / "boot.json"
+    path.write_text('{"status": "ok"')
+    rc, err = report(capsys, finished)
+    assert rc == errors.DamagedRunError.exit_code and len(err) == 1
+    assert f"{path}: not JSON" in err[0]
+    job = finished / "raw" / "pageout" / "vanilla-000" / "job.json"
+    job.write_text("{}")
+    rc, err = report(capsys, finished)
+    assert f"{job}: no seq" in err[0]
+
+
+def test_a_boot_without_its_record_is_counted_missing(finished, capsys):
+    (finished / "raw" / "ksm-rmap" / "vanilla-001" / "boot.json").unlink()
+    rc, err = report(capsys, finished)
+    assert rc == 0
+    text = (finished / "report.txt").read_text()
+    assert "MISSING: 1 of 2 boots of ksm-rmap/vanilla finished" in text
+    results = json.loads((finished / "results.json").read_text())
+    assert results["environment"]["missing_boots"] == [
+        "1 of 2 boots of ksm-rmap/vanilla finished"]
+    assert len(results["samples"]) < 8 * 10
+
+
+# --- bad input a new user tried: refused before anything is built ------------
+
+@pytest.fixture
+def kernel_less_repo(tmp_path):
+    repo = tmp_path / "notlinux"
+    repo.mkdir()
+    for argv in (["init", "-q"], ["-c", "user.name=t", "-c",
+                                   "user.email=t@t", "commit", "-q",
+                                   "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True)
+    return repo
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--workloads", ""], "names an empty workload"),
+    (["--workloads", "pageout,pageout"], "names pageout twice"),
+    (["--workloads", "pageout", "--lava-url", "https://lab"],
+     "--lava-url is an option of --executor lava, not of --executor qemu"),
+    (["--workloads", "pageout", "--lava-dtb", "/etc/hostname"],
+     "--lava-dtb is an option of --executor"),
+    (["--workloads", "pageout", "--executor", "lava", "--lava-url",
+      "https://lab.example", "--artifacts-url", "https://f.example"],
+     "needs a token for https://lab.example"),
+    (["--workloads", "pageout", "--kernel", "a=base", "--kernel",
+      "b=git:{repo}@HEAD"], "is not a Linux kernel tree"),
+    (["--workloads", "pageout", "--resume"], "--resume finishes the run in "
+                                             "--out DIR"),
+])
+def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
+                                                kernel_less_repo, monkeypatch,
+                                                argv, says):
+    monkeypatch.delenv("LAVA_TOKEN", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))       # no lavacli config
+    argv = [a.replace("{repo}", str(kernel_less_repo)) for a in argv]
+    out = [] if "--resume" in argv else ["--out", str(tmp_path / "o")]
+    rc = cli.main(["compare", "--runs", "4", *out, *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert len(err) == 1 and says in err[0], err
+    assert not (tmp_path / "o").exists()
+    assert not tmp_cache.exists()           # nothing fetched or built
+
+
+def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
+    (tmp_path / "o").mkdir()
+    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "4",
+                   "--out", str(tmp_path / "o"), "--resume"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1
+    assert "holds no foliolab results" in err[0]
+
+
+def test_too_few_runs_are_warned_of(caplog, tmp_path):
+    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "3",
+                   "--patches", "none", "--dry-run"])
+    assert rc == 0
+    assert "with --runs 3 no row can be significant" in caplog.text
+
+
+def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
+                                                         tmp_path, capsys):
+    boot = finished / "raw" / "pageout" / "patched-001"
+    (boot / "boot.json").write_text("{")
+    again = request(*ARGS, "--out", str(finished), "--resume")
+    with pytest.raises(errors.DamagedRunError) as e:
+        orchestrate.compare(again, stand_in(tmp_path), FakeExecutor(records))
+    assert f"remove {boot} and finish the run with" in e.value.hint
+    shutil.rmtree(boot)
+    fake = FakeExecutor(records)
+    orchestrate.compare(again, stand_in(tmp_path), fake)
+    assert fake.booted == 1
+    assert len(derive.load_samples(finished)) == 8

@@ -1,0 +1,190 @@
+"""report.py and its halves: the analysis of a run (analyse.py) and its
+drawing (render/), on runs written here and on captured guest output."""
+
+import json
+
+import pytest
+
+from foliolab import cli, derive, errors, render, report
+from foliolab.workloads import WORKLOADS
+
+
+def write_run(out, names, values, attribution=None):
+    """A finished run directory: environment.json and samples.jsonl with
+    ``values[kernel]`` as pageout_ms samples."""
+    out.mkdir(parents=True)
+    env = {"workloads": ["pageout"], "kernels": names,
+           "kernel_specs": {n: "base" for n in names}, "errors": [],
+           "failures": [], "runs": 5, "samples_per_boot": 1}
+    if attribution:
+        env["attribution"] = attribution
+    (out / "environment.json").write_text(json.dumps(env))
+    lines = []
+    for kernel, vals in values.items():
+        for i, v in enumerate(vals):
+            lines.append(json.dumps({
+                "workload": "pageout", "variant": kernel, "run": i,
+                "values": {"pageout_ms": v}, "valid": True, "reasons": [],
+                "boot": "ok", "rundir": ""}))
+    (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_three_kernel_report(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["base", "s1", "all"], {
+        "base": [100, 101, 99, 100, 102],
+        "s1": [80, 81, 79, 80, 82],
+        "all": [50, 51, 49, 50, 52]})
+    text = report.write_report(out)
+    header = next(line for line in text.splitlines()
+                  if "base" in line and "s1" in line and "all" in line)
+    assert header.index("base") < header.index("s1") < header.index("all")
+    ratios = [line for line in text.splitlines()
+              if line.startswith("Ratio") and "pageout_ms" in line]
+    assert len(ratios) == 2
+    assert "s1" in ratios[0] and "0.801" in ratios[0]
+    assert "all" in ratios[1] and "0.502" in ratios[1]
+    res = json.loads((out / "results.json").read_text())
+    rows = [r for r in res["summary"] if r["metric"] == "pageout_ms"]
+    assert [(r["baseline"], r["kernel"]) for r in rows] == [
+        ("base", "s1"), ("base", "all")]
+    assert all(r["significant"] for r in rows)
+    md = (out / "report.md").read_text()
+    assert "| s1 |" in md and "| all |" in md
+
+
+def test_attribution_compares_each_step_with_the_one_before(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["base", "p4", "p10"], {
+        "base": [100, 101, 99, 100, 102],
+        "p4": [100, 99, 101, 100, 100],
+        "p10": [50, 51, 49, 50, 52]}, attribution={"p4": 4, "p10": 10})
+    text = report.write_report(out)
+    assert "base->p4" in text and "p4->p10" in text
+    res = json.loads((out / "results.json").read_text())
+    steps = {(r["from"], r["to"]): r for r in res["attribution"]
+             if r["metric"] == "pageout_ms"}
+    assert not steps["base", "p4"]["significant"]
+    assert steps["p4", "p10"]["significant"]
+    assert steps["p4", "p10"]["ratio"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_patches_run_reads_as_before(tmp_path):
+    """Runs with vanilla and patched keep their two-column table."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    text = report.write_report(out)
+    assert render.LEGEND.splitlines()[0] in text
+    ratio = next(line for line in text.splitlines()
+                 if line.startswith("Ratio"))
+    assert ratio.split()[2] == "0.900"  # 90.4 / 100.4
+
+
+def test_too_few_runs_are_called_out(tmp_path):
+    """3 vs 3 cannot reach p < 0.05 with a rank test: the report says so
+    instead of printing a table that can never show a change."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 102], "patched": [50, 51, 52]})
+    text = report.write_report(out)
+    assert "no row can be significant" in text and "--runs 4" in text
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["min_p"] == pytest.approx(0.1)
+    assert not row["significant"]
+
+
+def test_paired_ratio_and_drift(tmp_path):
+    """The host slows down over the run: each kernel's values rise by round,
+    the unpaired CI is wide, the paired ratio sees the steady 0.9, and the
+    report flags the drift."""
+    out = tmp_path / "r"
+    base = [100 + 10 * i for i in range(8)]
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": base, "patched": [0.9 * v for v in base]})
+    text = report.write_report(out)
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["paired_n"] == 8
+    assert row["paired_ratio"] == pytest.approx(0.9)
+    assert row["paired_ci_high"] - row["paired_ci_low"] < 1e-9
+    assert row["ci_high"] - row["ci_low"] > 0.1
+    assert "DRIFT: vanilla's pageout_ms rises over the run" in text
+
+
+def test_diff_compares_ratios_of_runs(tmp_path, capsys):
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    write_run(v1, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    write_run(v2, ["vanilla", "patched"], {
+        "vanilla": [200, 202, 198, 200, 204],     # a slower host
+        "patched": [100, 101, 99, 100, 102]})
+    env = json.loads((v2 / "environment.json").read_text())
+    env["qemu"] = "QEMU emulator version 8.2"
+    (v2 / "environment.json").write_text(json.dumps(env))
+    report.write_report(v1)
+    report.write_report(v2)
+    assert cli.main(["diff", str(v1), str(v2)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines()
+               if line.startswith("pageout ") and "pageout_ms" in line)
+    assert "0.900*" in row and "0.500*" in row
+    assert "qemu:" in text and "8.2" in text
+    assert cli.main(["diff", str(v1)]) == errors.UsageError.exit_code
+    assert cli.main(["diff", str(v1), str(tmp_path)]) == \
+        errors.UsageError.exit_code
+
+
+def test_report_rederives_a_captured_run(tmp_path, data):
+    """A real run directory (tests/host/data/run-pageout-aa: an A/A
+    pageout run with --count, captured from QEMU): foliolab report derives
+    from its raw boots the very samples the run appended as it went."""
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    live = derive.load_samples(out)
+    assert live and any(s.counts for s in live)
+    again = derive.rederive(out)
+
+    def key(s):       # the run moved, so its paths did
+        return (s.workload, s.variant, s.run, s.values, s.valid, s.boot,
+                s.boot_s, s.wall_s, s.counts, s.count_window, s.cpu_s,
+                len(s.reasons))
+    assert [key(s) for s in again] == [key(s) for s in live]
+    assert all(s.valid for s in again)
+    text = report.write_report(out)
+    assert "pageout_ms" in text and "Differential profile" in text
+    # x86 has no contpte: its row would be zeros, so only its name is listed
+    zero = next(line for line in text.splitlines()
+                if line.startswith("Zero in every sample: "))
+    assert "contpte_unfolds" in zero
+    assert not any(line.split()[1:2] == ["contpte_unfolds"]
+                   for line in text.splitlines() if line.startswith("Mean"))
+    assert "Zero in every sample: " in (out / "report.md").read_text()
+    res = json.loads((out / "results.json").read_text())
+    assert any(r["metric"] == "contpte_unfolds" for r in res["summary"])
+
+
+# Counted metrics a counting sample does not carry itself: the report adds
+# the first two across samples; dsb ish is an arm64 instruction.
+_NOT_FROM_A_WINDOW = {"kernel_insns_deterministic", "nondeterministic_pct",
+                      "dsb_ish_insns"}
+
+
+def test_pageout_emits_every_metric_it_declares(data):
+    """The workload's contract, on real guest output: every metric pageout
+    declares is derived from what its guest side sent (timed boots) or
+    from its counting window (counting boots)."""
+    w = WORKLOADS["pageout"]
+    samples = derive.rederive(data / "run-pageout-aa")
+    timed = [s for s in samples if not s.counts]
+    counted = [s for s in samples if s.counts]
+    assert timed and counted
+    for s in timed:
+        assert {m.key for m in w.metrics if not m.counted} <= set(s.values)
+    for s in counted:
+        assert {m.key for m in w.metrics if m.counted} - \
+            _NOT_FROM_A_WINDOW <= set(s.values)
+
+
