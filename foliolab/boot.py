@@ -115,7 +115,7 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
              "-chardev", f"file,id=res,path={results}",
              "-device", "virtserialport,chardev=res,name=foliolab.results"]
     cmdline = [f"console={a.console}", "panic=-1", "oops=panic",
-               "rdinit=/init", *spec.cmdline]
+               "rdinit=/init", *a.boot_args, *spec.cmdline]
     if spec.console_results:
         cmdline.append(CONSOLE_RESULTS_ARG)
     if spec.counter:

@@ -122,7 +122,7 @@ def kernel_args(boot: BootRequest, target: Target) -> list[str]:
     -no-reboot, exits, so the next boot of the block has the CPUs."""
     args = [f"console={boot.spec.arch.console}"] if target.is_qemu else []
     args += ["panic=1" if target.is_qemu else "panic=0", "oops=panic",
-             "rdinit=/init", *boot.spec.cmdline]
+             "rdinit=/init", *boot.spec.arch.boot_args, *boot.spec.cmdline]
     if target.is_qemu:
         # a board's arguments are one per job (see block_job); its boots
         # are named by their job archives instead
