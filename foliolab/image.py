@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, source
+from foliolab import hostsetup, proc, source, upstream_selftests
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
@@ -255,7 +255,8 @@ def build_image(arch: Arch) -> Image:
 
     Workloads go to /foliolab/bin (on PATH), guest tests to
     /foliolab/tests, and the mm kselftests, when built, to
-    /foliolab/kselftest with the shared libraries they need.
+    /foliolab/kselftest with the shared libraries they need (7.3's, when
+    built, to /foliolab/upstream).
     """
     hostsetup.ensure_arch(arch)
     bindir = build_guest_binaries(arch, WORKLOADS_DIR)
@@ -306,6 +307,11 @@ def build_image(arch: Arch) -> Image:
     for f in _executables(kst):
         put(f"foliolab/kselftest/{f.name}", f)
         dynamic.append(f)
+    # upstream 7.3's mm selftests (upstream_selftests.py): static, run
+    # from /foliolab/kselftest as ../upstream/NAME
+    c.dir("foliolab/kselftest")
+    for f in _executables(upstream_selftests.bin_dir(arch)):
+        put(f"foliolab/upstream/{f.name}", f)
     c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
            b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")
