@@ -94,8 +94,11 @@ fi
 echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs; do
 	[ -n "$name" ] || continue
 	echo "@@ file kselftest.$name"
+	start=$(date +%s)
 	(cd /foliolab/kselftest && timeout "$secs" sh -c "./$cmd" 2>&1)
 	rc=$?
+	# how long each took, for the notebook and the time limits
+	echo "@@ seconds $name $(($(date +%s) - start))"
 	# busybox's timeout exits with the killed child's status (128 +
 	# SIGTERM), where GNU's gives 124, which the host reads as "timeout"
 	[ $rc = 143 ] && rc=124
