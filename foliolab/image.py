@@ -307,11 +307,9 @@ def build_image(arch: Arch) -> Image:
     for f in _executables(kst):
         put(f"foliolab/kselftest/{f.name}", f)
         dynamic.append(f)
-    # upstream 7.3's mm selftests (upstream_selftests.py): static, run
-    # from /foliolab/kselftest as ../upstream/NAME
-    c.dir("foliolab/kselftest")
+    # upstream 7.3's mm selftests (upstream_selftests.py): static
     for f in _executables(upstream_selftests.bin_dir(arch)):
-        put(f"foliolab/upstream/{f.name}", f)
+        put(f"foliolab/{upstream_selftests.GUEST_DIR}/{f.name}", f)
     c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
            b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")

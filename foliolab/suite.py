@@ -104,7 +104,7 @@ def guest_tests() -> dict[str, dict[str, int]]:
 SUITE_LIMIT = 2700
 # ... plus this for upstream 7.3's mm selftests in each boot (a guess
 # until timed)
-UPSTREAM_LIMIT = 1800
+UPSTREAM_LIMIT = 3600
 ONLY_SETUP_LIMIT = 300
 
 
@@ -456,7 +456,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     slowdown = KASAN_SLOWDOWN if purpose == "kasan" else 1
     ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
                   kselftests_for(arch, slowdown).items()) if kselftests else ""
-    up = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
+    up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
+                  for n, (cmd, secs) in
                   upstream.guest_commands(arch.tcg_slowdown * slowdown)
                   .items()) if upstream else ""
     limit = (only_limit(only) if only else SUITE_LIMIT) + \

@@ -79,8 +79,9 @@ TESTS = {
                                    extra_sources=("uffd-common.c",)),
     "cow": UpstreamTest("cow", 1500),
 }
-# The guest runs kselftests from /foliolab/kselftest; these are beside it.
-GUEST_DIR = "../upstream"
+# In the guest: /foliolab/upstream, where they run (ksm_functional_tests
+# execs ./ksm_functional_tests).
+GUEST_DIR = "upstream"
 
 
 def out_dir(arch: Arch) -> Path:
@@ -114,8 +115,8 @@ class Plan:
     def guest_commands(self, slowdown: float = 1
                        ) -> dict[str, tuple[str, int]]:
         """The suite's kselftest entries: name -> (command line in the
-        guest's kselftest directory, time limit)."""
-        return {PREFIX + name: (f"{GUEST_DIR}/{TESTS[name].program}"
+        guest's GUEST_DIR, time limit)."""
+        return {PREFIX + name: (TESTS[name].program
                                 + (f" {TESTS[name].args}"
                                    if TESTS[name].args else ""),
                                 round(TESTS[name].timeout * slowdown))
