@@ -292,8 +292,8 @@ def compare(results: Results, base: Results | None,
             continue
         regressed = sorted(c for c, s in van.items()
                            if s == "pass" and here.get(c) != "pass")
-        for case in regressed:
-            out.append(Verdict(f"{label}.{case}" if case else label, "fail",
+        for case in filter(None, regressed):   # "": the line below
+            out.append(Verdict(f"{label}.{case}", "fail",
                                f"{here.get(case, 'missing')} here, pass on "
                                "vanilla"))
         cases = [c for c in here if c]
