@@ -46,6 +46,15 @@ def build_dir(arch: Arch, purpose: str, variant: str) -> Path:
     return cache_root() / "build" / f"{arch.name}-{purpose}-{variant}"
 
 
+def slot_for(variant: str, version: tuple[int, int]) -> str:
+    """The build directory of a kernel: its variant's for the base's
+    version; one per version for another (a 7.3 build never takes over
+    the 6.12 `patched` directory and its incremental state)."""
+    if version != kconfig.BASE_VERSION:
+        return f"linux-{version[0]}.{version[1]}"
+    return variant
+
+
 def make_env() -> dict[str, str]:
     cache = cache_root()
     return {
@@ -122,15 +131,16 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
 
 def build_kernel(tree: Tree, arch: Arch, purpose: str,
                  slot: str | None = None) -> Kernel:
-    """Configure and build ``tree`` in the build directory ``slot`` (the
-    tree's variant by default); BuildError names the log on failure.
+    """Configure and build ``tree`` in the build directory ``slot`` (by
+    default slot_for() its variant); BuildError names the log on failure.
 
     The .config is checked again after make (make's syncconfig has the last
     word) and recorded as built: its hash is the one of the kernel.
     """
     hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
     source.checkout(tree)
-    out = build_dir(arch, purpose, slot or tree.variant)
+    out = build_dir(arch, purpose,
+                    slot or slot_for(tree.variant, tree.version()))
     config = configure(tree, arch, purpose, out)
     # A fresh build compiles about as many files as the last fresh build
     # of this purpose did; an incremental one has no useful total.

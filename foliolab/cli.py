@@ -266,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
     _machine(s)
     s.add_argument("--variant", choices=("vanilla", "patched"),
                    default="patched")
+    s.add_argument("--kernel", metavar="NAME=SPEC",
+                   help="the kernel to build and boot, by any source spec "
+                        "compare takes (base, base+DIR[:N], git:PATH@REF, "
+                        "debian:VERSION); replaces --variant")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--add", type=Path, action="append", default=[],
                    metavar="FILE", help="static binary to put in the "
@@ -291,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("--variant", choices=("vanilla", "patched"),
                    default="patched")
+    s.add_argument("--kernel", metavar="NAME=SPEC",
+                   help="the kernel to build and boot, by any source spec "
+                        "compare takes (base, base+DIR[:N], git:PATH@REF, "
+                        "debian:VERSION); replaces --variant")
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument("--mglru", choices=("both", "on", "off"), default="both",
                    help="run with MGLRU on, off, or both (default both)")
@@ -385,6 +393,22 @@ def _trees(args, variants):
         else:
             out.append(source.prepare_patched(source.read_series(args.patches)))
     return out
+
+
+def _one_tree(args):
+    """The tree ``run`` and ``test`` build: --kernel NAME=SPEC, else
+    --variant; a bad spec is refused before anything is built."""
+    from foliolab import kernels
+    if not args.kernel:
+        (tree,) = _trees(args, [args.variant])
+        return tree
+    k = kernels.parse_kernel(args.kernel)
+    if k.kind is kernels.SpecKind.IMAGE:
+        raise UsageError(f"--kernel {args.kernel}: {args.command} builds "
+                         "the kernel it boots", hint="give a source spec: "
+                         "base, base+DIR[:N], git:PATH@REF or debian:VERSION")
+    kernels.check_spec(k)
+    return kernels.tree_of(k)
 
 
 def cmd_build(args) -> int:
@@ -521,7 +545,7 @@ def cmd_run(args) -> int:
                          hint="drop some --root options")
     if args.count:
         counting.check_accel(args.accel)
-    (tree,) = _trees(args, [args.variant])
+    tree = _one_tree(args)
     kernel = build.build_kernel(tree, arch, args.config)
     img = image.build_image(arch)
     spec = boot.BootSpec(arch, kernel.image, vcpus=args.vcpus,
@@ -580,11 +604,11 @@ def cmd_test(args) -> int:
     if args.count:
         counting.check_accel(args.accel)
     suite.check_only(tuple(args.only))
-    if args.record_baseline and args.variant != "vanilla":
+    if args.record_baseline and (args.variant != "vanilla" or args.kernel):
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
     upstream = _upstream_plan(args)
-    (tree,) = _trees(args, [args.variant])
+    tree = _one_tree(args)
     lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "test-%Y%m%d-%H%M%S")

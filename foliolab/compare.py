@@ -320,6 +320,7 @@ def compare(req: CompareRequest) -> str:
         if req.count:
             counters = {v: counting.counter_for(arch, k.build_dir)
                         for v, k in kernels.items()}
+            counting.check_roots(req.workloads, counters)
             env["count"] = {
                 "plugin": str(counters[specs[0].name].plugin),
                 "plugin_api": counting.PLUGIN_API,

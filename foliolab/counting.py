@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup
+from foliolab import hostsetup, kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root
@@ -130,27 +130,60 @@ def text_symbols(system_map: str) -> list[tuple[int, str]]:
 
 
 def symbol_file(build_dir: Path) -> Path:
-    """The plugin's symbol file for the kernel built in ``build_dir``."""
+    """The plugin's symbol file for the kernel built in ``build_dir``.
+
+    A function a newer kernel renamed is written under the lab's name
+    (symbols.RENAMES for the version its .config names), so roots, counts
+    and metric keys are the same for every kernel of a run.
+    """
     system_map = build_dir / "System.map"
     if not system_map.exists():
         raise SetupError(f"no System.map in {build_dir}: counting needs the "
                          "kernel's symbols", hint="rebuild the kernel")
     text = system_map.read_text()
+    config = build_dir / ".config"
+    renamed = symbols.lab_names(kconfig.version_of(
+        config.read_text() if config.exists() else ""))
     out = build_dir / "counter-symbols.txt"
-    key = hashlib.sha256(text.encode()).hexdigest()
+    key = hashlib.sha256(f"{text}\0{sorted(renamed.items())}".encode()
+                         ).hexdigest()
     stamp = build_dir / "counter-symbols.sha256"
     if out.exists() and stamp.exists() and stamp.read_text() == key:
         return out
-    out.write_text("".join(f"{a:x} {n}\n" for a, n in text_symbols(text)))
+    out.write_text("".join(f"{a:x} {renamed.get(n, n)}\n"
+                           for a, n in text_symbols(text)))
     stamp.write_text(key)
     return out
 
 
+def functions_in(symbols: Path) -> set[str]:
+    """The function names of a symbol file (symbol_file())."""
+    return {line.split()[1] for line in symbols.read_text().splitlines()
+            if len(line.split()) == 2}
+
+
 def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
     """The names that are no text symbol of the kernel."""
-    have = {line.split()[1] for line in symbols.read_text().splitlines()
-            if len(line.split()) == 2}
+    have = functions_in(symbols)
     return [n for n in names if n not in have]
+
+
+def check_roots(workloads, counters: dict[str, Counter]) -> None:
+    """Every workload's counting roots exist in at least one kernel of the
+    run (by the lab's names, symbols.RENAMES applied): a root none of them
+    has would count nothing on every kernel, and its rows would compare
+    zeros. A root only some kernels have is counted where it exists."""
+    functions = [functions_in(c.symbols) for c in counters.values()]
+    for w in workloads:
+        roots = tuple(w.count_roots) + ((w.count_unit.root,)
+                                        if w.count_unit else ())
+        for root in dict.fromkeys(roots):
+            if not any(root in have for have in functions):
+                raise UsageError(
+                    f"workload {w.name}: counting root {root} is a function "
+                    f"of none of the kernels ({', '.join(counters)})",
+                    hint="add its new name to symbols.RENAMES, or count "
+                         "another root")
 
 
 def counter_for(arch: Arch, build_dir: Path) -> Counter:

@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, source, upstream_selftests
+from foliolab import hostsetup, proc, source, symbols, upstream_selftests
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
@@ -291,6 +291,7 @@ def build_image(arch: Arch) -> Image:
         c.symlink("bin/sh", "/bin/busybox")
     c.file("init", (GUEST_DIR / "init").read_bytes(), 0o755)
     c.file("foliolab/lib.sh", (GUEST_DIR / "lib.sh").read_bytes())
+    c.file("foliolab/ksyms", symbols.guest_table().encode())
     c.file("foliolab/frame.awk", (GUEST_DIR / "frame.awk").read_bytes())
     for f in sorted((GUEST_DIR / "workloads").glob("*.sh")):
         c.file(f"foliolab/workloads/{f.name}", f.read_bytes())

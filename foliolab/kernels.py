@@ -165,26 +165,31 @@ def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
             raise UsageError(f"kernel name {k.name!r} given twice",
                              hint="give each --kernel its own NAME")
         seen.add(k.name)
-        if k.kind is SpecKind.SERIES:
-            k.series()
-        elif k.kind is SpecKind.GIT:
-            source.resolve_ref(k.repo, k.ref)
-        elif k.kind is SpecKind.DEBIAN:
-            debian.resolve(k.debian_version)
-        elif k.kind is SpecKind.IMAGE:
-            if not k.image.is_file():
-                raise UsageError(f"kernel {k.name}: image {k.image} does not "
-                                 "exist", hint="give image:PATH of a bzImage "
-                                               "or Image")
-            if find_beside(k.image, ".config") is None:
-                raise UsageError(
-                    f"kernel {k.name}: no .config beside {k.image}",
-                    hint="copy the kernel's .config next to the image: the "
-                         "lab checks it has what the workloads need")
-            if count and find_beside(k.image, "System.map") is None:
-                raise UsageError(
-                    f"kernel {k.name}: --count needs System.map beside "
-                    f"{k.image}", hint="copy it next to the image")
+        check_spec(k, count)
+
+
+def check_spec(k: KernelSpec, count: bool = False) -> None:
+    """One kernel's spec, checked without building."""
+    if k.kind is SpecKind.SERIES:
+        k.series()
+    elif k.kind is SpecKind.GIT:
+        source.resolve_ref(k.repo, k.ref)
+    elif k.kind is SpecKind.DEBIAN:
+        debian.resolve(k.debian_version)
+    elif k.kind is SpecKind.IMAGE:
+        if not k.image.is_file():
+            raise UsageError(f"kernel {k.name}: image {k.image} does not "
+                             "exist", hint="give image:PATH of a bzImage "
+                                           "or Image")
+        if find_beside(k.image, ".config") is None:
+            raise UsageError(
+                f"kernel {k.name}: no .config beside {k.image}",
+                hint="copy the kernel's .config next to the image: the "
+                     "lab checks it has what the workloads need")
+        if count and find_beside(k.image, "System.map") is None:
+            raise UsageError(
+                f"kernel {k.name}: --count needs System.map beside "
+                f"{k.image}", hint="copy it next to the image")
 
 
 def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
@@ -230,9 +235,7 @@ def build_slot(is_base: bool, version: tuple[int, int] = kconfig.BASE_VERSION
     incremental builds of each other; a kernel of another version (7.3)
     has a directory per version, `linux-7.3`, and never takes over
     `patched`."""
-    if version != kconfig.BASE_VERSION:
-        return f"linux-{version[0]}.{version[1]}"
-    return "vanilla" if is_base else "patched"
+    return build.slot_for("vanilla" if is_base else "patched", version)
 
 
 def slot_of(k: KernelSpec) -> str:

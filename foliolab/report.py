@@ -546,6 +546,16 @@ def text_report(env: dict, summary: list[dict], samples: list[Sample],
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _built_as(env: dict, name: str) -> str:
+    """`` (7.3.4, config sha X; Debian package and .deb hash)`` for a
+    kernel, from what the run recorded of its build."""
+    parts = [p for p in (env.get("kernel_release", {}).get(name, ""),
+                         "config sha " + env.get("config_sha", {}).get(
+                             name, "?"),
+                         env.get("kernel_origin", {}).get(name, "")) if p]
+    return f" ({'; '.join(parts)})"
+
+
 def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
                     counts: dict[str, CountAnalysis] | None = None) -> str:
     names = kernel_names(env)
@@ -556,7 +566,8 @@ def markdown_report(env: dict, summary: list[dict], samples: list[Sample],
           f"- base: {env.get('base_package')} {env.get('base_version')}",
           "- kernels (the first is the baseline): " + ", ".join(
               f"{k} " + (f"`{specs[k]}` " if k in specs else "") +
-              f"{commits.get(k, '?')[:12]}" for k in names),
+              f"{commits.get(k, '?')[:12]}" + _built_as(env, k)
+              for k in names),
           f"- guest: {env.get('arch')}, {env.get('accel')}, "
           f"-cpu {env.get('cpu', '?')}, {env.get('vcpus')} vCPUs, "
           f"config `{env.get('config')}` "

@@ -81,7 +81,6 @@ static inline void die(const char *what)
 	exit(1);
 }
 
-/* Read a number from a sysfs/procfs/cgroup file. */
 /*
  * Keep this process on the CPU it runs on. A single-threaded workload that
  * migrates while it faults its memory in leaves up to a folio batch of it
@@ -103,6 +102,7 @@ static inline void pin_to_this_cpu(void)
 		die("sched_setaffinity");
 }
 
+/* Read a number from a sysfs/procfs/cgroup file. */
 static inline long read_long(const char *path)
 {
 	char buf[64] = "";

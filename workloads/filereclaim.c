@@ -126,6 +126,8 @@ int main(int argc, char **argv)
 			"usage: filereclaim FILE CGROUP PERCENT [--quiet]\n");
 		return 2;
 	}
+	/* mapping and reclaim on one CPU: the same TLB flushes every sample */
+	pin_to_this_cpu();
 	fd = open(argv[1], O_RDONLY);
 	if (fd < 0 || fstat(fd, &st))
 		die(argv[1]);

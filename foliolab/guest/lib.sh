@@ -71,13 +71,37 @@ FL_RECLAIM_STAGES="shrink_folio_list folio_referenced try_to_unmap add_to_swap
 pageout try_to_unmap_flush try_to_unmap_flush_dirty __remove_mapping
 free_unref_folios __contpte_try_unfold contpte_convert"
 
+# The lab names kernel functions as 6.12 does; /foliolab/ksyms
+# (symbols.RENAMES: "MAJOR.MINOR lab-name kernel-name") says what a newer
+# kernel calls them. FL_KVER is this kernel's MAJOR * 1000 + MINOR.
+FL_KVER=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+
+# fl_ksym NAME: what this kernel calls the lab's function NAME.
+fl_ksym() {
+	awk -v n="$1" -v k="$FL_KVER" '
+		{ split($1, v, ".") }
+		$2 == n && k >= v[1] * 1000 + v[2] { new = $3 }
+		END { print (new != "" ? new : n) }' /foliolab/ksyms
+}
+
+# fl_lab_names: stdin to stdout with this kernel's names of renamed
+# functions, where they lead a line's fields, put back to the lab's names.
+fl_lab_names() {
+	awk -v k="$FL_KVER" '
+		FNR == NR { split($1, v, ".")
+			    if (k >= v[1] * 1000 + v[2]) lab[$3] = $2
+			    next }
+		$1 in lab { sub($1, lab[$1]) }
+		{ print }' /foliolab/ksyms -
+}
+
 # fl_profile_start FUNC...: count calls of, and time spent in (children
 # included), each FUNC with the ftrace function profiler. A FUNC this kernel
 # does not have (inlined, or another architecture's) is left out.
 fl_profile_start() {
 	echo > $TRACING/set_ftrace_filter
 	for _f in "$@"; do
-		echo "$_f" >> $TRACING/set_ftrace_filter 2>/dev/null
+		fl_ksym "$_f" >> $TRACING/set_ftrace_filter 2>/dev/null
 	done
 	# an empty filter would profile every function
 	grep -q '^[^#]' $TRACING/set_ftrace_filter ||
@@ -87,10 +111,11 @@ fl_profile_start() {
 }
 
 # fl_profile_stop [NAME]: stop, and report the profile as file NAME
-# (default ftrace_profile).
+# (default ftrace_profile), by the lab's function names.
 fl_profile_stop() {
 	echo 0 > $TRACING/function_profile_enabled
-	fl_file "${1:-ftrace_profile}" $TRACING/trace_stat/function*
+	cat $TRACING/trace_stat/function* | fl_lab_names > /tmp/fl_profile
+	fl_file "${1:-ftrace_profile}" /tmp/fl_profile
 	echo > $TRACING/set_ftrace_filter
 }
 

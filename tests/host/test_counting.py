@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import counting, report
+from foliolab import counting, errors, report
 from foliolab.run import Sample
 from foliolab.workloads import WORKLOADS
 
@@ -322,3 +322,44 @@ def test_analyse_counts_one_repeat_is_unknown(tmp_path):
     assert not a.known
     assert "kernel_insns_deterministic" not in samples[0].values
     assert a.summary_line().startswith("determinism unknown")
+
+
+def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
+    from foliolab import symbols
+    sysmap = ("ffffffff81000000 T _stext\n"
+              "ffffffff81200000 t collapse_scan_pmd\n"
+              "ffffffff81300000 T folio_alloc_swap\n"
+              "ffffffff81400000 T rmap_walk_ksm\n")
+    for version, scan, swap in (("7.3.4", "hpage_collapse_scan_pmd",
+                                 "add_to_swap"),
+                                ("6.12.117", "collapse_scan_pmd",
+                                 "folio_alloc_swap")):
+        d = tmp_path / version
+        d.mkdir()
+        (d / "System.map").write_text(sysmap)
+        (d / ".config").write_text(f"# Linux/x86 {version} Kernel "
+                                   "Configuration\nCONFIG_X=y\n")
+        have = counting.functions_in(counting.symbol_file(d))
+        assert {scan, swap, "rmap_walk_ksm"} <= have
+    assert symbols.kernel_name("hpage_collapse_scan_pmd", (6, 12)) == \
+        "hpage_collapse_scan_pmd"
+    assert symbols.kernel_name("hpage_collapse_scan_pmd", (7, 3)) == \
+        "collapse_scan_pmd"
+
+
+def test_a_root_no_kernel_has_stops_the_run_before_it_boots(tmp_path):
+    from types import SimpleNamespace
+    from foliolab.workloads import WORKLOADS
+    counters = {}
+    for name, funcs in (("a", "try_to_unmap shrink_folio_list"),
+                        ("b", "try_to_unmap")):
+        f = tmp_path / name
+        f.write_text("".join(f"{i:x} {n}\n"
+                             for i, n in enumerate(funcs.split())))
+        counters[name] = SimpleNamespace(symbols=f)
+    # shrink_folio_list only in a: counted where it exists
+    counting.check_roots([WORKLOADS["pageout"]], counters)
+    with pytest.raises(errors.UsageError,
+                       match="counting root rmap_walk_ksm is a function of "
+                             "none of the kernels"):
+        counting.check_roots([WORKLOADS["ksm-rmap"]], counters)
