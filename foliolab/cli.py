@@ -316,6 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run with MGLRU on, off, or both (default both)")
     s.add_argument("--no-kselftests", action="store_true",
                    help="only foliolab's own guest tests")
+    s.add_argument("--upstream-selftests", metavar="all|none|NAME,...",
+                   help="upstream 7.3's mm selftests (built from Debian's "
+                        "linux-source-7.3) to run in every boot: all, none "
+                        "or some of rmap, ksm_functional_tests, khugepaged, "
+                        "khugepaged-mthp, droppable, uffd-wp-mremap, cow "
+                        "(default: all when the 7.3 source can be had, none "
+                        "with --only or --no-kselftests)")
     s.add_argument("--count", action="store_true",
                    help="count each guest test's kernel work exactly (TCG "
                         "plugin; the boots take about twice as long)")
@@ -341,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--record-baseline", action="store_true",
                    help="write the kselftest results to "
                         "tests/kselftest-vanilla.json (other arches: "
-                        "kselftest-vanilla-ARCH.json; use with "
+                        "kselftest-vanilla-ARCH.json) and upstream's to "
+                        "tests/upstream-selftests-vanilla.json (use with "
                         "--variant vanilla)")
     s.add_argument("--out", type=Path,
                    help="output directory (default results/test-<time>)")
@@ -553,6 +561,7 @@ def cmd_test(args) -> int:
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
     from foliolab.orchestrate import tree as source_tree
+    upstream = _upstream_plan(args)
     tree = source_tree(args.variant, args.patches, args.kernel or "")
     lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
@@ -562,13 +571,24 @@ def cmd_test(args) -> int:
         not (args.no_kselftests or args.only), args.record_baseline,
         args.accel, args.count, tuple(args.append), args.config,
         suite.stress_plan(args.stress, args.stress_seeds),
-        tuple(args.only), args.repeat)
+        tuple(args.only), args.repeat, upstream)
     print(summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if not passed:
         raise FoliolabError(f"correctness suite failed on the {tree.variant} "
                             f"{args.config} kernel", log_path=out / "suite.ktap")
     return 0
+
+
+def _upstream_plan(args):
+    """``foliolab test``'s upstream selftests, checked before any build."""
+    from foliolab import upstream_selftests
+    from foliolab.arch import get_arch
+    if args.upstream_selftests is not None:
+        selection = upstream_selftests.parse_selection(args.upstream_selftests)
+    else:
+        selection = () if args.only or args.no_kselftests else None
+    return upstream_selftests.plan(selection, get_arch(args.arch))
 
 
 def cmd_report(args) -> int:

@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, source, symbols
+from foliolab import hostsetup, proc, source, symbols, upstream_selftests
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
@@ -254,7 +254,8 @@ def build_image(arch: Arch) -> Image:
 
     Workloads go to /foliolab/bin (on PATH), guest tests to
     /foliolab/tests, and the mm kselftests, when built, to
-    /foliolab/kselftest with the shared libraries they need.
+    /foliolab/kselftest with the shared libraries they need (7.3's, when
+    built, to /foliolab/upstream).
     """
     hostsetup.ensure_arch(arch)
     bindir = build_guest_binaries(arch, WORKLOADS_DIR)
@@ -306,6 +307,9 @@ def build_image(arch: Arch) -> Image:
     for f in _executables(kst):
         put(f"foliolab/kselftest/{f.name}", f)
         dynamic.append(f)
+    # upstream 7.3's mm selftests (upstream_selftests.py): static
+    for f in _executables(upstream_selftests.bin_dir(arch)):
+        put(f"foliolab/{upstream_selftests.GUEST_DIR}/{f.name}", f)
     c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
            b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")

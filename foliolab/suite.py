@@ -23,6 +23,7 @@ from pathlib import Path
 
 from foliolab import boot as boot_mod
 from foliolab import build, counting, hostsetup, image, parse, proc, source
+from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, UsageError
 from foliolab.paths import PROJECT_ROOT
@@ -101,6 +102,9 @@ def guest_tests() -> dict[str, dict[str, int]]:
 # without. With --only, the selected cases' own limits and this much for
 # booting and setting up (zram, XFS, memcg) instead.
 SUITE_LIMIT = 2700
+# ... plus this for upstream 7.3's mm selftests in each boot: all seven
+# took at most 439 s in a boot here (2026-11-24, host at load 11-15)
+UPSTREAM_LIMIT = 1800
 ONLY_SETUP_LIMIT = 300
 
 
@@ -358,6 +362,31 @@ def compare_kselftests(results: dict[str, dict[str, str]],
     return checks
 
 
+def compare_upstream(boots: list[SuiteBoot], arch: Arch, record: bool,
+                     names: tuple[str, ...]) -> None:
+    """Upstream's selftests in each boot against vanilla's in a boot with
+    the same MGLRU setting; ``record``: write vanilla's, compare to them."""
+    path = upstream_mod.baseline_path(arch)
+    base = upstream_mod.Baseline.load(path)
+    runs = {b.lru_gen: upstream_mod.own_results(b.kselftests) for b in boots}
+    if record:
+        base = upstream_mod.Baseline(upstream_mod.package_label(),
+                                     {**(base.by_lru if base else {}), **runs})
+        base.save(path)
+        log.info("upstream selftest baseline written to %s", path)
+    for b in boots:
+        if base and base.package != upstream_mod.package_label():
+            b.checks.append(Check("kselftest.upstream", "fail",
+                                  f"baseline of {base.package}, tests of "
+                                  f"{upstream_mod.package_label()}: record "
+                                  "it again"))
+            continue
+        b.checks += [Check(v.name, v.status, v.detail) for v in
+                     upstream_mod.compare(runs[b.lru_gen],
+                                          base.by_lru.get(b.lru_gen)
+                                          if base else None, names)]
+
+
 def ktap_summary(boots: list[SuiteBoot]) -> str:
     lines = ["KTAP version 1"]
     checks = [(b, c) for b in boots for c in b.checks]
@@ -406,33 +435,46 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
               purpose: str = "debug",
               stress: StressPlan = StressPlan(),
               only: tuple[str, ...] = (),
-              repeat: int = 1) -> tuple[bool, str]:
+              repeat: int = 1,
+              upstream: upstream_mod.Plan | None = None
+              ) -> tuple[bool, str]:
     """Build, boot and judge; returns (passed, KTAP summary). ``count``:
     boot with the counter and report each guest test's kernel work;
     ``append``: extra kernel arguments; ``purpose``: the config, ``debug``
     or ``kasan``; ``only``: just these guest programs or PROGRAM.CASEs,
     each run ``repeat`` times (to chase a flaky case); the caller has
-    checked ``only`` (check_only) before preparing the tree."""
+    checked ``only`` (check_only) before preparing the tree; ``upstream``:
+    upstream 7.3's mm selftests to run too, in every boot."""
     kernel = build.build_kernel(tree, arch, purpose)
     counter = counting.counter_for(arch, kernel.build_dir) if count else None
     if kselftests:
         build_kselftests(tree, arch, kernel)
+    if upstream:
+        upstream_mod.build(upstream.source, arch)
     img = image.build_image(arch)
     out.mkdir(parents=True, exist_ok=True)
     slowdown = KASAN_SLOWDOWN if purpose == "kasan" else 1
     ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
                   kselftests_for(arch, slowdown).items()) if kselftests else ""
-    limit = only_limit(only) if only else SUITE_LIMIT
+    up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
+                  for n, (cmd, secs) in
+                  upstream.guest_commands(arch.tcg_slowdown * slowdown)
+                  .items()) if upstream else ""
+    limit = (only_limit(only) if only else SUITE_LIMIT) + \
+        (UPSTREAM_LIMIT if upstream else 0)
     boots = []
     for i, lru in enumerate(lru_gens):
         # kselftests once (they test the kernel, not reclaim's LRU choice)
         # The 20,000-VMA KSM migration (minutes on vanilla) runs once too.
+        # Upstream's selftests run in every boot: they are compared per
+        # MGLRU setting.
+        boot_ks = ";".join(filter(None, (ks if i == 0 else "", up)))
         job = (f"export FL_LRU_GEN={lru}\n"
                f"export FL_COUNT={1 if count else 0}\n"
                f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
                f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
                f"export FL_STRESS_SECONDS={stress.seconds}\n"
-               f"export FL_KSELFTESTS='{ks if i == 0 else ''}'\n"
+               f"export FL_KSELFTESTS='{boot_ks}'\n"
                f"export FL_ONLY='{' '.join(only)}'\n"
                f"export FL_REPEAT={repeat}\n"
                ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
@@ -457,8 +499,9 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
             boots[-1].counts = test_counts(res, arch.name)
     base_file = baseline_path(arch)
     baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
-    results = {k: v for b in boots for k, v in b.kselftests.items()}
-    if record_baseline:
+    results = {k: v for b in boots for k, v in b.kselftests.items()
+               if not k.startswith(upstream_mod.PREFIX)}
+    if record_baseline and kselftests:
         base_file.write_text(json.dumps(results, indent=1, sort_keys=True)
                              + "\n")
         log.info("kselftest baseline written to %s", base_file)
@@ -471,6 +514,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
             Check(f"kselftest.{name}", "skip",
                   f"not built for {arch.name} by the mm Makefile")
             for name in NOT_BUILT.get(arch.name, ())]
+    if upstream:
+        compare_upstream(boots, arch, record_baseline, upstream.names)
     summary = ktap_summary(boots)
     for b in boots:
         summary += "\n".join(count_lines(b.lru_gen, b.counts)) + \
