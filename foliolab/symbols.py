@@ -25,8 +25,13 @@ class Rename:
 
 
 RENAMES = (
-    Rename("hpage_collapse_scan_pmd", (7, 3), "collapse_scan_pmd",
-           "renamed in mm/khugepaged.c (7.3.4 read; 7.0-7.2 not checked)"),
+    # 7.3 calls it collapse_scan_pmd() and inlines it (with the collapse)
+    # into collapse_single_pmd(), its caller for khugepaged, which has a
+    # symbol: that root holds the same scan-and-collapse of one PMD range,
+    # plus a branch for file ranges that the anonymous workload never takes.
+    Rename("hpage_collapse_scan_pmd", (7, 3), "collapse_single_pmd",
+           "collapse_scan_pmd() in 7.3, inlined into collapse_single_pmd() "
+           "(7.3.4's System.map; 7.0-7.2 not checked)"),
     Rename("add_to_swap", (7, 3), "folio_alloc_swap",
            "shrink_folio_list() allocates the swap slot and adds the folio "
            "to the swap cache in one call, folio_alloc_swap() (7.3.4 read)"),

@@ -328,12 +328,12 @@ def test_analyse_counts_one_repeat_is_unknown(tmp_path):
 def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
     from foliolab import symbols
     sysmap = ("ffffffff81000000 T _stext\n"
-              "ffffffff81200000 t collapse_scan_pmd\n"
+              "ffffffff81200000 t collapse_single_pmd\n"
               "ffffffff81300000 T folio_alloc_swap\n"
               "ffffffff81400000 T rmap_walk_ksm\n")
     for version, scan, swap in (("7.3.4", "hpage_collapse_scan_pmd",
                                  "add_to_swap"),
-                                ("6.12.117", "collapse_scan_pmd",
+                                ("6.12.117", "collapse_single_pmd",
                                  "folio_alloc_swap")):
         d = tmp_path / version
         d.mkdir()
@@ -345,7 +345,7 @@ def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
     assert symbols.kernel_name("hpage_collapse_scan_pmd", (6, 12)) == \
         "hpage_collapse_scan_pmd"
     assert symbols.kernel_name("hpage_collapse_scan_pmd", (7, 3)) == \
-        "collapse_scan_pmd"
+        "collapse_single_pmd"
 
 
 def test_a_root_no_kernel_has_stops_the_run_before_it_boots(tmp_path):
