@@ -260,8 +260,8 @@ static void test_lazyfree_after_scan(void)
 	int ok = 1;
 
 	if (!kernel_skips_lazyfree() || !collapse_window_open()) {
-		ktap_skip(name, "needs page_lazyfree and " WINDOW_ARG "MS "
-			  "(tests/kernel/collapse-window.patch)");
+		/* the window comes from tests/kernel/collapse-window.patch */
+		ktap_skip(name, "needs page_lazyfree and " WINDOW_ARG "MS");
 		return;
 	}
 	/* only a fully written PMD range is a candidate: ours */
