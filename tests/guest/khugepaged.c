@@ -11,6 +11,13 @@
  * folios (it has the page_lazyfree scan status) leaves it alone, so that
  * test is skipped elsewhere. VM_DROPPABLE memory is always lazy-free and
  * is collapsed by every kernel.
+ *
+ * A range MADV_FREE'd after khugepaged scanned it, while the collapse
+ * waits for the mmap lock, must not be collapsed either: the collapse
+ * checks again when it isolates the pages. That window is microseconds
+ * wide, so the test needs tests/kernel/collapse-window.patch and
+ * foliolab_collapse_window=MS on the kernel's command line to hold it
+ * open; it is skipped without them.
  */
 #include "guestlib.h"
 
@@ -20,8 +27,10 @@
 #ifndef MAP_DROPPABLE
 #define MAP_DROPPABLE 0x08
 #endif
-#define SCAN_FORMAT "/sys/kernel/tracing/events/huge_memory/" \
-	"mm_khugepaged_scan_pmd/format"
+#define TRACING "/sys/kernel/tracing/"
+#define SCAN_FORMAT TRACING "events/huge_memory/mm_khugepaged_scan_pmd/format"
+#define COLLAPSE_EVENT TRACING "events/huge_memory/mm_collapse_huge_page/enable"
+#define WINDOW_ARG "foliolab_collapse_window="
 
 #define KHP THP "khugepaged/"
 #define SIZE (4UL << 20)
@@ -195,6 +204,105 @@ static void test_madv_collapse(void)
 	ktap_result(ok, name);
 }
 
+/* Does the command line hold a collapse open after the scan (test only)? */
+static int collapse_window_open(void)
+{
+	char line[4096] = "";
+	FILE *f = fopen("/proc/cmdline", "r");
+
+	if (!f)
+		die("/proc/cmdline");
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	return !!strstr(line, WINDOW_ARG);
+}
+
+/* Collapses that failed at isolation with page_lazyfree since the reset. */
+static long collapses_refused_lazyfree(void)
+{
+	FILE *f = fopen(TRACING "trace", "r");
+	char line[512];
+	long n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "mm_collapse_huge_page:") &&
+		     strstr(line, "status=page_lazyfree");
+	fclose(f);
+	return n;
+}
+
+/* Wait until khugepaged has allocated a THP for a collapse since @before. */
+static int collapse_allocated(long before)
+{
+	for (int i = 0; i < 1200; i++) {
+		if (proc_field("/proc/vmstat", "thp_collapse_alloc") > before)
+			return 1;
+		usleep(5 * 1000);
+	}
+	return 0;
+}
+
+/*
+ * Written base pages that khugepaged scans and decides to collapse; in the
+ * window between that scan and the collapse the range is MADV_FREE'd and
+ * read again (young and clean: vanilla's referenced check would pass). The
+ * collapse must stop at isolation with page_lazyfree, and the range must
+ * still hold its data.
+ */
+static void test_lazyfree_after_scan(void)
+{
+	const char *name = "khugepaged_rechecks_lazyfree_at_collapse";
+	long none = read_long(KHP "max_ptes_none"), before, refused;
+	char *buf, arg[16];
+	int ok = 1;
+
+	if (!kernel_skips_lazyfree() || !collapse_window_open()) {
+		/* the window comes from tests/kernel/collapse-window.patch */
+		ktap_skip(name, "needs page_lazyfree and " WINDOW_ARG "MS");
+		return;
+	}
+	/* only a fully written PMD range is a candidate: ours */
+	write_str(KHP "max_ptes_none", "0");
+	buf = map_aligned_type(SIZE, PMD_SIZE, MAP_PRIVATE);
+	if (madvise(buf, SIZE, MADV_NOHUGEPAGE))
+		die("MADV_NOHUGEPAGE");
+	fill_pages(buf, NPAGES, 17);
+	write_str(TRACING "trace", "");
+	write_str(COLLAPSE_EVENT, "1");
+	before = proc_field("/proc/vmstat", "thp_collapse_alloc");
+	if (madvise(buf, SIZE, MADV_HUGEPAGE))
+		die("MADV_HUGEPAGE");
+	if (!collapse_allocated(before)) {
+		ktap_diag("%s: khugepaged never set out to collapse", name);
+		ok = 0;
+	}
+	/* inside the window: the scan saw written, swap-backed pages */
+	if (madvise(buf, SIZE, MADV_FREE))
+		die("MADV_FREE");
+	read_pages(buf, NPAGES);
+	ok = two_full_scans() && ok;
+	write_str(COLLAPSE_EVENT, "0");
+	refused = collapses_refused_lazyfree();
+	if (refused < 1) {
+		ktap_diag("%s: no collapse was refused at isolation (%ld)",
+			  name, refused);
+		ok = 0;
+	}
+	if (thp_pages(buf)) {
+		ktap_diag("%s: %zu pages were collapsed", name, thp_pages(buf));
+		ok = 0;
+	}
+	/* nothing reclaims here, so nothing was dropped */
+	ok = all_verified(buf, NPAGES, 17, name) && ok;
+	snprintf(arg, sizeof(arg), "%ld", none);
+	write_str(KHP "max_ptes_none", arg);
+	munmap(buf, SIZE);
+	ktap_result(ok, name);
+}
+
 FL_FIXTURE(khugepaged)
 
 FL_TEST(khugepaged, khugepaged_skips_clean_lazyfree, 300)
@@ -213,6 +321,10 @@ FL_TEST(khugepaged, khugepaged_collapses_redirtied_lazyfree, 300)
 FL_TEST(khugepaged, madv_collapse_collapses_lazyfree, 300)
 {
 	test_madv_collapse();
+}
+FL_TEST(khugepaged, khugepaged_rechecks_lazyfree_at_collapse, 300)
+{
+	test_lazyfree_after_scan();
 }
 
 /* test_harness_run() exits: restored by fl_at_exit() */
