@@ -58,7 +58,7 @@ class PatchApplyError(SourceError):
 class ConfigError(FoliolabError):
     """Kernel configuration could not be produced as requested."""
 
-    exit_code = 5
+    exit_code = 12
 
 
 class BuildError(FoliolabError):

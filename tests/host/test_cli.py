@@ -170,3 +170,14 @@ def test_check_of_empty_series(capsys, tmp_path):
     (tmp_path / "series").write_text("# nothing yet\n")
     rc, _, err = run(capsys, "check", "--patches", str(tmp_path))
     assert rc == 2 and "the series is empty" in one_error_line(err)
+
+
+def test_every_error_class_has_an_exit_code_of_its_own():
+    """A shell script can tell the stage that failed from the code alone."""
+    from foliolab import errors
+    classes = [c for c in vars(errors).values() if isinstance(c, type)
+               and issubclass(c, errors.FoliolabError)
+               and "exit_code" in vars(c)]
+    codes = [c.exit_code for c in classes]
+    assert len(codes) == len(set(codes)), sorted(
+        (c.exit_code, c.__name__) for c in classes)
