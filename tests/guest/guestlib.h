@@ -19,6 +19,7 @@
 #define MADV_FREE 8
 #endif
 #define THP "/sys/kernel/mm/transparent_hugepage/"
+#define TRACING "/sys/kernel/tracing/"
 #define PM_SOFT_DIRTY (1ULL << 55)
 #define PM_UFFD_WP (1ULL << 57)
 
@@ -91,6 +92,24 @@ static inline uint64_t kpageflags_of(const void *addr)
  * The number after @key in a /proc file of "key value" (vmstat) or
  * "Key:   value kB" (meminfo) lines; -1 if the key is not there.
  */
+/*
+ * Lines of the trace buffer (since its last reset) that hold both @event
+ * and @detail; -1 if the trace cannot be read.
+ */
+static inline long trace_lines_with(const char *event, const char *detail)
+{
+	FILE *f = fopen(TRACING "trace", "r");
+	char line[512];
+	long n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, event) && strstr(line, detail);
+	fclose(f);
+	return n;
+}
+
 static inline long proc_field(const char *path, const char *key)
 {
 	FILE *f = fopen(path, "r");

@@ -27,7 +27,6 @@
 #ifndef MAP_DROPPABLE
 #define MAP_DROPPABLE 0x08
 #endif
-#define TRACING "/sys/kernel/tracing/"
 #define SCAN_FORMAT TRACING "events/huge_memory/mm_khugepaged_scan_pmd/format"
 #define COLLAPSE_EVENT TRACING "events/huge_memory/mm_collapse_huge_page/enable"
 #define WINDOW_ARG "foliolab_collapse_window="
@@ -221,17 +220,8 @@ static int collapse_window_open(void)
 /* Collapses that failed at isolation with page_lazyfree since the reset. */
 static long collapses_refused_lazyfree(void)
 {
-	FILE *f = fopen(TRACING "trace", "r");
-	char line[512];
-	long n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "mm_collapse_huge_page:") &&
-		     strstr(line, "status=page_lazyfree");
-	fclose(f);
-	return n;
+	return trace_lines_with("mm_collapse_huge_page:",
+				"status=page_lazyfree");
 }
 
 /* Wait until khugepaged has allocated a THP for a collapse since @before. */

@@ -324,23 +324,12 @@ static void test_smart_scan_cycles(void)
 	finish_groups(buf, pages, n, ok, name);
 }
 
-#define TRACING "/sys/kernel/tracing/"
 #define MERGE_EVENT TRACING "events/ksm/ksm_merge_with_ksm_page/enable"
 
 /* Failed merges into a KSM page (error -EFAULT) in the trace since reset. */
 static long failed_merges(void)
 {
-	FILE *f = fopen(TRACING "trace", "r");
-	char line[512];
-	long n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "ksm_merge_with_ksm_page") &&
-		     strstr(line, "error -14");
-	fclose(f);
-	return n;
+	return trace_lines_with("ksm_merge_with_ksm_page", "error -14");
 }
 
 /*
