@@ -11,6 +11,7 @@ results.json read these; nothing here formats a table.
 from __future__ import annotations
 
 import logging
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +62,37 @@ class StatRow:
         return self.comparison.p_value
 
     @property
+    def exact(self) -> bool:
+        """Both kernels repeat one value exactly (a count with no spread):
+        the values and their ratio are the result, no test is needed."""
+        return self.base.n >= 2 and self.other.n >= 2 and \
+            self.base.min == self.base.max and \
+            self.other.min == self.other.max
+
+    @property
+    def ci_known(self) -> bool:
+        """Enough samples for a confidence interval (exact rows need
+        none)."""
+        return not self.exact and \
+            min(self.base.n, self.other.n) >= stats.MIN_N_FOR_CI
+
+    @property
     def significant(self) -> bool:
-        return self.comparison.significant
+        if self.exact:
+            return self.base.min != self.other.min
+        return self.ci_known and self.comparison.significant
+
+    @property
+    def pct_change(self) -> float:
+        """LKP's %change: the kernel's mean against the baseline's, signed
+        (+ = larger, whatever the better direction)."""
+        if not self.base.mean:
+            return float("nan")
+        return 100.0 * (self.other.mean / self.base.mean - 1.0)
+
+    @property
+    def improved(self) -> bool:
+        return (self.other.mean < self.base.mean) == (self.better == "lower")
 
     def as_json(self) -> dict:
         """The row as results.json's summary has it (SPEC §7)."""
@@ -79,7 +109,8 @@ class StatRow:
             "vanilla": self.base.as_dict(), "patched": self.other.as_dict(),
             "paired_n": self.paired.n, "paired_ratio": self.paired.ratio,
             "paired_ci_low": self.paired.ci_low,
-            "paired_ci_high": self.paired.ci_high, "min_p": self.min_p}
+            "paired_ci_high": self.paired.ci_high, "min_p": self.min_p,
+            "exact": self.exact, "ci_known": self.ci_known}
 
 
 @dataclass(frozen=True)
@@ -295,13 +326,21 @@ def caveat_lines(w: Workload, samples: list[Sample], rows: list[StatRow],
     significant, and a drift of the host over the run (a trend in the
     baseline's primary metric over its rounds)."""
     out = []
-    small = [r for r in rows if r.min_p >= stats.ALPHA]
+    small = [r for r in rows if r.min_p >= stats.ALPHA and not r.exact]
     if small:
         r = small[0]
         out.append(f"WARNING: with n={r.base.n}/{r.other.n} no "
                    f"row can be significant (the smallest p a rank test can "
                    f"give is {r.min_p:.3g}); use --runs "
-                   f"{stats.runs_needed()} or more")
+                   f"{stats.runs_needed()} or more" + (
+                       "; counts that repeat exactly are reported as exact"
+                       if any(x.exact for x in rows) else ""))
+    few = [r for r in rows if not r.exact and not r.ci_known]
+    if few:
+        r = few[0]
+        out.append(f"NO CI: n={r.base.n}/{r.other.n} is fewer than "
+                   f"{stats.MIN_N_FOR_CI} samples per kernel, too few for "
+                   "a confidence interval; the ratios are point estimates")
     for m in (m for m in w.metrics if m.primary):
         mine = sorted((s.run, s.values[m.key]) for s in samples
                       if s.workload == w.name and s.variant == names[0]
@@ -450,6 +489,71 @@ class WorkloadAnalysis:
                                        if not r.primary]))
 
 
+@dataclass(frozen=True)
+class Change:
+    """One significant change of the headline: a metric of a kernel
+    against the baseline."""
+
+    metric: str
+    unit: str
+    primary: bool
+    pct_change: float            # signed, + = larger than the baseline
+    improved: bool
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    exact: bool                  # both repeat one value: no test needed
+    base_value: float
+    value: float
+
+
+@dataclass(frozen=True)
+class HeadlineEntry:
+    """A workload's kernel against the baseline: its significant changes
+    (none: "no significant change", with why when too few samples)."""
+
+    workload: str
+    kernel: str
+    baseline: str
+    changes: list[Change]
+    n_base: int
+    n_other: int
+    ci_known: bool               # some row had enough samples for a CI
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a report opens with, as LKP's do: per workload and kernel the
+    significant changes, then the command that reproduces the run."""
+
+    entries: list[HeadlineEntry]
+    command: str                 # shell-quoted; "" when not recorded
+
+
+def _change(r: StatRow) -> Change:
+    return Change(r.metric, r.unit, r.primary, r.pct_change, r.improved,
+                  r.ratio, r.ci_low, r.ci_high, r.p_value, r.exact,
+                  r.base.mean, r.other.mean)
+
+
+def headline(workloads: list[WorkloadAnalysis], m: RunManifest
+             ) -> Headline:
+    entries = []
+    for wa in workloads:
+        for kernel in m.names[1:]:
+            rows = [r for r in wa.rows if r.kernel == kernel]
+            sig = sorted((r for r in rows if r.significant),
+                         key=lambda r: (not r.primary,
+                                        -abs(r.pct_change or 0.0)))
+            n = [(r.base.n, r.other.n) for r in rows] or [(0, 0)]
+            entries.append(HeadlineEntry(
+                wa.workload.name, kernel, m.names[0],
+                [_change(r) for r in sig], min(a for a, _ in n),
+                min(b for _, b in n), any(r.ci_known for r in rows)))
+    return Headline(entries, shlex.join(m.command) if m.command else "")
+
+
 @dataclass
 class Analysis:
     """A run analysed: its manifest, samples and every workload's rows."""
@@ -460,6 +564,7 @@ class Analysis:
     counts: dict[str, CountAnalysis]
     host_line: str = ""
     missing: list[str] = field(default_factory=list)   # unfinished boots
+    headline: Headline = field(default_factory=lambda: Headline([], ""))
 
     @property
     def names(self) -> list[str]:
@@ -482,4 +587,5 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
             invalid_lines(w, samples, names), counts.get(name),
             boot_cost_line(name, samples)))
     missing = missing_boots(m, out) if (out / "raw").is_dir() else []
-    return Analysis(m, samples, workloads, counts, host_line(out), missing)
+    return Analysis(m, samples, workloads, counts, host_line(out), missing,
+                    headline(workloads, m))

@@ -21,6 +21,9 @@ from scipy import stats as sps
 
 BOOTSTRAP_RESAMPLES = 10000
 ALPHA = 0.05
+# Below this many samples per kernel a bootstrap CI is no interval at all
+# (two values resample to three means): the reports print none.
+MIN_N_FOR_CI = 3
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,11 @@ def min_p_value(n_a: int, n_b: int) -> float:
     if n_a < 1 or n_b < 1:
         return 1.0
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def constant(values) -> bool:
+    """Two or more values, all equal: an exact count that repeats."""
+    return len(values) >= 2 and all(v == values[0] for v in values)
 
 
 def runs_needed(alpha: float = ALPHA) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from foliolab import stats
 from foliolab.manifest import VARIANTS, RunManifest
 
 
@@ -80,22 +81,86 @@ def executor_note(m: RunManifest) -> str:
 
 def fmt_count(x: float) -> str:
     """An exact count, or a mean of exact counts, in full."""
-    return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
 
 
-def fmt_small(x: float) -> str:
-    """Like fmt, with four significant digits below 1."""
-    if x is None or math.isnan(x) or abs(x) >= 1 or x == 0:
-        return fmt(x)
-    return f"{x:.3g}" if abs(x) >= 1e-4 else f"{x:.1e}"
+# Significant digits of a value below 1000 (larger ones are shown whole,
+# with thousands separators: counts are exact to the last digit).
+DIGITS = 4
 
 
-def fmt(x: float) -> str:
+def fmt(x: float | None) -> str:
+    """Every number of a table in one style: whole with thousands
+    separators from 1000 on, else four significant digits, never an
+    exponent in the range a metric has."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "nan"
-    if abs(x) >= 1e6:
-        return f"{x:.4g}"
-    return f"{x:.2f}"
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if abs(x) >= 1000 or float(x).is_integer():
+        return f"{x:,.0f}"
+    if abs(x) < 1e-4:
+        return f"{x:.1e}"
+    decimals = DIGITS - 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{max(0, decimals)}f}"
+
+
+fmt_small = fmt
+
+
+def fmt_p(p: float) -> str:
+    return "-" if p is None or math.isnan(p) else f"{p:.2g}"
+
+
+def ci_cell(r) -> str:
+    """A StatRow's 95% CI as a table shows it: none for exact rows (no
+    spread) and below MIN_N_FOR_CI samples, saying why."""
+    if r.exact:
+        return "exact"
+    if not r.ci_known:
+        return f"none (n<{stats.MIN_N_FOR_CI})"
+    return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+
+
+def p_cell(r) -> str:
+    return "exact" if r.exact else fmt_p(r.p_value)
+
+
+def change_text(c) -> str:
+    """One significant change of the headline (analyse.Change)."""
+    verdict = "better" if c.improved else "worse"
+    if c.exact:
+        return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}): exact, "
+                f"{fmt(c.base_value)} -> {fmt(c.value)} {c.unit} in every "
+                "sample")
+    return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}), ratio "
+            f"{c.ratio:.3f}, 95% CI [{c.ci_low:.3f}, {c.ci_high:.3f}], "
+            f"p={fmt_p(c.p_value)}")
+
+
+def entry_title(e) -> str:
+    """A headline entry's first line (analyse.HeadlineEntry)."""
+    head = f"{e.workload}: {e.kernel} vs {e.baseline}"
+    if e.changes:
+        return head
+    if e.n_base == 0 or e.n_other == 0:
+        return head + ": no valid samples"
+    why = ""
+    if min(e.n_base, e.n_other) < stats.runs_needed():
+        why = (f" (n={e.n_base}/{e.n_other}: too few samples for a rank "
+               f"test to reach p<{stats.ALPHA}"
+               + ("" if e.ci_known else " or for a CI") + ")")
+    return head + ": no significant change" + why
+
+
+def headline_lines(h) -> list[str]:
+    """The headline (analyse.Headline) as plain text lines."""
+    lines = []
+    for e in h.entries:
+        lines.append(entry_title(e))
+        lines += [f"  {change_text(c)}" for c in e.changes]
+    lines.append("reproduce: " + (h.command or "(command not recorded)"))
+    return lines
 
 
 def profile_table(a, base: str, other: str, md: bool = False) -> Table:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from foliolab.analyse import Analysis, CountAnalysis, WorkloadAnalysis
 from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
-from foliolab.render import (Column, Table, executor_note, fmt, fmt_small,
-                             legend, profile_table)
+from foliolab.analyse import Headline
+from foliolab.render import (Column, Table, change_text, ci_cell,
+                             entry_title, executor_note, fmt, fmt_small,
+                             legend, p_cell, profile_table)
 
 
 def built_as(k: KernelRecord) -> str:
@@ -19,9 +21,22 @@ def built_as(k: KernelRecord) -> str:
     return f" ({'; '.join(parts)})"
 
 
+def headline_markdown(h: Headline) -> list[str]:
+    md = ["## Headline", "",
+          "Significant changes against the baseline (%change signed, + = "
+          "larger; 95% CI; Mann-Whitney p):", ""]
+    for e in h.entries:
+        md.append(f"- **{entry_title(e)}**")
+        md += [f"  - `{c.metric}` {change_text(c)[len(c.metric) + 1:]}"
+               for c in e.changes]
+    md += ["", "Reproduce:", "", "```", h.command or "(command not recorded)",
+           "```", ""]
+    return md
+
+
 def header(a: Analysis) -> list[str]:
     m: RunManifest = a.m
-    return ["# foliolab comparison", "",
+    return ["# foliolab comparison", "", *headline_markdown(a.headline),
             f"- series: {m.patches_label}",
             f"- base: {m.base_package} {m.base_version}",
             "- kernels (the first is the baseline): " + ", ".join(
@@ -54,8 +69,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
         t.add(f"{r.label} (`{r.metric}`, {r.unit})", r.better,
               *([] if two else [r.kernel]), fmt(r.base.mean),
               fmt(r.other.mean), f"{r.pct_diff:.2f}%",
-              f"{sig}{r.ratio:.3f}{sig}",
-              f"[{r.ci_low:.3f}, {r.ci_high:.3f}]", f"{r.p_value:.3g}",
+              f"{sig}{r.ratio:.3f}{sig}", ci_cell(r), p_cell(r),
               f"{fmt_small(r.base.coeffvar)}% / "
               f"{fmt_small(r.other.coeffvar)}%",
               f"{r.base.n}/{r.other.n}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from foliolab import stats
 from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
 from foliolab.manifest import RunManifest
-from foliolab.render import (Column, Table, executor_note, fmt, fmt_small,
-                             legend, profile_table, title)
+from foliolab.render import (Column, Table, ci_cell, executor_note, fmt,
+                             fmt_small, headline_lines, legend, p_cell,
+                             profile_table, title)
 
 
 def guest(m: RunManifest) -> str:
@@ -14,9 +15,10 @@ def guest(m: RunManifest) -> str:
             f"{m.config} sha {m.kernels[0].config_sha or '?'}")
 
 
-def metric_lines(rows: list[StatRow]) -> list[str]:
+def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
     """mmtests-style rows for one metric (compare-kernels): the baseline
-    first, then each kernel with its %diff; one Ratio line per kernel."""
+    first, then each kernel with its %diff; one Ratio line per kernel.
+    ``width``: of the metric column (the workload's longest name)."""
     first = rows[0]
     key, better = first.metric, first.better
     mean_name = "Hmean" if first.mean_kind == "hmean" else "Amean"
@@ -28,7 +30,7 @@ def metric_lines(rows: list[StatRow]) -> list[str]:
         v = getattr(first.base, field)
         # exact counts repeat to a few parts per million: show them
         f = fmt_small if field == "coeffvar" else fmt
-        line = f"{label:<9} {key:<28} {f(v):>12} ({0:7.2f}%)"
+        line = f"{label:<9} {key:<{width}} {f(v):>12} ({0:7.2f}%)"
         for row in rows:
             p = getattr(row.other, field)
             d = stats.pct_diff(v, p, direction)
@@ -37,28 +39,29 @@ def metric_lines(rows: list[StatRow]) -> list[str]:
             line += f" {f(p):>12} {diff}"
         lines.append(line)
     for row in rows:
-        who = f"{row.kernel[:12]:<12} " if len(rows) > 1 else ""
+        who = f"{row.kernel:<12} " if len(rows) > 1 else ""
         lines.append(
-            f"{'Ratio':<9} {key:<28} {who}{row.ratio:.3f} "
-            f"CI [{row.ci_low:.3f}, {row.ci_high:.3f}] "
-            f"p={row.p_value:.3g} n={row.base.n}/{row.other.n} "
-            f"{better} is better"
+            f"{'Ratio':<9} {key:<{width}} {who}{row.ratio:.3f} "
+            f"CI {ci_cell(row)} p={p_cell(row)} "
+            f"n={row.base.n}/{row.other.n} {better} is better"
             f"{'  SIGNIFICANT' if row.significant else ''}"
             + (f"; paired {row.paired.ratio:.3f} "
                f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
-               if row.paired.n >= 2 else ""))
+               if row.paired.n >= stats.MIN_N_FOR_CI and not row.exact
+               else ""))
     return lines
 
 
-def counter_line(rows: list[StatRow]) -> str:
-    """One line per secondary metric: means, %diff, ratio CI per kernel."""
+def counter_line(rows: list[StatRow], width: int = 28) -> str:
+    """One line per secondary metric: means, %diff, ratio CI and p per
+    kernel."""
     first = rows[0]
-    line = f"{'Mean':<9} {first.metric:<28} {fmt(first.base.mean):>12}"
+    line = f"{'Mean':<9} {first.metric:<{width}} {fmt(first.base.mean):>12}"
     for row in rows:
         d = row.pct_diff
         diff = f"*{d:7.2f}%*" if row.significant else f"({d:7.2f}%)"
         line += (f" {'':10} {fmt(row.other.mean):>12} {diff}  "
-                 f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
+                 f"CI {ci_cell(row)} p={p_cell(row)}")
     return line
 
 
@@ -104,22 +107,25 @@ def profile_lines(a: CountAnalysis) -> list[str]:
 
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
-    lines = [title(m), "guest: " + guest(m) + executor_note(m),
-             legend(names), ""]
+    lines = [title(m), "", "Headline (significant changes against the "
+             "baseline; %change signed, + = larger):",
+             *(f"  {x}" for x in headline_lines(a.headline)), "",
+             "guest: " + guest(m) + executor_note(m), legend(names), ""]
     lines += [f"ERROR: {e}" for e in m.errors]
     lines += [f"MISSING: {x}" for x in a.missing]
     for wa in a.workloads:
         w = wa.workload
         lines.append(f"== {w.name}: {w.title}")
-        header = f"{'':<38} {names[0][:12]:>12}"
+        width = max([28] + [len(r.metric) for r in wa.rows])
+        header = f"{'':<{width + 10}} {names[0]:>12}"
         for other in names[1:]:
-            header += f" {'':10} {other[:12]:>12}"
+            header += f" {'':10} {other:>12}"
         lines.append(header)
         for group in wa.primary:
-            lines += metric_lines(group) + [""]
+            lines += metric_lines(group, width) + [""]
         if wa.secondary:
             lines.append("Counters and secondary metrics (mean per sample):")
-            lines += [counter_line(g) for g in wa.secondary] + [""]
+            lines += [counter_line(g, width) for g in wa.secondary] + [""]
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
         if not wa.rows:
