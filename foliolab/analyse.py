@@ -488,6 +488,15 @@ class WorkloadAnalysis:
         return zero_metrics(by_metric([r for r in self.rows
                                        if not r.primary]))
 
+    @property
+    def constant(self) -> list[str]:
+        """Metrics (not zero) with one value in every sample of every
+        kernel: exact and unchanged, named instead of plotted."""
+        zero = set(self.zero)
+        return [g[0].metric for g in by_metric(self.rows)
+                if g[0].metric not in zero
+                and all(r.exact and not r.significant for r in g)]
+
 
 @dataclass(frozen=True)
 class Change:

@@ -51,6 +51,26 @@ def seed_list(value: str) -> tuple[int, ...]:
     return seeds
 
 
+def with_default(action: argparse.Action) -> None:
+    """An option's help ends with its default, unless it names it."""
+    text, default = action.help or "", action.default
+    if (default in (None, False, argparse.SUPPRESS, [])
+            or "default" in text or not action.option_strings):
+        return
+    if isinstance(default, (list, tuple)):
+        default = ",".join(str(d) for d in default)
+    action.help = f"{text} (default: {default})".lstrip()
+
+
+def defaults_in_help(p: argparse.ArgumentParser) -> None:
+    """with_default on every option of ``p`` and its subcommands."""
+    for action in p._actions:
+        with_default(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                defaults_in_help(sub)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but errors are our one-line UsageError."""
 
@@ -363,13 +383,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("report", help="rewrite the report of a results DIR")
     s.add_argument("dir", type=Path)
+    defaults_in_help(p)
     return p
 
 
 def cmd_setup(args) -> int:
     from foliolab import hostsetup
     from foliolab.arch import get_arch
-    hostsetup.ensure_packages()
+    hostsetup.ensure_packages(hostsetup.APT_PACKAGES +
+                              hostsetup.REPORT_PACKAGES)
     arch = get_arch(args.arch)
     hostsetup.ensure_arch(arch)
     print("host packages: ok" + ("" if arch.native else
@@ -480,6 +502,22 @@ def cmd_attribute(args) -> int:
                     {k.name: k.prefix for k in specs[1:]})
 
 
+def _warn_small_runs(runs: int) -> None:
+    """Before anything is built: --runs too small for the statistics."""
+    from foliolab import stats
+    if runs < stats.runs_needed():
+        log.warning("WARNING: with --runs %d no row can be significant (a "
+                    "two-sided Mann-Whitney test cannot give p below %.3g at "
+                    "%d against %d); use --runs %d or more (counts that "
+                    "repeat exactly are still reported as exact)", runs,
+                    stats.min_p_value(runs, runs), runs, runs,
+                    stats.runs_needed())
+    if runs < stats.MIN_N_FOR_CI:
+        log.warning("WARNING: with --runs %d the report prints no "
+                    "confidence interval (it needs %d samples per kernel)",
+                    runs, stats.MIN_N_FOR_CI)
+
+
 def _request(args, specs, patches, attribution: dict[str, int]):
     from foliolab import orchestrate, workloads
     wl = workloads.get_workloads(args.workloads)
@@ -487,10 +525,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
     if args.resume and args.out is None:
         raise UsageError("--resume finishes the run in --out DIR",
                          hint="give the --out of the interrupted run")
-    if args.runs < 4:
-        log.warning("with --runs %d no row can be significant (an exact "
-                    "rank test cannot give p below 0.05 at %d against %d); "
-                    "use --runs 4 or more", args.runs, args.runs, args.runs)
+    _warn_small_runs(args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
     return orchestrate.Request(

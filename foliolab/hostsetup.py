@@ -41,6 +41,10 @@ APT_PACKAGES = [
     "libnuma-dev", "libcap-dev",
 ]
 
+# What `foliolab setup` adds for the reports: the headless browser the
+# report.html test opens the page in (tests/host/test_report_html.py).
+REPORT_PACKAGES = ["chromium"]
+
 
 def _package_name(spec: str) -> str:
     return spec.split("=", 1)[0]

@@ -1,4 +1,5 @@
-"""Reports from saved results: terminal table, report.md, results.json, PNGs.
+"""Reports from saved results: terminal table, report.md, report.html,
+results.json, PNGs.
 
 Everything here reads the run directory only: OUT/environment.json (the
 run's manifest) and the raw boots under OUT/raw/ (through ``derive``;
@@ -17,6 +18,7 @@ from foliolab.analyse import Analysis, analyse, run_samples
 from foliolab.derive import Sample
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
+from foliolab.render.html import Figures, html_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
 
@@ -43,21 +45,42 @@ def results_json(a: Analysis) -> dict:
     return results
 
 
-def _plots(a: Analysis, out: Path) -> None:
+def _save(out: Path, name: str, data: bytes | None) -> bytes | None:
+    if data:
+        (out / "plots").mkdir(parents=True, exist_ok=True)
+        (out / "plots" / name).write_bytes(data)
+    return data
+
+
+def _plots(a: Analysis, out: Path) -> Figures:
+    """Draw the plots once: into plots/ (report.md links them) and into
+    the Figures report.html carries inline."""
+    figures = Figures()
+    try:
+        figures.overview = _save(out, "overview.png", plots.forest(a))
+    except Exception as e:   # a plot must never cost the results
+        log.warning("overview plot failed: %s", e)
     for wa in a.workloads:
-        name = wa.workload.name
+        name, mine = wa.workload.name, []
         try:
-            plots.plot_workload(wa.workload, a.samples,
-                                out / "plots" / f"{name}.png", a.names)
-            if wa.counts:
-                plots.plot_profile(wa.workload, wa.counts,
-                                   out / "plots" / f"{name}-profile.png")
+            data = _save(out, f"{name}.png", plots.workload_figure(
+                wa, a.samples, a.names))
+            if data:
+                mine.append((f"{name}: primary and significant metrics, "
+                             "ratio to the baseline's mean", data))
+            data = _save(out, f"{name}-profile.png", plots.profile_figure(
+                wa.workload, wa.counts)) if wa.counts else None
+            if data:
+                mine.append((f"{name}: differential profile", data))
         except Exception as e:   # a plot must never cost the results
             log.warning("plot for %s failed: %s", name, e)
+        figures.workloads[name] = mine
+    return figures
 
 
 def write_report(out: Path, samples: list[Sample] | None = None) -> str:
-    """(Re)write results.json, report.md and plots/; return the text table.
+    """(Re)write results.json, report.md, report.html and plots/; return
+    the text table.
     ``samples``: the run's, as it derived them (else derived again)."""
     m = RunManifest.read(out)
     if samples is None:
@@ -66,7 +89,12 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     (out / "results.json").write_text(json.dumps(results_json(a), indent=1,
                                                  default=str) + "\n")
     (out / "report.md").write_text(markdown_report(a))
-    _plots(a, out)
+    figures = _plots(a, out)
+    extra: list[str] = []
+    # MONITORS: the lead wires the monitors in here, e.g.
+    #   from foliolab.render.monitors import monitor_figures
+    #   extra.append(html_figures("Monitors", monitor_figures(out)))
+    (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)
     return text

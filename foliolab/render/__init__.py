@@ -38,6 +38,18 @@ class Table:
         return [line([c.head for c in self.columns]),
                 *(line(r) for r in self.rows)]
 
+    def html(self, cls: str = "") -> str:
+        """The table as HTML (cells escaped here)."""
+        from html import escape
+        head = "".join(f"<th>{escape(c.head)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(
+                f'<td class="{"l" if col.left else "r"}">{escape(c)}</td>'
+                for c, col in zip(r, self.columns)) + "</tr>\n"
+            for r in self.rows)
+        return (f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
+                f"<tbody>\n{body}</tbody></table>")
+
     def markdown(self) -> list[str]:
         return ["| " + " | ".join(c.head for c in self.columns) + " |",
                 "|" + "---|" * len(self.columns),

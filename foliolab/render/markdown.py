@@ -35,9 +35,15 @@ def headline_markdown(h: Headline) -> list[str]:
 
 
 def header(a: Analysis) -> list[str]:
-    m: RunManifest = a.m
     return ["# foliolab comparison", "", *headline_markdown(a.headline),
-            f"- series: {m.patches_label}",
+            "![overview: every workload's primary metrics against the "
+            "baseline](plots/overview.png)", "", *run_lines(a), "", legend(a.names).replace("\n", " "), ""]
+
+
+def run_lines(a: Analysis) -> list[str]:
+    """The run as a list: series, kernels, guest, host, runs."""
+    m: RunManifest = a.m
+    return [f"- series: {m.patches_label}",
             f"- base: {m.base_package} {m.base_version}",
             "- kernels (the first is the baseline): " + ", ".join(
                 f"{k.name} `{k.spec}` {(k.commit or '?')[:12]}"
@@ -50,8 +56,7 @@ def header(a: Analysis) -> list[str]:
             *(f"- **MISSING:** {x}" for x in a.missing),
             f"- runs: {m.runs} per kernel, "
             f"{m.samples_per_boot} sample(s) per boot, "
-            "interleaved (each round in the order given, the next reversed)",
-            "", legend(a.names).replace("\n", " "), ""]
+            "interleaved (each round in the order given, the next reversed)"]
 
 
 def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
@@ -104,6 +109,9 @@ def markdown_report(a: Analysis) -> str:
                *metrics_table(wa, a.names).markdown()]
         if wa.zero:
             md += ["", f"Zero in every sample: {', '.join(wa.zero)}"]
+        if wa.constant:
+            md += ["", "Constant in every sample (not plotted): "
+                   f"{', '.join(wa.constant)}"]
         if wa.caveats:
             md += ["", *(f"**{c}**" for c in wa.caveats)]
         if wa.counts:

@@ -128,6 +128,9 @@ def text_report(a: Analysis) -> str:
             lines += [counter_line(g, width) for g in wa.secondary] + [""]
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
+        if wa.constant:
+            lines += ["Constant in every sample (exact, not plotted): "
+                      f"{', '.join(wa.constant)}", ""]
         if not wa.rows:
             lines.append("(no valid samples)")
         if wa.caveats:

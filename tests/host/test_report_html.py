@@ -1,0 +1,80 @@
+"""report.html in a real browser: headless Chromium (Debian's, which
+`foliolab setup` installs) loads the page from disk and its DOM holds the
+headline and every workload's table. Missing Chromium fails the test:
+CI must not pass it by skipping."""
+
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from foliolab import report
+from foliolab.manifest import RunManifest
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("chromium is not installed: run `foliolab setup` (it "
+                "installs Debian's chromium for this test)")
+
+
+class Dom(HTMLParser):
+    """Ids and table classes of the page the browser built."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: dict[str, list[str]] = {}
+        self.stack: list[str] = []
+        self.tables: dict[str, list[str]] = {}
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids[a["id"]] = []
+        if tag == "section":
+            self.stack.append(a.get("id") or "")
+        if tag == "table":
+            for sid in self.stack:
+                self.tables.setdefault(sid, []).append(a.get("class") or "")
+        if tag == "img":
+            self.images.append(a.get("src") or "")
+
+    def handle_endtag(self, tag):
+        if tag == "section" and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        for sid in self.stack:
+            if sid in self.ids:
+                self.ids[sid].append(data)
+
+
+def browser_dom(path) -> Dom:
+    cp = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+         "--dump-dom", path.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    dom = Dom()
+    dom.feed(cp.stdout)
+    return dom
+
+
+def test_report_html_in_a_browser(tmp_path, data):
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    report.write_report(out)
+    dom = browser_dom(out / "report.html")
+    headline = " ".join(dom.ids["headline"])
+    assert "pageout: patched vs vanilla" in headline
+    assert "no significant change" in headline
+    for name in RunManifest.read(out).workloads:
+        assert any("metrics" in c for c in dom.tables[f"workload-{name}"])
+    # every image inline: the page needs no network and no other file
+    assert dom.images and all(s.startswith("data:image/png;base64,")
+                              for s in dom.images)
