@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from foliolab.errors import UsageError
+from foliolab.manifest import VARIANTS
 
 # The environment keys whose differences a reader needs to see.
 ENV_KEYS = ("arch", "accel", "cpu", "vcpus", "config", "config_sha",
@@ -43,48 +44,94 @@ def environment_lines(runs: list[tuple[str, dict]]) -> list[str]:
                      ")"]
 
 
-def _key(row: dict) -> tuple[str, str, str]:
-    return (row["workload"], row["metric"],
-            row.get("kernel", "patched"))
+# Differences that make two runs' ratios measure different things.
+WARN_KEYS = ("arch", "config", "accel")
+
+
+def warning_lines(runs: list[tuple[str, dict]]) -> list[str]:
+    out = []
+    for key in WARN_KEYS:
+        values = [r["environment"].get(key) for _, r in runs]
+        if any(v != values[0] for v in values):
+            out.append(f"WARNING: the runs differ in {key} ("
+                       + " vs ".join(str(v) for v in values)
+                       + "): their ratios measure different machines")
+    return out
+
+
+def roles(r: dict) -> list[str]:
+    """A run's kernels in order: the baseline first (role 0), then each
+    kernel it was compared with."""
+    names = r["environment"].get("kernels") or list(VARIANTS)
+    return list(names)
+
+
+def role_label(runs: list[tuple[str, dict]], role: int) -> str:
+    """A role by its kernels' names: the name when every run used it,
+    else ``#N a/b`` (kernel N after the baseline, by each run's name)."""
+    names = [roles(r)[role] if role < len(roles(r)) else "-"
+             for _, r in runs]
+    if all(n == names[0] for n in names):
+        return names[0]
+    return f"#{role} " + "/".join(names)
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "-"
+    mark = "*" if row["significant"] else " "
+    if row.get("exact"):
+        return f"{row['ratio']:.3f}{mark}exact"
+    if row.get("ci_low") is None:
+        return f"{row['ratio']:.3f}{mark}(no CI)"
+    return (f"{row['ratio']:.3f}{mark}[{row['ci_low']:.3f},"
+            f"{row['ci_high']:.3f}]")
 
 
 def ratio_lines(runs: list[tuple[str, dict]], primary_only: bool = True
                 ) -> list[str]:
-    """Per (workload, metric, kernel): each run's ratio against its own
-    baseline with its 95% CI (* significant), in one row."""
-    rows: dict[tuple[str, str, str], dict[str, dict]] = {}
+    """Per (workload, metric, role): each run's ratio against its own
+    baseline with its 95% CI (* significant), in one row. Kernels line up
+    by role (the baseline against the first other kernel, the second...),
+    so runs whose kernels are named differently still do."""
+    rows: dict[tuple[str, str, int], dict[str, dict]] = {}
     for label, r in runs:
+        order = roles(r)
         for row in r.get("summary", []):
             if primary_only and not row.get("primary"):
                 continue
-            rows.setdefault(_key(row), {})[label] = row
+            kernel = row.get("kernel", "patched")
+            role = order.index(kernel) if kernel in order else 1
+            rows.setdefault((row["workload"], row["metric"], role),
+                            {})[label] = row
     labels = [label for label, _ in runs]
-    width = max([24] + [len(lb) for lb in labels])
-    lines = [f"{'workload':<14} {'metric':<26} {'kernel':<10} " +
-             " ".join(f"{lb[-width:]:>{width}}" for lb in labels)]
-    for (workload, metric, kernel), by in rows.items():
-        cells = []
-        for lb in labels:
-            row = by.get(lb)
-            if row is None:
-                cells.append(f"{'-':>{width}}")
-                continue
-            mark = "*" if row["significant"] else " "
-            cell = (f"{row['ratio']:.3f}{mark}[{row['ci_low']:.3f},"
-                    f"{row['ci_high']:.3f}]")
-            cells.append(f"{cell:>{width}}")
-        lines.append(f"{workload[:14]:<14} {metric[:26]:<26} "
-                     f"{kernel[:10]:<10} " + " ".join(cells))
-    return lines
+    table = [["workload", "metric", "kernel", *labels]]
+    for (workload, metric, role), by in rows.items():
+        table.append([workload, metric, role_label(runs, role),
+                      *(_cell(by.get(lb)) for lb in labels)])
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+    return [" ".join(f"{c:<{w}}" if i < 3 else f"{c:>{w}}"
+                     for i, (c, w) in enumerate(zip(t, widths))).rstrip()
+            for t in table]
 
 
 def diff(outs: list[Path], all_metrics: bool = False) -> str:
     if len(outs) < 2:
         raise UsageError("foliolab diff needs two or more run directories",
                          hint="foliolab diff OUT1 OUT2 [OUT3...]")
+    seen: dict[Path, Path] = {}
+    for o in outs:
+        same = seen.setdefault(o.resolve(), o)
+        if same is not o:
+            raise UsageError(f"foliolab diff: {same} and {o} are the same "
+                             "run directory",
+                             hint="give two different runs' --out "
+                                  "directories")
     runs = [(str(o), load_run(o)) for o in outs]
     lines = ["foliolab diff: ratios against each run's own baseline "
-             "(95% CI, * significant); absolute values are not compared",
+             "(95% CI, * significant); absolute values are not compared;"
+             " kernels line up by role (the baseline, then each kernel in "
+             "order)", *warning_lines(runs),
              "", "Environment differences:", *environment_lines(runs), "",
              *ratio_lines(runs, primary_only=not all_metrics)]
     return "\n".join(lines) + "\n"

@@ -188,3 +188,121 @@ def test_pageout_emits_every_metric_it_declares(data):
             _NOT_FROM_A_WINDOW <= set(s.values)
 
 
+
+
+def test_diff_lines_up_kernels_by_role(tmp_path, capsys):
+    """Runs whose kernels are named differently (v1=, v2=) line up by
+    role; another arch is warned about; long names are never cut; a run
+    against itself is refused."""
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    write_run(v1, ["base", "series_v1_with_a_long_name"], {
+        "base": [100, 101, 99, 100, 102],
+        "series_v1_with_a_long_name": [90, 91, 89, 90, 92]})
+    write_run(v2, ["vanilla", "series_v2"], {
+        "vanilla": [100, 101, 99, 100, 102],
+        "series_v2": [80, 81, 79, 80, 82]})
+    env = json.loads((v2 / "environment.json").read_text())
+    env["arch"] = "arm64"
+    (v2 / "environment.json").write_text(json.dumps(env))
+    report.write_report(v1)
+    report.write_report(v2)
+    assert cli.main(["diff", "--all", str(v1), str(v2)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines()
+               if line.startswith("pageout ") and "pageout_ms" in line)
+    assert "0.900*" in row and "0.801*" in row
+    assert "#1 series_v1_with_a_long_name/series_v2" in row
+    assert "WARNING: the runs differ in arch" in text
+    assert cli.main(["diff", str(v1), str(v1)]) == \
+        errors.UsageError.exit_code
+    err = capsys.readouterr().err
+    assert "same run directory" in err and len(err.strip().splitlines()) <= 2
+
+
+def test_headline_names_each_significant_change(tmp_path):
+    """The headline opens every report: a real change with its %change,
+    CI and p; an unchanged kernel as "no significant change"; then the
+    command that reproduces the run."""
+    out = tmp_path / "r"
+    write_run(out, ["base", "same", "fast"], {
+        "base": [100, 101, 99, 100, 102],
+        "same": [101, 100, 102, 99, 100],
+        "fast": [80, 81, 79, 80, 82]})
+    env = json.loads((out / "environment.json").read_text())
+    env["command_line"] = ["foliolab", "compare", "--kernel", "base=base",
+                           "--runs", "5"]
+    (out / "environment.json").write_text(json.dumps(env))
+    text = report.write_report(out)
+    lines = text.splitlines()
+    top = lines[:lines.index("guest: ? ? -cpu ? 0 vCPUs; config ? sha ?")]
+    assert "  pageout: same vs base: no significant change" in top
+    fast = top.index("  pageout: fast vs base")
+    assert top[fast + 1].strip().startswith("pageout_ms -19.9% (better), "
+                                            "ratio 0.801, 95% CI [")
+    assert "  reproduce: foliolab compare --kernel base=base --runs 5" in top
+    md = (out / "report.md").read_text()
+    assert md.index("## Headline") < md.index("## pageout")
+    assert "`pageout_ms` -19.9% (better)" in md
+    html = (out / "report.html").read_text()
+    assert html.index('id="headline"') < html.index('id="workload-pageout"')
+    assert "foliolab compare --kernel base=base --runs 5" in html
+
+
+def test_small_n_prints_no_interval(tmp_path):
+    """An A/A run at n=2: no CI anywhere (a bootstrap over two values is
+    no interval), no significant row, and the headline says why."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [175.0, 179.0], "patched": [190.0, 198.0]})
+    text = report.write_report(out)
+    ratio = next(line for line in text.splitlines()
+                 if line.startswith("Ratio"))
+    assert "CI none (n<3)" in ratio and "[" not in ratio
+    assert "paired" not in ratio
+    assert "no significant change (n=2/2" in text
+    assert "NO CI: n=2/2" in text
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["ci_low"] is None and not row["significant"]
+    md_row = next(line for line in (out / "report.md").read_text()
+                  .splitlines() if "`pageout_ms`" in line and "|" in line)
+    assert "none (n<3)" in md_row and "[" not in md_row
+
+
+def test_counts_that_repeat_exactly_are_exact(tmp_path):
+    """A count with no spread in either kernel is an exact result: its
+    values and ratio, significant at n=3, not a rank test's p=0.1."""
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [512, 512, 512], "patched": [256, 256, 256]})
+    text = report.write_report(out)
+    ratio = next(line for line in text.splitlines()
+                 if line.startswith("Ratio"))
+    assert "CI exact p=exact" in ratio and "SIGNIFICANT" in ratio
+    assert "pageout_ms -50.0% (better): exact, 512 -> 256 ms" in text
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               ["summary"] if r["metric"] == "pageout_ms")
+    assert row["exact"] and row["significant"] and row["ratio"] == 0.5
+
+
+def test_runs_too_small_warns_before_anything_is_built(caplog, monkeypatch):
+    from foliolab import orchestrate
+
+    def no_compare(req):
+        raise AssertionError("compare started")
+    monkeypatch.setattr(orchestrate, "compare", no_compare)
+    with pytest.raises(AssertionError):
+        cli.main(["compare", "--patches", "none", "--runs", "2",
+                  "--workloads", "pageout"])
+    text = caplog.text
+    assert "with --runs 2 no row can be significant" in text
+    assert "p below 0.333" in text and "--runs 4 or more" in text
+    assert "no confidence interval" in text
+
+
+def test_number_style_is_one():
+    assert render.fmt(87193412.0) == "87,193,412"
+    assert render.fmt(170919.72) == "170,920"
+    assert render.fmt(176.83) == "176.8"
+    assert render.fmt(0.012345) == "0.01235"
+    assert render.fmt(float("nan")) == "-"
