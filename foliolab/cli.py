@@ -547,7 +547,8 @@ def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
     text = orchestrate.compare(req)
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
-        print(f"results: {out}/report.md, {out}/results.json, {out}/plots/")
+        print(f"results: {out}/report.html, {out}/report.md, "
+              f"{out}/results.json, {out}/plots/")
     return 0
 
 
