@@ -125,14 +125,25 @@ class StepRow:
     before: str
     after: str
     comparison: stats.Comparison
+    n: int = 0                      # the fewer samples of the two kernels
+
+    @property
+    def ci_known(self) -> bool:
+        return self.n >= stats.MIN_N_FOR_CI
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_known and self.comparison.significant
 
     def as_json(self) -> dict:
         c = self.comparison
         return {"workload": self.workload, "metric": self.metric,
                 "better": self.better, "primary": self.primary,
                 "from": self.before, "to": self.after, "ratio": c.ratio,
-                "ci_low": c.ci_low, "ci_high": c.ci_high,
-                "p_value": c.p_value, "significant": c.significant}
+                "ci_low": c.ci_low if self.ci_known else None,
+                "ci_high": c.ci_high if self.ci_known else None,
+                "p_value": c.p_value, "significant": self.significant,
+                "n": self.n}
 
 
 # How many functions a differential profile shows per workload.
@@ -368,7 +379,8 @@ def attribution_rows(w: Workload, samples: list[Sample],
             if a and b:
                 rows.append(StepRow(w.name, m.key, m.better, m.primary,
                                     before, after,
-                                    stats.compare(a, b, m.is_rate)))
+                                    stats.compare(a, b, m.is_rate),
+                                    min(len(a), len(b))))
     return rows
 
 

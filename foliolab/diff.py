@@ -77,13 +77,16 @@ def role_label(runs: list[tuple[str, dict]], role: int) -> str:
 
 
 def _cell(row: dict | None) -> str:
+    """A run's ratio: with its CI, or exact, or without a CI below n=3
+    (older results.json rows printed one; it is not shown here)."""
     if row is None:
         return "-"
-    mark = "*" if row["significant"] else " "
+    few = min(row.get("n_vanilla", 3), row.get("n_patched", 3)) < 3
     if row.get("exact"):
-        return f"{row['ratio']:.3f}{mark}exact"
-    if row.get("ci_low") is None:
-        return f"{row['ratio']:.3f}{mark}(no CI)"
+        return f"{row['ratio']:.3f}{'*' if row['significant'] else ' '}exact"
+    if row.get("ci_low") is None or few:
+        return f"{row['ratio']:.3f} (no CI, n<3)"
+    mark = "*" if row["significant"] else " "
     return (f"{row['ratio']:.3f}{mark}[{row['ci_low']:.3f},"
             f"{row['ci_high']:.3f}]")
 

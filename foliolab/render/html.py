@@ -113,8 +113,9 @@ def workload_html(wa: WorkloadAnalysis, names: list[str],
                 parts.append(f"<p>Differential profile of {escape(other)} "
                              f"against {escape(base)} (exact counts; ~ = "
                              "varies between repeats):</p>")
-                parts.append(profile_table(wa.counts, base, other,
-                                           md=True).html("profile"))
+                t = profile_table(wa.counts, base, other, md=True)
+                t.rows = [[c.replace("`", "") for c in r] for r in t.rows]
+                parts.append(t.html("profile"))
         if wa.boot_cost:
             parts.append(f"<p>{escape(wa.boot_cost)}</p>")
     if wa.invalid:

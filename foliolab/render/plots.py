@@ -13,6 +13,7 @@ no spread (exact) is drawn as a point without whiskers, marked so.
 from __future__ import annotations
 
 import io
+import math
 
 from foliolab.analyse import Analysis, CountAnalysis, StatRow, \
     WorkloadAnalysis
@@ -66,7 +67,8 @@ def _marker(r: StatRow) -> tuple[str, str]:
 def forest(a: Analysis) -> bytes | None:
     """Every workload x kernel x primary metric: ratio to the baseline
     with its 95% CI, a vertical line at 1.0."""
-    rows = [r for wa in a.workloads for r in wa.rows if r.primary]
+    rows = [r for wa in a.workloads for r in wa.rows
+            if r.primary and math.isfinite(r.ratio)]
     if not rows:
         return None
     plt = _plt()

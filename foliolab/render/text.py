@@ -79,10 +79,12 @@ def attribution_lines(rows: list[StepRow], steps: dict[str, int]
     for metric, cells in groups.items():
         out = []
         for step in order:
-            c = cells[step].comparison if step in cells else None
+            r = cells.get(step)
+            c = r.comparison if r else None
             out.append("-" if c is None else
-                       f"{c.ratio:.3f}{'*' if c.significant else ' '}"
-                       f"[{c.ci_low:.3f},{c.ci_high:.3f}]")
+                       f"{c.ratio:.3f}{'*' if r.significant else ' '}" + (
+                           f"[{c.ci_low:.3f},{c.ci_high:.3f}]"
+                           if r.ci_known else f"(n<{stats.MIN_N_FOR_CI})"))
         t.add("Step", metric, *out)
     return ["Attribution: each step against the one before (ratio, 95% CI; "
             "* significant); steps are the series' first N patches: " +

@@ -3,6 +3,7 @@
 headline and every workload's table. Missing Chromium fails the test:
 CI must not pass it by skipping."""
 
+import json
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -78,3 +79,32 @@ def test_report_html_in_a_browser(tmp_path, data):
     # every image inline: the page needs no network and no other file
     assert dom.images and all(s.startswith("data:image/png;base64,")
                               for s in dom.images)
+
+
+def test_every_workload_has_its_table_in_the_browser(tmp_path):
+    """Three kernels, two workloads: both tables, the headline's change."""
+    out = tmp_path / "run"
+    out.mkdir()
+    names = ["base", "s1", "all"]
+    (out / "environment.json").write_text(json.dumps({
+        "workloads": ["pageout", "pageout-4k"], "kernels": names,
+        "kernel_specs": {n: "base" for n in names}, "runs": 5,
+        "command_line": ["foliolab", "compare", "--runs", "5"]}))
+    lines = []
+    for w in ("pageout", "pageout-4k"):
+        for k, scale in zip(names, (1.0, 0.99, 0.5)):
+            for i in range(5):
+                lines.append(json.dumps({
+                    "workload": w, "variant": k, "run": i,
+                    "values": {"pageout_ms": scale * (100 + i)},
+                    "valid": True, "reasons": [], "boot": "ok",
+                    "rundir": ""}))
+    (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    report.write_report(out)
+    dom = browser_dom(out / "report.html")
+    headline = " ".join(dom.ids["headline"])
+    assert "pageout-4k: all vs base" in headline
+    assert "pageout_ms -50.0% (better)" in headline
+    assert "foliolab compare --runs 5" in headline
+    for name in ("pageout", "pageout-4k"):
+        assert any("metrics" in c for c in dom.tables[f"workload-{name}"])
