@@ -10,6 +10,7 @@ anything. The analysis is analyse.py's, the drawing render/'s.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -38,7 +39,8 @@ def results_json(a: Analysis) -> dict:
         "invalid": [{"workload": s.workload, "variant": s.variant,
                      "run": s.run, "reasons": s.reasons, "rundir": s.rundir}
                     for s in a.samples if not s.valid],
-        "counting": {k: c.as_dict() for k, c in a.counts.items()}}
+        "counting": {k: c.as_dict() for k, c in a.counts.items()},
+        "headline": dataclasses.asdict(a.headline)}
     if a.m.attribution:
         results["attribution"] = [r.as_json() for wa in a.workloads
                                   for r in wa.steps]

@@ -61,8 +61,8 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
         d = row.pct_diff
         diff = f"*{d:7.2f}%*" if row.significant else f"({d:7.2f}%)"
         line += (f" {'':10} {fmt(row.other.mean):>12} {diff}  "
-                 f"CI {ci_cell(row)} p={p_cell(row)}")
-    return line
+                 f"CI {ci_cell(row):<14} p={p_cell(row):<6}")
+    return line.rstrip()
 
 
 def attribution_lines(rows: list[StepRow], steps: dict[str, int]
