@@ -93,6 +93,7 @@ def forest(a: Analysis) -> bytes | None:
                                      for r in reversed(rows)], fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlim(*_ratio_limits(values))
+    ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(f"ratio to the baseline {a.names[0]} (95% CI; green "
                   "better, red worse, gray not significant)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
