@@ -527,7 +527,6 @@ static void test_swapoff_mthp(void)
 #define UPPER_ONLY 41
 #define FAIL_TIMES 100000
 
-/* Make this task's non-sleeping page allocations fail (or stop doing so). */
 /*
  * [*start, *end) of kernel function @fn's text, from /proc/kallsyms (the
  * next text symbol's address ends it); 0 if it is not there.
@@ -619,8 +618,21 @@ static void test_continuation_alloc_failure(void)
 	int ok = 1, ready[2], go[2];
 	pid_t pids[SHARERS];
 	size_t swapped;
+	unsigned long start, end;
 	char *buf;
 
+	/*
+	 * Kernels from the swap table rework on (7.x) keep every count in the
+	 * table and have no continuation pages: nothing here to fail. A
+	 * kallsyms that lists try_to_unmap but not the continuation says so;
+	 * an empty kallsyms is a broken setup and fails below instead.
+	 */
+	if (!ksym_range("add_swap_count_continuation", &start, &end) &&
+	    ksym_range("try_to_unmap", &start, &end)) {
+		ktap_skip(name, "this kernel has no swap count continuation "
+			  "(no add_swap_count_continuation in /proc/kallsyms)");
+		return;
+	}
 	memcg_enter(MEMCG);
 	folio_size(64);
 	buf = map_aligned(SHARED_SIZE, PMD_SIZE);
