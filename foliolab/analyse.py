@@ -19,7 +19,7 @@ from pathlib import Path
 from foliolab import bootrecord, counting, derive, stats
 from foliolab.derive import Sample, load_samples
 from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.workloads import WORKLOADS, Workload
+from foliolab.workloads import WORKLOADS, Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -602,6 +602,7 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         w = WORKLOADS.get(name)
         if w is None:
             continue
+        w = with_roots(w, tuple(m.extra_roots))
         rows = summarize_workload(w, samples, names)
         workloads.append(WorkloadAnalysis(
             w, rows, attribution_rows(w, samples, names)

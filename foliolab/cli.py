@@ -132,6 +132,10 @@ def _measure(s: argparse.ArgumentParser) -> None:
                    help="add a counting boot per sample: exact guest-kernel "
                         "instruction, TLB-invalidation and IPI counts from "
                         "a QEMU TCG plugin (see docs/manual.md)")
+    s.add_argument("--root", action="append", default=[], metavar="FUNCTION",
+                   help="with --count: also count FUNCTION with everything "
+                        "it calls, in every workload (repeatable; a workload "
+                        "follows at most 8 roots, its own included)")
     s.add_argument("--fault", choices=FAULTS,
                    help="testing aid: make every sample of every kernel but "
                         "the baseline panic or hang, to exercise foliolab's "
@@ -522,6 +526,11 @@ def _request(args, specs, patches, attribution: dict[str, int]):
     from foliolab import orchestrate, workloads
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
+    roots = tuple(args.root)
+    if roots and not args.count:
+        raise UsageError("--root names a function to count",
+                         hint="add --count")
+    wl = [workloads.with_roots(w, roots) for w in wl]
     if args.resume and args.out is None:
         raise UsageError("--resume finishes the run in --out DIR",
                          hint="give the --out of the interrupted run")
@@ -533,7 +542,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
         samples_per_boot=args.samples_per_boot, fault=args.fault or "",
-        timeout=args.timeout, count=args.count, kernels=specs,
+        timeout=args.timeout, count=args.count, roots=roots, kernels=specs,
         attribution=attribution, dry_run=args.dry_run,
         records_on=args.records_on,
         executor=_executor_options(args, args.argv), resume=args.resume,

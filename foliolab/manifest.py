@@ -111,6 +111,8 @@ class RunManifest:
     image: str = ""
     patches: list[str] = field(default_factory=list)
     attribution: dict[str, int] = field(default_factory=dict)
+    # --root: functions counted in every workload besides its own roots
+    extra_roots: list[str] = field(default_factory=list)
     timeout: float | None = None
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -191,6 +193,7 @@ class RunManifest:
             count=d.get("count"), qemu=d.get("qemu", "?"),
             image=d.get("image", ""), patches=d.get("patches", []),
             attribution=d.get("attribution", {}) or {},
+            extra_roots=d.get("extra_roots", []),
             timeout=d.get("timeout"), errors=d.get("errors", []),
             failures=d.get("failures", []), stopped=d.get("stopped", ""),
             resumed=d.get("resumed", []),

@@ -66,6 +66,8 @@ class Request:
     fault: str = ""
     timeout: float | None = None   # per-boot limit; default: the workload's
     count: bool = False            # add a counting boot per sample
+    # --root: counted in every workload (``workloads`` already count them)
+    roots: tuple[str, ...] = ()
     # --kernel NAME=SPEC, baseline first; empty: --patches' two kernels
     kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
     attribution: dict[str, int] = field(default_factory=dict)
@@ -133,6 +135,7 @@ def differences(req: Request, m: RunManifest) -> None:
             ("--samples-per-boot", m.samples_per_boot, now.samples_per_boot),
             ("--arch", m.arch, now.arch), ("--config", m.config, now.config),
             ("--count", bool(m.count), req.count),
+            ("--root", m.extra_roots, now.extra_roots),
             ("--executor", m.executor.kind, now.executor.kind),
             ("--fault", m.fault_injection, now.fault_injection)):
         if theirs != ours:
@@ -217,7 +220,8 @@ def start_manifest(req: Request) -> RunManifest:
         fault_injection=req.fault or None,
         records_on="console" if req.console_results else "port",
         executor=_executor_record(req.executor),
-        attribution=dict(req.attribution), timeout=req.timeout)
+        attribution=dict(req.attribution), extra_roots=list(req.roots),
+        timeout=req.timeout)
 
 
 # ---- kernels, image, machine ---------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from foliolab import parse
-from foliolab.counting import CountUnit
+from foliolab.counting import MAX_ROOTS, CountUnit
 from foliolab.errors import UsageError
 from foliolab.parse import GuestSample
 
@@ -428,6 +428,15 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
     if unit:
         out.append(Metric(f"{unit.name}s_counted", unit.name + "s", "higher",
                           f"counted: {unit.root} calls", primary=False))
+    out += root_metrics(roots)
+    return tuple(replace(m, counted=True) for m in (*out, *extra))
+
+
+def root_metrics(roots: tuple[str, ...]) -> list[Metric]:
+    """What the counting pass reports of each root: its instructions with
+    everything it calls, its calls, and the TLB invalidations and IPIs
+    made inside it."""
+    out = []
     for r in roots:
         out += [Metric(f"{r}_insns", "insns", "lower",
                        f"counted: {r} (callees included)", primary=False),
@@ -438,7 +447,24 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
                        primary=False),
                 Metric(f"{r}_ipis_sent", "IPIs", "lower",
                        f"counted: IPIs sent inside {r}", primary=False)]
-    return tuple(replace(m, counted=True) for m in (*out, *extra))
+    return [replace(m, counted=True) for m in out]
+
+
+def with_roots(w: Workload, roots: tuple[str, ...]) -> Workload:
+    """``w`` also counting ``roots`` (compare's --root), each reported as
+    its own roots are; more than the counter follows is a usage error."""
+    new = tuple(r for r in dict.fromkeys(roots) if r not in w.count_roots)
+    if not new:
+        return w
+    followed = set(w.count_roots + new) | (
+        {w.count_unit.root} if w.count_unit else set())
+    if len(followed) > MAX_ROOTS:
+        raise UsageError(f"{w.name} would count {len(followed)} roots with "
+                         f"--root; the counter follows at most {MAX_ROOTS}",
+                         hint=f"{w.name} counts {', '.join(w.count_roots)} "
+                              "already: drop some --root options")
+    return replace(w, count_roots=w.count_roots + new,
+                   metrics=w.metrics + tuple(root_metrics(new)))
 
 
 _UNMAP_UNIT = CountUnit("folio", "try_to_unmap")

@@ -181,3 +181,22 @@ def test_every_error_class_has_an_exit_code_of_its_own():
     codes = [c.exit_code for c in classes]
     assert len(codes) == len(set(codes)), sorted(
         (c.exit_code, c.__name__) for c in classes)
+
+
+@pytest.mark.parametrize("extra, says", [
+    ([], "--root names a function to count"),
+    (["--count", "--root", "a", "--root", "b", "--root", "c", "--root", "d",
+      "--root", "e", "--root", "f", "--root", "g"],
+     "pageout would count 10 roots with --root"),
+])
+def test_compare_root_is_refused_before_any_work(capsys, monkeypatch,
+                                                 tmp_path, extra, says):
+    from foliolab import build
+    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
+        "built a kernel"))
+    out = tmp_path / "out"
+    rc, _, err = run(capsys, "compare", "--workloads", "pageout", "--root",
+                     "collapse_file", *extra, "--out", str(out))
+    assert rc == errors.UsageError.exit_code
+    assert says in one_error_line(err)
+    assert not out.exists()

@@ -215,3 +215,22 @@ def test_every_workload_emits_every_metric_it_declares(name,
         assert s.valid, s.reasons
         missing = {m.key for m in w.metrics if not m.counted} - set(s.values)
         assert not missing, f"{name} declares but never derives {missing}"
+
+
+def test_with_roots_counts_and_reports_the_extra_roots():
+    w = workloads.WORKLOADS["khugepaged"]
+    more = workloads.with_roots(w, ("collapse_file", w.count_roots[0],
+                                    "collapse_file"))
+    assert more.count_roots == (*w.count_roots, "collapse_file")
+    keys = {m.key for m in more.metrics} - {m.key for m in w.metrics}
+    assert keys == {"collapse_file_insns", "collapse_file_calls",
+                    "collapse_file_tlb_flush_insns",
+                    "collapse_file_ipis_sent"}
+    assert all(more.metric(k).counted for k in keys)
+    assert workloads.with_roots(w, ()) is w
+
+
+def test_with_roots_refuses_more_roots_than_the_counter_follows():
+    w = workloads.WORKLOADS["pageout"]       # 2 roots of its own
+    with pytest.raises(UsageError, match="would count 9 roots"):
+        workloads.with_roots(w, tuple(f"f{i}" for i in range(7)))
