@@ -112,6 +112,7 @@ class RunManifest:
     patches: list[str] = field(default_factory=list)
     attribution: dict[str, int] = field(default_factory=dict)
     timeout: float | None = None
+    monitors: bool = False          # vmstat/interrupts sampled (monitors.py)
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     stopped: str = ""               # the signal that stopped the run
@@ -191,7 +192,8 @@ class RunManifest:
             count=d.get("count"), qemu=d.get("qemu", "?"),
             image=d.get("image", ""), patches=d.get("patches", []),
             attribution=d.get("attribution", {}) or {},
-            timeout=d.get("timeout"), errors=d.get("errors", []),
+            timeout=d.get("timeout"), monitors=d.get("monitors", False),
+            errors=d.get("errors", []),
             failures=d.get("failures", []), stopped=d.get("stopped", ""),
             resumed=d.get("resumed", []),
             finished=d.get("finished", ""))

@@ -181,3 +181,16 @@ def test_every_error_class_has_an_exit_code_of_its_own():
     codes = [c.exit_code for c in classes]
     assert len(codes) == len(set(codes)), sorted(
         (c.exit_code, c.__name__) for c in classes)
+
+
+def test_version_and_workloads_listing(capsys):
+    import pytest as _pytest
+    from foliolab import __version__
+    with _pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"foliolab {__version__}\n"
+    assert cli.main(["workloads", "ksm-rmap"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ksm-rmap: ") and "vmas " in out
+    assert cli.main(["workloads", "nosuch"]) == 2
