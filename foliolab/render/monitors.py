@@ -80,28 +80,40 @@ def _keys(panel: Panel, s: monitors.MonitorSeries) -> tuple[str, ...]:
     return tuple(k for k, text in s.names.items() if text in panel.names)
 
 
-def _figure(workload: str, lines: list[_Line]) -> bytes:
+Points = list[tuple[float, float]]
+
+
+def _points(lines: list[_Line]) -> dict[Panel, list[tuple[str, Points]]]:
+    """Per panel, (kernel, rates) of each line that has the monitor."""
+    out: dict[Panel, list[tuple[str, Points]]] = {}
+    for panel in PANELS:
+        out[panel] = [(x.kernel, x.series[panel.monitor].rates(
+            _keys(panel, x.series[panel.monitor])))
+            for x in lines if panel.monitor in x.series]
+    return out
+
+
+def _figure(workload: str, kernels: list[str],
+            drawn: dict[Panel, list[tuple[str, Points]]]) -> bytes:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    kernels = list(dict.fromkeys(x.kernel for x in lines))
     colours = {k: f"C{i}" for i, k in enumerate(kernels)}
-    fig, axes = plt.subplots(2, 3, figsize=(10, 5.2), squeeze=False)
-    for ax, panel in zip(axes.flat, PANELS):
-        for x in lines:
-            s = x.series.get(panel.monitor)
-            if s is None:
-                continue
-            pts = s.rates(_keys(panel, s))
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts],
-                        color=colours[x.kernel], linewidth=1, alpha=0.8)
+    rows = -(-len(drawn) // 3)
+    fig, axes = plt.subplots(rows, 3, figsize=(10, 2.6 * rows + 0.4),
+                             squeeze=False)
+    for ax, (panel, lines) in zip(axes.flat, drawn.items()):
+        for kernel, pts in lines:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                    color=colours[kernel], linewidth=1, alpha=0.8)
         ax.set_title(panel.title, fontsize=8)
         ax.set_ylim(bottom=0)
         ax.set_xlim(left=0)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("s into the window", fontsize=7)
+    for ax in list(axes.flat)[len(drawn):]:
+        ax.set_visible(False)
     for k in kernels:
         axes.flat[0].plot([], [], color=colours[k], label=k)
     axes.flat[0].legend(fontsize=7)
@@ -122,9 +134,17 @@ def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
                    "per second during the timed window, sampled about "
                    "once a second in the guest; one line per sample, "
                    "colour by kernel.")
+        points = _points(lines)
+        drawn = {p: v for p, v in points.items()
+                 if any(y for _, pts in v for _, y in pts)}
+        zero = [p.title for p in PANELS if p not in drawn]
+        if zero:
+            caption += " Zero throughout, not drawn: " + ", ".join(zero) + "."
         mine = [d for d in damage if f"raw/{workload}/" in d]
         if mine:
             caption += (f" Damaged monitor files ({len(mine)}), their good "
                         "reads drawn: " + "; ".join(mine[:3]))
-        out.append((caption, _figure(workload, lines)))
+        if drawn:
+            kernels = list(dict.fromkeys(x.kernel for x in lines))
+            out.append((caption, _figure(workload, kernels, drawn)))
     return out

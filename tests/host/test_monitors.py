@@ -113,6 +113,9 @@ def test_figures_per_workload_and_a_damaged_file_is_named(tmp_path, caplog):
     assert "raw/pageout/b-000/monitor-vmstat.txt" in caption
     assert "raw/pageout/b-000/monitor-interrupts.txt" in caption
     assert png.startswith(b"\x89PNG")
+    # constant panels are named, not drawn
+    assert ("Zero throughout, not drawn: pages scanned /s (pgscan), pages "
+            "reclaimed /s (pgsteal).") in caption
     assert "monitor-vmstat.txt" in caplog.text
 
 
