@@ -14,8 +14,8 @@ directory, ``monitor-vmstat.txt`` and ``monitor-interrupts.txt``:
     == 13.36
     ...
 
-A block without its ``==.`` at the end of a sample was cut when the
-sampler was stopped and is dropped; anything else that does not parse is
+A last block without its ``==.`` (a read that failed, or a sampler
+stopped in its midst) is dropped; anything else that does not parse is
 named in the series' ``problems``, never raised: a monitor cannot make a
 boot invalid.
 """

@@ -49,34 +49,24 @@ fl_anon_folio() {
 # Monitors (FL_MONITORS=1; never in a counting boot, whose windows must
 # hold the same kernel work every time): /proc/vmstat and /proc/interrupts
 # read about once a second from the end of "fl_snap before" to the start of
-# "fl_snap after", i.e. around the timed window. The sampler is a shell at
-# nice 19 (renice: the image's busybox has no nice) pinned to the last CPU,
-# so that it yields to the timed task and keeps off its CPU unless the task
-# pinned itself there (the workloads pin to the CPU they start on). It
-# appends to tmpfs; its files go to the host after the window as
-# monitor.vmstat and monitor.interrupts, one block per read: "== UPTIME",
-# the file's lines, "==." (a last block without "==." was cut by the
-# stop). Its own forks' page faults are inside the before/after deltas.
+# "fl_snap after", i.e. around the timed window, by flmon
+# (workloads/flmon.c): one process, no fork per read, at nice 19 pinned to
+# the last CPU, so that it yields to the timed task and keeps off its CPU
+# unless the task pinned itself there (the workloads pin to the CPU they
+# start on). It keeps the reads in memory and writes them when stopped;
+# they go to the host after the window as monitor.vmstat and
+# monitor.interrupts (format: foliolab/monitors.py).
 FL_MON=/tmp/fl_mon
 fl_monitor_start() {
 	[ "$FL_MONITORS" = 1 ] && [ "$FL_COUNT" != 1 ] || return 0
 	rm -f $FL_MON.vmstat $FL_MON.interrupts
-	taskset -c $(($(nproc) - 1)) sh -c '
-		renice -n 19 -p $$ > /dev/null
-		while :; do
-			read up idle < /proc/uptime
-			{ echo "== $up"; cat /proc/vmstat; echo "==."; } \
-				>> '$FL_MON'.vmstat
-			{ echo "== $up"; cat /proc/interrupts; echo "==."; } \
-				>> '$FL_MON'.interrupts
-			sleep 1
-		done' &
+	flmon $FL_MON &
 	FL_MON_PID=$!
 }
 
 fl_monitor_stop() {
 	[ -n "$FL_MON_PID" ] || return 0
-	kill "$FL_MON_PID" 2>/dev/null
+	kill -TERM "$FL_MON_PID" 2>/dev/null
 	wait "$FL_MON_PID" 2>/dev/null
 	FL_MON_PID=
 }
