@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import hostsetup, kconfig, proc, source
+from foliolab import hostsetup, kconfig, proc, source, timings
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.paths import cache_root
@@ -133,6 +133,7 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     word) and recorded as built: its hash is the one of the kernel.
     """
     hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
+    started = time.monotonic()
     source.checkout(tree)
     out = build_dir(arch, purpose,
                     slot or slot_for(tree.variant, tree.version()))
@@ -151,6 +152,8 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
         count_file.write_text(str(count))
     kconfig.check(kconfig.merge(purpose, arch.name, version=tree.version()),
                   config)
+    # checkout to image: what the next dry run's estimate takes a build for
+    timings.record_build(arch.name, purpose, time.monotonic() - started)
     release = out / "include" / "config" / "kernel.release"
     return Kernel(tree.variant, purpose, arch.name, out,
                   out / arch.kernel_image, tree.commit, config_digest(config),

@@ -14,7 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
-from foliolab import kconfig
+from foliolab import __version__, kconfig
 from foliolab.arch import ARCHES
 from foliolab.errors import (BuildError, FoliolabError, Stop, StoppedError,
                              UsageError)
@@ -143,6 +143,11 @@ def _measure(s: argparse.ArgumentParser) -> None:
     s.add_argument("--dry-run", action="store_true",
                    help="print the builds and QEMU command lines the run "
                         "would execute, and execute nothing")
+    s.add_argument("--monitors", action=argparse.BooleanOptionalAction,
+                   default=True,
+                   help="sample /proc/vmstat and /proc/interrupts every "
+                        "second of each timed window into the run "
+                        "directory (default on; see docs/manual.md)")
     s.add_argument("--resume", action="store_true",
                    help="finish the interrupted run in --out DIR: its "
                         "finished boots are kept, the rest run (the same "
@@ -225,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="foliolab", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true",
                    help="log every command that is run")
+    p.add_argument("--version", action="version",
+                   version=f"foliolab {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     s = sub.add_parser("setup", help="install the host packages foliolab "
@@ -384,6 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run directories (two or more)")
     s.add_argument("--all", action="store_true",
                    help="secondary metrics too, not only the primary ones")
+
+    s = sub.add_parser("workloads", help="list every workload with its "
+                                         "parameters and metrics")
+    s.add_argument("names", nargs="?", metavar="NAME,...",
+                   help="only these workloads (default: all)")
 
     s = sub.add_parser("report", help="rewrite the report of a results DIR")
     s.add_argument("dir", type=Path)
@@ -546,7 +558,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
         attribution=attribution, dry_run=args.dry_run,
         records_on=args.records_on,
         executor=_executor_options(args, args.argv), resume=args.resume,
-        command=["foliolab", *args.argv])
+        command=["foliolab", *args.argv], monitors=args.monitors)
 
 
 def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
@@ -645,6 +657,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_workloads(args) -> int:
+    from foliolab import workloads
+    print(workloads.listing(workloads.get_workloads(args.names)), end="")
+    return 0
+
+
 def cmd_diff(args) -> int:
     from foliolab import diff
     print(diff.diff(args.outs, args.all), end="")
@@ -665,7 +683,7 @@ HANDLERS = {
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
     "attribute": cmd_attribute, "diff": cmd_diff, "jobs": cmd_jobs,
     "run": cmd_run,
-    "test": cmd_test, "report": cmd_report,
+    "test": cmd_test, "report": cmd_report, "workloads": cmd_workloads,
 }
 
 

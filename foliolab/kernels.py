@@ -30,7 +30,7 @@ from pathlib import Path
 
 from foliolab import build, debian, kconfig, source
 from foliolab.arch import Arch
-from foliolab.errors import UsageError
+from foliolab.errors import FoliolabError, UsageError
 from foliolab.paths import cache_root
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
@@ -263,6 +263,46 @@ def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
     frag = kconfig.merge(purpose, arch.name, version=tree.version()).text()
     key = hashlib.sha256(f"{tree.commit}\0{frag}".encode()).hexdigest()[:16]
     return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
+
+
+def _known_commit(k: KernelSpec) -> str | None:
+    """``k``'s commit if it can be had without fetching, applying or
+    unpacking anything (for --dry-run), else None."""
+    repo = source.base_repo()
+    try:
+        if k.kind is SpecKind.GIT:
+            return source.resolve_ref(k.repo, k.ref)
+        if not (repo / ".git").exists():
+            return None
+        if k.kind is SpecKind.BASE or (k.kind is SpecKind.SERIES
+                                        and not k.series().patches):
+            return source.base_commit(repo)
+        if k.kind is SpecKind.SERIES:
+            cp = source.git(repo, "rev-parse", "--verify", "-q",
+                            f"refs/foliolab/series/{k.series().digest}"
+                            "^{commit}", check=False)
+            return cp.stdout.strip() if cp.returncode == 0 else None
+    except FoliolabError:
+        return None
+    return None
+
+
+def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
+                ) -> tuple[Path | None, str | None]:
+    """(its store directory if ``k`` is built and kept there, its commit
+    if known): what --dry-run says of a kernel, with nothing changed."""
+    if k.kind is SpecKind.IMAGE:
+        return k.image, None
+    commit = _known_commit(k)
+    if commit is None:
+        return None, None
+    repo = k.repo if k.kind is SpecKind.GIT else source.base_repo()
+    kept = store_dir(arch, purpose, source.Tree(k.name, Path(repo), commit,
+                                                ""))
+    image = kept / Path(arch.kernel_image).name
+    if image.exists() and all((kept / f).exists() for f in _KEPT):
+        return kept, commit
+    return None, commit
 
 
 def build_and_keep(tree: source.Tree, arch: Arch, purpose: str

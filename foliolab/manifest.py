@@ -114,6 +114,7 @@ class RunManifest:
     # --root: functions counted in every workload besides its own roots
     extra_roots: list[str] = field(default_factory=list)
     timeout: float | None = None
+    monitors: bool = False          # vmstat/interrupts sampled (monitors.py)
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     stopped: str = ""               # the signal that stopped the run
@@ -194,7 +195,8 @@ class RunManifest:
             image=d.get("image", ""), patches=d.get("patches", []),
             attribution=d.get("attribution", {}) or {},
             extra_roots=d.get("extra_roots", []),
-            timeout=d.get("timeout"), errors=d.get("errors", []),
+            timeout=d.get("timeout"), monitors=d.get("monitors", False),
+            errors=d.get("errors", []),
             failures=d.get("failures", []), stopped=d.get("stopped", ""),
             resumed=d.get("resumed", []),
             finished=d.get("finished", ""))

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from foliolab import bootrecord, counting, derive, outcome
+from foliolab import (bootrecord, counting, derive, monitors, outcome,
+                      parse, timings)
 from foliolab.boot import BlockRequest, BootRequest, BootSpec
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.build import Kernel
@@ -53,6 +55,10 @@ class RunRequest:
     counters: dict[str, Counter] | None = None
     executor: Executor | None = None  # who runs the boots
     resume: bool = False            # keep the boots that have a boot.json
+    monitors: bool = False          # sample vmstat/interrupts in the window
+    # keep the boots' wall times for estimates (timings.py): QEMU boots of
+    # a real run, not a lab's, not a test's stand-ins
+    record_times: bool = False
 
 
 @dataclass
@@ -159,8 +165,11 @@ def run_workloads(req: RunRequest) -> RunResult:
         if w.name not in progress:
             progress[w.name] = Progress(f"run {w.name}", left[w.name])
 
-    def step(w: Workload) -> None:
+    eta = RunEta(req, boots)
+
+    def step(w: Workload, b: PlannedBoot | None = None) -> None:
         begin(w)
+        progress[w.name].note = eta.step(b)
         progress[w.name].step()
         left[w.name] -= 1
         if not left[w.name]:
@@ -202,10 +211,45 @@ def run_workloads(req: RunRequest) -> RunResult:
                 key = (b.workload.name, b.kernel, b.what)
                 fails[key] = _record(req, b, outcome.judge(c), result,
                                      fails[key])
-                step(b.workload)
+                step(b.workload, b)
     finally:
         stream.close()          # a stopped run ends its executor's work
     return result
+
+
+def planned_time(b: PlannedBoot) -> timings.PlannedBootTime:
+    """What an estimate of ``b``'s time needs of it."""
+    return timings.PlannedBootTime(b.workload.name, b.what is Pass.COUNT,
+                                   b.samples)
+
+
+class RunEta:
+    """The run's position (boot i of N) and its ETA: the measured times
+    of the boots still to run, scaled by how this run's boots so far
+    compared with theirs."""
+
+    def __init__(self, req: RunRequest, boots: list[PlannedBoot]) -> None:
+        t = timings.Timings.load()
+        arch, accel = req.spec.arch.name, req.spec.accel
+        self.expected = {b.seq: timings.boot_seconds(t, arch, accel,
+                                                     planned_time(b))[0]
+                         for b in boots}
+        self.total = len(boots)
+        self.done = 0
+        self.done_expected = 0.0
+        self.start = time.monotonic()
+
+    def step(self, b: PlannedBoot | None) -> str:
+        """Count one boot (None: one given up on, not run)."""
+        self.done += 1
+        if b is not None:
+            self.done_expected += self.expected.get(b.seq, 0.0)
+        left = sum(list(self.expected.values())[self.done:])
+        elapsed = time.monotonic() - self.start
+        scale = (elapsed / self.done_expected if self.done_expected
+                 else 1.0)
+        return (f"boot {self.done} of {self.total}, ETA "
+                f"{timings.clock(left * scale)}")
 
 
 def _rundir(req: RunRequest, b: PlannedBoot) -> Path:
@@ -250,7 +294,8 @@ def _request(req: RunRequest, b: PlannedBoot, result: RunResult
             b.params, spec.arch.name).write(rundir)
     result.boots += 1
     return BootRequest(f"{w.name}/{b.name}", spec,
-                       w.job(b.params, b.samples, fault, counted), rundir)
+                       w.job(b.params, b.samples, fault, counted,
+                             req.monitors), rundir)
 
 
 def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
@@ -263,6 +308,12 @@ def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
                                 b.samples,
                                 req.spec.arch.name if counted else "",
                                 req.out)
+    if req.record_times and res.clean:
+        timings.record_boot(req.spec.arch.name, w.name, req.spec.accel,
+                            counted, b.samples, res.elapsed)
+    if req.monitors and not counted:
+        monitors.write_monitors(_rundir(req, b),
+                                parse.parse_records(res.records).samples)
     with open(req.out / "samples.jsonl", "a") as f:
         for s in samples:
             f.write(json.dumps(asdict(s)) + "\n")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from foliolab import __version__, build, counting, hostsetup, image, proc
 from foliolab import kernels as kernels_mod
-from foliolab import analyse, report, source
+from foliolab import analyse, report, source, timings
 from foliolab.arch import get_arch
 from foliolab.boot import (BootSpec, boot, check_cpu_model, debug_cmdline,
                            probe_kvm)
@@ -40,7 +40,7 @@ from foliolab.executors.lava.job import JOBS_DIR, LAVA_ROUNDS_PER_BLOCK
 from foliolab.manifest import (ExecutorRecord, KernelRecord, RunManifest,
                                plain)
 from foliolab.measure import RunRequest, RunResult, boot_spec, plan
-from foliolab.measure import run_workloads
+from foliolab.measure import planned_time, run_workloads
 from foliolab.paths import PROJECT_ROOT
 from foliolab.workloads import Workload
 
@@ -76,6 +76,7 @@ class Request:
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
     resume: bool = False            # finish the run in ``out``
     command: list[str] = field(default_factory=list)
+    monitors: bool = False          # sample vmstat/interrupts each second
 
     @property
     def console_results(self) -> bool:
@@ -221,7 +222,7 @@ def start_manifest(req: Request) -> RunManifest:
         records_on="console" if req.console_results else "port",
         executor=_executor_record(req.executor),
         attribution=dict(req.attribution), extra_roots=list(req.roots),
-        timeout=req.timeout)
+        timeout=req.timeout, monitors=req.monitors)
 
 
 # ---- kernels, image, machine ---------------------------------------------
@@ -342,12 +343,13 @@ def _open(req: Request) -> RunManifest:
 
 
 def _measure(req: Request, m: RunManifest, machine: Machine,
-             executor: Executor) -> RunResult:
+             executor: Executor, record_times: bool = False) -> RunResult:
     return run_workloads(RunRequest(
         req.workloads, req.params, req.runs, machine.kernels, machine.image,
         machine.spec, req.out, req.samples_per_boot, req.fault,
         timeout=req.timeout, counters=machine.counters, executor=executor,
-        resume=req.resume))
+        resume=req.resume, monitors=req.monitors,
+        record_times=record_times))
 
 
 Prepare = Callable[[Request, RunManifest], Machine]
@@ -368,7 +370,9 @@ def compare(req: Request, prepare: Prepare = prepare,
         with stop_signals():
             machine = prepare(req, m)
             m.write(req.out)
-            result = _measure(req, m, machine, executor)
+            result = _measure(req, m, machine, executor,
+                              executor is made and req.executor.kind
+                              is ExecutorKind.QEMU)
         m.failures = result.failures
     except Stop as s:
         m.stopped = s.signame
@@ -436,6 +440,7 @@ def dry_run(req: Request) -> str:
     lines = [f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
              f"config {req.config}, arch {arch.name}; {per_boot} boots, "
              f"{req.runs * len(specs) * len(req.workloads)} samples"]
+    lines += _plan_time(req, arch)
     if req.executor.kind.is_lava:
         lines.append(f"# executor {req.executor.kind}: each workload's two "
                      "rounds are one LAVA job (device type "
@@ -471,6 +476,29 @@ def dry_run(req: Request) -> str:
             lines.append(shlex.join(boot_argv(
                 spec, req.out / "raw" / w.name / b.name)))
     return "\n".join(lines) + "\n"
+
+
+def _plan_time(req: Request, arch) -> list[str]:
+    """The dry run's builds (kept or to build) and its time estimate."""
+    lines, to_build = [], set()
+    for k in req.specs:
+        kept, key = kernels_mod.kept_kernel(k, arch, req.config)
+        if kept is not None:
+            lines.append(f"# kernel {k.name}: kept in the store ({kept})")
+        elif key is None:
+            lines.append(f"# kernel {k.name}: not known to be kept, "
+                         "counted as a build")
+            to_build.add(k.name)
+        else:
+            to_build.add(key)       # kernels of one commit: one build
+            lines.append(f"# kernel {k.name}: to build")
+    boots = plan(req.workloads, req.params, tuple(x.name for x in req.specs),
+                 req.runs, req.samples_per_boot, counted=req.count)
+    accel = "tcg" if req.accel == "auto" else req.accel
+    est = timings.estimate(
+        timings.Timings.load(), arch.name, req.config, accel, len(to_build),
+        [planned_time(b) for b in boots])
+    return lines + [est.line()]
 
 
 def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:

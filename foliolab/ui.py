@@ -19,6 +19,7 @@ class Progress:
         self.start = time.monotonic()
         self.interval = interval
         self._last = 0.0
+        self.note = ""          # appended to the line, e.g. a run's ETA
 
     def _line(self) -> str:
         el = time.monotonic() - self.start
@@ -26,9 +27,11 @@ class Progress:
         if self.total:
             frac = min(self.done / self.total, 1.0)
             bar = "#" * int(frac * 30)
-            return (f"{self.label} [{bar:<30}] {frac * 100:3.0f}% "
+            line = (f"{self.label} [{bar:<30}] {frac * 100:3.0f}% "
                     f"{mins}:{secs:02d}")
-        return f"{self.label} {self.done} {mins}:{secs:02d}"
+        else:
+            line = f"{self.label} {self.done} {mins}:{secs:02d}"
+        return f"{line} ({self.note})" if self.note else line
 
     def step(self, n: int = 1) -> None:
         self.done += n

@@ -57,6 +57,15 @@ class Param:
         ok = value.replace(".", "", 1).replace("-", "", 1).isalnum()
         return None if ok else "letters, digits and at most one . or -"
 
+    @property
+    def kind(self) -> str:
+        """What values it takes, as check() decides: for a listing."""
+        if self.choices:
+            return "one of " + ",".join(self.choices)
+        if self.lo is not None:
+            return f"integer {self.lo}..{self.hi}"
+        return "word"
+
     @classmethod
     def integer(cls, default: str, help: str, lo: int, hi: int) -> Param:
         """An integer parameter with its bounds."""
@@ -120,10 +129,12 @@ class Workload:
         return out
 
     def job(self, params: dict[str, str], samples: int, fault: str = "",
-            count: bool = False) -> str:
+            count: bool = False, monitors: bool = False) -> str:
         lines = [f"export FL_{k.upper()}={v}" for k, v in params.items()]
         lines += [f"export FL_FAULT={fault}",
                   f"export FL_COUNT={1 if count else 0}",
+                  # lib.sh never starts them in a counting boot
+                  f"export FL_MONITORS={1 if monitors else 0}",
                   ". /foliolab/lib.sh",
                   f". /foliolab/workloads/{self.script}.sh",
                   f"fl_samples {samples}"]
@@ -793,3 +804,23 @@ def parse_params(items: list[str], workloads: list[Workload]
     for w in workloads:
         w.resolve(out[w.name])     # validate now, before any build
     return out
+
+
+def listing(workloads: list[Workload]) -> str:
+    """`foliolab workloads`: each workload's parameters (type or range,
+    default) and metrics, from their definitions above."""
+    out = []
+    for w in workloads:
+        out += [f"{w.name}: {w.title}", "  parameters (--param "
+                f"{w.name}.NAME=VALUE):"]
+        width = max((len(k) for k in w.params), default=0)
+        out += [f"    {k:<{width}}  {p.kind}; default {p.default}: {p.help}"
+                for k, p in w.params.items()]
+        out.append("  metrics (unit, better; * primary; counted: with "
+                   "--count):")
+        width = max(len(m.key) for m in w.metrics)
+        out += [f"    {'*' if m.primary else ' '} {m.key:<{width}}  {m.unit}, "
+                f"{m.better}{', counted' if m.counted else ''}: {m.label}"
+                for m in w.metrics]
+        out.append("")
+    return "\n".join(out)

@@ -46,8 +46,43 @@ fl_anon_folio() {
 	echo always > "$THP/hugepages-${1}kB/enabled"
 }
 
-# fl_snap TAG [CGROUP]: ship the counters the host diffs around a sample.
+# Monitors (FL_MONITORS=1; never in a counting boot, whose windows must
+# hold the same kernel work every time): /proc/vmstat and /proc/interrupts
+# read about once a second from the end of "fl_snap before" to the start of
+# "fl_snap after", i.e. around the timed window, by flmon
+# (workloads/flmon.c): one process, no fork per read, at nice 19 pinned to
+# the last CPU, so that it yields to the timed task and keeps off its CPU
+# unless the task pinned itself there (the workloads pin to the CPU they
+# start on). It keeps the reads in memory and writes them when stopped;
+# they go to the host after the window as monitor.vmstat and
+# monitor.interrupts (format: foliolab/monitors.py).
+FL_MON=/tmp/fl_mon
+fl_monitor_start() {
+	[ "$FL_MONITORS" = 1 ] && [ "$FL_COUNT" != 1 ] || return 0
+	rm -f $FL_MON.vmstat $FL_MON.interrupts
+	flmon $FL_MON &
+	FL_MON_PID=$!
+}
+
+fl_monitor_stop() {
+	[ -n "$FL_MON_PID" ] || return 0
+	kill -TERM "$FL_MON_PID" 2>/dev/null
+	wait "$FL_MON_PID" 2>/dev/null
+	FL_MON_PID=
+}
+
+# fl_monitor_ship: the monitors' files to the host (after the window).
+fl_monitor_ship() {
+	[ -e $FL_MON.vmstat ] || return 0
+	fl_file monitor.vmstat $FL_MON.vmstat
+	fl_file monitor.interrupts $FL_MON.interrupts
+	rm -f $FL_MON.vmstat $FL_MON.interrupts
+}
+
+# fl_snap TAG [CGROUP]: ship the counters the host diffs around a sample;
+# the monitors start after "before" and stop before "after".
 fl_snap() {
+	[ "$1" = after ] && fl_monitor_stop
 	fl_file "vmstat.$1" /proc/vmstat
 	fl_file "interrupts.$1" /proc/interrupts
 	fl_file "meminfo.$1" /proc/meminfo
@@ -60,6 +95,10 @@ fl_snap() {
 		fl_file "memcg_events.$1" "$2/memory.events"
 		fl_file "memcg_stat.$1" "$2/memory.stat"
 	fi
+	case "$1" in
+	before) fl_monitor_start ;;
+	after) fl_monitor_ship ;;
+	esac
 }
 
 # The stages of shrink_folio_list() that the reclaim workloads time with

@@ -200,3 +200,16 @@ def test_compare_root_is_refused_before_any_work(capsys, monkeypatch,
     assert rc == errors.UsageError.exit_code
     assert says in one_error_line(err)
     assert not out.exists()
+
+
+def test_version_and_workloads_listing(capsys):
+    import pytest as _pytest
+    from foliolab import __version__
+    with _pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"foliolab {__version__}\n"
+    assert cli.main(["workloads", "ksm-rmap"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ksm-rmap: ") and "vmas " in out
+    assert cli.main(["workloads", "nosuch"]) == 2

@@ -142,3 +142,40 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     assert sorted(map(key, res.samples)) == sorted(map(key, straight))
     assert sorted(map(key, derive.load_samples(req.out))) == sorted(
         map(key, straight))
+
+
+def test_progress_gives_the_overall_position_and_an_eta(
+        tmp_path, tmp_cache, monkeypatch):
+    """60 s kept per pageout boot; the first of four boots takes 30 s:
+    the three left take 3 x 60 s x 30/60 = 1:30."""
+    from foliolab import timings
+    for _ in range(3):
+        timings.record_boot("x86_64", "pageout", "tcg", False, 1, 60.0)
+    req, fake = fake_request(tmp_path, ["a", "b"], runs=2)
+    boots = measure.plan(req.workloads, {}, ("a", "b"), 2, 1, False)
+    clock = iter([100.0, 130.0, 190.0])
+    with monkeypatch.context() as m:
+        m.setattr(measure.time, "monotonic", lambda: next(clock))
+        eta = measure.RunEta(req, boots)
+        assert eta.step(boots[0]) == "boot 1 of 4, ETA 1:30"
+        assert eta.step(boots[1]) == "boot 2 of 4, ETA 1:30"  # 90 s for 120
+    measure.run_workloads(req)
+    # a test's stand-in boots are not kept as the lab's times
+    assert timings.Timings.load().boots == {
+        "x86_64/pageout/tcg/timed/1": [60.0, 60.0, 60.0]}
+
+
+def test_monitor_files_are_kept_per_timed_boot(tmp_path):
+    class WithMonitor(FakeExecutor):
+        def capture(self, b):
+            c = super().capture(b)
+            c.records = ("@@ sample 0\n@@ file monitor.vmstat\n== 1.0\n"
+                         "pgfault 1\n==.\n@@ end\n@@ exit 0\n")
+            return c
+    req, fake = fake_request(tmp_path, ["a"], runs=1, monitors=True)
+    req.executor = WithMonitor({"a": tmp_path / "a"})
+    measure.run_workloads(req)
+    (d,) = bootrecord.boot_dirs(req.out)
+    assert (d / "monitor-vmstat.txt").read_text().startswith(
+        "# foliolab monitor vmstat")
+    assert not (d / "monitor-interrupts.txt").exists()

@@ -34,6 +34,20 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
     assert res["environment"]["base_version"] == "6.12.117-1~deb12u1"
     assert (out / "report.md").exists() and (out / "plots" / "pageout.png").exists()
     assert not res["environment"]["errors"]
+    # the monitors (on by default) kept their reads of each timed window
+    from foliolab import monitors
+    from foliolab.render.monitors import monitor_figures
+    reads = []
+    for variant in ("vanilla", "patched"):
+        for m in monitors.MONITORS:
+            (s,) = monitors.read_monitor(out / "raw" / "pageout" /
+                                         f"{variant}-000", m)
+            assert s.readings and not s.problems, (variant, m, s.problems)
+            reads.append(len(s.readings))
+    # 32 MiB may take less than a second: a rate needs two reads (and
+    # then pgfault moves at least, by the sampler's own forks)
+    assert [c.split(":")[0] for c, _ in monitor_figures(out)] == (
+        ["pageout"] if max(reads) > 1 else []), reads
 
 
 def test_guest_panic_is_reported_and_nothing_is_lost(tmp_path, capsys):

@@ -234,3 +234,22 @@ def test_with_roots_refuses_more_roots_than_the_counter_follows():
     w = workloads.WORKLOADS["pageout"]       # 2 roots of its own
     with pytest.raises(UsageError, match="would count 9 roots"):
         workloads.with_roots(w, tuple(f"f{i}" for i in range(7)))
+
+
+def test_listing_has_every_workload_with_its_params_and_metrics():
+    text = workloads.listing(list(workloads.WORKLOADS.values()))
+    blocks = text.split("\n\n")
+    assert [b.split(":")[0] for b in blocks if b] == list(workloads.WORKLOADS)
+    for block, w in zip(blocks, workloads.WORKLOADS.values()):
+        for name, p in w.params.items():
+            assert f" {name} " in block and f"default {p.default}:" in block
+        for m in w.metrics:
+            assert f" {m.key} " in block
+    assert "integer 1..2048; default 256" in blocks[0]
+    assert "one of 4,16,32" in blocks[0]
+
+
+def test_job_exports_the_monitors_switch():
+    w = workloads.WORKLOADS["pageout"]
+    assert "export FL_MONITORS=1" in w.job(w.resolve({}), 1, monitors=True)
+    assert "export FL_MONITORS=0" in w.job(w.resolve({}), 1)

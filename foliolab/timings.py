@@ -1,0 +1,190 @@
+"""How long builds and boots take on this lab, as measured: the estimate
+`compare --dry-run` prints and the ETA of a run's progress.
+
+$FOLIOLAB_CACHE/timings.json keeps the last few wall times of every real
+build (per arch and config purpose; checkout, configure and make) and of
+every clean boot (per arch, workload, accelerator, pass and samples per
+boot). An estimate takes their median; a kind not yet measured takes a
+default, and the estimate says which ones did. A damaged file is set
+aside with a warning: timings are a convenience, never a reason to fail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from foliolab.paths import cache_root
+
+log = logging.getLogger("foliolab")
+
+TIMINGS = "timings.json"
+VERSION = 1
+KEEP = 5                    # the newest measurements kept per kind
+
+# Before the first measurement: a fresh 6.12 build with a cold ccache on
+# two shared cores; a TCG boot of one sample (pageout: ~16 s, ksm-rmap up
+# to ~40 s on this lab); KVM about a third of that.
+DEFAULT_BUILD_S = 600.0
+DEFAULT_BOOT_S = {"tcg": 45.0, "kvm": 15.0}
+COUNT_FACTOR = 1.5          # a counting boot against its timed one
+RUN_OVERHEAD_S = 15.0       # image, manifest, report
+
+
+def build_key(arch: str, purpose: str) -> str:
+    return f"{arch}/{purpose}"
+
+
+def boot_key(arch: str, workload: str, accel: str, counted: bool,
+             samples: int) -> str:
+    return (f"{arch}/{workload}/{accel}/{'count' if counted else 'timed'}"
+            f"/{samples}")
+
+
+@dataclass
+class Timings:
+    """Seconds measured, newest last, by build_key() and boot_key()."""
+
+    builds: dict[str, list[float]] = field(default_factory=dict)
+    boots: dict[str, list[float]] = field(default_factory=dict)
+    version: int = VERSION
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Timings:
+        path = path or cache_root() / TIMINGS
+        try:
+            d = json.loads(path.read_text())
+            t = cls(builds=_series(d["builds"]), boots=_series(d["boots"]))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("%s is damaged (%s): estimates use defaults until "
+                        "the next build and boot rewrite it", path, e)
+            return cls()
+        return t
+
+    def save(self, path: Path | None = None) -> None:
+        path = path or cache_root() / TIMINGS
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        tmp.replace(path)
+
+    def build_s(self, arch: str, purpose: str) -> float | None:
+        got = self.builds.get(build_key(arch, purpose))
+        return statistics.median(got) if got else None
+
+    def boot_s(self, arch: str, workload: str, accel: str, counted: bool,
+               samples: int) -> float | None:
+        got = self.boots.get(boot_key(arch, workload, accel, counted,
+                                      samples))
+        return statistics.median(got) if got else None
+
+
+def _series(d) -> dict[str, list[float]]:
+    if not isinstance(d, dict):
+        raise TypeError("not an object")
+    return {str(k): [float(x) for x in v][-KEEP:] for k, v in d.items()}
+
+
+def _add(series: dict[str, list[float]], key: str, seconds: float) -> None:
+    series[key] = (series.get(key, []) + [round(seconds, 1)])[-KEEP:]
+
+
+def record_build(arch: str, purpose: str, seconds: float) -> None:
+    t = Timings.load()
+    _add(t.builds, build_key(arch, purpose), seconds)
+    _save(t)
+
+
+def record_boot(arch: str, workload: str, accel: str, counted: bool,
+                samples: int, seconds: float) -> None:
+    t = Timings.load()
+    _add(t.boots, boot_key(arch, workload, accel, counted, samples), seconds)
+    _save(t)
+
+
+def _save(t: Timings) -> None:
+    try:
+        t.save()
+    except OSError as e:
+        log.warning("timings not kept: %s", e)
+
+
+@dataclass(frozen=True)
+class PlannedBootTime:
+    """What the estimate needs of one planned boot."""
+
+    workload: str
+    counted: bool
+    samples: int
+
+
+@dataclass
+class Estimate:
+    """A run's expected wall time, and what it was estimated from."""
+
+    builds: int
+    build_s: float
+    boots: int
+    boot_s: float
+    defaults: list[str] = field(default_factory=list)  # kinds not measured
+
+    @property
+    def total_s(self) -> float:
+        return self.build_s + self.boot_s + RUN_OVERHEAD_S
+
+    def line(self) -> str:
+        source = "from this lab's measured times"
+        if self.defaults:
+            source = ("defaults for " + ", ".join(self.defaults) +
+                      " (not measured here yet)")
+        return (f"# estimate: {clock(self.total_s)} wall time ({self.builds} "
+                f"build(s) {clock(self.build_s)}, {self.boots} boot(s) "
+                f"{clock(self.boot_s)}), {source}")
+
+
+def clock(seconds: float) -> str:
+    """``3725`` -> ``1:02:05``; ``65`` -> ``1:05``."""
+    s = int(round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def boot_seconds(t: Timings, arch: str, accel: str, b: PlannedBootTime
+                 ) -> tuple[float, bool]:
+    """(seconds, measured?) of one boot: its own kind's median; else the
+    one-sample kind's, times the samples; else the default."""
+    got = t.boot_s(arch, b.workload, accel, b.counted, b.samples)
+    if got is not None:
+        return got, True
+    one = t.boot_s(arch, b.workload, accel, b.counted, 1)
+    if one is not None:
+        return one * b.samples, True
+    timed = t.boot_s(arch, b.workload, accel, False, b.samples)
+    if b.counted and timed is not None:
+        return timed * COUNT_FACTOR, False
+    base = DEFAULT_BOOT_S.get(accel, DEFAULT_BOOT_S["tcg"]) * b.samples
+    return base * (COUNT_FACTOR if b.counted else 1), False
+
+
+def estimate(t: Timings, arch: str, purpose: str, accel: str, builds: int,
+             boots: list[PlannedBootTime]) -> Estimate:
+    """The wall time of ``builds`` builds and ``boots``."""
+    defaults = []
+    build_one = t.build_s(arch, purpose)
+    if build_one is None and builds:
+        defaults.append(f"builds ({arch}/{purpose})")
+    boot_total = 0.0
+    for b in boots:
+        s, measured = boot_seconds(t, arch, accel, b)
+        boot_total += s
+        kind = f"{b.workload} {'counting ' if b.counted else ''}boots"
+        if not measured and kind not in defaults:
+            defaults.append(kind)
+    return Estimate(builds, builds * (build_one or DEFAULT_BUILD_S),
+                    len(boots), boot_total, defaults)
