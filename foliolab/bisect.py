@@ -349,8 +349,6 @@ class Bisection:
         rundir = self.req.out / "steps" / f"{position:04d}-{c.sha[:12]}"
         try:
             kernel = self.lab.build(c)
-        except Stop:
-            raise
         except FoliolabError as e:
             m = Measurement(StepStatus.BUILD_FAILED, detail=e.one_line())
         else:
@@ -489,6 +487,11 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
                            f"finished steps are in {req.out / RECORD}",
                            hint="go on with the same command and --out "
                                 f"{req.out} --resume") from None
+    except FoliolabError as e:
+        if not record.result:            # an error of the lab, not ends()
+            record.result = f"ended by an error: {e.one_line()}"
+            record.write(req.out)
+        raise
     print(b.answer(positions), flush=True)
     record.wall_s = time.time() - record.started
     record.write(req.out)

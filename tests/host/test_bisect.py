@@ -147,6 +147,21 @@ def test_bad_that_does_not_cross_is_no_answer(repo, tmp_path):
     assert "no answer" in (tmp_path / "out" / "bisect.txt").read_text()
 
 
+def test_an_error_of_the_lab_keeps_the_steps(repo, tmp_path):
+    scratch_repo(repo, COUNTS)
+
+    class BrokenQemu(FakeLab):
+        def count(self, kernel, rundir):
+            if len(self.built) == 3:
+                raise errors.BootError("qemu-system-x86_64 is not installed")
+            return super().count(kernel, rundir)
+
+    with pytest.raises(errors.BootError):
+        bisect.bisect(request(repo, tmp_path), BrokenQemu(repo))
+    r = bisect.Record.read(tmp_path / "out")
+    assert len(r.steps) == 2 and "not installed" in r.result
+
+
 def test_a_stopped_bisect_keeps_its_steps_and_resumes(repo, tmp_path):
     shas = scratch_repo(repo, COUNTS)
     with pytest.raises(errors.StoppedError) as stopped:
