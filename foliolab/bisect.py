@@ -96,7 +96,7 @@ def parse_threshold(below: str | None, above: str | None) -> Threshold:
     return Threshold(direction, float(m.group(1)), bool(m.group(2)))
 
 
-# ---- the range ----------------------------------------------------------------
+# ---- the range --------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Commit:
@@ -146,7 +146,7 @@ def check_kernel_tree(repo: Path, commits: list[Commit]) -> None:
                              hint="give --repo PATH of a kernel clone")
 
 
-# ---- the metric -----------------------------------------------------------------
+# ---- the metric -------------------------------------------------------------
 
 def check_metric(w: Workload, metric: str) -> None:
     """``metric`` must be one of ``w``'s counted metrics that one counting
@@ -168,7 +168,7 @@ def check_metric(w: Workload, metric: str) -> None:
                          hint="give a counted one: " + ", ".join(counted))
 
 
-# ---- the steps -----------------------------------------------------------------
+# ---- the steps --------------------------------------------------------------
 
 class StepStatus(str, enum.Enum):
     COUNTED = "counted"
@@ -228,6 +228,19 @@ class Lab(Protocol):
         """One counting boot of ``kernel``, its files in ``rundir``."""
 
 
+@dataclass(frozen=True)
+class BisectKey:
+    """What a resumed bisect must share with the one it resumes (its
+    counts are reused): the tree, the workload and metric, the kernel."""
+
+    repo: str
+    workload: str
+    params: dict[str, str]
+    metric: str
+    arch: str
+    config: str
+
+
 @dataclass
 class BisectRequest:
     repo: Path
@@ -243,12 +256,10 @@ class BisectRequest:
     resume: bool = False
     command: list[str] = field(default_factory=list)
 
-    def key(self) -> dict:
-        """What a resumed bisect must share with the one it resumes."""
-        return {"repo": str(self.repo.resolve()), "workload":
-                self.workload.name, "params": self.params,
-                "metric": self.metric, "arch": self.arch,
-                "config": self.config}
+    def key(self) -> BisectKey:
+        return BisectKey(str(self.repo.resolve()), self.workload.name,
+                         dict(self.params), self.metric, self.arch,
+                         self.config)
 
 
 @dataclass
@@ -256,12 +267,14 @@ class Record:
     """bisect.json: the request, the range and every step so far."""
 
     command: list[str]
-    key: dict
+    key: BisectKey
     good: str
     bad: str
     threshold: str
     commits: int                    # in the range, good and bad included
     steps: list[Step] = field(default_factory=list)
+    good_count: float | None = None
+    limit: float | None = None      # the count a commit must cross
     first_bad: list[str] = field(default_factory=list)  # one, or a span
     result: str = ""
     stopped: str = ""
@@ -280,6 +293,7 @@ class Record:
         try:
             raw = json.loads(path.read_text())
             raw["steps"] = [Step(**s) for s in raw["steps"]]
+            raw["key"] = BisectKey(**raw["key"])
             return cls(**raw)
         except (OSError, ValueError, TypeError, KeyError) as e:
             raise UsageError(f"{path} is not a bisect record ({e})",
@@ -288,8 +302,9 @@ class Record:
 
 def render(r: Record) -> str:
     """bisect.txt: one line per step, then the answer."""
-    lines = [f"# foliolab bisect {r.good}..{r.bad}: {r.commits} commits, "
-             f"{r.key['workload']} {r.key['metric']} {r.threshold}"]
+    lines = [f"# foliolab bisect {r.good}..{r.bad}: {r.commits - 1} "
+             f"commits after good, {r.key.workload} {r.key.metric} "
+             f"{r.threshold}"]
     for i, s in enumerate(r.steps, 1):
         lines.append(step_line(i, s, r.commits))
     if r.result:
@@ -308,7 +323,7 @@ def step_line(i: int, s: Step, commits: int) -> str:
             + (f"  [{s.detail}]" if s.detail else ""))
 
 
-# ---- the search -----------------------------------------------------------------
+# ---- the search -------------------------------------------------------------
 
 def next_position(lo: int, hi: int, tried: set[int]) -> int | None:
     """The untried position nearest the middle of (lo, hi), the lower of
@@ -373,7 +388,8 @@ class Bisection:
         if good.verdict is Verdict.SKIP:
             self._fail(f"good {self.req.good} gave no count ({good.status}: "
                        f"{good.detail})", "a bisect needs good's count")
-        self.good_count = good.count
+        self.good_count = self.record.good_count = good.count
+        self.record.limit = self.req.threshold.limit(good.count)
         if self.req.threshold.crossed(good.count, good.count):
             self._fail(f"good {self.req.good} itself is "
                        f"{self.req.threshold.describe()} ({good.count:g})",
@@ -428,7 +444,7 @@ class Bisection:
         return text
 
 
-# ---- the whole bisect ------------------------------------------------------------
+# ---- the whole bisect -------------------------------------------------------
 
 def check(req: BisectRequest) -> list[Commit]:
     """Everything about the request that needs no build: the range, the
@@ -447,7 +463,8 @@ def _kept_steps(req: BisectRequest) -> dict[str, Step]:
     old = Record.read(req.out)
     if old.key != req.key():
         raise UsageError(f"--resume: the bisect in {req.out} was "
-                         f"{old.key}, this asks for {req.key()}",
+                         f"{asdict(old.key)}, this asks for "
+                         f"{asdict(req.key())}",
                          hint="resume with the bisect's own options")
     return {s.commit: s for s in old.steps}
 

@@ -40,8 +40,8 @@ def scratch_repo(path: Path, counts: list[int]) -> list[str]:
     for i, n in enumerate(counts):
         (path / "count").write_text(f"{n}\n")
         git(path, "add", "-A")
-        git(path, "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m",
-            f"mm: step {i}")
+        git(path, "-c", "commit.gpgsign=false", "commit", "-q",
+            "--allow-empty", "-m", f"mm: step {i}")
         shas.append(git(path, "rev-parse", "HEAD"))
     git(path, "tag", "good", shas[0])
     return shas
@@ -175,6 +175,10 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(repo, tmp_path):
     assert r.first_bad == [shas[7]]
     assert shas[0] not in lab.built and shas[-1] not in lab.built
     assert len(lab.built) == len(r.steps) - 2
+    # another metric is another bisect: its counts are not these
+    with pytest.raises(errors.UsageError, match="--resume: the bisect in"):
+        bisect.bisect(request(repo, tmp_path, resume=True,
+                              metric="kernel_insns_per_folio"), FakeLab(repo))
 
 
 @pytest.mark.parametrize("argv, says", [
