@@ -516,16 +516,27 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
 
 
 def fetch_range(user_repo: Path, commits: list[Commit]) -> None:
-    """The range's commits into the cache's repository, in one fetch as
-    deep as the range (prepare_git would fetch each commit alone)."""
+    """The range's commits into the cache's repository in one fetch
+    (prepare_git would fetch each commit alone). When the cache has good
+    already (a range on the base), the fetch sends only the range's new
+    objects; otherwise it goes as deep as the range, no further into a
+    user's history."""
     repo = source.prepare_base()
-    if source.git(repo, "cat-file", "-e", f"{commits[-1].sha}^{{commit}}",
-                  check=False).returncode == 0:
+    bad = commits[-1].sha
+    if _has_commit(repo, bad):
         return
-    source.git(repo, "fetch", "-q", "--no-tags", f"--depth={len(commits)}",
-               str(user_repo.resolve()), commits[-1].sha)
-    source.git(repo, "update-ref", f"refs/foliolab/git/{commits[-1].sha}",
-               commits[-1].sha)
+    # A depth when good is there would only mark good shallow, and a clone
+    # of a shallow repository copies every object instead of sharing them.
+    depth = [] if _has_commit(repo, commits[0].sha) else [
+        f"--depth={len(commits)}"]
+    source.git(repo, "fetch", "-q", "--no-tags", *depth,
+               str(user_repo.resolve()), bad)
+    source.git(repo, "update-ref", f"refs/foliolab/git/{bad}", bad)
+
+
+def _has_commit(repo: Path, sha: str) -> bool:
+    return source.git(repo, "cat-file", "-e", f"{sha}^{{commit}}",
+                      check=False).returncode == 0
 
 
 class QemuLab:

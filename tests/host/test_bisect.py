@@ -235,3 +235,21 @@ def test_thresholds(below, above, want):
     t = parse_threshold(below, above)
     assert (t.direction, t.value, t.relative) == want
     assert t.crossed(499, 1000) is (want[0] is bisect.Direction.BELOW)
+
+
+@pytest.mark.parametrize("cache_has_good", [True, False])
+def test_the_range_is_fetched_once_and_shallow_only_if_it_must(
+        repo, tmp_path, monkeypatch, cache_has_good):
+    shas = scratch_repo(repo, COUNTS)
+    cache = tmp_path / "cache-linux"
+    git(tmp_path, "init", "-q", str(cache))
+    if cache_has_good:
+        git(cache, "fetch", "-q", str(repo), "good:refs/heads/good")
+    assert (subprocess.run(["git", "-C", str(cache), "cat-file", "-e",
+                            shas[-1]]).returncode != 0)
+    monkeypatch.setattr(bisect.source, "prepare_base", lambda: cache)
+    commits = bisect.commit_range(repo, "good", "main")
+    bisect.fetch_range(repo, commits)
+    assert git(cache, "cat-file", "-t", shas[-1]) == "commit"
+    shallow = (cache / ".git" / "shallow").exists()
+    assert shallow is not cache_has_good
