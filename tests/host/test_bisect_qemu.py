@@ -40,11 +40,16 @@ def series_repo(dest: Path, series: source.Series) -> Path:
     committer date, so the commits, and the kernels kept for them, are
     the same in every run."""
     base = source.prepare_base()
-    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout",
-                    str(base), str(dest)], check=True)
+    # The base's objects borrowed, not copied (what clone --shared does,
+    # but also when the cache's repository is shallow, where clone would
+    # copy every object).
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)
+    (dest / ".git" / "objects" / "info" / "alternates").write_text(
+        f"{base / '.git' / 'objects'}\n")
+    parent = _git(base, "rev-parse", f"{source.BASE_TAG}^{{commit}}")
+    _git(dest, "update-ref", f"refs/tags/{source.BASE_TAG}", parent)
     index = dest / ".git" / "series-index"
     env = {"GIT_INDEX_FILE": str(index)}
-    parent = _git(dest, "rev-parse", f"{source.BASE_TAG}^{{commit}}")
     _git(dest, "read-tree", parent, env=env)
     for patch in series.patches:
         _git(dest, "apply", "--cached", str(patch), env=env)
