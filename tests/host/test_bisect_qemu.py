@@ -4,11 +4,11 @@ pageout's try_to_unmap_insns_per_folio falling below half of the base's;
 the answer must be 0026, the patch that unmaps a swap-backed anonymous
 large folio in one batch.
 
-Marked ``bisect`` (besides ``qemu``): it builds up to seven kernels and
-boots each once with the counting plugin, about half an hour on two
-cores with cold builds, so `make test` leaves it out (pyproject.toml's
+Marked ``bisect`` (besides ``qemu``): it builds seven kernels and boots
+each once with the counting plugin, 43 minutes with cold builds on a
+shared two-core machine, so `make test` leaves it out (pyproject.toml's
 addopts); run it with ``pytest -m bisect``. Builds are kept in the kernel
-store, so a second run only boots.
+store, so a second run only boots (100 s).
 """
 
 import os
