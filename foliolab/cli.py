@@ -397,6 +397,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("names", nargs="?", metavar="NAME,...",
                    help="only these workloads (default: all)")
 
+    s = sub.add_parser("bisect", help="the first commit of a range where a "
+                                      "counted metric crosses a threshold "
+                                      "(one counting boot per step)")
+    _arch(s)
+    s.add_argument("--repo", type=Path, required=True, metavar="PATH",
+                   help="the kernel clone whose commits are bisected")
+    s.add_argument("--good", required=True, metavar="REF",
+                   help="a commit that has not crossed the threshold")
+    s.add_argument("--bad", required=True, metavar="REF",
+                   help="a later commit that has (good must be on its "
+                        "first-parent line)")
+    s.add_argument("--workload", required=True, metavar="NAME",
+                   help="the workload counted at each step, e.g. pageout")
+    s.add_argument("--metric", required=True, metavar="KEY",
+                   help="one of its counted metrics, e.g. "
+                        "try_to_unmap_insns_per_folio")
+    s.add_argument("--below", metavar="VALUE",
+                   help="bad means the count is below VALUE: a number, or "
+                        "Nx for N times good's count (e.g. 0.5x)")
+    s.add_argument("--above", metavar="VALUE",
+                   help="bad means the count is above VALUE (a number, "
+                        "or Nx as for --below)")
+    s.add_argument("--param", action="append", default=[],
+                   metavar="NAME=VALUE",
+                   help="a workload parameter (repeatable)")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--out", type=Path,
+                   help="run directory (default results/bisect-<time>)")
+    s.add_argument("--resume", action="store_true",
+                   help="go on with the stopped bisect in --out DIR, "
+                        "reusing its counted steps")
+
     s = sub.add_parser("report", help="rewrite the report of a results DIR")
     s.add_argument("dir", type=Path)
     defaults_in_help(p)
@@ -648,11 +680,38 @@ def _upstream_plan(args):
     return upstream_selftests.plan(selection, get_arch(args.arch))
 
 
+def cmd_bisect(args) -> int:
+    from foliolab import bisect, workloads
+    threshold = bisect.parse_threshold(args.below, args.above)
+    if "," in args.workload:
+        raise UsageError(f"--workload {args.workload}: bisect counts one "
+                         "workload", hint="give one name")
+    (w,) = workloads.get_workloads(args.workload)
+    params = workloads.parse_params(args.param, [w]).get(w.name, {})
+    if args.resume and args.out is None:
+        raise UsageError("--resume goes on with the bisect in --out DIR",
+                         hint="give the --out of the stopped bisect")
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "bisect-%Y%m%d-%H%M%S")
+    req = bisect.BisectRequest(
+        args.repo.expanduser(), args.good, args.bad, w, w.resolve(params),
+        args.metric, threshold, args.arch, args.config, out, args.resume,
+        ["foliolab", *args.argv])
+    bisect.bisect(req)
+    print(f"results: {out}/bisect.txt, {out}/bisect.json")
+    return 0
+
+
 def cmd_report(args) -> int:
-    from foliolab import report
+    from foliolab import bisect, report
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir}: no such directory",
                          hint="give the --out directory of a compare run")
+    if (args.dir / bisect.RECORD).exists():
+        record = bisect.Record.read(args.dir)
+        (args.dir / bisect.TEXT).write_text(bisect.render(record))
+        print(bisect.render(record), end="")
+        return 0
     print(report.write_report(args.dir))
     return 0
 
@@ -682,7 +741,7 @@ HANDLERS = {
     "setup": cmd_setup, "tree": cmd_tree, "export": cmd_export,
     "build": cmd_build, "check": cmd_check, "compare": cmd_compare,
     "attribute": cmd_attribute, "diff": cmd_diff, "jobs": cmd_jobs,
-    "run": cmd_run,
+    "run": cmd_run, "bisect": cmd_bisect,
     "test": cmd_test, "report": cmd_report, "workloads": cmd_workloads,
 }
 

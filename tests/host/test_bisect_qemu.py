@@ -1,0 +1,89 @@
+"""`foliolab bisect` for real: a scratch repository made of the pinned
+6.12 base and the 26 patches of patches/6.12 as commits, bisected for
+pageout's try_to_unmap_insns_per_folio falling below half of the base's;
+the answer must be 0026, the patch that unmaps a swap-backed anonymous
+large folio in one batch.
+
+Marked ``bisect`` (besides ``qemu``): it builds seven kernels and boots
+each once with the counting plugin, 43 minutes with cold builds on a
+shared two-core machine, so `make test` leaves it out (pyproject.toml's
+addopts); run it with ``pytest -m bisect``. Builds are kept in the kernel
+store, so a second run only boots (100 s).
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from foliolab import bisect, cli, source
+from foliolab.paths import DEFAULT_PATCHES
+
+pytestmark = [pytest.mark.qemu, pytest.mark.bisect]
+
+METRIC = "try_to_unmap_insns_per_folio"
+
+
+def _git(repo: Path, *args: str, env: dict | None = None,
+         stdin: bytes | None = None) -> str:
+    full = {**os.environ, **source.IDENTITY, **(env or {})}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True,
+                          env=full, input=stdin, capture_output=True
+                          ).stdout.decode().strip()
+
+
+def series_repo(dest: Path, series: source.Series) -> Path:
+    """``dest``: a clone of the cache's base (sharing its objects, no
+    checkout) with each patch of ``series`` a commit on branch `series`,
+    made from the patch's own author, date and message with a fixed
+    committer date, so the commits, and the kernels kept for them, are
+    the same in every run."""
+    base = source.prepare_base()
+    # The base's objects borrowed, not copied (what clone --shared does,
+    # but also when the cache's repository is shallow, where clone would
+    # copy every object).
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)
+    (dest / ".git" / "objects" / "info" / "alternates").write_text(
+        f"{base / '.git' / 'objects'}\n")
+    parent = _git(base, "rev-parse", f"{source.BASE_TAG}^{{commit}}")
+    _git(dest, "update-ref", f"refs/tags/{source.BASE_TAG}", parent)
+    index = dest / ".git" / "series-index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    _git(dest, "read-tree", parent, env=env)
+    for patch in series.patches:
+        _git(dest, "apply", "--cached", str(patch), env=env)
+        tree = _git(dest, "write-tree", env=env)
+        info = _git(dest, "mailinfo", str(index) + ".msg", "/dev/null",
+                    stdin=patch.read_bytes())
+        head = dict(line.split(": ", 1) for line in info.splitlines()
+                    if ": " in line)
+        body = Path(str(index) + ".msg").read_text()
+        message = head["Subject"] + "\n\n" + body
+        parent = _git(dest, "commit-tree", tree, "-p", parent, env={
+            **env, "GIT_AUTHOR_NAME": head["Author"],
+            "GIT_AUTHOR_EMAIL": head["Email"], "GIT_AUTHOR_DATE":
+            head["Date"], "GIT_COMMITTER_DATE": source.FIXED_DATE},
+            stdin=message.encode())
+    _git(dest, "branch", "-f", "series", parent)
+    return dest
+
+
+def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
+    series = source.read_series(DEFAULT_PATCHES)
+    repo = series_repo(tmp_path / "linux", series)
+    out = tmp_path / "bisect"
+    assert cli.main(["bisect", "--repo", str(repo), "--good",
+                     source.BASE_TAG, "--bad", "series", "--workload",
+                     "pageout", "--metric", METRIC, "--below", "0.5x",
+                     "--param", "size_mb=32", "--out", str(out)]) == 0
+    record = bisect.Record.read(out)
+    (first,) = record.first_bad
+    # 0026, by its own subject line
+    want = series.patches[25]
+    assert want.name.startswith("0026-mm-rmap-unmap-swap-backed-anonymous")
+    subject = _git(repo, "log", "-1", "--format=%s", first)
+    assert f"Subject: [PATCH 26/26] {subject}" in " ".join(
+        want.read_text().split("\n\n", 1)[0].split())
+    counted = [s for s in record.steps if s.count is not None]
+    assert len(counted) >= 3 and all(s.count > 0 for s in counted)
