@@ -174,6 +174,10 @@ def _executor(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lava-identity", default="default", metavar="NAME",
                    help="lavacli identity in ~/.config/lavacli.yaml for "
                         "the server and token ($LAVA_TOKEN wins)")
+    g.add_argument("--lava-poll", type=float, default=30.0, metavar="S",
+                   help="ask the server about unfinished jobs every S "
+                        "seconds (default 30, polite to a shared lab; "
+                        "a lab of your own can take 5)")
     g.add_argument("--artifacts-dir", type=Path, metavar="DIR",
                    help="where the artifacts are written, for you to serve "
                         "at --artifacts-url (default OUT/lava/artifacts)")
@@ -193,12 +197,13 @@ def _executor_options(args, argv: list[str]):
     tags = tuple(t for t in args.lava_tags.split(",") if t)
     given = _given(argv, ("--lava-url", "--lava-identity", "--artifacts-dir",
                           "--lava-device-type", "--lava-tags", "--lava-dtb",
-                          "--artifacts-url"))
+                          "--artifacts-url", "--lava-poll"))
     return ExecutorOptions(
         ExecutorKind(getattr(args, "executor", "qemu")),
         Target(args.lava_device_type, tags, args.lava_dtb),
         url=getattr(args, "lava_url", ""),
         identity=getattr(args, "lava_identity", "default"),
+        poll=getattr(args, "lava_poll", 30.0),
         artifacts_url=args.artifacts_url,
         artifacts_dir=getattr(args, "artifacts_dir", None), given=given)
 
