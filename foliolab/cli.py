@@ -203,24 +203,36 @@ def _executor(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lava-identity", default="default", metavar="NAME",
                    help="lavacli identity in ~/.config/lavacli.yaml for "
                         "the server and token ($LAVA_TOKEN wins)")
+    g.add_argument("--lava-poll", type=float, default=30.0, metavar="S",
+                   help="ask the server about unfinished jobs every S "
+                        "seconds (default 30, polite to a shared lab; "
+                        "a lab of your own can take 5)")
     g.add_argument("--artifacts-dir", type=Path, metavar="DIR",
                    help="where the artifacts are written, for you to serve "
                         "at --artifacts-url (default OUT/lava/artifacts)")
+
+
+def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``flags`` that ``argv`` gives, also as the abbreviations argparse
+    accepts (``--lava-u URL``), which it has already refused if ambiguous."""
+    names = [a.split("=", 1)[0] for a in argv if a.startswith("--")]
+    return tuple(f for f in flags
+                 if any(len(n) > 2 and f.startswith(n) for n in names))
 
 
 def _executor_options(args, argv: list[str]):
     from foliolab.executors import ExecutorOptions
     from foliolab.executors.lava.job import Target
     tags = tuple(t for t in args.lava_tags.split(",") if t)
-    given = tuple(f for f in ("--lava-url", "--lava-identity",
-                              "--artifacts-dir", "--lava-device-type",
-                              "--lava-tags", "--lava-dtb", "--artifacts-url")
-                  if any(a == f or a.startswith(f + "=") for a in argv))
+    given = _given(argv, ("--lava-url", "--lava-identity", "--artifacts-dir",
+                          "--lava-device-type", "--lava-tags", "--lava-dtb",
+                          "--artifacts-url", "--lava-poll"))
     return ExecutorOptions(
         ExecutorKind(getattr(args, "executor", "qemu")),
         Target(args.lava_device_type, tags, args.lava_dtb),
         url=getattr(args, "lava_url", ""),
         identity=getattr(args, "lava_identity", "default"),
+        poll=getattr(args, "lava_poll", 30.0),
         artifacts_url=args.artifacts_url,
         artifacts_dir=getattr(args, "artifacts_dir", None), given=given)
 

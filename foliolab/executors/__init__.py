@@ -55,6 +55,7 @@ class ExecutorOptions:
     target: Target = field(default_factory=Target)
     url: str = ""                   # --lava-url ("": lavacli's identity)
     identity: str = "default"       # lavacli's identity
+    poll: float = 30.0              # seconds between asking the server
     artifacts_url: str = ""         # where a lab's workers fetch them
     artifacts_dir: Path | None = None   # default OUT/lava/artifacts
     # LAVA options the user gave (flag names), for refusing them elsewhere
@@ -65,6 +66,7 @@ class ExecutorOptions:
 _LAVA_ONLY = {"--lava-url": (ExecutorKind.LAVA,),
               "--lava-identity": (ExecutorKind.LAVA,),
               "--artifacts-dir": (ExecutorKind.LAVA,),
+              "--lava-poll": (ExecutorKind.LAVA,),
               "--lava-device-type": (ExecutorKind.LAVA,
                                      ExecutorKind.LAVA_LOCAL,
                                      ExecutorKind.LAVA_EXPORT),
@@ -104,6 +106,10 @@ def _check(opts: ExecutorOptions, count: bool) -> None:
                              "lava-run refuses to run otherwise",
                              hint="run as root, or `foliolab jobs export` "
                                   "the jobs for a LAVA worker")
+    if opts.kind is ExecutorKind.LAVA and not opts.poll >= 1:
+        raise UsageError(f"--lava-poll {opts.poll:g}: under a second "
+                         "between questions floods the server",
+                         hint="give 1 or more (default 30)")
     if opts.kind is ExecutorKind.LAVA and not opts.artifacts_url:
         raise UsageError("--executor lava needs --artifacts-url: the "
                          "lab's workers fetch kernels, ramdisk and job "
@@ -128,5 +134,6 @@ def make_executor(opts: ExecutorOptions, out: Path, count: bool = False
         return LavaExport(out, opts.target, opts.artifacts_url)
     from foliolab.executors.lava import server
     creds = server.credentials(opts.url, opts.identity)
-    return server.LavaServerExecutor(out, opts.target, server.Server(creds),
+    return server.LavaServerExecutor(out, opts.target,
+                                     server.Server(creds, opts.poll),
                                      opts.artifacts_dir, opts.artifacts_url)

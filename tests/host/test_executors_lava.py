@@ -581,6 +581,11 @@ def test_a_lava_block_is_two_rounds_of_one_workload():
      "boots with a device tree"),
     (["--executor", "lava", "--lava-url", "https://lab.example"],
      "--executor lava needs --artifacts-url"),
+    (["--executor", "lava", "--lava-url", "https://lab.example",
+      "--artifacts-url", "http://f.example", "--lava-poll", "0"],
+     "--lava-poll 0: under a second between questions"),
+    (["--lava-poll", "5"], "--lava-poll is an option of --executor lava, "
+                           "not of --executor qemu"),
 ])
 def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
                                                    capsys):

@@ -226,6 +226,13 @@ def kernel_less_repo(tmp_path):
      "--lava-url is an option of --executor lava, not of --executor qemu"),
     (["--workloads", "pageout", "--lava-dtb", "/etc/hostname"],
      "--lava-dtb is an option of --executor"),
+    (["--workloads", "pageout", "--lava-u", "https://lab"],
+     "--lava-url is an option of --executor lava, not of --executor qemu"),
+    (["--workloads", "pageout", "--artifacts-dir=/srv"],
+     "--artifacts-dir is an option of --executor lava, not of --executor "
+     "qemu"),
+    (["--workloads", "pageout", "--lava-tags", "x"],
+     "--lava-tags is an option of --executor"),
     (["--workloads", "pageout", "--executor", "lava", "--lava-url",
       "https://lab.example", "--artifacts-url", "https://f.example"],
      "needs a token for https://lab.example"),

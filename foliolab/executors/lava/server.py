@@ -200,18 +200,26 @@ class LavaServerExecutor(LavaJobs):
                  ) -> list[BootCapture]:
         log_path = self.out / LOGS_DIR / f"{block.name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.journal({"block": block.name, "job_id": job_id,
-                      "health": state.get("health"),
-                      "device": state.get("actual_device"),
-                      "finished": time.time()})
+        # the server's times beside foliolab's: queueing and polling are
+        # what a lab adds to the job's own run
+        entry = {"block": block.name, "job_id": job_id,
+                 "health": state.get("health"),
+                 "device": state.get("actual_device"),
+                 "server_times": {k: state.get(f"{k}_time")
+                                  for k in ("submit", "start", "end")},
+                 "finished": time.time()}
         try:
             log_path.write_text(self.server.log(job_id))
         except LavaError as e:
+            self.journal(entry)
             # one lost log loses that job's boots, not the run
             return self.not_run(block, NotRun.LOG_LOST,
                                 f"job {job_id} ({state.get('health')}) has "
                                 f"no log: {e.message}", self.server.creds.url)
-        return self.captures(block, log_path)
+        captured = self.captures(block, log_path)
+        self.journal({**entry, "boot_seconds": [round(c.elapsed, 2)
+                                                for c in captured]})
+        return captured
 
     def _cancel(self, job_ids: set[int]) -> None:
         for job_id in job_ids:
