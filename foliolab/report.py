@@ -19,7 +19,8 @@ from foliolab.analyse import Analysis, analyse, run_samples
 from foliolab.derive import Sample
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
-from foliolab.render.html import Figures, html_report
+from foliolab.render.html import Figures, html_figures, html_report
+from foliolab.render.monitors import monitor_figures
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
 
@@ -92,10 +93,11 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
                                                  default=str) + "\n")
     (out / "report.md").write_text(markdown_report(a))
     figures = _plots(a, out)
-    extra: list[str] = []
-    # MONITORS: the lead wires the monitors in here, e.g.
-    #   from foliolab.render.monitors import monitor_figures
-    #   extra.append(html_figures("Monitors", monitor_figures(out)))
+    # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
+    # shows its monitors: only in the HTML page, beside the tables
+    monitors = monitor_figures(out)
+    extra = [html_figures("Monitors (per second of each timed window)",
+                          monitors)] if monitors else []
     (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)

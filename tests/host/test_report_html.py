@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from foliolab import report
+from foliolab import monitors, report
 from foliolab.manifest import RunManifest
 
 
@@ -108,3 +108,20 @@ def test_every_workload_has_its_table_in_the_browser(tmp_path):
     assert "foliolab compare --runs 5" in headline
     for name in ("pageout", "pageout-4k"):
         assert any("metrics" in c for c in dom.tables[f"workload-{name}"])
+
+
+def test_report_html_draws_the_runs_monitors(tmp_path, data):
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    report.write_report(out)
+    assert "Monitors" not in (out / "report.html").read_text()
+    reads = "".join(f"== {10 + t}.0\npgfault {1000 * t * t}\npgscan_kswapd "
+                    f"{50 * t}\npswpout {7 * t}\n==.\n" for t in range(4))
+    for boot in ("vanilla-000", "patched-000"):
+        monitors.monitor_path(out / "raw" / "pageout" / boot,
+                              "vmstat").write_text(
+            f"# foliolab monitor vmstat\n## sample 0\n{reads}")
+    report.write_report(out)
+    page = (out / "report.html").read_text()
+    assert "Monitors (per second of each timed window)" in page
+    assert "pageout: /proc/vmstat and /proc/interrupts rates" in page
