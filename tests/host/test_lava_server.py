@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import cli, derive
+from foliolab import cli
 from foliolab.executors.lava import server as lavaserver
+from samerun import assert_same_run
 
 pytestmark = [pytest.mark.qemu, pytest.mark.skipif(
     os.geteuid() != 0, reason="a LAVA lab here needs root (apt, lava-run)")]
@@ -84,18 +85,7 @@ def test_one_abba_block_through_a_lava_server_gives_what_qemu_gives(
                          "--out", str(out)]) == 0
         print(f"{executor}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
         runs[executor] = out
-    lava_samples = derive.load_samples(runs["lava"])
-    qemu_samples = derive.load_samples(runs["qemu"])
-    assert len(lava_samples) == len(qemu_samples) == 4
-    assert all(s.valid for s in lava_samples + qemu_samples)
-
-    def shape(samples):
-        return sorted((s.variant, s.run, tuple(sorted(s.values)))
-                      for s in samples)
-    assert shape(lava_samples) == shape(qemu_samples)
-    rows = {ex: [(r["workload"], r["metric"]) for r in load(out)["summary"]]
-            for ex, out in runs.items()}
-    assert rows["lava"] == rows["qemu"]
+    assert_same_run(runs["lava"], runs["qemu"], samples=4)
     env = load(runs["lava"])["environment"]
     assert env["executor"]["kind"] == "lava"
     assert env["executor"]["server"] == lab["LAVA_URL"]

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from foliolab import cli, errors
+from samerun import assert_same_run
 
 pytestmark = pytest.mark.qemu
 
@@ -247,7 +248,6 @@ def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
     """One ABBA block as a LAVA job run by LAVA's dispatcher here, and the
     same boots by foliolab's QEMU: the samples agree in count, validity
     and metric set, and the report has the same rows."""
-    from foliolab import derive
     runs = {}
     for executor in ("lava-local", "qemu"):
         out = tmp_path / executor
@@ -255,19 +255,7 @@ def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
                 "--out", str(out)]
         assert cli.main(argv) == 0
         runs[executor] = out
-    lava_samples = derive.load_samples(runs["lava-local"])
-    qemu_samples = derive.load_samples(runs["qemu"])
-    assert len(lava_samples) == len(qemu_samples) == 4
-    assert all(s.valid for s in lava_samples + qemu_samples)
-
-    def shape(samples):
-        return sorted((s.variant, s.run, tuple(sorted(s.values)))
-                      for s in samples)
-    assert shape(lava_samples) == shape(qemu_samples)
-    rows = {ex: sorted((r["workload"], r["metric"])
-                       for r in load(out)["summary"])
-            for ex, out in runs.items()}
-    assert rows["lava-local"] == rows["qemu"]
+    assert_same_run(runs["lava-local"], runs["qemu"], samples=4)
     env = load(runs["lava-local"])["environment"]
     assert env["executor"]["kind"] == "lava-local"
     assert env["records_on"] == "console"
