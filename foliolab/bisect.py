@@ -432,10 +432,12 @@ class Bisection:
         bad = next(s for s in reversed(self.record.steps)
                    if s.position == positions[-1])
         if len(first) == 1:
+            # good's count may be 0 (a count that first appears): no ratio
+            ratio = (f", {bad.count / self.good_count:.3g}x"
+                     if self.good_count else "")
             text = (f"first bad commit: {first[0].sha} {first[0].subject} "
                     f"({self.req.metric} {bad.count:g}, good "
-                    f"{self.good_count:g}, "
-                    f"{bad.count / self.good_count:.3g}x)")
+                    f"{self.good_count:g}{ratio})")
         else:
             text = (f"the first bad commit is one of {len(first)} (the "
                     "ones before the last could not be counted): "
@@ -466,7 +468,9 @@ def _kept_steps(req: BisectRequest) -> dict[str, Step]:
                          f"{asdict(old.key)}, this asks for "
                          f"{asdict(req.key())}",
                          hint="resume with the bisect's own options")
-    return {s.commit: s for s in old.steps}
+    # only what was counted: a build or boot that failed (a timeout under
+    # load, say) is tried again
+    return {s.commit: s for s in old.steps if s.status is StepStatus.COUNTED}
 
 
 MakeLab = Callable[[BisectRequest, list[Commit]], Lab]

@@ -168,6 +168,9 @@ class BootJob:
     samples: int
     params: dict[str, str] = field(default_factory=dict)
     arch: str = ""          # the guest's (counting boots read counts by it)
+    # the functions a counting boot counted inclusively (the workload's own
+    # and --root's): deriving its samples again needs them
+    count_roots: list[str] = field(default_factory=list)
 
     def write(self, rundir: Path) -> None:
         rundir.mkdir(parents=True, exist_ok=True)

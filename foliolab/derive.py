@@ -17,7 +17,7 @@ from pathlib import Path
 from foliolab import bootrecord, counting, parse
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
-from foliolab.workloads import COUNTING, WORKLOADS, Workload
+from foliolab.workloads import COUNTING, WORKLOADS, Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -140,6 +140,7 @@ def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:
     w = WORKLOADS.get(job.workload)
     if res is None or w is None:
         return []
+    w = with_roots(w, tuple(job.count_roots))     # compare's --root too
     counted = job.arch if job.pass_ is Pass.COUNT else ""
     return samples_from_boot(w, job.params, job.kernel, job.first_run, res,
                              job.samples, counted, out)

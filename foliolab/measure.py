@@ -291,7 +291,8 @@ def _request(req: RunRequest, b: PlannedBoot, result: RunResult
                            w.count_roots))
     rundir = _rundir(req, b)
     BootJob(b.seq, w.name, variant, b.what, b.first_run, b.samples,
-            b.params, spec.arch.name).write(rundir)
+            b.params, spec.arch.name,
+            list(w.count_roots) if counted else []).write(rundir)
     result.boots += 1
     return BootRequest(f"{w.name}/{b.name}", spec,
                        w.job(b.params, b.samples, fault, counted,

@@ -84,15 +84,22 @@ class MonitorSeries:
             dt = cur.uptime - prev.uptime
             if dt <= 0:
                 continue
-            inc = sum(cur.counters.get(k, 0) - prev.counters.get(k, 0)
-                      for k in keys)
+            # a counter missing from either read (a cut read) is left out,
+            # not taken as 0: that would draw a spike
+            inc = sum(cur.counters[k] - prev.counters[k] for k in keys
+                      if k in cur.counters and k in prev.counters)
             out.append((cur.uptime - r[0].uptime, inc / dt))
         return out
 
 
+def _count(text: str) -> bool:
+    """Digits int() takes (str.isdigit() also passes "²", int() does not)."""
+    return text.isascii() and text.isdecimal()
+
+
 def _vmstat_line(line: str) -> tuple[str, int, str] | None:
     key, _, value = line.partition(" ")
-    return (key, int(value), "") if value.strip().isdigit() else ("", 0, "")
+    return ((key, int(value), "") if _count(value.strip()) else ("", 0, ""))
 
 
 def _interrupts_line(line: str) -> tuple[str, int, str] | None:
@@ -103,7 +110,7 @@ def _interrupts_line(line: str) -> tuple[str, int, str] | None:
         return None if label.startswith("CPU") else ("", 0, "")
     fields = rest.split()
     counts = []
-    while fields and fields[0].isdigit():
+    while fields and _count(fields[0]):
         counts.append(int(fields.pop(0)))
     return label, sum(counts), " ".join(fields)
 

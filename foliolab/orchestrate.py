@@ -137,6 +137,7 @@ def differences(req: Request, m: RunManifest) -> None:
             ("--arch", m.arch, now.arch), ("--config", m.config, now.config),
             ("--count", bool(m.count), req.count),
             ("--root", m.extra_roots, now.extra_roots),
+            ("--monitors", m.monitors, now.monitors),
             ("--executor", m.executor.kind, now.executor.kind),
             ("--fault", m.fault_injection, now.fault_injection)):
         if theirs != ours:

@@ -95,7 +95,11 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     figures = _plots(a, out)
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
     # shows its monitors: only in the HTML page, beside the tables
-    monitors = monitor_figures(out)
+    try:
+        monitors = monitor_figures(out)
+    except Exception as e:   # a figure must never cost the report
+        log.warning("WARNING: the monitors' figures could not be drawn: %s", e)
+        monitors = []
     extra = [html_figures("Monitors (per second of each timed window)",
                           monitors)] if monitors else []
     (out / "report.html").write_text(html_report(a, figures, extra))

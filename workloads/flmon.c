@@ -50,6 +50,8 @@ static void take(struct buf *b, const char *path, double uptime)
 	while ((n = read(fd, room(b, 65536), 65536)) > 0)
 		b->len += n;
 	close(fd);
+	if (n < 0)
+		return;		/* cut short (a signal, say): no end line */
 	memcpy(room(b, 4), "==.\n", 4);
 	b->len += 4;
 }

@@ -73,9 +73,11 @@ fl_monitor_stop() {
 
 # fl_monitor_ship: the monitors' files to the host (after the window).
 fl_monitor_ship() {
-	[ -e $FL_MON.vmstat ] || return 0
-	fl_file monitor.vmstat $FL_MON.vmstat
-	fl_file monitor.interrupts $FL_MON.interrupts
+	for _m in vmstat interrupts; do
+		# each only if flmon saved it: an error message on the results
+		# port would land inside the next file's block
+		[ -e $FL_MON.$_m ] && fl_file monitor.$_m $FL_MON.$_m
+	done
 	rm -f $FL_MON.vmstat $FL_MON.interrupts
 }
 

@@ -35,16 +35,19 @@ def lab():
                             text=True).stdout
     started_here = "gunicorn: running" not in status
     t0 = time.monotonic()
-    cp = subprocess.run([SCRIPT, "start"], capture_output=True, text=True,
-                        timeout=1800)
-    assert cp.returncode == 0, cp.stderr
-    print(f"\nlava-server-local start: {time.monotonic() - t0:.1f} s",
-          file=sys.stderr)
-    env = dict(re.findall(r"^export (\w+)=(.*)$", cp.stdout, re.M))
-    assert env["LAVA_TOKEN"] and env["LAVA_URL"].startswith("http://127.")
-    yield env
-    if started_here:
-        subprocess.run([SCRIPT, "stop"], check=True)
+    try:
+        cp = subprocess.run([SCRIPT, "start"], capture_output=True,
+                            text=True, timeout=1800)
+        assert cp.returncode == 0, cp.stderr
+        print(f"\nlava-server-local start: {time.monotonic() - t0:.1f} s",
+              file=sys.stderr)
+        env = dict(re.findall(r"^export (\w+)=(.*)$", cp.stdout, re.M))
+        assert env["LAVA_TOKEN"] and env["LAVA_URL"].startswith("http://127.")
+        yield env
+    finally:
+        # also when start failed half way: nothing it started stays
+        if started_here:
+            subprocess.run([SCRIPT, "stop"], check=True)
 
 
 def lava_argv(lab):
@@ -106,9 +109,12 @@ def test_a_stopped_run_leaves_no_job_on_the_server(tmp_path, lab):
     out = tmp_path / "stopped"
     argv = [sys.executable, "-m", "foliolab", "compare", *SMALL, "--runs",
             "4", *lava_argv(lab), "--out", str(out)]
+    # stderr to a file: a pipe nobody reads while we wait could fill
+    err_path = tmp_path / "stderr.txt"
+    err_file = err_path.open("w")
     run = subprocess.Popen(argv, env={**os.environ,
                                       "LAVA_TOKEN": lab["LAVA_TOKEN"]},
-                           stderr=subprocess.PIPE, text=True,
+                           stderr=err_file, text=True,
                            cwd=SCRIPT.parents[1])
     lab_server = server(lab)
     try:
@@ -117,10 +123,12 @@ def test_a_stopped_run_leaves_no_job_on_the_server(tmp_path, lab):
         _wait(lambda: lab_server.job(first[0])["state"] == "Running", 600,
               f"job {first[0]} running")
         run.send_signal(signal.SIGTERM)
-        err = run.communicate(timeout=300)[1]
+        run.wait(timeout=300)
     finally:
         if run.poll() is None:
             run.kill()
+        err_file.close()
+    err = err_path.read_text()
     assert run.returncode != 0
     submitted = {e["job_id"] for e in journal(out) if "submitted" in e}
     assert len(submitted) == 2          # --runs 4: two ABBA blocks

@@ -179,3 +179,22 @@ def test_monitor_files_are_kept_per_timed_boot(tmp_path):
     assert (d / "monitor-vmstat.txt").read_text().startswith(
         "# foliolab monitor vmstat")
     assert not (d / "monitor-interrupts.txt").exists()
+
+
+def test_a_counting_boot_is_derived_again_with_the_roots_it_counted(
+        tmp_path, monkeypatch):
+    """compare --root: job.json keeps the roots, so `foliolab report`
+    derives the extra roots' metrics again (not the workload's alone)."""
+    rundir = tmp_path / "raw" / "khugepaged" / "a-000-count"
+    bootrecord.BootJob(0, "khugepaged", "a", bootrecord.Pass.COUNT, 0, 1,
+                       {}, "x86_64", ["hpage_collapse_scan_pmd",
+                                      "collapse_file"]).write(rundir)
+    seen = []
+    monkeypatch.setattr(bootrecord, "read_boot", lambda d: object())
+    monkeypatch.setattr(derive, "samples_from_boot",
+                        lambda w, *a: seen.append(w) or [])
+    derive.samples_of_boot(tmp_path, rundir)
+    (w,) = seen
+    assert "collapse_file" in w.count_roots
+    assert w.metric("collapse_file_insns").counted
+    assert bootrecord.BootJob.read(rundir).count_roots[-1] == "collapse_file"

@@ -66,12 +66,14 @@ def test_interrupts_are_summed_over_cpus_and_named():
 def test_damage_is_named_never_raised():
     text = ("## sample 0\n== 1.0\npgfault 1\n== 2.0\npgfault 2\n==.\n"
             "== x\npgfault 3\n==.\n== 4.0\npgfault ?!\n==.\n"
+            "== 5.0\npgfault \u00b2\n==.\n"
             "stray line\n\x00\x01garbage\n## sample one\n")
     series = monitors.parse_monitor(text, "vmstat")
     problems = [p for s in series for p in s.problems]
     assert "line 4: a read cut short" in problems
     assert any("bad uptime '== x'" in p for p in problems)
     assert any("unreadable 'pgfault ?!'" in p for p in problems)
+    assert any("unreadable 'pgfault \u00b2'" in p for p in problems)
     assert any("outside a read 'stray line'" in p for p in problems)
     assert any("bad sample" in p for p in problems)
     assert [r.uptime for r in series[0].readings] == [2.0]

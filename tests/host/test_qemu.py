@@ -46,7 +46,7 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
             assert s.readings and not s.problems, (variant, m, s.problems)
             reads.append(len(s.readings))
     # 32 MiB may take less than a second: a rate needs two reads (and
-    # then pgfault moves at least, by the sampler's own forks)
+    # then pgfault moves at least, by pageout's own faults)
     assert [c.split(":")[0] for c, _ in monitor_figures(out)] == (
         ["pageout"] if max(reads) > 1 else []), reads
 

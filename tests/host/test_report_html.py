@@ -58,6 +58,9 @@ class Dom(HTMLParser):
 def browser_dom(path) -> Dom:
     cp = subprocess.run(
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+         # a small /dev/shm, and no profile written to $HOME
+         "--disable-dev-shm-usage",
+         f"--user-data-dir={path.parent / '.chromium'}",
          "--dump-dom", path.resolve().as_uri()],
         capture_output=True, text=True, timeout=180)
     assert cp.returncode == 0, cp.stderr[-2000:]

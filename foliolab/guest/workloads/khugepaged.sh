@@ -58,7 +58,9 @@ fl_sample() {
 	# USER_HZ is 100 on every architecture we boot
 	fl_metric khugepaged_cpu_s "$(awk -v t="$ticks" 'BEGIN { print t / 100 }')"
 	kill $hot1 $cold
-	wait
+	# not a bare wait: the monitor (fl_snap before) is a child too, and
+	# it runs until fl_snap after stops it
+	wait $hot1 $cold 2>/dev/null || true
 	echo 0 > $TRACING/tracing_on
 	echo 0 > $TRACING/events/huge_memory/mm_khugepaged_scan_pmd/enable
 	fl_snap after
