@@ -84,6 +84,13 @@ def check_accel(accel: str) -> None:
                               "--count)")
 
 
+def check_root_option(roots, count: bool) -> None:
+    """--root (run's and compare's) only counts with --count."""
+    if roots and not count:
+        raise UsageError("--root names a function to count",
+                         hint="add --count")
+
+
 def build_plugin(arch: Arch) -> Path:
     """The plugin, compiled against the installed QEMU's own header."""
     header = hostsetup.qemu_plugin_header(arch.qemu_binary)

@@ -98,6 +98,7 @@ def check(req: Request) -> Executor:
                              cpu=req.cpu))
     if req.count:
         counting.check_accel(req.accel)
+    counting.check_root_option(req.roots, req.count)
     executor = make_executor(req.executor, req.out, req.count)
     kernels_mod.check_specs(req.specs, req.count)
     _check_kernel_trees(req.specs)
@@ -571,9 +572,7 @@ class CommandRequest:
 def _check_command(req: CommandRequest) -> None:
     check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
                              cpu=req.cpu))
-    if req.roots and not req.count:
-        raise UsageError("--root names a function to count",
-                         hint="add --count")
+    counting.check_root_option(req.roots, req.count)
     if len(req.roots) > counting.MAX_ROOTS:
         raise UsageError(f"--root given {len(req.roots)} times; the counter "
                          f"follows at most {counting.MAX_ROOTS} roots",
