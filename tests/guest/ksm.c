@@ -7,8 +7,9 @@
  * page migrates with move_pages(). Merged pages that are COWed, aged by
  * smart scan, merged again, unmerged and merged again still migrate (the
  * rmap_item's remembered page index follows them). A merge that fails
- * (one page held by a pipe) is retried in every scan. All data is verified
- * in every process.
+ * (one page held by a pipe) is retried in every scan, and a page COWed from
+ * a KSM page without a change merges again in the next scan. All data is
+ * verified in every process.
  */
 #include "guestlib.h"
 
@@ -409,6 +410,122 @@ static void test_failed_merge_keeps_checksum(void)
 	ktap_result(ok, name);
 }
 
+/* Pairs of identical pages, each pair's content its own and this test's. */
+static void fill_pairs(char *buf, size_t npages)
+{
+	for (size_t pg = 0; pg < npages; pg++) {
+		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = pattern(pg / 2, w, 0x636f7770);
+	}
+}
+
+static size_t check_pairs(const char *buf, size_t npages)
+{
+	size_t bad = 0;
+
+	for (size_t pg = 0; pg < npages; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg / 2, w, 0x636f7770)) {
+				bad++;
+				break;
+			}
+	}
+	return bad;
+}
+
+/*
+ * Exactly one full scan: ksmd scans everything in one batch
+ * (pages_to_scan 20000) and then sleeps a second, in which it is stopped.
+ */
+static long one_full_scan(void)
+{
+	long start = read_long(KSM "full_scans");
+
+	write_str(KSM "sleep_millisecs", "1000");
+	write_str(KSM "run", "1");
+	for (int i = 0; i < 600 && read_long(KSM "full_scans") == start; i++)
+		usleep(20 * 1000);
+	write_str(KSM "run", "0");
+	usleep(1100 * 1000);	/* the sleep ends; ksmd sees run=0 */
+	return read_long(KSM "full_scans") - start;
+}
+
+/*
+ * Write every word of @pages[first], @pages[first + step], ... with the
+ * value it holds: each page is COWed from its KSM page, content unchanged.
+ */
+static void cow_unchanged(char **pages, size_t n, size_t first, size_t step)
+{
+	for (size_t pg = first; pg < n; pg += step) {
+		volatile uint64_t *q = (volatile uint64_t *)pages[pg];
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = q[w];
+	}
+}
+
+/*
+ * A page COWed from a KSM page without a change of content must merge
+ * again in the next full scan, as in 6.12: its rmap_item keeps the checksum
+ * of the content it was merged with. The item's page index shares storage
+ * with that checksum, so an item that leaves the stable tree must get it
+ * back; with it zeroed, the next scan only records a new checksum and the
+ * page merges one scan later. Twice: with one page of each pair COWed (the
+ * KSM page lives on: the stable tree takes the page back) and with both
+ * (the KSM page is freed: the pair merges again through the unstable
+ * tree). Every byte is verified after each merge.
+ */
+static void test_cow_unchanged_remerges(void)
+{
+	const char *name = "ksm_cow_unchanged_remerged_next_scan";
+	const size_t n = 128;
+	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char **pages = page_list(buf, n);
+	const char *how[] = { "one page of each pair", "both pages" };
+	int ok;
+
+	fill_pairs(buf, n);
+	write_str(KSM "smart_scan", "0");	/* every item, every scan */
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	ok = merge(pages, n, n);
+	for (int round = 0; round < 2; round++) {
+		long scans;
+		size_t merged;
+
+		cow_unchanged(pages, n, 0, round ? 1 : 2);
+		/* a KSM page mapped once does not count: none is left */
+		if (ksm_count(pages, n)) {
+			ktap_diag("%s: %zu pages still KSM after COW of %s",
+				  name, ksm_count(pages, n), how[round]);
+			ok = 0;
+		}
+		scans = one_full_scan();
+		merged = ksm_count(pages, n);
+		ktap_diag("%s: COW of %s: %zu of %zu pages merged after %ld full scan(s)",
+			  name, how[round], merged, n, scans);
+		if (scans != 1 || merged != n)
+			ok = 0;
+		if (check_pairs(buf, n)) {
+			ktap_diag("%s: %zu pages wrong", name,
+				  check_pairs(buf, n));
+			ok = 0;
+		}
+		if (merged != n)
+			ok = merge(pages, n, n) && ok;	/* for the next round */
+	}
+	write_str(KSM "sleep_millisecs", "0");
+	write_str(KSM "smart_scan", "1");
+	madvise(buf, n * PAGE_SIZE, MADV_UNMERGEABLE);
+	ok = !check_pairs(buf, n) && ok;
+	munmap(buf, n * PAGE_SIZE);
+	free(pages);
+	ktap_result(ok, name);
+}
+
 /* Many one-page VMAs on one anon_vma, merged, all moved, all verified. */
 static void test_many_vmas(size_t n)
 {
@@ -446,6 +563,10 @@ FL_TEST(ksm, ksm_cow_smart_scan_remerge_migrates, 300)
 FL_TEST(ksm, ksm_failed_merge_retried_every_scan, 300)
 {
 	test_failed_merge_keeps_checksum();
+}
+FL_TEST(ksm, ksm_cow_unchanged_remerged_next_scan, 300)
+{
+	test_cow_unchanged_remerges();
 }
 /* FL_KSM_VMAS one-page VMAs (default 20000; 0: skip, it takes minutes) */
 FL_TEST(ksm, ksm_many_vmas_move_pages, 1800)
