@@ -162,6 +162,8 @@ class CountAnalysis:
     # kernel -> its profile against the baseline (the first kernel)
     profiles: dict[str, list[counting.ProfileRow]]
     notes: list[str]
+    # kernels with a counting sample whose roots were per vCPU
+    untracked: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -179,7 +181,7 @@ class CountAnalysis:
         if not self.known:
             return (f"determinism unknown: counting samples {who} {n} (a "
                     "function is flagged only when repeats of one kernel "
-                    "differ)")
+                    "differ)" + self.untracked_text())
         shares = []
         for ws in self.windows.values():
             for w in ws:
@@ -190,7 +192,15 @@ class CountAnalysis:
         worst = max(shares, default=0.0)
         return (f"nondeterministic: {len(self.flagged)} functions flagged "
                 f"over counting samples {who} {n}, up to {worst:.2f}% of a "
-                "window; left out of kernel_insns_deterministic")
+                "window; left out of kernel_insns_deterministic"
+                + self.untracked_text())
+
+    def untracked_text(self) -> str:
+        if not self.untracked:
+            return ""
+        return ("; roots counted per vCPU, not following their task across "
+                f"context switches, on {', '.join(self.untracked)} (a "
+                "switched-out root counts the next task's work)")
 
     def as_dict(self) -> dict:
         base = self.names[0] if self.names else ""
@@ -201,7 +211,7 @@ class CountAnalysis:
                      "nondeterministic": r.nondeterministic}
                     for r in self.profiles.get(name, [])]
         return {"flagged": sorted(self.flagged), "known": self.known,
-                "notes": self.notes,
+                "notes": self.notes, "roots_per_vcpu_on": self.untracked,
                 "profile": rows(self.names[-1]) if self.names else [],
                 "profiles": {k: rows(k) for k in self.names[1:]}}
 
@@ -258,8 +268,11 @@ def analyse_counts(out: Path, samples: list[Sample],
                         100.0 * (1 - det / win.kernel_insns)
         profiles = {k: counting.differential_profile(
             windows, names[0], k, flagged, PROFILE_TOP) for k in names[1:]}
+        untracked = [v for v in names
+                     if any(s.roots_follow_tasks is False
+                            for s, _ in variants.get(v, []))]
         result[name] = CountAnalysis(name, windows, flagged, known, profiles,
-                                     list(notes))
+                                     list(notes), untracked)
     return result
 
 

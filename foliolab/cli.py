@@ -639,14 +639,16 @@ def cmd_run(args) -> int:
 def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
     from foliolab import counting
-    windows = counting.read_windows(path, counting.RUN_WINDOW)
+    counts = counting.read_counts(path)
+    windows = [w for w in counts.windows if w.tag == counting.RUN_WINDOW]
     if not windows:
         raise FoliolabError("the counting window of the command did not "
                             "close", log_path=path)
     print(f"\n Exact counts of the {variant} {arch} guest kernel while "
           f"'{' '.join(cmd)}' ran (QEMU TCG plugin, {path}):\n")
     for w in windows:
-        print("\n".join(counting.stat_lines(w, arch, top)))
+        print("\n".join(counting.stat_lines(w, arch, top,
+                                            counts.switch_tracking)))
 
 
 def cmd_test(args) -> int:

@@ -6,7 +6,8 @@ invalidation or an IPI costs tens of microseconds), but the instructions
 the guest kernel executes are those of its code path, as on hardware. The
 plugin counts them per kernel function (System.map, booted ``nokaslr``),
 the TLB-invalidating and IPI-sending instructions among them, and for a
-few root functions everything executed from their entry to their return.
+few root functions everything the task that entered them executed until
+they returned (on x86_64 across context switches: see SwitchTracking).
 
 This module builds the plugin, prepares its symbol file, parses its output
 and turns a window into metrics. Which functions are nondeterministic is a
@@ -198,6 +199,35 @@ def counter_for(arch: Arch, build_dir: Path) -> Counter:
                    io_functions=io)
 
 
+@dataclass(frozen=True)
+class SwitchTracking:
+    """Whether a boot's roots followed their task across context switches
+    (the plugin's ``switch_tracking`` lines). Untracked roots are per vCPU:
+    a task switched out inside a root has the next task's work counted into
+    it, and its own remaining work on another vCPU is lost."""
+
+    tracked: bool
+    detail: str                # where it is tracked, or why not
+
+
+# Output of a plugin from before roots followed tasks (no such line).
+UNTRACKED_OLD_PLUGIN = SwitchTracking(
+    False, "the counter output has no switch_tracking line (a plugin from "
+           "before roots followed tasks)")
+
+
+def root_semantics(arch: str) -> str:
+    """What a root counts on ``arch``, for the run's manifest (each boot's
+    counts.txt says whether its kernel let the plugin do it)."""
+    if arch == "x86_64":
+        return ("the entering task's own work until the root returns, "
+                "across context switches (parked at __switch_to_asm's push "
+                "%rbp, resumed at its pop %rbp)")
+    return ("per vCPU: a task switched out inside a root has the next "
+            "task's work counted into it (no switch tracking on " + arch
+            + ")")
+
+
 @dataclass
 class Window:
     """One closed window: what the guest kernel did between the markers."""
@@ -210,6 +240,8 @@ class Window:
     functions: dict[str, tuple[int, int]] = field(default_factory=dict)
     # root -> class -> count, inside the root and its callees
     root_classes: dict[str, dict[str, int]] = field(default_factory=dict)
+    # root -> times a task was switched out inside it (untracked: none)
+    root_switches: dict[str, int] = field(default_factory=dict)
 
     def insns(self) -> dict[str, int]:
         return {f: n for f, (n, _) in self.functions.items()}
@@ -219,6 +251,19 @@ class Window:
 class CountOutput:
     windows: list[Window]
     notes: list[str]           # the plugin's "#" lines
+    switch_tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN
+
+
+def _switch_tracking(parts: list[str], have: SwitchTracking
+                     ) -> SwitchTracking:
+    """A ``switch_tracking on|off DETAIL`` line; once off, it stays off
+    (the plugin says off later when it found nothing to instrument)."""
+    if parts[1] not in ("on", "off"):
+        raise ValueError(parts[1])
+    now = SwitchTracking(parts[1] == "on", " ".join(parts[2:]))
+    if have is not UNTRACKED_OLD_PLUGIN and not have.tracked:
+        return have
+    return now
 
 
 def parse_counts(text: str) -> CountOutput:
@@ -234,7 +279,10 @@ def parse_counts(text: str) -> CountOutput:
             continue
         parts = line.split()
         try:
-            if parts[0] == "window":
+            if parts[0] == "switch_tracking":
+                out.switch_tracking = _switch_tracking(parts,
+                                                       out.switch_tracking)
+            elif parts[0] == "window":
                 cur = Window(int(parts[1]), int(parts[2]))
             elif cur is None:
                 out.notes.append(f"line {n} outside a window: {line[:80]}")
@@ -244,6 +292,8 @@ def parse_counts(text: str) -> CountOutput:
                 cur.classes[parts[1]] = int(parts[2])
             elif parts[0] == "root":
                 cur.roots[parts[1]] = (int(parts[2]), int(parts[3]))
+                if len(parts) > 4:      # only while switches are tracked
+                    cur.root_switches[parts[1]] = int(parts[4])
             elif parts[0] == "rootclass":
                 cur.root_classes.setdefault(parts[1], {})[parts[2]] = \
                     int(parts[3])
@@ -261,13 +311,17 @@ def parse_counts(text: str) -> CountOutput:
     return out
 
 
-def read_windows(path: Path, tag: int) -> list[Window]:
-    """The closed windows with ``tag`` in a boot's counts.txt, in order
-    (none if the file is missing: the boot did not get that far)."""
+def read_counts(path: Path) -> CountOutput:
+    """A boot's counts.txt (empty if the file is missing: the boot did
+    not get that far)."""
     if not path.exists():
-        return []
-    return [w for w in parse_counts(path.read_text()).windows
-            if w.tag == tag]
+        return CountOutput([], [])
+    return parse_counts(path.read_text())
+
+
+def read_windows(path: Path, tag: int) -> list[Window]:
+    """The closed windows with ``tag`` in a boot's counts.txt, in order."""
+    return [w for w in read_counts(path).windows if w.tag == tag]
 
 
 @dataclass(frozen=True)
@@ -297,6 +351,8 @@ def window_metrics(w: Window, arch: str, unit: CountUnit | None,
         insns, entries = w.roots.get(root, (0, 0))
         v[f"{root}_insns"] = insns
         v[f"{root}_calls"] = entries
+        if root in w.root_switches:
+            v[f"{root}_switches"] = w.root_switches[root]
         rc = w.root_classes.get(root, {})
         v[f"{root}_tlb_flush_insns"] = sum(rc.get(c, 0)
                                            for c in TLB_FLUSH_CLASSES[arch])
@@ -391,10 +447,11 @@ def differential_profile(windows: dict[str, list[Window]], base: str,
     return [r for r in rows[:top] if r.delta(base, other)]
 
 
-def stat_lines(w: Window, arch: str, top: int = 25) -> list[str]:
+def stat_lines(w: Window, arch: str, top: int = 25,
+               tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN) -> list[str]:
     """A ``perf stat``-like summary of one window, exact: the totals, the
-    instruction classes, the roots, then the ``top`` functions by self
-    instructions."""
+    instruction classes, the roots (and whether they followed their task
+    across switches), then the ``top`` functions by self instructions."""
     v = window_metrics(w, arch, None)
     lines = [f"{w.kernel_insns:>16,}  kernel_insns"]
     tlb = ", ".join(f"{c} {w.classes.get(c, 0):,}"
@@ -406,8 +463,13 @@ def stat_lines(w: Window, arch: str, top: int = 25) -> list[str]:
         if n and name not in TLB_FLUSH_CLASSES[arch] + IPI_CLASSES[arch]:
             lines.append(f"{n:>16,}  {name}")
     for name, (insns, calls) in w.roots.items():
+        switched = (f"switched out inside {w.root_switches.get(name, 0):,}"
+                    " times" if tracking.tracked else "per vCPU")
         lines.append(f"{insns:>16,}  {name} and its callees "
-                     f"({calls:,} calls)")
+                     f"({calls:,} calls, {switched})")
+    if w.roots and not tracking.tracked:
+        lines.append(f"{'':>16}  roots not switch-tracked: "
+                     f"{tracking.detail}")
     ranked = sorted(w.functions.items(), key=lambda kv: -kv[1][0])[:top]
     if ranked:
         lines += ["", f"  top {len(ranked)} kernel functions by self "

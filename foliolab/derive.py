@@ -38,6 +38,9 @@ class Sample:
     counts: str = ""
     count_window: int = -1
     cpu_s: float | None = None    # QEMU's CPU time for the whole boot
+    # A counting sample's roots followed their task across context
+    # switches (counting.SwitchTracking); None: no roots were counted.
+    roots_follow_tasks: bool | None = None
 
     def __post_init__(self) -> None:
         self.boot = BootStatus(self.boot)   # as read from samples.jsonl
@@ -82,7 +85,16 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
     """
     g = parse.parse_records(res.records)
     counts_path = res.console.parent / "counts.txt"
-    windows = counting.read_windows(counts_path, w.window) if counted else []
+    counts = counting.read_counts(counts_path) if counted else None
+    windows = [win for win in counts.windows
+               if win.tag == w.window] if counts else []
+    follow = None
+    if counts and (w.count_roots or w.count_unit):
+        follow = counts.switch_tracking.tracked
+        if not follow:
+            log.info("%s: roots counted per vCPU, not following tasks "
+                     "across switches (%s)", counts_path,
+                     counts.switch_tracking.detail)
     out_samples = []
     for i in range(expected):
         gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
@@ -108,7 +120,7 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
                                   not reasons, reasons, res.status,
                                   str(res.console.parent), g.boot_s,
                                   round(res.elapsed, 2), rel,
-                                  i if counted else -1, res.cpu_s))
+                                  i if counted else -1, res.cpu_s, follow))
     return out_samples
 
 

@@ -301,6 +301,7 @@ def prepare(req: Request, m: RunManifest) -> Machine:
                    "plugin_api": counting.PLUGIN_API,
                    "mode": "per-vCPU counters, one callback per translated "
                            "kernel block (exact with parallel vCPUs)",
+                   "roots": counting.root_semantics(arch.name),
                    "cmdline": "nokaslr"}
     return Machine(kernels, img.path, spec, counters)
 

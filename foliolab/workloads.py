@@ -445,14 +445,17 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
 
 def root_metrics(roots: tuple[str, ...]) -> list[Metric]:
     """What the counting pass reports of each root: its instructions with
-    everything it calls, its calls, and the TLB invalidations and IPIs
-    made inside it."""
+    everything it calls, its calls, how often its task was switched out
+    inside it, and the TLB invalidations and IPIs made inside it."""
     out = []
     for r in roots:
         out += [Metric(f"{r}_insns", "insns", "lower",
                        f"counted: {r} (callees included)", primary=False),
                 Metric(f"{r}_calls", "calls", "lower",
                        f"counted: {r} calls", primary=False),
+                Metric(f"{r}_switches", "switches", "lower",
+                       f"counted: times {r}'s task was switched out inside "
+                       "it (its count spans them)", primary=False),
                 Metric(f"{r}_tlb_flush_insns", "insns", "lower",
                        f"counted: TLB invalidations inside {r}",
                        primary=False),

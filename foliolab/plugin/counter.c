@@ -9,8 +9,8 @@
  *                 host writes them from System.map; boot with nokaslr)
  *   out=FILE      where the windows are written
  *   root=NAME     (repeatable, at most MAX_ROOTS) count this function
- *                 inclusively: every kernel instruction a vCPU executes
- *                 from its entry until it returns, callees included
+ *                 inclusively: every kernel instruction the task that
+ *                 entered it executes until it returns, callees included
  *   io=NAME       (repeatable) substrings of the function names whose
  *                 stores are checked for the xAPIC ICR (x86 IPIs)
  *
@@ -19,11 +19,26 @@
  * the numbers are exact with -accel tcg,thread=multi. Only kernel blocks
  * get callbacks; user code costs nothing but the markers.
  *
- * Output, one block per closed window:
+ * A root is active per vCPU, and on x86_64 it follows the task: when a
+ * task is switched out inside a root, __switch_to_asm's push %rbp stores
+ * to an address of the outgoing task's stack that its own pop %rbp reads
+ * again when it is switched back in, on whichever vCPU. The plugin parks
+ * the vCPU's active roots under the push's address and hands them back at
+ * that pop, so the instructions of tasks run meanwhile are not counted
+ * and the task's remaining work is. The 13 or so instructions of the
+ * stack switch between the two count for no root. On arm64, or if that
+ * code is not found, roots stay per vCPU and the output says so.
+ *
+ * Output: a line "switch_tracking on __switch_to_asm ADDR" or
+ * "switch_tracking off REASON" first (a later "switch_tracking off" line
+ * says the tracking found nothing to track after all), then one block
+ * per closed window:
  *   window TAG SEQ
  *   kernel_insns N
  *   class NAME N
- *   root NAME INSNS ENTRIES
+ *   root NAME INSNS ENTRIES SWITCHES   (SWITCHES: times a task was
+ *                                       switched out inside the root;
+ *                                       only while switches are tracked)
  *   fn NAME INSNS ENTRIES          (functions with a nonzero count)
  *   end
  */
@@ -43,6 +58,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_IO_FNS	8
 #define APIC_ICR_LOW	0xfee00300ULL
 #define RET_SLOTS	(1 << 16)	/* return points after calls of roots */
+#define PARK_SLOTS	256		/* tasks switched out inside a root */
+#define SWITCH_FN	"__switch_to_asm"
+#define X86_PUSH_RBP	0x55
+#define X86_POP_RBP	0x5d
 
 struct symbol {
 	uint64_t addr;
@@ -57,6 +76,7 @@ struct vcpu_counts {
 	uint64_t *fn_entries;
 	uint64_t root_insns[MAX_ROOTS];
 	uint64_t root_entries[MAX_ROOTS];
+	uint64_t root_switches[MAX_ROOTS];	/* parked while active */
 	/* classes executed inside each root, its callees included */
 	uint64_t root_cls[MAX_ROOTS][NR_CLASSES + 1];
 	uint32_t root_active;		/* bit per root */
@@ -101,6 +121,27 @@ static int ret_table_full;	/* a return point was dropped: say so */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Roots of switched-out tasks, keyed by the stack address of their push
+ * %rbp. Few tasks sleep inside a root at once, so a small table scanned
+ * under a lock does; nr_parked lets a switch skip the lock when it is
+ * empty (the guest orders a task's switch-out before its switch-in on
+ * another vCPU, and that order carries over to the plugin's accesses).
+ */
+struct parked_task {
+	uint64_t stack_addr;
+	uint32_t roots;
+};
+static struct parked_task parked[PARK_SLOTS];
+static int nr_parked;
+static int park_table_full;	/* a task's roots were dropped: say so */
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* __switch_to_asm's range and what translation found in it. */
+static uint64_t switch_start, switch_end;
+static int switch_push_seen, switch_pop_seen, switch_end_seen;
+static int switch_off_said;
+
 /* Open windows: a snapshot of the summed counters per tag. */
 struct snapshot {
 	int open;
@@ -108,6 +149,7 @@ struct snapshot {
 	uint64_t kernel_insns;
 	uint64_t cls[NR_CLASSES + 1];
 	uint64_t root_insns[MAX_ROOTS], root_entries[MAX_ROOTS];
+	uint64_t root_switches[MAX_ROOTS];
 	uint64_t root_cls[MAX_ROOTS][NR_CLASSES + 1];
 	uint64_t *fn_insns, *fn_entries;
 };
@@ -200,6 +242,102 @@ static int root_of(uint64_t target)
 	return -1;
 }
 
+/* Park ``roots`` under ``addr``; 0 forgets what a dead task left there. */
+static void park(uint64_t addr, uint32_t roots)
+{
+	struct parked_task *free_slot = NULL;
+
+	pthread_mutex_lock(&park_lock);
+	for (int i = 0; i < PARK_SLOTS; i++) {
+		struct parked_task *p = &parked[i];
+
+		if (p->stack_addr == addr) {
+			p->roots = roots;
+			if (!roots) {
+				p->stack_addr = 0;
+				__atomic_sub_fetch(&nr_parked, 1, __ATOMIC_RELEASE);
+			}
+			pthread_mutex_unlock(&park_lock);
+			return;
+		}
+		if (!p->stack_addr && !free_slot)
+			free_slot = p;
+	}
+	if (roots && free_slot) {
+		free_slot->stack_addr = addr;
+		free_slot->roots = roots;
+		__atomic_add_fetch(&nr_parked, 1, __ATOMIC_RELEASE);
+	} else if (roots) {
+		park_table_full = 1;
+	}
+	pthread_mutex_unlock(&park_lock);
+}
+
+/* The roots parked under ``addr``, taken out of the table. */
+static uint32_t unpark(uint64_t addr)
+{
+	uint32_t roots = 0;
+
+	if (!__atomic_load_n(&nr_parked, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&park_lock);
+	for (int i = 0; i < PARK_SLOTS; i++) {
+		if (parked[i].stack_addr == addr) {
+			roots = parked[i].roots;
+			parked[i].stack_addr = 0;
+			__atomic_sub_fetch(&nr_parked, 1, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&park_lock);
+	return roots;
+}
+
+/*
+ * The outgoing task's push %rbp: its roots leave the vCPU with it. Its
+ * block was counted whole at its start; the instructions after the push
+ * (``udata``) are the switch's, not the task's.
+ */
+static void switch_out(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+		       uint64_t vaddr, void *udata)
+{
+	struct vcpu_counts *c = &vcpus[vcpu_index];
+	uint32_t after = (uint32_t)(uintptr_t)udata;
+	uint32_t roots = c->root_active;
+
+	/* QEMU 7.2 calls write-only callbacks for reads too. */
+	if (!qemu_plugin_mem_is_store(info))
+		return;
+	if (!roots && !__atomic_load_n(&nr_parked, __ATOMIC_ACQUIRE))
+		return;
+	for (int r = 0; r < nr_roots; r++) {
+		if (!(roots & (1u << r)))
+			continue;
+		c->root_insns[r] -= after;
+		c->root_switches[r]++;
+	}
+	park(vaddr, roots);
+	c->root_active = 0;
+}
+
+/*
+ * The incoming task's pop %rbp reads where its push wrote: its roots (none
+ * for a new task) come back, with the block's instructions after the pop.
+ */
+static void switch_in(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+		      uint64_t vaddr, void *udata)
+{
+	struct vcpu_counts *c = &vcpus[vcpu_index];
+	uint32_t after = (uint32_t)(uintptr_t)udata;
+
+	if (qemu_plugin_mem_is_store(info))
+		return;
+	c->root_active = unpark(vaddr);
+	for (int r = 0; r < nr_roots; r++)
+		if (c->root_active & (1u << r))
+			c->root_insns[r] += after;
+}
+
 static void block_exec(unsigned int vcpu_index, void *udata)
 {
 	struct block *b = udata;
@@ -256,6 +394,7 @@ static void sum_counts(struct snapshot *s)
 	memset(s->cls, 0, sizeof(s->cls));
 	memset(s->root_insns, 0, sizeof(s->root_insns));
 	memset(s->root_entries, 0, sizeof(s->root_entries));
+	memset(s->root_switches, 0, sizeof(s->root_switches));
 	memset(s->root_cls, 0, sizeof(s->root_cls));
 	memset(s->fn_insns, 0, (nr_syms + 1) * sizeof(uint64_t));
 	memset(s->fn_entries, 0, (nr_syms + 1) * sizeof(uint64_t));
@@ -269,6 +408,7 @@ static void sum_counts(struct snapshot *s)
 		for (int r = 0; r < nr_roots; r++) {
 			s->root_insns[r] += c->root_insns[r];
 			s->root_entries[r] += c->root_entries[r];
+			s->root_switches[r] += c->root_switches[r];
 			for (int i = 0; i <= NR_CLASSES; i++)
 				s->root_cls[r][i] += c->root_cls[r][i];
 		}
@@ -277,6 +417,30 @@ static void sum_counts(struct snapshot *s)
 			s->fn_entries[f] += c->fn_entries[f];
 		}
 	}
+}
+
+/*
+ * Once a switch has run through __switch_to_asm's tail, its push and pop
+ * were translated before: if either was not found, nothing was tracked.
+ * Also says once that a task's roots did not fit the parked table.
+ * Called under the lock.
+ */
+static void say_if_switches_untracked(void)
+{
+	static int full_said;
+
+	if (park_table_full && !full_said) {
+		fprintf(out, "# parked-roots table full: a switched-out task's "
+			"roots were dropped\n");
+		full_said = 1;
+	}
+	if (switch_off_said ||
+	    !__atomic_load_n(&switch_end_seen, __ATOMIC_ACQUIRE) ||
+	    (switch_push_seen && switch_pop_seen))
+		return;
+	fprintf(out, "switch_tracking off no push %%rbp (55) and pop %%rbp "
+		"(5d) in " SWITCH_FN "\n");
+	switch_off_said = 1;
 }
 
 static void write_window(int tag, struct snapshot *begin)
@@ -288,6 +452,7 @@ static void write_window(int tag, struct snapshot *begin)
 	if (!now.fn_insns || !now.fn_entries)
 		abort();
 	sum_counts(&now);
+	say_if_switches_untracked();
 	fprintf(out, "window %d %" PRIu64 "\n", tag, begin->seq);
 	fprintf(out, "kernel_insns %" PRIu64 "\n",
 		now.kernel_insns - begin->kernel_insns);
@@ -297,9 +462,13 @@ static void write_window(int tag, struct snapshot *begin)
 	fprintf(out, "class apic_icr_write %" PRIu64 "\n",
 		now.cls[CLS_ICR] - begin->cls[CLS_ICR]);
 	for (int r = 0; r < nr_roots; r++) {
-		fprintf(out, "root %s %" PRIu64 " %" PRIu64 "\n", root_names[r],
+		fprintf(out, "root %s %" PRIu64 " %" PRIu64, root_names[r],
 			now.root_insns[r] - begin->root_insns[r],
 			now.root_entries[r] - begin->root_entries[r]);
+		if (switch_start && !switch_off_said)
+			fprintf(out, " %" PRIu64, now.root_switches[r] -
+				begin->root_switches[r]);
+		fprintf(out, "\n");
 		for (int i = 0; i <= NR_CLASSES; i++) {
 			uint64_t n = now.root_cls[r][i] - begin->root_cls[r][i];
 
@@ -357,6 +526,39 @@ static int io_function(uint32_t fn)
 		if (strstr(syms[fn].name, io_fns[i]))
 			return 1;
 	return 0;
+}
+
+/*
+ * Instruments __switch_to_asm's push %rbp and pop %rbp, found by their
+ * bytes; ``after``: the block's instructions after this one.
+ */
+static void track_switch(struct qemu_plugin_insn *insn,
+			 const struct insn_info *info, size_t after)
+{
+	const uint8_t *data = qemu_plugin_insn_data(insn);
+	uint64_t iva = qemu_plugin_insn_vaddr(insn);
+	size_t size = qemu_plugin_insn_size(insn);
+	void *udata = (void *)(uintptr_t)after;
+
+	if (size == 1 && data[0] == X86_PUSH_RBP) {
+		qemu_plugin_register_vcpu_mem_cb(insn, switch_out,
+						 QEMU_PLUGIN_CB_NO_REGS,
+						 QEMU_PLUGIN_MEM_W, udata);
+		__atomic_store_n(&switch_push_seen, 1, __ATOMIC_RELEASE);
+	} else if (size == 1 && data[0] == X86_POP_RBP) {
+		/*
+		 * QEMU 7.2 never calls a read-only callback (and calls
+		 * write-only ones for reads too): ask for both.
+		 */
+		qemu_plugin_register_vcpu_mem_cb(insn, switch_in,
+						 QEMU_PLUGIN_CB_NO_REGS,
+						 QEMU_PLUGIN_MEM_RW, udata);
+		__atomic_store_n(&switch_pop_seen, 1, __ATOMIC_RELEASE);
+	}
+	if (iva + size >= switch_end ||
+	    (info->flow == FLOW_JUMP &&
+	     (info->target < switch_start || info->target >= switch_end)))
+		__atomic_store_n(&switch_end_seen, 1, __ATOMIC_RELEASE);
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -420,6 +622,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			for (r = 0; r < nr_roots; r++)
 				if (root_addr[r] == syms[fn].addr)
 					b->returns_roots |= 1u << r;
+		if (nr_roots && switch_start && iva >= switch_start &&
+		    iva < switch_end)
+			track_switch(insn, &info, n - i - 1);
 		if (arch == ARCH_X86_64 && nr_io_fns && io_function(fn))
 			qemu_plugin_register_vcpu_mem_cb(insn, icr_store,
 							 QEMU_PLUGIN_CB_NO_REGS,
@@ -435,6 +640,7 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 	for (int tag = 0; tag <= MARK_TAG_MASK; tag++)
 		if (windows[tag].open)
 			fprintf(out, "# window %d still open at exit\n", tag);
+	say_if_switches_untracked();
 	if (ret_table_full)
 		fprintf(out, "# return-point table full: root counts may run "
 			"past a return\n");
@@ -527,8 +733,16 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	for (int r = 0; r < nr_roots; r++)
 		root_addr[r] = symbol_addr(root_names[r]);
-	if (arch == ARCH_X86_64)
+	if (arch == ARCH_X86_64) {
 		return_thunk = symbol_addr("__x86_return_thunk");
+		switch_start = symbol_addr(SWITCH_FN);
+	}
+	if (switch_start) {
+		long i = find_symbol(switch_start);
+
+		switch_end = (size_t)i + 1 < nr_syms ? syms[i + 1].addr
+						     : switch_start + 4096;
+	}
 	out = fopen(out_path, "w");
 	if (!out) {
 		perror(out_path);
@@ -546,6 +760,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	fprintf(out, "# foliolab counter target=%s vcpus=%d symbols=%zu "
 		"mode=per-vcpu-callback\n", info->target_name, nr_vcpus, nr_syms);
+	if (switch_start)
+		fprintf(out, "switch_tracking on " SWITCH_FN " %" PRIx64 "\n",
+			switch_start);
+	else if (arch == ARCH_X86_64)
+		fprintf(out, "switch_tracking off no symbol " SWITCH_FN "\n");
+	else
+		fprintf(out, "switch_tracking off arm64: roots are per vCPU\n");
 	for (int r = 0; r < nr_roots; r++)
 		if (!root_addr[r])
 			fprintf(out, "# root %s: no such symbol\n", root_names[r]);

@@ -226,6 +226,80 @@ def test_parse_counts_malformed_lines_are_notes():
     assert len(out.notes) == 2
 
 
+def test_parse_counts_without_switch_tracking_line_is_untracked():
+    """Output of a plugin from before roots followed tasks: per vCPU, and
+    no switch counts are made up for it."""
+    out = counting.parse_counts(CAPTURED)
+    assert out.switch_tracking == counting.UNTRACKED_OLD_PLUGIN
+    assert not out.switch_tracking.tracked
+    assert out.windows[0].root_switches == {}
+    v = counting.window_metrics(out.windows[0], "x86_64", None,
+                                ("try_to_unmap",))
+    assert "try_to_unmap_switches" not in v
+
+
+TRACKED = """# foliolab counter target=x86_64 vcpus=2 symbols=9 mode=per-vcpu-callback
+switch_tracking on __switch_to_asm ffffffff81001130
+window 4 0
+kernel_insns 900
+root hpage_collapse_scan_pmd 600 3 2
+root khugepaged 800 1 0
+end
+"""
+
+
+def test_parse_counts_switches_per_root():
+    out = counting.parse_counts(TRACKED)
+    assert out.switch_tracking == counting.SwitchTracking(
+        True, "__switch_to_asm ffffffff81001130")
+    assert out.notes == ["foliolab counter target=x86_64 vcpus=2 symbols=9 "
+                         "mode=per-vcpu-callback"]
+    w = out.windows[0]
+    assert w.roots["hpage_collapse_scan_pmd"] == (600, 3)
+    assert w.root_switches == {"hpage_collapse_scan_pmd": 2, "khugepaged": 0}
+    v = counting.window_metrics(w, "x86_64", None,
+                                ("hpage_collapse_scan_pmd", "khugepaged"))
+    assert v["hpage_collapse_scan_pmd_switches"] == 2
+    assert v["khugepaged_switches"] == 0
+    text = "\n".join(counting.stat_lines(w, "x86_64", 5,
+                                         out.switch_tracking))
+    assert "(3 calls, switched out inside 2 times)" in text
+    assert "not switch-tracked" not in text
+
+
+@pytest.mark.parametrize("line, detail", [
+    ("switch_tracking off no symbol __switch_to_asm",
+     "no symbol __switch_to_asm"),
+    ("switch_tracking off arm64: roots are per vCPU",
+     "arm64: roots are per vCPU"),
+])
+def test_parse_counts_untracked_switches(line, detail):
+    out = counting.parse_counts(f"{line}\nwindow 4 0\n"
+                                "root khugepaged 800 1\nend\n")
+    assert out.switch_tracking == counting.SwitchTracking(False, detail)
+    w = out.windows[0]
+    text = "\n".join(counting.stat_lines(w, "x86_64", 5,
+                                         out.switch_tracking))
+    assert "(1 calls, per vCPU)" in text
+    assert f"roots not switch-tracked: {detail}" in text
+
+
+def test_a_later_off_line_wins_over_on():
+    """The plugin says off later when __switch_to_asm had no push/pop
+    %rbp to instrument: the whole output is untracked then."""
+    text = TRACKED + ("switch_tracking off no push %rbp (55) and pop %rbp "
+                      "(5d) in __switch_to_asm\n")
+    out = counting.parse_counts(text + "switch_tracking on x 1\n")
+    assert not out.switch_tracking.tracked
+    assert "no push %rbp" in out.switch_tracking.detail
+
+
+def test_parse_counts_bad_switch_tracking_line_is_a_note():
+    out = counting.parse_counts("switch_tracking maybe\n")
+    assert out.switch_tracking == counting.UNTRACKED_OLD_PLUGIN
+    assert out.notes == ["line 1 malformed: switch_tracking maybe"]
+
+
 def test_window_metrics_x86():
     w = counting.parse_counts(CAPTURED).windows[0]
     unit = counting.CountUnit("folio", "try_to_unmap")
@@ -314,6 +388,43 @@ def test_analyse_counts_flags_and_profiles(tmp_path):
     assert a.profile[0].function == "try_to_unmap_one"
     assert "2/2" in a.summary_line()
     assert any("try_to_unmap_one" in line for line in text.profile_lines(a))
+
+
+@pytest.mark.parametrize("head, follows", [
+    ("switch_tracking on __switch_to_asm ffffffff81001130\n", True),
+    ("switch_tracking off no symbol __switch_to_asm\n", False),
+    ("", False),                    # a plugin from before the tracking
+])
+def test_a_counting_sample_records_whether_roots_followed_tasks(
+        tmp_path, head, follows):
+    from foliolab import derive
+    from foliolab.bootrecord import BootResult
+    from foliolab.workloads import WORKLOADS
+    w = WORKLOADS["khugepaged"]
+    (tmp_path / "counts.txt").write_text(
+        head + f"window {w.window} 0\nkernel_insns 10\n"
+        "root hpage_collapse_scan_pmd 6 2" + (" 1" if follows else "")
+        + "\nend\n")
+    res = BootResult("ok", 0, [], tmp_path / "console.log",
+                     tmp_path / "results.txt", 1.0)
+    [s] = derive.samples_from_boot(w, {}, "up", 0, res, 1, "x86_64")
+    assert s.roots_follow_tasks is follows
+    assert s.values["hpage_collapse_scan_pmd_insns"] == 6
+    assert ("hpage_collapse_scan_pmd_switches" in s.values) is follows
+    [timed] = derive.samples_from_boot(w, {}, "up", 0, res, 1)
+    assert timed.roots_follow_tasks is None
+
+
+def test_analyse_counts_names_kernels_whose_roots_were_per_vcpu(tmp_path):
+    samples = [_counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 5)),
+               _counting_sample(tmp_path, "patched", 0, _window(900, 10, 5))]
+    samples[0].roots_follow_tasks = True
+    samples[1].roots_follow_tasks = False
+    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
+    assert a.untracked == ["patched"]
+    assert "roots counted per vCPU, not following their task across " \
+        "context switches, on patched" in a.summary_line()
+    assert a.as_dict()["roots_per_vcpu_on"] == ["patched"]
 
 
 def test_analyse_counts_one_repeat_is_unknown(tmp_path):

@@ -224,6 +224,7 @@ def test_with_roots_counts_and_reports_the_extra_roots():
     assert more.count_roots == (*w.count_roots, "collapse_file")
     keys = {m.key for m in more.metrics} - {m.key for m in w.metrics}
     assert keys == {"collapse_file_insns", "collapse_file_calls",
+                    "collapse_file_switches",
                     "collapse_file_tlb_flush_insns",
                     "collapse_file_ipis_sent"}
     assert all(more.metric(k).counted for k in keys)
