@@ -21,18 +21,23 @@
 #define MEMCG "fltest-ksm"
 #define MPOL_MF_MOVE_ALL (1 << 2)
 
-/* Identical content in groups of 64 pages (so several KSM pages). */
-static void fill_groups(char *buf, size_t npages)
+/*
+ * Identical content in groups of @group pages (so several KSM pages), a
+ * group's content given by @seed and its number.
+ */
+static void fill_runs(char *buf, size_t npages, size_t group, uint64_t seed)
 {
 	for (size_t pg = 0; pg < npages; pg++) {
 		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
 
 		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			q[w] = pattern(pg / 64, w, 0x4b534d);
+			q[w] = pattern(pg / group, w, seed);
 	}
 }
 
-static size_t check_groups(const char *buf, size_t npages)
+/* Pages of @buf that do not hold what fill_runs() wrote. */
+static size_t check_runs(const char *buf, size_t npages, size_t group,
+			 uint64_t seed)
 {
 	size_t bad = 0;
 
@@ -40,12 +45,25 @@ static size_t check_groups(const char *buf, size_t npages)
 		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
 
 		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != pattern(pg / 64, w, 0x4b534d)) {
+			if (q[w] != pattern(pg / group, w, seed)) {
 				bad++;
 				break;
 			}
 	}
 	return bad;
+}
+
+#define GROUP_SEED 0x4b534d
+#define PAIR_SEED 0x636f7770
+
+static void fill_groups(char *buf, size_t npages)
+{
+	fill_runs(buf, npages, 64, GROUP_SEED);
+}
+
+static size_t check_groups(const char *buf, size_t npages)
+{
+	return check_runs(buf, npages, 64, GROUP_SEED);
 }
 
 /* How many times the page at @addr is mapped (0 if none is mapped there). */
@@ -413,28 +431,12 @@ static void test_failed_merge_keeps_checksum(void)
 /* Pairs of identical pages, each pair's content its own and this test's. */
 static void fill_pairs(char *buf, size_t npages)
 {
-	for (size_t pg = 0; pg < npages; pg++) {
-		uint64_t *q = (uint64_t *)(buf + pg * PAGE_SIZE);
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			q[w] = pattern(pg / 2, w, 0x636f7770);
-	}
+	fill_runs(buf, npages, 2, PAIR_SEED);
 }
 
 static size_t check_pairs(const char *buf, size_t npages)
 {
-	size_t bad = 0;
-
-	for (size_t pg = 0; pg < npages; pg++) {
-		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != pattern(pg / 2, w, 0x636f7770)) {
-				bad++;
-				break;
-			}
-	}
-	return bad;
+	return check_runs(buf, npages, 2, PAIR_SEED);
 }
 
 /*
