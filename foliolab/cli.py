@@ -640,7 +640,7 @@ def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
     from foliolab import counting
     counts = counting.read_counts(path)
-    windows = [w for w in counts.windows if w.tag == counting.RUN_WINDOW]
+    windows = counts.tagged(counting.RUN_WINDOW)
     if not windows:
         raise FoliolabError("the counting window of the command did not "
                             "close", log_path=path)

@@ -253,6 +253,10 @@ class CountOutput:
     notes: list[str]           # the plugin's "#" lines
     switch_tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN
 
+    def tagged(self, tag: int) -> list[Window]:
+        """The closed windows with ``tag``, in order."""
+        return [w for w in self.windows if w.tag == tag]
+
 
 def _switch_tracking(parts: list[str], have: SwitchTracking
                      ) -> SwitchTracking:
@@ -321,7 +325,7 @@ def read_counts(path: Path) -> CountOutput:
 
 def read_windows(path: Path, tag: int) -> list[Window]:
     """The closed windows with ``tag`` in a boot's counts.txt, in order."""
-    return [w for w in read_counts(path).windows if w.tag == tag]
+    return read_counts(path).tagged(tag)
 
 
 @dataclass(frozen=True)

@@ -86,8 +86,7 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
     g = parse.parse_records(res.records)
     counts_path = res.console.parent / "counts.txt"
     counts = counting.read_counts(counts_path) if counted else None
-    windows = [win for win in counts.windows
-               if win.tag == w.window] if counts else []
+    windows = counts.tagged(w.window) if counts else []
     follow = None
     if counts and (w.count_roots or w.count_unit):
         follow = counts.switch_tracking.tracked
