@@ -106,7 +106,7 @@ def prefix_list(value: str) -> tuple[int, ...]:
         ) from None
     if any(n < 1 for n in at) or list(at) != sorted(set(at)):
         raise argparse.ArgumentTypeError(
-            f"{value!r}: give increasing patch counts from 1, e.g. 4,10,26")
+            f"{value!r}: give increasing patch counts from 1, e.g. 4,10,25")
     return at
 
 
@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--series", type=Path, default=DEFAULT_PATCHES,
                    metavar="DIR", help="the series (default patches/6.12)")
     s.add_argument("--at", type=prefix_list, required=True, metavar="N,...",
-                   help="the prefixes to build, e.g. 4,10,19,26 (each the "
+                   help="the prefixes to build, e.g. 4,10,18,25 (each the "
                         "series' first N patches)")
     _measure(s)
     _executor(s)
