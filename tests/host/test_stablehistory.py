@@ -296,3 +296,25 @@ def test_the_pinned_base_release_is_its_upstream_part():
     assert sincespec.release_of_debian("6.12.117-1~deb12u1") == \
         sincespec.Release(6, 12, 117)
     assert sincespec.Release(6, 12, 107) < sincespec.Release(6, 12, 117)
+
+
+def test_without_history_only_the_history_comes_first(tmp_path, capsys,
+                                                      pinned, monkeypatch):
+    """The findings are printed before anything is built, the usual
+    checks still run, and the restoration fails the command after them."""
+    from foliolab import seriescheck
+    repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
+    pinned(repo)
+    seen = []
+
+    def checks(series, *args):
+        seen.append(capsys.readouterr().out)
+        ok = seriescheck.Step(True, "ok")
+        return [seriescheck.PatchCheck(i, p.name, ok, ok, ok)
+                for i, p in enumerate(series.patches, 1)]
+    monkeypatch.setattr(seriescheck, "check_series", checks)
+    rc, out, err = run(capsys, "check", "--patches", str(series), "--since",
+                       f"git:{repo}@v1.2.3", "--out", str(tmp_path / "out"))
+    assert RESTORED in seen[0].splitlines()
+    assert "all 2 patches pass" in out
+    assert rc == errors.HistoryError.exit_code and "0002 restores" in err
