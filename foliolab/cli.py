@@ -272,6 +272,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument("--out", type=Path, help="where the boot logs go "
                    "(default results/check-<time>)")
+    s.add_argument("--since", metavar="SPEC",
+                   help="first say which patches restore code that the "
+                        "base's stable history since SPEC removed, and "
+                        "which touch functions it changed. SPEC: "
+                        "debian:VERSION (e.g. debian:6.12.107) or "
+                        "git:PATH@REF (see docs/manual.md)")
+    s.add_argument("--history-only", action="store_true",
+                   help="with --since: only that check (no checkpatch, "
+                        "build or boot)")
 
     s = sub.add_parser("compare", help="full A/B (or N-kernel) comparison")
     _common(s)
@@ -496,10 +505,19 @@ def cmd_build(args) -> int:
 def cmd_check(args) -> int:
     from foliolab import seriescheck, source
     from foliolab.arch import get_arch
+    if args.history_only and not args.since:
+        raise UsageError("--history-only checks the series against the "
+                         "stable history: it needs --since SPEC",
+                         hint="e.g. --since debian:6.12.107")
+    since = _since_spec(args)
     series = source.read_series(args.patches)
     if not series.patches:
         raise UsageError("the series is empty: nothing to check",
                          hint="give --patches DIR with patches in `series`")
+    history = _check_history(since, series) if since else None
+    if args.history_only:
+        history.raise_if_restored()
+        return 0
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "check-%Y%m%d-%H%M%S")
     checks = seriescheck.check_series(series, get_arch(args.arch),
@@ -513,7 +531,28 @@ def cmd_check(args) -> int:
                          hint="see the rows above")
     print(f"all {len(checks)} patches pass checkpatch --strict, build "
           f"({args.config}) and boot")
+    if history:
+        history.raise_if_restored()
     return 0
+
+
+def _since_spec(args):
+    """``--since SPEC`` parsed (its syntax only), or None."""
+    from foliolab import sincespec
+    return sincespec.parse(args.since) if args.since else None
+
+
+def _check_history(since, series):
+    """The stable-history check: the since-tree is found and checked
+    (older than the base) before the base is unpacked; the findings are
+    printed, one a line."""
+    from foliolab import sincespec, stablehistory
+    older = sincespec.resolve(since, sincespec.pinned_release())
+    report = stablehistory.check_series(series, older,
+                                        sincespec.pinned_base())
+    for line in report.lines():
+        print(line)
+    return report
 
 
 def _kernel_args(args) -> list:

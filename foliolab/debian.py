@@ -180,17 +180,37 @@ def resolve(spec: str) -> Package:
     update_lists()
     have = versions(name)
     age = _lists_age() or 0.0
-    if (not have or (exact and exact not in have)) and age > LISTS_RETRY_S:
+    if pick_version(exact, have) is None and age > LISTS_RETRY_S:
         update_lists(force=True)        # the lists may predate an upload
         have = versions(name)
     if not have:
         raise UsageError(f"debian:{spec}: Debian's archive has no {name}",
                          hint="kernels there: " + ", ".join(
                              f"debian:{s}" for s in series_available()))
-    if exact and exact not in have:
+    version = pick_version(exact, have)
+    if version is None:
         raise UsageError(f"debian:{spec}: {name} {exact} is not in Debian's "
                          "archive", hint="versions there: " + ", ".join(have))
-    return Package(name, exact or have[0])
+    return Package(name, version)
+
+
+def pick_version(exact: str | None, have: list[str]) -> str | None:
+    """Which of ``have`` (newest first) a spec names: the newest for None,
+    else the exact package version, or for an upstream release alone
+    (``6.12.107``) the newest Debian revision of it; None if none is."""
+    if exact is None:
+        return have[0] if have else None
+    if exact in have:
+        return exact
+    if "-" not in exact:
+        same = [v for v in have if upstream_of(v) == exact]
+        return same[0] if same else None
+    return None
+
+
+def upstream_of(version: str) -> str:
+    """``6.12.117-1~deb12u1`` -> ``6.12.117``."""
+    return version.split(":", 1)[-1].split("-", 1)[0]
 
 
 def _source_dir(pkg: Package) -> Path:

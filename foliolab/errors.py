@@ -104,6 +104,13 @@ class DamagedRunError(FoliolabError):
     exit_code = 11
 
 
+class HistoryError(FoliolabError):
+    """A patch of the series brings back code that the base's stable
+    history removed (``foliolab check --since``)."""
+
+    exit_code = 13
+
+
 class Stop(BaseException):
     """Raised in the main thread by a stop signal while a run measures (a
     BaseException, like KeyboardInterrupt, so no handler of errors takes

@@ -30,6 +30,18 @@ def test_a_bad_version_is_named(spec):
         debian.package_of(spec)
 
 
+@pytest.mark.parametrize("exact, picked", [
+    (None, "6.12.118-1"),
+    ("6.12.107", "6.12.107-1"),              # the newest revision of it
+    ("6.12.107-1~deb12u1", "6.12.107-1~deb12u1"),
+    ("6.12.108", None),
+    ("6.12.107-2", None),
+])
+def test_an_upstream_release_picks_its_newest_debian_revision(exact, picked):
+    have = ["6.12.118-1", "6.12.107-1", "6.12.107-1~deb12u1"]
+    assert debian.pick_version(exact, have) == picked
+
+
 def test_the_private_sources_name_the_suites_and_the_hosts_keyring():
     text = debian.sources_list()
     for _, suite in debian.SUITES:
