@@ -14,6 +14,8 @@ same hash on every machine, and its message records the Debian version.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import re
@@ -107,8 +109,25 @@ def _base_version_recorded(repo: Path) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _base_lock():
+    """Held while the base is checked or unpacked: two foliolab commands
+    that prepare it at once would otherwise delete each other's unpack
+    directory and commit a base with files missing."""
+    path = cache_root() / "linux.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def prepare_base() -> Path:
     """Make sure the cache holds the pinned base as a git repo; return it."""
+    with _base_lock():
+        return _prepare_base_locked()
+
+
+def _prepare_base_locked() -> Path:
     repo = base_repo()
     want = hostsetup.BASE_VERSION
     if (repo / ".git").exists():
