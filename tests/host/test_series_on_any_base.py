@@ -1,0 +1,166 @@
+"""A series on any source spec (SOURCE+DIR[:N]), with a small git tree as
+the user's kernel clone and a small cache standing in for the base's: a
+series that does not apply is refused before anything builds, one that
+applies is recorded with the tree it went on. No network, no kernel."""
+
+import subprocess
+
+import pytest
+
+from foliolab import build, cli, errors, image, kernels, orchestrate, source
+from foliolab.build import Kernel
+from foliolab.manifest import SeriesRecord
+
+RMAP = "int a;\nint b;\nint c;\n"
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t",
+                           "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def clone(tmp_path):
+    """A kernel clone of two commits: a Makefile with its version and
+    mm/rmap.c."""
+    r = tmp_path / "linux"
+    (r / "mm").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "master")
+    (r / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
+    (r / "mm" / "rmap.c").write_text("int a;\n")
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "v7.3-rc1")
+    (r / "mm" / "rmap.c").write_text(RMAP)
+    git(r, "commit", "-q", "-am", "v7.3")
+    return r
+
+
+def series(clone, d, name, before, after):
+    """A series of one patch turning mm/rmap.c from ``before`` into
+    ``after`` (made on a branch of the clone, then dropped)."""
+    git(clone, "checkout", "-q", "-b", "tmp")
+    (clone / "mm" / "rmap.c").write_text(before)
+    git(clone, "commit", "-q", "-am", "before", "--allow-empty")
+    (clone / "mm" / "rmap.c").write_text(after)
+    git(clone, "commit", "-q", "-am", "mm/rmap: change")
+    d.mkdir()
+    (d / name).write_text(git(clone, "format-patch", "-1", "--stdout") + "\n")
+    (d / "series").write_text(name + "\n")
+    git(clone, "checkout", "-q", "master")
+    git(clone, "branch", "-q", "-D", "tmp")
+    return d
+
+
+@pytest.fixture
+def good(clone, tmp_path):
+    return series(clone, tmp_path / "good", "0001-good.patch", RMAP,
+                  "int a;\nint B;\nint c;\n")
+
+
+@pytest.fixture
+def bad(clone, tmp_path):
+    return series(clone, tmp_path / "bad", "0001-bad.patch",
+                  "int a;\nint other;\nint c;\n", "int a;\nint O;\nint c;\n")
+
+
+@pytest.fixture
+def cache_repo(tmp_cache, monkeypatch):
+    """The cache's repository (where git: commits are fetched), empty: the
+    pinned base is not unpacked for these tests."""
+    repo = tmp_cache / "linux"
+
+    def prepare_base():
+        if not (repo / ".git").exists():
+            repo.mkdir(parents=True)
+            git(repo, "init", "-q")
+        return repo
+    monkeypatch.setattr(source, "prepare_base", prepare_base)
+    return repo
+
+
+@pytest.fixture
+def nothing_built(monkeypatch):
+    def no(*a, **k):
+        pytest.fail("built something")
+    monkeypatch.setattr(build, "build_kernel", no)
+    monkeypatch.setattr(kernels, "build_and_keep", no)
+    monkeypatch.setattr(image, "build_image", no)
+
+
+def test_a_series_that_does_not_apply_is_refused_before_anything_builds(
+        clone, good, bad, cache_repo, tmp_cache, tmp_path, nothing_built,
+        capsys):
+    """Two kernels that would build, and one whose series does not apply
+    to its tree: one line naming the patch, the file and the tree, and
+    nothing built, no run directory."""
+    out = tmp_path / "out"
+    head = git(clone, "rev-parse", "HEAD")
+    rc = cli.main(["compare", "--kernel", f"a=git:{clone}@HEAD",
+                   "--kernel", f"b=git:{clone}@HEAD+{good}",
+                   "--kernel", f"c=git:{clone}@master+{bad}",
+                   "--workloads", "pageout", "--runs", "2",
+                   "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.PatchApplyError.exit_code != 0
+    assert err == [
+        f"foliolab: error: {bad}/0001-bad.patch does not apply to mm/rmap.c "
+        f"on git:{clone}@master ({clone} {head[:12]}): its hunk at line 1 "
+        f"does not match; log: {tmp_cache}/logs/am-0001-bad.patch.log"]
+    assert not out.exists()
+    # the user's clone is as it was
+    assert git(clone, "status", "--porcelain") == ""
+    assert (clone / "mm" / "rmap.c").read_text() == RMAP
+
+
+def test_a_series_on_a_clone_is_applied_once_and_recorded(
+        clone, good, cache_repo, monkeypatch):
+    """The series goes on the fetched commit, is kept per tree and content,
+    and the manifest records the spec, the tree and the series' sha."""
+    head = git(clone, "rev-parse", "HEAD")
+    spec = kernels.parse_kernel(f"b=git:{clone}@HEAD+{good}")
+    tree = kernels.tree_of(spec)
+    digest = source.read_series(good).digest
+    assert git(cache_repo, "rev-parse",
+               f"refs/foliolab/series/{head}/{digest}") == tree.commit
+    assert git(cache_repo, "rev-parse", f"{tree.commit}~1") == head
+    assert git(cache_repo, "show", f"{tree.commit}:mm/rmap.c") == \
+        "int a;\nint B;\nint c;"
+    assert tree.version() == (7, 3) and kernels.slot_of(spec) == "linux-7.3"
+    assert kernels.tree_of(spec).commit == tree.commit      # found again
+
+    req = cli._request(*_compare_args(f"a=git:{clone}@HEAD",
+                                      f"b=git:{clone}@HEAD+{good}"))
+    m = orchestrate.start_manifest(req)
+    monkeypatch.setattr(kernels, "prepare", lambda specs, arch, purpose,
+                        trees: {k.name: _kernel(k.name, trees[k.name])
+                                for k in specs})
+    orchestrate.prepare_kernels(req, m)
+    assert m.kernel("a").series is None
+    assert m.kernel("b").series == SeriesRecord(
+        str(good), 1, digest, f"git:{clone}@HEAD", f"{clone} {head[:12]}",
+        head)
+    rec = m.to_json()["kernel_records"][1]
+    assert rec["spec"] == f"git:{clone}@HEAD+{good}"
+    assert rec["series"]["sha"] == digest
+    assert rec["given"]["onto"]["kind"] == "git"
+
+
+def test_a_prefix_of_none_is_the_tree_itself(clone, good, cache_repo):
+    head = git(clone, "rev-parse", "HEAD")
+    t = kernels.tree_of(kernels.parse_kernel(f"z=git:{clone}@HEAD+{good}:0"))
+    assert (t.commit, t.series_digest, t.onto.commit) == (head, "", head)
+
+
+def _compare_args(*kernel_args):
+    argv = ["compare", "--workloads", "pageout", "--runs", "2"]
+    for k in kernel_args:
+        argv += ["--kernel", k]
+    args = cli.build_parser().parse_args(argv)
+    args.argv = argv
+    return args, cli._kernel_args(args), args.patches, {}
+
+
+def _kernel(name, tree):
+    return Kernel(name, "perf", "x86_64", tree.path, tree.path / "bzImage",
+                  tree.commit, "5ha", 0.0)
