@@ -113,6 +113,29 @@ def test_a_series_that_does_not_apply_is_refused_before_anything_builds(
     assert (clone / "mm" / "rmap.c").read_text() == RMAP
 
 
+def test_check_refuses_a_series_on_its_base_before_building(
+        clone, bad, cache_repo, nothing_built, capsys):
+    rc = cli.main(["check", "--patches", str(bad), "--base",
+                   f"git:{clone}@HEAD"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.PatchApplyError.exit_code
+    assert len(err) == 1 and "0001-bad.patch does not apply to mm/rmap.c " \
+        f"on git:{clone}@HEAD (" in err[0]
+
+
+@pytest.mark.parametrize("base, says", [
+    ("image:/boot/bzImage", "--base image:/boot/bzImage: a series is put on "
+                            "base, git:PATH@REF or debian:VERSION"),
+    ("git:/nope@HEAD", "/nope is not a git repository"),
+])
+def test_check_takes_a_source_spec_as_its_base(base, says, good, capsys,
+                                               nothing_built):
+    rc = cli.main(["check", "--patches", str(good), "--base", base])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert len(err) == 1 and says in err[0]
+
+
 def test_a_series_on_a_clone_is_applied_once_and_recorded(
         clone, good, cache_repo, monkeypatch):
     """The series goes on the fetched commit, is kept per tree and content,
@@ -152,6 +175,20 @@ def test_a_prefix_of_none_is_the_tree_itself(clone, good, cache_repo):
     assert (t.commit, t.series_digest, t.onto.commit) == (head, "", head)
 
 
+def test_attribute_steps_through_the_series_on_its_base(good, monkeypatch):
+    args = cli.build_parser().parse_args(
+        ["attribute", "--at", "1", "--series", str(good), "--base",
+         "debian:7.3", "--workloads", "pageout"])
+    specs = cli.attribute_specs(args)
+    assert [(k.name, k.text) for k in specs] == [
+        ("base", "debian:7.3"), ("p1", f"debian:7.3+{good}:1")]
+    assert specs[1].onto.debian_version == "7.3"
+    plain = cli.attribute_specs(cli.build_parser().parse_args(
+        ["attribute", "--at", "1", "--series", str(good)]))
+    assert plain == [kernels.parse_kernel("base=base"),
+                     kernels.parse_kernel(f"p1=base+{good}:1")]
+
+
 def _compare_args(*kernel_args):
     argv = ["compare", "--workloads", "pageout", "--runs", "2"]
     for k in kernel_args:
@@ -164,3 +201,14 @@ def _compare_args(*kernel_args):
 def _kernel(name, tree):
     return Kernel(name, "perf", "x86_64", tree.path, tree.path / "bzImage",
                   tree.commit, "5ha", 0.0)
+
+
+def test_run_and_test_refuse_it_before_building_too(clone, good, bad,
+                                                    cache_repo,
+                                                    nothing_built):
+    """`run` and `test` take --kernel NAME=SPEC through tree()."""
+    with pytest.raises(errors.PatchApplyError, match="0001-bad.patch does "
+                       "not apply to mm/rmap.c on git:"):
+        orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
+    t = orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{good}")
+    assert t.variant == "n" and t.series_digest
