@@ -212,3 +212,42 @@ def test_run_and_test_refuse_it_before_building_too(clone, good, bad,
         orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
     t = orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{good}")
     assert t.variant == "n" and t.series_digest
+
+
+def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
+                                              monkeypatch):
+    """seriescheck on a git: base: checkpatch from that tree, then the
+    tree with patches 1..i, each built (stood in here) and booted."""
+    from types import SimpleNamespace
+
+    from foliolab import boot, seriescheck
+    from foliolab.arch import get_arch
+    head = git(clone, "rev-parse", "HEAD")
+    for text in ("int a;\nint B;\nint c;\n", "int a;\nint B;\nint C;\n"):
+        (clone / "mm" / "rmap.c").write_text(text)
+        git(clone, "commit", "-q", "-am", "mm/rmap: change")
+    d = tmp_path / "two"
+    git(clone, "format-patch", "-q", "-2", "-o", str(d))
+    (d / "series").write_text("".join(p.name + "\n"
+                                      for p in sorted(d.glob("*.patch"))))
+    git(clone, "reset", "-q", "--hard", head)
+    built, checked = [], []
+    monkeypatch.setattr(seriescheck, "run_checkpatch", lambda repo, p: (
+        checked.append(repo), seriescheck.Step(True, "ok"))[1])
+    monkeypatch.setattr(image, "build_image", lambda arch: SimpleNamespace(
+        path=tmp_path / "initrd"))
+    monkeypatch.setattr(build, "build_kernel", lambda tree, arch, config: (
+        built.append(tree), _kernel(tree.variant, tree))[1])
+    monkeypatch.setattr(boot, "boot", lambda *a: SimpleNamespace(
+        clean=True, exit_code=0, elapsed=1.0))
+    spec = kernels.with_series(kernels.parse_base(f"git:{clone}@{head}"),
+                               "patched", d)
+    checks = seriescheck.check_series(spec, get_arch("x86_64"), "perf",
+                                      "tcg", tmp_path / "out")
+    assert [c.ok for c in checks] == [True, True]
+    assert checked == [cache_repo, cache_repo]
+    assert [git(cache_repo, "rev-list", "--count", f"{head}..{t.commit}")
+            for t in built] == ["1", "2"]
+    assert [git(cache_repo, "show", f"{t.commit}:mm/rmap.c") for t in built
+            ] == ["int a;\nint B;\nint c;", "int a;\nint B;\nint C;"]
+    assert all(t.variant == "patched" for t in built)
