@@ -13,6 +13,7 @@ import datetime as dt
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from foliolab import __version__, kconfig
 from foliolab.arch import ARCHES
@@ -20,6 +21,9 @@ from foliolab.errors import (BuildError, FoliolabError, Stop, StoppedError,
                              UsageError)
 from foliolab.executors import ExecutorKind
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from foliolab.kernels import KernelSpec
 
 log = logging.getLogger("foliolab")
 
@@ -94,6 +98,12 @@ def _common(p: argparse.ArgumentParser, patches: bool = True) -> None:
                        help="series directory with a `series` file; `none` "
                             "compares vanilla with vanilla (default "
                             "patches/6.12)")
+
+
+def _base(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--base", default="base", metavar="SPEC",
+                   help=f"{what}: base (the pinned 6.12), git:PATH@REF or "
+                        "debian:VERSION (default base)")
 
 
 def prefix_list(value: str) -> tuple[int, ...]:
@@ -268,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("check", help="checkpatch each patch; build and boot "
                                      "base + patches 1..i for every i")
     _common(s)
+    _base(s, "the tree the series goes on")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument("--out", type=Path, help="where the boot logs go "
@@ -287,8 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", action="append", default=[],
                    metavar="NAME=SPEC",
                    help="a kernel to compare (repeatable, two or more; the "
-                        "first is the baseline). SPEC: base, base+DIR, "
-                        "base+DIR:N (first N patches), git:PATH@REF, "
+                        "first is the baseline). SPEC: base, git:PATH@REF, "
+                        "debian:VERSION, any of them +DIR (the series in "
+                        "DIR on it) or +DIR:N (its first N patches), or "
                         "image:PATH. Replaces --patches")
     _measure(s)
     _executor(s)
@@ -319,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     _arch(s)
     s.add_argument("--series", type=Path, default=DEFAULT_PATCHES,
                    metavar="DIR", help="the series (default patches/6.12)")
+    _base(s, "the tree the series goes on, the baseline `base`")
     s.add_argument("--at", type=prefix_list, required=True, metavar="N,...",
                    help="the prefixes to build, e.g. 4,10,18,25 (each the "
                         "series' first N patches)")
@@ -332,8 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default="patched")
     s.add_argument("--kernel", metavar="NAME=SPEC",
                    help="the kernel to build and boot, by any source spec "
-                        "compare takes (base, base+DIR[:N], git:PATH@REF, "
-                        "debian:VERSION); replaces --variant")
+                        "compare takes (base, git:PATH@REF, debian:VERSION, "
+                        "each +DIR[:N] or not); replaces --variant")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--add", type=Path, action="append", default=[],
                    metavar="FILE", help="static binary to put in the "
@@ -361,8 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default="patched")
     s.add_argument("--kernel", metavar="NAME=SPEC",
                    help="the kernel to build and boot, by any source spec "
-                        "compare takes (base, base+DIR[:N], git:PATH@REF, "
-                        "debian:VERSION); replaces --variant")
+                        "compare takes (base, git:PATH@REF, debian:VERSION, "
+                        "each +DIR[:N] or not); replaces --variant")
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument("--mglru", choices=("both", "on", "off"), default="both",
                    help="run with MGLRU on, off, or both (default both)")
@@ -503,24 +516,32 @@ def cmd_build(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from foliolab import seriescheck, source
+    from foliolab import kernels, seriescheck, source
     from foliolab.arch import get_arch
     if args.history_only and not args.since:
         raise UsageError("--history-only checks the series against the "
                          "stable history: it needs --since SPEC",
                          hint="e.g. --since debian:6.12.107")
+    if args.since and args.base != "base":
+        raise UsageError(f"--since compares with the pinned base's stable "
+                         f"history; --base {args.base} is not that base",
+                         hint="drop --base, or drop --since")
     since = _since_spec(args)
-    series = source.read_series(args.patches)
-    if not series.patches:
+    if args.patches is None or not source.read_series(args.patches).patches:
         raise UsageError("the series is empty: nothing to check",
                          hint="give --patches DIR with patches in `series`")
-    history = _check_history(since, series) if since else None
+    history = (_check_history(since, source.read_series(args.patches))
+               if since else None)
     if args.history_only:
         history.raise_if_restored()
         return 0
+    spec = kernels.with_series(kernels.parse_base(args.base), "patched",
+                               args.patches)
+    kernels.check_spec(spec)
+    kernels.tree_of(spec)       # a series that does not apply: refused here
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "check-%Y%m%d-%H%M%S")
-    checks = seriescheck.check_series(series, get_arch(args.arch),
+    checks = seriescheck.check_series(spec, get_arch(args.arch),
                                       args.config, args.accel, out)
     for c in checks:
         print(c.row())
@@ -588,17 +609,22 @@ def cmd_jobs(args) -> int:
 
 
 def cmd_attribute(args) -> int:
+    return _compare(args, attribute_specs(args), args.series,
+                    {f"p{n}": n for n in args.at})
+
+
+def attribute_specs(args) -> list[KernelSpec]:
+    """``attribute``'s kernels: ``base`` (the --base tree) and ``pN``, the
+    tree with the series' first N patches, for each N of --at."""
     from foliolab import kernels
-    series = kernels.parse_spec("all", f"base+{args.series}").series()
+    onto = kernels.parse_base(args.base)
+    series = kernels.with_series(onto, "all", args.series).series()
     if args.at[-1] > len(series.patches):
         raise UsageError(f"--at {args.at[-1]}: {args.series} has "
                          f"{len(series.patches)} patches",
                          hint=f"give counts from 1 to {len(series.patches)}")
-    specs = [kernels.parse_spec("base", "base")]
-    specs += [kernels.parse_spec(f"p{n}", f"base+{args.series}:{n}")
-              for n in args.at]
-    return _compare(args, specs, args.series,
-                    {k.name: k.prefix for k in specs[1:]})
+    return [onto] + [
+        kernels.with_series(onto, f"p{n}", args.series, n) for n in args.at]
 
 
 def _warn_small_runs(runs: int) -> None:

@@ -46,6 +46,9 @@ LISTS_MAX_AGE_S = 24 * 3600
 # ... unless they were fetched this recently.
 LISTS_RETRY_S = 600
 _SERIES = re.compile(r"^(\d+)\.(\d+)$")
+# The branch of an unpacked source's one commit: a series applied to it
+# (debian:X.Y+DIR) is checked out on top, so HEAD is not always that commit.
+UNPACKED = "debian"
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$")
 
 
@@ -275,7 +278,7 @@ def unpack(pkg: Package, deb: Path, digest: str) -> Path:
     shutil.rmtree(debdir)
     (top,) = [p for p in tmp.iterdir() if p.is_dir()]
     date = "2026-01-01T00:00:00+00:00"
-    _git(top, "init", "-q", "-b", "debian")
+    _git(top, "init", "-q", "-b", UNPACKED)
     # Debian's top-level .gitignore ignores everything at the top level
     _git(top, "add", "-A", "-f")
     _git(top, "commit", "-q", "-m",
@@ -290,7 +293,7 @@ def unpack(pkg: Package, deb: Path, digest: str) -> Path:
 
 
 def _recorded(tree: Path) -> dict[str, str]:
-    cp = _git(tree, "log", "-1", "--format=%B")
+    cp = _git(tree, "log", "-1", "--format=%B", UNPACKED)
     out = {}
     for line in cp.stdout.splitlines():
         key, sep, value = line.partition(": ")
@@ -307,7 +310,7 @@ def prepare(pkg: Package) -> Source:
     if (tree / ".git").exists():
         rec = _recorded(tree)
         if rec.get("Debian-Version") == pkg.version and rec.get("Deb-SHA256"):
-            commit = _git(tree, "rev-parse", "HEAD").stdout.strip()
+            commit = _git(tree, "rev-parse", UNPACKED).stdout.strip()
             return Source(pkg, rec["Deb-SHA256"], tree, commit)
     deb = fetch_deb(pkg)
     digest = sha256_of(deb)

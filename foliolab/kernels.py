@@ -3,20 +3,22 @@
 SPEC is one of
 
 - ``base``: the pinned Debian 6.12 source;
-- ``base+DIR``: the base with the series in DIR (a ``series`` file);
-- ``base+DIR:N``: the base with the first N patches of that series;
 - ``git:PATH@REF``: a commit of the user's own kernel clone;
-- ``image:PATH``: a kernel image built elsewhere, with its ``.config`` (and
-  ``System.map`` for ``--count``) beside it or in a directory above it;
 - ``debian:VERSION``: Debian's ``linux-source-X.Y`` package, ``X.Y`` for the
   newest in the archive (sid, trixie-backports, ...) or an exact package
-  version (see debian.py).
+  version (see debian.py);
+- ``SOURCE+DIR``: one of the three above with the series in DIR (a
+  ``series`` file) applied, ``SOURCE+DIR:N`` with its first N patches
+  (``base+DIR``, ``debian:7.3+patches/7.3``, ``git:~/linux@v7.3+p:4``);
+- ``image:PATH``: a kernel image built elsewhere, with its ``.config`` (and
+  ``System.map`` for ``--count``) beside it or in a directory above it.
 
 Every spec is checked before anything is built (a bad path, a series
-prefix longer than the series, a ref that is not a commit), and the first
-kernel is the baseline every ratio is taken against. ``--patches DIR|none``
-is the two-kernel shorthand: ``vanilla=base`` and ``patched=base+DIR``
-(``patched=base`` for an A/A run).
+prefix longer than the series, a ref that is not a commit, a series that
+does not apply to its tree), and the first kernel is the baseline every
+ratio is taken against. ``--patches DIR|none`` is the two-kernel
+shorthand: ``vanilla=base`` and ``patched=base+DIR`` (``patched=base``
+for an A/A run).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import enum
 import hashlib
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab import build, debian, kconfig, source
@@ -34,8 +36,9 @@ from foliolab.errors import FoliolabError, UsageError
 from foliolab.paths import cache_root
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-SPEC_FORMS = ("base, base+DIR, base+DIR:N, git:PATH@REF, debian:VERSION or "
-              "image:PATH")
+SPEC_FORMS = ("base, git:PATH@REF, debian:VERSION, any of these +DIR or "
+              "+DIR:N (a series on it), or image:PATH")
+SOURCE_FORMS = "base, git:PATH@REF or debian:VERSION"
 # How far above an image its .config and System.map are looked for: a
 # build directory keeps bzImage three levels down (arch/x86/boot).
 _IMAGE_PARENTS = 4
@@ -62,12 +65,22 @@ class KernelSpec:
     ref: str = ""                       # GIT
     image: Path | None = None           # IMAGE
     debian_version: str = ""            # DEBIAN: X.Y or a package version
+    # SERIES: the GIT or DEBIAN spec the series applies to; None: the base
+    onto: KernelSpec | None = None
 
     def is_base(self) -> bool:
         """Whether this kernel is the base's commit, known without building
         (a git: ref may be too; only its build finds out)."""
         return self.kind is SpecKind.BASE or (
-            self.kind is SpecKind.SERIES and self.prefix == 0)
+            self.kind is SpecKind.SERIES and self.prefix == 0
+            and self.onto is None)
+
+    def source_spec(self) -> KernelSpec:
+        """The spec of the tree this kernel starts from: itself, or for a
+        series the spec it applies to."""
+        if self.kind is not SpecKind.SERIES:
+            return self
+        return self.onto or KernelSpec(self.name, SpecKind.BASE, "base")
 
     def series(self) -> source.Series:
         """The (prefix of the) series this kernel applies to the base."""
@@ -95,26 +108,13 @@ def parse_kernel(arg: str) -> KernelSpec:
 
 
 def parse_spec(name: str, spec: str) -> KernelSpec:
-    if spec == "base":
-        return KernelSpec(name, SpecKind.BASE, spec)
     if spec.startswith("base+"):
-        rest = spec[len("base+"):]
-        prefix = None
-        m = re.match(r"^(.*):(\d+)$", rest)
-        if m:
-            rest, prefix = m.group(1), int(m.group(2))
-        if not rest:
-            raise UsageError(f"kernel {name}: {spec!r} names no series "
-                             "directory", hint="give base+DIR or base+DIR:N")
-        return KernelSpec(name, SpecKind.SERIES, spec,
-                          series_dir=Path(rest), prefix=prefix)
-    if spec.startswith("git:"):
-        path, at, ref = spec[len("git:"):].rpartition("@")
-        if not at or not path or not ref:
-            raise UsageError(f"kernel {name}: {spec!r} is not git:PATH@REF",
-                             hint="e.g. git:~/linux@mm-unstable")
-        return KernelSpec(name, SpecKind.GIT, spec,
-                          repo=Path(path).expanduser(), ref=ref)
+        # "base" holds no '+': the rest is DIR[:N], whatever DIR holds
+        return _series_spec(name, spec, None, spec[len("base+"):])
+    if spec.startswith(("git:", "debian:")):
+        source_text, rest = split_series(name, spec)
+        onto = _source_spec(name, source_text)
+        return onto if rest is None else _series_spec(name, spec, onto, rest)
     if spec.startswith("image:"):
         path = spec[len("image:"):]
         if not path:
@@ -122,12 +122,134 @@ def parse_spec(name: str, spec: str) -> KernelSpec:
                              hint="give image:PATH")
         return KernelSpec(name, SpecKind.IMAGE, spec,
                           image=Path(path).expanduser())
+    return _source_spec(name, spec)
+
+
+def _source_spec(name: str, spec: str) -> KernelSpec:
+    """``base``, ``git:PATH@REF`` or ``debian:VERSION``, without a series."""
+    if spec == "base":
+        return KernelSpec(name, SpecKind.BASE, spec)
+    if spec.startswith("git:"):
+        path, at, ref = spec[len("git:"):].rpartition("@")
+        if not at or not path or not ref:
+            raise UsageError(f"kernel {name}: {spec!r} is not git:PATH@REF",
+                             hint="e.g. git:~/linux@mm-unstable")
+        return KernelSpec(name, SpecKind.GIT, spec,
+                          repo=Path(path).expanduser(), ref=ref)
     if spec.startswith("debian:"):
         version = spec[len("debian:"):]
         debian.package_of(version)      # the form only; the archive later
         return KernelSpec(name, SpecKind.DEBIAN, spec, debian_version=version)
     raise UsageError(f"kernel {name}: unknown SPEC {spec!r}",
                      hint=f"SPEC is {SPEC_FORMS}")
+
+
+def _series_spec(name: str, spec: str, onto: KernelSpec | None,
+                 rest: str) -> KernelSpec:
+    """``spec`` = ONTO+REST, REST being DIR or DIR:N."""
+    directory, prefix = _dir_and_prefix(rest)
+    if not directory:
+        raise UsageError(f"kernel {name}: {spec!r} names no series "
+                         "directory", hint="give SOURCE+DIR or SOURCE+DIR:N")
+    return KernelSpec(name, SpecKind.SERIES, spec, series_dir=Path(directory),
+                      prefix=prefix, onto=onto)
+
+
+def _dir_and_prefix(rest: str) -> tuple[str, int | None]:
+    """``DIR:N`` -> (DIR, N); ``DIR`` -> (DIR, None)."""
+    m = re.match(r"^(.*):(\d+)$", rest)
+    return (m.group(1), int(m.group(2))) if m else (rest, None)
+
+
+def with_series(onto: KernelSpec, name: str, directory: Path,
+                prefix: int | None = None) -> KernelSpec:
+    """The kernel ``onto`` + the series in ``directory`` (its first
+    ``prefix`` patches), as ``ONTO+DIR[:N]`` would parse (``base+DIR``
+    exactly as it always was)."""
+    text = f"{onto.text}+{directory}" + (f":{prefix}" if prefix is not None
+                                         else "")
+    under = None if onto.kind is SpecKind.BASE else replace(onto, name=name)
+    return KernelSpec(name, SpecKind.SERIES, text, series_dir=Path(directory),
+                      prefix=prefix, onto=under)
+
+
+def parse_base(text: str, option: str = "--base") -> KernelSpec:
+    """A source spec a series is put on (``check --base``, ``attribute
+    --base``): base, git:PATH@REF or debian:VERSION."""
+    k = parse_spec("base", text)
+    if k.kind not in (SpecKind.BASE, SpecKind.GIT, SpecKind.DEBIAN):
+        raise UsageError(f"{option} {text}: a series is put on "
+                         f"{SOURCE_FORMS}",
+                         hint="give the series itself as its own option")
+    return k
+
+
+# ---- SOURCE+DIR: where the series starts -----------------------------------
+#
+# Git refs and paths may hold '+', and so do Debian versions
+# (7.3.4-1~bpo13+1), so neither the first nor the last '+' of a spec is
+# the one before its series. The one that is: the '+' whose right side
+# names a series directory (it exists, with a `series` file or .patch
+# files) and whose left side is a source spec of the right form. What
+# follows a '+' is then a directory only if there is one, and the ref or
+# version before it is never cut short by a directory that is not there.
+# Two such places (directories `a+b` and `b`, both series) are refused as
+# ambiguous rather than guessed. No such place: the spec has no series,
+# and its '+' is its ref's or version's own; when that cannot be (debian:
+# with a version of the wrong form) or the ref is no commit (git:, found
+# by check_spec), the one line says the directory is not there either.
+
+
+def split_series(name: str, spec: str) -> tuple[str, str | None]:
+    """``SOURCE+DIR[:N]`` -> (SOURCE, DIR[:N]); (spec, None) when the spec
+    has no series. A UsageError when that cannot be told."""
+    cuts = _cuts(spec)
+    found = [i for i in cuts if _is_series_dir(spec[i + 1:])]
+    if len(found) > 1:
+        readings = " or ".join(f"{spec[:i]} + {spec[i + 1:]}" for i in found)
+        raise UsageError(f"kernel {name}: {spec!r} is ambiguous: {readings}",
+                         hint="rename one of the series directories")
+    if found:
+        return spec[:found[0]], spec[found[0] + 1:]
+    if spec.startswith("debian:") and cuts and not _is_source_form(spec):
+        rest = spec[cuts[-1] + 1:]
+        raise UsageError(f"kernel {name}: {spec!r}: "
+                         f"{not_a_series_dir(rest)}",
+                         hint="give SOURCE+DIR with DIR holding a `series` "
+                              "file")
+    return spec, None
+
+
+def _cuts(spec: str) -> list[int]:
+    """Where ``spec`` could be SOURCE+REST: each '+' after a source spec."""
+    return [i for i, c in enumerate(spec)
+            if c == "+" and _is_source_form(spec[:i])]
+
+
+def _is_source_form(text: str) -> bool:
+    """Whether ``text`` reads as git:PATH@REF or debian:VERSION (nothing
+    looked up)."""
+    try:
+        return _source_spec("x", text).kind in (SpecKind.GIT,
+                                                SpecKind.DEBIAN)
+    except UsageError:
+        return False
+
+
+def _is_series_dir(rest: str) -> bool:
+    d = Path(_dir_and_prefix(rest)[0] or "/nonexistent")
+    return d.is_dir() and ((d / "series").is_file()
+                           or any(d.glob("*.patch")))
+
+
+def not_a_series_dir(rest: str) -> str:
+    """Why DIR (of ``DIR[:N]``) is not a series directory, in a few words."""
+    d = _dir_and_prefix(rest)[0]
+    if not d:
+        return "no series directory after its '+'"
+    if not Path(d).is_dir():
+        return f"{d} is not a directory"
+    return f"{d} holds no `series` file or .patch files"
 
 
 def from_patches(patches: Path | None) -> list[KernelSpec]:
@@ -152,10 +274,11 @@ def find_beside(image: Path, name: str) -> Path | None:
 
 
 def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
-    """Everything about the kernels that can be checked without building:
-    at least two, distinct names, paths that exist, series that read,
-    prefixes within their series, refs that are commits, images with their
-    config (and System.map when counting)."""
+    """Everything about the kernels that can be checked without building
+    or applying: at least two, distinct names, paths that exist, series
+    that read, prefixes within their series, refs that are commits,
+    versions the archive has, images with their config (and System.map
+    when counting). Whether each series applies: series_trees()."""
     if len(specs) < 2:
         raise UsageError(f"{len(specs)} kernel given; a comparison needs two "
                          "or more", hint="repeat --kernel NAME=SPEC")
@@ -172,10 +295,10 @@ def check_spec(k: KernelSpec, count: bool = False) -> None:
     """One kernel's spec, checked without building."""
     if k.kind is SpecKind.SERIES:
         k.series()
-    elif k.kind is SpecKind.GIT:
-        source.resolve_ref(k.repo, k.ref)
-    elif k.kind is SpecKind.DEBIAN:
-        debian.resolve(k.debian_version)
+        if k.onto is not None:
+            check_spec(k.onto, count)
+    elif k.kind in (SpecKind.GIT, SpecKind.DEBIAN):
+        _check_source(k)
     elif k.kind is SpecKind.IMAGE:
         if not k.image.is_file():
             raise UsageError(f"kernel {k.name}: image {k.image} does not "
@@ -190,6 +313,25 @@ def check_spec(k: KernelSpec, count: bool = False) -> None:
             raise UsageError(
                 f"kernel {k.name}: --count needs System.map beside "
                 f"{k.image}", hint="copy it next to the image")
+
+
+def _check_source(k: KernelSpec) -> None:
+    """A git: ref that is a commit, a debian: version the archive has; when
+    neither and the spec holds a '+', one line says it is no SOURCE+DIR
+    either (split_series() found no series directory there)."""
+    try:
+        if k.kind is SpecKind.GIT:
+            source.resolve_ref(k.repo, k.ref)
+        else:
+            debian.resolve(k.debian_version)
+    except UsageError as e:
+        cuts = _cuts(k.text)
+        if not cuts:
+            raise
+        raise UsageError(
+            f"kernel {k.name}: {k.text!r} is neither a source ({e.message}) "
+            f"nor SOURCE+DIR ({not_a_series_dir(k.text[cuts[-1] + 1:])})",
+            hint=e.hint) from None
 
 
 def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
@@ -208,22 +350,50 @@ def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
 
 
 def tree_of(k: KernelSpec) -> source.Tree:
-    """The commit a source-built kernel is built from."""
+    """The commit a source-built kernel is built from (a series applied,
+    or found applied)."""
+    if k.kind is SpecKind.SERIES:
+        return _series_tree(k)
+    return _source_tree(k)[0]
+
+
+def _source_tree(k: KernelSpec) -> tuple[source.Tree, source.Onto]:
+    """The tree of a base, git: or debian: spec, and what it is."""
     if k.kind is SpecKind.BASE:
         repo = source.prepare_base()
-        return source.Tree(k.name, repo, source.base_commit(repo), "")
-    if k.kind is SpecKind.SERIES:
-        series = k.series()
-        if not series.patches:
-            repo = source.prepare_base()
-            return source.Tree(k.name, repo, source.base_commit(repo), "")
-        return source.prepare_patched(series, k.name)
+        onto = source.base_onto(repo)
+        return source.Tree(k.name, repo, onto.commit, ""), onto
     if k.kind is SpecKind.GIT:
-        return source.prepare_git(k.name, k.repo, k.ref)
+        tree = source.prepare_git(k.name, k.repo, k.ref)
+        return tree, source.Onto(k.text, f"{k.repo.resolve()} "
+                                         f"{tree.commit[:12]}", tree.commit)
     if k.kind is SpecKind.DEBIAN:
         src = debian.prepare(debian.resolve(k.debian_version))
-        return source.Tree(k.name, src.tree, src.commit, "", src.describe())
+        pkg = src.package
+        return (source.Tree(k.name, src.tree, src.commit, "", src.describe()),
+                source.Onto(k.text, f"{pkg.name} {pkg.version}", src.commit))
     raise ValueError(k.kind)
+
+
+def _series_tree(k: KernelSpec) -> source.Tree:
+    series = k.series()
+    if k.onto is None and series.patches:
+        return source.prepare_patched(series, k.name)
+    under, onto = _source_tree(k.source_spec())
+    return source.prepare_series(under, onto, series, k.name)
+
+
+def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
+    """Every series of ``specs`` applied to its tree (or found applied),
+    before any kernel is built: a patch that does not apply stops the
+    whole request here, with one line naming the patch, the file and the
+    tree (PatchApplyError)."""
+    return {k.name: tree_of(k) for k in specs if k.kind is SpecKind.SERIES}
+
+
+def source_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
+    """The tree of every source-built kernel of ``specs``."""
+    return {k.name: tree_of(k) for k in specs if k.kind is not SpecKind.IMAGE}
 
 
 def build_slot(is_base: bool, version: tuple[int, int] = kconfig.BASE_VERSION
@@ -248,6 +418,8 @@ def slot_of(k: KernelSpec) -> str:
     if k.kind is SpecKind.GIT:
         return build_slot(False, source.makefile_version(
             k.repo, source.resolve_ref(k.repo, k.ref)))
+    if k.kind is SpecKind.SERIES and k.onto is not None:
+        return slot_of(k.onto)
     return build_slot(k.is_base())
 
 
@@ -265,26 +437,47 @@ def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
     return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
 
 
-def _known_commit(k: KernelSpec) -> str | None:
-    """``k``'s commit if it can be had without fetching, applying or
-    unpacking anything (for --dry-run), else None."""
+def _known_commit(k: KernelSpec) -> tuple[Path, str] | None:
+    """(a repository holding it, ``k``'s commit) if it can be had without
+    fetching, applying or unpacking anything (for --dry-run), else None."""
     repo = source.base_repo()
     try:
         if k.kind is SpecKind.GIT:
-            return source.resolve_ref(k.repo, k.ref)
+            return k.repo, source.resolve_ref(k.repo, k.ref)
+        if k.kind is SpecKind.SERIES and k.onto is not None:
+            return _known_series_commit(k)
         if not (repo / ".git").exists():
             return None
         if k.kind is SpecKind.BASE or (k.kind is SpecKind.SERIES
                                         and not k.series().patches):
-            return source.base_commit(repo)
+            return repo, source.base_commit(repo)
         if k.kind is SpecKind.SERIES:
-            cp = source.git(repo, "rev-parse", "--verify", "-q",
-                            f"refs/foliolab/series/{k.series().digest}"
-                            "^{commit}", check=False)
-            return cp.stdout.strip() if cp.returncode == 0 else None
+            return _kept_ref(repo, source.series_ref(k.series().digest))
     except FoliolabError:
         return None
     return None
+
+
+def _known_series_commit(k: KernelSpec) -> tuple[Path, str] | None:
+    """A series on a git: tree: its commit if applied before (in the
+    cache's repository, where git: commits are fetched); on a debian:
+    tree it is not known without asking the archive which version."""
+    if k.onto.kind is not SpecKind.GIT:
+        return None
+    under = source.resolve_ref(k.onto.repo, k.onto.ref)
+    series = k.series()
+    if not series.patches:
+        return k.onto.repo, under
+    repo = source.base_repo()
+    if not (repo / ".git").exists():
+        return None
+    return _kept_ref(repo, source.series_ref(series.digest, under))
+
+
+def _kept_ref(repo: Path, ref: str) -> tuple[Path, str] | None:
+    cp = source.git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
+                    check=False)
+    return (repo, cp.stdout.strip()) if cp.returncode == 0 else None
 
 
 def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
@@ -293,10 +486,10 @@ def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
     if known): what --dry-run says of a kernel, with nothing changed."""
     if k.kind is SpecKind.IMAGE:
         return k.image, None
-    commit = _known_commit(k)
-    if commit is None:
+    known = _known_commit(k)
+    if known is None:
         return None, None
-    repo = k.repo if k.kind is SpecKind.GIT else source.base_repo()
+    repo, commit = known
     kept = store_dir(arch, purpose, source.Tree(k.name, Path(repo), commit,
                                                 ""))
     image = kept / Path(arch.kernel_image).name
@@ -337,17 +530,20 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                         k.release)
 
 
-def prepare(specs: list[KernelSpec], arch: Arch, purpose: str
+def prepare(specs: list[KernelSpec], arch: Arch, purpose: str,
+            trees: dict[str, source.Tree] | None = None
             ) -> dict[str, build.Kernel]:
-    """Build (or find) every kernel, in order; kernels of one commit share
-    one image, so an A/A run boots one image under two names."""
+    """Build (or find) every kernel, in order, from ``trees`` (by default
+    source_trees()); kernels of one commit share one image, so an A/A run
+    boots one image under two names."""
+    trees = source_trees(specs) if trees is None else trees
     built: dict[str, build.Kernel] = {}
     by_commit: dict[str, build.Kernel] = {}
     for k in specs:
         if k.kind is SpecKind.IMAGE:
             built[k.name] = image_kernel(k, arch, purpose)
             continue
-        tree = tree_of(k)
+        tree = trees[k.name]
         if tree.commit not in by_commit:
             by_commit[tree.commit] = build_and_keep(tree, arch, purpose)
         built[k.name] = by_commit[tree.commit]

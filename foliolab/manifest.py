@@ -48,6 +48,25 @@ def plain(value):
 
 
 @dataclass
+class SeriesRecord:
+    """A ``SOURCE+DIR[:N]`` kernel's series and the tree it was applied to
+    (the spec as given is its KernelRecord's ``spec``)."""
+
+    directory: str                  # DIR as given
+    patches: int                    # how many were applied (N, else all)
+    sha: str                        # the series' digest (source.Series)
+    onto: str                       # SOURCE as given: base, debian:7.3, ...
+    tree: str                       # a package and version, or a clone
+    commit: str                     # the commit it was applied to
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> SeriesRecord | None:
+        if not d:
+            return None
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclass
 class KernelRecord:
     """One kernel of the run, by the name the user gave it."""
 
@@ -55,6 +74,7 @@ class KernelRecord:
     spec: str                       # SPEC as given
     given: dict = field(default_factory=dict)   # its KernelSpec's fields
     built: dict = field(default_factory=dict)   # its build.Kernel's fields
+    series: SeriesRecord | None = None          # SOURCE+DIR: what applied
 
     @property
     def commit(self) -> str:
@@ -167,7 +187,9 @@ class RunManifest:
             n, specs.get(n, "?"), records.get(n, {}).get("given", {}),
             records.get(n, {}).get("built") or (
                 {"commit": commits[n], "config_sha": shas.get(n, "")}
-                if n in commits else {})) for n in names]
+                if n in commits else {}),
+            SeriesRecord.from_json(records.get(n, {}).get("series")))
+            for n in names]
         ex = d.get("executor") or {}
         fields = {f.name for f in dataclasses.fields(ExecutorRecord)}
         executor = ExecutorRecord(**{k: v for k, v in ex.items()

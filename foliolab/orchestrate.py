@@ -38,7 +38,7 @@ from foliolab.executors import (Executor, ExecutorKind, ExecutorOptions,
 from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.job import JOBS_DIR, LAVA_ROUNDS_PER_BLOCK
 from foliolab.manifest import (ExecutorRecord, KernelRecord, RunManifest,
-                               plain)
+                               SeriesRecord, plain)
 from foliolab.measure import RunRequest, RunResult, boot_spec, plan
 from foliolab.measure import planned_time, run_workloads
 from foliolab.paths import PROJECT_ROOT
@@ -108,12 +108,17 @@ def check(req: Request) -> Executor:
             (req.out / "raw").iterdir()):
         log.warning("%s holds an earlier run: its boots are cleared (use "
                     "--resume to finish it instead)", req.out)
+    # last, the one check that does work (fetching, unpacking, applying);
+    # a dry run changes nothing, so it applies nothing
+    if not req.dry_run:
+        kernels_mod.series_trees(req.specs)
     return executor
 
 
 def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
-    """A git: kernel's commit must be a kernel tree (its mm/ has rmap.c)."""
-    for k in specs:
+    """A git: kernel's commit (or the one its series goes on) must be a
+    kernel tree (its mm/ has rmap.c)."""
+    for k in (s.source_spec() for s in specs):
         if k.kind is not kernels_mod.SpecKind.GIT:
             continue
         cp = proc.run(["git", "-C", k.repo, "cat-file", "-e",
@@ -245,9 +250,28 @@ def prepare_kernels(req: Request, m: RunManifest) -> dict[str, build.Kernel]:
     """Every kernel built (or found kept), recorded in the manifest."""
     if req.patches is not None and not req.kernels:
         m.patches = [p.name for p in source.read_series(req.patches).patches]
-    kernels = kernels_mod.prepare(req.specs, get_arch(req.arch), req.config)
+    trees = kernels_mod.source_trees(req.specs)
+    record_series(m, req.specs, trees)
+    kernels = kernels_mod.prepare(req.specs, get_arch(req.arch), req.config,
+                                  trees)
     record_builds(req, m, kernels)
     return kernels
+
+
+def record_series(m: RunManifest, specs: list[kernels_mod.KernelSpec],
+                  trees: dict[str, source.Tree]) -> None:
+    """Each series kernel's series and the tree it was applied to."""
+    for k in specs:
+        if k.kind is kernels_mod.SpecKind.SERIES:
+            m.kernel(k.name).series = series_record(k, trees[k.name])
+
+
+def series_record(k: kernels_mod.KernelSpec, tree: source.Tree
+                  ) -> SeriesRecord:
+    series = k.series()
+    return SeriesRecord(str(k.series_dir), len(series.patches),
+                        series.digest, tree.onto.spec, tree.onto.tree,
+                        tree.onto.commit)
 
 
 def record_builds(req: Request, m: RunManifest,
@@ -592,8 +616,8 @@ def tree(variant: str, patches: Path | None, kernel: str = ""
         if k.kind is kernels_mod.SpecKind.IMAGE:
             raise UsageError(f"--kernel {kernel}: this command builds the "
                              "kernel it boots", hint="give a source spec: "
-                             "base, base+DIR[:N], git:PATH@REF or "
-                             "debian:VERSION")
+                             f"{kernels_mod.SOURCE_FORMS}, each with "
+                             "+DIR[:N] or without")
         kernels_mod.check_spec(k)
         return kernels_mod.tree_of(k)
     if variant == "vanilla" or patches is None:

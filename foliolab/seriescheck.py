@@ -3,19 +3,21 @@
 plus patches 1..i must build and boot, so that a bisection never lands on a
 broken tree.
 
-Each prefix is applied and built like any patched tree (same checkout path,
-same build directory), so with a warm ccache a prefix that changes one mm
-file costs seconds. The last prefix is the whole series, which leaves the
-patched tree ready for ``foliolab compare``.
+The series goes on the pinned base, or with ``--base`` on any source spec
+(``debian:7.3``, ``git:PATH@REF``). Each prefix is applied and built like
+any patched tree of that version (same checkout path, same build
+directory), so with a warm ccache a prefix that changes one mm file costs
+seconds. The last prefix is the whole series, which leaves the patched
+tree ready for ``foliolab compare``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import boot, build, image, proc, source
-from foliolab.arch import Arch
+from foliolab import boot, build, image, kernels, proc
+from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
 
 
@@ -67,30 +69,36 @@ def run_checkpatch(repo: Path, patch: Path) -> Step:
     return Step(False, summary)
 
 
-def check_series(series: source.Series, arch: Arch, config: str, accel: str,
-                 rundir: Path) -> list[PatchCheck]:
-    repo = source.prepare_base()
+def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
+                 accel: str, rundir: Path) -> list[PatchCheck]:
+    """Each patch of ``spec``'s series (``SOURCE+DIR``) checked on its
+    tree: checkpatch, then that tree with patches 1..i built and booted."""
+    series = spec.series()
+    checkout = kernels.tree_of(spec.source_spec()).path
     img = image.build_image(arch)
     checks = []
     for i, patch in enumerate(series.patches, 1):
         pc = PatchCheck(i, patch.name)
         checks.append(pc)
-        pc.checkpatch = run_checkpatch(repo, patch)
-        prefix = source.Series(series.directory, series.patches[:i])
+        pc.checkpatch = run_checkpatch(checkout, patch)
         try:
-            tree = source.prepare_patched(prefix)
+            tree = kernels.tree_of(replace(spec, prefix=i))
             kernel = build.build_kernel(tree, arch, config)
         except FoliolabError as e:
             pc.build = Step(False, f"failed: {e.one_line()}")
             continue
         pc.build = Step(True, f"ok in {kernel.elapsed:.0f} s")
-        spec = boot.BootSpec(arch, kernel.image, accel=accel, vcpus=2,
-                             memory_mb=1024, timeout=180,
-                             cmdline=boot.debug_cmdline(config))
-        res = boot.boot(spec, img.path, "true\n", rundir / f"{i:04d}")
-        if res.clean and res.exit_code == 0:
-            pc.boot = Step(True, f"ok in {res.elapsed:.1f} s")
-        else:
-            pc.boot = Step(False, f"failed: {res.describe()}; log: "
-                                  f"{res.console}")
+        pc.boot = _boot(kernel, img.path, config, accel, rundir / f"{i:04d}")
     return checks
+
+
+def _boot(kernel: build.Kernel, img: Path, config: str, accel: str,
+          rundir: Path) -> Step:
+    """One boot of ``kernel`` running `true`."""
+    spec = boot.BootSpec(get_arch(kernel.arch), kernel.image, accel=accel, vcpus=2,
+                         memory_mb=1024, timeout=180,
+                         cmdline=boot.debug_cmdline(config))
+    res = boot.boot(spec, img, "true\n", rundir)
+    if res.clean and res.exit_code == 0:
+        return Step(True, f"ok in {res.elapsed:.1f} s")
+    return Step(False, f"failed: {res.describe()}; log: {res.console}")

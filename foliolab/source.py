@@ -167,17 +167,108 @@ def base_commit(repo: Path) -> str:
     return git(repo, "rev-parse", BASE_TAG + "^{commit}").stdout.strip()
 
 
-def apply_series(tree: Path, series: Series, base_version: str) -> None:
-    """``git am`` each patch onto the tree's HEAD, naming the one that fails."""
+@dataclass(frozen=True)
+class Onto:
+    """The tree a series is applied to, as messages and the run's record
+    name it."""
+
+    spec: str           # as given: base, debian:7.3, git:PATH@REF
+    tree: str           # a package and its version, or a clone and commit
+    commit: str
+
+    def describe(self) -> str:
+        return f"{self.spec} ({self.tree})"
+
+
+def base_onto(repo: Path) -> Onto:
+    """The pinned base as a series' tree."""
+    return Onto("base", f"{hostsetup.BASE_PACKAGE} {hostsetup.BASE_VERSION}",
+                base_commit(repo))
+
+
+def apply_series(tree: Path, series: Series, onto: str) -> None:
+    """``git am`` each patch onto the tree's HEAD; a PatchApplyError of one
+    line names the patch, the file it fails on and ``onto`` (the tree it
+    was tried on, Onto.describe())."""
     for patch in series.patches:
         logp = cache_root() / "logs" / f"am-{patch.name}.log"
         cp = git(tree, "am", "-q", "--no-3way", str(patch), check=False,
                  log_path=logp)
         if cp.returncode != 0:
             git(tree, "am", "--abort", check=False)
-            raise PatchApplyError(
-                f"patch {patch.name} does not apply to "
-                f"{hostsetup.BASE_PACKAGE} {base_version}", log_path=logp)
+            raise PatchApplyError(_not_applied(patch, onto, logp),
+                                  log_path=logp)
+
+
+# git am's (git apply's) words for a patch that does not apply
+_HUNK_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$", re.M)
+_FILE_FAILED = re.compile(r"^error: ([^:\s][^:]*): (.+)$", re.M)
+
+
+def _not_applied(patch: Path, onto: str, logp: Path) -> str:
+    """``DIR/0003-foo.patch does not apply to mm/rmap.c on ONTO: why``."""
+    text = logp.read_text(errors="replace") if logp.exists() else ""
+    where, why = _failure(text)
+    to = f" to {where}" if where else ""
+    return f"{shown(patch)} does not apply{to} on {onto}: {why}"
+
+
+def _failure(text: str) -> tuple[str, str]:
+    """(the file, why) from git am's output; no file when it names none."""
+    if m := _HUNK_FAILED.search(text):
+        return m.group(1), f"its hunk at line {m.group(2)} does not match"
+    if m := _FILE_FAILED.search(text):
+        return m.group(1), m.group(2)
+    return "", "see the log"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when under it (as a
+    user gives a series directory), else as it is."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def series_ref(digest: str, onto_commit: str | None = None) -> str:
+    """Where the commit of a series is kept: per content on the pinned
+    base (as it always was, so applied series and their built kernels are
+    found again), per content and tree on any other."""
+    if onto_commit is None:
+        return f"refs/foliolab/series/{digest}"
+    return f"refs/foliolab/series/{onto_commit}/{digest}"
+
+
+def apply_onto(repo: Path, start: str, series: Series, ref: str,
+               onto: Onto) -> str:
+    """The commit of ``series`` applied to ``start`` of ``repo``: kept
+    under ``ref`` and found there again, else applied in a scratch
+    worktree (so a patch that does not apply never leaves the build
+    checkout half-patched)."""
+    cp = git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
+             check=False)
+    if cp.returncode == 0:
+        return cp.stdout.strip()
+    scratch = cache_root() / "worktrees" / "apply"
+    _clear_scratch(repo, scratch)
+    git(repo, "worktree", "add", "-q", "--detach", str(scratch), start)
+    try:
+        apply_series(scratch, series, onto.describe())
+        commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
+    finally:
+        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
+    git(repo, "update-ref", ref, commit)
+    return commit
+
+
+def _clear_scratch(repo: Path, scratch: Path) -> None:
+    """The scratch worktree gone, whichever repository it was left by."""
+    if (scratch / ".git").exists():
+        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
+    shutil.rmtree(scratch, ignore_errors=True)
+    git(repo, "worktree", "prune")
+    scratch.parent.mkdir(parents=True, exist_ok=True)
 
 
 @dataclass(frozen=True)
@@ -189,6 +280,7 @@ class Tree:
     commit: str
     series_digest: str  # "" for vanilla
     origin: str = ""    # where the source came from, if not the base's repo
+    onto: Onto | None = None    # a series': the tree it was applied to
 
     def version(self) -> tuple[int, int]:
         """VERSION and PATCHLEVEL of the checked-out tree's Makefile."""
@@ -203,36 +295,33 @@ def prepare_vanilla() -> Tree:
 def prepare_patched(series: Series, variant: str = "patched") -> Tree:
     """Commit base + series, applied once per distinct series content.
 
-    The series is applied in a scratch worktree (b4 style), so a patch that
-    does not apply never leaves the build tree half-patched. The commit is
-    kept under refs/foliolab/series/DIGEST, so every prefix of a series
-    (``base+DIR:N``) is applied once and found again by its content; the
-    kernel called ``patched`` also moves branch `patched`.
+    The series is applied in a scratch worktree (b4 style), see
+    apply_onto(). The commit is kept under refs/foliolab/series/DIGEST,
+    so every prefix of a series (``base+DIR:N``) is applied once and found
+    again by its content; the kernel called ``patched`` also moves branch
+    `patched`.
     """
     repo = prepare_base()
-    ref = f"refs/foliolab/series/{series.digest}"
-    cp = git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
-             check=False)
-    if cp.returncode == 0:
-        commit = cp.stdout.strip()
-    else:
-        scratch = cache_root() / "worktrees" / "apply"
-        if (scratch / ".git").exists():
-            git(repo, "worktree", "remove", "--force", str(scratch),
-                check=False)
-        git(repo, "worktree", "prune")
-        scratch.parent.mkdir(parents=True, exist_ok=True)
-        git(repo, "worktree", "add", "-q", "--detach", str(scratch), BASE_TAG)
-        try:
-            apply_series(scratch, series, hostsetup.BASE_VERSION)
-            commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
-        finally:
-            git(repo, "worktree", "remove", "--force", str(scratch),
-                check=False)
-        git(repo, "update-ref", ref, commit)
+    onto = base_onto(repo)
+    commit = apply_onto(repo, BASE_TAG, series, series_ref(series.digest),
+                        onto)
     if variant == "patched":
         git(repo, "branch", "-f", "patched", commit)
-    return Tree(variant, repo, commit, series.digest)
+    return Tree(variant, repo, commit, series.digest, onto=onto)
+
+
+def prepare_series(under: Tree, onto: Onto, series: Series,
+                   variant: str) -> Tree:
+    """``series`` on the tree of any source spec (a clone's commit, a
+    Debian package), applied in that tree's repository and kept there per
+    tree and content."""
+    if not series.patches:
+        return Tree(variant, under.path, under.commit, "", under.origin,
+                    onto)
+    commit = apply_onto(under.path, under.commit, series,
+                        series_ref(series.digest, under.commit), onto)
+    return Tree(variant, under.path, commit, series.digest, under.origin,
+                onto)
 
 
 def prepare_git(variant: str, user_repo: Path, ref: str) -> Tree:
@@ -303,7 +392,7 @@ def dev_tree(series: Series) -> Path:
         git(repo, "worktree", "add", "-q", str(wt), DEV_BRANCH)
     else:
         git(repo, "worktree", "add", "-q", "-b", DEV_BRANCH, str(wt), BASE_TAG)
-        apply_series(wt, series, hostsetup.BASE_VERSION)
+        apply_series(wt, series, base_onto(repo).describe())
     return wt
 
 

@@ -133,6 +133,26 @@ def test_an_unpacked_source_is_one_commit_of_the_whole_tree(tmp_path,
     assert source.git(again, "rev-parse", "HEAD").stdout == first
 
 
+def test_an_unpacked_source_is_found_again_under_a_series(tmp_path,
+                                                          tmp_cache,
+                                                          monkeypatch):
+    """A series on the package's tree (debian:X.Y+DIR) is checked out
+    there to build it: the source is still found by its own commit, not
+    unpacked again (which would drop the series' commits)."""
+    deb = _small_deb(tmp_path)
+    pkg = debian.Package("linux-source-9.9", "9.9.1-1")
+    tree = debian.unpack(pkg, deb, hashlib.sha256(deb.read_bytes())
+                         .hexdigest())
+    commit = source.git(tree, "rev-parse", "HEAD").stdout.strip()
+    source.git(tree, "checkout", "-q", "--detach")
+    (tree / "mm" / "rmap.c").write_text("/* patched */\n")
+    source.git(tree, "commit", "-q", "-am", "mm/rmap: a patch")
+    monkeypatch.setattr(debian, "fetch_deb",
+                        lambda p: pytest.fail("fetched the .deb again"))
+    src = debian.prepare(pkg)
+    assert (src.tree, src.commit) == (tree, commit)
+
+
 @pytest.mark.archive
 def test_the_archive_names_7_3_and_refuses_a_version_it_lacks():
     pkg = debian.resolve("7.3")

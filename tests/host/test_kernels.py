@@ -1,5 +1,6 @@
 """--kernel NAME=SPEC and N-way reports, without QEMU."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -192,3 +193,154 @@ def test_dry_run_names_the_build_directory_the_build_uses(
     assert "x86_64-perf-patched" in makes[2]
     assert kernels.build_slot(True) == "vanilla"
     assert kernels.build_slot(False) == "patched"
+
+
+# ---- SOURCE+DIR[:N]: a series on any source spec ---------------------------
+
+@pytest.mark.parametrize("source, kind", [
+    ("debian:7.3", SpecKind.DEBIAN),
+    ("debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),     # a '+' of its own
+    ("git:/src/linux@v7.3", SpecKind.GIT),
+    ("git:/src/a+b/linux@v7.3", SpecKind.GIT),       # a '+' in the path
+    ("git:/src/linux@mm+stuff", SpecKind.GIT),       # and in the ref
+])
+@pytest.mark.parametrize("prefix", [None, 4])
+def test_a_series_on_any_source(tmp_path, source, kind, prefix):
+    d = series_dir(tmp_path, 4)
+    tail = "" if prefix is None else f":{prefix}"
+    k = kernels.parse_kernel(f"next={source}+{d}{tail}")
+    assert (k.kind, k.series_dir, k.prefix, k.text) == (
+        SpecKind.SERIES, d, prefix, f"{source}+{d}{tail}")
+    assert (k.onto.kind, k.onto.text, k.onto.name) == (kind, source, "next")
+    assert k.source_spec() is k.onto and not k.is_base()
+    assert len(k.series().patches) == (prefix or 4)
+
+
+def test_a_relative_series_directory_after_a_source(tmp_path, monkeypatch):
+    series_dir(tmp_path, 2)
+    monkeypatch.chdir(tmp_path)
+    k = kernels.parse_kernel("next=debian:7.3+series:1")
+    assert (k.series_dir, k.prefix, k.onto.debian_version) == (
+        Path("series"), 1, "7.3")
+
+
+def test_a_directory_of_patch_files_is_a_series_directory_too(tmp_path):
+    """The split takes it; reading it then says its `series` file is
+    missing, as for base+DIR."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "0001-a.patch").write_text("x\n")
+    k = kernels.parse_kernel(f"n=git:/src/linux@v7.3+{d}")
+    assert k.kind is SpecKind.SERIES and k.series_dir == d
+    with pytest.raises(errors.UsageError, match="series is missing"):
+        k.series()
+
+
+def test_without_a_series_directory_a_plus_is_the_sources_own(tmp_path):
+    """A Debian version or a ref may hold '+': no directory of that name,
+    no series."""
+    k = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
+    assert k.kind is SpecKind.DEBIAN and k.debian_version == "7.3.4-1~bpo13+1"
+    g = kernels.parse_kernel(f"g=git:{tmp_path}@topic+{tmp_path}/nope")
+    assert g.kind is SpecKind.GIT and g.ref == f"topic+{tmp_path}/nope"
+
+
+def test_base_and_base_dir_parse_as_they_always_did(tmp_path):
+    """base+DIR is the pinned base with the series: no `onto`, so its
+    kernel, build slot and kept commit are what they were."""
+    d = series_dir(tmp_path, 3)
+    k = kernels.parse_kernel(f"s=base+{d}:0")
+    assert k == kernels.KernelSpec("s", SpecKind.SERIES, f"base+{d}:0",
+                                   series_dir=d, prefix=0)
+    assert k.onto is None and k.is_base()
+    assert k.source_spec().kind is SpecKind.BASE
+    assert kernels.slot_of(k) == "vanilla"
+    assert kernels.slot_of(kernels.parse_kernel(f"s=base+{d}:2")) == "patched"
+    assert kernels.parse_kernel("b=base") == kernels.KernelSpec(
+        "b", SpecKind.BASE, "base")
+
+
+def test_with_series_is_what_the_spec_parses_to(tmp_path):
+    d = series_dir(tmp_path, 3)
+    for source in ("base", "debian:7.3", f"git:{tmp_path}@v1"):
+        onto = kernels.parse_base(source)
+        for prefix in (None, 2):
+            tail = "" if prefix is None else f":{prefix}"
+            assert kernels.with_series(onto, "p", d, prefix) == \
+                kernels.parse_kernel(f"p={source}+{d}{tail}")
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("debian:7.3+{tmp}/nope", "{tmp}/nope is not a directory"),
+    ("debian:7.3+{tmp}/empty", "{tmp}/empty holds no `series` file or "
+                               ".patch files"),
+    ("debian:7.3+", "no series directory after its '+'"),
+    ("debian:7.3+{tmp}/s:", "{tmp}/s: is not a directory"),
+    ("debian:7.3+{tmp}/s+{tmp}/s", "{tmp}/s+{tmp}/s is not a directory"),
+    ("git:/src/linux@v1+{tmp}/a+b", "is ambiguous: git:/src/linux@v1 + "
+                                    "{tmp}/a+b or git:/src/linux@v1+{tmp}/a "
+                                    "+ b"),
+    ("git:/src/linux+{tmp}/s", "is not git:PATH@REF"),
+    ("image:/boot/x+{tmp}/s", None),       # an image takes no series
+])
+def test_a_series_spec_that_cannot_be_read_says_why(tmp_path, monkeypatch,
+                                                    spec, says):
+    series_dir(tmp_path, 1).rename(tmp_path / "s")
+    (tmp_path / "empty").mkdir()
+    for name in ("a+b", "b"):
+        d = tmp_path / "w" / name
+        d.mkdir(parents=True)
+        (d / "series").write_text("")
+    monkeypatch.chdir(tmp_path / "w")       # `b` is there, and so is `a+b`
+    spec = spec.replace("{tmp}", str(tmp_path))
+    if "ambiguous" in (says or ""):
+        spec = spec.replace(f"{tmp_path}/a+b", f"{tmp_path}/w/a+b")
+        says = says.replace("{tmp}", f"{tmp_path}/w")
+    if says is None:
+        assert kernels.parse_kernel(f"x={spec}").kind is SpecKind.IMAGE
+        return
+    with pytest.raises(errors.UsageError) as e:
+        kernels.parse_kernel(f"x={spec}")
+    assert says.replace("{tmp}", str(tmp_path)) in e.value.one_line()
+    assert e.value.one_line().startswith("kernel x: ")
+
+
+def test_a_ref_with_a_plus_that_is_no_commit_names_both_readings(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "f").write_text("1\n")
+    git(tmp_path, "add", "f")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    k = kernels.parse_kernel(f"n=git:{tmp_path}@HEAD+patches/7.33")
+    with pytest.raises(errors.UsageError) as e:
+        kernels.check_spec(k)
+    assert e.value.message == (
+        f"kernel n: 'git:{tmp_path}@HEAD+patches/7.33' is neither a source "
+        f"('HEAD+patches/7.33' is not a commit in {tmp_path}) nor "
+        "SOURCE+DIR (patches/7.33 is not a directory)")
+
+
+def test_the_tree_under_a_series_is_checked_too(tmp_path):
+    d = series_dir(tmp_path, 1)
+    k = kernels.parse_kernel(f"n=git:{tmp_path}@HEAD+{d}")
+    with pytest.raises(errors.UsageError, match="is not a git repository"):
+        kernels.check_spec(k)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("image:/boot/bzImage", "--base image:/boot/bzImage: a series is put on "
+                            "base, git:PATH@REF or debian:VERSION"),
+    ("vanilla", "unknown SPEC"),
+])
+def test_a_base_is_a_source_spec(text, says):
+    with pytest.raises(errors.UsageError, match=re.escape(says)):
+        kernels.parse_base(text)
+
+
+def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
+    """debian:7.3+DIR shares linux-7.3 with debian:7.3 (an incremental
+    build of it), never `patched`."""
+    d = series_dir(tmp_path, 2)
+    assert kernels.slot_of(kernels.parse_kernel(
+        f"n=debian:7.3+{d}:1")) == "linux-7.3"
+    assert kernels.slot_of(kernels.parse_kernel(
+        f"n=debian:6.12+{d}")) == "patched"

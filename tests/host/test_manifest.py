@@ -9,7 +9,7 @@ import pytest
 from foliolab import errors
 from foliolab.build import Kernel
 from foliolab.kernels import parse_kernel
-from foliolab.manifest import KernelRecord, RunManifest, plain
+from foliolab.manifest import KernelRecord, RunManifest, SeriesRecord, plain
 
 
 def manifest(**kw):
@@ -54,6 +54,25 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
     back = RunManifest.read(tmp_path)
     assert back.kernels[0].build_hash == ("c0ffee", "5ha")
     assert back.kernels[0].built["version"] == "6.12.117"
+    assert back.to_json() == d
+
+
+def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(
+        tmp_path):
+    series = SeriesRecord("patches/7.3", 4, "0123456789abcdef", "debian:7.3",
+                          "linux-source-7.3 7.3.4-1~bpo13+1", "c0ffee")
+    m = manifest(kernels=[
+        KernelRecord("up", "debian:7.3", {}, {}),
+        KernelRecord("next", "debian:7.3+patches/7.3:4", {}, {}, series)])
+    m.write(tmp_path)
+    d = json.loads((tmp_path / "environment.json").read_text())
+    assert d["kernel_records"][1]["series"] == {
+        "directory": "patches/7.3", "patches": 4, "sha": "0123456789abcdef",
+        "onto": "debian:7.3", "tree": "linux-source-7.3 7.3.4-1~bpo13+1",
+        "commit": "c0ffee"}
+    back = RunManifest.read(tmp_path)
+    assert back.kernel("next").series == series
+    assert back.kernel("up").series is None
     assert back.to_json() == d
 
 

@@ -68,11 +68,12 @@ def test_patch_that_does_not_apply_names_patch_and_base(repo, tmp_path,
     d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
     (repo / "rmap.c").write_text("int a;\nint other;\nint c;\n")
     sh(repo, "git", "commit", "-q", "-am", "diverge")
+    onto = "base (linux-source-6.12 6.12.117-1~deb12u1)"
     with pytest.raises(PatchApplyError) as e:
-        source.apply_series(repo, source.read_series(d), "6.12.117-1~deb12u1")
+        source.apply_series(repo, source.read_series(d), onto)
     msg = e.value.one_line()
-    assert "0001-x.patch does not apply" in msg
-    assert "6.12.117-1~deb12u1" in msg
+    assert msg.startswith(f"{d}/0001-x.patch does not apply to rmap.c on "
+                          f"{onto}: its hunk at line 1 does not match; log: ")
     assert "\n" not in msg
     # nothing half-applied, no am in progress
     assert (repo / "rmap.c").read_text() == "int a;\nint other;\nint c;\n"
@@ -106,3 +107,70 @@ def test_a_relative_series_directory_reads_as_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     series = source.read_series(Path("s"))
     assert all(p.is_absolute() for p in series.patches)
+
+
+def test_the_failing_patch_is_named_as_the_user_gave_its_directory(
+        repo, tmp_path, tmp_cache, monkeypatch):
+    """Relative to where foliolab runs, like `patches/7.3/0003-foo.patch`;
+    a patch adding a file the tree has is named by that file."""
+    (repo / "new.c").write_text("int n;\n")
+    sh(repo, "git", "add", "new.c")
+    sh(repo, "git", "commit", "-q", "-m", "add new.c")
+    d = tmp_path / "series"
+    d.mkdir()
+    out = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    (d / "0001-add.patch").write_text(out)
+    (d / "series").write_text("0001-add.patch\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PatchApplyError) as e:
+        source.apply_series(repo, source.read_series(Path("series")), "X")
+    assert e.value.message == ("series/0001-add.patch does not apply to "
+                               "new.c on X: already exists in index")
+
+
+def based(repo):
+    """``repo`` as the cache's base: tagged as foliolab tags the base."""
+    sh(repo, "git", "tag", source.BASE_TAG)
+    return repo
+
+
+def test_a_series_on_the_base_is_kept_under_the_ref_it_always_was(
+        repo, tmp_path, tmp_cache, monkeypatch):
+    """base+DIR's commit is refs/foliolab/series/DIGEST, so series applied
+    (and kernels built and kept by commit) before this change are found
+    again: a ref already there is taken as it is, nothing applied."""
+    monkeypatch.setattr(source, "prepare_base", lambda: based(repo))
+    d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
+    series = source.read_series(d)
+    t = source.prepare_patched(series)
+    assert source.series_ref(series.digest) == \
+        f"refs/foliolab/series/{series.digest}"
+    assert source.git(repo, "rev-parse", source.series_ref(series.digest)
+                      ).stdout.strip() == t.commit
+    assert t.onto.spec == "base" and t.onto.commit == source.base_commit(repo)
+    assert t.series_digest == series.digest
+    monkeypatch.setattr(source, "prepare_base", lambda: repo)
+    source.git(repo, "update-ref", source.series_ref(series.digest),
+               source.base_commit(repo))        # as an older run left it
+    assert source.prepare_patched(series).commit == source.base_commit(repo)
+
+
+def test_a_series_on_another_tree_is_kept_per_tree_and_content(
+        repo, tmp_path, tmp_cache):
+    d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
+    series = source.read_series(d)
+    head = source.git(repo, "rev-parse", "HEAD").stdout.strip()
+    under = source.Tree("x", repo, head, "")
+    onto = source.Onto("git:r@HEAD", f"{repo} {head[:12]}", head)
+    t = source.prepare_series(under, onto, series, "next")
+    assert (t.variant, t.path, t.series_digest, t.onto) == (
+        "next", repo, series.digest, onto)
+    assert source.git(repo, "show", f"{t.commit}:rmap.c").stdout == \
+        "int a;\nint B;\nint c;\n"
+    assert source.git(repo, "rev-parse", f"refs/foliolab/series/{head}/"
+                      f"{series.digest}").stdout.strip() == t.commit
+    assert source.prepare_series(under, onto, series, "n").commit == t.commit
+    # the user's checkout was never touched: applied in a scratch worktree
+    assert (repo / "rmap.c").read_text() == "int a;\nint b;\nint c;\n"
+    assert not (tmp_cache / "worktrees" / "apply").exists()
