@@ -746,6 +746,18 @@ def check_args(args) -> None:
         arch = get_arch(args.arch)
         if hasattr(args, "accel"):
             arch.check_accel(args.accel)
+    if getattr(args, "out", None) is not None:
+        check_out(args.out)
+
+
+def check_out(out: Path) -> None:
+    """--out must be a directory this user can make and write in."""
+    from foliolab.paths import unwritable
+    why = unwritable(out)
+    if why:
+        raise UsageError(f"--out {out}: {why}",
+                         hint="give --out a directory you can write, e.g. "
+                              "under your home or /tmp")
 
 
 HANDLERS = {
