@@ -267,3 +267,20 @@ def test_a_writable_out_dir_is_tried_and_left_as_it_was(tmp_path):
     (tmp_path / "here").mkdir()
     assert unwritable(tmp_path / "here") is None
     assert list((tmp_path / "here").iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["compare", "--frob"], "compare: unrecognized arguments: --frob; see "
+                            "`foliolab compare --help`"),
+    (["compare", "--runs", "x"], "compare: argument --runs: 'x' is not a "
+                                 "number; see `foliolab compare --help`"),
+    (["jobs", "export", "--frob"], "jobs export: unrecognized arguments: "
+                                   "--frob; see `foliolab jobs export "
+                                   "--help`"),
+    (["--frob"], "the following arguments are required: command; see "
+                 "`foliolab --help`"),
+])
+def test_a_parser_error_names_the_program_once(capsys, argv, says):
+    rc, _, err = run(capsys, *argv)
+    assert rc == errors.UsageError.exit_code
+    assert only_line(err) == f"foliolab: error: {says}"
