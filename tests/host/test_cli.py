@@ -284,3 +284,19 @@ def test_a_parser_error_names_the_program_once(capsys, argv, says):
     rc, _, err = run(capsys, *argv)
     assert rc == errors.UsageError.exit_code
     assert only_line(err) == f"foliolab: error: {says}"
+
+
+@pytest.mark.parametrize("repo, says", [
+    ("/tmp", "--repo /tmp is not a git repository"),
+    ("/no/such/dir", "--repo /no/such/dir does not exist"),
+])
+def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo,
+                                               says):
+    rc, _, err = run(capsys, "bisect", "--repo", repo, "--good", "a",
+                     "--bad", "b", "--workload", "pageout", "--metric",
+                     "kernel_insns", "--below", "1")
+    assert rc == errors.UsageError.exit_code
+    line = only_line(err)
+    assert line.startswith(f"foliolab: error: {says}; give --repo PATH")
+    assert "git:PATH@REF" not in line
+    assert not tmp_cache.exists()
