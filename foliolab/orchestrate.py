@@ -126,11 +126,11 @@ def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
 
 def differences(req: Request, m: RunManifest) -> None:
     """``--resume``: the request must be the manifest's run (else one line
-    saying what differs)."""
+    saying what differs, in the command line's own words)."""
     now = start_manifest(req)
     for what, theirs, ours in (
-            ("kernels", [(k.name, k.spec) for k in m.kernels],
-             [(k.name, k.spec) for k in now.kernels]),
+            ("kernels", [f"{k.name}={k.spec}" for k in m.kernels],
+             [f"{k.name}={k.spec}" for k in now.kernels]),
             ("workloads", m.workloads, now.workloads),
             ("parameters", m.params, now.params),
             ("--runs", m.runs, now.runs),
@@ -142,9 +142,47 @@ def differences(req: Request, m: RunManifest) -> None:
             ("--executor", m.executor.kind, now.executor.kind),
             ("--fault", m.fault_injection, now.fault_injection)):
         if theirs != ours:
+            theirs, ours = _differing(theirs, ours)
             raise UsageError(f"--resume: the run in {req.out} has {what} "
                              f"{theirs}, this asks for {ours}",
                              hint="resume with the run's own options")
+
+
+def _differing(theirs, ours) -> tuple[str, str]:
+    """Two values of an option as a reader would write them; of two
+    parameter tables only the parameters that differ."""
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        flat_a, flat_b = _flat(theirs), _flat(ours)
+        keys = [k for k in dict.fromkeys([*flat_a, *flat_b])
+                if flat_a.get(k) != flat_b.get(k)]
+        return (_readable({k: flat_a.get(k) for k in keys}),
+                _readable({k: flat_b.get(k) for k in keys}))
+    return _readable(theirs), _readable(ours)
+
+
+def _flat(params: dict) -> dict[str, object]:
+    """{workload: {name: value}} -> {"workload.name": value}."""
+    out: dict[str, object] = {}
+    for w, values in params.items():
+        for k, v in (values.items() if isinstance(values, dict)
+                     else [("", values)]):
+            out[f"{w}.{k}" if k else w] = v
+    return out
+
+
+def _readable(value) -> str:
+    """A manifest value as the command line spells it: lists joined with
+    commas, booleans on/off, a missing value "none"."""
+    if value is None or value == [] or value == "":
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={'(unset)' if v is None else _readable(v)}"
+                         for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(getattr(value, "value", value))
 
 
 def _same_builds(m: RunManifest, kernels: dict[str, build.Kernel]) -> None:
