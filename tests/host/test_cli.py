@@ -300,3 +300,25 @@ def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo,
     assert line.startswith(f"foliolab: error: {says}; give --repo PATH")
     assert "git:PATH@REF" not in line
     assert not tmp_cache.exists()
+
+
+def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path,
+                                              data):
+    import re
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    assert cli.main(["report", str(out)]) == 0
+    whole = (out / "results.json").read_text()
+    (out / "results.json").write_text(whole[:len(whole) // 2])
+    caplog.clear()
+    assert cli.main(["report", str(out)]) == 0
+    said = [m for m in caplog.messages if "results.json" in m]
+    assert len(said) == 1 and re.fullmatch(
+        f"foliolab: {re.escape(str(out))}/results.json was damaged \\(not "
+        "valid JSON: .*, line \\d+ column \\d+\\); rebuilt from "
+        "environment.json and the boots under raw/", said[0]), said
+    assert json.loads((out / "results.json").read_text())   # whole again
+    caplog.clear()
+    assert cli.main(["report", str(out)]) == 0
+    assert not any("damaged" in m for m in caplog.messages)
