@@ -102,6 +102,7 @@ def check(req: Request) -> Executor:
     executor = make_executor(req.executor, req.out, req.count)
     kernels_mod.check_specs(req.specs, req.count)
     _check_kernel_trees(req.specs)
+    _check_kept_roots(req)
     if req.resume:
         differences(req, RunManifest.read(req.out))
     elif not req.dry_run and (req.out / "raw").exists() and any(
@@ -109,6 +110,38 @@ def check(req: Request) -> Executor:
         log.warning("%s holds an earlier run: its boots are cleared (use "
                     "--resume to finish it instead)", req.out)
     return executor
+
+
+def _check_kept_roots(req: Request) -> None:
+    """--count's roots against the kernels' System.maps, when every kernel
+    is kept built already (nothing is fetched or built to know); else they
+    are checked once the kernels are built, before the counter is."""
+    if not req.count:
+        return
+    arch = get_arch(req.arch)
+    functions = {}
+    for k in req.specs:
+        where = _kept_symbols(k, arch, req.config)
+        if where is None:
+            if req.roots:
+                log.info("--root %s: checked against the kernels' "
+                         "System.map once they are built", ",".join(req.roots))
+            return
+        functions[k.name] = counting.map_functions(where)
+    counting.check_roots(req.workloads, functions, req.roots)
+
+
+def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str
+                  ) -> Path | None:
+    """Where the kept build of ``k`` has its System.map, if it is kept."""
+    try:
+        kept, _ = kernels_mod.kept_kernel(k, arch, config)
+    except FoliolabError:
+        return None
+    if kept is not None and k.kind is kernels_mod.SpecKind.IMAGE:
+        system_map = kernels_mod.find_beside(k.image, "System.map")
+        return system_map.parent if system_map else None
+    return kept
 
 
 def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
@@ -332,9 +365,7 @@ def prepare(req: Request, m: RunManifest) -> Machine:
         m.cpu = arch.cpu_kvm
     counters = None
     if req.count:
-        counters = {v: counting.counter_for(arch, k.build_dir)
-                    for v, k in kernels.items()}
-        counting.check_roots(req.workloads, counters)
+        counters = _counters(req, arch, kernels)
         m.count = {"plugin": str(counters[req.specs[0].name].plugin),
                    "plugin_api": counting.PLUGIN_API,
                    "mode": "per-vCPU counters, one callback per translated "
@@ -342,6 +373,18 @@ def prepare(req: Request, m: RunManifest) -> Machine:
                    "roots": counting.root_semantics(arch.name),
                    "cmdline": "nokaslr"}
     return Machine(kernels, img.path, spec, counters)
+
+
+def _counters(req: Request, arch, kernels: dict[str, build.Kernel]
+              ) -> dict[str, counting.Counter]:
+    """Each kernel's counter, its roots checked against its System.map
+    before the plugin is built (which may fetch QEMU's source)."""
+    counting.check_roots(req.workloads, {
+        v: counting.map_functions(k.build_dir) for v, k in kernels.items()},
+        req.roots)
+    plugin = counting.build_plugin(arch)
+    return {v: counting.counter_for(arch, k.build_dir, plugin)
+            for v, k in kernels.items()}
 
 
 # ---- stopping ---------------------------------------------------------------
@@ -658,14 +701,15 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
                                             req.count))
     job = shlex.join(req.cmd) + "\n"
     if req.count:
-        counter = counting.counter_for(arch, kernel.build_dir)
-        missing = counting.missing_functions(counter.symbols, req.roots)
+        have = counting.map_functions(kernel.build_dir)
+        missing = [r for r in req.roots if r not in have]
         if missing:
             raise UsageError(f"--root {missing[0]}: no such function in the "
                              f"{src.variant} kernel's System.map",
                              hint="give a kernel text symbol (static "
                                   "functions may carry a suffix such as "
                                   ".isra.0)")
+        counter = counting.counter_for(arch, kernel.build_dir)
         spec = replace(spec, counter=counter.with_roots(req.roots),
                        timeout=req.timeout * counting.TIMEOUT_FACTOR)
         # The window closes in the marker's own process, so it also holds

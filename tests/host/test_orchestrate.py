@@ -246,6 +246,8 @@ def kernel_less_repo(tmp_path):
       "b=git:{repo}@HEAD"], "is not a Linux kernel tree"),
     (["--workloads", "pageout", "--resume"], "--resume finishes the run in "
                                              "--out DIR"),
+    (["--workloads", "pageout", "--count", "--root", "no such()"],
+     "--root 'no such()' is not a kernel function name"),
 ])
 def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
                                                 kernel_less_repo, monkeypatch,
@@ -260,6 +262,58 @@ def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
     assert len(err) == 1 and says in err[0], err
     assert not (tmp_path / "o").exists()
     assert not tmp_cache.exists()           # nothing fetched or built
+
+
+def _system_map(d, *functions):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "System.map").write_text("".join(
+        f"ffffffff8{i:07x} T {f}\n" for i, f in enumerate(functions)))
+    return d
+
+
+def test_a_root_no_kept_kernel_has_stops_before_anything(
+        capsys, tmp_path, monkeypatch):
+    """--count --root no_such_fn, the kernels kept from an earlier run:
+    their System.maps answer at once, before QEMU's source is fetched for
+    the counter or anything is built."""
+    from foliolab import counting, kernels
+    maps = {"base": _system_map(tmp_path / "k", "try_to_unmap",
+                                "shrink_folio_list")}
+    monkeypatch.setattr(kernels, "kept_kernel",
+                        lambda k, arch, purpose: (maps["base"], "c0ffee"))
+    monkeypatch.setattr(counting, "build_plugin",
+                        lambda arch: pytest.fail("built the counter"))
+    monkeypatch.setattr(orchestrate, "prepare",
+                        lambda *a: pytest.fail("prepared the kernels"))
+    out = tmp_path / "o"
+    rc = cli.main(["compare", "--patches", "none", "--workloads", "pageout",
+                   "--runs", "4", "--count", "--root", "no_such_fn",
+                   "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert err == ["foliolab: error: --root no_such_fn: no kernel of the "
+                   "run has this function (vanilla, patched); check its "
+                   "spelling in System.map (a static function may carry a "
+                   "suffix such as .isra.0)"]
+    assert not out.exists()
+
+
+def test_a_root_is_checked_before_the_counter_is_built(tmp_path,
+                                                       monkeypatch):
+    """Kernels not kept: once built, their System.maps are read before the
+    counter plugin (whose header may come from QEMU's source package)."""
+    from foliolab import counting
+    monkeypatch.setattr(counting, "build_plugin",
+                        lambda arch: pytest.fail("built the counter"))
+    req = request("compare", "--patches", "none", "--workloads", "pageout",
+                  "--runs", "4", "--count", "--root", "no_such_fn")
+    built = {n: Kernel(n, "perf", "x86_64", _system_map(
+        tmp_path / n, "try_to_unmap", "shrink_folio_list"),
+        tmp_path / n / "bzImage", "c0ffee", "5ha", 0.0)
+        for n in ("vanilla", "patched")}
+    with pytest.raises(errors.UsageError, match="--root no_such_fn: no "
+                                                "kernel of the run"):
+        orchestrate._counters(req, get_arch("x86_64"), built)
 
 
 def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
