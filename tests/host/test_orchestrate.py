@@ -246,6 +246,8 @@ def kernel_less_repo(tmp_path):
       "b=git:{repo}@HEAD"], "is not a Linux kernel tree"),
     (["--workloads", "pageout", "--resume"], "--resume finishes the run in "
                                              "--out DIR"),
+    (["--workloads", "pageout", "--kernel", "a=base", "--kernel",
+      "b=debian:9.99"], "debian:9.99: Linux has no 9.99"),
     (["--workloads", "pageout", "--count", "--root", "no such()"],
      "--root 'no such()' is not a kernel function name"),
 ])
