@@ -31,7 +31,7 @@ class StatRow:
     workload: str
     metric: str
     unit: str
-    better: str                     # "lower" | "higher"
+    better: str                     # "lower" | "higher" | "none"
     label: str
     primary: bool
     baseline: str
@@ -83,16 +83,29 @@ class StatRow:
         return self.ci_known and self.comparison.significant
 
     @property
-    def pct_change(self) -> float:
+    def pct_change(self) -> float | None:
         """LKP's %change: the kernel's mean against the baseline's, signed
-        (+ = larger, whatever the better direction)."""
-        if not self.base.mean:
-            return float("nan")
-        return 100.0 * (self.other.mean / self.base.mean - 1.0)
+        (+ = larger, whatever the better direction); None from 0."""
+        return stats.pct_change(self.base.mean, self.other.mean)
 
     @property
     def improved(self) -> bool:
         return (self.other.mean < self.base.mean) == (self.better == "lower")
+
+    @property
+    def directed(self) -> bool:
+        """The metric has a better direction (else it is a change only)."""
+        return self.better in ("lower", "higher")
+
+    @property
+    def verdict(self) -> str:
+        """"better" or "worse" when significant, "changed" when significant
+        with no better direction, "" when not significant."""
+        if not self.significant:
+            return ""
+        if not self.directed:
+            return "changed"
+        return "better" if self.improved else "worse"
 
     def as_json(self) -> dict:
         """The row as results.json's summary has it (SPEC §7)."""
@@ -111,7 +124,8 @@ class StatRow:
             "paired_n": self.paired.n, "paired_ratio": self.paired.ratio,
             "paired_ci_low": self.paired.ci_low,
             "paired_ci_high": self.paired.ci_high, "min_p": self.min_p,
-            "exact": self.exact, "ci_known": self.ci_known}
+            "exact": self.exact, "ci_known": self.ci_known,
+            "pct_change": self.pct_change, "verdict": self.verdict}
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,13 @@ class Table:
                 *("| " + " | ".join(r) + " |" for r in self.rows)]
 
 
-LEGEND = ("%diff: positive = patched better (the metric's better direction "
-          "is given per row);\n*x%* = significant: the 95% bootstrap CI of "
+# One sign everywhere (the headline, the tables, results.json's
+# pct_change): + = larger than the baseline, as LKP's %change; whether
+# larger is better is the metric's own (lower, higher, or none).
+SIGN = ("%change: + = larger than the baseline, whatever is better; each "
+        "metric's better direction is given (lower, higher, or none: a "
+        "change, neither better nor worse)")
+LEGEND = (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
           "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
 
 
@@ -65,10 +70,8 @@ def legend(names: list[str]) -> str:
     """The table legend, in the kernels' own names."""
     if list(names) == list(VARIANTS):
         return LEGEND
-    return (f"%diff: positive = better than the baseline {names[0]} (the "
-            "metric's better direction is given per row);\n*x%* = "
-            f"significant: the 95% bootstrap CI of kernel/{names[0]} "
-            "excludes 1 and Mann-Whitney p < 0.05")
+    return (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
+            f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05")
 
 
 def title(m: RunManifest) -> str:
@@ -124,13 +127,37 @@ def fmt_p(p: float) -> str:
     return "-" if p is None or math.isnan(p) else f"{p:.2g}"
 
 
+def fmt_ratio(x: float | None) -> str:
+    """A ratio to the baseline: never inf (a change from 0 has no ratio)
+    or nan."""
+    if x is None or math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "from 0"
+    return f"{x:.3f}"
+
+
+def change_cell(base_mean: float, mean: float, digits: int = 2) -> str:
+    """%change of ``mean`` against ``base_mean`` (+ = larger), with a
+    change from or to 0 said as such, never as nan or inf."""
+    pct = stats.pct_change(base_mean, mean)
+    if pct is None:
+        return "-" if math.isnan(base_mean) or math.isnan(mean) else (
+            f"{0:.{digits}f}%" if mean == 0 else "from 0")
+    text = f"{pct:+.{digits}f}%"
+    return f"{text} (to 0)" if mean == 0 else text
+
+
 def ci_cell(r) -> str:
     """A StatRow's 95% CI as a table shows it: none for exact rows (no
-    spread) and below MIN_N_FOR_CI samples, saying why."""
+    spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
+    ratio)."""
     if r.exact:
         return "exact"
     if not r.ci_known:
         return f"none (n<{stats.MIN_N_FOR_CI})"
+    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
+        return "-"
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
@@ -138,16 +165,23 @@ def p_cell(r) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
 
 
+def better_cell(better: str) -> str:
+    """A metric's better direction, in a table's "better" column."""
+    return better if better in ("lower", "higher") else "none"
+
+
 def change_text(c) -> str:
     """One significant change of the headline (analyse.Change)."""
     verdict = "better" if c.improved else "worse"
+    change = change_cell(c.base_value, c.value, 1)
     if c.exact:
-        return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}): exact, "
+        return (f"{c.metric} {change} ({verdict}): exact, "
                 f"{fmt(c.base_value)} -> {fmt(c.value)} {c.unit} in every "
                 "sample")
-    return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}), ratio "
-            f"{c.ratio:.3f}, 95% CI [{c.ci_low:.3f}, {c.ci_high:.3f}], "
-            f"p={fmt_p(c.p_value)}")
+    ci = (f"[{c.ci_low:.3f}, {c.ci_high:.3f}]"
+          if math.isfinite(c.ci_low) and math.isfinite(c.ci_high) else "-")
+    return (f"{c.metric} {change} ({verdict}), ratio {fmt_ratio(c.ratio)}, "
+            f"95% CI {ci}, p={fmt_p(c.p_value)}")
 
 
 def entry_title(e) -> str:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from html import escape
 
 from foliolab.analyse import Analysis, Headline, StatRow, WorkloadAnalysis
-from foliolab.render import (Column, Table, change_text, ci_cell,
+from foliolab.render import (Column, Table, better_cell, change_text,
+                             ci_cell, fmt_ratio,
                              entry_title, fmt, legend, p_cell,
                              profile_table, title)
-from foliolab.render.markdown import run_lines
+from foliolab.render.markdown import run_lines, verdict_change
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]
@@ -85,9 +86,10 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
 
 
 def _cells(r: StatRow) -> list[str]:
-    return [r.metric + (" *" if r.significant else ""), r.unit, r.better,
-            r.kernel, fmt(r.base.mean), fmt(r.other.mean),
-            f"{r.pct_diff:.2f}%", f"{r.ratio:.3f}", ci_cell(r), p_cell(r),
+    return [r.metric + (" *" if r.significant else ""), r.unit,
+            better_cell(r.better), r.kernel, fmt(r.base.mean),
+            fmt(r.other.mean), verdict_change(r), fmt_ratio(r.ratio),
+            ci_cell(r), p_cell(r),
             f"{fmt(r.base.coeffvar)}% / {fmt(r.other.coeffvar)}%",
             f"{r.base.n}/{r.other.n}"]
 

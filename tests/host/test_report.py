@@ -309,3 +309,56 @@ def test_number_style_is_one():
     assert render.fmt(176.83) == "176.8"
     assert render.fmt(0.012345) == "0.01235"
     assert render.fmt(float("nan")) == "-"
+
+
+def test_tables_say_from_0_and_to_0_never_nan_or_inf(tmp_path):
+    """A count that appears (0 -> N) or disappears (N -> 0): "from 0" and
+    "(to 0)" in the tables of report.txt, report.md and report.html, no
+    nan, inf or a significant 0.00%."""
+    import re
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [0, 0, 0, 0, 0], "patched": [5, 6, 5, 6, 5]})
+    text = report.write_report(out)
+    ratio = next(x for x in text.splitlines() if x.startswith("Ratio"))
+    assert ratio.split()[2] == "from" and "CI - " in ratio
+    assert "*from 0*" in text
+    for name in ("report.txt", "report.md", "report.html"):
+        body = (out / name).read_text()
+        assert not re.search(r"\b(nan|inf)\b", body), name
+        assert "*0.00%*" not in body
+    out = tmp_path / "gone"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [5, 6, 5, 6, 5], "patched": [0, 0, 0, 0, 0]})
+    assert "-100.00% (to 0)" in report.write_report(out)
+
+
+def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    text = report.write_report(out)
+    amean = next(x for x in text.splitlines() if x.startswith("Amean"))
+    assert amean.endswith("*  -9.96%*")          # fell: -, though better
+    md = (out / "report.md").read_text()
+    assert "| -9.96% better |" in md and "%change" in md
+    res = json.loads((out / "results.json").read_text())
+    row = next(r for r in res["summary"] if r["metric"] == "pageout_ms")
+    assert row["pct_change"] == pytest.approx(-9.96, abs=0.01)
+    assert row["pct_diff"] == pytest.approx(9.96, abs=0.01)   # mmtests'
+    assert row["verdict"] == "better"
+
+
+def test_a_metric_with_no_better_direction_is_a_change_in_the_tables():
+    from foliolab.analyse import summarize_workload
+    from foliolab.derive import Sample
+    w = WORKLOADS["file-reclaim"]
+    assert w.metric("reclaimed_mb").better == "none"
+    assert WORKLOADS["khugepaged"].metric("scan_succeeded").better == "none"
+    samples = [Sample("file-reclaim", k, i, {"reclaimed_mb": v + i * 0.01},
+                      True, [], "ok", "")
+               for i in range(5) for k, v in (("vanilla", 409.6),
+                                              ("patched", 409.2))]
+    (row,) = summarize_workload(w, samples)
+    assert row.significant and row.verdict == "changed"
+    assert not row.directed
