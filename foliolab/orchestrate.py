@@ -283,7 +283,7 @@ def start_manifest(req: Request) -> RunManifest:
         numa_nodes=req.numa_nodes, config=req.config,
         base_package=hostsetup.BASE_PACKAGE,
         base_version=hostsetup.BASE_VERSION, patches_label=label,
-        kernels=[KernelRecord(k.name, k.text, plain(k)) for k in specs],
+        kernels=[KernelRecord(k.name, k.text, _given(k)) for k in specs],
         runs=req.runs, samples_per_boot=req.samples_per_boot,
         workloads=[w.name for w in req.workloads],
         params={w.name: w.resolve(req.params.get(w.name, {}))
@@ -296,6 +296,15 @@ def start_manifest(req: Request) -> RunManifest:
         executor=_executor_record(req.executor),
         attribution=dict(req.attribution), extra_roots=list(req.roots),
         timeout=req.timeout, monitors=req.monitors)
+
+
+def _given(k: kernels_mod.KernelSpec) -> dict:
+    """A kernel's spec as the manifest keeps it; a series with the sha of
+    its patches (the report's reproduce line names it)."""
+    given = plain(k)
+    if k.kind is kernels_mod.SpecKind.SERIES:
+        given["series_sha"] = k.series().digest
+    return given
 
 
 # ---- kernels, image, machine ---------------------------------------------

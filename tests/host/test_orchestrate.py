@@ -347,3 +347,14 @@ def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
     orchestrate.compare(again, stand_in(tmp_path), fake)
     assert fake.booted == 1
     assert len(derive.load_samples(finished)) == 8
+
+
+def test_the_manifest_keeps_each_series_sha():
+    """The report's reproduce line names the series a kernel applied."""
+    from foliolab import source
+    from foliolab.paths import DEFAULT_PATCHES
+    m = orchestrate.start_manifest(request(
+        "compare", "--workloads", "pageout", "--runs", "4"))
+    assert "series_sha" not in m.kernel("vanilla").given
+    assert m.kernel("patched").given["series_sha"] == \
+        source.read_series(DEFAULT_PATCHES).digest
