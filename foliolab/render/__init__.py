@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from foliolab import stats
 from foliolab.manifest import VARIANTS, RunManifest
+from foliolab.reproduce import same_kernel
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ def legend(names: list[str]) -> str:
 
 
 def title(m: RunManifest) -> str:
+    if same_kernel(m):
+        return ("foliolab A/A comparison: " + " and ".join(
+            f"{k.name}={k.spec}" for k in m.kernels) +
+            f", the same kernel (base {m.base_version})")
     if m.names == list(VARIANTS):
         return (f"foliolab comparison: {m.patches_label} vs "
                 f"vanilla {m.base_version}")
@@ -168,45 +173,6 @@ def p_cell(r) -> str:
 def better_cell(better: str) -> str:
     """A metric's better direction, in a table's "better" column."""
     return better if better in ("lower", "higher") else "none"
-
-
-def change_text(c) -> str:
-    """One significant change of the headline (analyse.Change)."""
-    verdict = "better" if c.improved else "worse"
-    change = change_cell(c.base_value, c.value, 1)
-    if c.exact:
-        return (f"{c.metric} {change} ({verdict}): exact, "
-                f"{fmt(c.base_value)} -> {fmt(c.value)} {c.unit} in every "
-                "sample")
-    ci = (f"[{c.ci_low:.3f}, {c.ci_high:.3f}]"
-          if math.isfinite(c.ci_low) and math.isfinite(c.ci_high) else "-")
-    return (f"{c.metric} {change} ({verdict}), ratio {fmt_ratio(c.ratio)}, "
-            f"95% CI {ci}, p={fmt_p(c.p_value)}")
-
-
-def entry_title(e) -> str:
-    """A headline entry's first line (analyse.HeadlineEntry)."""
-    head = f"{e.workload}: {e.kernel} vs {e.baseline}"
-    if e.changes:
-        return head
-    if e.n_base == 0 or e.n_other == 0:
-        return head + ": no valid samples"
-    why = ""
-    if min(e.n_base, e.n_other) < stats.runs_needed():
-        why = (f" (n={e.n_base}/{e.n_other}: too few samples for a rank "
-               f"test to reach p<{stats.ALPHA}"
-               + ("" if e.ci_known else " or for a CI") + ")")
-    return head + ": no significant change" + why
-
-
-def headline_lines(h) -> list[str]:
-    """The headline (analyse.Headline) as plain text lines."""
-    lines = []
-    for e in h.entries:
-        lines.append(entry_title(e))
-        lines += [f"  {change_text(c)}" for c in e.changes]
-    lines.append("reproduce: " + (h.command or "(command not recorded)"))
-    return lines
 
 
 def profile_table(a, base: str, other: str, md: bool = False) -> Table:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from foliolab.analyse import Analysis, CountAnalysis, WorkloadAnalysis
 from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
-from foliolab.analyse import Headline
 from foliolab.render import (Column, Table, better_cell, change_cell,
-                             change_text, ci_cell, fmt_ratio,
-                             entry_title, executor_note, fmt, fmt_small,
-                             legend, p_cell, profile_table)
+                             ci_cell, executor_note, fmt, fmt_ratio,
+                             fmt_small, headline, legend, p_cell,
+                             profile_table)
 
 
 def built_as(k: KernelRecord) -> str:
@@ -22,21 +21,8 @@ def built_as(k: KernelRecord) -> str:
     return f" ({'; '.join(parts)})"
 
 
-def headline_markdown(h: Headline) -> list[str]:
-    md = ["## Headline", "",
-          "Significant changes against the baseline (%change signed, + = "
-          "larger; 95% CI; Mann-Whitney p):", ""]
-    for e in h.entries:
-        md.append(f"- **{entry_title(e)}**")
-        md += [f"  - `{c.metric}` {change_text(c)[len(c.metric) + 1:]}"
-               for c in e.changes]
-    md += ["", "Reproduce:", "", "```", h.command or "(command not recorded)",
-           "```", ""]
-    return md
-
-
 def header(a: Analysis) -> list[str]:
-    return ["# foliolab comparison", "", *headline_markdown(a.headline),
+    return ["# foliolab comparison", "", *headline.markdown(a.headline),
             "![overview: every workload's primary metrics against the "
             "baseline](plots/overview.png)", "", *run_lines(a), "", legend(a.names).replace("\n", " "), ""]
 

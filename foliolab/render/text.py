@@ -8,9 +8,9 @@ from foliolab import stats
 from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
 from foliolab.manifest import RunManifest
 from foliolab.render import (Column, Table, change_cell, ci_cell,
-                             executor_note, fmt, fmt_ratio,
-                             fmt_small, headline_lines, legend, p_cell,
-                             profile_table, title)
+                             executor_note, fmt, fmt_ratio, fmt_small,
+                             legend, p_cell, profile_table, title)
+from foliolab.render import headline
 
 
 def guest(m: RunManifest) -> str:
@@ -131,9 +131,7 @@ def profile_lines(a: CountAnalysis) -> list[str]:
 
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
-    lines = [title(m), "", "Headline (significant changes against the "
-             "baseline; %change signed, + = larger):",
-             *(f"  {x}" for x in headline_lines(a.headline)), "",
+    lines = [title(m), "", *headline.lines(a.headline), "",
              "guest: " + guest(m) + executor_note(m), legend(names), ""]
     lines += [f"ERROR: {e}" for e in m.errors]
     lines += [f"MISSING: {x}" for x in a.missing]
