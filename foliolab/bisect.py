@@ -107,6 +107,7 @@ class Commit:
 def commit_range(repo: Path, good: str, bad: str) -> list[Commit]:
     """good, then the first-parent line from good to bad, oldest first
     (bad last); a UsageError if good is not on that line."""
+    check_repo(repo)
     g, b = source.resolve_ref(repo, good), source.resolve_ref(repo, bad)
     if g == b:
         raise UsageError(f"--good {good} and --bad {bad} are the same commit",
@@ -129,6 +130,17 @@ def commit_range(repo: Path, good: str, bad: str) -> list[Commit]:
                                   "line (git log --first-parent BAD)")
         commits.append(Commit(sha, subject))
     return commits
+
+
+def check_repo(repo: Path) -> None:
+    """--repo must be a git clone (of a kernel: check_kernel_tree)."""
+    what = ("does not exist" if not repo.exists() else "is not a directory"
+            if not repo.is_dir() else "is not a git repository"
+            if not source.is_repository(repo) else "")
+    if what:
+        raise UsageError(f"--repo {repo} {what}",
+                         hint="give --repo PATH of a Linux kernel clone "
+                              "holding --good and --bad")
 
 
 def _subject(repo: Path, sha: str) -> str:

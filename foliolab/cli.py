@@ -79,8 +79,26 @@ class Parser(argparse.ArgumentParser):
     """argparse, but errors are our one-line UsageError."""
 
     def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}",
-                         hint=f"see `{self.prog} --help`")
+        raise _usage(self.prog, message)
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but unknown options are named with the
+        subcommand they were given to (argparse names the top level)."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            words = (getattr(ns, "command", None),
+                     getattr(ns, "jobs_command", None))
+            prog = " ".join([self.prog, *(w for w in words if w)])
+            raise _usage(prog, "unrecognized arguments: " + " ".join(extra))
+        return ns
+
+
+def _usage(prog: str, message: str) -> UsageError:
+    """``compare: MESSAGE; see `foliolab compare --help```: main() prints
+    the ``foliolab: error:`` before it, so the program is not named twice."""
+    sub = prog.removeprefix("foliolab").strip()
+    return UsageError(f"{sub}: {message}" if sub else message,
+                      hint=f"see `{prog} --help`")
 
 
 def _arch(p: argparse.ArgumentParser) -> None:
@@ -811,6 +829,18 @@ def check_args(args) -> None:
         arch = get_arch(args.arch)
         if hasattr(args, "accel"):
             arch.check_accel(args.accel)
+    if getattr(args, "out", None) is not None:
+        check_out(args.out)
+
+
+def check_out(out: Path) -> None:
+    """--out must be a directory this user can make and write in."""
+    from foliolab.paths import unwritable
+    why = unwritable(out)
+    if why:
+        raise UsageError(f"--out {out}: {why}",
+                         hint="give --out a directory you can write, e.g. "
+                              "under your home or /tmp")
 
 
 HANDLERS = {

@@ -85,11 +85,24 @@ def check_accel(accel: str) -> None:
                               "--count)")
 
 
+# A kernel text symbol as System.map spells it: a C name, and for a
+# function the compiler cloned a suffix such as .isra.0 or .constprop.0.
+ROOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
+
+
 def check_root_option(roots, count: bool) -> None:
-    """--root (run's and compare's) only counts with --count."""
+    """--root (run's and compare's) only counts with --count, and names
+    a function (whether the kernels have it is known once their
+    System.maps are: check_roots)."""
     if roots and not count:
         raise UsageError("--root names a function to count",
                          hint="add --count")
+    for r in roots:
+        if not ROOT_NAME.match(r):
+            raise UsageError(f"--root {r!r} is not a kernel function name",
+                             hint="give a C function name as System.map "
+                                  "has it, e.g. try_to_unmap or "
+                                  "shrink_folio_list.isra.0")
 
 
 def build_plugin(arch: Arch) -> Path:
@@ -136,6 +149,26 @@ def text_symbols(system_map: str) -> list[tuple[int, str]]:
     return out
 
 
+def _system_map(build_dir: Path) -> tuple[str, dict[str, str]]:
+    """The System.map of the kernel in ``build_dir``, and {its name: the
+    lab's name} for the functions its version renamed (symbols.RENAMES
+    for the version its .config names)."""
+    system_map = build_dir / "System.map"
+    if not system_map.exists():
+        raise SetupError(f"no System.map in {build_dir}: counting needs the "
+                         "kernel's symbols", hint="rebuild the kernel")
+    config = build_dir / ".config"
+    return system_map.read_text(), symbols.lab_names(kconfig.version_of(
+        config.read_text() if config.exists() else ""))
+
+
+def map_functions(build_dir: Path) -> set[str]:
+    """The function names, by the lab's names, of the kernel whose
+    System.map (and .config) are in ``build_dir``; nothing written."""
+    text, renamed = _system_map(build_dir)
+    return {renamed.get(n, n) for _, n in text_symbols(text)}
+
+
 def symbol_file(build_dir: Path) -> Path:
     """The plugin's symbol file for the kernel built in ``build_dir``.
 
@@ -143,14 +176,7 @@ def symbol_file(build_dir: Path) -> Path:
     (symbols.RENAMES for the version its .config names), so roots, counts
     and metric keys are the same for every kernel of a run.
     """
-    system_map = build_dir / "System.map"
-    if not system_map.exists():
-        raise SetupError(f"no System.map in {build_dir}: counting needs the "
-                         "kernel's symbols", hint="rebuild the kernel")
-    text = system_map.read_text()
-    config = build_dir / ".config"
-    renamed = symbols.lab_names(kconfig.version_of(
-        config.read_text() if config.exists() else ""))
+    text, renamed = _system_map(build_dir)
     out = build_dir / "counter-symbols.txt"
     key = hashlib.sha256(f"{text}\0{sorted(renamed.items())}".encode()
                          ).hexdigest()
@@ -175,27 +201,42 @@ def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n not in have]
 
 
-def check_roots(workloads, counters: dict[str, Counter]) -> None:
-    """Every workload's counting roots exist in at least one kernel of the
-    run (by the lab's names, symbols.RENAMES applied): a root none of them
-    has would count nothing on every kernel, and its rows would compare
-    zeros. A root only some kernels have is counted where it exists."""
-    functions = [functions_in(c.symbols) for c in counters.values()]
+def check_roots(workloads, functions: dict[str, set[str]],
+                given: tuple[str, ...] = ()) -> None:
+    """Every counting root exists in at least one kernel of the run
+    (``functions``: each kernel's, by the lab's names, symbols.RENAMES
+    applied; ``given``: the --root options, named as such): a root none of
+    them has would count nothing on every kernel, and its rows would
+    compare zeros. A root only some kernels have is counted where it
+    exists."""
+    kernels = ", ".join(functions)
+    for root in given:
+        if not any(root in have for have in functions.values()):
+            raise UsageError(f"--root {root}: no kernel of the run has this "
+                             f"function ({kernels})",
+                             hint="check its spelling in System.map (a "
+                                  "static function may carry a suffix "
+                                  "such as .isra.0)")
     for w in workloads:
         roots = tuple(w.count_roots) + ((w.count_unit.root,)
                                         if w.count_unit else ())
         for root in dict.fromkeys(roots):
-            if not any(root in have for have in functions):
+            if not any(root in have for have in functions.values()):
                 raise UsageError(
                     f"workload {w.name}: counting root {root} is a function "
-                    f"of none of the kernels ({', '.join(counters)})",
+                    f"of none of the kernels ({kernels})",
                     hint="add its new name to symbols.RENAMES, or count "
                          "another root")
 
 
-def counter_for(arch: Arch, build_dir: Path) -> Counter:
+def counter_for(arch: Arch, build_dir: Path, plugin: Path | None = None
+                ) -> Counter:
+    """What counting a boot of the kernel in ``build_dir`` needs;
+    ``plugin``: built already (else built, which may fetch QEMU's
+    source)."""
     io = X86_IPI_FUNCTIONS if arch.name == "x86_64" else ()
-    return Counter(build_plugin(arch), symbol_file(build_dir),
+    symbols_path = symbol_file(build_dir)
+    return Counter(plugin or build_plugin(arch), symbols_path,
                    io_functions=io)
 
 

@@ -49,6 +49,9 @@ _SERIES = re.compile(r"^(\d+)\.(\d+)$")
 # The branch of an unpacked source's one commit: a series applied to it
 # (debian:X.Y+DIR) is checked out on top, so HEAD is not always that commit.
 UNPACKED = "debian"
+# Linux's second number has never passed 20 (4.20) before the first moved
+# on: a series beyond this is no kernel, known without asking the archive.
+MAX_MINOR = 30
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$")
 
 
@@ -121,9 +124,11 @@ def _lists_age() -> float | None:
     return time.time() - stamp.stat().st_mtime
 
 
-def update_lists(force: bool = False) -> None:
+def update_lists(force: bool = False, looking_for: str = "") -> None:
     """Fetch the suites' package lists into the cache (apt verifies them);
-    skipped while the last fetch is younger than LISTS_MAX_AGE_S."""
+    skipped while the last fetch is younger than LISTS_MAX_AGE_S.
+    ``looking_for``: the package the lists are fetched to find, said in
+    the line that says apt is at work."""
     age = _lists_age()
     if not force and age is not None and age < LISTS_MAX_AGE_S:
         return
@@ -131,8 +136,12 @@ def update_lists(force: bool = False) -> None:
     for sub in ("lists/partial", "cache/archives/partial"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     (d / "sources.list").write_text(sources_list())
-    log.info("Reading Debian's package lists (%s)",
-             ", ".join(s for _, s in SUITES))
+    if looking_for:
+        log.info("looking up %s in Debian's archive (apt update)",
+                 looking_for)
+    else:
+        log.info("Reading Debian's package lists (%s)",
+                 ", ".join(s for _, s in SUITES))
     proc.run(["apt-get", *_apt_options(), "-q", "update"],
              log_path=d / "update.log", error=SourceError,
              what="apt-get update of foliolab's Debian suites")
@@ -176,20 +185,54 @@ def series_available() -> list[str]:
                   key=lambda s: tuple(int(x) for x in s.split(".")))
 
 
+def _known_series() -> list[str]:
+    """The X.Y the cached package lists carry; none if never fetched
+    (nothing is fetched or written to know)."""
+    if _lists_age() is None:
+        return []
+    return series_available()
+
+
+def _kernels_there() -> str:
+    known = _known_series()
+    if not known:
+        return "give debian:X.Y of a kernel Debian ships, e.g. debian:7.3"
+    return "kernels there: " + ", ".join(f"debian:{s}" for s in known)
+
+
+def impossible(name: str) -> str | None:
+    """Why linux-source-X.Y cannot be in the archive, known without asking
+    it: no such Linux version, or a major version two or more past the
+    newest the cached lists carry."""
+    major, minor = (int(x) for x in name[len("linux-source-"):].split("."))
+    if minor > MAX_MINOR:
+        return (f"Linux has no {major}.{minor} (its second number has never "
+                "passed 20 before the first moved on)")
+    known = _known_series()
+    newest = max((int(s.split(".")[0]) for s in known), default=None)
+    if newest is not None and major > newest + 1:
+        return (f"Linux {major}.x is not out: the newest kernel in Debian's "
+                f"archive is {known[-1]}")
+    return None
+
+
 def resolve(spec: str) -> Package:
     """``debian:SPEC`` -> the package version it names, checked against the
     archive; a UsageError lists the versions that are there."""
     name, exact = package_of(spec)
-    update_lists()
+    why = impossible(name)
+    if why:
+        raise UsageError(f"debian:{spec}: {why}", hint=_kernels_there())
+    update_lists(looking_for=name)
     have = versions(name)
     age = _lists_age() or 0.0
     if pick_version(exact, have) is None and age > LISTS_RETRY_S:
-        update_lists(force=True)        # the lists may predate an upload
+        # the lists may predate an upload
+        update_lists(force=True, looking_for=name)
         have = versions(name)
     if not have:
         raise UsageError(f"debian:{spec}: Debian's archive has no {name}",
-                         hint="kernels there: " + ", ".join(
-                             f"debian:{s}" for s in series_available()))
+                         hint=_kernels_there())
     version = pick_version(exact, have)
     if version is None:
         raise UsageError(f"debian:{spec}: {name} {exact} is not in Debian's "

@@ -102,6 +102,7 @@ def check(req: Request) -> Executor:
     executor = make_executor(req.executor, req.out, req.count)
     kernels_mod.check_specs(req.specs, req.count)
     _check_kernel_trees(req.specs)
+    _check_kept_roots(req)
     if req.resume:
         differences(req, RunManifest.read(req.out))
     elif not req.dry_run and (req.out / "raw").exists() and any(
@@ -113,6 +114,38 @@ def check(req: Request) -> Executor:
     if not req.dry_run:
         kernels_mod.series_trees(req.specs)
     return executor
+
+
+def _check_kept_roots(req: Request) -> None:
+    """--count's roots against the kernels' System.maps, when every kernel
+    is kept built already (nothing is fetched or built to know); else they
+    are checked once the kernels are built, before the counter is."""
+    if not req.count:
+        return
+    arch = get_arch(req.arch)
+    functions = {}
+    for k in req.specs:
+        where = _kept_symbols(k, arch, req.config)
+        if where is None:
+            if req.roots:
+                log.info("--root %s: checked against the kernels' "
+                         "System.map once they are built", ",".join(req.roots))
+            return
+        functions[k.name] = counting.map_functions(where)
+    counting.check_roots(req.workloads, functions, req.roots)
+
+
+def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str
+                  ) -> Path | None:
+    """Where the kept build of ``k`` has its System.map, if it is kept."""
+    try:
+        kept, _ = kernels_mod.kept_kernel(k, arch, config)
+    except FoliolabError:
+        return None
+    if kept is not None and k.kind is kernels_mod.SpecKind.IMAGE:
+        system_map = kernels_mod.find_beside(k.image, "System.map")
+        return system_map.parent if system_map else None
+    return kept
 
 
 def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
@@ -131,11 +164,11 @@ def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
 
 def differences(req: Request, m: RunManifest) -> None:
     """``--resume``: the request must be the manifest's run (else one line
-    saying what differs)."""
+    saying what differs, in the command line's own words)."""
     now = start_manifest(req)
     for what, theirs, ours in (
-            ("kernels", [(k.name, k.spec) for k in m.kernels],
-             [(k.name, k.spec) for k in now.kernels]),
+            ("kernels", [f"{k.name}={k.spec}" for k in m.kernels],
+             [f"{k.name}={k.spec}" for k in now.kernels]),
             ("workloads", m.workloads, now.workloads),
             ("parameters", m.params, now.params),
             ("--runs", m.runs, now.runs),
@@ -147,9 +180,47 @@ def differences(req: Request, m: RunManifest) -> None:
             ("--executor", m.executor.kind, now.executor.kind),
             ("--fault", m.fault_injection, now.fault_injection)):
         if theirs != ours:
+            theirs, ours = _differing(theirs, ours)
             raise UsageError(f"--resume: the run in {req.out} has {what} "
                              f"{theirs}, this asks for {ours}",
                              hint="resume with the run's own options")
+
+
+def _differing(theirs, ours) -> tuple[str, str]:
+    """Two values of an option as a reader would write them; of two
+    parameter tables only the parameters that differ."""
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        flat_a, flat_b = _flat(theirs), _flat(ours)
+        keys = [k for k in dict.fromkeys([*flat_a, *flat_b])
+                if flat_a.get(k) != flat_b.get(k)]
+        return (_readable({k: flat_a.get(k) for k in keys}),
+                _readable({k: flat_b.get(k) for k in keys}))
+    return _readable(theirs), _readable(ours)
+
+
+def _flat(params: dict) -> dict[str, object]:
+    """{workload: {name: value}} -> {"workload.name": value}."""
+    out: dict[str, object] = {}
+    for w, values in params.items():
+        for k, v in (values.items() if isinstance(values, dict)
+                     else [("", values)]):
+            out[f"{w}.{k}" if k else w] = v
+    return out
+
+
+def _readable(value) -> str:
+    """A manifest value as the command line spells it: lists joined with
+    commas, booleans on/off, a missing value "none"."""
+    if value is None or value == [] or value == "":
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={'(unset)' if v is None else _readable(v)}"
+                         for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(getattr(value, "value", value))
 
 
 def _same_builds(m: RunManifest, kernels: dict[str, build.Kernel]) -> None:
@@ -217,7 +288,7 @@ def start_manifest(req: Request) -> RunManifest:
         numa_nodes=req.numa_nodes, config=req.config,
         base_package=hostsetup.BASE_PACKAGE,
         base_version=hostsetup.BASE_VERSION, patches_label=label,
-        kernels=[KernelRecord(k.name, k.text, plain(k)) for k in specs],
+        kernels=[KernelRecord(k.name, k.text, _given(k)) for k in specs],
         runs=req.runs, samples_per_boot=req.samples_per_boot,
         workloads=[w.name for w in req.workloads],
         params={w.name: w.resolve(req.params.get(w.name, {}))
@@ -230,6 +301,15 @@ def start_manifest(req: Request) -> RunManifest:
         executor=_executor_record(req.executor),
         attribution=dict(req.attribution), extra_roots=list(req.roots),
         timeout=req.timeout, monitors=req.monitors)
+
+
+def _given(k: kernels_mod.KernelSpec) -> dict:
+    """A kernel's spec as the manifest keeps it; a series with the sha of
+    its patches (the report's reproduce line names it)."""
+    given = plain(k)
+    if k.kind is kernels_mod.SpecKind.SERIES:
+        given["series_sha"] = k.series().digest
+    return given
 
 
 # ---- kernels, image, machine ---------------------------------------------
@@ -318,9 +398,7 @@ def prepare(req: Request, m: RunManifest) -> Machine:
         m.cpu = arch.cpu_kvm
     counters = None
     if req.count:
-        counters = {v: counting.counter_for(arch, k.build_dir)
-                    for v, k in kernels.items()}
-        counting.check_roots(req.workloads, counters)
+        counters = _counters(req, arch, kernels)
         m.count = {"plugin": str(counters[req.specs[0].name].plugin),
                    "plugin_api": counting.PLUGIN_API,
                    "mode": "per-vCPU counters, one callback per translated "
@@ -328,6 +406,18 @@ def prepare(req: Request, m: RunManifest) -> Machine:
                    "roots": counting.root_semantics(arch.name),
                    "cmdline": "nokaslr"}
     return Machine(kernels, img.path, spec, counters)
+
+
+def _counters(req: Request, arch, kernels: dict[str, build.Kernel]
+              ) -> dict[str, counting.Counter]:
+    """Each kernel's counter, its roots checked against its System.map
+    before the plugin is built (which may fetch QEMU's source)."""
+    counting.check_roots(req.workloads, {
+        v: counting.map_functions(k.build_dir) for v, k in kernels.items()},
+        req.roots)
+    plugin = counting.build_plugin(arch)
+    return {v: counting.counter_for(arch, k.build_dir, plugin)
+            for v, k in kernels.items()}
 
 
 # ---- stopping ---------------------------------------------------------------
@@ -644,14 +734,15 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
                                             req.count))
     job = shlex.join(req.cmd) + "\n"
     if req.count:
-        counter = counting.counter_for(arch, kernel.build_dir)
-        missing = counting.missing_functions(counter.symbols, req.roots)
+        have = counting.map_functions(kernel.build_dir)
+        missing = [r for r in req.roots if r not in have]
         if missing:
             raise UsageError(f"--root {missing[0]}: no such function in the "
                              f"{src.variant} kernel's System.map",
                              hint="give a kernel text symbol (static "
                                   "functions may carry a suffix such as "
                                   ".isra.0)")
+        counter = counting.counter_for(arch, kernel.build_dir)
         spec = replace(spec, counter=counter.with_roots(req.roots),
                        timeout=req.timeout * counting.TIMEOUT_FACTOR)
         # The window closes in the marker's own process, so it also holds

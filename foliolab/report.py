@@ -81,11 +81,45 @@ def _plots(a: Analysis, out: Path) -> Figures:
     return figures
 
 
+# What results.json has always held (SPEC §7).
+RESULTS_KEYS = ("environment", "samples", "summary")
+
+
+def damaged_results(out: Path) -> str | None:
+    """What is wrong with OUT/results.json, or None if it reads (or is not
+    there yet: a run's first report writes it)."""
+    path = out / "results.json"
+    if not path.exists():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        return f"not valid JSON: {e.msg}, line {e.lineno} column {e.colno}"
+    except (OSError, UnicodeDecodeError) as e:
+        return str(e)
+    if not isinstance(d, dict) or any(k not in d for k in RESULTS_KEYS):
+        return "no " + ", ".join(RESULTS_KEYS) + " in it"
+    return None
+
+
+def _say_if_damaged(out: Path) -> None:
+    """One line when the results.json about to be rewritten was damaged:
+    the report is rebuilt from the run's own records, not from it."""
+    why = damaged_results(out)
+    if why:
+        source = ("the boots under raw/" if (out / "raw").is_dir()
+                  else "samples.jsonl")
+        log.warning("foliolab: %s was damaged (%s); rebuilt from "
+                    "environment.json and %s", out / "results.json", why,
+                    source)
+
+
 def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     """(Re)write results.json, report.md, report.html and plots/; return
     the text table.
     ``samples``: the run's, as it derived them (else derived again)."""
     m = RunManifest.read(out)
+    _say_if_damaged(out)
     if samples is None:
         samples = run_samples(out)
     a = analyse(out, m, samples)

@@ -341,10 +341,15 @@ def prepare_git(variant: str, user_repo: Path, ref: str) -> Tree:
     return Tree(variant, repo, commit, "")
 
 
+def is_repository(path: Path) -> bool:
+    """Whether ``path`` is a git repository's top (a clone or a bare one)."""
+    return (path / ".git").exists() or (path / "HEAD").exists()
+
+
 def resolve_ref(user_repo: Path, ref: str) -> str:
     """REF of the git repository at ``user_repo`` as a commit id; a
     UsageError naming both if either is wrong."""
-    if not (user_repo / ".git").exists() and not (user_repo / "HEAD").exists():
+    if not is_repository(user_repo):
         raise UsageError(f"{user_repo} is not a git repository",
                          hint="give git:PATH@REF with PATH a kernel clone")
     cp = git(user_repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",

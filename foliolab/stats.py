@@ -112,12 +112,24 @@ def compare(vanilla, patched, harmonic: bool = False,
 
 
 def pct_diff(vanilla_mean: float, patched_mean: float, better: str) -> float:
-    """mmtests' %diff: positive means patched is better."""
+    """mmtests' %diff: positive means patched is better; for a metric with
+    no better direction (``better`` neither "lower" nor "higher"),
+    positive means larger, as pct_change."""
     if not vanilla_mean:
         return 0.0
-    if better == "higher":
-        return patched_mean * 100.0 / vanilla_mean - 100.0
-    return 100.0 - patched_mean * 100.0 / vanilla_mean
+    if better == "lower":
+        return 100.0 - patched_mean * 100.0 / vanilla_mean
+    return patched_mean * 100.0 / vanilla_mean - 100.0
+
+
+def pct_change(base_mean: float, mean: float) -> float | None:
+    """LKP's %change: ``mean`` against ``base_mean``, + = larger whatever
+    the better direction; None when the base is 0 (a change from 0 has no
+    percentage)."""
+    if not base_mean or not math.isfinite(base_mean) or \
+            not math.isfinite(mean):
+        return None
+    return 100.0 * (mean / base_mean - 1.0)
 
 
 def min_p_value(n_a: int, n_b: int) -> float:

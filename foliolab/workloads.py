@@ -15,11 +15,17 @@ from foliolab.errors import UsageError
 from foliolab.parse import GuestSample
 
 
+# The better direction of a metric that has none: an amount the workload
+# sets or a tally of outcomes, reported as a change, never as better or
+# worse (results.json's `better` is "lower" or "higher" for the others).
+NO_DIRECTION = "none"
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str
     unit: str
-    better: str          # "lower" | "higher"
+    better: str          # "lower" | "higher" | NO_DIRECTION
     label: str
     primary: bool = True  # primary metrics lead the report
     counted: bool = False  # from the counting pass (compare --count) only
@@ -437,7 +443,8 @@ def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
                           f"counted: kernel instructions in {unit.root} "
                           f"per {unit.name}"))
     if unit:
-        out.append(Metric(f"{unit.name}s_counted", unit.name + "s", "higher",
+        out.append(Metric(f"{unit.name}s_counted", unit.name + "s",
+                          NO_DIRECTION,
                           f"counted: {unit.root} calls", primary=False))
     out += root_metrics(roots)
     return tuple(replace(m, counted=True) for m in (*out, *extra))
@@ -675,7 +682,7 @@ WORKLOADS: dict[str, Workload] = {
             Metric("khugepaged_cpu_s", "s", "lower",
                    "khugepaged CPU time (user+system) during the sample",
                    primary=False),
-            *(Metric(f"scan_{st}", "PMDs", "higher",
+            *(Metric(f"scan_{st}", "PMDs", NO_DIRECTION,
                      f"khugepaged scans with status {st}", primary=False)
               for st in KHUGEPAGED_SCAN_STATUS),
             # collapse_huge_page() is inlined into it on every kernel
@@ -713,7 +720,7 @@ WORKLOADS: dict[str, Workload] = {
                    "rmap_walk_ksm calls traced", primary=False),
             Metric("ksm_merge_s", "s", "lower", "time for KSM to merge",
                    primary=False),
-            Metric("vmas", "VMAs", "higher", "VMAs in the mapping",
+            Metric("vmas", "VMAs", NO_DIRECTION, "VMAs in the mapping",
                    primary=False),
             *count_metrics(CountUnit("walk", "rmap_walk_ksm", False),
                            ("rmap_walk_ksm",)),
@@ -740,11 +747,11 @@ WORKLOADS: dict[str, Workload] = {
         metrics=(
             Metric("reclaim_real_s", "s", "lower", "reclaim wall time"),
             Metric("reclaim_sys_s", "s", "lower", "reclaim system time"),
-            Metric("reclaimed_mb", "MiB", "higher", "memory reclaimed",
+            Metric("reclaimed_mb", "MiB", NO_DIRECTION, "memory reclaimed",
                    primary=False),
             Metric("pgscan_file", "pages", "lower", "pgscan_file",
                    primary=False),
-            Metric("pgsteal_file", "pages", "higher", "pgsteal_file",
+            Metric("pgsteal_file", "pages", NO_DIRECTION, "pgsteal_file",
                    primary=False),
             Metric("try_to_unmap_one_calls", "calls", "lower",
                    "try_to_unmap_one calls", primary=False),
@@ -753,7 +760,7 @@ WORKLOADS: dict[str, Workload] = {
             Metric("large_folio_pct", "%", "higher",
                    "mapped pages in large folios before reclaim",
                    primary=False),
-            *(Metric(f"folios_order_{o}", "folios", "higher",
+            *(Metric(f"folios_order_{o}", "folios", NO_DIRECTION,
                      f"order-{o} folios mapped before reclaim", primary=False)
               for o in FOLIO_ORDERS),
             *count_metrics(_UNMAP_UNIT, _FILE_ROOTS),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from foliolab import stats
 from foliolab.manifest import VARIANTS, RunManifest
+from foliolab.reproduce import same_kernel
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,13 @@ class Table:
                 *("| " + " | ".join(r) + " |" for r in self.rows)]
 
 
-LEGEND = ("%diff: positive = patched better (the metric's better direction "
-          "is given per row);\n*x%* = significant: the 95% bootstrap CI of "
+# One sign everywhere (the headline, the tables, results.json's
+# pct_change): + = larger than the baseline, as LKP's %change; whether
+# larger is better is the metric's own (lower, higher, or none).
+SIGN = ("%change: + = larger than the baseline, whatever is better; each "
+        "metric's better direction is given (lower, higher, or none: a "
+        "change, neither better nor worse)")
+LEGEND = (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
           "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
 
 
@@ -65,13 +71,15 @@ def legend(names: list[str]) -> str:
     """The table legend, in the kernels' own names."""
     if list(names) == list(VARIANTS):
         return LEGEND
-    return (f"%diff: positive = better than the baseline {names[0]} (the "
-            "metric's better direction is given per row);\n*x%* = "
-            f"significant: the 95% bootstrap CI of kernel/{names[0]} "
-            "excludes 1 and Mann-Whitney p < 0.05")
+    return (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
+            f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05")
 
 
 def title(m: RunManifest) -> str:
+    if same_kernel(m):
+        return ("foliolab A/A comparison: " + " and ".join(
+            f"{k.name}={k.spec}" for k in m.kernels) +
+            f", the same kernel (base {m.base_version})")
     if m.names == list(VARIANTS):
         return (f"foliolab comparison: {m.patches_label} vs "
                 f"vanilla {m.base_version}")
@@ -124,13 +132,37 @@ def fmt_p(p: float) -> str:
     return "-" if p is None or math.isnan(p) else f"{p:.2g}"
 
 
+def fmt_ratio(x: float | None) -> str:
+    """A ratio to the baseline: never inf (a change from 0 has no ratio)
+    or nan."""
+    if x is None or math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "from 0"
+    return f"{x:.3f}"
+
+
+def change_cell(base_mean: float, mean: float, digits: int = 2) -> str:
+    """%change of ``mean`` against ``base_mean`` (+ = larger), with a
+    change from or to 0 said as such, never as nan or inf."""
+    pct = stats.pct_change(base_mean, mean)
+    if pct is None:
+        return "-" if math.isnan(base_mean) or math.isnan(mean) else (
+            f"{0:.{digits}f}%" if mean == 0 else "from 0")
+    text = f"{pct:+.{digits}f}%"
+    return f"{text} (to 0)" if mean == 0 else text
+
+
 def ci_cell(r) -> str:
     """A StatRow's 95% CI as a table shows it: none for exact rows (no
-    spread) and below MIN_N_FOR_CI samples, saying why."""
+    spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
+    ratio)."""
     if r.exact:
         return "exact"
     if not r.ci_known:
         return f"none (n<{stats.MIN_N_FOR_CI})"
+    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
+        return "-"
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
@@ -138,41 +170,9 @@ def p_cell(r) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
 
 
-def change_text(c) -> str:
-    """One significant change of the headline (analyse.Change)."""
-    verdict = "better" if c.improved else "worse"
-    if c.exact:
-        return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}): exact, "
-                f"{fmt(c.base_value)} -> {fmt(c.value)} {c.unit} in every "
-                "sample")
-    return (f"{c.metric} {c.pct_change:+.1f}% ({verdict}), ratio "
-            f"{c.ratio:.3f}, 95% CI [{c.ci_low:.3f}, {c.ci_high:.3f}], "
-            f"p={fmt_p(c.p_value)}")
-
-
-def entry_title(e) -> str:
-    """A headline entry's first line (analyse.HeadlineEntry)."""
-    head = f"{e.workload}: {e.kernel} vs {e.baseline}"
-    if e.changes:
-        return head
-    if e.n_base == 0 or e.n_other == 0:
-        return head + ": no valid samples"
-    why = ""
-    if min(e.n_base, e.n_other) < stats.runs_needed():
-        why = (f" (n={e.n_base}/{e.n_other}: too few samples for a rank "
-               f"test to reach p<{stats.ALPHA}"
-               + ("" if e.ci_known else " or for a CI") + ")")
-    return head + ": no significant change" + why
-
-
-def headline_lines(h) -> list[str]:
-    """The headline (analyse.Headline) as plain text lines."""
-    lines = []
-    for e in h.entries:
-        lines.append(entry_title(e))
-        lines += [f"  {change_text(c)}" for c in e.changes]
-    lines.append("reproduce: " + (h.command or "(command not recorded)"))
-    return lines
+def better_cell(better: str) -> str:
+    """A metric's better direction, in a table's "better" column."""
+    return better if better in ("lower", "higher") else "none"
 
 
 def profile_table(a, base: str, other: str, md: bool = False) -> Table:

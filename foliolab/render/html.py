@@ -11,11 +11,11 @@ import base64
 from dataclasses import dataclass, field
 from html import escape
 
-from foliolab.analyse import Analysis, Headline, StatRow, WorkloadAnalysis
-from foliolab.render import (Column, Table, change_text, ci_cell,
-                             entry_title, fmt, legend, p_cell,
+from foliolab.analyse import Analysis, StatRow, WorkloadAnalysis
+from foliolab.render import (Column, Table, better_cell, ci_cell, fmt,
+                             fmt_ratio, headline, legend, p_cell,
                              profile_table, title)
-from foliolab.render.markdown import run_lines
+from foliolab.render.markdown import run_lines, verdict_change
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]
@@ -56,25 +56,10 @@ def html_figures(caption_title: str, figures: list[Figure]) -> str:
     return "\n".join(parts + ["</section>"])
 
 
-def headline_html(h: Headline) -> str:
-    items = []
-    for e in h.entries:
-        sub = "".join(f"<li>{escape(change_text(c))}</li>"
-                      for c in e.changes)
-        items.append(f"<li><b>{escape(entry_title(e))}</b>"
-                     + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
-    return ('<section id="headline" class="headline"><h2>Headline</h2>'
-            "<p>Significant changes against the baseline (%change signed, "
-            "+ = larger; 95% CI; Mann-Whitney p):</p>"
-            f"<ul>{''.join(items)}</ul><p>Reproduce:</p><pre>"
-            f"{escape(h.command or '(command not recorded)')}</pre>"
-            "</section>")
-
-
 def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
     t = Table([Column("metric", left=True), Column("unit", left=True),
                Column("better", left=True), Column("kernel", left=True),
-               Column(names[0]), Column("kernel's"), Column("%diff"),
+               Column(names[0]), Column("kernel's"), Column("%change"),
                Column("ratio"), Column("95% CI"), Column("p"),
                Column("CoeffVar"), Column("n")])
     zero = set(wa.zero)
@@ -85,9 +70,10 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
 
 
 def _cells(r: StatRow) -> list[str]:
-    return [r.metric + (" *" if r.significant else ""), r.unit, r.better,
-            r.kernel, fmt(r.base.mean), fmt(r.other.mean),
-            f"{r.pct_diff:.2f}%", f"{r.ratio:.3f}", ci_cell(r), p_cell(r),
+    return [r.metric + (" *" if r.significant else ""), r.unit,
+            better_cell(r.better), r.kernel, fmt(r.base.mean),
+            fmt(r.other.mean), verdict_change(r), fmt_ratio(r.ratio),
+            ci_cell(r), p_cell(r),
             f"{fmt(r.base.coeffvar)}% / {fmt(r.other.coeffvar)}%",
             f"{r.base.n}/{r.other.n}"]
 
@@ -136,7 +122,7 @@ def html_report(a: Analysis, figures: Figures,
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(title(a.m))}</title>",
              f"<style>{STYLE}</style></head><body>",
-             f"<h1>{escape(title(a.m))}</h1>", headline_html(a.headline),
+             f"<h1>{escape(title(a.m))}</h1>", headline.html(a.headline),
              "<section id=\"run\"><h2>The run</h2><ul>",
              *(f"<li>{escape(x.replace('`', ''))}</li>" for x in run),
              f"</ul><p>{escape(legend(a.names).replace(chr(10), ' '))}"

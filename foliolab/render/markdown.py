@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from foliolab.analyse import Analysis, CountAnalysis, WorkloadAnalysis
 from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
-from foliolab.analyse import Headline
-from foliolab.render import (Column, Table, change_text, ci_cell,
-                             entry_title, executor_note, fmt, fmt_small,
-                             legend, p_cell, profile_table)
+from foliolab.render import (Column, Table, better_cell, change_cell,
+                             ci_cell, executor_note, fmt, fmt_ratio,
+                             fmt_small, headline, legend, p_cell,
+                             profile_table)
 
 
 def built_as(k: KernelRecord) -> str:
@@ -21,21 +21,8 @@ def built_as(k: KernelRecord) -> str:
     return f" ({'; '.join(parts)})"
 
 
-def headline_markdown(h: Headline) -> list[str]:
-    md = ["## Headline", "",
-          "Significant changes against the baseline (%change signed, + = "
-          "larger; 95% CI; Mann-Whitney p):", ""]
-    for e in h.entries:
-        md.append(f"- **{entry_title(e)}**")
-        md += [f"  - `{c.metric}` {change_text(c)[len(c.metric) + 1:]}"
-               for c in e.changes]
-    md += ["", "Reproduce:", "", "```", h.command or "(command not recorded)",
-           "```", ""]
-    return md
-
-
 def header(a: Analysis) -> list[str]:
-    return ["# foliolab comparison", "", *headline_markdown(a.headline),
+    return ["# foliolab comparison", "", *headline.markdown(a.headline),
             "![overview: every workload's primary metrics against the "
             "baseline](plots/overview.png)", "", *run_lines(a), "", legend(a.names).replace("\n", " "), ""]
 
@@ -59,11 +46,17 @@ def run_lines(a: Analysis) -> list[str]:
             "interleaved (each round in the order given, the next reversed)"]
 
 
+def verdict_change(r) -> str:
+    """%change (+ = larger) and, when significant, the verdict."""
+    text = change_cell(r.base.mean, r.other.mean)
+    return f"{text} {r.verdict}" if r.verdict else text
+
+
 def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
     two = names == list(VARIANTS)
-    heads = (["metric", "better", "vanilla", "patched", "%diff", "ratio",
+    heads = (["metric", "better", "vanilla", "patched", "%change", "ratio",
               "95% CI", "p", "CoeffVar v/p", "n v/p"] if two else
-             ["metric", "better", "kernel", names[0], "kernel's", "%diff",
+             ["metric", "better", "kernel", names[0], "kernel's", "%change",
               "ratio", "95% CI", "p", "CoeffVar", "n"])
     t = Table([Column(h) for h in heads])
     zero = set(wa.zero)
@@ -71,10 +64,10 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
         if r.metric in zero:
             continue
         sig = "**" if r.significant else ""
-        t.add(f"{r.label} (`{r.metric}`, {r.unit})", r.better,
+        t.add(f"{r.label} (`{r.metric}`, {r.unit})", better_cell(r.better),
               *([] if two else [r.kernel]), fmt(r.base.mean),
-              fmt(r.other.mean), f"{r.pct_diff:.2f}%",
-              f"{sig}{r.ratio:.3f}{sig}", ci_cell(r), p_cell(r),
+              fmt(r.other.mean), verdict_change(r),
+              f"{sig}{fmt_ratio(r.ratio)}{sig}", ci_cell(r), p_cell(r),
               f"{fmt_small(r.base.coeffvar)}% / "
               f"{fmt_small(r.other.coeffvar)}%",
               f"{r.base.n}/{r.other.n}")

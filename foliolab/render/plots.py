@@ -43,6 +43,8 @@ def png(fig) -> bytes:
 def colour(r: StatRow) -> str:
     if not r.significant:
         return "tab:gray"
+    if not r.directed:
+        return "tab:blue"           # a change, neither better nor worse
     return "tab:green" if r.improved else "tab:red"
 
 
@@ -95,7 +97,8 @@ def forest(a: Analysis) -> bytes | None:
     ax.set_xlim(*_ratio_limits(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(f"ratio to the baseline {a.names[0]} (95% CI; green "
-                  "better, red worse, gray not significant)", fontsize=8)
+                  "better, red worse, blue changed with no better "
+                  "direction, gray not significant)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title("Every workload's primary metrics against the baseline",
                  fontsize=9)
@@ -143,8 +146,10 @@ def _panel(ax, group: list[StatRow], samples: list[Sample],
     lo, hi = _ratio_limits(values)
     ax.set_ylim(lo, hi)
     ax.set_xticks(range(len(names)), names, fontsize=7)
-    ax.set_title(f"{first.metric}\n({first.unit}, {first.better} is "
-                 "better; / baseline mean)", fontsize=8)
+    better = (f"{first.better} is better" if first.directed
+              else "no better direction")
+    ax.set_title(f"{first.metric}\n({first.unit}, {better}; / baseline "
+                 "mean)", fontsize=8)
     ax.tick_params(labelsize=7)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from foliolab import stats
 from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
 from foliolab.manifest import RunManifest
-from foliolab.render import (Column, Table, ci_cell, executor_note, fmt,
-                             fmt_small, headline_lines, legend, p_cell,
-                             profile_table, title)
+from foliolab.render import (Column, Table, change_cell, ci_cell,
+                             executor_note, fmt, fmt_ratio, fmt_small,
+                             legend, p_cell, profile_table, title)
+from foliolab.render import headline
 
 
 def guest(m: RunManifest) -> str:
@@ -15,36 +18,47 @@ def guest(m: RunManifest) -> str:
             f"{m.config} sha {m.kernels[0].config_sha or '?'}")
 
 
+def diff_cell(base: float, value: float, significant: bool) -> str:
+    """A %change (+ = larger) in mmtests' parentheses, or in stars when
+    significant; from and to 0 said as such."""
+    text = change_cell(base, value)
+    if text.endswith("%"):
+        text = f"{float(text[:-1]):+7.2f}%"
+    return f"*{text}*" if significant else f"({text})"
+
+
+def better_words(better: str) -> str:
+    return (f"{better} is better" if better in ("lower", "higher")
+            else "no better direction")
+
+
 def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
     """mmtests-style rows for one metric (compare-kernels): the baseline
-    first, then each kernel with its %diff; one Ratio line per kernel.
+    first, then each kernel with its %change; one Ratio line per kernel.
     ``width``: of the metric column (the workload's longest name)."""
     first = rows[0]
     key, better = first.metric, first.better
     mean_name = "Hmean" if first.mean_kind == "hmean" else "Amean"
     lines = []
-    for label, field, direction in (
-            ("Min", "min", better), (mean_name, "mean", better),
-            ("Median", "median", better), ("Stddev", "stddev", "lower"),
-            ("CoeffVar", "coeffvar", "lower"), ("Max", "max", better)):
+    for label, field in (("Min", "min"), (mean_name, "mean"),
+                         ("Median", "median"), ("Stddev", "stddev"),
+                         ("CoeffVar", "coeffvar"), ("Max", "max")):
         v = getattr(first.base, field)
         # exact counts repeat to a few parts per million: show them
         f = fmt_small if field == "coeffvar" else fmt
         line = f"{label:<9} {key:<{width}} {f(v):>12} ({0:7.2f}%)"
         for row in rows:
             p = getattr(row.other, field)
-            d = stats.pct_diff(v, p, direction)
             sig = row.significant and field == "mean"
-            diff = f"*{d:7.2f}%*" if sig else f"({d:7.2f}%)"
-            line += f" {f(p):>12} {diff}"
+            line += f" {f(p):>12} {diff_cell(v, p, sig)}"
         lines.append(line)
     for row in rows:
         who = f"{row.kernel:<12} " if len(rows) > 1 else ""
         lines.append(
-            f"{'Ratio':<9} {key:<{width}} {who}{row.ratio:.3f} "
+            f"{'Ratio':<9} {key:<{width}} {who}{fmt_ratio(row.ratio)} "
             f"CI {ci_cell(row)} p={p_cell(row)} "
-            f"n={row.base.n}/{row.other.n} {better} is better"
-            f"{'  SIGNIFICANT' if row.significant else ''}"
+            f"n={row.base.n}/{row.other.n} {better_words(better)}"
+            f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
             + (f"; paired {row.paired.ratio:.3f} "
                f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
                if row.paired.n >= stats.MIN_N_FOR_CI and not row.exact
@@ -53,15 +67,15 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
 
 
 def counter_line(rows: list[StatRow], width: int = 28) -> str:
-    """One line per secondary metric: means, %diff, ratio CI and p per
-    kernel."""
+    """One line per secondary metric: means, %change, ratio CI, p and
+    the verdict of a significant change per kernel."""
     first = rows[0]
     line = f"{'Mean':<9} {first.metric:<{width}} {fmt(first.base.mean):>12}"
     for row in rows:
-        d = row.pct_diff
-        diff = f"*{d:7.2f}%*" if row.significant else f"({d:7.2f}%)"
+        diff = diff_cell(row.base.mean, row.other.mean, row.significant)
         line += (f" {'':10} {fmt(row.other.mean):>12} {diff}  "
-                 f"CI {ci_cell(row):<14} p={p_cell(row):<6}")
+                 f"CI {ci_cell(row):<14} p={p_cell(row):<7} "
+                 f"{row.verdict:<7}")
     return line.rstrip()
 
 
@@ -82,13 +96,21 @@ def attribution_lines(rows: list[StepRow], steps: dict[str, int]
             r = cells.get(step)
             c = r.comparison if r else None
             out.append("-" if c is None else
-                       f"{c.ratio:.3f}{'*' if r.significant else ' '}" + (
-                           f"[{c.ci_low:.3f},{c.ci_high:.3f}]"
-                           if r.ci_known else f"(n<{stats.MIN_N_FOR_CI})"))
+                       f"{fmt_ratio(c.ratio)}{'*' if r.significant else ' '}"
+                       + _step_ci(r))
         t.add("Step", metric, *out)
     return ["Attribution: each step against the one before (ratio, 95% CI; "
             "* significant); steps are the series' first N patches: " +
             ", ".join(f"{k}={n}" for k, n in steps.items()), *t.text()]
+
+
+def _step_ci(r: StepRow) -> str:
+    c = r.comparison
+    if not r.ci_known:
+        return f"(n<{stats.MIN_N_FOR_CI})"
+    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+        return ""
+    return f"[{c.ci_low:.3f},{c.ci_high:.3f}]"
 
 
 def profile_lines(a: CountAnalysis) -> list[str]:
@@ -109,9 +131,7 @@ def profile_lines(a: CountAnalysis) -> list[str]:
 
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
-    lines = [title(m), "", "Headline (significant changes against the "
-             "baseline; %change signed, + = larger):",
-             *(f"  {x}" for x in headline_lines(a.headline)), "",
+    lines = [title(m), "", *headline.lines(a.headline), "",
              "guest: " + guest(m) + executor_note(m), legend(names), ""]
     lines += [f"ERROR: {e}" for e in m.errors]
     lines += [f"MISSING: {x}" for x in a.missing]

@@ -213,3 +213,112 @@ def test_version_and_workloads_listing(capsys):
     out = capsys.readouterr().out
     assert out.startswith("ksm-rmap: ") and "vmas " in out
     assert cli.main(["workloads", "nosuch"]) == 2
+
+
+# ---- the bad inputs of the newcomer trial (issue 38, item 5) ---------------
+
+def only_line(err: str) -> str:
+    """The whole of stderr is one line, with no traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def no_build(monkeypatch):
+    from foliolab import build, orchestrate
+    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
+        "built a kernel"))
+    monkeypatch.setattr(orchestrate, "prepare", lambda *a: pytest.fail(
+        "prepared the kernels"))
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--patches", "none", "--workloads", "pageout", "--runs", "4"],
+    ["compare", "--patches", "none", "--workloads", "pageout", "--runs", "4",
+     "--dry-run"],
+    ["attribute", "--at", "1", "--workloads", "pageout", "--runs", "4"],
+    ["jobs", "export", "--patches", "none", "--workloads", "pageout"],
+    ["test"], ["check"],
+    ["bisect", "--repo", "/tmp", "--good", "a", "--bad", "b", "--workload",
+     "pageout", "--metric", "kernel_insns", "--below", "1"]])
+@pytest.mark.parametrize("out, says", [
+    ("/proc/x", "--out /proc/x: no directory can be made in /proc (No such "
+                "file or directory)"),
+    ("{file}/x", "--out {file}/x: {file} is a file, not a directory"),
+])
+def test_an_out_dir_that_cannot_be_written_is_one_line(
+        capsys, monkeypatch, tmp_path, tmp_cache, command, out, says):
+    no_build(monkeypatch)
+    (tmp_path / "file").write_text("")
+    out = out.replace("{file}", str(tmp_path / "file"))
+    says = says.replace("{file}", str(tmp_path / "file"))
+    rc, _, err = run(capsys, *command, "--out", out)
+    assert rc == errors.UsageError.exit_code
+    assert only_line(err) == (f"foliolab: error: {says}; give --out a "
+                              "directory you can write, e.g. under your "
+                              "home or /tmp")
+    assert not tmp_cache.exists()
+
+
+def test_a_writable_out_dir_is_tried_and_left_as_it_was(tmp_path):
+    from foliolab.paths import unwritable
+    assert unwritable(tmp_path / "a" / "b" / "c") is None
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "here").mkdir()
+    assert unwritable(tmp_path / "here") is None
+    assert list((tmp_path / "here").iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["compare", "--frob"], "compare: unrecognized arguments: --frob; see "
+                            "`foliolab compare --help`"),
+    (["compare", "--runs", "x"], "compare: argument --runs: 'x' is not a "
+                                 "number; see `foliolab compare --help`"),
+    (["jobs", "export", "--frob"], "jobs export: unrecognized arguments: "
+                                   "--frob; see `foliolab jobs export "
+                                   "--help`"),
+    (["--frob"], "the following arguments are required: command; see "
+                 "`foliolab --help`"),
+])
+def test_a_parser_error_names_the_program_once(capsys, argv, says):
+    rc, _, err = run(capsys, *argv)
+    assert rc == errors.UsageError.exit_code
+    assert only_line(err) == f"foliolab: error: {says}"
+
+
+@pytest.mark.parametrize("repo, says", [
+    ("/tmp", "--repo /tmp is not a git repository"),
+    ("/no/such/dir", "--repo /no/such/dir does not exist"),
+])
+def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo,
+                                               says):
+    rc, _, err = run(capsys, "bisect", "--repo", repo, "--good", "a",
+                     "--bad", "b", "--workload", "pageout", "--metric",
+                     "kernel_insns", "--below", "1")
+    assert rc == errors.UsageError.exit_code
+    line = only_line(err)
+    assert line.startswith(f"foliolab: error: {says}; give --repo PATH")
+    assert "git:PATH@REF" not in line
+    assert not tmp_cache.exists()
+
+
+def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path,
+                                              data):
+    import re
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    assert cli.main(["report", str(out)]) == 0
+    whole = (out / "results.json").read_text()
+    (out / "results.json").write_text(whole[:len(whole) // 2])
+    caplog.clear()
+    assert cli.main(["report", str(out)]) == 0
+    said = [m for m in caplog.messages if "results.json" in m]
+    assert len(said) == 1 and re.fullmatch(
+        f"foliolab: {re.escape(str(out))}/results.json was damaged \\(not "
+        "valid JSON: .*, line \\d+ column \\d+\\); rebuilt from "
+        "environment.json and the boots under raw/", said[0]), said
+    assert json.loads((out / "results.json").read_text())   # whole again
+    caplog.clear()
+    assert cli.main(["report", str(out)]) == 0
+    assert not any("damaged" in m for m in caplog.messages)

@@ -459,19 +459,41 @@ def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
         "collapse_single_pmd"
 
 
-def test_a_root_no_kernel_has_stops_the_run_before_it_boots(tmp_path):
-    from types import SimpleNamespace
+def test_a_root_no_kernel_has_stops_the_run_before_it_boots():
     from foliolab.workloads import WORKLOADS
-    counters = {}
-    for name, funcs in (("a", "try_to_unmap shrink_folio_list"),
-                        ("b", "try_to_unmap")):
-        f = tmp_path / name
-        f.write_text("".join(f"{i:x} {n}\n"
-                             for i, n in enumerate(funcs.split())))
-        counters[name] = SimpleNamespace(symbols=f)
+    functions = {"a": {"try_to_unmap", "shrink_folio_list"},
+                 "b": {"try_to_unmap"}}
     # shrink_folio_list only in a: counted where it exists
-    counting.check_roots([WORKLOADS["pageout"]], counters)
+    counting.check_roots([WORKLOADS["pageout"]], functions)
     with pytest.raises(errors.UsageError,
                        match="counting root rmap_walk_ksm is a function of "
                              "none of the kernels"):
-        counting.check_roots([WORKLOADS["ksm-rmap"]], counters)
+        counting.check_roots([WORKLOADS["ksm-rmap"]], functions)
+    with pytest.raises(errors.UsageError,
+                       match=r"--root no_such_fn: no kernel of the run has "
+                             r"this function \(a, b\)"):
+        counting.check_roots([WORKLOADS["pageout"]], functions,
+                             ("no_such_fn",))
+
+
+@pytest.mark.parametrize("root", ["no such", "-x", "f()", "a..b", "1abc", ""])
+def test_a_root_that_is_no_function_name_is_refused(root):
+    with pytest.raises(errors.UsageError, match="is not a kernel function"):
+        counting.check_root_option((root,), True)
+
+
+def test_root_names_as_system_map_has_them_are_taken():
+    counting.check_root_option(("try_to_unmap", "shrink_folio_list.isra.0",
+                                "_raw_spin_lock"), True)
+
+
+def test_map_functions_reads_without_writing(tmp_path):
+    (tmp_path / "System.map").write_text(
+        "ffffffff81000000 T _stext\nffffffff81200000 t collapse_single_pmd\n"
+        "ffffffff81300000 D some_data\n")
+    (tmp_path / ".config").write_text("# Linux/x86 7.3.4 Kernel "
+                                      "Configuration\n")
+    assert counting.map_functions(tmp_path) == {"_stext",
+                                                "hpage_collapse_scan_pmd"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".config",
+                                                          "System.map"]

@@ -177,3 +177,68 @@ def test_the_fetched_deb_is_the_archives_and_its_hash_is_recorded():
                  if line.startswith("SHA256:")]
     assert debian.sha256_of(deb) in index_sha
     assert debian.fetch_deb(pkg) == deb         # kept, not fetched again
+
+
+def _no_apt(monkeypatch):
+    from foliolab import proc
+    monkeypatch.setattr(debian.proc, "run", lambda argv, **kw: pytest.fail(
+        f"ran {argv[0]}"))
+    return proc
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("9.99", "debian:9.99: Linux has no 9.99"),
+    ("7.31", "debian:7.31: Linux has no 7.31"),
+    ("6.99.1-1", "debian:6.99.1-1: Linux has no 6.99"),
+])
+def test_a_version_linux_never_had_is_refused_offline(monkeypatch, tmp_cache,
+                                                      spec, says):
+    _no_apt(monkeypatch)
+    with pytest.raises(UsageError, match=says) as e:
+        debian.resolve(spec)
+    assert "give debian:X.Y of a kernel Debian ships" in str(e.value)
+    assert not tmp_cache.exists()
+
+
+def test_a_major_far_past_the_cached_lists_is_refused_offline(monkeypatch,
+                                                              tmp_cache):
+    _no_apt(monkeypatch)
+    monkeypatch.setattr(debian, "_known_series",
+                        lambda: ["6.1", "6.12", "7.2", "7.3"])
+    with pytest.raises(UsageError) as e:
+        debian.resolve("9.2")
+    assert str(e.value) == (
+        "debian:9.2: Linux 9.x is not out: the newest kernel in Debian's "
+        "archive is 7.3; kernels there: debian:6.1, debian:6.12, "
+        "debian:7.2, debian:7.3")
+
+
+class _FakeApt:
+    """apt-get update succeeds; the archive has linux-source-6.1 and 7.3."""
+
+    def __init__(self):
+        self.argv = []
+
+    def __call__(self, argv, **kw):
+        from types import SimpleNamespace
+        self.argv.append(argv)
+        out = ""
+        if "pkgnames" in argv:
+            out = "linux-source-6.1\nlinux-source-7.3\n"
+        return SimpleNamespace(returncode=0, stdout=out, stderr="")
+
+
+def test_a_lookup_says_it_runs_apt_then_refuses_clearly(monkeypatch,
+                                                        tmp_cache, caplog):
+    import logging
+    apt = _FakeApt()
+    monkeypatch.setattr(debian.proc, "run", apt)
+    with caplog.at_level(logging.INFO, logger="foliolab"):
+        with pytest.raises(UsageError) as e:
+            debian.resolve("8.1")
+    assert ("looking up linux-source-8.1 in Debian's archive (apt update)"
+            in caplog.messages)
+    assert str(e.value) == ("debian:8.1: Debian's archive has no "
+                            "linux-source-8.1; kernels there: debian:6.1, "
+                            "debian:7.3")
+    assert any("update" in a for a in apt.argv)

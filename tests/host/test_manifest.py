@@ -98,3 +98,44 @@ def test_a_damaged_manifest_is_named(tmp_path, text, says):
     (tmp_path / "environment.json").write_text(text)
     with pytest.raises(errors.DamagedRunError, match=says):
         RunManifest.read(tmp_path)
+
+
+# ---- reproduce: the command and kernels a report names ----------------------
+
+def test_a_written_command_for_a_run_that_recorded_none(data):
+    from foliolab import reproduce
+    m = RunManifest.read(data / "run-pageout-aa")
+    assert reproduce.line(m) == (
+        "foliolab compare --kernel vanilla=base --kernel patched=base "
+        "--workloads pageout --runs 2 --arch x86_64 --config perf --count "
+        "--param pageout.size_mb=32")
+    assert reproduce.same_kernel(m)
+    assert reproduce.kernel_note(m, "vanilla") == (
+        "vanilla=base: commit 9dc52e640653")
+
+
+@pytest.mark.parametrize("command, line", [
+    (["foliolab", "compare", "--patches", "none", "--runs", "4"],
+     "foliolab compare --kernel vanilla=base --kernel patched=base+p "
+     "--runs 4"),
+    (["foliolab", "compare", "--patches=p", "--runs", "4"],
+     "foliolab compare --kernel vanilla=base --kernel patched=base+p "
+     "--runs 4"),
+    (["foliolab", "compare", "--kernel", "a=base", "--runs", "4"],
+     "foliolab compare --kernel a=base --runs 4"),
+    (["foliolab", "attribute", "--at", "4", "--runs", "4"],
+     "foliolab attribute --at 4 --runs 4"),
+])
+def test_the_command_names_every_kernel(data, command, line):
+    """A compare run's command with its kernels spelled out (--patches and
+    the default mean this checkout's series); other commands as given."""
+    from foliolab import reproduce
+    m = RunManifest.read(data / "run-pageout-aa")
+    m.command = command
+    m.kernels[1].spec = "base+p"
+    m.kernels[1].given = {"series_sha": "5e7e5"}
+    m.kernels[1].built = {"commit": "c0ffee" * 4, "release": "6.12.117"}
+    assert reproduce.line(m) == line
+    assert not reproduce.same_kernel(m)
+    assert reproduce.kernel_note(m, "patched") == (
+        "patched=base+p: 6.12.117, commit c0ffeec0ffee, series sha 5e7e5")

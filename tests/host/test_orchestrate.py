@@ -116,8 +116,13 @@ def test_a_stopped_run_reports_what_finished_and_resumes(tmp_path, records,
 
 @pytest.mark.parametrize("change, says", [
     (("--runs", "3"), "has --runs 2, this asks for 3"),
-    (("--param", "pageout.size_mb=64"), "has parameters"),
-    (("--workloads", "pageout"), "has workloads ['pageout', 'ksm-rmap']"),
+    (("--param", "pageout.size_mb=64"), "has parameters "
+     "pageout.size_mb=256, this asks for pageout.size_mb=64"),
+    (("--workloads", "pageout"), "has workloads pageout,ksm-rmap, this "
+     "asks for pageout"),
+    (("--count",), "has --count off, this asks for on"),
+    (("--patches", "patches/6.12"), "has kernels vanilla=base,patched=base, "
+     "this asks for vanilla=base,patched=base+"),
 ])
 def test_resume_refuses_another_run(tmp_path, records, change, says):
     out = tmp_path / "run"
@@ -125,10 +130,11 @@ def test_resume_refuses_another_run(tmp_path, records, change, says):
                         stand_in(tmp_path), FakeExecutor(records))
     argv = list(ARGS) + ["--out", str(out), "--resume"]
     i = argv.index(change[0]) if change[0] in argv else len(argv)
-    argv[i:i + 2] = change
-    with pytest.raises(errors.UsageError, match=re.escape(says)):
+    argv[i:i + len(change)] = change
+    with pytest.raises(errors.UsageError, match=re.escape(says)) as e:
         orchestrate.compare(request(*argv), stand_in(tmp_path),
                             FakeExecutor(records))
+    assert "[" not in str(e.value) and "{" not in str(e.value)
 
 
 def test_resume_refuses_other_builds(tmp_path, records):
@@ -240,6 +246,10 @@ def kernel_less_repo(tmp_path):
       "b=git:{repo}@HEAD"], "is not a Linux kernel tree"),
     (["--workloads", "pageout", "--resume"], "--resume finishes the run in "
                                              "--out DIR"),
+    (["--workloads", "pageout", "--kernel", "a=base", "--kernel",
+      "b=debian:9.99"], "debian:9.99: Linux has no 9.99"),
+    (["--workloads", "pageout", "--count", "--root", "no such()"],
+     "--root 'no such()' is not a kernel function name"),
 ])
 def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
                                                 kernel_less_repo, monkeypatch,
@@ -254,6 +264,58 @@ def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
     assert len(err) == 1 and says in err[0], err
     assert not (tmp_path / "o").exists()
     assert not tmp_cache.exists()           # nothing fetched or built
+
+
+def _system_map(d, *functions):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "System.map").write_text("".join(
+        f"ffffffff8{i:07x} T {f}\n" for i, f in enumerate(functions)))
+    return d
+
+
+def test_a_root_no_kept_kernel_has_stops_before_anything(
+        capsys, tmp_path, monkeypatch):
+    """--count --root no_such_fn, the kernels kept from an earlier run:
+    their System.maps answer at once, before QEMU's source is fetched for
+    the counter or anything is built."""
+    from foliolab import counting, kernels
+    maps = {"base": _system_map(tmp_path / "k", "try_to_unmap",
+                                "shrink_folio_list")}
+    monkeypatch.setattr(kernels, "kept_kernel",
+                        lambda k, arch, purpose: (maps["base"], "c0ffee"))
+    monkeypatch.setattr(counting, "build_plugin",
+                        lambda arch: pytest.fail("built the counter"))
+    monkeypatch.setattr(orchestrate, "prepare",
+                        lambda *a: pytest.fail("prepared the kernels"))
+    out = tmp_path / "o"
+    rc = cli.main(["compare", "--patches", "none", "--workloads", "pageout",
+                   "--runs", "4", "--count", "--root", "no_such_fn",
+                   "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert err == ["foliolab: error: --root no_such_fn: no kernel of the "
+                   "run has this function (vanilla, patched); check its "
+                   "spelling in System.map (a static function may carry a "
+                   "suffix such as .isra.0)"]
+    assert not out.exists()
+
+
+def test_a_root_is_checked_before_the_counter_is_built(tmp_path,
+                                                       monkeypatch):
+    """Kernels not kept: once built, their System.maps are read before the
+    counter plugin (whose header may come from QEMU's source package)."""
+    from foliolab import counting
+    monkeypatch.setattr(counting, "build_plugin",
+                        lambda arch: pytest.fail("built the counter"))
+    req = request("compare", "--patches", "none", "--workloads", "pageout",
+                  "--runs", "4", "--count", "--root", "no_such_fn")
+    built = {n: Kernel(n, "perf", "x86_64", _system_map(
+        tmp_path / n, "try_to_unmap", "shrink_folio_list"),
+        tmp_path / n / "bzImage", "c0ffee", "5ha", 0.0)
+        for n in ("vanilla", "patched")}
+    with pytest.raises(errors.UsageError, match="--root no_such_fn: no "
+                                                "kernel of the run"):
+        orchestrate._counters(req, get_arch("x86_64"), built)
 
 
 def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
@@ -285,3 +347,14 @@ def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
     orchestrate.compare(again, stand_in(tmp_path), fake)
     assert fake.booted == 1
     assert len(derive.load_samples(finished)) == 8
+
+
+def test_the_manifest_keeps_each_series_sha():
+    """The report's reproduce line names the series a kernel applied."""
+    from foliolab import source
+    from foliolab.paths import DEFAULT_PATCHES
+    m = orchestrate.start_manifest(request(
+        "compare", "--workloads", "pageout", "--runs", "4"))
+    assert "series_sha" not in m.kernel("vanilla").given
+    assert m.kernel("patched").given["series_sha"] == \
+        source.read_series(DEFAULT_PATCHES).digest

@@ -9,12 +9,15 @@ from foliolab import cli, derive, errors, render, report
 from foliolab.workloads import WORKLOADS
 
 
-def write_run(out, names, values, attribution=None):
+def write_run(out, names, values, attribution=None, specs=None):
     """A finished run directory: environment.json and samples.jsonl with
-    ``values[kernel]`` as pageout_ms samples."""
+    ``values[kernel]`` as pageout_ms samples; the first kernel is the
+    base, each other a series of its own unless ``specs`` says."""
     out.mkdir(parents=True)
+    specs = specs or {n: "base" if i == 0 else f"base+series/{n}"
+                      for i, n in enumerate(names)}
     env = {"workloads": ["pageout"], "kernels": names,
-           "kernel_specs": {n: "base" for n in names}, "errors": [],
+           "kernel_specs": specs, "errors": [],
            "failures": [], "runs": 5, "samples_per_boot": 1}
     if attribution:
         env["attribution"] = attribution
@@ -223,9 +226,9 @@ def test_diff_lines_up_kernels_by_role(tmp_path, capsys):
 
 
 def test_headline_names_each_significant_change(tmp_path):
-    """The headline opens every report: a real change with its %change,
-    CI and p; an unchanged kernel as "no significant change"; then the
-    command that reproduces the run."""
+    """The headline opens every report: a real change with both kernels'
+    means, its %change, CI and p; an unchanged kernel as n.s.; then the
+    command that reproduces the run, with every kernel's spec."""
     out = tmp_path / "r"
     write_run(out, ["base", "same", "fast"], {
         "base": [100, 101, 99, 100, 102],
@@ -238,14 +241,18 @@ def test_headline_names_each_significant_change(tmp_path):
     text = report.write_report(out)
     lines = text.splitlines()
     top = lines[:lines.index("guest: ? ? -cpu ? 0 vCPUs; config ? sha ?")]
-    assert "  pageout: same vs base: no significant change" in top
-    fast = top.index("  pageout: fast vs base")
-    assert top[fast + 1].strip().startswith("pageout_ms -19.9% (better), "
-                                            "ratio 0.801, 95% CI [")
+    assert top[2].startswith("Headline: each kernel against the baseline "
+                             "base (mean ± sd; %change: + = larger")
+    same = next(x.split() for x in top if x.split()[3:4] == ["same"])
+    assert same[-5:] == ["+0.00%", "n.s.", "[0.988,", "1.012]", "1"]
+    fast = next(x for x in top if x.split()[3:4] == ["fast"])
+    assert fast.split()[4:13] == ["100.4", "±", "1.140", "80.40", "±",
+                                  "1.140", "-19.92%", "better", "[0.790,"]
     assert "  reproduce: foliolab compare --kernel base=base --runs 5" in top
     md = (out / "report.md").read_text()
     assert md.index("## Headline") < md.index("## pageout")
-    assert "`pageout_ms` -19.9% (better)" in md
+    assert ("| pageout | pageout_ms (ms) | fast | 100.4 ± 1.140 | 80.40 ± "
+            "1.140 | -19.92% | better |") in md
     html = (out / "report.html").read_text()
     assert html.index('id="headline"') < html.index('id="workload-pageout"')
     assert "foliolab compare --kernel base=base --runs 5" in html
@@ -262,7 +269,7 @@ def test_small_n_prints_no_interval(tmp_path):
                  if line.startswith("Ratio"))
     assert "CI none (n<3)" in ratio and "[" not in ratio
     assert "paired" not in ratio
-    assert "no significant change (n=2/2" in text
+    assert "n.s. (n=2/2, too few)" in text
     assert "NO CI: n=2/2" in text
     row = next(r for r in json.loads((out / "results.json").read_text())
                ["summary"] if r["metric"] == "pageout_ms")
@@ -282,7 +289,10 @@ def test_counts_that_repeat_exactly_are_exact(tmp_path):
     ratio = next(line for line in text.splitlines()
                  if line.startswith("Ratio"))
     assert "CI exact p=exact" in ratio and "SIGNIFICANT" in ratio
-    assert "pageout_ms -50.0% (better): exact, 512 -> 256 ms" in text
+    row = next(x for x in text.splitlines()
+               if x.startswith("  pageout ")).split()
+    assert row[3:] == ["512", "±", "0", "256", "±", "0", "-50.00%",
+                       "better", "(exact)", "exact", "exact"]
     row = next(r for r in json.loads((out / "results.json").read_text())
                ["summary"] if r["metric"] == "pageout_ms")
     assert row["exact"] and row["significant"] and row["ratio"] == 0.5
@@ -309,3 +319,56 @@ def test_number_style_is_one():
     assert render.fmt(176.83) == "176.8"
     assert render.fmt(0.012345) == "0.01235"
     assert render.fmt(float("nan")) == "-"
+
+
+def test_tables_say_from_0_and_to_0_never_nan_or_inf(tmp_path):
+    """A count that appears (0 -> N) or disappears (N -> 0): "from 0" and
+    "(to 0)" in the tables of report.txt, report.md and report.html, no
+    nan, inf or a significant 0.00%."""
+    import re
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [0, 0, 0, 0, 0], "patched": [5, 6, 5, 6, 5]})
+    text = report.write_report(out)
+    ratio = next(x for x in text.splitlines() if x.startswith("Ratio"))
+    assert ratio.split()[2] == "from" and "CI - " in ratio
+    assert "*from 0*" in text
+    for name in ("report.txt", "report.md", "report.html"):
+        body = (out / name).read_text()
+        assert not re.search(r"\b(nan|inf)\b", body), name
+        assert "*0.00%*" not in body
+    out = tmp_path / "gone"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [5, 6, 5, 6, 5], "patched": [0, 0, 0, 0, 0]})
+    assert "-100.00% (to 0)" in report.write_report(out)
+
+
+def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
+    out = tmp_path / "r"
+    write_run(out, ["vanilla", "patched"], {
+        "vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]})
+    text = report.write_report(out)
+    amean = next(x for x in text.splitlines() if x.startswith("Amean"))
+    assert amean.endswith("*  -9.96%*")          # fell: -, though better
+    md = (out / "report.md").read_text()
+    assert "| -9.96% better |" in md and "%change" in md
+    res = json.loads((out / "results.json").read_text())
+    row = next(r for r in res["summary"] if r["metric"] == "pageout_ms")
+    assert row["pct_change"] == pytest.approx(-9.96, abs=0.01)
+    assert row["pct_diff"] == pytest.approx(9.96, abs=0.01)   # mmtests'
+    assert row["verdict"] == "better"
+
+
+def test_a_metric_with_no_better_direction_is_a_change_in_the_tables():
+    from foliolab.analyse import summarize_workload
+    from foliolab.derive import Sample
+    w = WORKLOADS["file-reclaim"]
+    assert w.metric("reclaimed_mb").better == "none"
+    assert WORKLOADS["khugepaged"].metric("scan_succeeded").better == "none"
+    samples = [Sample("file-reclaim", k, i, {"reclaimed_mb": v + i * 0.01},
+                      True, [], "ok", "")
+               for i in range(5) for k, v in (("vanilla", 409.6),
+                                              ("patched", 409.2))]
+    (row,) = summarize_workload(w, samples)
+    assert row.significant and row.verdict == "changed"
+    assert not row.directed

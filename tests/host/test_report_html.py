@@ -75,8 +75,12 @@ def test_report_html_in_a_browser(tmp_path, data):
     report.write_report(out)
     dom = browser_dom(out / "report.html")
     headline = " ".join(dom.ids["headline"])
-    assert "pageout: patched vs vanilla" in headline
-    assert "no significant change" in headline
+    # an A/A run: its kernels as they are, not "patched vs vanilla"
+    assert "A/A run, vanilla and patched are the same kernel (base)" in \
+        headline
+    assert "patched vs vanilla" not in headline
+    assert "n.s. (n=2/2, too few)" in headline
+    assert "headline" in dom.tables["headline"]
     for name in RunManifest.read(out).workloads:
         assert any("metrics" in c for c in dom.tables[f"workload-{name}"])
     # every image inline: the page needs no network and no other file
@@ -91,7 +95,8 @@ def test_every_workload_has_its_table_in_the_browser(tmp_path):
     names = ["base", "s1", "all"]
     (out / "environment.json").write_text(json.dumps({
         "workloads": ["pageout", "pageout-4k"], "kernels": names,
-        "kernel_specs": {n: "base" for n in names}, "runs": 5,
+        "kernel_specs": {"base": "base", "s1": "base+series:1",
+                         "all": "base+series"}, "runs": 5,
         "command_line": ["foliolab", "compare", "--runs", "5"]}))
     lines = []
     for w in ("pageout", "pageout-4k"):
@@ -106,9 +111,11 @@ def test_every_workload_has_its_table_in_the_browser(tmp_path):
     report.write_report(out)
     dom = browser_dom(out / "report.html")
     headline = " ".join(dom.ids["headline"])
-    assert "pageout-4k: all vs base" in headline
-    assert "pageout_ms -50.0% (better)" in headline
-    assert "foliolab compare --runs 5" in headline
+    assert "each kernel against the baseline base" in headline
+    assert "pageout-4k pageout_ms (ms) all" in headline
+    assert "-50.00% better" in headline
+    assert ("foliolab compare --kernel base=base --kernel s1=base+series:1 "
+            "--kernel all=base+series --runs 5") in headline
     for name in ("pageout", "pageout-4k"):
         assert any("metrics" in c for c in dom.tables[f"workload-{name}"])
 

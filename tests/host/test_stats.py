@@ -20,6 +20,15 @@ def test_harmonic_mean_for_rates():
 def test_pct_diff_positive_is_better():
     assert stats.pct_diff(100, 80, "lower") == pytest.approx(20)
     assert stats.pct_diff(100, 80, "higher") == pytest.approx(-20)
+    # no better direction: + = larger, as pct_change
+    assert stats.pct_diff(100, 80, "none") == pytest.approx(-20)
+
+
+def test_pct_change_is_signed_larger_and_none_from_zero():
+    assert stats.pct_change(100, 80) == pytest.approx(-20)
+    assert stats.pct_change(100, 120) == pytest.approx(20)
+    assert stats.pct_change(0, 5) is None
+    assert stats.pct_change(float("nan"), 5) is None
 
 
 def test_aa_false_positive_rate_at_most_5_percent():
