@@ -35,7 +35,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import gcovdata, gcovrecord, kconfig, parse, proc, source
+from foliolab import gcovdata, gcovrecord, kconfig, parse, source
 from foliolab.arch import Arch
 from foliolab.coverage import (BuildFacts, CoverageReport, Tally, classify,
                                other_arch)
@@ -213,7 +213,7 @@ def finish(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
     dest = out / SUBDIR
     notes = gcovdata.objects_in(dest / "notes", ".gcno")
     paths = gcovdata.SourcePaths(plan.source_root, plan.lines.final)
-    gcov = f"{arch.cross_compile}gcov"
+    gcov = gcov_tool(arch)
     merged: gcovdata.GcovData | None = None
     boots: list[str] = []
     problems = list(plan.problems)
@@ -276,12 +276,42 @@ def finish_safely(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
         return line
 
 
-def gcov_tool_check(arch: Arch) -> None:
-    """gcov for the guest's compiler must be there before hours of
-    building and booting (it comes with gcc: build-essential, or the
-    cross compiler's package)."""
-    tool = f"{arch.cross_compile}gcov"
-    if shutil.which(tool) is None:
-        raise UsageError(f"--coverage needs {tool}", hint="it comes with "
-                         f"{arch.cross_compile}gcc; run `make setup`")
-    proc.run([tool, "--version"], error=UsageError)
+def check_request(count: bool, config: str, arch: Arch) -> None:
+    """``foliolab test --coverage``'s options, before anything is built:
+    its own kernel, never counted, and gcov for the guest's compiler
+    there (it comes with gcc: build-essential, or the cross compiler's
+    package)."""
+    if count:
+        raise UsageError("--coverage and --count do not mix: the coverage "
+                         "kernel's gcov counters would be counted as its "
+                         "work", hint="run them separately")
+    if config != "debug":
+        raise UsageError("--coverage builds its own kernel (the debug "
+                         "config with gcov)", hint="leave out --config")
+    if shutil.which(gcov_tool(arch)) is None:
+        raise UsageError("--coverage needs gcov", hint="it comes with gcc; "
+                         "run `make setup`")
+
+
+def gcov_tool(arch: Arch) -> str:
+    """The gcov of the compiler that built the guest's kernel; the host's
+    for a cross build whose toolchain is not installed yet (Debian's
+    cross gcc is the same gcc 12, and the files' format is the gcc
+    version's, not the target's)."""
+    cross = f"{arch.cross_compile}gcov"
+    return cross if shutil.which(cross) else "gcov"
+
+
+def suite_series(kernel: str | None, variant: str, patches: Path | None
+                ) -> source.Series:
+    """The series ``foliolab test`` applies: ``--kernel``'s
+    (NAME=SOURCE+DIR[:N]) or ``--patches``' for the patched variant; the
+    empty series for any other kernel (plan_for() refuses it)."""
+    from foliolab import kernels
+    if kernel:
+        k = kernels.parse_kernel(kernel)
+        if k.kind is kernels.SpecKind.SERIES:
+            return k.series()
+    elif variant == "patched" and patches is not None:
+        return source.read_series(patches)
+    return source.Series(Path("/dev/null"), ())

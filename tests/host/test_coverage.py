@@ -75,6 +75,7 @@ int gen(void)
 	return 0;
 }
 """,
+    "src/Makefile": "obj-y += main.o util.o\n",
 }
 
 # Patch 1: two hunks in util.c (one in scale(), which runs, one in
@@ -555,3 +556,135 @@ def test_finish_safely_keeps_any_failure_to_one_line(tree, tmp_path):
                                      get_arch("x86_64"))
     assert line.startswith("# coverage: no report: ")
     assert "\n" not in line
+
+
+# ---- the kernel's side, as far as it goes without building one --------------
+
+def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
+    from foliolab import kconfig
+    files = [f.name for f in kconfig.fragment_files("coverage", "x86_64")]
+    assert files == ["base.config", "arch-x86_64.config", "debug.config",
+                     "coverage.config"]
+    opts = kconfig.merge("coverage", "x86_64").options
+    assert opts["CONFIG_GCOV_KERNEL"] == "y"
+    assert opts["CONFIG_GCOV_PROFILE_ALL"] == "n"
+    assert opts["CONFIG_DEBUG_VM"] == "y" and opts["CONFIG_DEBUG_FS"] == "y"
+    # never a --config of compare, run, attribute ...: no timed or
+    # counted sample comes from a coverage kernel
+    assert "coverage" not in kconfig.PURPOSES
+    from foliolab import boot
+    assert boot.debug_cmdline("coverage") == boot.debug_cmdline("debug")
+
+
+def test_cli_refuses_coverage_with_count_or_another_config():
+    from foliolab.errors import UsageError
+    x86 = get_arch("x86_64")
+    with pytest.raises(UsageError, match="--coverage and --count do not mix"):
+        coveragerun.check_request(True, "debug", x86)
+    with pytest.raises(UsageError, match="builds its own kernel"):
+        coveragerun.check_request(False, "kasan", x86)
+    coveragerun.check_request(False, "debug", x86)      # gcov is here
+    from foliolab.cli import build_parser
+    args = build_parser().parse_args(["test", "--coverage"])
+    assert args.coverage and args.config == "debug"
+
+
+def test_build_passes_the_profiling_variable_to_make(tmp_path, tmp_cache,
+                                                     monkeypatch):
+    from foliolab import build, kconfig, source, timings
+    argvs = []
+    monkeypatch.setattr(build.hostsetup, "ensure_arch", lambda arch: None)
+    monkeypatch.setattr(source, "checkout", lambda tree: None)
+    monkeypatch.setattr(build, "configure", lambda tree, arch, purpose, out:
+                        out.mkdir(parents=True) or out / ".config")
+    monkeypatch.setattr(build, "_run_make",
+                        lambda argv, *a: argvs.append(argv) or 0)
+    monkeypatch.setattr(kconfig, "check", lambda *a: None)
+    monkeypatch.setattr(timings, "record_build", lambda *a: None)
+    monkeypatch.setattr(build, "config_digest", lambda p: "x")
+    tree = source.Tree("patched", tmp_path, "c0ffee", "d")
+    monkeypatch.setattr(source.Tree, "version", lambda self: (6, 12))
+    k = build.build_kernel(tree, get_arch("x86_64"), "coverage",
+                           make_vars=coveragerun.make_vars(("mm",)))
+    assert k.build_dir.name == "x86_64-coverage-patched"
+    assert argvs[0][-2:] == ["GCOV_PROFILE=$(if $(filter mm mm/,$(obj)),y)",
+                             "bzImage"]
+
+
+def _tree_and_series(t):
+    from foliolab import source
+    head = _git(t["repo"], "rev-parse", "HEAD").strip()
+    onto = source.Onto("base", "test base", t["base"])
+    tree = source.Tree("patched", t["repo"], head, "d", onto=onto)
+    patches = tuple(sorted(t["series"].glob("000[1-9]-*.patch")))
+    return tree, source.Series(t["series"], patches)
+
+
+def test_plan_for_the_series_of_the_tree(tree):
+    from foliolab import source
+    from foliolab.errors import UsageError
+    t, series = _tree_and_series(tree)
+    plan = coveragerun.plan_for(t, series, get_arch("x86_64"))
+    assert plan.profile.dirs == ("src",)
+    assert plan.problems == ["arch/arm64/ not profiled: another "
+                             "architecture's"]
+    assert len(plan.lines.lines) == 26
+    with pytest.raises(UsageError, match="has no series"):
+        coveragerun.plan_for(t, source.Series(Path("/dev/null"), ()),
+                             get_arch("x86_64"))
+
+
+def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
+                                                         monkeypatch):
+    """run_suite with the build and the boots stood in for: the profiling
+    variable reaches the build, the job turns coverage on, the suite's
+    results are written as ever, and the coverage report follows; a boot
+    whose record is missing is one line of it."""
+    from foliolab import build, suite
+    from foliolab.bootrecord import BootResult
+    (tmp_path / "ship").mkdir()
+    record = _record(tree, tmp_path)
+    t, series = _tree_and_series(tree)
+    arch = get_arch("x86_64")
+    plan = coveragerun.plan_for(t, series, arch)
+    (tree["build"] / ".config").write_text("CONFIG_X86_64=y\n")
+    seen: dict = {"jobs": []}
+
+    def fake_build(tree_, arch_, purpose, slot=None, make_vars=()):
+        seen["purpose"], seen["make_vars"] = purpose, make_vars
+        return build.Kernel("patched", purpose, "x86_64", tree["build"],
+                            tree["build"] / "bzImage", "c0ffee", "x", 0.0)
+
+    def fake_boot(spec, image, job, rundir, extra=None):
+        seen["jobs"].append(job)
+        rundir.mkdir(parents=True)
+        lines = ["@@ boot 1.0", *KTAP,
+                 *(record if rundir.name == "mglru-y" else []), "@@ exit 0"]
+        (rundir / "results.txt").write_text("\n".join(lines) + "\n")
+        return BootResult("ok", 0, [], rundir / "console.log",
+                          rundir / "results.txt", 1.0, lines)
+
+    monkeypatch.setattr(suite.build, "build_kernel", fake_build)
+    monkeypatch.setattr(suite.image, "build_image",
+                        lambda arch_: type("Img", (), {"path": tmp_path})())
+    monkeypatch.setattr(suite.boot_mod, "boot", fake_boot)
+    out = tmp_path / "out"
+    passed, summary = suite.run_suite(t, arch, out, kselftests=False,
+                                      purpose="coverage", coverage=plan)
+    assert passed
+    assert seen["purpose"] == "coverage"
+    assert seen["make_vars"] == coveragerun.make_vars(("src",))
+    assert all("export FL_COVERAGE=1\n" in job for job in seen["jobs"])
+    ktap = (out / "suite.ktap").read_text()
+    assert "ok 1 mglru=y anon_swap.pageout_64k" in ktap
+    assert "# coverage" not in ktap         # the suite's own file, as ever
+    assert summary.splitlines()[-1] == (
+        "# coverage: 7 of 10 executable added lines ran (70.0%), 26 added; "
+        "2 problem(s), see the report")
+    doc = json.loads((out / "coverage.json").read_text())
+    assert doc["boots"] == ["mglru-y"]
+    assert doc["problems"] == [
+        "arch/arm64/ not profiled: another architecture's",
+        "boot mglru-n: no coverage record: the guest sent none (the boot "
+        "ended before the suite did?)"]
+    assert (out / "coverage" / "notes" / "src" / "util.gcno").exists()
