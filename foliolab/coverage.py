@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from foliolab import csource, ifdefs
-from foliolab.gcovdata import GcovData
+from foliolab.gcovdata import FileCoverage, GcovData
 from foliolab.serieslines import PatchInfo, SeriesGroup, SeriesLines, group_of
 
 
@@ -122,7 +122,8 @@ def classify(series: SeriesLines, data: GcovData | None,
     return out
 
 
-def _state(path: str, line: int, fc, data: GcovData | None,
+def _state(path: str, line: int, fc: FileCoverage | None,
+           data: GcovData | None,
            facts: BuildFacts, excluded: dict[int, str]
            ) -> tuple[LineState, int | None, str]:
     if other_arch(path, facts.linux_arch):

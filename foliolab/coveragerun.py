@@ -29,9 +29,9 @@ are never touched by anything here.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,10 +41,8 @@ from foliolab.coverage import (BuildFacts, CoverageReport, Tally, classify,
                                other_arch)
 from foliolab.errors import BuildError, FoliolabError, UsageError
 from foliolab.render import coverage_html
-from foliolab.serieslines import (SeriesLines, cover_letter, map_series,
-                                  series_map)
-
-log = logging.getLogger("foliolab")
+from foliolab.serieslines import (SeriesGroup, SeriesLines, cover_letter,
+                                  map_series, series_map)
 
 PURPOSE = "coverage"
 # Where a run keeps what its data is read against, and writes the report.
@@ -63,8 +61,8 @@ class ProfilePlan:
     skipped: dict[str, str] = field(default_factory=dict)   # dir -> why
 
 
-def profile_dirs(paths: list[str], linux_arch: str, read_file
-                 ) -> ProfilePlan:
+def profile_dirs(paths: list[str], linux_arch: str,
+                 read_file: Callable[[str], str | None]) -> ProfilePlan:
     """The directories to profile for a series touching ``paths``: each
     directory holding a touched .c or .h file that kbuild builds for this
     architecture (``read_file(path)`` gives a file of the patched tree, or
@@ -109,7 +107,7 @@ class Plan:
     lines: SeriesLines
     profile: ProfilePlan
     source_root: Path                   # where the tree is compiled from
-    groups: list = field(default_factory=list)   # the series map
+    groups: list[SeriesGroup] = field(default_factory=list)  # series map
     problems: list[str] = field(default_factory=list)
 
 
@@ -185,8 +183,10 @@ def facts_of(out: Path, plan: Plan, arch: Arch) -> BuildFacts:
 
 
 def boot_data(boot_dir: Path, notes: dict[str, Path], dest: Path,
-              paths: gcovdata.SourcePaths, gcov: str) -> gcovdata.GcovData:
-    """One boot's counts, from the coverage record in its results.txt;
+              paths: gcovdata.SourcePaths, gcov: str
+              ) -> tuple[gcovdata.GcovData, list[str]]:
+    """One boot's counts, from the coverage record in its results.txt,
+    and the guest's data files that match no notes file of the build;
     CoverageRecordError when the record is missing or damaged."""
     results = boot_dir / "results.txt"
     records = (results.read_text(errors="replace").splitlines()
@@ -200,10 +200,7 @@ def boot_data(boot_dir: Path, notes: dict[str, Path], dest: Path,
     data = gcovdata.collect(placed, paths, gcov)
     for source_name in set(notes) - set(placed):
         data.bad[source_name] = "no data file from the guest"
-    if unmatched:
-        log.debug("%s: %d data file(s) match no notes file: %s", boot_dir,
-                  len(unmatched), ", ".join(unmatched[:5]))
-    return data
+    return data, unmatched
 
 
 def finish(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
@@ -219,8 +216,8 @@ def finish(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
     problems = list(plan.problems)
     for boot_dir in boot_dirs:
         try:
-            data = boot_data(boot_dir, notes, dest / boot_dir.name, paths,
-                             gcov)
+            data, unmatched = boot_data(boot_dir, notes,
+                                        dest / boot_dir.name, paths, gcov)
         except gcovrecord.CoverageRecordError as e:
             problems.append(f"boot {boot_dir.name}: {e.message}")
             continue
@@ -229,6 +226,10 @@ def finish(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
                             f"unreadable ({e})")
             continue
         boots.append(boot_dir.name)
+        if unmatched:       # profiled where the build kept no notes file
+            problems.append(f"boot {boot_dir.name}: {len(unmatched)} data "
+                            "file(s) match no notes file of the build, "
+                            f"first {unmatched[0]}")
         if merged is None:
             merged = data
         else:
