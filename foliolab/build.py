@@ -125,9 +125,13 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
 
 
 def build_kernel(tree: Tree, arch: Arch, purpose: str,
-                 slot: str | None = None) -> Kernel:
+                 slot: str | None = None,
+                 make_vars: tuple[str, ...] = ()) -> Kernel:
     """Configure and build ``tree`` in the build directory ``slot`` (by
     default slot_for() its variant); BuildError names the log on failure.
+    ``make_vars``: VAR=VALUE for make's command line (the coverage
+    kernel's GCOV_PROFILE; kbuild rebuilds an object whose flags they
+    change).
 
     The .config is checked again after make (make's syncconfig has the last
     word) and recorded as built: its hash is the one of the kernel.
@@ -145,7 +149,8 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     total = (int(count_file.read_text())
              if fresh and count_file.exists() else None)
     t0 = time.monotonic()
-    count = _run_make(make_argv(tree.path, out, arch, arch.make_target),
+    count = _run_make(make_argv(tree.path, out, arch, *make_vars,
+                                arch.make_target),
                       out / "build.log", f"build {tree.variant}/{purpose}",
                       total)
     if fresh:

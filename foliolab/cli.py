@@ -414,6 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "parameter of a test-only kernel change")
     s.add_argument("--config", choices=("debug", "kasan"), default="debug",
                    help="debug (default) or kasan: debug plus generic KASAN")
+    s.add_argument("--coverage", action="store_true",
+                   help="changed-line coverage: the debug kernel with gcov "
+                        "in the directories the series touches; reports "
+                        "which of the series' added lines the suite ran "
+                        "(coverage.txt, .json, .html in the output "
+                        "directory)")
     s.add_argument("--only", action="append", default=[],
                    metavar="PROGRAM[.CASE]",
                    help="run only this guest test program or case "
@@ -743,23 +749,36 @@ def cmd_test(args) -> int:
     if args.record_baseline and (args.variant != "vanilla" or args.kernel):
         raise UsageError("--record-baseline records vanilla's results",
                          hint="add --variant vanilla")
+    if args.coverage:
+        from foliolab import coveragerun
+        coveragerun.check_request(args.count, args.config,
+                                  get_arch(args.arch))
     from foliolab.orchestrate import tree as source_tree
     upstream = _upstream_plan(args)
     tree = source_tree(args.variant, args.patches, args.kernel or "")
+    coverage = None
+    if args.coverage:
+        coverage = coveragerun.plan_for(
+            tree, coveragerun.suite_series(args.kernel, args.variant,
+                                           args.patches), get_arch(args.arch))
     lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "test-%Y%m%d-%H%M%S")
+    purpose = kconfig.COVERAGE if coverage else args.config
     passed, summary = suite.run_suite(
         tree, get_arch(args.arch), out, lru,
         not (args.no_kselftests or args.only), args.record_baseline,
-        args.accel, args.count, tuple(args.append), args.config,
+        args.accel, args.count, tuple(args.append), purpose,
         suite.stress_plan(args.stress, args.stress_seeds),
-        tuple(args.only), args.repeat, upstream)
+        tuple(args.only), args.repeat, upstream, coverage)
     print(summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
+    if coverage:
+        print(f"# coverage report: {out}/coverage.txt, coverage.json, "
+              "coverage.html")
     if not passed:
         raise FoliolabError(f"correctness suite failed on the {tree.variant} "
-                            f"{args.config} kernel", log_path=out / "suite.ktap")
+                            f"{purpose} kernel", log_path=out / "suite.ktap")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Kernel configs: one .config per (arch, purpose), from fragments in configs/.
 
-A purpose (``perf``, ``debug`` or ``kasan``) is ``base.config`` plus the
+A purpose (``perf``, ``debug`` or ``kasan``; ``coverage`` for ``foliolab
+test --coverage`` alone) is ``base.config`` plus the
 architecture's ``arch-<arch>.config`` (console, firmware, options only one
-architecture has) plus ``<purpose>.config`` (``kasan``: ``debug.config``,
-then ``kasan.config``), applied with ``make allnoconfig
+architecture has) plus ``<purpose>.config`` (``kasan`` and ``coverage``:
+``debug.config``, then their own), applied with ``make allnoconfig
 KCONFIG_ALLCONFIG=...``: everything not asked for is off, which keeps the
 build small. Vanilla and patched get the very same fragment. After
 kconfig has run we check that every requested option survived (like
@@ -29,10 +30,14 @@ from foliolab.errors import ConfigError, UsageError
 from foliolab.paths import CONFIGS_DIR
 
 PURPOSES = ("perf", "debug", "kasan")
+# The debug kernel with gcov (`foliolab test --coverage` only: never a
+# --config of a comparison, so its kernel never gives a timed or counted
+# sample).
+COVERAGE = "coverage"
 # Purposes that build on another one's fragment.
-_BASED_ON = {"kasan": "debug"}
+_BASED_ON = {"kasan": "debug", COVERAGE: "debug"}
 # Purposes that boot with the debug kernel arguments (boot.debug_cmdline).
-DEBUG_PURPOSES = ("debug", "kasan")
+DEBUG_PURPOSES = ("debug", "kasan", COVERAGE)
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 # An option a newer kernel no longer has: no longer asked for.
@@ -103,7 +108,7 @@ def fragment_files(purpose: str, arch: str,
                    version: tuple[int, int] = BASE_VERSION) -> list[Path]:
     """The fragments of (purpose, arch) for a kernel of ``version``, in
     the order they are applied."""
-    if purpose not in PURPOSES:
+    if purpose not in PURPOSES + (COVERAGE,):
         raise UsageError(f"unknown --config {purpose!r}",
                          hint=f"choose one of: {', '.join(PURPOSES)}")
     below = [configs_dir / f"{_BASED_ON[purpose]}.config"] \

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import boot as boot_mod
-from foliolab import build, counting, hostsetup, image, parse, proc, source
+from foliolab import build, counting, coveragerun, hostsetup, image, kconfig
+from foliolab import parse, proc, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, UsageError
@@ -76,6 +77,10 @@ RANDOM_STRESS_SECONDS = 20
 # kasan kernel gets twice the time limits (a guess until a KASAN run of
 # the suite is timed here).
 KASAN_SLOWDOWN = 2
+# gcov's counters in the profiled directories are atomic adds (the top
+# Makefile's -fprofile-update=prefer-atomic) in every hot path of mm/,
+# under TCG: the same guess until a coverage run is timed here.
+COVERAGE_SLOWDOWN = 2
 
 # Tests 6.12's tools/testing/selftests/mm/Makefile does not build for an
 # architecture (soft-dirty is left out for arm64, which has no soft-dirty).
@@ -436,7 +441,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
               stress: StressPlan = StressPlan(),
               only: tuple[str, ...] = (),
               repeat: int = 1,
-              upstream: upstream_mod.Plan | None = None
+              upstream: upstream_mod.Plan | None = None,
+              coverage: coveragerun.Plan | None = None
               ) -> tuple[bool, str]:
     """Build, boot and judge; returns (passed, KTAP summary). ``count``:
     boot with the counter and report each guest test's kernel work;
@@ -444,8 +450,15 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     or ``kasan``; ``only``: just these guest programs or PROGRAM.CASEs,
     each run ``repeat`` times (to chase a flaky case); the caller has
     checked ``only`` (check_only) before preparing the tree; ``upstream``:
-    upstream 7.3's mm selftests to run too, in every boot."""
-    kernel = build.build_kernel(tree, arch, purpose)
+    upstream 7.3's mm selftests to run too, in every boot; ``coverage``:
+    the series' lines to measure, on the coverage kernel (``purpose``
+    kconfig.COVERAGE), reported after the suite's own results are
+    written."""
+    kernel = build.build_kernel(
+        tree, arch, purpose, make_vars=coveragerun.make_vars(
+            coverage.profile.dirs) if coverage else ())
+    if coverage:
+        coveragerun.snapshot(kernel.build_dir, coverage, out)
     counter = counting.counter_for(arch, kernel.build_dir) if count else None
     if kselftests:
         build_kselftests(tree, arch, kernel)
@@ -453,7 +466,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         upstream_mod.build(upstream.source, arch)
     img = image.build_image(arch)
     out.mkdir(parents=True, exist_ok=True)
-    slowdown = KASAN_SLOWDOWN if purpose == "kasan" else 1
+    slowdown = {"kasan": KASAN_SLOWDOWN,
+                kconfig.COVERAGE: COVERAGE_SLOWDOWN}.get(purpose, 1)
     ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
                   kselftests_for(arch, slowdown).items()) if kselftests else ""
     up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
@@ -471,6 +485,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         boot_ks = ";".join(filter(None, (ks if i == 0 else "", up)))
         job = (f"export FL_LRU_GEN={lru}\n"
                f"export FL_COUNT={1 if count else 0}\n"
+               f"export FL_COVERAGE={1 if coverage else 0}\n"
                f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
                f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
                f"export FL_STRESS_SECONDS={stress.seconds}\n"
@@ -531,4 +546,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                   for b in boots]},
         indent=1) + "\n")
     passed = all(c.status != "fail" for b in boots for c in b.checks)
+    if coverage:
+        summary += coveragerun.finish_safely(
+            out, [out / f"mglru-{b.lru_gen}" for b in boots], coverage,
+            arch) + "\n"
     return passed, summary

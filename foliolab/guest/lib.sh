@@ -177,3 +177,41 @@ fl_samples() {
 		_i=$((_i + 1))
 	done
 }
+
+# Changed-line coverage (foliolab test --coverage on a kernel built with
+# gcov; docs/manual.md, "Changed-line coverage"). fl_gcov_reset zeroes the
+# kernel's counters, so that what is sent is the suite's and not the
+# boot's; fl_gcov_ship sends every .gcda file under $FL_GCOV as one record,
+# coverage.gcda: a line "sha256 HEX BYTES", then a gzip'd tar of the files
+# in base64 (foliolab/gcovrecord.py reads it). A problem is the record's
+# one line "error: ...".
+FL_GCOV=${FL_GCOV:-/sys/kernel/debug/gcov}
+fl_gcov_reset() {
+	[ -e "$FL_GCOV/reset" ] && echo 1 > "$FL_GCOV/reset"
+}
+
+fl_gcov_ship() {
+	_t=/tmp/fl_gcov
+	echo "@@ file coverage.gcda"
+	if [ ! -d "$FL_GCOV" ]; then
+		echo "error: no $FL_GCOV in this kernel (CONFIG_GCOV_KERNEL?)"
+		echo "@@ end"
+		return
+	fi
+	rm -rf $_t $_t.tgz $_t.err
+	mkdir -p $_t
+	# debugfs gives the data files a size of 0: each is copied by reading
+	# it to its end (cat), never by tar or cp -a, which trust the size
+	(cd "$FL_GCOV" && find . -name '*.gcda') | while read -r _f; do
+		mkdir -p "$_t/${_f%/*}"
+		cat "$FL_GCOV/$_f" > "$_t/$_f"
+	done
+	if tar -C $_t -czf $_t.tgz . 2> $_t.err; then
+		echo "sha256 $(sha256sum < $_t.tgz | cut -d' ' -f1) $(wc -c < $_t.tgz)"
+		base64 $_t.tgz
+	else
+		echo "error: tar of the .gcda files failed: $(head -n 1 $_t.err)"
+	fi
+	echo "@@ end"
+	rm -rf $_t $_t.tgz $_t.err
+}

@@ -53,6 +53,8 @@ fl_selection() {
 	echo "$sel"
 }
 
+# foliolab test --coverage: count from here on (the suite, not the boot)
+if [ "$FL_COVERAGE" = 1 ]; then fl_gcov_reset; fi
 fl_zram 2G
 echo "$FL_LRU_GEN" > /sys/kernel/mm/lru_gen/enabled
 echo "@@ metric lru_gen $(cat /sys/kernel/mm/lru_gen/enabled)"
@@ -107,3 +109,7 @@ echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir; d
 	echo "@@ exitcode $name $rc"
 	echo "@@ end"
 done
+
+# foliolab test --coverage: the counts of everything above, one record
+# (the if leaves the job's exit status as it was without coverage)
+if [ "$FL_COVERAGE" = 1 ]; then fl_gcov_ship; fi
