@@ -19,8 +19,8 @@ from foliolab.analyse import Analysis, analyse, run_samples
 from foliolab.derive import Sample
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
-from foliolab.render.html import Figures, html_figures, html_report
-from foliolab.render.monitors import monitor_figures
+from foliolab.render.html import Figures, Section, html_figures, html_report
+from foliolab.render.monitors import monitor_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
 
@@ -61,16 +61,19 @@ def _plots(a: Analysis, out: Path) -> Figures:
     figures = Figures()
     try:
         figures.overview = _save(out, "overview.png", plots.forest(a))
+        figures.overview_notes = plots.forest_notes(a)
     except Exception as e:   # a plot must never cost the results
         log.warning("overview plot failed: %s", e)
     for wa in a.workloads:
         name, mine = wa.workload.name, []
         try:
+            figures.notes[name] = plots.figure_notes(wa, a.samples, a.names)
             data = _save(out, f"{name}.png", plots.workload_figure(
                 wa, a.samples, a.names))
             if data:
                 mine.append((f"{name}: primary and significant metrics, "
-                             "ratio to the baseline's mean", data))
+                             "each its ratio to the baseline's mean and "
+                             "its values per kernel", data))
             data = _save(out, f"{name}-profile.png", plots.profile_figure(
                 wa.workload, wa.counts)) if wa.counts else None
             if data:
@@ -130,12 +133,13 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
     # shows its monitors: only in the HTML page, beside the tables
     try:
-        monitors = monitor_figures(out)
+        monitors, notes = monitor_report(out)
     except Exception as e:   # a figure must never cost the report
         log.warning("WARNING: the monitors' figures could not be drawn: %s", e)
-        monitors = []
-    extra = [html_figures("Monitors (per second of each timed window)",
-                          monitors)] if monitors else []
+        monitors, notes = [], []
+    heading = "Monitors (per second of each timed window)"
+    extra = [Section("monitors", heading, html_figures(
+        heading, monitors, "monitors", notes, level=2))]
     (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)

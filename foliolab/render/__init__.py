@@ -26,9 +26,16 @@ class Table:
 
     columns: list[Column]
     rows: list[list[str]] = field(default_factory=list)
+    # HTML only: a class per row (its verdict: better, worse, changed)
+    # and per cell; the text and markdown drawings ignore them
+    classes: list[str] = field(default_factory=list)
+    cell_classes: list[list[str]] = field(default_factory=list)
 
-    def add(self, *cells: str) -> None:
+    def add(self, *cells: str, cls: str = "",
+            cell_cls: list[str] | None = None) -> None:
         self.rows.append([str(c) for c in cells])
+        self.classes.append(cls)
+        self.cell_classes.append(list(cell_cls or []))
 
     def text(self) -> list[str]:
         def line(cells: list[str]) -> str:
@@ -40,14 +47,22 @@ class Table:
                 *(line(r) for r in self.rows)]
 
     def html(self, cls: str = "") -> str:
-        """The table as HTML (cells escaped here)."""
+        """The table as HTML (cells escaped here), each row and cell with
+        the class it was added with."""
         from html import escape
         head = "".join(f"<th>{escape(c.head)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(
-                f'<td class="{"l" if col.left else "r"}">{escape(c)}</td>'
-                for c, col in zip(r, self.columns)) + "</tr>\n"
-            for r in self.rows)
+
+        def row(i: int, r: list[str]) -> str:
+            rc = self.classes[i] if i < len(self.classes) else ""
+            cc = self.cell_classes[i] if i < len(self.cell_classes) else []
+            cells = "".join(
+                f'<td class="{"l" if col.left else "r"}'
+                f'{" " + cc[j] if j < len(cc) and cc[j] else ""}">'
+                f"{escape(c)}</td>"
+                for j, (c, col) in enumerate(zip(r, self.columns)))
+            return (f'<tr class="{rc}">' if rc else "<tr>") + cells + \
+                "</tr>\n"
+        body = "".join(row(i, r) for i, r in enumerate(self.rows))
         return (f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
                 f"<tbody>\n{body}</tbody></table>")
 
@@ -168,6 +183,12 @@ def ci_cell(r) -> str:
 
 def p_cell(r) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
+
+
+def verdict_class(verdict: str) -> str:
+    """The HTML class of a row or cell by its verdict: better, worse,
+    changed (significant, no better direction) or ns."""
+    return verdict if verdict in ("better", "worse", "changed") else "ns"
 
 
 def better_cell(better: str) -> str:

@@ -13,7 +13,8 @@ from html import escape
 
 from foliolab import stats
 from foliolab.analyse import Headline, HeadlineRow, OtherChanges
-from foliolab.render import Column, Table, change_cell, fmt, fmt_p
+from foliolab.render import (Column, Table, change_cell, fmt, fmt_p,
+                             verdict_class)
 
 HOW = ("mean ± sd; %change: + = larger; n.s. = not significant; 95% CI "
        "of the ratio; Mann-Whitney p")
@@ -79,8 +80,8 @@ def table(h: Headline) -> Table:
     widths = [max(len(c) for c in col) for col in zip(heads, *cells)]
     t = Table([Column(head, w, left=i < left)
                for i, (head, w) in enumerate(zip(heads, widths))])
-    for c in cells:
-        t.add(*c)
+    for r, c in zip(h.rows, cells):
+        t.add(*c, cls=verdict_class(r.verdict))
     return t
 
 

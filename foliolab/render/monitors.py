@@ -125,10 +125,15 @@ def _figure(workload: str, kernels: list[str],
     return buf.getvalue()
 
 
-def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
-    """(caption, PNG) per workload whose timed boots have monitor files."""
+def monitor_report(run_dir: Path
+                   ) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(caption, PNG) per workload whose timed boots have monitor files
+    with a rate to draw, and a line for each workload that has monitor
+    files but nothing to draw, saying why. A rate needs two reads, and
+    the sampler reads about once a second: a window under a second has
+    none."""
     by_workload, damage = _lines(run_dir)
-    out = []
+    out, notes = [], []
     for workload, lines in by_workload.items():
         caption = (f"{workload}: /proc/vmstat and /proc/interrupts rates "
                    "per second during the timed window, sampled about "
@@ -137,9 +142,16 @@ def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
         points = _points(lines)
         drawn = {p: v for p, v in points.items()
                  if any(y for _, pts in v for _, y in pts)}
-        zero = [p.title for p in PANELS if p not in drawn]
+        # no line has a rate: every window had fewer than two reads
+        no_rate = [p.title for p in PANELS
+                   if not any(pts for _, pts in points.get(p, []))]
+        zero = [p.title for p in PANELS
+                if p not in drawn and p.title not in no_rate]
         if zero:
             caption += " Zero throughout, not drawn: " + ", ".join(zero) + "."
+        if no_rate and drawn:
+            caption += (" No rate (fewer than two reads in every window), "
+                        "not drawn: " + ", ".join(no_rate) + ".")
         mine = [d for d in damage if f"raw/{workload}/" in d]
         if mine:
             caption += (f" Damaged monitor files ({len(mine)}), their good "
@@ -147,4 +159,24 @@ def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
         if drawn:
             kernels = list(dict.fromkeys(x.kernel for x in lines))
             out.append((caption, _figure(workload, kernels, drawn)))
-    return out
+        elif len(no_rate) == len(PANELS):
+            reads = max((len(s.readings) for x in lines
+                         for s in x.series.values()), default=0)
+            notes.append(f"{workload}: no panel: every timed window had "
+                         f"fewer than two reads (at most {reads}; the "
+                         "sampler reads about once a second, so a window "
+                         "under a second has no rate)")
+        else:
+            notes.append(f"{workload}: no panel: " + "; ".join(
+                part for part in (
+                    "zero throughout: " + ", ".join(zero) if zero else "",
+                    "fewer than two reads in every window: " +
+                    ", ".join(no_rate) if no_rate else "") if part))
+    return out, notes
+
+
+def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
+    """(caption, PNG) per workload whose timed boots have monitor files
+    with a rate to draw (monitor_report also says why the others have
+    none)."""
+    return monitor_report(run_dir)[0]
