@@ -137,6 +137,17 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     word) and recorded as built: its hash is the one of the kernel.
     """
     hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
+    # One checkout serves every build from its tree: a second command that
+    # checked out another commit while this make runs would have it compile
+    # the other tree's files (two runs on one cache, 2026-11-26, built one
+    # image for two series). Held from checkout to image.
+    with source.checkout_lock(tree.path):
+        return _build_checked_out(tree, arch, purpose, slot, make_vars)
+
+
+def _build_checked_out(tree: Tree, arch: Arch, purpose: str,
+                       slot: str | None,
+                       make_vars: tuple[str, ...]) -> Kernel:
     started = time.monotonic()
     source.checkout(tree)
     out = build_dir(arch, purpose,

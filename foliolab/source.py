@@ -127,6 +127,19 @@ def prepare_base() -> Path:
         return _prepare_base_locked()
 
 
+@contextlib.contextmanager
+def checkout_lock(tree: Path):
+    """Held while a checkout of ``tree`` is built: its files must stay the
+    commit make was started for. Another command building from the same
+    checkout waits."""
+    key = hashlib.sha256(str(tree.resolve()).encode()).hexdigest()[:16]
+    path = cache_root() / "locks" / f"checkout-{key}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def _prepare_base_locked() -> Path:
     repo = base_repo()
     want = hostsetup.BASE_VERSION

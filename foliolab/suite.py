@@ -185,6 +185,13 @@ def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
     if stamp.exists() and stamp.read_text().strip() == tree.commit and \
             (out / "cow").exists():
         return out
+    with source.checkout_lock(tree.path):
+        return _build_kselftests_checked_out(tree, arch, kernel, out, stamp)
+
+
+def _build_kselftests_checked_out(tree: source.Tree, arch: Arch,
+                                  kernel: build.Kernel, out: Path,
+                                  stamp: Path) -> Path:
     source.checkout(tree)
     logp = out.parent / "build.log"
     out.mkdir(parents=True, exist_ok=True)

@@ -174,3 +174,28 @@ def test_a_series_on_another_tree_is_kept_per_tree_and_content(
     # the user's checkout was never touched: applied in a scratch worktree
     assert (repo / "rmap.c").read_text() == "int a;\nint b;\nint c;\n"
     assert not (tmp_cache / "worktrees" / "apply").exists()
+
+
+def test_a_checkout_is_built_by_one_command_at_a_time(tmp_path, monkeypatch):
+    """Two builds from one checkout: the second waits until the first
+    releases it, so make never compiles another command's commit."""
+    import threading
+    import time
+    from foliolab import source
+    monkeypatch.setenv("FOLIOLAB_CACHE", str(tmp_path / "cache"))
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    order = []
+
+    def build(name, hold):
+        with source.checkout_lock(tree):
+            order.append(f"{name} in")
+            time.sleep(hold)
+            order.append(f"{name} out")
+
+    first = threading.Thread(target=build, args=("first", 0.5))
+    first.start()
+    time.sleep(0.1)
+    build("second", 0)
+    first.join()
+    assert order == ["first in", "first out", "second in", "second out"]
