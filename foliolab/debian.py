@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import proc
+from foliolab import locks, proc
 from foliolab.errors import SourceError, UsageError
 from foliolab.paths import cache_root
 
@@ -349,6 +349,14 @@ def prepare(pkg: Package) -> Source:
     """The package's source tree in the cache: fetched and unpacked on
     first use, found again (by the version and .deb hash its commit
     records) after that."""
+    # two commands unpacking one package into one .unpack directory would
+    # delete each other's files (as the base once did): one at a time
+    src = _source_dir(pkg)
+    with locks.held(src.with_name(src.name + ".unpack")):
+        return _prepare_locked(pkg)
+
+
+def _prepare_locked(pkg: Package) -> Source:
     tree = _source_dir(pkg)
     if (tree / ".git").exists():
         rec = _recorded(tree)

@@ -14,8 +14,6 @@ same hash on every machine, and its message records the Debian version.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import logging
 import re
@@ -24,7 +22,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import hostsetup, proc
+from foliolab import hostsetup, locks, proc
 from foliolab.errors import PatchApplyError, SourceError, UsageError
 from foliolab.paths import cache_root
 
@@ -109,35 +107,19 @@ def _base_version_recorded(repo: Path) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _base_lock():
-    """Held while the base is checked or unpacked: two foliolab commands
-    that prepare it at once would otherwise delete each other's unpack
-    directory and commit a base with files missing."""
-    path = cache_root() / "linux.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def prepare_base() -> Path:
     """Make sure the cache holds the pinned base as a git repo; return it."""
-    with _base_lock():
+    # two commands preparing it at once would delete each other's
+    # linux.unpack and commit a base with files missing
+    with locks.held(base_repo().with_name("linux.unpack")):
         return _prepare_base_locked()
 
 
-@contextlib.contextmanager
 def checkout_lock(tree: Path):
     """Held while a checkout of ``tree`` is built: its files must stay the
     commit make was started for. Another command building from the same
     checkout waits."""
-    key = hashlib.sha256(str(tree.resolve()).encode()).hexdigest()[:16]
-    path = cache_root() / "locks" / f"checkout-{key}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+    return locks.held(tree)
 
 
 def _prepare_base_locked() -> Path:
@@ -264,13 +246,16 @@ def apply_onto(repo: Path, start: str, series: Series, ref: str,
     if cp.returncode == 0:
         return cp.stdout.strip()
     scratch = cache_root() / "worktrees" / "apply"
-    _clear_scratch(repo, scratch)
-    git(repo, "worktree", "add", "-q", "--detach", str(scratch), start)
-    try:
-        apply_series(scratch, series, onto.describe())
-        commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
-    finally:
-        git(repo, "worktree", "remove", "--force", str(scratch), check=False)
+    # one scratch worktree for every command: a second one waits
+    with checkout_lock(scratch):
+        _clear_scratch(repo, scratch)
+        git(repo, "worktree", "add", "-q", "--detach", str(scratch), start)
+        try:
+            apply_series(scratch, series, onto.describe())
+            commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
+        finally:
+            git(repo, "worktree", "remove", "--force", str(scratch),
+                check=False)
     git(repo, "update-ref", ref, commit)
     return commit
 
