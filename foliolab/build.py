@@ -77,7 +77,7 @@ def make_argv(tree: Path, out: Path, arch: Arch, *targets: str) -> list[str]:
 def _run_make(argv: list[str], log_path: Path, label: str,
               total: int | None) -> int:
     """Run make, tee to log_path, advance a progress bar per compiled file."""
-    progress = Progress(label, total)
+    progress = Progress(label, total, eta=True)
     count = 0
 
     def on_line(line: str) -> None:
@@ -92,6 +92,15 @@ def _run_make(argv: list[str], log_path: Path, label: str,
     if rc != 0:
         raise BuildError(f"{label} failed", log_path=log_path)
     return count
+
+
+def _objects(count_file: Path, arch: str, purpose: str) -> int:
+    """The object total of a fresh build: the host's last count, else the
+    declared one."""
+    try:
+        return int(count_file.read_text())
+    except (OSError, ValueError):
+        return timings.default_objects(arch, purpose)
 
 
 def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
@@ -154,11 +163,12 @@ def _build_checked_out(tree: Tree, arch: Arch, purpose: str,
                     slot or slot_for(tree.variant, tree.version()))
     config = configure(tree, arch, purpose, out)
     # A fresh build compiles about as many files as the last fresh build
-    # of this purpose did; an incremental one has no useful total.
+    # of this purpose did, or, before this host has counted one, the
+    # declared total (timings.DEFAULT_OBJECTS); an incremental one has no
+    # useful total.
     count_file = out.parent / f"{arch.name}-{purpose}.objects"
     fresh = not (out / "vmlinux").exists()
-    total = (int(count_file.read_text())
-             if fresh and count_file.exists() else None)
+    total = (_objects(count_file, arch.name, purpose) if fresh else None)
     t0 = time.monotonic()
     count = _run_make(make_argv(tree.path, out, arch, *make_vars,
                                 arch.make_target),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -167,9 +166,10 @@ def run_workloads(req: RunRequest) -> RunResult:
 
     eta = RunEta(req, boots)
 
-    def step(w: Workload, b: PlannedBoot | None = None) -> None:
+    def step(w: Workload, b: PlannedBoot | None = None,
+             elapsed: float = 0.0, seq: int | None = None) -> None:
         begin(w)
-        progress[w.name].note = eta.step(b)
+        progress[w.name].note = eta.step(b, elapsed, seq)
         progress[w.name].step()
         left[w.name] -= 1
         if not left[w.name]:
@@ -193,7 +193,7 @@ def run_workloads(req: RunRequest) -> RunResult:
                         f"{b.workload.name} {b.kernel} ({b.what.value}): "
                         f"gave up after {MAX_BOOT_FAILURES} failed boots "
                         "in a row")
-                step(b.workload)
+                step(b.workload, seq=b.seq)
             if not todo:
                 continue
             w = todo[0].workload
@@ -209,9 +209,9 @@ def run_workloads(req: RunRequest) -> RunResult:
         for block, captured in stream:
             for b, c in zip(planned[block.name], captured, strict=True):
                 key = (b.workload.name, b.kernel, b.what)
-                fails[key] = _record(req, b, outcome.judge(c), result,
-                                     fails[key])
-                step(b.workload, b)
+                res = outcome.judge(c)
+                fails[key] = _record(req, b, res, result, fails[key])
+                step(b.workload, b, res.elapsed)
     finally:
         stream.close()          # a stopped run ends its executor's work
     return result
@@ -220,13 +220,18 @@ def run_workloads(req: RunRequest) -> RunResult:
 def planned_time(b: PlannedBoot) -> timings.PlannedBootTime:
     """What an estimate of ``b``'s time needs of it."""
     return timings.PlannedBootTime(b.workload.name, b.what is Pass.COUNT,
-                                   b.samples)
+                                   b.samples, b.workload.tcg_boot_s,
+                                   b.workload.tcg_count_boot_s)
 
 
 class RunEta:
-    """The run's position (boot i of N) and its ETA: the measured times
-    of the boots still to run, scaled by how this run's boots so far
-    compared with theirs."""
+    """The run's position (boot i of N) and its ETA: the sum, over the
+    boots still to run, of each one's own workload's estimate. That is
+    the workload's times on this host, or its declared time
+    (timings.boot_seconds()); once boots of a workload have finished in
+    this run, its estimate is scaled by how they compared with it (the
+    run's observed mean). One workload's speed never changes another's
+    estimate: khugepaged's 87 s boots say nothing of ksm-rmap's 10 s."""
 
     def __init__(self, req: RunRequest, boots: list[PlannedBoot]) -> None:
         t = timings.Timings.load()
@@ -234,22 +239,37 @@ class RunEta:
         self.expected = {b.seq: timings.boot_seconds(t, arch, accel,
                                                      planned_time(b))[0]
                          for b in boots}
+        self.workload = {b.seq: b.workload.name for b in boots}
+        self.left = set(self.expected)
         self.total = len(boots)
         self.done = 0
-        self.done_expected = 0.0
-        self.start = time.monotonic()
+        # per workload: seconds observed in this run, and their estimate
+        self.seen: dict[str, float] = {}
+        self.seen_expected: dict[str, float] = {}
 
-    def step(self, b: PlannedBoot | None) -> str:
-        """Count one boot (None: one given up on, not run)."""
+    def left_s(self) -> float:
+        """The estimated seconds of the boots still to run."""
+        return sum(self.expected[s] * self.factor(self.workload[s])
+                   for s in self.left)
+
+    def factor(self, workload: str) -> float:
+        exp = self.seen_expected.get(workload, 0.0)
+        return self.seen[workload] / exp if exp > 0 else 1.0
+
+    def step(self, b: PlannedBoot | None, elapsed: float = 0.0,
+             seq: int | None = None) -> str:
+        """Count one boot that took ``elapsed`` seconds (0: not known);
+        ``b`` None: one given up on, not run (``seq``: which)."""
         self.done += 1
-        if b is not None:
-            self.done_expected += self.expected.get(b.seq, 0.0)
-        left = sum(list(self.expected.values())[self.done:])
-        elapsed = time.monotonic() - self.start
-        scale = (elapsed / self.done_expected if self.done_expected
-                 else 1.0)
+        seq = b.seq if b is not None else seq
+        self.left.discard(seq)
+        if b is not None and elapsed > 0 and seq in self.expected:
+            w = self.workload[seq]
+            self.seen[w] = self.seen.get(w, 0.0) + elapsed
+            self.seen_expected[w] = (self.seen_expected.get(w, 0.0) +
+                                     self.expected[seq])
         return (f"boot {self.done} of {self.total}, ETA "
-                f"{timings.clock(left * scale)}")
+                f"{timings.clock(self.left_s())}")
 
 
 def _rundir(req: RunRequest, b: PlannedBoot) -> Path:

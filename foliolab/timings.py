@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab.paths import cache_root
@@ -26,11 +26,22 @@ VERSION = 1
 KEEP = 5                    # the newest measurements kept per kind
 
 # Before the first measurement: a fresh 6.12 build with a cold ccache on
-# two shared cores; a TCG boot of one sample (pageout: ~16 s, ksm-rmap up
-# to ~40 s on this lab); KVM about a third of that.
+# two shared cores (the trial of 2026-11-26: 587 s and 490 s).
 DEFAULT_BUILD_S = 600.0
-DEFAULT_BOOT_S = {"tcg": 45.0, "kvm": 15.0}
-COUNT_FACTOR = 1.5          # a counting boot against its timed one
+# A boot's default is its workload's declared TCG time (workloads.py,
+# Workload.tcg_boot_s); KVM takes about a third of that.
+KVM_FACTOR = 1 / 3
+# A counting boot against its timed one, when a workload has measured one
+# kind only: the pageout fixture (tests/host/data/run-pageout-aa), 9.5 s
+# counting against 7.5 s timed.
+COUNT_FACTOR = 1.26
+# Objects a fresh build compiles, per (arch, purpose), before this host
+# has counted one (build.py's {arch}-{purpose}.objects): read from the
+# lead's cache of 2026-11-26 (/root/lead-cache/build/*.objects), 6.12-7.3
+# x86_64 trees.
+DEFAULT_OBJECTS = {"x86_64/debug": 1779, "x86_64/perf": 1683,
+                   "x86_64/coverage": 1699}
+DEFAULT_OBJECTS_ANY = 1700      # another arch or purpose: about the same
 RUN_OVERHEAD_S = 15.0       # image, manifest, report
 
 
@@ -121,6 +132,8 @@ class PlannedBootTime:
     workload: str
     counted: bool
     samples: int
+    declared_s: float = 45.0        # its workload's, one sample, TCG
+    declared_count_s: float = 56.0  # the same, a counting boot
 
 
 @dataclass
@@ -155,21 +168,45 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def default_objects(arch: str, purpose: str) -> int:
+    """The object total a fresh build of ``arch``/``purpose`` is shown
+    against before this host has counted one."""
+    return DEFAULT_OBJECTS.get(build_key(arch, purpose), DEFAULT_OBJECTS_ANY)
+
+
+def declared_seconds(accel: str, b: PlannedBootTime) -> float:
+    """``b``'s time as its workload declares it, for ``accel``."""
+    one = b.declared_count_s if b.counted else b.declared_s
+    return one * b.samples * (KVM_FACTOR if accel == "kvm" else 1.0)
+
+
 def boot_seconds(t: Timings, arch: str, accel: str, b: PlannedBootTime
                  ) -> tuple[float, bool]:
-    """(seconds, measured?) of one boot: its own kind's median; else the
-    one-sample kind's, times the samples; else the default."""
+    """(seconds, measured?) of one boot, from its own workload only: its
+    kind's median; else the one-sample kind's, times the samples; else
+    its declared time, scaled by how this host's boots of the same
+    workload (another pass or sample count) compared with theirs; else
+    its declared time. Never another workload's times: their speeds
+    differ (khugepaged 87 s a boot, pageout 10 s)."""
     got = t.boot_s(arch, b.workload, accel, b.counted, b.samples)
     if got is not None:
         return got, True
     one = t.boot_s(arch, b.workload, accel, b.counted, 1)
     if one is not None:
         return one * b.samples, True
-    timed = t.boot_s(arch, b.workload, accel, False, b.samples)
-    if b.counted and timed is not None:
-        return timed * COUNT_FACTOR, False
-    base = DEFAULT_BOOT_S.get(accel, DEFAULT_BOOT_S["tcg"]) * b.samples
-    return base * (COUNT_FACTOR if b.counted else 1), False
+    declared = declared_seconds(accel, b)
+    prefix = boot_key(arch, b.workload, accel, False, 1).rsplit("/", 2)[0]
+    ratios = []
+    for key, got in t.boots.items():
+        kind, _, samples = key[len(prefix) + 1:].partition("/")
+        if not key.startswith(prefix + "/") or not got or \
+                not samples.isdigit():
+            continue
+        mine = replace(b, counted=kind == "count", samples=int(samples))
+        ratios.append(statistics.median(got) / declared_seconds(accel, mine))
+    if ratios:
+        return declared * statistics.median(ratios), True
+    return declared, False
 
 
 def estimate(t: Timings, arch: str, purpose: str, accel: str, builds: int,

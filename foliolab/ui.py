@@ -10,8 +10,10 @@ class Progress:
     """``Progress('build patched/perf', total)``; call ``step()`` per item."""
 
     def __init__(self, label: str, total: int | None = None,
-                 stream=sys.stderr, interval: float = 30.0) -> None:
+                 stream=sys.stderr, interval: float = 30.0,
+                 eta: bool = False) -> None:
         self.label = label
+        self.eta = eta          # a bar's ETA from its rate so far
         self.total = total
         self.done = 0
         self.stream = stream
@@ -29,6 +31,9 @@ class Progress:
             bar = "#" * int(frac * 30)
             line = (f"{self.label} [{bar:<30}] {frac * 100:3.0f}% "
                     f"{mins}:{secs:02d}")
+            if self.eta and self.done:
+                left = int(el * max(self.total - self.done, 0) / self.done)
+                line += f" ETA {left // 60}:{left % 60:02d}"
         else:
             line = f"{self.label} {self.done} {mins}:{secs:02d}"
         return f"{line} ({self.note})" if self.note else line

@@ -108,6 +108,12 @@ class Workload:
     window: int = -1
     count_roots: tuple[str, ...] = ()
     count_unit: CountUnit | None = None
+    # Expected guest time of one boot of one sample under TCG, timed and
+    # counting (--count): the ETA's and the dry run's figure on a host
+    # that has not measured this workload yet (timings.py). Each entry
+    # below says where its figures come from.
+    tcg_boot_s: float = 45.0
+    tcg_count_boot_s: float = 56.0
 
     def metric(self, key: str) -> Metric:
         for m in self.metrics:
@@ -570,7 +576,12 @@ WORKLOADS: dict[str, Workload] = {
         metrics=(*_PAGEOUT_METRICS, *count_metrics(_UNMAP_UNIT,
                                                    _PAGEOUT_ROOTS)),
         derive=derive_pageout, timeout=240,
-        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT,
+        # 201 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-pageout-aa: timed 6.5-8.2 s, counting
+        # 8.4-11.5 s (x1.26). Counting: x1.26, the pageout fixture's counting
+        # boots against its timed ones.
+        tcg_boot_s=10.0, tcg_count_boot_s=12.6),
     "pageout-4k": Workload(
         name="pageout-4k", title="W0 pageout-4k: MADV_PAGEOUT of 4K pages",
         script="pageout",
@@ -581,7 +592,11 @@ WORKLOADS: dict[str, Workload] = {
                    if not m.key.startswith("mthp_")),
                  *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
         derive=derive_pageout, timeout=240,
-        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT,
+        # 325 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-workloads: 16.3 s. Counting: x1.26, the
+        # pageout fixture's counting boots against its timed ones.
+        tcg_boot_s=16.3, tcg_count_boot_s=20.5),
     "pageout-lazyfree": Workload(
         name="pageout-lazyfree",
         title="W0 pageout-lazyfree: MADV_FREE, then MADV_PAGEOUT of 64K "
@@ -592,7 +607,11 @@ WORKLOADS: dict[str, Workload] = {
         metrics=(*_PAGEOUT_LAZYFREE_METRICS,
                  *count_metrics(_UNMAP_UNIT, _PAGEOUT_ROOTS)),
         derive=derive_pageout, timeout=240,
-        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT),
+        window=1, count_roots=_PAGEOUT_ROOTS, count_unit=_UNMAP_UNIT,
+        # 182 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-workloads: 9.6 s. Counting: x1.26, the
+        # pageout fixture's counting boots against its timed ones.
+        tcg_boot_s=9.1, tcg_count_boot_s=11.5),
     "dirty-tlb": Workload(
         name="dirty-tlb",
         title="W1 dirty-tlb: stress-ng vm in a memcg, dirty anon reclaim",
@@ -637,7 +656,11 @@ WORKLOADS: dict[str, Workload] = {
             )),
         ),
         derive=derive_dirty_tlb, timeout=240,
-        window=3, count_roots=("try_to_unmap", "shrink_folio_list")),
+        window=3, count_roots=("try_to_unmap", "shrink_folio_list"),
+        # 383 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-workloads: 21.4 s. Counting: x1.26, the
+        # pageout fixture's counting boots against its timed ones.
+        tcg_boot_s=19.2, tcg_count_boot_s=24.2),
     "khugepaged": Workload(
         name="khugepaged",
         title="W3 khugepaged: hot1, cold (MADV_FREE), hot2",
@@ -692,7 +715,13 @@ WORKLOADS: dict[str, Workload] = {
         derive=derive_khugepaged, timeout=400, window=4,
         count_roots=("hpage_collapse_scan_pmd",),
         not_measurable="dTLB-load-misses and cycles per access: these "
-                       "machines have no PMU, so neither does the guest"),
+                       "machines have no PMU, so neither does the guest",
+        # 1,731 s / 20 boots; hot2_access_s alone 80-83 s in the trial of
+        # 2026-11-26 (newcomer-trial.md, TCG, 1 sample a boot); fixture run-
+        # workloads: 110 s; 2026-11-24's machine: 18.5 min / 20 = 55 s.
+        # Counting: x1.26, the pageout fixture's counting boots against its
+        # timed ones.
+        tcg_boot_s=86.6, tcg_count_boot_s=109.0),
     "ksm-rmap": Workload(
         name="ksm-rmap",
         title="W4 ksm-rmap: rmap_walk_ksm with many VMAs on one anon_vma",
@@ -727,7 +756,11 @@ WORKLOADS: dict[str, Workload] = {
         ),
         derive=derive_ksm_rmap, numa_nodes=2, timeout=600, window=5,
         count_roots=("rmap_walk_ksm",),
-        count_unit=CountUnit("walk", "rmap_walk_ksm", False)),
+        count_unit=CountUnit("walk", "rmap_walk_ksm", False),
+        # 192 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-workloads: 8.9 s. Counting: x1.26, the
+        # pageout fixture's counting boots against its timed ones.
+        tcg_boot_s=9.6, tcg_count_boot_s=12.1),
     "file-reclaim": Workload(
         name="file-reclaim",
         title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
@@ -768,7 +801,11 @@ WORKLOADS: dict[str, Workload] = {
         derive=derive_file_reclaim, timeout=300, window=2,
         count_roots=_FILE_ROOTS, count_unit=_UNMAP_UNIT,
         # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
-        cmdline=("brd.rd_nr=1", "brd.rd_size=2097152")),
+        cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
+        # 180 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+        # 1 sample a boot); fixture run-workloads: 18.4 s. Counting: x1.26, the
+        # pageout fixture's counting boots against its timed ones.
+        tcg_boot_s=9.0, tcg_count_boot_s=11.3),
 }
 
 
