@@ -20,6 +20,7 @@ import platform
 import shlex
 import shutil
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -482,6 +483,7 @@ def compare(req: Request, prepare: Prepare = prepare,
     if req.dry_run:
         return dry_run(req)
     m = _open(req)
+    sys.stderr.write(start_block(req))
     result = None
     try:
         with stop_signals():
@@ -515,6 +517,23 @@ def compare(req: Request, prepare: Prepare = prepare,
                              f"so far are in {req.out}",
                              log_path=req.out / "report.txt")
     return text
+
+
+def start_block(req: Request) -> str:
+    """The few lines a run starts with: its kernels (to build or found),
+    its boots, the estimate and where the results go."""
+    arch = get_arch(req.arch)
+    n = len(plan(req.workloads, req.params, tuple(x.name for x in req.specs),
+                 req.runs, req.samples_per_boot, counted=False))
+    boots = (f"{len(req.workloads)} workload(s) x {req.runs} run(s) x "
+             f"{len(req.specs)} kernels = {n} boots"
+             + (f" (+{n} counting)" if req.count else ""))
+    try:
+        *kernels, est = _plan_time(req, arch)
+    except FoliolabError as e:      # an estimate never stops a run
+        kernels, est = [], f"# estimate: none ({e.one_line()})"
+    return "\n".join([*kernels, f"# boots: {boots}", est,
+                      f"# results: {req.out}"]) + "\n"
 
 
 def _resume_line(req: Request) -> str:
