@@ -50,9 +50,7 @@ def release_of_debian(version: str) -> Release:
 
 
 def release_of_makefile(repo: Path, commit: str) -> Release:
-    text = source.git(repo, "show", f"{commit}:Makefile", check=False).stdout
-    found = dict(re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL) = (\d+)$",
-                            text, re.M))
+    found = source.makefile_numbers(repo, commit, check=False)
     if len(found) != 3:
         raise UsageError(f"{commit[:12]} in {repo} has no top Makefile with "
                          "VERSION, PATCHLEVEL and SUBLEVEL",

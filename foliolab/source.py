@@ -247,7 +247,7 @@ def apply_onto(repo: Path, start: str, series: Series, ref: str,
         return cp.stdout.strip()
     scratch = cache_root() / "worktrees" / "apply"
     # one scratch worktree for every command: a second one waits
-    with checkout_lock(scratch):
+    with locks.held(scratch):
         _clear_scratch(repo, scratch)
         git(repo, "worktree", "add", "-q", "--detach", str(scratch), start)
         try:
@@ -358,11 +358,19 @@ def resolve_ref(user_repo: Path, ref: str) -> str:
     return cp.stdout.strip()
 
 
+def makefile_numbers(repo: Path, commit: str,
+                     check: bool = True) -> dict[str, int]:
+    """VERSION, PATCHLEVEL and SUBLEVEL of the top Makefile at ``commit``,
+    those it names (none where it has no Makefile and not ``check``)."""
+    text = git(repo, "show", f"{commit}:Makefile", check=check).stdout
+    return {k: int(v) for k, v in re.findall(
+        r"^(VERSION|PATCHLEVEL|SUBLEVEL) = (\d+)$", text, re.M)}
+
+
 def makefile_version(repo: Path, commit: str) -> tuple[int, int]:
     """(VERSION, PATCHLEVEL) of the top Makefile at ``commit``."""
-    text = git(repo, "show", f"{commit}:Makefile").stdout
-    found = dict(re.findall(r"^(VERSION|PATCHLEVEL) = (\d+)$", text, re.M))
-    if len(found) != 2:
+    found = makefile_numbers(repo, commit)
+    if "VERSION" not in found or "PATCHLEVEL" not in found:
         raise SourceError(f"the Makefile of {commit[:12]} in {repo} names no "
                           "VERSION and PATCHLEVEL",
                           hint="is it a Linux tree?")
