@@ -293,3 +293,27 @@ def test_data_the_build_kept_no_notes_for_is_named(tree, tmp_path):
     assert rep.problems == ["boot mglru-y: 1 data file(s) match no notes "
                             "file of the build, first lib/other.gcda"]
     assert coverage.Tally.of(rep.results).ran == 7
+
+
+def test_sources_moved_on_after_the_build_still_map(tree, tmp_path):
+    """Other kernels' builds check other commits out into the build
+    checkout while a coverage run boots: gcov then notes that a source is
+    newer than its notes file. The lines are mapped from git at the built
+    commit, so that note is no damage (the both-MGLRU run of 2026-11-26
+    lost every object to it)."""
+    import os
+    (tmp_path / "ship").mkdir()
+    records = covtree.record(tree, tmp_path)
+    out, plan = covtree.run_dir(tree, tmp_path)
+    boot = covtree.boot(out, "mglru-y", records)
+    src = tree["repo"] / "src" / "util.c"
+    before = src.stat()
+    later = before.st_mtime + 3600
+    os.utime(src, (later, later))
+    try:
+        rep = coveragerun.finish(out, [boot], plan, get_arch("x86_64"))
+    finally:
+        os.utime(src, (before.st_atime, before.st_mtime))
+    assert rep.problems == []
+    total = coverage.Tally.of(rep.results)
+    assert (total.added, total.executable, total.ran) == (26, 10, 7)
