@@ -27,14 +27,20 @@ import json
 import logging
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
-from foliolab import source
+from foliolab import counting, image, kernels, source
+from foliolab.arch import get_arch
 from foliolab.build import Kernel
+from foliolab.derive import samples_from_boot
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
-                             StoppedError, UsageError)
+                             StoppedError, UsageError, stop_signals)
+from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.executors.qemu import QemuExecutor
+from foliolab.kconfig import debug_cmdline
+from foliolab.measure import boot_spec
 from foliolab.workloads import Workload
 
 log = logging.getLogger("foliolab")
@@ -493,7 +499,6 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     makes what builds and counts (QemuLab; a test passes a stand-in),
     once the request is checked. A stop signal raises StoppedError with
     the finished steps written."""
-    from foliolab.orchestrate import stop_signals
     commits = check(req)
     kept = _kept_steps(req) if req.resume else {}
     if not req.resume and (req.out / RECORD).exists():
@@ -560,9 +565,6 @@ class QemuLab:
     store, counted in one boot under QEMU TCG with the counting plugin."""
 
     def __init__(self, req: BisectRequest, commits: list[Commit]):
-        from foliolab import image
-        from foliolab.arch import get_arch
-        from foliolab.boot import BootSpec, debug_cmdline
         self.req = req
         self.arch = get_arch(req.arch)
         fetch_range(req.repo, commits)
@@ -571,17 +573,10 @@ class QemuLab:
                              cmdline=debug_cmdline(req.config))
 
     def build(self, commit: Commit) -> Kernel:
-        from foliolab import kernels
         tree = source.prepare_git("bisect", self.req.repo, commit.sha)
         return kernels.build_and_keep(tree, self.arch, self.req.config)
 
     def count(self, kernel: Kernel, rundir: Path) -> Measurement:
-        from dataclasses import replace
-
-        from foliolab import counting
-        from foliolab.boot import boot
-        from foliolab.derive import samples_from_boot
-        from foliolab.measure import boot_spec
         w, params = self.req.workload, self.req.params
         counter = counting.counter_for(self.arch, kernel.build_dir)
         roots = w.count_roots + ((w.count_unit.root,) if w.count_unit
@@ -593,7 +588,9 @@ class QemuLab:
         spec = boot_spec(self.base, w, kernel.image, 1)
         spec = replace(spec, timeout=spec.timeout * counting.TIMEOUT_FACTOR,
                        counter=counter.with_roots(w.count_roots))
-        res = boot(spec, self.image, w.job(params, 1, "", True), rundir)
+        res = QemuExecutor().boot(BootRequest(
+            f"{w.name}/{rundir.name}", spec, w.job(params, 1, "", True),
+            rundir), self.image)
         if not res.clean:
             return Measurement(StepStatus.BOOT_FAILED, detail=f"boot "
                                f"{res.describe()}, console {res.console}")

@@ -19,7 +19,8 @@ from foliolab import __version__, kconfig
 from foliolab.arch import ARCHES
 from foliolab.errors import (BuildError, FoliolabError, Stop, StoppedError,
                              UsageError)
-from foliolab.executors import ExecutorKind
+from foliolab import executors
+from foliolab.executors.base import ExecutorKind
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 if TYPE_CHECKING:
@@ -199,72 +200,6 @@ def _machine(p: argparse.ArgumentParser) -> None:
                         "as on a board or in a LAVA job")
 
 
-def _lava_target(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("LAVA jobs")
-    g.add_argument("--lava-device-type", default="qemu", metavar="TYPE",
-                   help="LAVA device type to run on (default qemu; a board "
-                        "type such as bcm2711-rpi-4-b boots by u-boot from "
-                        "TFTP)")
-    g.add_argument("--lava-tags", default="", metavar="TAG,...",
-                   help="device tags the jobs ask for (e.g. one board, so "
-                        "that all blocks run on one device)")
-    g.add_argument("--lava-dtb", type=Path, metavar="FILE",
-                   help="a board's device tree blob")
-    g.add_argument("--artifacts-url", default="", metavar="URL",
-                   help="where the lab's workers fetch the artifacts "
-                        "(kernels, ramdisk, job archives) from (default: "
-                        "their file:// URL, for a dispatcher on this "
-                        "machine)")
-
-
-def _executor(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", default="qemu",
-                   choices=[k.value for k in ExecutorKind
-                            if k is not ExecutorKind.LAVA_EXPORT],
-                   help="who runs the boots: QEMU here (default), LAVA's "
-                        "dispatcher here (lava-local), or a LAVA lab "
-                        "(lava); see README")
-    _lava_target(p)
-    g = p.add_argument_group("LAVA server (--executor lava)")
-    g.add_argument("--lava-url", default="", metavar="URL",
-                   help="the LAVA server (default: lavacli's identity's)")
-    g.add_argument("--lava-identity", default="default", metavar="NAME",
-                   help="lavacli identity in ~/.config/lavacli.yaml for "
-                        "the server and token ($LAVA_TOKEN wins)")
-    g.add_argument("--lava-poll", type=float, default=30.0, metavar="S",
-                   help="ask the server about unfinished jobs every S "
-                        "seconds (default 30, polite to a shared lab; "
-                        "a lab of your own can take 5)")
-    g.add_argument("--artifacts-dir", type=Path, metavar="DIR",
-                   help="where the artifacts are written, for you to serve "
-                        "at --artifacts-url (default OUT/lava/artifacts)")
-
-
-def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``flags`` that ``argv`` gives, also as the abbreviations argparse
-    accepts (``--lava-u URL``), which it has already refused if ambiguous."""
-    names = [a.split("=", 1)[0] for a in argv if a.startswith("--")]
-    return tuple(f for f in flags
-                 if any(len(n) > 2 and f.startswith(n) for n in names))
-
-
-def _executor_options(args, argv: list[str]):
-    from foliolab.executors import ExecutorOptions
-    from foliolab.executors.lava.job import Target
-    tags = tuple(t for t in args.lava_tags.split(",") if t)
-    given = _given(argv, ("--lava-url", "--lava-identity", "--artifacts-dir",
-                          "--lava-device-type", "--lava-tags", "--lava-dtb",
-                          "--artifacts-url", "--lava-poll"))
-    return ExecutorOptions(
-        ExecutorKind(getattr(args, "executor", "qemu")),
-        Target(args.lava_device_type, tags, args.lava_dtb),
-        url=getattr(args, "lava_url", ""),
-        identity=getattr(args, "lava_identity", "default"),
-        poll=getattr(args, "lava_poll", 30.0),
-        artifacts_url=args.artifacts_url,
-        artifacts_dir=getattr(args, "artifacts_dir", None), given=given)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI (pure: no side effects)."""
     p = Parser(prog="foliolab", description=__doc__.splitlines()[0])
@@ -321,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "DIR on it) or +DIR:N (its first N patches), or "
                         "image:PATH. Replaces --patches")
     _measure(s)
-    _executor(s)
+    executors.add_flags(s)
 
     s = sub.add_parser("jobs", help="a run's boots as LAVA jobs: export "
                                     "them, collect their logs")
@@ -334,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", action="append", default=[],
                    metavar="NAME=SPEC", help="as for compare")
     _measure(s)
-    _lava_target(s)
+    executors.add_flags(s, (ExecutorKind.LAVA_EXPORT,))
     s = jobs.add_parser("collect", help="read LAVA logs of exported jobs "
                                         "into their run directory, report")
     s.add_argument("dir", type=Path, metavar="OUT",
@@ -354,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the prefixes to build, e.g. 4,10,18,25 (each the "
                         "series' first N patches)")
     _measure(s)
-    _executor(s)
+    executors.add_flags(s)
 
     s = sub.add_parser("run", help="boot a built kernel and run CMD in it")
     _common(s)
@@ -687,7 +622,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
         timeout=args.timeout, count=args.count, roots=roots, kernels=specs,
         attribution=attribution, dry_run=args.dry_run,
         records_on=args.records_on,
-        executor=_executor_options(args, args.argv), resume=args.resume,
+        executor=executors.options(args, args.argv), resume=args.resume,
         command=["foliolab", *args.argv], monitors=args.monitors)
 
 

@@ -6,6 +6,8 @@ optionally followed by the path of a log that holds the details.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 
 
@@ -119,3 +121,18 @@ class Stop(BaseException):
     def __init__(self, signame: str) -> None:
         super().__init__(signame)
         self.signame = signame
+
+
+@contextlib.contextmanager
+def stop_signals():
+    """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
+    so the boot under way is ended and what finished is reported."""
+    def stop(signum, frame):
+        raise Stop(signal.Signals(signum).name)
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM,
+                                               signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)

@@ -36,8 +36,17 @@ PURPOSES = ("perf", "debug", "kasan")
 COVERAGE = "coverage"
 # Purposes that build on another one's fragment.
 _BASED_ON = {"kasan": "debug", COVERAGE: "debug"}
-# Purposes that boot with the debug kernel arguments (boot.debug_cmdline).
+# Purposes that boot with the debug kernel arguments (debug_cmdline).
 DEBUG_PURPOSES = ("debug", "kasan", COVERAGE)
+
+
+def debug_cmdline(purpose: str) -> tuple[str, ...]:
+    """Kernel arguments a purpose needs: the debug kernel checks harder."""
+    if purpose in DEBUG_PURPOSES:
+        return ("page_table_check=on", "panic_on_warn=1")
+    return ()
+
+
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 # An option a newer kernel no longer has: no longer asked for.

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from foliolab import (bootrecord, counting, derive, monitors, outcome,
                       parse, timings)
-from foliolab.boot import BlockRequest, BootRequest, BootSpec
+from foliolab.executors.base import (BlockRequest, BootRequest, BootSpec,
+                                     Executor)
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.build import Kernel
 from foliolab.counting import Counter
-from foliolab.executors import Executor
 from foliolab.derive import Sample, samples_from_boot
 from foliolab.manifest import VARIANTS
 from foliolab.ui import Progress

@@ -12,15 +12,14 @@ no boot.json yet.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import os
 import platform
 import shlex
 import shutil
-import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,16 +28,19 @@ from foliolab import __version__, build, counting, hostsetup, image, proc
 from foliolab import kernels as kernels_mod
 from foliolab import analyse, report, source, timings
 from foliolab.arch import get_arch
-from foliolab.boot import (BootSpec, boot, check_cpu_model, debug_cmdline,
-                           probe_kvm)
 from foliolab.bootrecord import BootResult
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
-                             StoppedError, UsageError)
-from foliolab.executors import (Executor, ExecutorKind, ExecutorOptions,
-                                make_executor)
+                             StoppedError, UsageError, stop_signals)
+from foliolab import executors
+from foliolab.executors import ExecutorOptions, make_executor
+from foliolab.executors.base import (BootRequest, BootSpec, Executor,
+                                     ExecutorKind)
+from foliolab.executors.qemu import (QemuExecutor, check_cpu_model,
+                                     choose_accel, qemu_argv)
+from foliolab.kconfig import debug_cmdline
 from foliolab.executors.lava.debs import LAVA_VERSION
-from foliolab.executors.lava.job import JOBS_DIR, LAVA_ROUNDS_PER_BLOCK
-from foliolab.manifest import (ExecutorRecord, KernelRecord, RunManifest,
+from foliolab.executors.lava.job import JOBS_DIR
+from foliolab.manifest import (KernelRecord, RunManifest,
                                SeriesRecord, plain)
 from foliolab.measure import RunRequest, RunResult, boot_spec, plan
 from foliolab.measure import planned_time, run_workloads
@@ -82,7 +84,8 @@ class Request:
     @property
     def console_results(self) -> bool:
         # a LAVA job has no results port: its records are on the console
-        return self.records_on == "console" or self.executor.kind.is_lava
+        return (self.records_on == "console"
+                or not self.executor.executor.results_port)
 
     @property
     def specs(self) -> list[kernels_mod.KernelSpec]:
@@ -256,23 +259,6 @@ def _qemu_version(binary: str) -> str:
     return cp.stdout.splitlines()[0] if cp.stdout else "?"
 
 
-def _executor_record(opts: ExecutorOptions) -> ExecutorRecord:
-    # exported jobs are run by a lab: the record says so, as for `lava`
-    rec = ExecutorRecord(ExecutorKind.LAVA.value
-                         if opts.kind is ExecutorKind.LAVA_EXPORT
-                         else opts.kind.value)
-    if opts.kind.is_lava:
-        rec.device_type = opts.target.device_type
-        rec.tags = list(opts.target.tags)
-        rec.lava_version = LAVA_VERSION
-        rec.rounds_per_block = LAVA_ROUNDS_PER_BLOCK
-    if opts.kind is ExecutorKind.LAVA:
-        rec.server = opts.url or f"lavacli:{opts.identity}"
-    if opts.kind in (ExecutorKind.LAVA, ExecutorKind.LAVA_EXPORT):
-        rec.artifacts_url = opts.artifacts_url
-    return rec
-
-
 def start_manifest(req: Request) -> RunManifest:
     """The manifest as a run starts: what was asked for, on which host."""
     specs = req.specs
@@ -299,7 +285,7 @@ def start_manifest(req: Request) -> RunManifest:
                                  for w in req.workloads},
         fault_injection=req.fault or None,
         records_on="console" if req.console_results else "port",
-        executor=_executor_record(req.executor),
+        executor=executors.record(req.executor),
         attribution=dict(req.attribution), extra_roots=list(req.roots),
         timeout=req.timeout, monitors=req.monitors)
 
@@ -314,18 +300,6 @@ def _given(k: kernels_mod.KernelSpec) -> dict:
 
 
 # ---- kernels, image, machine ---------------------------------------------
-
-def choose_accel(want: str, spec: BootSpec, image_path: Path,
-                 count: bool = False) -> str:
-    spec.arch.check_accel(want)
-    if want in ("tcg", "kvm"):
-        return want
-    if spec.cpu or count:
-        return "tcg"            # a CPU model, or counting, is a TCG choice
-    if not spec.arch.kvm:
-        return "tcg"
-    return "kvm" if probe_kvm(spec, image_path) else "tcg"
-
 
 def prepare_kernels(req: Request, m: RunManifest) -> dict[str, build.Kernel]:
     """Every kernel built (or found kept), recorded in the manifest."""
@@ -388,7 +362,7 @@ def prepare(req: Request, m: RunManifest) -> Machine:
                     numa_nodes=req.numa_nodes, cpu=req.cpu,
                     cmdline=debug_cmdline(req.config),
                     console_results=req.console_results)
-    if req.executor.kind.is_lava:
+    if not req.executor.executor.boots_here:
         m.accel = "lava"
         m.qemu = "LAVA's (see each job's log)"
     else:
@@ -419,23 +393,6 @@ def _counters(req: Request, arch, kernels: dict[str, build.Kernel]
     plugin = counting.build_plugin(arch)
     return {v: counting.counter_for(arch, k.build_dir, plugin)
             for v, k in kernels.items()}
-
-
-# ---- stopping ---------------------------------------------------------------
-
-@contextlib.contextmanager
-def stop_signals():
-    """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
-    so the boot under way is ended and what finished is reported."""
-    def stop(signum, frame):
-        raise Stop(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM,
-                                               signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 # ---- the run ----------------------------------------------------------------
@@ -490,8 +447,7 @@ def compare(req: Request, prepare: Prepare = prepare,
             machine = prepare(req, m)
             m.write(req.out)
             result = _measure(req, m, machine, executor,
-                              executor is made and req.executor.kind
-                              is ExecutorKind.QEMU)
+                              executor is made and made.boots_here)
         m.failures = result.failures
     except Stop as s:
         m.stopped = s.signame
@@ -577,7 +533,7 @@ def dry_run(req: Request) -> str:
              f"config {req.config}, arch {arch.name}; {per_boot} boots, "
              f"{req.runs * len(specs) * len(req.workloads)} samples"]
     lines += _plan_time(req, arch)
-    if req.executor.kind.is_lava:
+    if not req.executor.executor.boots_here:
         lines.append(f"# executor {req.executor.kind}: each workload's two "
                      "rounds are one LAVA job (device type "
                      f"{req.executor.target.device_type}); the QEMU lines "
@@ -638,7 +594,6 @@ def _plan_time(req: Request, arch) -> list[str]:
 
 
 def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
-    from foliolab.boot import qemu_argv
     return qemu_argv(spec, rundir / "initrd.cpio", rundir / "console.log",
                      rundir / "results.txt")
 
@@ -737,8 +692,6 @@ def tree(variant: str, patches: Path | None, kernel: str = ""
 def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
     """Build (or find) the kernel, boot it running the command; the boot's
     result and the kernel's variant."""
-    import shlex
-    import tempfile
     _check_command(req)
     arch = get_arch(req.arch)
     src = tree(req.variant, req.patches, req.kernel)
@@ -769,4 +722,6 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
                f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
-    return boot(spec, img.path, job, rundir, req.add), src.variant
+    res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
+                                          tuple(req.add)), img.path)
+    return res, src.variant

@@ -14,11 +14,11 @@ from __future__ import annotations
 import enum
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import parse
 from foliolab.bootrecord import BOOT_FILE, BootResult, BootStatus
+from foliolab.executors.base import BootCapture, Ended, JobEnd
 
 
 class IssueKind(str, enum.Enum):
@@ -49,69 +49,6 @@ KERNEL_ISSUES = [
                                            r"swap_dup: Bad swap")),
     (IssueKind.FAULT_LOOP, re.compile(r"VM_FAULT_OOM leaked out")),
 ]
-
-
-class ExecutorKind(str, enum.Enum):
-    """Who ran a boot (executors/ has one module per kind)."""
-
-    QEMU = "qemu"
-    LAVA_LOCAL = "lava-local"
-    LAVA = "lava"
-    LAVA_EXPORT = "lava-export"     # `jobs export`: jobs written, not run
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def is_lava(self) -> bool:
-        return self is not ExecutorKind.QEMU
-
-
-class Ended(str, enum.Enum):
-    """How the machine of a boot ended, as its executor saw it."""
-
-    EXITED = "exited"           # it stopped by itself (QEMU exited; the
-                                # boot's console in a LAVA log ended)
-    TIMEOUT = "timeout"         # the executor's limit stopped it
-    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
-    NOT_RUN = "not-run"         # its executor never ran it
-
-
-class NotRun(str, enum.Enum):
-    """Why an executor never ran a boot."""
-
-    JOB_ENDED = "job-ended"         # its LAVA job ended before it
-    LOG_LOST = "log-lost"           # the lab could not give its job's log
-    LOG_UNPLACED = "log-unplaced"   # its job's log shows other boots
-
-
-class JobEnd(str, enum.Enum):
-    """How a LAVA job ended, as its log says."""
-
-    COMPLETE = "complete"
-    TIMEOUT = "timeout"             # LAVA's limit of a boot or the job
-    ERROR = "error"                 # an error of the job, test or lab
-    CUT = "cut"                     # the log has no end of job
-
-
-@dataclass
-class BootCapture:
-    """What an executor captured of one boot."""
-
-    rundir: Path
-    ended: Ended
-    console: bytes = b""
-    records: str | None = None      # the results port; None: framed on
-                                    # the console
-    elapsed: float = 0.0
-    cpu_s: float | None = None      # QEMU's CPU time, when it ran here
-    host: dict = field(default_factory=dict)  # bootrecord.host_during()
-    executor: ExecutorKind = ExecutorKind.QEMU
-    log: str = ""                   # the LAVA log it was read from
-    error: str = ""                 # QEMU's last line (QEMU_ERROR)
-    not_run: NotRun | None = None
-    why: str = ""                   # the lab's or the job's own words
-    job_end: JobEnd = JobEnd.COMPLETE   # its job's end (the last boot)
 
 
 def scan(text: str) -> list[tuple[IssueKind, str]]:

@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import boot, build, image, kernels, proc
+from foliolab import build, image, kernels, proc
 from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
+from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.executors.qemu import QemuExecutor
+from foliolab.kconfig import debug_cmdline
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,11 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
 def _boot(kernel: build.Kernel, img: Path, config: str, accel: str,
           rundir: Path) -> Step:
     """One boot of ``kernel`` running `true`."""
-    spec = boot.BootSpec(get_arch(kernel.arch), kernel.image, accel=accel, vcpus=2,
-                         memory_mb=1024, timeout=180,
-                         cmdline=boot.debug_cmdline(config))
-    res = boot.boot(spec, img, "true\n", rundir)
+    spec = BootSpec(get_arch(kernel.arch), kernel.image, accel=accel,
+                    vcpus=2, memory_mb=1024, timeout=180,
+                    cmdline=debug_cmdline(config))
+    res = QemuExecutor().boot(BootRequest(rundir.name, spec, "true\n",
+                                          rundir), img)
     if res.clean and res.exit_code == 0:
         return Step(True, f"ok in {res.elapsed:.1f} s")
     return Step(False, f"failed: {res.describe()}; log: {res.console}")

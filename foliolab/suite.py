@@ -21,12 +21,14 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import boot as boot_mod
 from foliolab import build, counting, coveragerun, hostsetup, image, kconfig
 from foliolab import parse, proc, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
+from foliolab.bootrecord import BootResult
 from foliolab.errors import BuildError, UsageError
+from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.executors.qemu import QemuExecutor
 from foliolab.paths import PROJECT_ROOT
 
 log = logging.getLogger("foliolab")
@@ -308,7 +310,7 @@ def kselftest_results(text: str) -> dict[str, str]:
     return out
 
 
-def judge_boot(lru_gen: str, res: boot_mod.BootResult) -> SuiteBoot:
+def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
     g = parse.parse_records(res.records)
     sb = SuiteBoot(lru_gen, res.describe(), console=str(res.console))
     if not res.clean:
@@ -417,7 +419,7 @@ def ktap_summary(boots: list[SuiteBoot]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_counts(res: boot_mod.BootResult, arch: str
+def test_counts(res: BootResult, arch: str
                 ) -> dict[str, dict[str, float]]:
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
@@ -503,19 +505,18 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # 4 vCPUs although the host has 2 cores: the migration kselftest
         # needs at least 3 CPUs, and more vCPUs than cores only makes
         # races likelier, which suits a correctness run.
-        spec = boot_mod.BootSpec(arch, kernel.image, accel=accel, vcpus=4,
-                                 memory_mb=4096, numa_nodes=2,
-                                 timeout=limit * arch.tcg_slowdown *
-                                 (counting.TIMEOUT_FACTOR if count else 1) *
-                                 slowdown * repeat +
-                                 2 * stress.total_seconds,
-                                 counter=counter,
-                                 cmdline=boot_mod.debug_cmdline(purpose) +
-                                 ("brd.rd_nr=1", "brd.rd_size=1048576") +
-                                 append)
+        spec = BootSpec(arch, kernel.image, accel=accel, vcpus=4,
+                        memory_mb=4096, numa_nodes=2,
+                        timeout=limit * arch.tcg_slowdown *
+                        (counting.TIMEOUT_FACTOR if count else 1) *
+                        slowdown * repeat + 2 * stress.total_seconds,
+                        counter=counter,
+                        cmdline=kconfig.debug_cmdline(purpose) +
+                        ("brd.rd_nr=1", "brd.rd_size=1048576") + append)
         log.info("correctness suite: %s %s kernel, MGLRU %s", tree.variant,
                  purpose, "on" if lru == "y" else "off")
-        res = boot_mod.boot(spec, img.path, job, out / f"mglru-{lru}")
+        res = QemuExecutor().boot(BootRequest(f"mglru-{lru}", spec, job,
+                                              out / f"mglru-{lru}"), img.path)
         boots.append(judge_boot(lru, res))
         if count:
             boots[-1].counts = test_counts(res, arch.name)

@@ -2,7 +2,7 @@
 
 The measuring half (measure.py) plans the boots, writes each one's
 job.json and hands an executor blocks of boot requests; the executor
-gives back, for every boot, what it captured (outcome.BootCapture), and
+gives back, for every boot, what it captured (base.BootCapture), and
 outcome.judge makes each the boot's result. Samples, statistics and
 reports are the same whoever ran the boots.
 
@@ -14,37 +14,32 @@ reports are the same whoever ran the boots.
   at once, each job's log fetched as it finishes.
 - ``jobs export`` (lava/export.py): the same jobs written, nothing run.
 
-Adding an executor is one module here with a class that has ``kind``,
-``rounds_per_block`` and ``run``, one ExecutorKind value, and its line in
-``make_executor``.
+Each executor class owns what is its own: ``kind``, ``rounds_per_block``
+and ``run``; its command-line ``flags``; ``check`` of its options (before
+anything is built); ``make``; and ``record``, its part of the run's
+manifest. Adding an executor is one module with such a class, one
+ExecutorKind value (base.py) and its line in EXECUTORS.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-from foliolab.boot import BlockRequest
 from foliolab.errors import UsageError
+from foliolab.executors.base import Executor, ExecutorKind, Flag
+from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.job import Target
-from foliolab.outcome import BootCapture, ExecutorKind
+from foliolab.executors.lava.local import LavaLocalExecutor
+from foliolab.executors.lava.server import LavaServerExecutor
+from foliolab.executors.qemu import QemuExecutor
+from foliolab.manifest import ExecutorRecord
 
-
-class Executor(Protocol):
-    kind: ExecutorKind
-    # rounds per block: 0 hands the executor one boot at a time (and lets
-    # the measuring half stop booting a kernel that keeps failing)
-    rounds_per_block: int
-
-    def run(self, image: Path, blocks: Iterable[BlockRequest]
-            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
-        """Run ``blocks`` on the base ramdisk ``image``, taken from the
-        iterable as the executor is ready for them; yield each with what
-        was captured of its boots, in boot order."""
-        ...
+# Every executor, by the kind that names it (the order of --help's
+# choices and of the executors named in an error).
+EXECUTORS = {cls.kind: cls for cls in (
+    QemuExecutor, LavaServerExecutor, LavaLocalExecutor, LavaExport)}
 
 
 @dataclass(frozen=True)
@@ -58,82 +53,92 @@ class ExecutorOptions:
     poll: float = 30.0              # seconds between asking the server
     artifacts_url: str = ""         # where a lab's workers fetch them
     artifacts_dir: Path | None = None   # default OUT/lava/artifacts
-    # LAVA options the user gave (flag names), for refusing them elsewhere
+    # executor options the user gave (flag names), for refusing them
+    # where the executor does not take them
     given: tuple[str, ...] = ()
 
-
-# LAVA options and the executors that use them.
-_LAVA_ONLY = {"--lava-url": (ExecutorKind.LAVA,),
-              "--lava-identity": (ExecutorKind.LAVA,),
-              "--artifacts-dir": (ExecutorKind.LAVA,),
-              "--lava-poll": (ExecutorKind.LAVA,),
-              "--lava-device-type": (ExecutorKind.LAVA,
-                                     ExecutorKind.LAVA_LOCAL,
-                                     ExecutorKind.LAVA_EXPORT),
-              "--lava-tags": (ExecutorKind.LAVA, ExecutorKind.LAVA_LOCAL,
-                              ExecutorKind.LAVA_EXPORT),
-              "--lava-dtb": (ExecutorKind.LAVA, ExecutorKind.LAVA_LOCAL,
-                             ExecutorKind.LAVA_EXPORT),
-              "--artifacts-url": (ExecutorKind.LAVA,
-                                  ExecutorKind.LAVA_EXPORT)}
+    @property
+    def executor(self):
+        """The class of the executor these options name."""
+        return EXECUTORS[self.kind]
 
 
-def _check(opts: ExecutorOptions, count: bool) -> None:
-    """Bad combinations of executor and options."""
-    for flag in opts.given:
-        if opts.kind not in _LAVA_ONLY.get(flag, (opts.kind,)):
-            kinds = [str(k) for k in _LAVA_ONLY[flag]
-                     if k is not ExecutorKind.LAVA_EXPORT]
-            raise UsageError(f"{flag} is an option of --executor "
-                             f"{' or '.join(kinds)}, not of --executor "
-                             f"{opts.kind}",
-                             hint=f"drop {flag}, or give the executor")
-    if not opts.kind.is_lava:
-        return
-    if count:
-        raise UsageError(f"--count needs foliolab's QEMU plugin in the QEMU "
-                         f"that runs the guest; --executor {opts.kind} "
-                         "runs LAVA's", hint="count with --executor qemu")
-    opts.target.check()
-    if opts.kind is ExecutorKind.LAVA_LOCAL:
-        if not opts.target.is_qemu:
-            raise UsageError(f"--executor lava-local runs LAVA's qemu device "
-                             f"type on this machine, not a "
-                             f"{opts.target.device_type}",
-                             hint="boards run with --executor lava on a lab")
-        if os.geteuid() != 0:
-            raise UsageError("--executor lava-local needs root: LAVA's "
-                             "lava-run refuses to run otherwise",
-                             hint="run as root, or `foliolab jobs export` "
-                                  "the jobs for a LAVA worker")
-    if opts.kind is ExecutorKind.LAVA and not opts.poll >= 1:
-        raise UsageError(f"--lava-poll {opts.poll:g}: under a second "
-                         "between questions floods the server",
-                         hint="give 1 or more (default 30)")
-    if opts.kind is ExecutorKind.LAVA and not opts.artifacts_url:
-        raise UsageError("--executor lava needs --artifacts-url: the "
-                         "lab's workers fetch kernels, ramdisk and job "
-                         "archives from it",
-                         hint="serve --artifacts-dir over HTTP and give "
-                              "its URL")
+def add_flags(p: argparse.ArgumentParser,
+              kinds: tuple[ExecutorKind, ...] | None = None) -> None:
+    """``--executor`` (unless ``kinds`` names the executors) and the flags
+    of the executors, each section of --help once."""
+    if kinds is None:
+        p.add_argument("--executor", default="qemu",
+                       choices=[k.value for k in ExecutorKind
+                                if k in EXECUTORS
+                                and k is not ExecutorKind.LAVA_EXPORT],
+                       help="who runs the boots: QEMU here (default), "
+                            "LAVA's dispatcher here (lava-local), or a LAVA "
+                            "lab (lava); see README")
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for flag in _flags(kinds):
+        if flag.group not in groups:
+            groups[flag.group] = p.add_argument_group(flag.group)
+        groups[flag.group].add_argument(flag.name, **flag.options)
+
+
+def _flags(kinds: tuple[ExecutorKind, ...] | None = None) -> list[Flag]:
+    """The executors' flags, each once, in the executors' order."""
+    seen: dict[str, Flag] = {}
+    for kind, cls in EXECUTORS.items():
+        if kinds is None or kind in kinds:
+            for flag in cls.flags:
+                seen.setdefault(flag.name, flag)
+    return list(seen.values())
+
+
+def options(args: argparse.Namespace, argv: list[str]) -> ExecutorOptions:
+    """The executor options of a parsed command line (``argv``: what the
+    user typed, for the options given)."""
+    values = {f.dest: getattr(args, f.dest, f.options.get("default"))
+              for f in _flags()}
+    tags = tuple(t for t in values["lava_tags"].split(",") if t)
+    return ExecutorOptions(
+        ExecutorKind(getattr(args, "executor", "qemu")),
+        Target(values["lava_device_type"], tags, values["lava_dtb"]),
+        url=values["lava_url"], identity=values["lava_identity"],
+        poll=values["lava_poll"], artifacts_url=values["artifacts_url"],
+        artifacts_dir=values["artifacts_dir"],
+        given=_given(argv, tuple(f.name for f in _flags())))
+
+
+def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``flags`` that ``argv`` gives, also as the abbreviations argparse
+    accepts (``--lava-u URL``), which it has already refused if ambiguous."""
+    names = [a.split("=", 1)[0] for a in argv if a.startswith("--")]
+    return tuple(f for f in flags
+                 if any(len(n) > 2 and f.startswith(n) for n in names))
+
+
+def _check_given(opts: ExecutorOptions) -> None:
+    """A flag of one executor given to another is bad input."""
+    for name in opts.given:
+        kinds = [k for k, cls in EXECUTORS.items()
+                 if any(f.name == name for f in cls.flags)]
+        if opts.kind in kinds:
+            continue
+        named = [str(k) for k in kinds if k is not ExecutorKind.LAVA_EXPORT]
+        raise UsageError(f"{name} is an option of --executor "
+                         f"{' or '.join(named)}, not of --executor "
+                         f"{opts.kind}",
+                         hint=f"drop {name}, or give the executor")
 
 
 def make_executor(opts: ExecutorOptions, out: Path, count: bool = False
                   ) -> Executor:
     """The executor ``opts`` name, checked (before anything is built) and
-    made in one place: a lab's credentials are read here, once."""
-    _check(opts, count)
-    if opts.kind is ExecutorKind.QEMU:
-        from foliolab.executors.qemu import QemuExecutor
-        return QemuExecutor()
-    if opts.kind is ExecutorKind.LAVA_LOCAL:
-        from foliolab.executors.lava.local import LavaLocalExecutor
-        return LavaLocalExecutor(out)
-    if opts.kind is ExecutorKind.LAVA_EXPORT:
-        from foliolab.executors.lava.export import LavaExport
-        return LavaExport(out, opts.target, opts.artifacts_url)
-    from foliolab.executors.lava import server
-    creds = server.credentials(opts.url, opts.identity)
-    return server.LavaServerExecutor(out, opts.target,
-                                     server.Server(creds, opts.poll),
-                                     opts.artifacts_dir, opts.artifacts_url)
+    made in one place."""
+    _check_given(opts)
+    cls = opts.executor
+    cls.check(opts, count)
+    return cls.make(opts, out)
+
+
+def record(opts: ExecutorOptions) -> ExecutorRecord:
+    """The executor's part of the run's manifest."""
+    return opts.executor.record(opts)

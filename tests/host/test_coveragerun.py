@@ -171,8 +171,8 @@ def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
     # never a --config of compare, run, attribute ...: no timed or
     # counted sample comes from a coverage kernel
     assert "coverage" not in kconfig.PURPOSES
-    from foliolab import boot
-    assert boot.debug_cmdline("coverage") == boot.debug_cmdline("debug")
+    from foliolab import kconfig
+    assert kconfig.debug_cmdline("coverage") == kconfig.debug_cmdline("debug")
 
 
 def test_cli_refuses_coverage_with_count_or_another_config():
@@ -257,7 +257,8 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     monkeypatch.setattr(suite.build, "build_kernel", fake_build)
     monkeypatch.setattr(suite.image, "build_image",
                         lambda arch_: type("Img", (), {"path": tmp_path})())
-    monkeypatch.setattr(suite.boot_mod, "boot", fake_boot)
+    monkeypatch.setattr(suite.QemuExecutor, "boot", lambda self, r, image:
+                        fake_boot(r.spec, image, r.job, r.rundir))
     out = tmp_path / "out"
     passed, summary = suite.run_suite(t, arch, out, kselftests=False,
                                       purpose="coverage", coverage=plan)

@@ -9,7 +9,7 @@ import pytest
 
 from foliolab import build, measure, timings
 from foliolab.arch import get_arch
-from foliolab.boot import BootSpec
+from foliolab.executors.base import BootSpec
 from foliolab.workloads import WORKLOADS
 
 # seconds of the trial's 20 boots per workload (TCG, 1 sample a boot)

@@ -14,9 +14,9 @@ import pytest
 from foliolab import cli, derive, errors, orchestrate, outcome, parse
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
-from foliolab.outcome import JobEnd
+from foliolab.executors.base import JobEnd
 from foliolab.arch import get_arch
-from foliolab.boot import BlockRequest, BootRequest, BootSpec
+from foliolab.executors.base import BlockRequest, BootRequest, BootSpec
 from foliolab.build import Kernel
 from foliolab.paths import GUEST_DIR
 from foliolab.workloads import WORKLOADS
@@ -451,7 +451,7 @@ def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
 def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
     lab.stuck = {2}
     req = _lab_run(tmp_path, lab, runs=4)
-    from foliolab.boot import BlockRequest
+    from foliolab.executors.base import BlockRequest
     from foliolab import measure as run
     boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
     blocks = []
@@ -626,7 +626,7 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
     """A job that ends at one kernel's hang leaves the other kernel's later
     boots not-run: that kernel is not given up on for it."""
     from foliolab import measure as run
-    from foliolab.outcome import BootCapture, Ended, NotRun
+    from foliolab.executors.base import BootCapture, Ended, NotRun
 
     class EndsEarly:
         kind = "fake"

@@ -6,10 +6,10 @@ import pytest
 
 from foliolab import bootrecord, derive, measure
 from foliolab.arch import get_arch
-from foliolab.boot import BootSpec
+from foliolab.executors.base import BootSpec
 from foliolab.build import Kernel
 from foliolab.errors import Stop
-from foliolab.outcome import BootCapture, Ended
+from foliolab.executors.base import BootCapture, Ended
 from foliolab.workloads import WORKLOADS
 
 

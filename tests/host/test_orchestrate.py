@@ -14,9 +14,9 @@ import pytest
 
 from foliolab import cli, derive, errors, orchestrate
 from foliolab.arch import get_arch
-from foliolab.boot import BootSpec
+from foliolab.executors.base import BootSpec
 from foliolab.build import Kernel
-from foliolab.outcome import BootCapture, Ended
+from foliolab.executors.base import BootCapture, Ended
 
 
 class FakeExecutor:

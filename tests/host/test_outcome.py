@@ -6,8 +6,9 @@ import pytest
 
 from foliolab import outcome
 from foliolab.bootrecord import BootStatus, read_boot
-from foliolab.outcome import (BootCapture, Ended, ExecutorKind, IssueKind,
-                              JobEnd, NotRun)
+from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
+                                     JobEnd, NotRun)
+from foliolab.outcome import IssueKind
 
 
 @pytest.mark.parametrize("line,kind", [

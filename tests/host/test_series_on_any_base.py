@@ -220,7 +220,8 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
     tree with patches 1..i, each built (stood in here) and booted."""
     from types import SimpleNamespace
 
-    from foliolab import boot, seriescheck
+    from foliolab import seriescheck
+    from foliolab.executors.qemu import QemuExecutor
     from foliolab.arch import get_arch
     head = git(clone, "rev-parse", "HEAD")
     for text in ("int a;\nint B;\nint c;\n", "int a;\nint B;\nint C;\n"):
@@ -238,7 +239,7 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
         path=tmp_path / "initrd"))
     monkeypatch.setattr(build, "build_kernel", lambda tree, arch, config: (
         built.append(tree), _kernel(tree.variant, tree))[1])
-    monkeypatch.setattr(boot, "boot", lambda *a: SimpleNamespace(
+    monkeypatch.setattr(QemuExecutor, "boot", lambda *a: SimpleNamespace(
         clean=True, exit_code=0, elapsed=1.0))
     spec = kernels.with_series(kernels.parse_base(f"git:{clone}@{head}"),
                                "patched", d)

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from foliolab import arch, boot, suite
+from foliolab import arch, bootrecord, suite
 
 
 def test_kselftest_results_tap_and_exit_code():
@@ -38,7 +38,7 @@ def test_missing_kselftest_is_a_failure():
 
 
 def fake_result(records, issues=(), status="ok"):
-    return boot.BootResult(status, 0, list(issues), Path("/c.log"),
+    return bootrecord.BootResult(status, 0, list(issues), Path("/c.log"),
                            Path("/r.txt"), 1.0, records)
 
 
@@ -226,7 +226,7 @@ def test_test_counts_pairs_windows_with_guest_tests(tmp_path):
         "class apic_icr_write 1\nend\n"
         "window 1 0\nkernel_insns 7\nend\n"
         "window 0 1\nkernel_insns 200\nclass cr3_write 2\nend\n")
-    res = boot.BootResult("ok", 0, [], tmp_path / "console.log",
+    res = bootrecord.BootResult("ok", 0, [], tmp_path / "console.log",
                           tmp_path / "results.txt", 1.0, records)
     counts = suite.test_counts(res, "x86_64")
     assert list(counts) == ["anon_swap", "ksm_index"]

@@ -14,24 +14,36 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from foliolab import outcome
-from foliolab.boot import BlockRequest
+from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.bootrecord import BootStatus
 from foliolab.errors import LavaError, UsageError
-from foliolab.executors import ExecutorKind
-from foliolab.executors.lava.job import JOBS_DIR, LavaJobs, Target
+from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, JOBS_DIR,
+                                         TARGET_FLAGS, LavaJobs, Target)
+from foliolab.manifest import ExecutorRecord
 from foliolab.executors.lava.log import JobLog, captures
-from foliolab.outcome import BootCapture
 
 
 class LavaExport(LavaJobs):
     """Writes each block's job and runs nothing."""
 
     kind = ExecutorKind.LAVA_EXPORT
+    record_kind = ExecutorKind.LAVA     # exported jobs are run by a lab
+    flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG)
 
     def __init__(self, out: Path, target: Target, artifacts_url: str
                  ) -> None:
         super().__init__(out, target, None, artifacts_url)
         self.written: list[Path] = []
+
+    @classmethod
+    def make(cls, opts, out: Path) -> LavaExport:
+        return cls(out, opts.target, opts.artifacts_url)
+
+    @classmethod
+    def record(cls, opts) -> ExecutorRecord:
+        rec = super().record(opts)
+        rec.artifacts_url = opts.artifacts_url
+        return rec
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

@@ -30,12 +30,13 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import boot as boot_mod
-from foliolab.boot import BlockRequest, BootRequest
+from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
+                                     ExecutorKind, Flag, NotRun,
+                                     check_numa)
 from foliolab.errors import LavaError, UsageError
-from foliolab.executors.lava.debs import lava_common_dir
+from foliolab.manifest import ExecutorRecord
+from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
-from foliolab.outcome import BootCapture, NotRun
 
 QEMU = "qemu"                  # LAVA's QEMU device type
 # LAVA's names for the guest architectures of its qemu device type
@@ -68,6 +69,28 @@ class Target:
                                   "from the kernel build)")
         if self.dtb is not None and not self.dtb.is_file():
             raise UsageError(f"--lava-dtb {self.dtb}: no such file")
+
+
+JOBS_GROUP = "LAVA jobs"
+# The flags of every LAVA executor: the device its jobs run on.
+TARGET_FLAGS = (
+    Flag("--lava-device-type", JOBS_GROUP, dict(
+        default="qemu", metavar="TYPE",
+        help="LAVA device type to run on (default qemu; a board type such "
+             "as bcm2711-rpi-4-b boots by u-boot from TFTP)")),
+    Flag("--lava-tags", JOBS_GROUP, dict(
+        default="", metavar="TAG,...",
+        help="device tags the jobs ask for (e.g. one board, so that all "
+             "blocks run on one device)")),
+    Flag("--lava-dtb", JOBS_GROUP, dict(
+        type=Path, metavar="FILE", help="a board's device tree blob")),
+)
+# The executors whose jobs a lab runs: where its workers fetch artifacts.
+ARTIFACTS_URL_FLAG = Flag("--artifacts-url", JOBS_GROUP, dict(
+    default="", metavar="URL",
+    help="where the lab's workers fetch the artifacts (kernels, ramdisk, "
+         "job archives) from (default: their file:// URL, for a "
+         "dispatcher on this machine)"))
 
 
 class Artifacts:
@@ -159,7 +182,7 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
     Its boots share one machine shape (a block is one workload)."""
     first = block.boots[0].spec
     arch = first.arch
-    boot_mod.check_numa(first)
+    check_numa(first)
     ramdisk = artifacts.add_file(base_ramdisk)
     dtb = artifacts.add_file(target.dtb) if target.dtb else None
     kernels: dict[Path, dict] = {}
@@ -294,7 +317,33 @@ class LavaJobs:
     """What every LAVA executor does: a block as a checked job on disk, and
     its log read back into captures of its boots."""
 
+    kind: ExecutorKind
     rounds_per_block = LAVA_ROUNDS_PER_BLOCK
+    flags: tuple[Flag, ...] = TARGET_FLAGS
+    boots_here = False
+    results_port = False            # a LAVA job's records are on the
+                                    # console
+    # the kind its manifest names: who runs the jobs
+    record_kind: ExecutorKind | None = None
+
+    @classmethod
+    def check(cls, opts, count: bool) -> None:
+        """What every LAVA executor needs of its options."""
+        if count:
+            raise UsageError(f"--count needs foliolab's QEMU plugin in the "
+                             f"QEMU that runs the guest; --executor "
+                             f"{cls.kind} runs LAVA's",
+                             hint="count with --executor qemu")
+        opts.target.check()
+
+    @classmethod
+    def record(cls, opts) -> ExecutorRecord:
+        """Its part of the run's manifest."""
+        return ExecutorRecord((cls.record_kind or cls.kind).value,
+                              device_type=opts.target.device_type,
+                              tags=list(opts.target.tags),
+                              lava_version=LAVA_VERSION,
+                              rounds_per_block=LAVA_ROUNDS_PER_BLOCK)
 
     def __init__(self, out: Path, target: Target,
                  artifacts_dir: Path | None = None,

@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import proc
-from foliolab.boot import BlockRequest
-from foliolab.errors import LavaError
-from foliolab.executors import ExecutorKind
+from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
+from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import (LAVA_VERSION, lava_common_dir,
                                           unpack_debs)
 from foliolab.executors.lava.job import JOBS_DIR, LOGS_DIR, LavaJobs, Target
 from foliolab.executors.lava.log import JobLog
-from foliolab.outcome import BootCapture
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -197,6 +195,24 @@ class LavaLocalExecutor(LavaJobs):
 
     def __init__(self, out: Path) -> None:
         super().__init__(out, Target())
+
+    @classmethod
+    def check(cls, opts, count: bool) -> None:
+        super().check(opts, count)
+        if not opts.target.is_qemu:
+            raise UsageError(f"--executor lava-local runs LAVA's qemu device "
+                             f"type on this machine, not a "
+                             f"{opts.target.device_type}",
+                             hint="boards run with --executor lava on a lab")
+        if os.geteuid() != 0:
+            raise UsageError("--executor lava-local needs root: LAVA's "
+                             "lava-run refuses to run otherwise",
+                             hint="run as root, or `foliolab jobs export` "
+                                  "the jobs for a LAVA worker")
+
+    @classmethod
+    def make(cls, opts, out: Path) -> LavaLocalExecutor:
+        return cls(out)
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

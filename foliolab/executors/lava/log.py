@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import LavaError
-from foliolab.outcome import (BootCapture, Ended, ExecutorKind, JobEnd,
-                              NotRun)
+from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
+                                     JobEnd, NotRun)
 
 # Where each boot's console starts in a multi-boot log: the kernel banner.
 _BANNER = "Linux version "

@@ -22,15 +22,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import __version__
-from foliolab.boot import BlockRequest
+from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
+                                     Flag, NotRun)
 from foliolab.errors import LavaError, UsageError
-from foliolab.executors import ExecutorKind
-from foliolab.executors.lava.job import LOGS_DIR, LavaJobs, Target
-from foliolab.outcome import BootCapture, NotRun
+from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, LOGS_DIR,
+                                         TARGET_FLAGS, LavaJobs, Target)
+from foliolab.manifest import ExecutorRecord
 
 log = logging.getLogger("foliolab")
 
 POLL_SECONDS = 30.0
+
+SERVER_GROUP = "LAVA server (--executor lava)"
+SERVER_FLAGS = (
+    Flag("--lava-url", SERVER_GROUP, dict(
+        default="", metavar="URL",
+        help="the LAVA server (default: lavacli's identity's)")),
+    Flag("--lava-identity", SERVER_GROUP, dict(
+        default="default", metavar="NAME",
+        help="lavacli identity in ~/.config/lavacli.yaml for the server "
+             "and token ($LAVA_TOKEN wins)")),
+    Flag("--lava-poll", SERVER_GROUP, dict(
+        type=float, default=POLL_SECONDS, metavar="S",
+        help="ask the server about unfinished jobs every S seconds "
+             "(default 30, polite to a shared lab; a lab of your own can "
+             "take 5)")),
+    Flag("--artifacts-dir", SERVER_GROUP, dict(
+        type=Path, metavar="DIR",
+        help="where the artifacts are written, for you to serve at "
+             "--artifacts-url (default OUT/lava/artifacts)")),
+)
 MAX_POLL_FAILURES = 15      # in a row: about an hour at 30 s
 LAVACLI_CONFIG = Path("~/.config/lavacli.yaml")
 
@@ -169,11 +190,40 @@ class LavaServerExecutor(LavaJobs):
     they finish; cancelled if foliolab is stopped."""
 
     kind = ExecutorKind.LAVA
+    flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG, *SERVER_FLAGS)
 
     def __init__(self, out: Path, target: Target, server: Server,
                  artifacts_dir: Path | None, artifacts_url: str) -> None:
         super().__init__(out, target, artifacts_dir, artifacts_url)
         self.server = server
+
+    @classmethod
+    def check(cls, opts, count: bool) -> None:
+        super().check(opts, count)
+        if not opts.poll >= 1:
+            raise UsageError(f"--lava-poll {opts.poll:g}: under a second "
+                             "between questions floods the server",
+                             hint="give 1 or more (default 30)")
+        if not opts.artifacts_url:
+            raise UsageError("--executor lava needs --artifacts-url: the "
+                             "lab's workers fetch kernels, ramdisk and job "
+                             "archives from it",
+                             hint="serve --artifacts-dir over HTTP and give "
+                                  "its URL")
+
+    @classmethod
+    def make(cls, opts, out: Path) -> LavaServerExecutor:
+        """The executor, with the lab's credentials read here, once."""
+        creds = credentials(opts.url, opts.identity)
+        return cls(out, opts.target, Server(creds, opts.poll),
+                   opts.artifacts_dir, opts.artifacts_url)
+
+    @classmethod
+    def record(cls, opts) -> ExecutorRecord:
+        rec = super().record(opts)
+        rec.server = opts.url or f"lavacli:{opts.identity}"
+        rec.artifacts_url = opts.artifacts_url
+        return rec
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import boot
+from foliolab import kconfig
+from foliolab.executors import qemu
+from foliolab.executors.base import BootRequest
 from foliolab.arch import ARCHES, get_arch
 from foliolab.errors import BootError, SetupError, UsageError
 
@@ -12,11 +14,11 @@ X86 = ARCHES["x86_64"]
 
 
 def spec(**kw):
-    return boot.BootSpec(X86, Path("/k/bzImage"), **kw)
+    return qemu.BootSpec(X86, Path("/k/bzImage"), **kw)
 
 
 def test_qemu_argv_tcg_default():
-    argv = boot.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
+    argv = qemu.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
     assert argv[0] == "qemu-system-x86_64"
     assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
     assert "-no-reboot" in argv
@@ -27,7 +29,7 @@ def test_qemu_argv_tcg_default():
 
 
 def test_qemu_argv_kvm_and_numa():
-    argv = boot.qemu_argv(spec(accel="kvm", vcpus=4, memory_mb=4096,
+    argv = qemu.qemu_argv(spec(accel="kvm", vcpus=4, memory_mb=4096,
                                numa_nodes=2), Path("i"), Path("c"), Path("r"))
     assert argv[argv.index("-cpu") + 1] == "host,-arch-capabilities"
     nodes = [argv[i + 1] for i, a in enumerate(argv) if a == "-numa"]
@@ -37,16 +39,16 @@ def test_qemu_argv_kvm_and_numa():
 
 
 def test_qemu_argv_cpu_model():
-    argv = boot.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
+    argv = qemu.qemu_argv(spec(), Path("i"), Path("c"), Path("r"))
     assert argv[argv.index("-cpu") + 1] == "max"
-    argv = boot.qemu_argv(spec(cpu="Skylake-Server"), Path("i"), Path("c"),
+    argv = qemu.qemu_argv(spec(cpu="Skylake-Server"), Path("i"), Path("c"),
                           Path("r"))
     assert argv[argv.index("-cpu") + 1] == "Skylake-Server"
 
 
 def test_cpu_model_with_kvm_is_bad_input():
     with pytest.raises(UsageError, match="TCG only"):
-        boot.check_cpu_model(spec(accel="kvm", cpu="max"))
+        qemu.check_cpu_model(spec(accel="kvm", cpu="max"))
 
 
 def test_cpu_model_checked_against_qemu(tmp_path):
@@ -54,24 +56,24 @@ def test_cpu_model_checked_against_qemu(tmp_path):
                                '  neoverse-n1\\n"\n')
 
     def spec_(**kw):
-        return boot.BootSpec(arch, Path("/k/bzImage"), **kw)
-    boot.check_cpu_model(spec_(cpu="neoverse-n1"))
-    boot.check_cpu_model(spec_(cpu="max,sve=off"))
+        return qemu.BootSpec(arch, Path("/k/bzImage"), **kw)
+    qemu.check_cpu_model(spec_(cpu="neoverse-n1"))
+    qemu.check_cpu_model(spec_(cpu="max,sve=off"))
     with pytest.raises(UsageError, match="no CPU model 'cortex-z9'"):
-        boot.check_cpu_model(spec_(cpu="cortex-z9"))
-    boot.check_cpu_model(spec())       # no model given: nothing to check
+        qemu.check_cpu_model(spec_(cpu="cortex-z9"))
+    qemu.check_cpu_model(spec())       # no model given: nothing to check
 
 
 def test_a_cpu_model_without_its_qemu_is_host_setup(tmp_path):
     arch = replace(get_arch("arm64"), qemu_binary=str(tmp_path / "nope"))
     with pytest.raises(SetupError, match="--arch arm64"):
-        boot.check_cpu_model(boot.BootSpec(arch, Path("/k"),
+        qemu.check_cpu_model(qemu.BootSpec(arch, Path("/k"),
                                            cpu="neoverse-n1"))
 
 
 def test_qemu_argv_bad_numa():
     with pytest.raises(BootError, match="NUMA"):
-        boot.qemu_argv(spec(vcpus=1, numa_nodes=2), Path("i"), Path("c"),
+        qemu.qemu_argv(spec(vcpus=1, numa_nodes=2), Path("i"), Path("c"),
                        Path("r"))
 
 
@@ -84,7 +86,7 @@ ARM64 = ARCHES["arm64"]
 
 
 def arm64_argv(**kw):
-    return boot.qemu_argv(boot.BootSpec(ARM64, Path("/k/Image"), **kw),
+    return qemu.qemu_argv(qemu.BootSpec(ARM64, Path("/k/Image"), **kw),
                           Path("i"), Path("c"), Path("r"))
 
 
@@ -106,7 +108,7 @@ def test_arm64_argv_virt_tcg_max_pl011():
 def test_arm64_argv_numa_like_x86():
     kw = dict(vcpus=4, memory_mb=4096, numa_nodes=2)
     a64 = arm64_argv(**kw)
-    x86 = boot.qemu_argv(spec(**kw), Path("i"), Path("c"), Path("r"))
+    x86 = qemu.qemu_argv(spec(**kw), Path("i"), Path("c"), Path("r"))
     after = lambda argv: argv[argv.index("-smp"):argv.index("-chardev")]
     assert after(a64) == after(x86)
     assert "node,nodeid=1,memdev=m1,cpus=2-3" in a64
@@ -119,9 +121,9 @@ def test_arm64_with_kvm_is_a_usage_error():
 
 
 def test_arm64_never_probes_kvm(tmp_path, tmp_cache):
-    from foliolab.orchestrate import choose_accel
-    s = boot.BootSpec(ARM64, tmp_path / "no-kernel")
-    assert boot.probe_kvm(s, tmp_path / "no-image") is False
+    from foliolab.executors.qemu import choose_accel
+    s = qemu.BootSpec(ARM64, tmp_path / "no-kernel")
+    assert qemu.probe_kvm(s, tmp_path / "no-image") is False
     assert choose_accel("auto", s, tmp_path / "no-image") == "tcg"
     with pytest.raises(UsageError):
         choose_accel("kvm", s, tmp_path / "no-image")
@@ -142,7 +144,7 @@ def _qemu_devices(binary, machine, cpu):
 def test_every_device_exists_in_that_arch_binary(name):
     """-device help only lists devices; nothing is booted."""
     a = ARCHES[name]
-    argv = boot.qemu_argv(boot.BootSpec(a, Path("/k")), Path("i"), Path("c"),
+    argv = qemu.qemu_argv(qemu.BootSpec(a, Path("/k")), Path("i"), Path("c"),
                           Path("r"))
     used = {argv[i + 1].split(",")[0] for i, x in enumerate(argv)
             if x == "-device"}
@@ -165,8 +167,9 @@ def run_fake(tmp_path, body, timeout=10):
     arch = fake_qemu(tmp_path, body)
     img = tmp_path / "base.cpio"
     img.write_bytes(b"")
-    s = boot.BootSpec(arch, tmp_path / "k", timeout=timeout)
-    return boot.boot(s, img, "true\n", tmp_path / "run")
+    s = qemu.BootSpec(arch, tmp_path / "k", timeout=timeout)
+    return qemu.QemuExecutor().boot(
+        BootRequest("run", s, "true\n", tmp_path / "run"), img)
 
 
 def test_boot_ok(tmp_path):
@@ -203,5 +206,5 @@ def test_boot_no_exit_record(tmp_path):
 
 
 def test_debug_cmdline():
-    assert "panic_on_warn=1" in boot.debug_cmdline("debug")
-    assert boot.debug_cmdline("perf") == ()
+    assert "panic_on_warn=1" in kconfig.debug_cmdline("debug")
+    assert kconfig.debug_cmdline("perf") == ()

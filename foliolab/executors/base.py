@@ -1,0 +1,167 @@
+"""What the measuring half and an executor say to each other.
+
+The measuring half asks for boots (BootSpec: the machine and kernel;
+BootRequest: one boot; BlockRequest: boots run together); an executor
+answers with what it captured of each (BootCapture: console, records,
+times, how the machine ended, who ran it), which outcome.judge turns into
+the boot's result. Every executor, QEMU here or a LAVA lab, speaks these
+types, and names itself with an ExecutorKind.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from foliolab.errors import BootError
+
+if TYPE_CHECKING:
+    from foliolab.arch import Arch
+    from foliolab.counting import Counter
+
+
+class ExecutorKind(str, enum.Enum):
+    """Who ran a boot (executors/ has one module per kind)."""
+
+    QEMU = "qemu"
+    LAVA_LOCAL = "lava-local"
+    LAVA = "lava"
+    LAVA_EXPORT = "lava-export"     # `jobs export`: jobs written, not run
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_lava(self) -> bool:
+        return self is not ExecutorKind.QEMU
+
+
+@dataclass(frozen=True)
+class BootSpec:
+    """How to boot: machine shape and kernel arguments."""
+
+    arch: Arch
+    kernel: Path
+    accel: str = "tcg"             # "tcg" or "kvm"
+    vcpus: int = 2
+    memory_mb: int = 3072
+    numa_nodes: int = 1
+    timeout: float = 300.0
+    cmdline: tuple[str, ...] = ()
+    cpu: str = ""                  # TCG CPU model; "" = the arch's default
+    counter: Counter | None = None  # count with the plugin (TCG only)
+    # The records on the console, framed, as on a board or in a LAVA job
+    # (guest/frame.awk), instead of on the results port.
+    console_results: bool = False
+
+
+def check_numa(spec: BootSpec) -> None:
+    """The machine's vCPUs and memory must split evenly into its nodes."""
+    n = spec.numa_nodes
+    if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
+        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
+                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
+                        hint="use vCPU and memory counts divisible by the "
+                             "node count")
+
+
+@dataclass(frozen=True)
+class BootRequest:
+    """One boot the measuring half asks an executor for."""
+
+    boot_id: str                   # WORKLOAD/NAME: its directory under raw/
+    spec: BootSpec
+    job: str                       # the guest's job script
+    rundir: Path
+    # files added to the guest's PATH (`foliolab run --add`)
+    extra: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    """Boots an executor runs together, in this order: one boot under
+    QEMU here, or a workload's interleaved rounds as one LAVA job (so a
+    lab that runs jobs anywhere, in any order, keeps the pairing)."""
+
+    name: str                      # e.g. pageout-0
+    workload: str
+    boots: tuple[BootRequest, ...]
+
+
+class Ended(str, enum.Enum):
+    """How the machine of a boot ended, as its executor saw it."""
+
+    EXITED = "exited"           # it stopped by itself (QEMU exited; the
+                                # boot's console in a LAVA log ended)
+    TIMEOUT = "timeout"         # the executor's limit stopped it
+    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
+    NOT_RUN = "not-run"         # its executor never ran it
+
+
+class NotRun(str, enum.Enum):
+    """Why an executor never ran a boot."""
+
+    JOB_ENDED = "job-ended"         # its LAVA job ended before it
+    LOG_LOST = "log-lost"           # the lab could not give its job's log
+    LOG_UNPLACED = "log-unplaced"   # its job's log shows other boots
+
+
+class JobEnd(str, enum.Enum):
+    """How a LAVA job ended, as its log says."""
+
+    COMPLETE = "complete"
+    TIMEOUT = "timeout"             # LAVA's limit of a boot or the job
+    ERROR = "error"                 # an error of the job, test or lab
+    CUT = "cut"                     # the log has no end of job
+
+
+@dataclass
+class BootCapture:
+    """What an executor captured of one boot."""
+
+    rundir: Path
+    ended: Ended
+    console: bytes = b""
+    records: str | None = None      # the results port; None: framed on
+                                    # the console
+    elapsed: float = 0.0
+    cpu_s: float | None = None      # QEMU's CPU time, when it ran here
+    host: dict = field(default_factory=dict)  # bootrecord.host_during()
+    executor: ExecutorKind = ExecutorKind.QEMU
+    log: str = ""                   # the LAVA log it was read from
+    error: str = ""                 # QEMU's last line (QEMU_ERROR)
+    not_run: NotRun | None = None
+    why: str = ""                   # the lab's or the job's own words
+    job_end: JobEnd = JobEnd.COMPLETE   # its job's end (the last boot)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line option an executor takes: its class lists it, the
+    command line is built from the classes (executors.add_flags), and
+    giving it to another executor is refused (executors.make_executor)."""
+
+    name: str                       # e.g. --lava-url
+    group: str                      # its section of --help
+    options: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+class Executor(Protocol):
+    kind: ExecutorKind
+    # rounds per block: 0 hands the executor one boot at a time (and lets
+    # the measuring half stop booting a kernel that keeps failing)
+    rounds_per_block: int
+
+    def run(self, image: Path, blocks: Iterable[BlockRequest]
+            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+        """Run ``blocks`` on the base ramdisk ``image``, taken from the
+        iterable as the executor is ready for them; yield each with what
+        was captured of its boots, in boot order."""
+        ...
