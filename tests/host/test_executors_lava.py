@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from foliolab import cli, derive, errors, orchestrate, outcome, parse
+from foliolab.commands import measure as measure_cmd
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
 from foliolab.executors.base import JobEnd
@@ -210,7 +211,8 @@ def request(argv):
     """The orchestrator's request for a command line, as cli makes it."""
     args = cli.build_parser().parse_args(argv)
     args.argv = argv
-    return cli._request(args, cli._kernel_args(args), args.patches, {})
+    return measure_cmd._request(args, measure_cmd._kernel_args(args),
+                                args.patches, {})
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from foliolab import cli, derive, errors, orchestrate
+from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec
 from foliolab.build import Kernel
@@ -63,7 +64,8 @@ def request(*argv):
     argv = list(argv)
     args = cli.build_parser().parse_args(argv)
     args.argv = argv
-    return cli._request(args, cli._kernel_args(args), args.patches, {})
+    return measure_cmd._request(args, measure_cmd._kernel_args(args),
+                                args.patches, {})
 
 
 ARGS = ("compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",

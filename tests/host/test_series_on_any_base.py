@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from foliolab import build, cli, errors, image, kernels, orchestrate, source
+from foliolab.commands import measure as measure_cmd
 from foliolab.build import Kernel
 from foliolab.manifest import SeriesRecord
 
@@ -152,7 +153,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
     assert tree.version() == (7, 3) and kernels.slot_of(spec) == "linux-7.3"
     assert kernels.tree_of(spec).commit == tree.commit      # found again
 
-    req = cli._request(*_compare_args(f"a=git:{clone}@HEAD",
+    req = measure_cmd._request(*_compare_args(f"a=git:{clone}@HEAD",
                                       f"b=git:{clone}@HEAD+{good}"))
     m = orchestrate.start_manifest(req)
     monkeypatch.setattr(kernels, "prepare", lambda specs, arch, purpose,
@@ -179,11 +180,11 @@ def test_attribute_steps_through_the_series_on_its_base(good, monkeypatch):
     args = cli.build_parser().parse_args(
         ["attribute", "--at", "1", "--series", str(good), "--base",
          "debian:7.3", "--workloads", "pageout"])
-    specs = cli.attribute_specs(args)
+    specs = measure_cmd.attribute_specs(args)
     assert [(k.name, k.text) for k in specs] == [
         ("base", "debian:7.3"), ("p1", f"debian:7.3+{good}:1")]
     assert specs[1].onto.debian_version == "7.3"
-    plain = cli.attribute_specs(cli.build_parser().parse_args(
+    plain = measure_cmd.attribute_specs(cli.build_parser().parse_args(
         ["attribute", "--at", "1", "--series", str(good)]))
     assert plain == [kernels.parse_kernel("base=base"),
                      kernels.parse_kernel(f"p1=base+{good}:1")]
@@ -195,7 +196,7 @@ def _compare_args(*kernel_args):
         argv += ["--kernel", k]
     args = cli.build_parser().parse_args(argv)
     args.argv = argv
-    return args, cli._kernel_args(args), args.patches, {}
+    return args, measure_cmd._kernel_args(args), args.patches, {}
 
 
 def _kernel(name, tree):

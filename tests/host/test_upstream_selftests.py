@@ -109,9 +109,10 @@ def test_cli_rejects_an_unknown_test_before_any_work(capsys, monkeypatch):
 
 def test_cli_only_leaves_the_group_out_by_default(monkeypatch):
     from foliolab import cli
+    from foliolab.commands import test as test_cmd
     monkeypatch.setattr(up, "source", lambda: pytest.fail("fetched 7.3"))
     args = cli.build_parser().parse_args(["test", "--only", "anon_swap"])
-    assert cli._upstream_plan(args) is None
+    assert test_cmd._upstream_plan(args) is None
 
 
 # -- comparison -------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""`setup`, `tree`, `export`, `build` and `check`: the host, the developer
+tree, the series and its kernels."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from foliolab import (build, hostsetup, kconfig, kernels, seriescheck,
+                      sincespec, source, stablehistory)
+from foliolab.arch import get_arch
+from foliolab.commands import Command, options
+from foliolab.errors import BuildError, UsageError
+from foliolab.orchestrate import tree
+from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+
+
+def _setup_options(s: argparse.ArgumentParser) -> None:
+    options.arch(s)
+
+
+def _tree_options(s: argparse.ArgumentParser) -> None:
+    options.common(s)
+
+
+def _export_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--patches", type=Path, default=DEFAULT_PATCHES,
+                   metavar="DIR")
+
+
+def _build_options(s: argparse.ArgumentParser) -> None:
+    options.common(s)
+    s.add_argument("--variant", choices=("vanilla", "patched", "both"),
+                   default="both")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+
+
+def _check_options(s: argparse.ArgumentParser) -> None:
+    options.common(s)
+    options.base(s, "the tree the series goes on")
+    s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
+    s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
+    s.add_argument("--out", type=Path, help="where the boot logs go "
+                   "(default results/check-<time>)")
+    s.add_argument("--since", metavar="SPEC",
+                   help="first say which patches restore code that the "
+                        "base's stable history since SPEC removed, and "
+                        "which touch functions it changed. SPEC: "
+                        "debian:VERSION (e.g. debian:6.12.107) or "
+                        "git:PATH@REF (see docs/manual.md)")
+    s.add_argument("--history-only", action="store_true",
+                   help="with --since: only that check (no checkpatch, "
+                        "build or boot)")
+
+
+def cmd_setup(args) -> int:
+    hostsetup.ensure_packages(hostsetup.APT_PACKAGES +
+                              hostsetup.REPORT_PACKAGES)
+    arch = get_arch(args.arch)
+    hostsetup.ensure_arch(arch)
+    print("host packages: ok" + ("" if arch.native else
+          f"; {arch.name} guest sysroot: {hostsetup.guest_sysroot(arch)}"))
+    return 0
+
+
+def cmd_tree(args) -> int:
+    path = source.dev_tree(source.read_series(args.patches))
+    print(path)
+    print("# commit your changes on branch `dev` there, then run "
+          "`foliolab export`", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args) -> int:
+    written = source.export_series(args.patches)
+    for p in written:
+        print(p)
+    print(f"# {len(written)} patch(es) written to {args.patches}",
+          file=sys.stderr)
+    return 0
+
+
+def _trees(args, variants):
+    return [tree(v, args.patches) for v in variants]
+
+
+def cmd_build(args) -> int:
+    variants = ["vanilla", "patched"] if args.variant == "both" else [args.variant]
+    for tree in _trees(args, variants):
+        k = build.build_kernel(tree, get_arch(args.arch), args.config)
+        print(f"{tree.variant}: {k.image} ({k.elapsed:.0f} s)")
+    return 0
+
+
+def cmd_check(args) -> int:
+    if args.history_only and not args.since:
+        raise UsageError("--history-only checks the series against the "
+                         "stable history: it needs --since SPEC",
+                         hint="e.g. --since debian:6.12.107")
+    if args.since and args.base != "base":
+        raise UsageError(f"--since compares with the pinned base's stable "
+                         f"history; --base {args.base} is not that base",
+                         hint="drop --base, or drop --since")
+    since = _since_spec(args)
+    if args.patches is None or not source.read_series(args.patches).patches:
+        raise UsageError("the series is empty: nothing to check",
+                         hint="give --patches DIR with patches in `series`")
+    history = (_check_history(since, source.read_series(args.patches))
+               if since else None)
+    if args.history_only:
+        history.raise_if_restored()
+        return 0
+    spec = kernels.with_series(kernels.parse_base(args.base), "patched",
+                               args.patches)
+    kernels.check_spec(spec)
+    kernels.tree_of(spec)       # a series that does not apply: refused here
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "check-%Y%m%d-%H%M%S")
+    checks = seriescheck.check_series(spec, get_arch(args.arch),
+                                      args.config, args.accel, out)
+    for c in checks:
+        print(c.row())
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        raise BuildError(f"{len(bad)} of {len(checks)} patches fail the "
+                         f"check, first {bad[0].name}",
+                         hint="see the rows above")
+    print(f"all {len(checks)} patches pass checkpatch --strict, build "
+          f"({args.config}) and boot")
+    if history:
+        history.raise_if_restored()
+    return 0
+
+
+def _since_spec(args):
+    """``--since SPEC`` parsed (its syntax only), or None."""
+    return sincespec.parse(args.since) if args.since else None
+
+
+def _check_history(since, series):
+    """The stable-history check: the since-tree is found and checked
+    (older than the base) before the base is unpacked; the findings are
+    printed, one a line."""
+    older = sincespec.resolve(since, sincespec.pinned_release())
+    report = stablehistory.check_series(series, older,
+                                        sincespec.pinned_base())
+    for line in report.lines():
+        print(line)
+    return report
+
+
+COMMANDS = (
+    Command("setup", "install the host packages foliolab needs",
+            _setup_options, cmd_setup),
+    Command("tree", "print the developer tree (base + series on branch dev) "
+                    "to work in",
+            _tree_options, cmd_tree),
+    Command("export", "write the developer tree's commits to the series "
+                      "directory",
+            _export_options, cmd_export),
+    Command("build", "build kernels",
+            _build_options, cmd_build),
+    Command("check", "checkpatch each patch; build and boot base + patches "
+                     "1..i for every i",
+            _check_options, cmd_check),
+)

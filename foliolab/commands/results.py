@@ -1,0 +1,61 @@
+"""`diff`, `workloads` and `report`: what finished runs and the workloads
+say, nothing booted."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from foliolab import bisect, diff, report, workloads
+from foliolab.commands import Command
+from foliolab.errors import UsageError
+
+
+def _diff_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("outs", nargs="+", type=Path, metavar="OUT",
+                   help="run directories (two or more)")
+    s.add_argument("--all", action="store_true",
+                   help="secondary metrics too, not only the primary ones")
+
+
+def _workloads_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("names", nargs="?", metavar="NAME,...",
+                   help="only these workloads (default: all)")
+
+
+def _report_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("dir", type=Path)
+
+
+def cmd_report(args) -> int:
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such directory",
+                         hint="give the --out directory of a compare run")
+    if (args.dir / bisect.RECORD).exists():
+        record = bisect.Record.read(args.dir)
+        (args.dir / bisect.TEXT).write_text(bisect.render(record))
+        print(bisect.render(record), end="")
+        return 0
+    print(report.write_report(args.dir))
+    return 0
+
+
+def cmd_workloads(args) -> int:
+    print(workloads.listing(workloads.get_workloads(args.names)), end="")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    print(diff.diff(args.outs, args.all), end="")
+    return 0
+
+
+COMMANDS = (
+    Command("diff", "compare the ratios of finished runs (e.g. series v1 vs "
+                    "v2)",
+            _diff_options, cmd_diff),
+    Command("workloads", "list every workload with its parameters and metrics",
+            _workloads_options, cmd_workloads),
+    Command("report", "rewrite the report of a results DIR",
+            _report_options, cmd_report),
+)
