@@ -553,3 +553,23 @@ def prepare(specs: list[KernelSpec], arch: Arch, purpose: str,
 def describe(specs: list[KernelSpec]) -> str:
     """``base=base, s1=base+patches/6.12:10, ...`` for a report header."""
     return ", ".join(f"{k.name}={k.text}" for k in specs)
+
+
+def variant_tree(variant: str, patches: Path | None, kernel: str = ""
+                 ) -> source.Tree:
+    """The source tree of ``variant`` (patched: the base with ``patches``),
+    or of ``kernel`` (``NAME=SPEC``, any source spec) when given; a bad
+    spec is refused before anything is built."""
+    if kernel:
+        k = parse_kernel(kernel)
+        if k.kind is SpecKind.IMAGE:
+            raise UsageError(f"--kernel {kernel}: this command builds the "
+                             "kernel it boots", hint="give a source spec: "
+                             f"{SOURCE_FORMS}, each with "
+                             "+DIR[:N] or without")
+        check_spec(k)
+        return tree_of(k)
+    if variant == "vanilla" or patches is None:
+        return source.prepare_vanilla()
+    return source.prepare_patched(source.read_series(patches))
+

@@ -8,43 +8,41 @@ whatever fails, or stops it (SIGTERM, SIGINT), the samples gathered so far
 are on disk and the report of what finished is written. ``--resume``
 checks the request against the manifest and runs only the boots that have
 no boot.json yet.
+
+Its stages live elsewhere: the manifest as the request makes it and what
+--resume compares (runrecord.py), the plan said before it runs
+(dryrun.py), the boots (measure.py, through an executor), the report
+(report.py). `foliolab run`'s one boot is runcommand.py.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import os
-import platform
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import __version__, build, counting, hostsetup, image, proc
+from foliolab import analyse, build, counting, image, proc, report, source
 from foliolab import kernels as kernels_mod
-from foliolab import analyse, report, source, timings
 from foliolab.arch import get_arch
-from foliolab.bootrecord import BootResult
+from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
-from foliolab import executors
 from foliolab.executors import ExecutorOptions, make_executor
-from foliolab.executors.base import (BootRequest, BootSpec, Executor,
-                                     ExecutorKind)
-from foliolab.executors.qemu import (QemuExecutor, check_cpu_model,
-                                     choose_accel, qemu_argv)
-from foliolab.kconfig import debug_cmdline
+from foliolab.executors.base import BootSpec, Executor, ExecutorKind
 from foliolab.executors.lava.debs import LAVA_VERSION
+from foliolab.executors.lava.export import collect as read_logs
 from foliolab.executors.lava.job import JOBS_DIR
-from foliolab.manifest import (KernelRecord, RunManifest,
-                               SeriesRecord, plain)
-from foliolab.measure import RunRequest, RunResult, boot_spec, plan
-from foliolab.measure import planned_time, run_workloads
-from foliolab.paths import PROJECT_ROOT
+from foliolab.executors.qemu import check_cpu_model, choose_accel
+from foliolab.kconfig import debug_cmdline
+from foliolab.manifest import RunManifest
+from foliolab.measure import RunRequest, RunResult, run_workloads
+from foliolab.runrecord import (differences, qemu_version,
+                                record_builds, record_series,
+                                start_manifest, utc_now)
 from foliolab.workloads import Workload
 
 log = logging.getLogger("foliolab")
@@ -166,139 +164,6 @@ def _check_kernel_trees(specs: list[kernels_mod.KernelSpec]) -> None:
                              hint="give git:PATH@REF of a kernel clone")
 
 
-def differences(req: Request, m: RunManifest) -> None:
-    """``--resume``: the request must be the manifest's run (else one line
-    saying what differs, in the command line's own words)."""
-    now = start_manifest(req)
-    for what, theirs, ours in (
-            ("kernels", [f"{k.name}={k.spec}" for k in m.kernels],
-             [f"{k.name}={k.spec}" for k in now.kernels]),
-            ("workloads", m.workloads, now.workloads),
-            ("parameters", m.params, now.params),
-            ("--runs", m.runs, now.runs),
-            ("--samples-per-boot", m.samples_per_boot, now.samples_per_boot),
-            ("--arch", m.arch, now.arch), ("--config", m.config, now.config),
-            ("--count", bool(m.count), req.count),
-            ("--root", m.extra_roots, now.extra_roots),
-            ("--monitors", m.monitors, now.monitors),
-            ("--executor", m.executor.kind, now.executor.kind),
-            ("--fault", m.fault_injection, now.fault_injection)):
-        if theirs != ours:
-            theirs, ours = _differing(theirs, ours)
-            raise UsageError(f"--resume: the run in {req.out} has {what} "
-                             f"{theirs}, this asks for {ours}",
-                             hint="resume with the run's own options")
-
-
-def _differing(theirs, ours) -> tuple[str, str]:
-    """Two values of an option as a reader would write them; of two
-    parameter tables only the parameters that differ."""
-    if isinstance(theirs, dict) and isinstance(ours, dict):
-        flat_a, flat_b = _flat(theirs), _flat(ours)
-        keys = [k for k in dict.fromkeys([*flat_a, *flat_b])
-                if flat_a.get(k) != flat_b.get(k)]
-        return (_readable({k: flat_a.get(k) for k in keys}),
-                _readable({k: flat_b.get(k) for k in keys}))
-    return _readable(theirs), _readable(ours)
-
-
-def _flat(params: dict) -> dict[str, object]:
-    """{workload: {name: value}} -> {"workload.name": value}."""
-    out: dict[str, object] = {}
-    for w, values in params.items():
-        for k, v in (values.items() if isinstance(values, dict)
-                     else [("", values)]):
-            out[f"{w}.{k}" if k else w] = v
-    return out
-
-
-def _readable(value) -> str:
-    """A manifest value as the command line spells it: lists joined with
-    commas, booleans on/off, a missing value "none"."""
-    if value is None or value == [] or value == "":
-        return "none"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={'(unset)' if v is None else _readable(v)}"
-                         for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(getattr(value, "value", value))
-
-
-def _same_builds(m: RunManifest, kernels: dict[str, build.Kernel]) -> None:
-    """``--resume``: each kernel must be the build the run began with."""
-    for k in m.kernels:
-        if k.built and (k.commit, k.config_sha) != (
-                kernels[k.name].commit, kernels[k.name].config_sha):
-            raise UsageError(
-                f"--resume: kernel {k.name} is now commit "
-                f"{kernels[k.name].commit[:12]} config "
-                f"{kernels[k.name].config_sha}, the run began with "
-                f"{k.commit[:12]} config {k.config_sha}",
-                hint="resume with the same kernels, or start a new run")
-
-
-# ---- the manifest -----------------------------------------------------------
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _project_rev() -> str:
-    cp = proc.run(["git", "-C", PROJECT_ROOT, "describe", "--always",
-                   "--dirty"], check=False)
-    return cp.stdout.strip() or "?"
-
-
-def _qemu_version(binary: str) -> str:
-    if not shutil.which(binary):
-        return "not installed"
-    cp = proc.run([binary, "--version"], check=False)
-    return cp.stdout.splitlines()[0] if cp.stdout else "?"
-
-
-def start_manifest(req: Request) -> RunManifest:
-    """The manifest as a run starts: what was asked for, on which host."""
-    specs = req.specs
-    label = (kernels_mod.describe(specs) if req.kernels
-             else "none (vanilla vs vanilla)" if req.patches is None
-             else str(req.patches))
-    return RunManifest(
-        command=req.command, foliolab=f"{__version__} ({_project_rev()})",
-        started=_now(),
-        host={"kernel": platform.release(), "cpus": os.cpu_count(),
-              "machine": platform.machine()},
-        arch=req.arch, accel=req.accel, vcpus=req.vcpus,
-        cpu=req.cpu or get_arch(req.arch).cpu_tcg,
-        numa_nodes=req.numa_nodes, config=req.config,
-        base_package=hostsetup.BASE_PACKAGE,
-        base_version=hostsetup.BASE_VERSION, patches_label=label,
-        kernels=[KernelRecord(k.name, k.text, _given(k)) for k in specs],
-        runs=req.runs, samples_per_boot=req.samples_per_boot,
-        workloads=[w.name for w in req.workloads],
-        params={w.name: w.resolve(req.params.get(w.name, {}))
-                for w in req.workloads},
-        memory_mb={w.name: w.memory_mb for w in req.workloads},
-        numa_nodes_per_workload={w.name: w.nodes(req.numa_nodes)
-                                 for w in req.workloads},
-        fault_injection=req.fault or None,
-        records_on="console" if req.console_results else "port",
-        executor=executors.record(req.executor),
-        attribution=dict(req.attribution), extra_roots=list(req.roots),
-        timeout=req.timeout, monitors=req.monitors)
-
-
-def _given(k: kernels_mod.KernelSpec) -> dict:
-    """A kernel's spec as the manifest keeps it; a series with the sha of
-    its patches (the report's reproduce line names it)."""
-    given = plain(k)
-    if k.kind is kernels_mod.SpecKind.SERIES:
-        given["series_sha"] = k.series().digest
-    return given
-
-
 # ---- kernels, image, machine ---------------------------------------------
 
 def prepare_kernels(req: Request, m: RunManifest) -> dict[str, build.Kernel]:
@@ -311,35 +176,6 @@ def prepare_kernels(req: Request, m: RunManifest) -> dict[str, build.Kernel]:
                                   trees)
     record_builds(req, m, kernels)
     return kernels
-
-
-def record_series(m: RunManifest, specs: list[kernels_mod.KernelSpec],
-                  trees: dict[str, source.Tree]) -> None:
-    """Each series kernel's series and the tree it was applied to."""
-    for k in specs:
-        if k.kind is kernels_mod.SpecKind.SERIES:
-            m.kernel(k.name).series = series_record(k, trees[k.name])
-
-
-def series_record(k: kernels_mod.KernelSpec, tree: source.Tree
-                  ) -> SeriesRecord:
-    series = k.series()
-    return SeriesRecord(str(k.series_dir), len(series.patches),
-                        series.digest, tree.onto.spec, tree.onto.tree,
-                        tree.onto.commit)
-
-
-def record_builds(req: Request, m: RunManifest,
-                  kernels: dict[str, build.Kernel]) -> None:
-    """The builds into the manifest (a resumed run's must be its own)."""
-    if req.resume:
-        _same_builds(m, kernels)
-    for k in m.kernels:
-        k.built = plain(kernels[k.name])
-    shas = {k.name: k.config_sha for k in m.kernels}
-    if len(set(shas.values())) > 1:
-        log.warning("the kernels' .configs differ (a series changes "
-                    "Kconfig?): %s", shas)
 
 
 @dataclass
@@ -367,7 +203,7 @@ def prepare(req: Request, m: RunManifest) -> Machine:
         m.qemu = "LAVA's (see each job's log)"
     else:
         m.accel = choose_accel(req.accel, spec, img.path, req.count)
-        m.qemu = _qemu_version(arch.qemu_binary)
+        m.qemu = qemu_version(arch.qemu_binary)
         spec = replace(spec, accel=m.accel)
     if spec.accel == "kvm":
         m.cpu = arch.cpu_kvm
@@ -475,23 +311,6 @@ def compare(req: Request, prepare: Prepare = prepare,
     return text
 
 
-def start_block(req: Request) -> str:
-    """The few lines a run starts with: its kernels (to build or found),
-    its boots, the estimate and where the results go."""
-    arch = get_arch(req.arch)
-    n = len(plan(req.workloads, req.params, tuple(x.name for x in req.specs),
-                 req.runs, req.samples_per_boot, counted=False))
-    boots = (f"{len(req.workloads)} workload(s) x {req.runs} run(s) x "
-             f"{len(req.specs)} kernels = {n} boots"
-             + (f" (+{n} counting)" if req.count else ""))
-    try:
-        *kernels, est = _plan_time(req, arch)
-    except FoliolabError as e:      # an estimate never stops a run
-        kernels, est = [], f"# estimate: none ({e.one_line()})"
-    return "\n".join([*kernels, f"# boots: {boots}", est,
-                      f"# results: {req.out}"]) + "\n"
-
-
 def _resume_line(req: Request) -> str:
     """The command that finishes the run: its own, with --resume."""
     cmd = [a for a in req.command if a != "--resume"] or ["foliolab",
@@ -513,89 +332,12 @@ def _report_what_finished(req: Request, m: RunManifest) -> None:
 
 def _finish(req: Request, m: RunManifest, samples=None,
             print_report: bool = False) -> str:
-    m.finished = _now()
+    m.finished = utc_now()
     m.write(req.out)
     text = report.write_report(req.out, samples)
     if print_report:
         print(text)
     return text
-
-
-def dry_run(req: Request) -> str:
-    """What a run would do: each kernel's build and every boot's QEMU
-    command line, in boot order, with nothing built, written or booted."""
-    arch = get_arch(req.arch)
-    specs = req.specs
-    boots = plan(req.workloads, req.params, tuple(x.name for x in specs),
-                 req.runs, req.samples_per_boot, counted=False)
-    per_boot = len(boots) * (2 if req.count else 1)
-    lines = [f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
-             f"config {req.config}, arch {arch.name}; {per_boot} boots, "
-             f"{req.runs * len(specs) * len(req.workloads)} samples"]
-    lines += _plan_time(req, arch)
-    if not req.executor.executor.boots_here:
-        lines.append(f"# executor {req.executor.kind}: each workload's two "
-                     "rounds are one LAVA job (device type "
-                     f"{req.executor.target.device_type}); the QEMU lines "
-                     "below are what the qemu executor would run for the "
-                     "same boots")
-    images = {}
-    for k in specs:
-        if k.kind is kernels_mod.SpecKind.IMAGE:
-            images[k.name] = k.image
-            lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
-                         ".config checked against the fragment")
-            continue
-        out = build.build_dir(arch, req.config, kernels_mod.slot_of(k))
-        images[k.name] = out / arch.kernel_image
-        lines.append(f"# kernel {k.name} = {k.text}: unless already kept "
-                     "in the cache, checkout, then")
-        lines.append(shlex.join(build.make_argv(Path("<tree>"), out, arch,
-                                                arch.make_target)))
-    accel = "tcg" if req.accel == "auto" else req.accel
-    base = BootSpec(arch, images[specs[0].name], vcpus=req.vcpus,
-                    numa_nodes=req.numa_nodes, cpu=req.cpu, accel=accel,
-                    cmdline=debug_cmdline(req.config),
-                    console_results=req.console_results)
-    rounds = -(-req.runs // max(1, req.samples_per_boot))
-    for w in req.workloads:
-        lines.append(f"# {w.name}: {rounds} rounds x {len(specs)} kernels"
-                     + (" (each boot followed by a counting boot)"
-                        if req.count else ""))
-        for b in (b for b in boots if b.workload is w):
-            spec = boot_spec(base, w, images[b.kernel], b.samples,
-                             req.timeout)
-            lines.append(shlex.join(boot_argv(
-                spec, req.out / "raw" / w.name / b.name)))
-    return "\n".join(lines) + "\n"
-
-
-def _plan_time(req: Request, arch) -> list[str]:
-    """The dry run's builds (kept or to build) and its time estimate."""
-    lines, to_build = [], set()
-    for k in req.specs:
-        kept, key = kernels_mod.kept_kernel(k, arch, req.config)
-        if kept is not None:
-            lines.append(f"# kernel {k.name}: kept in the store ({kept})")
-        elif key is None:
-            lines.append(f"# kernel {k.name}: not known to be kept, "
-                         "counted as a build")
-            to_build.add(k.name)
-        else:
-            to_build.add(key)       # kernels of one commit: one build
-            lines.append(f"# kernel {k.name}: to build")
-    boots = plan(req.workloads, req.params, tuple(x.name for x in req.specs),
-                 req.runs, req.samples_per_boot, counted=req.count)
-    accel = "tcg" if req.accel == "auto" else req.accel
-    est = timings.estimate(
-        timings.Timings.load(), arch.name, req.config, accel, len(to_build),
-        [planned_time(b) for b in boots])
-    return lines + [est.line()]
-
-
-def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
-    return qemu_argv(spec, rundir / "initrd.cpio", rundir / "console.log",
-                     rundir / "results.txt")
 
 
 # ---- jobs export and collect ---------------------------------------------
@@ -624,7 +366,6 @@ def export(req: Request, prepare: Prepare = prepare) -> str:
 def collect(out: Path, logs: list[Path]) -> str:
     """`jobs collect`: LAVA logs read into the run directory ``out``; the
     manifest's failed boots as the boots now on disk say; the report."""
-    from foliolab.executors.lava.export import collect as read_logs
     m = RunManifest.read(out)
     notes = read_logs(out, logs)
     m.failures = analyse.failed_boots(out)
@@ -633,95 +374,5 @@ def collect(out: Path, logs: list[Path]) -> str:
     return text + "".join(f"note: {n}\n" for n in notes)
 
 
-# ---- foliolab run -------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CommandRequest:
-    """`foliolab run`: one boot of a built kernel running a command."""
-
-    cmd: list[str]
-    arch: str
-    variant: str                    # vanilla | patched
-    patches: Path | None
-    config: str
-    accel: str
-    vcpus: int
-    memory_mb: int
-    numa_nodes: int
-    timeout: float
-    cpu: str = ""
-    append: tuple[str, ...] = ()
-    console_results: bool = False
-    add: list[Path] = field(default_factory=list)
-    count: bool = False
-    roots: tuple[str, ...] = ()
-    kernel: str = ""                # --kernel NAME=SPEC, instead of variant
 
 
-def _check_command(req: CommandRequest) -> None:
-    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
-                             cpu=req.cpu))
-    counting.check_root_option(req.roots, req.count)
-    if len(req.roots) > counting.MAX_ROOTS:
-        raise UsageError(f"--root given {len(req.roots)} times; the counter "
-                         f"follows at most {counting.MAX_ROOTS} roots",
-                         hint="drop some --root options")
-    if req.count:
-        counting.check_accel(req.accel)
-
-
-def tree(variant: str, patches: Path | None, kernel: str = ""
-         ) -> source.Tree:
-    """The source tree of ``variant`` (patched: the base with ``patches``),
-    or of ``kernel`` (``NAME=SPEC``, any source spec) when given; a bad
-    spec is refused before anything is built."""
-    if kernel:
-        k = kernels_mod.parse_kernel(kernel)
-        if k.kind is kernels_mod.SpecKind.IMAGE:
-            raise UsageError(f"--kernel {kernel}: this command builds the "
-                             "kernel it boots", hint="give a source spec: "
-                             f"{kernels_mod.SOURCE_FORMS}, each with "
-                             "+DIR[:N] or without")
-        kernels_mod.check_spec(k)
-        return kernels_mod.tree_of(k)
-    if variant == "vanilla" or patches is None:
-        return source.prepare_vanilla()
-    return source.prepare_patched(source.read_series(patches))
-
-
-def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
-    """Build (or find) the kernel, boot it running the command; the boot's
-    result and the kernel's variant."""
-    _check_command(req)
-    arch = get_arch(req.arch)
-    src = tree(req.variant, req.patches, req.kernel)
-    kernel = build.build_kernel(src, arch, req.config)
-    img = image.build_image(arch)
-    spec = BootSpec(arch, kernel.image, vcpus=req.vcpus,
-                    memory_mb=req.memory_mb, numa_nodes=req.numa_nodes,
-                    timeout=req.timeout, cpu=req.cpu,
-                    cmdline=debug_cmdline(req.config) + req.append,
-                    console_results=req.console_results)
-    spec = replace(spec, accel=choose_accel(req.accel, spec, img.path,
-                                            req.count))
-    job = shlex.join(req.cmd) + "\n"
-    if req.count:
-        have = counting.map_functions(kernel.build_dir)
-        missing = [r for r in req.roots if r not in have]
-        if missing:
-            raise UsageError(f"--root {missing[0]}: no such function in the "
-                             f"{src.variant} kernel's System.map",
-                             hint="give a kernel text symbol (static "
-                                  "functions may carry a suffix such as "
-                                  ".isra.0)")
-        counter = counting.counter_for(arch, kernel.build_dir)
-        spec = replace(spec, counter=counter.with_roots(req.roots),
-                       timeout=req.timeout * counting.TIMEOUT_FACTOR)
-        # The window closes in the marker's own process, so it also holds
-        # one fork and exec of flmark (a few hundred thousand insns).
-        job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
-               f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
-    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
-    res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
-                                          tuple(req.add)), img.path)
-    return res, src.variant

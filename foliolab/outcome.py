@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import json
 import re
-from pathlib import Path
 
 from foliolab import parse
 from foliolab.bootrecord import BOOT_FILE, BootResult, BootStatus

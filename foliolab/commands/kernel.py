@@ -13,7 +13,6 @@ from foliolab import (build, hostsetup, kconfig, kernels, seriescheck,
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
-from foliolab.orchestrate import tree
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 
@@ -83,7 +82,7 @@ def cmd_export(args) -> int:
 
 
 def _trees(args, variants):
-    return [tree(v, args.patches) for v in variants]
+    return [kernels.variant_tree(v, args.patches) for v in variants]
 
 
 def cmd_build(args) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import counting, kconfig, orchestrate, parse
+from foliolab import counting, kconfig, parse, runcommand
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
 
@@ -47,12 +47,12 @@ def cmd_run(args) -> int:
     if not cmd:
         raise UsageError("foliolab run: no command given",
                          hint="usage: foliolab run [options] -- CMD [ARGS]")
-    req = orchestrate.CommandRequest(
+    req = runcommand.CommandRequest(
         cmd, args.arch, args.variant, args.patches, args.config, args.accel,
         args.vcpus, args.memory, args.numa_nodes, args.timeout, args.cpu,
         tuple(args.append), args.records_on == "console", args.add,
         args.count, tuple(args.root), args.kernel or "")
-    res, variant = orchestrate.boot_command(req)
+    res, variant = runcommand.boot_command(req)
     for line in parse.parse_records(res.records).output:
         print(line)
     if not res.clean:

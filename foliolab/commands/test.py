@@ -6,12 +6,11 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import (counting, coveragerun, kconfig, suite,
+from foliolab import (counting, coveragerun, kconfig, kernels, suite,
                       upstream_selftests)
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
-from foliolab.orchestrate import tree as source_tree
 from foliolab.paths import PROJECT_ROOT
 
 
@@ -84,7 +83,7 @@ def cmd_test(args) -> int:
         coveragerun.check_request(args.count, args.config,
                                   get_arch(args.arch))
     upstream = _upstream_plan(args)
-    tree = source_tree(args.variant, args.patches, args.kernel or "")
+    tree = kernels.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
     if args.coverage:
         coverage = coveragerun.plan_for(

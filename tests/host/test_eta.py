@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from foliolab import build, measure, timings
+from foliolab import build, dryrun, measure, timings
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec
 from foliolab.workloads import WORKLOADS
@@ -104,7 +104,7 @@ def test_a_run_starts_with_its_kernels_boots_estimate_and_results(
 
     from foliolab import orchestrate
     out = tmp_path / "run"
-    block = orchestrate.start_block(request(
+    block = dryrun.start_block(request(
         "compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",
         "--runs", "3", "--accel", "tcg", "--out", str(out)))
     lines = block.splitlines()

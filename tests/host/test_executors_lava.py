@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from foliolab import cli, derive, errors, orchestrate, outcome, parse
+from foliolab import (cli, derive, errors, orchestrate, outcome, parse,
+                      runrecord)
 from foliolab.commands import measure as measure_cmd
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
@@ -199,7 +200,7 @@ def stand_in_machine(tmp_path):
     the base image stood in for."""
     def prepare(req, m):
         kernels = _stand_in_kernels(tmp_path)
-        orchestrate.record_builds(req, m, kernels)
+        runrecord.record_builds(req, m, kernels)
         m.image = "d1g3st"
         spec = BootSpec(get_arch(req.arch), kernels["vanilla"].image,
                         console_results=req.console_results)

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from foliolab import cli, derive, errors, orchestrate
+from foliolab import cli, derive, errors, orchestrate, runrecord
 from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec
@@ -53,7 +53,7 @@ def stand_in(tmp_path, commit="c0ffee"):
             kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
                                 tmp_path / n / "bzImage", commit, "5ha",
                                 0.0)
-        orchestrate.record_builds(req, m, kernels)
+        runrecord.record_builds(req, m, kernels)
         spec = BootSpec(get_arch("x86_64"), kernels[m.names[0]].image,
                         accel="tcg")
         return orchestrate.Machine(kernels, tmp_path / "initrd", spec)
@@ -355,7 +355,7 @@ def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
     from foliolab import source
     from foliolab.paths import DEFAULT_PATCHES
-    m = orchestrate.start_manifest(request(
+    m = runrecord.start_manifest(request(
         "compare", "--workloads", "pageout", "--runs", "4"))
     assert "series_sha" not in m.kernel("vanilla").given
     assert m.kernel("patched").given["series_sha"] == \

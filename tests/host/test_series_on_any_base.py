@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from foliolab import build, cli, errors, image, kernels, orchestrate, source
+from foliolab import (build, cli, errors, image, kernels, orchestrate,
+                      runrecord, source)
 from foliolab.commands import measure as measure_cmd
 from foliolab.build import Kernel
 from foliolab.manifest import SeriesRecord
@@ -155,7 +156,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
 
     req = measure_cmd._request(*_compare_args(f"a=git:{clone}@HEAD",
                                       f"b=git:{clone}@HEAD+{good}"))
-    m = orchestrate.start_manifest(req)
+    m = runrecord.start_manifest(req)
     monkeypatch.setattr(kernels, "prepare", lambda specs, arch, purpose,
                         trees: {k.name: _kernel(k.name, trees[k.name])
                                 for k in specs})
@@ -210,8 +211,8 @@ def test_run_and_test_refuse_it_before_building_too(clone, good, bad,
     """`run` and `test` take --kernel NAME=SPEC through tree()."""
     with pytest.raises(errors.PatchApplyError, match="0001-bad.patch does "
                        "not apply to mm/rmap.c on git:"):
-        orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
-    t = orchestrate.tree("patched", None, f"n=git:{clone}@HEAD+{good}")
+        kernels.variant_tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
+    t = kernels.variant_tree("patched", None, f"n=git:{clone}@HEAD+{good}")
     assert t.variant == "n" and t.series_digest
 
 
