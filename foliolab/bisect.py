@@ -31,15 +31,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
-from foliolab import counting, image, kernels, source
+from foliolab import counting
+from foliolab.kernel import image, source, specs as kernels
 from foliolab.arch import get_arch
-from foliolab.build import Kernel
+from foliolab.kernel.build import Kernel
 from foliolab.derive import samples_from_boot
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import QemuExecutor
-from foliolab.kconfig import debug_cmdline
+from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.measure import boot_spec
 from foliolab.workloads import Workload
 

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, kconfig, proc, symbols
+from foliolab import hostsetup, proc
+from foliolab.kernel import kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root

@@ -35,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import gcovdata, gcovrecord, kconfig, parse, source
+from foliolab import gcovdata, gcovrecord, parse
+from foliolab.kernel import kconfig, source
 from foliolab.arch import Arch
 from foliolab.coverage import (BuildFacts, CoverageReport, Tally, classify,
                                other_arch)
@@ -308,7 +309,7 @@ def suite_series(kernel: str | None, variant: str, patches: Path | None
     """The series ``foliolab test`` applies: ``--kernel``'s
     (NAME=SOURCE+DIR[:N]) or ``--patches``' for the patched variant; the
     empty series for any other kernel (plan_for() refuses it)."""
-    from foliolab import kernels
+    from foliolab.kernel import specs as kernels
     if kernel:
         k = kernels.parse_kernel(kernel)
         if k.kind is kernels.SpecKind.SERIES:

@@ -8,13 +8,14 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from foliolab import build, timings
-from foliolab import kernels as kernels_mod
+from foliolab import timings
+from foliolab.kernel import build
+from foliolab.kernel import specs as kernels_mod
 from foliolab.arch import get_arch
 from foliolab.errors import FoliolabError
 from foliolab.executors.base import BootSpec
 from foliolab.executors.qemu import qemu_argv
-from foliolab.kconfig import debug_cmdline
+from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.measure import boot_spec, plan, planned_time
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from foliolab import (bootrecord, counting, derive, monitors, outcome,
 from foliolab.executors.base import (BlockRequest, BootRequest, BootSpec,
                                      Executor)
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
-from foliolab.build import Kernel
+from foliolab.kernel.build import Kernel
 from foliolab.counting import Counter
 from foliolab.derive import Sample, samples_from_boot
 from foliolab.manifest import VARIANTS

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import analyse, build, counting, image, proc, report, source
-from foliolab import kernels as kernels_mod
+from foliolab import analyse, counting, proc, report
+from foliolab.kernel import build, image, source
+from foliolab.kernel import specs as kernels_mod
 from foliolab.arch import get_arch
 from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
@@ -37,7 +38,7 @@ from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.export import collect as read_logs
 from foliolab.executors.lava.job import JOBS_DIR
 from foliolab.executors.qemu import check_cpu_model, choose_accel
-from foliolab.kconfig import debug_cmdline
+from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.manifest import RunManifest
 from foliolab.measure import RunRequest, RunResult, run_workloads
 from foliolab.runrecord import (differences, qemu_version,

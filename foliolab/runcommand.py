@@ -9,14 +9,15 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import build, counting, image, kernels
+from foliolab import counting
+from foliolab.kernel import build, image, specs as kernels
 from foliolab.arch import get_arch
 from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import (QemuExecutor, check_cpu_model,
                                      choose_accel)
-from foliolab.kconfig import debug_cmdline
+from foliolab.kernel.kconfig import debug_cmdline
 
 
 @dataclass(frozen=True)

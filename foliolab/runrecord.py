@@ -16,8 +16,9 @@ import platform
 import shutil
 from typing import TYPE_CHECKING
 
-from foliolab import __version__, build, executors, hostsetup, proc, source
-from foliolab import kernels as kernels_mod
+from foliolab import __version__, executors, hostsetup, proc
+from foliolab.kernel import build, source
+from foliolab.kernel import specs as kernels_mod
 from foliolab.arch import get_arch
 from foliolab.errors import UsageError
 from foliolab.manifest import KernelRecord, RunManifest, SeriesRecord, plain

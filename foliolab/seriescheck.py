@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import build, image, kernels, proc
+from foliolab import proc
+from foliolab.kernel import build, image, specs as kernels
 from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import QemuExecutor
-from foliolab.kconfig import debug_cmdline
+from foliolab.kernel.kconfig import debug_cmdline
 
 
 @dataclass(frozen=True)

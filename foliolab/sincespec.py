@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import debian, hostsetup, source
+from foliolab import hostsetup
+from foliolab.kernel import debian, source
 from foliolab.errors import SourceError, UsageError
 
 FORMS = "debian:VERSION (e.g. debian:6.12.107) or git:PATH@REF"

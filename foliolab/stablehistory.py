@@ -26,7 +26,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from foliolab import csource, proc, source, unidiff
+from foliolab import csource, proc, unidiff
+from foliolab.kernel import source
 from foliolab.csource import FunctionMap, Token
 from foliolab.errors import HistoryError, PatchApplyError, SourceError
 from foliolab.sincespec import Snapshot

@@ -21,8 +21,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import build, counting, coveragerun, hostsetup, image, kconfig
-from foliolab import parse, proc, source
+from foliolab import counting, coveragerun, hostsetup, parse, proc
+from foliolab.kernel import build, image, kconfig, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.bootrecord import BootResult

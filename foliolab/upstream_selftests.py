@@ -24,7 +24,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import debian, proc
+from foliolab import proc
+from foliolab.kernel import debian
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, FoliolabError, UsageError
 from foliolab.paths import PROJECT_ROOT, cache_root

@@ -7,7 +7,8 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import bisect, kconfig, workloads
+from foliolab import bisect, workloads
+from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
 from foliolab.paths import PROJECT_ROOT

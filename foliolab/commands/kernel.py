@@ -8,8 +8,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from foliolab import (build, hostsetup, kconfig, kernels, seriescheck,
-                      sincespec, source, stablehistory)
+from foliolab import hostsetup, seriescheck, sincespec, stablehistory
+from foliolab.kernel import build, kconfig, source, specs as kernels
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError

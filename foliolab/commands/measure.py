@@ -8,11 +8,12 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from foliolab import executors, kernels, orchestrate, stats, workloads
+from foliolab import executors, orchestrate, stats, workloads
+from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
 from foliolab.executors.base import ExecutorKind
-from foliolab.kernels import KernelSpec
+from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 
 log = logging.getLogger("foliolab")

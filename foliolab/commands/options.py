@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import kconfig
+from foliolab.kernel import kconfig
 from foliolab.arch import ARCHES
 from foliolab.paths import DEFAULT_PATCHES
 

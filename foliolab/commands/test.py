@@ -6,8 +6,8 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import (counting, coveragerun, kconfig, kernels, suite,
-                      upstream_selftests)
+from foliolab import counting, coveragerun, suite, upstream_selftests
+from foliolab.kernel import kconfig, specs as kernels
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError

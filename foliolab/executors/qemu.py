@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from foliolab import bootrecord, counting, outcome, proc
-from foliolab import image as image_mod
+from foliolab.kernel import image as image_mod
 from foliolab.bootrecord import BootResult
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,

@@ -9,8 +9,7 @@ from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
 from foliolab.manifest import RunManifest
 from foliolab.render import (Column, Table, change_cell, ci_cell,
                              executor_note, fmt, fmt_ratio, fmt_small,
-                             legend, p_cell, profile_table, title)
-from foliolab.render import headline
+                             headline, legend, p_cell, profile_table, title)
 
 
 def guest(m: RunManifest) -> str:

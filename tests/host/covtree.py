@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import coveragerun, gcovdata, serieslines, source
+from foliolab import coveragerun, gcovdata, serieslines
+from foliolab.kernel import source
 from foliolab.coverage import BuildFacts
 
 GIT = ["git", "-c", "user.name=foliolab", "-c",

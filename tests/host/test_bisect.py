@@ -13,7 +13,7 @@ import pytest
 from foliolab import bisect, cli, errors, workloads
 from foliolab.bisect import (BisectRequest, Measurement, StepStatus, Verdict,
                              parse_threshold)
-from foliolab.build import Kernel
+from foliolab.kernel.build import Kernel
 
 METRIC = "try_to_unmap_insns_per_folio"
 

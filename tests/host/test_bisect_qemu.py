@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisect, cli, source
+from foliolab import bisect, cli
+from foliolab.kernel import source
 from foliolab.paths import DEFAULT_PATCHES
 
 pytestmark = [pytest.mark.qemu, pytest.mark.bisect]

@@ -1,6 +1,6 @@
 """Kernel build command lines and directories, per architecture."""
 
-from foliolab import build
+from foliolab.kernel import build
 from foliolab.arch import ARCHES
 
 
@@ -54,7 +54,7 @@ def test_a_config_is_made_again_for_another_tree_in_the_same_slot(
     """The .config is a function of the tree and the fragment: a second
     commit built in the same directory gets its own allnoconfig, not the
     first one's .config through make's oldconfig."""
-    from foliolab.source import Tree
+    from foliolab.kernel.source import Tree
     calls = _fake_make(tmp_path, monkeypatch)
     monkeypatch.setattr(Tree, "version", lambda self: (6, 12))
     arch = ARCHES["x86_64"]

@@ -45,7 +45,7 @@ def test_unknown_arch(capsys, command):
 @pytest.mark.parametrize("command", ["compare", "run", "test", "check"])
 def test_kvm_for_arm64_is_refused_before_any_work(capsys, command,
                                                    monkeypatch):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
     rc, _, err = run(capsys, command, "--arch", "arm64", "--accel", "kvm",
@@ -58,7 +58,7 @@ def test_kvm_for_arm64_is_refused_before_any_work(capsys, command,
 @pytest.mark.parametrize("command", ["compare", "run"])
 def test_cpu_model_with_kvm_is_refused_before_any_work(capsys, command,
                                                        monkeypatch, tmp_path):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
     out = tmp_path / "out"
@@ -73,7 +73,7 @@ def test_cpu_model_with_kvm_is_refused_before_any_work(capsys, command,
 @pytest.mark.parametrize("command", ["compare", "run", "test"])
 def test_count_with_kvm_is_refused_before_any_work(capsys, command,
                                                    monkeypatch, tmp_path):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
     out = tmp_path / "out"
@@ -191,7 +191,7 @@ def test_every_error_class_has_an_exit_code_of_its_own():
 ])
 def test_compare_root_is_refused_before_any_work(capsys, monkeypatch,
                                                  tmp_path, extra, says):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
     out = tmp_path / "out"
@@ -225,7 +225,8 @@ def only_line(err: str) -> str:
 
 
 def no_build(monkeypatch):
-    from foliolab import build, orchestrate
+    from foliolab import orchestrate
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
     monkeypatch.setattr(orchestrate, "prepare", lambda *a: pytest.fail(

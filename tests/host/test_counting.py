@@ -437,7 +437,7 @@ def test_analyse_counts_one_repeat_is_unknown(tmp_path):
 
 
 def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
-    from foliolab import symbols
+    from foliolab.kernel import symbols
     sysmap = ("ffffffff81000000 T _stext\n"
               "ffffffff81200000 t collapse_single_pmd\n"
               "ffffffff81300000 T folio_alloc_swap\n"

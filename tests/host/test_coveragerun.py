@@ -160,7 +160,7 @@ def test_finish_safely_keeps_any_failure_to_one_line(tree, tmp_path):
 # ---- the kernel's side, as far as it goes without building one --------------
 
 def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
-    from foliolab import kconfig
+    from foliolab.kernel import kconfig
     files = [f.name for f in kconfig.fragment_files("coverage", "x86_64")]
     assert files == ["base.config", "arch-x86_64.config", "debug.config",
                      "coverage.config"]
@@ -171,7 +171,7 @@ def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
     # never a --config of compare, run, attribute ...: no timed or
     # counted sample comes from a coverage kernel
     assert "coverage" not in kconfig.PURPOSES
-    from foliolab import kconfig
+    from foliolab.kernel import kconfig
     assert kconfig.debug_cmdline("coverage") == kconfig.debug_cmdline("debug")
 
 
@@ -190,7 +190,8 @@ def test_cli_refuses_coverage_with_count_or_another_config():
 
 def test_build_passes_the_profiling_variable_to_make(tmp_path, tmp_cache,
                                                      monkeypatch):
-    from foliolab import build, kconfig, source, timings
+    from foliolab import timings
+    from foliolab.kernel import build, kconfig, source
     argvs = []
     monkeypatch.setattr(build.hostsetup, "ensure_arch", lambda arch: None)
     monkeypatch.setattr(source, "checkout", lambda tree: None)
@@ -211,7 +212,7 @@ def test_build_passes_the_profiling_variable_to_make(tmp_path, tmp_cache,
 
 
 def test_plan_for_the_series_of_the_tree(tree):
-    from foliolab import source
+    from foliolab.kernel import source
     from foliolab.errors import UsageError
     t, series = covtree.tree_and_series(tree)
     plan = coveragerun.plan_for(t, series, get_arch("x86_64"))
@@ -230,7 +231,8 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     variable reaches the build, the job turns coverage on, the suite's
     results are written as ever, and the coverage report follows; a boot
     whose record is missing is one line of it."""
-    from foliolab import build, suite
+    from foliolab import suite
+    from foliolab.kernel import build
     from foliolab.bootrecord import BootResult
     (tmp_path / "ship").mkdir()
     record = covtree.record(tree, tmp_path)

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from foliolab import debian, kconfig, kernels, source
+from foliolab.kernel import debian, kconfig, source, specs as kernels
 from foliolab.errors import UsageError
 
 

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from foliolab import build, dryrun, measure, timings
+from foliolab import dryrun, measure, timings
+from foliolab.kernel import build
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec
 from foliolab.workloads import WORKLOADS

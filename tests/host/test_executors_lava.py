@@ -16,10 +16,9 @@ from foliolab import (cli, derive, errors, orchestrate, outcome, parse,
 from foliolab.commands import measure as measure_cmd
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
-from foliolab.executors.base import JobEnd
+from foliolab.executors.base import BlockRequest, BootRequest, BootSpec, JobEnd
 from foliolab.arch import get_arch
-from foliolab.executors.base import BlockRequest, BootRequest, BootSpec
-from foliolab.build import Kernel
+from foliolab.kernel.build import Kernel
 from foliolab.paths import GUEST_DIR
 from foliolab.workloads import WORKLOADS
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import kconfig
+from foliolab.kernel import kconfig
 from foliolab.executors import qemu
 from foliolab.executors.base import BootRequest
 from foliolab.arch import ARCHES, get_arch

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import image
+from foliolab.kernel import image
 from foliolab.arch import ARCHES
 from foliolab.errors import ImageError
 

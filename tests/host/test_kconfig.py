@@ -1,6 +1,6 @@
 import pytest
 
-from foliolab import kconfig
+from foliolab.kernel import kconfig
 from foliolab.arch import ARCHES
 from foliolab.errors import ConfigError, UsageError
 from foliolab.paths import CONFIGS_DIR

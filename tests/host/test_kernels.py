@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import cli, errors, kernels
-from foliolab.kernels import SpecKind
+from foliolab import cli, errors
+from foliolab.kernel import specs as kernels
+from foliolab.kernel.specs import SpecKind
 
 
 def series_dir(tmp_path, n=3):
@@ -145,7 +146,7 @@ def test_patches_shorthand():
 ])
 def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
                                             argv, says):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel",
                         lambda *a: pytest.fail("built a kernel"))
     out = tmp_path / "out"
@@ -158,7 +159,7 @@ def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
 
 def test_dry_run_prints_builds_and_boots_and_does_nothing(
         capsys, monkeypatch, tmp_path, tmp_cache):
-    from foliolab import build
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel",
                         lambda *a: pytest.fail("built a kernel"))
     out = tmp_path / "out"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from foliolab import errors
-from foliolab.build import Kernel
-from foliolab.kernels import parse_kernel
+from foliolab.kernel.build import Kernel
+from foliolab.kernel.specs import parse_kernel
 from foliolab.manifest import KernelRecord, RunManifest, SeriesRecord, plain
 
 

@@ -6,10 +6,9 @@ import pytest
 
 from foliolab import bootrecord, derive, measure
 from foliolab.arch import get_arch
-from foliolab.executors.base import BootSpec
-from foliolab.build import Kernel
+from foliolab.executors.base import BootCapture, BootSpec, Ended
+from foliolab.kernel.build import Kernel
 from foliolab.errors import Stop
-from foliolab.executors.base import BootCapture, Ended
 from foliolab.workloads import WORKLOADS
 
 

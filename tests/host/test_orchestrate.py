@@ -15,9 +15,8 @@ import pytest
 from foliolab import cli, derive, errors, orchestrate, runrecord
 from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
-from foliolab.executors.base import BootSpec
-from foliolab.build import Kernel
-from foliolab.executors.base import BootCapture, Ended
+from foliolab.executors.base import BootCapture, BootSpec, Ended
+from foliolab.kernel.build import Kernel
 
 
 class FakeExecutor:
@@ -280,7 +279,8 @@ def test_a_root_no_kept_kernel_has_stops_before_anything(
     """--count --root no_such_fn, the kernels kept from an earlier run:
     their System.maps answer at once, before QEMU's source is fetched for
     the counter or anything is built."""
-    from foliolab import counting, kernels
+    from foliolab import counting
+    from foliolab.kernel import specs as kernels
     maps = {"base": _system_map(tmp_path / "k", "try_to_unmap",
                                 "shrink_folio_list")}
     monkeypatch.setattr(kernels, "kept_kernel",
@@ -353,7 +353,7 @@ def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
 
 def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
-    from foliolab import source
+    from foliolab.kernel import source
     from foliolab.paths import DEFAULT_PATCHES
     m = runrecord.start_manifest(request(
         "compare", "--workloads", "pageout", "--runs", "4"))

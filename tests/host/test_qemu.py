@@ -222,7 +222,7 @@ def test_three_kernels_base_image_and_git(tmp_path):
     (a local change to mm/vmscan.c), built without touching the clone."""
     import subprocess
 
-    from foliolab import build, source
+    from foliolab.kernel import build, source
     from foliolab.arch import get_arch
     arch = get_arch("x86_64")
     base = build.build_kernel(source.prepare_vanilla(), arch, "perf")

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from foliolab import (build, cli, errors, image, kernels, orchestrate,
-                      runrecord, source)
+from foliolab import cli, errors, orchestrate, runrecord
+from foliolab.kernel import build, image, source, specs as kernels
 from foliolab.commands import measure as measure_cmd
-from foliolab.build import Kernel
+from foliolab.kernel.build import Kernel
 from foliolab.manifest import SeriesRecord
 
 RMAP = "int a;\nint b;\nint c;\n"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import source
+from foliolab.kernel import source
 from foliolab.errors import PatchApplyError, UsageError
 
 
@@ -181,7 +181,7 @@ def test_a_checkout_is_built_by_one_command_at_a_time(tmp_path, monkeypatch):
     releases it, so make never compiles another command's commit."""
     import threading
     import time
-    from foliolab import source
+    from foliolab.kernel import source
     monkeypatch.setenv("FOLIOLAB_CACHE", str(tmp_path / "cache"))
     tree = tmp_path / "linux"
     tree.mkdir()

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import cli, debian, errors, sincespec, source
+from foliolab import cli, errors, sincespec
+from foliolab.kernel import debian, source
 from foliolab import stablehistory as sh
 
 MAKEFILE = "VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = {}\nEXTRAVERSION =\n"
@@ -302,7 +303,8 @@ def test_without_history_only_the_history_comes_first(tmp_path, capsys,
                                                       pinned, monkeypatch):
     """The findings are printed before anything is built, the usual
     checks still run, and the restoration fails the command after them."""
-    from foliolab import kernels, seriescheck
+    from foliolab import seriescheck
+    from foliolab.kernel import specs as kernels
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)
     seen = []

@@ -154,7 +154,7 @@ def test_kselftest_baseline_per_arch():
 def _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, arch):
     import pytest
 
-    from foliolab import build, source
+    from foliolab.kernel import build, source
     from foliolab.errors import BuildError
     calls = []
     monkeypatch.setattr(source, "checkout", lambda tree: None)

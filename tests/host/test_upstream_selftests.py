@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import debian, suite, upstream_selftests as up
+from foliolab import suite, upstream_selftests as up
+from foliolab.kernel import debian
 from foliolab.arch import ARCHES
 from foliolab.errors import SourceError, UsageError
 
@@ -98,7 +99,8 @@ def test_other_arch_left_out_by_default_refused_when_asked(monkeypatch):
 
 
 def test_cli_rejects_an_unknown_test_before_any_work(capsys, monkeypatch):
-    from foliolab import build, cli
+    from foliolab import cli
+    from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel",
                         lambda *a: pytest.fail("built a kernel"))
     rc = cli.main(["test", "--upstream-selftests", "rmap,nosuch"])

@@ -22,7 +22,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, source, symbols, upstream_selftests
+from foliolab import hostsetup, proc, upstream_selftests
+from foliolab.kernel import source, symbols
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root

@@ -30,7 +30,7 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from foliolab import build, debian, kconfig, source
+from foliolab.kernel import build, debian, kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import FoliolabError, UsageError
 from foliolab.paths import cache_root

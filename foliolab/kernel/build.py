@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import hostsetup, kconfig, proc, source, timings
+from foliolab import hostsetup, proc, timings
+from foliolab.kernel import kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.paths import cache_root
-from foliolab.source import Tree
+from foliolab.kernel.source import Tree
 from foliolab.ui import Progress
 
 log = logging.getLogger("foliolab")

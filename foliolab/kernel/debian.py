@@ -299,7 +299,7 @@ def sha256_of(path: Path) -> str:
 
 
 def _git(tree: Path, *args: str, env: dict | None = None):
-    from foliolab import source      # the one git helper, its identity
+    from foliolab.kernel import source
     return source.git(tree, *args, env=env)
 
 

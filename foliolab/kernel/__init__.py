@@ -1,0 +1,11 @@
+"""The kernels a run boots, from what the user names to a bootable image.
+
+- specs.py: the kernel specs (``base``, ``git:PATH@REF``, ``debian:VERSION``,
+  each ``+DIR[:N]``, ``image:PATH``), their checks, trees and kept builds
+- source.py: source trees (the pinned base, git, a series applied)
+- debian.py: Debian's linux-source packages
+- kconfig.py: config fragments by purpose, the debug kernel's arguments
+- build.py: one build of a tree (make, ccache, the kept store)
+- image.py: the guest's base ramdisk and a boot's job archive
+- symbols.py: System.map, for counting and checking roots
+"""
