@@ -61,7 +61,8 @@ def count_values(w: Workload, arch: str, derived: dict[str, float],
         reasons.append(f"no counting window {w.window} in counts.txt")
         return {}
     v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
-    swapped = derived.get("pswpout")
+    # every page reclaim swapped out, zero-filled ones included
+    swapped = derived.get("swapped_out", derived.get("pswpout"))
     if w.count_unit is None and swapped:
         v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
         v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped

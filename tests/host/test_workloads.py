@@ -254,3 +254,29 @@ def test_job_exports_the_monitors_switch():
     w = workloads.WORKLOADS["pageout"]
     assert "export FL_MONITORS=1" in w.job(w.resolve({}), 1, monitors=True)
     assert "export FL_MONITORS=0" in w.job(w.resolve({}), 1)
+
+
+def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
+    """7.3.4 swapped 99,373 zero-filled pages and wrote 416 in one
+    dirty-tlb boot (/work/results-73-count): a per-page figure divided by
+    pswpout alone was 80 times too large, and by a different factor on
+    each kernel."""
+    from foliolab import counting, derive
+    vmstat = ("pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"
+              "swpout_zero {2}\noom_kill 0\n")
+    s = parse.GuestSample(
+        files={"vmstat.before": vmstat.format(0, 0, 0),
+               "vmstat.after": vmstat.format(100000, 416, 99373),
+               "meminfo.before": "SwapTotal:  524288 kB\n",
+               "stress-ng.yaml": ""},
+        metrics={})
+    w = workloads.WORKLOADS["dirty-tlb"]
+    d = w.derive(s, w.resolve({}))
+    assert d.values["pswpout"] == 416
+    assert d.values["swapped_out"] == 416 + 99373
+    assert not any("nothing was swapped out" in r for r in d.invalid)
+    # the counted per-page figures divide by the same pages
+    window = counting.Window(w.window, 0, classes={"apic_icr_write": 997})
+    reasons: list[str] = []
+    v = derive.count_values(w, "x86_64", d.values, window, reasons)
+    assert v["ipis_sent_per_swapout"] == 997 / (416 + 99373)
