@@ -17,7 +17,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 BOOTSTRAP_RESAMPLES = 10000
 ALPHA = 0.05
@@ -71,6 +70,14 @@ class Comparison:
     significant: bool
 
 
+def _mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    # scipy.stats takes ~0.4 s to import: a comparison pays it, not the
+    # start of every command (cli loads every command's module)
+    from scipy import stats as sps
+
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
 def _bootstrap_means(a: np.ndarray, rng: np.random.Generator,
                      harmonic: bool) -> np.ndarray:
     idx = rng.integers(0, len(a), size=(BOOTSTRAP_RESAMPLES, len(a)))
@@ -106,7 +113,7 @@ def compare(vanilla, patched, harmonic: bool = False,
     if np.all(a == a[0]) and np.all(b == b[0]):
         p = 1.0 if a[0] == b[0] else 0.0
     else:
-        p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        p = _mann_whitney_p(a, b)
     significant = bool((lo > 1 or hi < 1) and p < ALPHA)
     return Comparison(ratio, lo, hi, p, significant)
 
@@ -189,5 +196,7 @@ def trend(values: list[float]) -> tuple[float, float]:
     baseline's samples."""
     if len(values) < 4 or len(set(values)) < 2:
         return 0.0, 1.0
+    from scipy import stats as sps     # see _mann_whitney_p()
+
     res = sps.spearmanr(range(len(values)), values)
     return float(res.statistic), float(res.pvalue)
