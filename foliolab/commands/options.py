@@ -75,6 +75,17 @@ def base(p: argparse.ArgumentParser, what: str) -> None:
                         "debian:VERSION (default base)")
 
 
+def one_kernel(p: argparse.ArgumentParser) -> None:
+    """The one kernel of `run` and `test`: a variant of the pinned base,
+    or any source spec."""
+    p.add_argument("--variant", choices=("vanilla", "patched"),
+                   default="patched")
+    p.add_argument("--kernel", metavar="NAME=SPEC",
+                   help="the kernel to build and boot, by any source spec "
+                        "compare takes (base, git:PATH@REF, debian:VERSION, "
+                        "each +DIR[:N] or not); replaces --variant")
+
+
 def measure(s: argparse.ArgumentParser) -> None:
     """What compare and attribute share: machine, workloads, repetitions."""
     machine(s)

@@ -15,12 +15,7 @@ from foliolab.errors import FoliolabError, UsageError
 def _run_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
     options.machine(s)
-    s.add_argument("--variant", choices=("vanilla", "patched"),
-                   default="patched")
-    s.add_argument("--kernel", metavar="NAME=SPEC",
-                   help="the kernel to build and boot, by any source spec "
-                        "compare takes (base, git:PATH@REF, debian:VERSION, "
-                        "each +DIR[:N] or not); replaces --variant")
+    options.one_kernel(s)
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--add", type=Path, action="append", default=[],
                    metavar="FILE", help="static binary to put in the "

@@ -16,12 +16,7 @@ from foliolab.paths import PROJECT_ROOT
 
 def _test_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
-    s.add_argument("--variant", choices=("vanilla", "patched"),
-                   default="patched")
-    s.add_argument("--kernel", metavar="NAME=SPEC",
-                   help="the kernel to build and boot, by any source spec "
-                        "compare takes (base, git:PATH@REF, debian:VERSION, "
-                        "each +DIR[:N] or not); replaces --variant")
+    options.one_kernel(s)
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument("--mglru", choices=("both", "on", "off"), default="both",
                    help="run with MGLRU on, off, or both (default both)")
