@@ -87,7 +87,8 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
         pc.checkpatch = run_checkpatch(checkout, patch)
         try:
             tree = kernels.tree_of(replace(spec, prefix=i))
-            kernel = build.build_kernel(tree, arch, config)
+            kernel = build.build_kernel(tree, arch, config,
+                                        keep=rundir / f"{i:04d}" / "kernel")
         except FoliolabError as e:
             pc.build = Step(False, f"failed: {e.one_line()}")
             continue

@@ -463,9 +463,11 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     the series' lines to measure, on the coverage kernel (``purpose``
     kconfig.COVERAGE), reported after the suite's own results are
     written."""
+    # the image booted is the run's own copy: two suites on one cache
+    # (up and next, 2026-11-26) both booted the second one's kernel
     kernel = build.build_kernel(
         tree, arch, purpose, make_vars=coveragerun.make_vars(
-            coverage.profile.dirs) if coverage else ())
+            coverage.profile.dirs) if coverage else (), keep=out / "kernel")
     if coverage:
         coveragerun.snapshot(kernel.build_dir, coverage, out)
     counter = counting.counter_for(arch, kernel.build_dir) if count else None

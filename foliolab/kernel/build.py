@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab import hostsetup, proc, timings
@@ -40,6 +41,20 @@ class Kernel:
     elapsed: float
     origin: str = ""        # e.g. a Debian package's version and .deb hash
     release: str = ""       # the kernel's version string (make kernelrelease)
+
+    def kept_in(self, directory: Path,
+                files: dict[str, str] | None = None) -> Kernel:
+        """This kernel with its image copied into ``directory`` (and
+        ``files``, name there -> path in the build directory): the build
+        directory is shared by every kernel of its slot (7.3.4 and 7.3.4
+        with a series), and a boot that reads the image from there after
+        the build lock is gone may boot the next build's kernel."""
+        directory.mkdir(parents=True, exist_ok=True)
+        copy = directory / self.image.name
+        shutil.copy2(self.image, copy)
+        for name, there in (files or {}).items():
+            shutil.copy2(self.build_dir / there, directory / name)
+        return replace(self, image=copy)
 
 
 def build_dir(arch: Arch, purpose: str, variant: str) -> Path:
@@ -136,12 +151,16 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
 
 def build_kernel(tree: Tree, arch: Arch, purpose: str,
                  slot: str | None = None,
-                 make_vars: tuple[str, ...] = ()) -> Kernel:
+                 make_vars: tuple[str, ...] = (),
+                 keep: Path | None = None,
+                 keep_files: dict[str, str] | None = None) -> Kernel:
     """Configure and build ``tree`` in the build directory ``slot`` (by
     default slot_for() its variant); BuildError names the log on failure.
     ``make_vars``: VAR=VALUE for make's command line (the coverage
     kernel's GCOV_PROFILE; kbuild rebuilds an object whose flags they
-    change).
+    change). ``keep``: a directory the image is copied into before the
+    build lock is released (Kernel.kept_in), for a caller that boots it
+    later; ``keep_files``: more of the build's files to copy with it.
 
     The .config is checked again after make (make's syncconfig has the last
     word) and recorded as built: its hash is the one of the kernel.
@@ -152,7 +171,9 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     # the other tree's files (two runs on one cache, 2026-11-26, built one
     # image for two series). Held from checkout to image.
     with source.checkout_lock(tree.path):
-        return _build_checked_out(tree, arch, purpose, slot, make_vars)
+        kernel = _build_checked_out(tree, arch, purpose, slot, make_vars)
+        return (kernel.kept_in(keep, keep_files) if keep is not None
+                else kernel)
 
 
 def _build_checked_out(tree: Tree, arch: Arch, purpose: str,

@@ -516,13 +516,13 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                             (kept / "kernel.release").read_text().strip())
     repo = source.prepare_base()
     slot = build_slot(tree.commit == source.base_commit(repo), tree.version())
-    k = build.build_kernel(tree, arch, purpose, slot)
     tmp = kept.with_name(kept.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    shutil.copy2(k.image, tmp / image.name)
-    for f in _KEPT:
-        shutil.copy2(k.build_dir / _KEPT_FROM.get(f, f), tmp / f)
+    # copied before the build lock is let go: another kernel of the slot
+    # may be built into the same directory right after
+    k = build.build_kernel(tree, arch, purpose, slot, keep=tmp,
+                           keep_files={f: _KEPT_FROM.get(f, f)
+                                       for f in _KEPT})
     shutil.rmtree(kept, ignore_errors=True)
     tmp.rename(kept)
     return build.Kernel(tree.variant, purpose, arch.name, kept, image,

@@ -69,3 +69,21 @@ def test_a_config_is_made_again_for_another_tree_in_the_same_slot(
     assert calls.read_text().count("allnoconfig") == 2
     assert "tree-b" in config.read_text()
     assert build.config_digest(config) != ""
+
+
+def test_a_kept_kernel_boots_its_own_image_whatever_the_slot_builds_next(
+        tmp_path):
+    """Two suites on one cache (up and next of 7.3, 2026-11-26) shared a
+    build directory and both booted the second one's kernel: a kernel kept
+    in the run's directory is a copy that the next build cannot touch."""
+    slot = tmp_path / "build"
+    slot.mkdir()
+    image = slot / "bzImage"
+    image.write_bytes(b"kernel one")
+    k = build.Kernel("up", "debug", "x86_64", slot, image, "a" * 40, "c",
+                     1.0)
+    kept = k.kept_in(tmp_path / "run" / "kernel")
+    image.write_bytes(b"kernel two")          # the next build in the slot
+    assert kept.image == tmp_path / "run" / "kernel" / "bzImage"
+    assert kept.image.read_bytes() == b"kernel one"
+    assert kept.build_dir == slot and kept.commit == k.commit

@@ -242,8 +242,10 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     (tree["build"] / ".config").write_text("CONFIG_X86_64=y\n")
     seen: dict = {"jobs": []}
 
-    def fake_build(tree_, arch_, purpose, slot=None, make_vars=()):
+    def fake_build(tree_, arch_, purpose, slot=None, make_vars=(),
+                   keep=None, keep_files=None):
         seen["purpose"], seen["make_vars"] = purpose, make_vars
+        seen["keep"] = keep
         return build.Kernel("patched", purpose, "x86_64", tree["build"],
                             tree["build"] / "bzImage", "c0ffee", "x", 0.0)
 
@@ -267,6 +269,8 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     assert passed
     assert seen["purpose"] == "coverage"
     assert seen["make_vars"] == coveragerun.make_vars(("src",))
+    # the suite boots its own copy of the image, kept in the run
+    assert seen["keep"] == out / "kernel"
     assert all("export FL_COVERAGE=1\n" in job for job in seen["jobs"])
     ktap = (out / "suite.ktap").read_text()
     assert "ok 1 mglru=y anon_swap.pageout_64k" in ktap

@@ -239,8 +239,10 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
         checked.append(repo), seriescheck.Step(True, "ok"))[1])
     monkeypatch.setattr(image, "build_image", lambda arch: SimpleNamespace(
         path=tmp_path / "initrd"))
-    monkeypatch.setattr(build, "build_kernel", lambda tree, arch, config: (
-        built.append(tree), _kernel(tree.variant, tree))[1])
+    monkeypatch.setattr(build, "build_kernel",
+                        lambda tree, arch, config, keep=None: (
+                            built.append(tree), _kernel(tree.variant,
+                                                        tree))[1])
     monkeypatch.setattr(QemuExecutor, "boot", lambda *a: SimpleNamespace(
         clean=True, exit_code=0, elapsed=1.0))
     spec = kernels.with_series(kernels.parse_base(f"git:{clone}@{head}"),
