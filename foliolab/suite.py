@@ -467,10 +467,13 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     # (up and next, 2026-11-26) both booted the second one's kernel
     kernel = build.build_kernel(
         tree, arch, purpose, make_vars=coveragerun.make_vars(
-            coverage.profile.dirs) if coverage else (), keep=out / "kernel")
+            coverage.profile.dirs) if coverage else (), keep=out / "kernel",
+        keep_files=build.KEPT_FILES)
     if coverage:
         coveragerun.snapshot(kernel.build_dir, coverage, out)
-    counter = counting.counter_for(arch, kernel.build_dir) if count else None
+    # the symbols of the kept kernel, not of whatever the slot holds later
+    counter = (counting.counter_for(arch, kernel.image.parent) if count
+               else None)
     if kselftests:
         build_kselftests(tree, arch, kernel)
     if upstream:

@@ -27,6 +27,13 @@ from foliolab.ui import Progress
 log = logging.getLogger("foliolab")
 
 
+# What a kept kernel takes along besides its image (name kept -> path in
+# the build directory): the config and symbols the counter reads, the
+# release string.
+KEPT_FILES = {".config": ".config", "System.map": "System.map",
+              "kernel.release": "include/config/kernel.release"}
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A built kernel: what it is and where its image is."""

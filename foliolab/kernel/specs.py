@@ -425,8 +425,6 @@ def slot_of(k: KernelSpec) -> str:
 
 # What a kernel needs besides its image: its config (checked, hashed), its
 # symbols (for --count) and its version string.
-_KEPT = (".config", "System.map", "kernel.release")
-_KEPT_FROM = {"kernel.release": "include/config/kernel.release"}
 
 
 def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
@@ -493,7 +491,7 @@ def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
     kept = store_dir(arch, purpose, source.Tree(k.name, Path(repo), commit,
                                                 ""))
     image = kept / Path(arch.kernel_image).name
-    if image.exists() and all((kept / f).exists() for f in _KEPT):
+    if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
         return kept, commit
     return None, commit
 
@@ -509,7 +507,7 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
     """
     kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
-    if image.exists() and all((kept / f).exists() for f in _KEPT):
+    if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
         return build.Kernel(tree.variant, purpose, arch.name, kept, image,
                             tree.commit, build.config_digest(kept / ".config"),
                             0.0, tree.origin,
@@ -521,8 +519,7 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
     # copied before the build lock is let go: another kernel of the slot
     # may be built into the same directory right after
     k = build.build_kernel(tree, arch, purpose, slot, keep=tmp,
-                           keep_files={f: _KEPT_FROM.get(f, f)
-                                       for f in _KEPT})
+                           keep_files=build.KEPT_FILES)
     shutil.rmtree(kept, ignore_errors=True)
     tmp.rename(kept)
     return build.Kernel(tree.variant, purpose, arch.name, kept, image,
