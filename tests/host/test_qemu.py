@@ -5,6 +5,7 @@ run they cost a boot or two each. Deselect with -m 'not qemu'.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -99,14 +100,36 @@ SMOKE = {
 }
 
 
+def guest_panics(invalid):
+    """The invalid samples whose boot ended in a guest kernel panic, read
+    from each boot's own boot.json (the judge's status, not its prose)."""
+    return [i for i in invalid
+            if json.loads((Path(i["rundir"]) / "boot.json").read_text())
+            ["status"] == "panic"]
+
+
 @pytest.mark.parametrize("workload", sorted(SMOKE))
 def test_workload_smoke(workload, tmp_path):
-    out = tmp_path / "r"
     params = [a for p in SMOKE[workload] for a in ("--param", p)]
-    rc = cli.main(["compare", "--workloads", workload, "--runs", "1",
-                   "--patches", "none", "--accel", "tcg", *params,
-                   "--out", str(out)])
-    res = load(out)
+
+    def one_try(out):
+        rc = cli.main(["compare", "--workloads", workload, "--runs", "1",
+                       "--patches", "none", "--accel", "tcg", *params,
+                       "--out", str(out)])
+        return rc, load(out)
+
+    out = tmp_path / "r"
+    rc, res = one_try(out)
+    # This test is about the workload's plumbing, on the unpatched base.
+    # The base kernel itself panicked once here under TCG, in its own text
+    # patching (an int3 left in __schedule when function_graph flipped the
+    # sched_switch tracepoint, 1 of ~137 ksm-rmap boots on this machine,
+    # CI of 2026-11-26). So one guest panic earns one second try; a second
+    # panic, or any other invalid sample, fails.
+    if res["invalid"] and guest_panics(res["invalid"]) == res["invalid"]:
+        print(f"guest panicked, second try: {res['invalid']}")
+        out = tmp_path / "r2"
+        rc, res = one_try(out)
     assert res["invalid"] == [], res["invalid"]
     assert rc == 0
     from foliolab.workloads import WORKLOADS
