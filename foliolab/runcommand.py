@@ -61,7 +61,13 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
     _check_command(req)
     arch = get_arch(req.arch)
     src = kernels.variant_tree(req.variant, req.patches, req.kernel)
-    kernel = build.build_kernel(src, arch, req.config)
+    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
+    # booted and counted from its own copy, as the suite and compare do:
+    # another command building in the same slot replaces the slot's image
+    kernel = build.build_kernel(src, arch, req.config,
+                                keep=rundir / "kernel",
+                                keep_files=build.KEPT_FILES)
+    kept = kernel.image.parent
     img = image.build_image(arch)
     spec = BootSpec(arch, kernel.image, vcpus=req.vcpus,
                     memory_mb=req.memory_mb, numa_nodes=req.numa_nodes,
@@ -72,7 +78,7 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
                                             req.count))
     job = shlex.join(req.cmd) + "\n"
     if req.count:
-        have = counting.map_functions(kernel.build_dir)
+        have = counting.map_functions(kept)
         missing = [r for r in req.roots if r not in have]
         if missing:
             raise UsageError(f"--root {missing[0]}: no such function in the "
@@ -80,14 +86,13 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
                              hint="give a kernel text symbol (static "
                                   "functions may carry a suffix such as "
                                   ".isra.0)")
-        counter = counting.counter_for(arch, kernel.build_dir)
+        counter = counting.counter_for(arch, kept)
         spec = replace(spec, counter=counter.with_roots(req.roots),
                        timeout=req.timeout * counting.TIMEOUT_FACTOR)
         # The window closes in the marker's own process, so it also holds
         # one fork and exec of flmark (a few hundred thousand insns).
         job = (f"flmark begin {counting.RUN_WINDOW}\n{job}fl_rc=$?\n"
                f"flmark end {counting.RUN_WINDOW}\nexit $fl_rc\n")
-    rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
                                           tuple(req.add)), img.path)
     return res, src.variant

@@ -465,12 +465,13 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     written."""
     # the image booted is the run's own copy: two suites on one cache
     # (up and next, 2026-11-26) both booted the second one's kernel
+    # and a coverage run's notes files are copied before the lock goes too
     kernel = build.build_kernel(
         tree, arch, purpose, make_vars=coveragerun.make_vars(
             coverage.profile.dirs) if coverage else (), keep=out / "kernel",
-        keep_files=build.KEPT_FILES)
-    if coverage:
-        coveragerun.snapshot(kernel.build_dir, coverage, out)
+        keep_files=build.KEPT_FILES,
+        also_keep=(lambda k: coveragerun.snapshot(k.build_dir, coverage, out))
+        if coverage else None)
     # the symbols of the kept kernel, not of whatever the slot holds later
     counter = (counting.counter_for(arch, kernel.image.parent) if count
                else None)

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -160,14 +161,19 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
                  slot: str | None = None,
                  make_vars: tuple[str, ...] = (),
                  keep: Path | None = None,
-                 keep_files: dict[str, str] | None = None) -> Kernel:
+                 keep_files: dict[str, str] | None = None,
+                 also_keep: Callable[[Kernel], None] | None = None
+                 ) -> Kernel:
     """Configure and build ``tree`` in the build directory ``slot`` (by
     default slot_for() its variant); BuildError names the log on failure.
     ``make_vars``: VAR=VALUE for make's command line (the coverage
     kernel's GCOV_PROFILE; kbuild rebuilds an object whose flags they
     change). ``keep``: a directory the image is copied into before the
     build lock is released (Kernel.kept_in), for a caller that boots it
-    later; ``keep_files``: more of the build's files to copy with it.
+    later; ``keep_files``: more of the build's files to copy with it;
+    ``also_keep``: called with the built kernel while the lock is still
+    held, for a caller that copies more of the build directory (the
+    coverage run's notes files).
 
     The .config is checked again after make (make's syncconfig has the last
     word) and recorded as built: its hash is the one of the kernel.
@@ -179,6 +185,8 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     # image for two series). Held from checkout to image.
     with source.checkout_lock(tree.path):
         kernel = _build_checked_out(tree, arch, purpose, slot, make_vars)
+        if also_keep is not None:
+            also_keep(kernel)
         return (kernel.kept_in(keep, keep_files) if keep is not None
                 else kernel)
 

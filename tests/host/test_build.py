@@ -1,7 +1,12 @@
 """Kernel build command lines and directories, per architecture."""
 
-from foliolab.kernel import build
+import threading
+import time
+
+from foliolab import hostsetup
 from foliolab.arch import ARCHES
+from foliolab.kernel import build, source
+from foliolab.kernel.source import Tree
 
 
 def test_arm64_make_argv_cross_compiles():
@@ -54,7 +59,6 @@ def test_a_config_is_made_again_for_another_tree_in_the_same_slot(
     """The .config is a function of the tree and the fragment: a second
     commit built in the same directory gets its own allnoconfig, not the
     first one's .config through make's oldconfig."""
-    from foliolab.kernel.source import Tree
     calls = _fake_make(tmp_path, monkeypatch)
     monkeypatch.setattr(Tree, "version", lambda self: (6, 12))
     arch = ARCHES["x86_64"]
@@ -87,3 +91,40 @@ def test_a_kept_kernel_boots_its_own_image_whatever_the_slot_builds_next(
     assert kept.image == tmp_path / "run" / "kernel" / "bzImage"
     assert kept.image.read_bytes() == b"kernel one"
     assert kept.build_dir == slot and kept.commit == k.commit
+
+
+def test_what_a_caller_also_keeps_is_copied_before_the_slot_is_free(
+        tmp_path, monkeypatch):
+    """The coverage run copied its notes files from the build directory
+    after the build lock was gone, so a build of another series in the
+    slot could hand it the wrong notes: also_keep runs while the lock is
+    held, and a second build waits until it is done."""
+    monkeypatch.setenv("FOLIOLAB_CACHE", str(tmp_path / "cache"))
+    tree = Tree("a", tmp_path / "linux", "a" * 40, "")
+    tree.path.mkdir()
+    slot = tmp_path / "build"
+    slot.mkdir()
+    (slot / "bzImage").write_bytes(b"kernel")
+    built = build.Kernel("a", "coverage", "x86_64", slot, slot / "bzImage",
+                         "a" * 40, "c", 1.0)
+    monkeypatch.setattr(hostsetup, "ensure_arch", lambda arch: None)
+    monkeypatch.setattr(build, "_build_checked_out",
+                        lambda *args: built)
+    order = []
+
+    def next_build():
+        with source.checkout_lock(tree.path):
+            order.append("next build")
+
+    def copy_notes(kernel):
+        assert kernel is built
+        other = threading.Thread(target=next_build)
+        other.start()
+        time.sleep(0.3)                 # long enough for it to get in
+        order.append("notes copied")
+        copy_notes.other = other
+
+    build.build_kernel(tree, ARCHES["x86_64"], "coverage",
+                       also_keep=copy_notes)
+    copy_notes.other.join()
+    assert order == ["notes copied", "next build"]

@@ -243,11 +243,13 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     seen: dict = {"jobs": []}
 
     def fake_build(tree_, arch_, purpose, slot=None, make_vars=(),
-                   keep=None, keep_files=None):
+                   keep=None, keep_files=None, also_keep=None):
         seen["purpose"], seen["make_vars"] = purpose, make_vars
         seen["keep"] = keep
-        return build.Kernel("patched", purpose, "x86_64", tree["build"],
-                            tree["build"] / "bzImage", "c0ffee", "x", 0.0)
+        k = build.Kernel("patched", purpose, "x86_64", tree["build"],
+                         tree["build"] / "bzImage", "c0ffee", "x", 0.0)
+        also_keep(k)            # as build_kernel does, under its lock
+        return k
 
     def fake_boot(spec, image, job, rundir, extra=None):
         seen["jobs"].append(job)
