@@ -3,6 +3,9 @@
 
 TRACING=/sys/kernel/tracing
 THP=/sys/kernel/mm/transparent_hugepage
+# The counting windows' tags, FL_WIN_*: generated from workloads/windows.py
+# into the image (not there when a host test sources this file).
+[ -r /foliolab/windows.sh ] && . /foliolab/windows.sh
 
 fl_metric() { echo "@@ metric $1 $2"; }
 fl_invalid() { echo "@@ invalid $*"; }
