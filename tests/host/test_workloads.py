@@ -250,3 +250,13 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     reasons: list[str] = []
     v = derive.count_values(w, "x86_64", d.values, window, reasons)
     assert v["ipis_sent_per_swapout"] == 997 / (416 + 99373)
+
+
+def test_each_folders_guest_script_has_a_guest_path_of_its_own():
+    """Scripts go into the guest as /foliolab/workloads/<script>.sh from
+    every folder: two of one name would silently be one."""
+    from foliolab.paths import WORKLOADS_DIR
+    scripts = image.workload_scripts()
+    assert len(scripts) == len(list(WORKLOADS_DIR.glob("*/*.sh")))
+    assert {f"foliolab/workloads/{w.script}.sh"
+            for w in workloads.WORKLOADS.values()} == set(scripts)
