@@ -2,6 +2,7 @@ import pytest
 
 from foliolab import parse, workloads
 from foliolab.kernel import image
+from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads.model import with_roots
 from foliolab.errors import UsageError
 
