@@ -21,7 +21,8 @@ from pathlib import Path
 from foliolab import bootrecord, counting, derive, reproduce, stats
 from foliolab.derive import Sample, load_samples
 from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.workloads import WORKLOADS, Workload, with_roots
+from foliolab.workloads import WORKLOADS
+from foliolab.workloads.model import Workload, with_roots
 
 log = logging.getLogger("foliolab")
 

@@ -42,7 +42,7 @@ from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import QemuExecutor
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.measure import boot_spec
-from foliolab.workloads import Workload
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 

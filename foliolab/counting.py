@@ -44,8 +44,6 @@ TLB_FLUSH_CLASSES = {
 IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
 # The plugin follows at most this many roots (MAX_ROOTS in counter.c).
 MAX_ROOTS = 8
-# The window `foliolab run --count` puts around the command (FL_WIN_RUN).
-RUN_WINDOW = 0
 # A counting boot's time limit is this many times the timed boot's: the
 # plugin's callbacks slow TCG down (1.4x measured for pageout, more for
 # kernel-heavy work).

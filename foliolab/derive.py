@@ -17,7 +17,8 @@ from pathlib import Path
 from foliolab import bootrecord, counting, parse
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
-from foliolab.workloads import COUNTING, WORKLOADS, Workload, with_roots
+from foliolab.workloads import WORKLOADS
+from foliolab.workloads.model import COUNTING, Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -61,14 +62,8 @@ def count_values(w: Workload, arch: str, derived: dict[str, float],
         reasons.append(f"no counting window {w.window} in counts.txt")
         return {}
     v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
-    # every page reclaim swapped out, zero-filled ones included
-    swapped = derived.get("swapped_out", derived.get("pswpout"))
-    if w.count_unit is None and swapped:
-        v["ipis_sent_per_swapout"] = v["ipis_sent"] / swapped
-        v["tlb_flush_insns_per_swapout"] = v["tlb_flush_insns"] / swapped
-        # what reclaim itself sent, without the workload's own IPIs
-        for root in w.count_roots:
-            v[f"{root}_ipis_per_swapout"] = v[f"{root}_ipis_sent"] / swapped
+    if w.count_extra:
+        v.update(w.count_extra(v, derived, w.count_roots))
     if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
         reasons.append(f"{w.count_unit.root} was never entered in the "
                        "window (no units to count per)")

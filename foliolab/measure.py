@@ -29,7 +29,7 @@ from foliolab.counting import Counter
 from foliolab.derive import Sample, samples_from_boot
 from foliolab.manifest import VARIANTS
 from foliolab.ui import Progress
-from foliolab.workloads import Workload
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 

@@ -44,7 +44,7 @@ from foliolab.measure import RunRequest, RunResult, run_workloads
 from foliolab.runrecord import (differences, qemu_version,
                                 record_builds, record_series,
                                 start_manifest, utc_now)
-from foliolab.workloads import Workload
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 

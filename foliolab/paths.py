@@ -9,7 +9,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 CONFIGS_DIR = PROJECT_ROOT / "configs"
-WORKLOADS_DIR = PROJECT_ROOT / "workloads"
+# The workloads' folders and their Makefile (C, guest scripts, Python)
+WORKLOADS_DIR = Path(__file__).resolve().parent / "workloads"
 GUEST_TESTS_DIR = PROJECT_ROOT / "tests" / "guest"
 DEFAULT_PATCHES = PROJECT_ROOT / "patches" / "6.12"
 

@@ -30,6 +30,7 @@ from foliolab.errors import BuildError, UsageError
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import QemuExecutor
 from foliolab.paths import PROJECT_ROOT
+from foliolab.workloads.windows import Window
 
 log = logging.getLogger("foliolab")
 
@@ -424,7 +425,7 @@ def test_counts(res: BootResult, arch: str
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
     windows = counting.read_windows(res.console.parent / "counts.txt",
-                                    counting.RUN_WINDOW)
+                                    Window.RUN)
     s = parse.parse_records(res.records).samples
     names = [f[5:] for f in (s[0].files if s else {})
              if f.startswith("ktap.")]

@@ -28,7 +28,7 @@ KEEP = 5                    # the newest measurements kept per kind
 # Before the first measurement: a fresh 6.12 build with a cold ccache on
 # two shared cores (the trial of 2026-11-26: 587 s and 490 s).
 DEFAULT_BUILD_S = 600.0
-# A boot's default is its workload's declared TCG time (workloads.py,
+# A boot's default is its workload's declared TCG time (its workload.py,
 # Workload.tcg_boot_s); KVM takes about a third of that.
 KVM_FACTOR = 1 / 3
 # A counting boot against its timed one, when a workload has measured one

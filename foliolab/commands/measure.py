@@ -15,6 +15,7 @@ from foliolab.errors import UsageError
 from foliolab.executors.base import ExecutorKind
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+from foliolab.workloads.model import with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -132,7 +133,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
     roots = tuple(args.root)        # their --count: orchestrate.check
-    wl = [workloads.with_roots(w, roots) for w in wl]
+    wl = [with_roots(w, roots) for w in wl]
     if args.resume and args.out is None:
         raise UsageError("--resume finishes the run in --out DIR",
                          hint="give the --out of the interrupted run")

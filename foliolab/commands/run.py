@@ -10,6 +10,7 @@ from foliolab import counting, parse, runcommand
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
+from foliolab.workloads.windows import Window
 
 
 def _run_options(s: argparse.ArgumentParser) -> None:
@@ -62,7 +63,7 @@ def cmd_run(args) -> int:
 def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
     counts = counting.read_counts(path)
-    windows = counts.tagged(counting.RUN_WINDOW)
+    windows = counts.tagged(Window.RUN)
     if not windows:
         raise FoliolabError("the counting window of the command did not "
                             "close", log_path=path)

@@ -3,6 +3,9 @@
 
 TRACING=/sys/kernel/tracing
 THP=/sys/kernel/mm/transparent_hugepage
+# The counting windows' tags, FL_WIN_*: generated from workloads/windows.py
+# into the image (not there when a host test sources this file).
+[ -r /foliolab/windows.sh ] && . /foliolab/windows.sh
 
 fl_metric() { echo "@@ metric $1 $2"; }
 fl_invalid() { echo "@@ invalid $*"; }
@@ -50,7 +53,7 @@ fl_anon_folio() {
 # hold the same kernel work every time): /proc/vmstat and /proc/interrupts
 # read about once a second from the end of "fl_snap before" to the start of
 # "fl_snap after", i.e. around the timed window, by flmon
-# (workloads/flmon.c): one process, no fork per read, at nice 19 pinned to
+# (workloads/common/flmon.c): one process, no fork per read, at nice 19 pinned to
 # the last CPU, so that it yields to the timed task and keeps off its CPU
 # unless the task pinned itself there (the workloads pin to the CPU they
 # start on). It keeps the reads in memory and writes them when stopped;
@@ -107,7 +110,7 @@ fl_snap() {
 # fl_profile_start: reference check, unmap, swap slot allocation, writeout
 # (zram's compression), the batched TLB flushes, removal from the page or
 # swap cache, freeing; and arm64's contpte unfolds (calls and cost).
-# workloads.py's _RECLAIM_STAGES says which metric each one becomes.
+# workloads/checks.py's RECLAIM_STAGES says which metric each one becomes.
 FL_RECLAIM_STAGES="shrink_folio_list folio_referenced try_to_unmap add_to_swap
 pageout try_to_unmap_flush try_to_unmap_flush_dirty __remove_mapping
 free_unref_folios __contpte_try_unfold contpte_convert"

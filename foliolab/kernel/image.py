@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from foliolab.kernel import source, symbols
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
+from foliolab.workloads import windows
 
 log = logging.getLogger("foliolab")
 
@@ -220,7 +222,8 @@ def guest_tool(arch: Arch, tool: str) -> Path | None:
 
 
 def build_guest_binaries(arch: Arch, src: Path) -> Path:
-    """make -C SRC (workloads/ or tests/guest/) into the cache, per arch.
+    """make -C SRC (foliolab/workloads/ or tests/guest/) into the cache,
+    per arch.
 
     The guest tests build on the kselftest harness of the kernel tree
     (the base tree: the series does not touch tools/)."""
@@ -229,11 +232,20 @@ def build_guest_binaries(arch: Arch, src: Path) -> Path:
     if src == GUEST_TESTS_DIR and not tools.is_dir():
         tools = source.prepare_base() / "tools"
     selftests = tools / "testing" / "selftests"
+    # PYTHON: the workloads' Makefile generates fl_windows.h with it
     proc.run(["make", "-s", "-C", str(src), f"OUT={out}",
-              f"CC={arch.guest_cc}", f"SELFTESTS={selftests}"],
+              f"CC={arch.guest_cc}", f"SELFTESTS={selftests}",
+              f"PYTHON={sys.executable}"],
              log_path=out.parent / f"{src.name}.log", error=ImageError,
              what=f"building guest binaries in {src.name}/ for {arch.name}")
     return out
+
+
+def workload_scripts() -> dict[str, Path]:
+    """Each workload folder's guest script by its path in the guest,
+    /foliolab/workloads/<script>.sh (the name job.sh sources)."""
+    scripts = sorted(WORKLOADS_DIR.glob("*/*.sh"), key=lambda f: f.name)
+    return {f"foliolab/workloads/{f.name}": f for f in scripts}
 
 
 def _executables(directory: Path) -> list[Path]:
@@ -293,8 +305,9 @@ def build_image(arch: Arch) -> Image:
     c.file("foliolab/lib.sh", (GUEST_DIR / "lib.sh").read_bytes())
     c.file("foliolab/ksyms", symbols.guest_table().encode())
     c.file("foliolab/frame.awk", (GUEST_DIR / "frame.awk").read_bytes())
-    for f in sorted((GUEST_DIR / "workloads").glob("*.sh")):
-        c.file(f"foliolab/workloads/{f.name}", f.read_bytes())
+    c.file("foliolab/windows.sh", windows.shell().encode())
+    for guest, f in workload_scripts().items():
+        c.file(guest, f.read_bytes())
     binaries = []
     for f in _executables(bindir):
         put(f"foliolab/bin/{f.name}", f)

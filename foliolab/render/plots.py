@@ -23,7 +23,7 @@ from foliolab.analyse import Analysis, CountAnalysis, StatRow, \
     WorkloadAnalysis
 from foliolab.derive import Sample
 from foliolab.render import fmt
-from foliolab.workloads import Workload
+from foliolab.workloads.model import Workload
 
 # The least a ratio axis shows either side of 1.0: an A/A run's scatter
 # of a few parts in a thousand must not fill a panel as if it mattered.

@@ -1,6 +1,6 @@
 """The counting pass: the plugin's decoders on hand-assembled bytes, its
 output parser on captured output, the metrics and the determinism rules,
-and the marker contract between workloads/common.h and the workloads."""
+and the marker contract between common.h, the windows and the workloads."""
 
 import re
 import subprocess
@@ -11,7 +11,10 @@ import pytest
 from foliolab import analyse, counting, errors
 from foliolab.render import text
 from foliolab.derive import Sample
-from foliolab.workloads import WORKLOADS
+from foliolab.kernel import image
+from foliolab.paths import WORKLOADS_DIR
+from foliolab.workloads import WORKLOADS, windows
+from foliolab.workloads.windows import Window
 
 ROOT = Path(__file__).resolve().parents[2]
 KTEXT = 0xffffffff81000000
@@ -132,7 +135,7 @@ def test_kernel_address(decode):
 
 
 def _common_h():
-    return (ROOT / "workloads" / "common.h").read_text()
+    return (WORKLOADS_DIR / "common" / "common.h").read_text()
 
 
 def test_marker_bytes_from_common_h(tmp_path):
@@ -142,7 +145,7 @@ def test_marker_bytes_from_common_h(tmp_path):
     src.write_text('#include "common.h"\nvoid f(void)\n{\n'
                    '\tFL_MARK_BEGIN(5);\n\tFL_MARK_END(5);\n}\n')
     obj = tmp_path / "m.o"
-    subprocess.run(["gcc", "-O2", "-c", "-I", str(ROOT / "workloads"),
+    subprocess.run(["gcc", "-O2", "-c", "-I", str(WORKLOADS_DIR / "common"),
                     "-o", str(obj), str(src)], check=True)
     data = obj.read_bytes()
     assert bytes.fromhex("0f1f8005f14c46") in data
@@ -158,20 +161,38 @@ def test_arm64_marker_formula_in_common_h():
 
 
 def test_window_tags_match_workloads():
-    """Every workload's window is a FL_WIN_* tag its guest side marks."""
-    tags = {int(v): k for k, v in re.findall(
-        r"#define (FL_WIN_\w+)\s+(\d+)", _common_h())}
-    assert tags[0] == "FL_WIN_RUN"
-    sources = {p.name: p.read_text() for p in
-               [*(ROOT / "workloads").glob("*.c"),
-                *(ROOT / "foliolab" / "guest" / "workloads").glob("*.sh")]}
+    """Every workload's window is a Window its own folder's C program or
+    guest script marks, by the generated name (FL_WIN_*), never by number."""
+    scripts = {f.name: f for f in image.workload_scripts().values()}
     for w in WORKLOADS.values():
-        assert w.window in tags, f"{w.name}: window {w.window} not in common.h"
-        name = tags[w.window]
-        used = [f for f, text in sources.items()
-                if f"FL_MARK_BEGIN({name})" in text
-                or re.search(rf"flmark begin {w.window}\b", text)]
-        assert used, f"{w.name}: nothing marks {name} ({w.window})"
+        window = Window(w.window)
+        folder = scripts[f"{w.script}.sh"].parent
+        texts = [f.read_text() for f in (*folder.glob("*.c"),
+                                         *folder.glob("*.sh"))]
+        name = f"FL_WIN_{window.name}"
+        assert any(f"FL_MARK_BEGIN({name})" in t
+                   or f"flmark begin ${name}" in t for t in texts), \
+            f"{w.name}: nothing in {folder} marks {name}"
+    for f in (*WORKLOADS_DIR.glob("*/*.sh"),
+              *(ROOT / "foliolab" / "guest").rglob("*.sh")):
+        assert not re.search(r"flmark (begin|end) [0-9]", f.read_text()), \
+            f"{f}: a window by number; use its FL_WIN_* name"
+
+
+def test_windows_are_generated_for_c_and_shell_from_one_list():
+    """fl_windows.h (as the Makefile runs windows.py) and windows.sh have
+    every Window, with its number, and flmark can mark each."""
+    header = subprocess.run(["python3", "windows.py", "c"], cwd=WORKLOADS_DIR,
+                            capture_output=True, text=True, check=True).stdout
+    assert header == windows.c_header()
+    c_tags = dict(re.findall(r"#define (FL_WIN_\w+)\s+(\d+)", header))
+    sh_tags = dict(re.findall(r"^(FL_WIN_\w+)=(\d+)$", windows.shell(), re.M))
+    want = {f"FL_WIN_{w.name}": str(w.value) for w in Window}
+    assert c_tags == sh_tags == want
+    assert Window.RUN == 0          # foliolab run and test --count's window
+    assert all(0 <= w < windows.FLMARK_TAGS for w in Window)
+    assert len(set(Window)) == len(Window.__members__), "two names, one tag"
+    assert "CASE(15)" in (WORKLOADS_DIR / "common" / "flmark.c").read_text()
 
 
 CAPTURED = """\
@@ -399,7 +420,6 @@ def test_a_counting_sample_records_whether_roots_followed_tasks(
         tmp_path, head, follows):
     from foliolab import derive
     from foliolab.bootrecord import BootResult
-    from foliolab.workloads import WORKLOADS
     w = WORKLOADS["khugepaged"]
     (tmp_path / "counts.txt").write_text(
         head + f"window {w.window} 0\nkernel_insns 10\n"
@@ -460,7 +480,6 @@ def test_a_renamed_function_is_counted_under_the_labs_name(tmp_path):
 
 
 def test_a_root_no_kernel_has_stops_the_run_before_it_boots():
-    from foliolab.workloads import WORKLOADS
     functions = {"a": {"try_to_unmap", "shrink_folio_list"},
                  "b": {"try_to_unmap"}}
     # shrink_folio_list only in a: counted where it exists

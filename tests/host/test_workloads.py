@@ -1,6 +1,9 @@
 import pytest
 
 from foliolab import parse, workloads
+from foliolab.kernel import image
+from foliolab.paths import WORKLOADS_DIR
+from foliolab.workloads.model import with_roots
 from foliolab.errors import UsageError
 
 
@@ -173,8 +176,9 @@ def test_every_parameter_reaches_the_guest_script(name):
     by its guest script (or the shared library), or it does nothing."""
     from foliolab.paths import GUEST_DIR
     w = workloads.WORKLOADS[name]
-    script = GUEST_DIR / "workloads" / f"{w.script}.sh"
-    assert script.exists(), f"{name}: no guest script {script}"
+    guest = f"foliolab/workloads/{w.script}.sh"
+    assert guest in image.workload_scripts(), f"{name}: no guest script {guest}"
+    script = image.workload_scripts()[guest]
     import re
     code = "\n".join(line.split("#", 1)[0] for line in (
         script.read_text() + (GUEST_DIR / "lib.sh").read_text()
@@ -184,42 +188,9 @@ def test_every_parameter_reaches_the_guest_script(name):
             f"{name}.{param} never reaches {script.name}"
 
 
-# Real timed boots, one or more per workload, kept as run directories:
-# run-workloads (its README names the foliolab run each boot came from)
-# and the captured A/A pageout run.
-_CAPTURED_RUNS = ("run-workloads", "run-pageout-aa")
-
-
-@pytest.fixture(scope="module")
-def captured_samples():
-    from pathlib import Path
-    from foliolab import derive
-    data = Path(__file__).parent / "data"
-    return [s for run in _CAPTURED_RUNS
-            for s in derive.rederive(data / run) or []]
-
-
-@pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
-def test_every_workload_emits_every_metric_it_declares(name,
-                                                       captured_samples):
-    """The other half of a workload's contract, on real guest output: every
-    timed metric it declares is derived from what its guest side sent. (The
-    counted ones come from the counting windows, see test_kernels.py.)"""
-    w = workloads.WORKLOADS[name]
-    timed = [s for s in captured_samples
-             if s.workload == name and not s.counts]
-    assert timed, (f"no captured boot of {name}: copy a raw boot directory "
-                   f"of a foliolab run to tests/host/data/run-workloads/"
-                   f"raw/{name}/ and name the run in its README")
-    for s in timed:
-        assert s.valid, s.reasons
-        missing = {m.key for m in w.metrics if not m.counted} - set(s.values)
-        assert not missing, f"{name} declares but never derives {missing}"
-
-
 def test_with_roots_counts_and_reports_the_extra_roots():
     w = workloads.WORKLOADS["khugepaged"]
-    more = workloads.with_roots(w, ("collapse_file", w.count_roots[0],
+    more = with_roots(w, ("collapse_file", w.count_roots[0],
                                     "collapse_file"))
     assert more.count_roots == (*w.count_roots, "collapse_file")
     keys = {m.key for m in more.metrics} - {m.key for m in w.metrics}
@@ -228,13 +199,13 @@ def test_with_roots_counts_and_reports_the_extra_roots():
                     "collapse_file_tlb_flush_insns",
                     "collapse_file_ipis_sent"}
     assert all(more.metric(k).counted for k in keys)
-    assert workloads.with_roots(w, ()) is w
+    assert with_roots(w, ()) is w
 
 
 def test_with_roots_refuses_more_roots_than_the_counter_follows():
     w = workloads.WORKLOADS["pageout"]       # 2 roots of its own
     with pytest.raises(UsageError, match="would count 9 roots"):
-        workloads.with_roots(w, tuple(f"f{i}" for i in range(7)))
+        with_roots(w, tuple(f"f{i}" for i in range(7)))
 
 
 def test_listing_has_every_workload_with_its_params_and_metrics():
@@ -280,3 +251,13 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     reasons: list[str] = []
     v = derive.count_values(w, "x86_64", d.values, window, reasons)
     assert v["ipis_sent_per_swapout"] == 997 / (416 + 99373)
+
+
+def test_each_folders_guest_script_has_a_guest_path_of_its_own():
+    """Scripts go into the guest as /foliolab/workloads/<script>.sh from
+    every folder: two of one name would silently be one."""
+    from foliolab.paths import WORKLOADS_DIR
+    scripts = image.workload_scripts()
+    assert len(scripts) == len(list(WORKLOADS_DIR.glob("*/*.sh")))
+    assert {f"foliolab/workloads/{w.script}.sh"
+            for w in workloads.WORKLOADS.values()} == set(scripts)

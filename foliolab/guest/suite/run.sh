@@ -71,10 +71,10 @@ for t in /foliolab/tests/*; do
 		[ "$run" -gt 1 ] && file="$name@$run"
 		echo "@@ file ktap.$file"
 		# foliolab test --count: one counting window per test run
-		[ "$FL_COUNT" = 1 ] && flmark begin 0
+		[ "$FL_COUNT" = 1 ] && flmark begin $FL_WIN_RUN
 		# shellcheck disable=SC2086 # $sel is a list of arguments
 		(cd /tmp && "$t" $sel 2>&1)
-		[ "$FL_COUNT" = 1 ] && flmark end 0
+		[ "$FL_COUNT" = 1 ] && flmark end $FL_WIN_RUN
 		echo "@@ end"
 		fl_oracles "$file" "$base"
 		run=$((run + 1))

@@ -31,16 +31,9 @@
  * exactly; without the plugin the markers are no-ops. Each is one
  * unprivileged instruction carrying 0xf1 (magic), begin/end and a tag
  * (0-127): x86_64 nopl 0x464cXXXX(%rax), arm64 movz xzr, #XXXX, lsl #48
- * (see foliolab/plugin/decode.h). A tag names what the window holds;
- * workloads.py gives each workload its tag.
+ * (see foliolab/plugin/decode.h). A tag names what the window holds: the
+ * tags, FL_WIN_*, are in fl_windows.h, generated from windows.py.
  */
-#define FL_WIN_RUN		0	/* foliolab run --count: the command */
-#define FL_WIN_PAGEOUT		1	/* madvise(MADV_PAGEOUT) */
-#define FL_WIN_RECLAIM		2	/* write to memory.reclaim */
-#define FL_WIN_STRESS		3	/* the stress-ng run (flmark) */
-#define FL_WIN_KHUGEPAGED	4	/* hot1, cold, hot2 (flmark) */
-#define FL_WIN_MOVE		5	/* move_pages() of the KSM pages */
-
 #define FL_MARK_WORD(tag, end)	(0xf100 | ((end) ? 0x80 : 0) | ((tag) & 0x7f))
 #if defined(__x86_64__)
 #define FL_MARK(word) \

@@ -13,14 +13,14 @@ fl_sample() {
 	rm -f /tmp/stress-ng.yaml
 	fl_fault
 	fl_snap before $CG
-	flmark begin 3		# FL_WIN_STRESS
+	flmark begin $FL_WIN_STRESS
 	(cd /tmp && sh -c "echo \$\$ > $CG/cgroup.procs; exec stress-ng \
 		--vm $FL_WORKERS --vm-bytes ${FL_TOTAL_MB}M --vm-keep \
 		--vm-method $FL_METHOD --no-rand-seed --no-madvise \
 		--timeout ${FL_SECONDS}s --metrics --yaml /tmp/stress-ng.yaml") \
 		> /tmp/stress-ng.out 2>&1 ||
 		fl_invalid "stress-ng exited with $?"
-	flmark end 3
+	flmark end $FL_WIN_STRESS
 	fl_snap after $CG
 	fl_file stress-ng.yaml /tmp/stress-ng.yaml
 	fl_file stress-ng.out /tmp/stress-ng.out

@@ -13,6 +13,7 @@
  * usage: ksmrmap NVMAS MOVE MERGE_TIMEOUT_S
  */
 #include "common.h"
+#include "fl_windows.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>

@@ -10,6 +10,7 @@
  * usage: filereclaim FILE CGROUP PERCENT [--quiet]
  */
 #include "common.h"
+#include "fl_windows.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -29,7 +29,7 @@ fl_sample() {
 	fl_snap before
 	cat $KHP/pages_collapsed $KHP/full_scans > /tmp/khp.before
 	ticks0=$(fl_khugepaged_ticks)
-	flmark begin 4		# FL_WIN_KHUGEPAGED: the tasks' whole run
+	flmark begin $FL_WIN_KHUGEPAGED	# the tasks' whole run
 	thptask hot "$FL_SIZE_MB" /tmp/ready.hot1 & hot1=$!
 	fl_wait_file /tmp/ready.hot1
 	thptask cold "$FL_SIZE_MB" /tmp/ready.cold "$FL_COLD_REREAD" & cold=$!
@@ -46,7 +46,7 @@ fl_sample() {
 		sleep 0.1
 	done
 	wait $hot2 || fl_invalid "hot2 exited with $?"
-	flmark end 4
+	flmark end $FL_WIN_KHUGEPAGED
 	if [ -n "$collapsed" ]; then
 		fl_metric hot2_collapse_s "$(echo "$collapsed $t0" | awk '{ print $1 - $2 }')"
 	else

@@ -14,6 +14,7 @@
  *               unmap and swap-out, not the compressor
  */
 #include "common.h"
+#include "fl_windows.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21

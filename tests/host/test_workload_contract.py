@@ -1,0 +1,79 @@
+"""Every registered workload's contract, on real guest output: its derive
+function, run on its captured boots (tests/host/data, run directories
+read as `foliolab report` reads them), gives the metrics it declares and
+exactly the samples recorded in the run's expected.jsonl.
+
+expected.jsonl was written from the derive functions as they were when the
+boots were captured; a derive function changed on purpose writes it again:
+``python tests/host/test_workload_contract.py --write``.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from foliolab import derive, workloads
+from foliolab.derive import Sample
+
+DATA = Path(__file__).parent / "data"
+# Real boots kept as run directories (each README or the notebook names
+# the foliolab run they came from): timed boots of every workload, the
+# A/A pageout run (timed and counting), and a counting boot of each
+# workload but khugepaged (whose counting boot is 12 MB of trace).
+CAPTURED_RUNS = ("run-workloads", "run-pageout-aa", "run-counted")
+
+
+def contract(s: Sample) -> dict:
+    """What a sample's derive decides, without where the run lay."""
+    return {"workload": s.workload, "variant": s.variant, "run": s.run,
+            "values": s.values, "valid": s.valid, "reasons": s.reasons,
+            "count_window": s.count_window,
+            "roots_follow_tasks": s.roots_follow_tasks}
+
+
+def derived(run: str) -> list[dict]:
+    return [contract(s) for s in derive.rederive(DATA / run) or []]
+
+
+def expected(run: str) -> list[dict]:
+    lines = (DATA / run / "expected.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def captured() -> dict[str, list[dict]]:
+    return {run: derived(run) for run in CAPTURED_RUNS}
+
+
+@pytest.mark.parametrize("run", CAPTURED_RUNS)
+def test_captured_boots_derive_the_expected_samples(run, captured):
+    assert captured[run] == expected(run)
+
+
+@pytest.mark.parametrize("name", list(workloads.WORKLOADS))
+def test_every_workload_derives_every_metric_it_declares(name, captured):
+    """Each workload has a captured timed boot, valid, with every timed
+    metric it declares; its counting boots (when captured) are valid."""
+    w = workloads.WORKLOADS[name]
+    mine = [s for run in captured.values() for s in run
+            if s["workload"] == name]
+    timed = [s for s in mine if s["count_window"] < 0]
+    assert timed, (f"no captured boot of {name}: copy a raw boot directory "
+                   f"of a foliolab run to tests/host/data/run-workloads/"
+                   f"raw/{name}/, name the run in its README, and write "
+                   f"expected.jsonl (see this module's docstring)")
+    for s in mine:
+        assert s["valid"], s["reasons"]
+    for s in timed:
+        missing = {m.key for m in w.metrics if not m.counted} - set(s["values"])
+        assert not missing, f"{name} declares but never derives {missing}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit(f"usage: python {sys.argv[0]} --write")
+    for run in CAPTURED_RUNS:
+        (DATA / run / "expected.jsonl").write_text(
+            "".join(json.dumps(s) + "\n" for s in derived(run)))
