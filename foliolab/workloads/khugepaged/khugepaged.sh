@@ -2,8 +2,10 @@
 # order; their memory is faulted in as base pages and then offered to
 # khugepaged. cold MADV_FREEs its memory (and with FL_COLD_REREAD=1 reads
 # it once more, so it looks referenced); hot2 makes FL_ACCESSES random
-# accesses. We time hot2's accesses and how long until all of hot2 is
-# PMD-mapped, and count khugepaged's scan results by status.
+# accesses, and goes on until it is told that all of it is PMD-mapped, then
+# makes FL_AFTER_COLLAPSE more. We time hot2's FL_ACCESSES, the accesses
+# after the collapse, and how long until all of hot2 is PMD-mapped, and
+# count khugepaged's scan results by status.
 KHP=$THP/khugepaged
 
 fl_uptime() { cut -d' ' -f1 /proc/uptime; }
@@ -34,23 +36,32 @@ fl_sample() {
 	fl_wait_file /tmp/ready.hot1
 	thptask cold "$FL_SIZE_MB" /tmp/ready.cold "$FL_COLD_REREAD" & cold=$!
 	fl_wait_file /tmp/ready.cold
-	thptask hot "$FL_SIZE_MB" /tmp/ready.hot2 "$FL_ACCESSES" & hot2=$!
+	thptask hot "$FL_SIZE_MB" /tmp/ready.hot2 "$FL_ACCESSES" \
+		"$FL_AFTER_COLLAPSE" & hot2=$!
 	fl_wait_file /tmp/ready.hot2
 	t0=$(fl_uptime)
 	full=$((FL_SIZE_MB * 1024))
 	collapsed=""
+	# hot2 waits for the word that it is collapsed: a kernel that never
+	# collapses it gets FL_COLLAPSE_WAIT_S polls' worth (at least as many
+	# seconds), not the boot's whole timeout
+	polls=$((FL_COLLAPSE_WAIT_S * 10))
 	while kill -0 $hot2 2>/dev/null; do
 		if [ -z "$collapsed" ] && [ "$(fl_thp_kb $hot2)" -ge $full ]; then
 			collapsed=$(fl_uptime)
+			kill -USR1 $hot2
+		elif [ -z "$collapsed" ] && [ $((polls -= 1)) -le 0 ]; then
+			kill $hot2
+			break
 		fi
 		sleep 0.1
 	done
-	wait $hot2 || fl_invalid "hot2 exited with $?"
+	wait $hot2 || [ -z "$collapsed" ] || fl_invalid "hot2 exited with $?"
 	flmark end $FL_WIN_KHUGEPAGED
 	if [ -n "$collapsed" ]; then
 		fl_metric hot2_collapse_s "$(echo "$collapsed $t0" | awk '{ print $1 - $2 }')"
 	else
-		fl_invalid "hot2 was not fully collapsed while it ran"
+		fl_invalid "hot2 was not fully collapsed within $FL_COLLAPSE_WAIT_S s"
 	fi
 	fl_metric cold_thp_mb $(($(fl_thp_kb $cold) / 1024))
 	fl_metric hot1_thp_mb $(($(fl_thp_kb $hot1) / 1024))

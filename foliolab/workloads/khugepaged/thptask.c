@@ -6,20 +6,49 @@
  *
  *   hot:  then makes random one-word read-modify-writes over the region:
  *         ACCESSES of them (printing the time they took), or forever if
- *         ACCESSES is 0.
+ *         ACCESSES is 0. With AFTER, it goes on past ACCESSES until it is
+ *         told (SIGUSR1) that its memory is collapsed, and then makes AFTER
+ *         more, timed apart: the fixed number's time still spans the
+ *         collapse, and the run ends soon after it instead of at a number
+ *         large enough for the slowest collapse.
  *   cold: then MADV_FREEs the whole region (clean lazy-free memory) and
  *         sleeps until killed. With REREAD 1 it first reads one word of
  *         every page again: the PTEs are then young but still clean, so
  *         the memory is still lazy-free yet looks referenced to khugepaged.
  *
- * usage: thptask hot SIZE_MB READYFILE [ACCESSES]
+ * usage: thptask hot SIZE_MB READYFILE [ACCESSES [AFTER]]
  *        thptask cold SIZE_MB READYFILE [REREAD]
  */
 #include "common.h"
+#include <signal.h>
 
 #ifndef MADV_FREE
 #define MADV_FREE 8
 #endif
+
+/* set by SIGUSR1: khugepaged.sh saw all of hot2's memory PMD-mapped */
+static volatile sig_atomic_t collapsed;
+
+static void on_collapsed(int sig)
+{
+	(void)sig;
+	collapsed = 1;
+}
+
+/* xorshift64: a cheap random page and word; one read-modify-write there */
+static inline void access_one(char *buf, size_t npages, uint64_t *x)
+{
+	uint64_t *w;
+
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	w = (uint64_t *)(buf + (*x % npages) * PAGE_SIZE) + (*x >> 52) % 512;
+	*w += 1;
+}
+
+/* Accesses between two looks at the flag: the hot loop stays as it was. */
+#define CHUNK 1000000L
 
 static void ready(const char *path)
 {
@@ -33,14 +62,14 @@ static void ready(const char *path)
 int main(int argc, char **argv)
 {
 	size_t size, npages;
-	long accesses;
+	long accesses, after;
 	uint64_t x = 88172645463325252ULL;
 	char *buf;
 	int hot;
 
 	if (argc < 4 || (strcmp(argv[1], "hot") && strcmp(argv[1], "cold"))) {
 		fprintf(stderr,
-			"usage: thptask hot SIZE_MB READYFILE [ACCESSES]\n"
+			"usage: thptask hot SIZE_MB READYFILE [ACCESSES [AFTER]]\n"
 			"       thptask cold SIZE_MB READYFILE [REREAD]\n");
 		return 2;
 	}
@@ -66,22 +95,28 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	}
+	after = argc > 5 ? atol(argv[5]) : -1;
+	if (after >= 0 && signal(SIGUSR1, on_collapsed) == SIG_ERR)
+		die("signal(SIGUSR1)");
 	ready(argv[3]);
 	double t0 = now_ms();
 
-	for (long i = 0; !accesses || i < accesses; i++) {
-		uint64_t *w;
-
-		/* xorshift64: a cheap random page and word */
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		w = (uint64_t *)(buf + (x % npages) * PAGE_SIZE) + (x >> 52) % 512;
-		*w += 1;
-	}
+	for (long i = 0; !accesses || i < accesses; i++)
+		access_one(buf, npages, &x);
 	double t = (now_ms() - t0) / 1e3;
 
 	metric("hot2_access_s", t);
 	metric("hot2_maccess_per_s", accesses / t / 1e6);
+	if (after < 0)
+		return 0;
+	while (!collapsed)
+		for (long i = 0; i < CHUNK; i++)
+			access_one(buf, npages, &x);
+	double t1 = now_ms();
+
+	for (long i = 0; i < after; i++)
+		access_one(buf, npages, &x);
+	metric("hot2_collapsed_maccess_per_s",
+	       after / ((now_ms() - t1) / 1e3) / 1e6);
 	return 0;
 }
