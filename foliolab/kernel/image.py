@@ -227,7 +227,11 @@ def build_guest_binaries(arch: Arch, src: Path) -> Path:
 
     The guest tests build on the kselftest harness of the kernel tree
     (the base tree: the series does not touch tools/)."""
-    out = cache_root() / "guest-bin" / arch.name / src.name
+    # One output directory per checkout: two checkouts on one cache (a
+    # worktree beside main, 2026-11-26) rebuilt each other's thptask, and
+    # an image could take the other's binary made between make and put().
+    out = (cache_root() / "guest-bin" / arch.name /
+           f"{src.name}-{_checkout_tag(src)}")
     tools = source.base_repo() / "tools"
     if src == GUEST_TESTS_DIR and not tools.is_dir():
         tools = source.prepare_base() / "tools"
@@ -239,6 +243,10 @@ def build_guest_binaries(arch: Arch, src: Path) -> Path:
              log_path=out.parent / f"{src.name}.log", error=ImageError,
              what=f"building guest binaries in {src.name}/ for {arch.name}")
     return out
+
+
+def _checkout_tag(src: Path) -> str:
+    return hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:8]
 
 
 def workload_scripts() -> dict[str, Path]:
@@ -346,12 +354,32 @@ def build_image(arch: Arch) -> Image:
             put(guest, src)
     data = c.finish()
     digest = hashlib.sha256(data).hexdigest()[:12]
-    path = cache_root() / "images" / f"{arch.name}-base.cpio"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or hashlib.sha256(
-            path.read_bytes()).hexdigest()[:12] != digest:
-        path.write_bytes(data)
-    return Image(path, digest, binaries)
+    return Image(_store_image(arch, data, digest), digest, binaries)
+
+
+# An image no run has used for this long is removed when another is stored.
+IMAGE_KEEP_S = 2 * 24 * 3600
+
+
+def _store_image(arch: Arch, data: bytes, digest: str) -> Path:
+    """The image's file, named by its content and never rewritten: every
+    boot of a run reads the image again, and one file per arch rewritten
+    by another command (a worktree's run beside main's, 2026-11-26) gave
+    the run's later boots the other command's guest side."""
+    images = cache_root() / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    path = images / f"{arch.name}-base-{digest}.cpio"
+    if path.exists():
+        os.utime(path)                  # in use: not old
+    else:
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        now = path.stat().st_mtime
+        for old in images.glob(f"{arch.name}-base*.cpio"):
+            if now - old.stat().st_mtime > IMAGE_KEEP_S:
+                old.unlink(missing_ok=True)
+    return path
 
 
 def _static(binary: Path, arch: Arch) -> bool:

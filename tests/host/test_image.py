@@ -1,3 +1,4 @@
+import os
 import struct
 import subprocess
 from pathlib import Path
@@ -175,8 +176,29 @@ def test_guest_binaries_are_built_per_arch_with_its_compiler(
     monkeypatch.setattr(image.proc, "run", lambda argv, **kw: calls.append(
         argv))
     out = image.build_guest_binaries(ARCHES["arm64"], Path("/src/workloads"))
-    assert out == tmp_cache / "guest-bin" / "arm64" / "workloads"
+    assert out.parent == tmp_cache / "guest-bin" / "arm64"
+    assert out.name.startswith("workloads-")
     assert "CC=aarch64-linux-gnu-gcc" in calls[0]
     out = image.build_guest_binaries(ARCHES["x86_64"], Path("/src/workloads"))
-    assert out == tmp_cache / "guest-bin" / "x86_64" / "workloads"
+    assert out.parent == tmp_cache / "guest-bin" / "x86_64"
     assert "CC=gcc" in calls[1]
+    # another checkout's programs are built apart
+    other = image.build_guest_binaries(ARCHES["x86_64"],
+                                       Path("/other/workloads"))
+    assert other.parent == out.parent and other != out
+
+
+def test_an_image_is_never_rewritten_under_a_run_that_boots_it(
+        tmp_cache, monkeypatch):
+    """Each boot reads the image again: a second command storing another
+    image must leave the first one's file as it was."""
+    first = image._store_image(ARCHES["x86_64"], b"guest one", "1" * 12)
+    second = image._store_image(ARCHES["x86_64"], b"guest two", "2" * 12)
+    assert first != second
+    assert first.read_bytes() == b"guest one"
+    assert image._store_image(ARCHES["x86_64"], b"guest one",
+                              "1" * 12) == first
+    # one no run has used for IMAGE_KEEP_S goes when another is stored
+    os.utime(first, (1, 1))
+    image._store_image(ARCHES["x86_64"], b"guest three", "3" * 12)
+    assert not first.exists() and second.exists()
