@@ -13,9 +13,11 @@ from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec
 from foliolab.workloads import WORKLOADS
 
-# seconds of the trial's 20 boots per workload (TCG, 1 sample a boot)
+# seconds of the trial's 20 boots per workload (TCG, 1 sample a boot);
+# khugepaged's since hot2 is bounded by its collapse: 4 boots of 11.9-13.7 s
+# (/work/results-khp-bounded-quiet, 2026-11-26), x5 (the trial's: 1,731)
 TRIAL = {"pageout": 201, "pageout-4k": 325, "pageout-lazyfree": 182,
-         "dirty-tlb": 383, "khugepaged": 1731, "ksm-rmap": 192,
+         "dirty-tlb": 383, "khugepaged": 259, "ksm-rmap": 192,
          "file-reclaim": 180}
 
 
