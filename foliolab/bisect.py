@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from foliolab import counting
-from foliolab.kernel import image, source, specs as kernels
+from foliolab.kernel import image, source, store
 from foliolab.arch import get_arch
 from foliolab.kernel.build import Kernel
 from foliolab.derive import samples_from_boot
@@ -575,7 +575,7 @@ class QemuLab:
 
     def build(self, commit: Commit) -> Kernel:
         tree = source.prepare_git("bisect", self.req.repo, commit.sha)
-        return kernels.build_and_keep(tree, self.arch, self.req.config)
+        return store.build_and_keep(tree, self.arch, self.req.config)
 
     def count(self, kernel: Kernel, rundir: Path) -> Measurement:
         w, params = self.req.workload, self.req.params

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from foliolab import timings
 from foliolab.kernel import build
 from foliolab.kernel import specs as kernels_mod
+from foliolab.kernel import store
 from foliolab.arch import get_arch
 from foliolab.errors import FoliolabError
 from foliolab.executors.base import BootSpec
@@ -64,7 +65,7 @@ def dry_run(req: Request) -> str:
             lines.append(f"# kernel {k.name} = {k.text}: prebuilt, its "
                          ".config checked against the fragment")
             continue
-        out = build.build_dir(arch, req.config, kernels_mod.slot_of(k))
+        out = build.build_dir(arch, req.config, store.slot_of(k))
         images[k.name] = out / arch.kernel_image
         lines.append(f"# kernel {k.name} = {k.text}: unless already kept "
                      "in the cache, checkout, then")
@@ -92,7 +93,7 @@ def _plan_time(req: Request, arch) -> list[str]:
     """The dry run's builds (kept or to build) and its time estimate."""
     lines, to_build = [], set()
     for k in req.specs:
-        kept, key = kernels_mod.kept_kernel(k, arch, req.config)
+        kept, key = store.kept_kernel(k, arch, req.config)
         if kept is not None:
             lines.append(f"# kernel {k.name}: kept in the store ({kept})")
         elif key is None:

@@ -25,9 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foliolab import analyse, counting, proc, report
+from foliolab import counting, proc, report, runboots
 from foliolab.kernel import build, image, source
 from foliolab.kernel import specs as kernels_mod
+from foliolab.kernel import store as kernel_store
+from foliolab.kernel import trees as kernel_trees
 from foliolab.arch import get_arch
 from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
@@ -115,7 +117,7 @@ def check(req: Request) -> Executor:
     # last, the one check that does work (fetching, unpacking, applying);
     # a dry run changes nothing, so it applies nothing
     if not req.dry_run:
-        kernels_mod.series_trees(req.specs)
+        kernel_trees.series_trees(req.specs)
     return executor
 
 
@@ -142,7 +144,7 @@ def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str
                   ) -> Path | None:
     """Where the kept build of ``k`` has its System.map, if it is kept."""
     try:
-        kept, _ = kernels_mod.kept_kernel(k, arch, config)
+        kept, _ = kernel_store.kept_kernel(k, arch, config)
     except FoliolabError:
         return None
     if kept is not None and k.kind is kernels_mod.SpecKind.IMAGE:
@@ -171,10 +173,10 @@ def prepare_kernels(req: Request, m: RunManifest) -> dict[str, build.Kernel]:
     """Every kernel built (or found kept), recorded in the manifest."""
     if req.patches is not None and not req.kernels:
         m.patches = [p.name for p in source.read_series(req.patches).patches]
-    trees = kernels_mod.source_trees(req.specs)
+    trees = kernel_trees.source_trees(req.specs)
     record_series(m, req.specs, trees)
-    kernels = kernels_mod.prepare(req.specs, get_arch(req.arch), req.config,
-                                  trees)
+    kernels = kernel_store.prepare(req.specs, get_arch(req.arch),
+                                   req.config, trees)
     record_builds(req, m, kernels)
     return kernels
 
@@ -369,7 +371,7 @@ def collect(out: Path, logs: list[Path]) -> str:
     manifest's failed boots as the boots now on disk say; the report."""
     m = RunManifest.read(out)
     notes = read_logs(out, logs)
-    m.failures = analyse.failed_boots(out)
+    m.failures = runboots.failed_boots(out)
     m.write(out)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)

@@ -15,7 +15,7 @@ import json
 import logging
 from pathlib import Path
 
-from foliolab.analyse import Analysis, analyse, run_samples
+from foliolab.analyse import Analysis, analyse
 from foliolab.derive import Sample
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
@@ -23,6 +23,7 @@ from foliolab.render.html import Figures, Section, html_figures, html_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
+from foliolab.runboots import run_samples
 
 log = logging.getLogger("foliolab")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import counting
-from foliolab.kernel import build, image, specs as kernels
+from foliolab.kernel import build, image, trees
 from foliolab.arch import get_arch
 from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
@@ -61,7 +61,7 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
     result and the kernel's variant."""
     _check_command(req)
     arch = get_arch(req.arch)
-    src = kernels.variant_tree(req.variant, req.patches, req.kernel)
+    src = trees.variant_tree(req.variant, req.patches, req.kernel)
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     # booted and counted from its own copy, as the suite and compare do:
     # another command building in the same slot replaces the slot's image

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import proc
-from foliolab.kernel import build, image, specs as kernels
+from foliolab.kernel import build, image, specs as kernels, trees
 from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
 from foliolab.executors.base import BootRequest, BootSpec
@@ -78,7 +78,7 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
     """Each patch of ``spec``'s series (``SOURCE+DIR``) checked on its
     tree: checkpatch, then that tree with patches 1..i built and booted."""
     series = spec.series()
-    checkout = kernels.tree_of(spec.source_spec()).path
+    checkout = trees.tree_of(spec.source_spec()).path
     img = image.build_image(arch)
     checks = []
     for i, patch in enumerate(series.patches, 1):
@@ -86,7 +86,7 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
         checks.append(pc)
         pc.checkpatch = run_checkpatch(checkout, patch)
         try:
-            tree = kernels.tree_of(replace(spec, prefix=i))
+            tree = trees.tree_of(replace(spec, prefix=i))
             kernel = build.build_kernel(tree, arch, config,
                                         keep=rundir / f"{i:04d}" / "kernel")
         except FoliolabError as e:

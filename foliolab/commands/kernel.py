@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from foliolab import hostsetup, seriescheck, sincespec, stablehistory
-from foliolab.kernel import build, kconfig, source, specs as kernels
+from foliolab.kernel import build, kconfig, source, specs as kernels, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
@@ -82,7 +82,7 @@ def cmd_export(args) -> int:
 
 
 def _trees(args, variants):
-    return [kernels.variant_tree(v, args.patches) for v in variants]
+    return [trees.variant_tree(v, args.patches) for v in variants]
 
 
 def cmd_build(args) -> int:
@@ -114,7 +114,7 @@ def cmd_check(args) -> int:
     spec = kernels.with_series(kernels.parse_base(args.base), "patched",
                                args.patches)
     kernels.check_spec(spec)
-    kernels.tree_of(spec)       # a series that does not apply: refused here
+    trees.tree_of(spec)         # a series that does not apply: refused here
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "check-%Y%m%d-%H%M%S")
     checks = seriescheck.check_series(spec, get_arch(args.arch),

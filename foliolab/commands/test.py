@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 from foliolab import counting, coveragerun, suite, upstream_selftests
-from foliolab.kernel import kconfig, specs as kernels
+from foliolab.kernel import kconfig, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
@@ -78,7 +78,7 @@ def cmd_test(args) -> int:
         coveragerun.check_request(args.count, args.config,
                                   get_arch(args.arch))
     upstream = _upstream_plan(args)
-    tree = kernels.variant_tree(args.variant, args.patches, args.kernel or "")
+    tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
     if args.coverage:
         coverage = coveragerun.plan_for(

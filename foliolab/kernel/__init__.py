@@ -1,7 +1,10 @@
 """The kernels a run boots, from what the user names to a bootable image.
 
 - specs.py: the kernel specs (``base``, ``git:PATH@REF``, ``debian:VERSION``,
-  each ``+DIR[:N]``, ``image:PATH``), their checks, trees and kept builds
+  each ``+DIR[:N]``, ``image:PATH``), parsed and checked
+- trees.py: a spec resolved to the source tree it builds from (a series
+  applied, or found applied)
+- store.py: each kernel found kept, or built and kept; what --dry-run knows
 - source.py: source trees (the pinned base, git, a series applied)
 - debian.py: Debian's linux-source packages
 - kconfig.py: config fragments by purpose, the debug kernel's arguments

@@ -197,7 +197,7 @@ def better_cell(better: str) -> str:
 
 
 def profile_table(a, base: str, other: str, md: bool = False) -> Table:
-    """A differential profile (analyse.CountAnalysis) as a table: each
+    """A differential profile (countanalysis.CountAnalysis) as a table: each
     function's self instructions per window in both kernels."""
     two = [base, other] == list(VARIANTS)
     t = Table([Column("function", 36, left=True, cut=True),

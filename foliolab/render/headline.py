@@ -1,5 +1,6 @@
-"""The headline (analyse.Headline), read at a glance: what every report
-and `compare`'s printout open with, in text, markdown and HTML.
+"""The headline (headline.Headline, chosen in headline.py), read at a
+glance: what every report and `compare`'s printout open with, in text,
+markdown and HTML.
 
 A title naming the kernels as they are, one row per shown metric (each
 kernel's mean ± sd, %change + = larger, the verdict, the ratio's 95% CI,
@@ -12,7 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from foliolab import stats
-from foliolab.analyse import Headline, HeadlineRow, OtherChanges
+from foliolab.headline import Headline, HeadlineRow, OtherChanges
 from foliolab.render import (Column, Table, change_cell, fmt, fmt_p,
                              verdict_class)
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from html import escape
 
 from foliolab import stats
-from foliolab.analyse import Analysis, StatRow, WorkloadAnalysis
+from foliolab.analyse import Analysis
 from foliolab.render import (Column, Table, better_cell, change_cell,
                              ci_cell, fmt, fmt_ratio, headline, legend,
                              p_cell, profile_table, title, verdict_class)
 from foliolab.render.markdown import run_lines, verdict_change
+from foliolab.workloadstats import StatRow, WorkloadAnalysis
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]

@@ -19,11 +19,12 @@ from __future__ import annotations
 import io
 import math
 
-from foliolab.analyse import Analysis, CountAnalysis, StatRow, \
-    WorkloadAnalysis
+from foliolab.analyse import Analysis
+from foliolab.countanalysis import CountAnalysis
 from foliolab.derive import Sample
 from foliolab.render import fmt
 from foliolab.workloads.model import Workload
+from foliolab.workloadstats import StatRow, WorkloadAnalysis
 
 # The least a ratio axis shows either side of 1.0: an A/A run's scatter
 # of a few parts in a thousand must not fill a panel as if it mattered.

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 
 from foliolab import stats
-from foliolab.analyse import Analysis, CountAnalysis, StatRow, StepRow
+from foliolab.analyse import Analysis
+from foliolab.countanalysis import CountAnalysis
 from foliolab.manifest import RunManifest
 from foliolab.render import (Column, Table, change_cell, ci_cell,
                              executor_note, fmt, fmt_ratio, fmt_small,
                              headline, legend, p_cell, profile_table, title)
+from foliolab.workloadstats import StatRow, StepRow
 
 
 def guest(m: RunManifest) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import analyse, counting, errors
+from foliolab import countanalysis, counting, errors
 from foliolab.render import text
 from foliolab.derive import Sample
 from foliolab.kernel import image
@@ -400,7 +400,7 @@ def test_analyse_counts_flags_and_profiles(tmp_path):
                _counting_sample(tmp_path, "vanilla", 1, _window(1005, 15, 500)),
                _counting_sample(tmp_path, "patched", 0, _window(800, 10, 300)),
                _counting_sample(tmp_path, "patched", 1, _window(800, 10, 300))]
-    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
+    a = countanalysis.analyse_counts(tmp_path, samples)["pageout"]
     assert a.known and a.flagged == {"read_tsc"}
     assert [s.values["kernel_insns_deterministic"] for s in samples] == \
         [990, 990, 790, 790]
@@ -440,7 +440,7 @@ def test_analyse_counts_names_kernels_whose_roots_were_per_vcpu(tmp_path):
                _counting_sample(tmp_path, "patched", 0, _window(900, 10, 5))]
     samples[0].roots_follow_tasks = True
     samples[1].roots_follow_tasks = False
-    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
+    a = countanalysis.analyse_counts(tmp_path, samples)["pageout"]
     assert a.untracked == ["patched"]
     assert "roots counted per vCPU, not following their task across " \
         "context switches, on patched" in a.summary_line()
@@ -450,7 +450,7 @@ def test_analyse_counts_names_kernels_whose_roots_were_per_vcpu(tmp_path):
 def test_analyse_counts_one_repeat_is_unknown(tmp_path):
     samples = [_counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 5)),
                _counting_sample(tmp_path, "patched", 0, _window(900, 10, 5))]
-    a = analyse.analyse_counts(tmp_path, samples)["pageout"]
+    a = countanalysis.analyse_counts(tmp_path, samples)["pageout"]
     assert not a.known
     assert "kernel_insns_deterministic" not in samples[0].values
     assert a.summary_line().startswith("determinism unknown")

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from foliolab.kernel import debian, kconfig, source, specs as kernels
+from foliolab.kernel import debian, kconfig, source, specs as kernels, store
 from foliolab.errors import UsageError
 
 
@@ -54,11 +54,11 @@ def test_the_private_sources_name_the_suites_and_the_hosts_keyring():
 
 
 def test_a_newer_kernel_has_its_own_build_slot():
-    assert kernels.build_slot(True) == "vanilla"
-    assert kernels.build_slot(False) == "patched"
-    assert kernels.build_slot(False, (7, 3)) == "linux-7.3"
+    assert store.build_slot(True) == "vanilla"
+    assert store.build_slot(False) == "patched"
+    assert store.build_slot(False, (7, 3)) == "linux-7.3"
     up = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
-    assert kernels.slot_of(up) == "linux-7.3"
+    assert store.slot_of(up) == "linux-7.3"
 
 
 def test_a_since_fragment_applies_from_its_version_on(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from foliolab import cli, errors
 from foliolab.kernel import specs as kernels
+from foliolab.kernel import store
 from foliolab.kernel.specs import SpecKind
 
 
@@ -102,7 +103,7 @@ def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
     (tmp_path / ".config").write_text("CONFIG_MMU=y\n")
     spec = kernels.parse_kernel(f"i=image:{img}")
     with pytest.raises(errors.ConfigError, match="first: CONFIG_"):
-        kernels.image_kernel(spec, get_arch("x86_64"), "perf")
+        store.image_kernel(spec, get_arch("x86_64"), "perf")
 
 
 def git(repo, *args):
@@ -192,8 +193,8 @@ def test_dry_run_names_the_build_directory_the_build_uses(
     makes = [line for line in text.splitlines() if line.startswith("make ")]
     assert ["x86_64-perf-vanilla" in m for m in makes] == [True, True, False]
     assert "x86_64-perf-patched" in makes[2]
-    assert kernels.build_slot(True) == "vanilla"
-    assert kernels.build_slot(False) == "patched"
+    assert store.build_slot(True) == "vanilla"
+    assert store.build_slot(False) == "patched"
 
 
 # ---- SOURCE+DIR[:N]: a series on any source spec ---------------------------
@@ -255,8 +256,8 @@ def test_base_and_base_dir_parse_as_they_always_did(tmp_path):
                                    series_dir=d, prefix=0)
     assert k.onto is None and k.is_base()
     assert k.source_spec().kind is SpecKind.BASE
-    assert kernels.slot_of(k) == "vanilla"
-    assert kernels.slot_of(kernels.parse_kernel(f"s=base+{d}:2")) == "patched"
+    assert store.slot_of(k) == "vanilla"
+    assert store.slot_of(kernels.parse_kernel(f"s=base+{d}:2")) == "patched"
     assert kernels.parse_kernel("b=base") == kernels.KernelSpec(
         "b", SpecKind.BASE, "base")
 
@@ -341,7 +342,7 @@ def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
     """debian:7.3+DIR shares linux-7.3 with debian:7.3 (an incremental
     build of it), never `patched`."""
     d = series_dir(tmp_path, 2)
-    assert kernels.slot_of(kernels.parse_kernel(
+    assert store.slot_of(kernels.parse_kernel(
         f"n=debian:7.3+{d}:1")) == "linux-7.3"
-    assert kernels.slot_of(kernels.parse_kernel(
+    assert store.slot_of(kernels.parse_kernel(
         f"n=debian:6.12+{d}")) == "patched"

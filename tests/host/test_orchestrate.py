@@ -280,10 +280,10 @@ def test_a_root_no_kept_kernel_has_stops_before_anything(
     their System.maps answer at once, before QEMU's source is fetched for
     the counter or anything is built."""
     from foliolab import counting
-    from foliolab.kernel import specs as kernels
+    from foliolab.kernel import store
     maps = {"base": _system_map(tmp_path / "k", "try_to_unmap",
                                 "shrink_folio_list")}
-    monkeypatch.setattr(kernels, "kept_kernel",
+    monkeypatch.setattr(store, "kept_kernel",
                         lambda k, arch, purpose: (maps["base"], "c0ffee"))
     monkeypatch.setattr(counting, "build_plugin",
                         lambda arch: pytest.fail("built the counter"))

@@ -360,7 +360,7 @@ def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
 
 
 def test_a_metric_with_no_better_direction_is_a_change_in_the_tables():
-    from foliolab.analyse import summarize_workload
+    from foliolab.workloadstats import summarize_workload
     from foliolab.derive import Sample
     w = WORKLOADS["file-reclaim"]
     assert w.metric("reclaimed_mb").better == "none"

@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from foliolab import cli, errors, orchestrate, runrecord
-from foliolab.kernel import build, image, source, specs as kernels
+from foliolab.kernel import build, image, source, specs as kernels, \
+    store, trees
 from foliolab.commands import measure as measure_cmd
 from foliolab.kernel.build import Kernel
 from foliolab.manifest import SeriesRecord
@@ -86,7 +87,7 @@ def nothing_built(monkeypatch):
     def no(*a, **k):
         pytest.fail("built something")
     monkeypatch.setattr(build, "build_kernel", no)
-    monkeypatch.setattr(kernels, "build_and_keep", no)
+    monkeypatch.setattr(store, "build_and_keep", no)
     monkeypatch.setattr(image, "build_image", no)
 
 
@@ -144,20 +145,20 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
     and the manifest records the spec, the tree and the series' sha."""
     head = git(clone, "rev-parse", "HEAD")
     spec = kernels.parse_kernel(f"b=git:{clone}@HEAD+{good}")
-    tree = kernels.tree_of(spec)
+    tree = trees.tree_of(spec)
     digest = source.read_series(good).digest
     assert git(cache_repo, "rev-parse",
                f"refs/foliolab/series/{head}/{digest}") == tree.commit
     assert git(cache_repo, "rev-parse", f"{tree.commit}~1") == head
     assert git(cache_repo, "show", f"{tree.commit}:mm/rmap.c") == \
         "int a;\nint B;\nint c;"
-    assert tree.version() == (7, 3) and kernels.slot_of(spec) == "linux-7.3"
-    assert kernels.tree_of(spec).commit == tree.commit      # found again
+    assert tree.version() == (7, 3) and store.slot_of(spec) == "linux-7.3"
+    assert trees.tree_of(spec).commit == tree.commit      # found again
 
     req = measure_cmd._request(*_compare_args(f"a=git:{clone}@HEAD",
                                       f"b=git:{clone}@HEAD+{good}"))
     m = runrecord.start_manifest(req)
-    monkeypatch.setattr(kernels, "prepare", lambda specs, arch, purpose,
+    monkeypatch.setattr(store, "prepare", lambda specs, arch, purpose,
                         trees: {k.name: _kernel(k.name, trees[k.name])
                                 for k in specs})
     orchestrate.prepare_kernels(req, m)
@@ -173,7 +174,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
 
 def test_a_prefix_of_none_is_the_tree_itself(clone, good, cache_repo):
     head = git(clone, "rev-parse", "HEAD")
-    t = kernels.tree_of(kernels.parse_kernel(f"z=git:{clone}@HEAD+{good}:0"))
+    t = trees.tree_of(kernels.parse_kernel(f"z=git:{clone}@HEAD+{good}:0"))
     assert (t.commit, t.series_digest, t.onto.commit) == (head, "", head)
 
 
@@ -211,8 +212,8 @@ def test_run_and_test_refuse_it_before_building_too(clone, good, bad,
     """`run` and `test` take --kernel NAME=SPEC through tree()."""
     with pytest.raises(errors.PatchApplyError, match="0001-bad.patch does "
                        "not apply to mm/rmap.c on git:"):
-        kernels.variant_tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
-    t = kernels.variant_tree("patched", None, f"n=git:{clone}@HEAD+{good}")
+        trees.variant_tree("patched", None, f"n=git:{clone}@HEAD+{bad}")
+    t = trees.variant_tree("patched", None, f"n=git:{clone}@HEAD+{good}")
     assert t.variant == "n" and t.series_digest
 
 

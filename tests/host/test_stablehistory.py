@@ -304,7 +304,7 @@ def test_without_history_only_the_history_comes_first(tmp_path, capsys,
     """The findings are printed before anything is built, the usual
     checks still run, and the restoration fails the command after them."""
     from foliolab import seriescheck
-    from foliolab.kernel import specs as kernels
+    from foliolab.kernel import trees
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)
     seen = []
@@ -316,7 +316,7 @@ def test_without_history_only_the_history_comes_first(tmp_path, capsys,
                 for i, p in enumerate(spec.series().patches, 1)]
     monkeypatch.setattr(seriescheck, "check_series", checks)
     # the apply check needs the real base; this series is for the small one
-    monkeypatch.setattr(kernels, "tree_of", lambda spec: None)
+    monkeypatch.setattr(trees, "tree_of", lambda spec: None)
     rc, out, err = run(capsys, "check", "--patches", str(series), "--since",
                        f"git:{repo}@v1.2.3", "--out", str(tmp_path / "out"))
     assert RESTORED in seen[0].splitlines()
