@@ -5,6 +5,7 @@ counted exactly."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -94,7 +95,11 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         # one fork and exec of flmark (a few hundred thousand insns).
         job = (f"flmark begin {Window.RUN:d}\n{job}fl_rc=$?\n"
                f"flmark end {Window.RUN:d}\nexit $fl_rc\n")
-    res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
-                                          tuple(req.add)), img.path)
+    try:
+        res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
+                                              tuple(req.add)), img.path)
+    finally:
+        # the copy served this boot only; the run directory keeps its logs
+        shutil.rmtree(kept, ignore_errors=True)
     return res, src.variant
 
