@@ -358,6 +358,21 @@ def resolve_ref(user_repo: Path, ref: str) -> str:
     return cp.stdout.strip()
 
 
+def words_at(repo: Path, commit: str, words) -> set[str] | None:
+    """Which of ``words`` the C and assembly sources of ``commit`` (in
+    ``repo``) have as a whole word; None if git cannot say. Read from git's
+    objects: nothing is fetched, checked out or written."""
+    words = sorted(set(words))
+    if not words:
+        return set()
+    cp = git(repo, "grep", "-h", "-o", "-w", "-I",
+             *(a for w in words for a in ("-e", w)), commit, "--",
+             "*.c", "*.h", "*.S", check=False)
+    if cp.returncode not in (0, 1):
+        return None
+    return set(cp.stdout.split()) & set(words)
+
+
 def makefile_numbers(repo: Path, commit: str,
                      check: bool = True) -> dict[str, int]:
     """VERSION, PATCHLEVEL and SUBLEVEL of the top Makefile at ``commit``,

@@ -320,6 +320,102 @@ def test_a_root_is_checked_before_the_counter_is_built(tmp_path,
         orchestrate._counters(req, get_arch("x86_64"), built)
 
 
+@pytest.fixture
+def two_commits(tmp_path):
+    """A clone whose tag ``up`` has try_to_unmap() and 7.3's
+    collapse_single_pmd(), and a commit on it (a series' tree) that adds
+    folio_unmap_for_reclaim(); a series directory of one patch."""
+    repo = tmp_path / "linux"
+    (repo / "mm").mkdir(parents=True)
+
+    def git(*argv):
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t",
+                               "-c", "user.email=t@t", *argv], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (repo / "mm" / "rmap.c").write_text(
+        "void try_to_unmap(void) {}\nvoid collapse_single_pmd(void) {}\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "up")
+    git("tag", "up")
+    (repo / "mm" / "vmscan.c").write_text(
+        "static int folio_unmap_for_reclaim(void) { return 0; }\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "next")
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-x.patch").write_text("x\n")
+    (series / "series").write_text("0001-x.patch\n")
+    return repo, git("rev-parse", "up"), git("rev-parse", "HEAD"), series
+
+
+def _source_only(monkeypatch, two_commits):
+    """Kernels not kept, and the series' tree applied (as series_trees()
+    finds it in the cache): nothing else may be prepared or built."""
+    from foliolab import counting
+    from foliolab.kernel import source, store, trees
+    repo, up, nxt, _ = two_commits
+    onto = source.Onto(f"git:{repo}@up", f"{repo} {up[:12]}", up)
+    monkeypatch.setattr(trees, "series_trees", lambda specs: {
+        k.name: source.Tree(k.name, repo, nxt, "d1935", onto=onto)
+        for k in specs if k.kind.value == "series"})
+    monkeypatch.setattr(store, "kept_kernel", lambda *a: (None, ""))
+    monkeypatch.setattr(counting, "build_plugin",
+                        lambda arch: pytest.fail("built the counter"))
+    monkeypatch.setattr(orchestrate, "prepare",
+                        lambda *a: pytest.fail("prepared the kernels"))
+
+
+def test_a_root_no_source_has_stops_before_any_build(
+        capsys, tmp_path, monkeypatch, two_commits):
+    """--count --root no_such_fn, no kernel built yet: the name is looked
+    for in the kernels' source (the series' tree, the clone's commit)
+    before anything is built or QEMU's source is fetched."""
+    _source_only(monkeypatch, two_commits)
+    repo, _, _, series = two_commits
+    out = tmp_path / "o"
+    rc = cli.main(["compare", "--kernel", f"up=git:{repo}@up", "--kernel",
+                   f"next=git:{repo}@up+{series}", "--workloads", "pageout",
+                   "--runs", "4", "--count", "--root", "no_such_fn",
+                   "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code
+    assert err[-1] == ("foliolab: error: --root no_such_fn: no kernel of "
+                       "the run has this function (up, next: not in their "
+                       "source); check its spelling in System.map (a static "
+                       "function may carry a suffix such as .isra.0)")
+    assert "Traceback" not in "\n".join(err) and not out.exists()
+
+
+@pytest.mark.parametrize("root", [
+    "folio_unmap_for_reclaim",          # the series' own function
+    "try_to_unmap.isra.0",              # a compiler's suffix
+    "hpage_collapse_scan_pmd",          # the lab's name, 7.3 renamed it
+])
+def test_a_root_in_some_kernels_source_waits_for_their_system_map(
+        tmp_path, monkeypatch, two_commits, root):
+    _source_only(monkeypatch, two_commits)
+    from foliolab.kernel import trees
+    repo, _, _, series = two_commits
+    req = request("compare", "--kernel", f"up=git:{repo}@up", "--kernel",
+                  f"next=git:{repo}@up+{series}", "--workloads", "pageout",
+                  "--runs", "4", "--count", "--root", root)
+    orchestrate._check_roots_in_source(req, trees.series_trees(req.specs))
+
+
+def test_a_root_is_not_refused_when_a_kernels_source_is_not_at_hand(
+        tmp_path, monkeypatch, two_commits, caplog):
+    """debian:7.3 is not unpacked before its build: its System.map says."""
+    _source_only(monkeypatch, two_commits)
+    req = request("compare", "--kernel", "up=debian:7.3", "--kernel",
+                  f"next=git:{two_commits[0]}@up", "--workloads", "pageout",
+                  "--runs", "4", "--count", "--root", "no_such_fn")
+    with caplog.at_level("INFO", "foliolab"):
+        orchestrate._check_roots_in_source(req, {})
+    assert "checked against the kernels' System.map once they are built" \
+        in caplog.text
+
+
 def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
     (tmp_path / "o").mkdir()
     rc = cli.main(["compare", "--workloads", "pageout", "--runs", "4",
