@@ -145,7 +145,31 @@ def update_lists(force: bool = False, looking_for: str = "") -> None:
     proc.run(["apt-get", *_apt_options(), "-q", "update"],
              log_path=d / "update.log", error=SourceError,
              what="apt-get update of foliolab's Debian suites")
+    failed, some = unreached(d / "update.log")
+    if failed and not some and age is None:
+        raise SourceError(f"Debian's archive could not be read ({failed})",
+                          hint="check this machine's network and proxy, "
+                               "then run the command again",
+                          log_path=d / "update.log")
+    if failed:
+        log.warning("WARNING: %s of Debian's package lists could not be "
+                    "fetched (%s); %s", "some" if some else "none", failed,
+                    "the others are used" if some else
+                    f"those of {age / 3600:.0f} hours ago are used")
+        return              # the stamp stays: the next lookup tries again
     (d / "updated").touch()
+
+
+def unreached(update_log: Path) -> tuple[str, bool]:
+    """What apt-get update could not fetch, from its log: its first
+    reason ("" if it fetched every list), and whether it fetched some.
+    apt exits 0 when it cannot reach the archive ("W: Failed to fetch"),
+    so its status cannot tell."""
+    text = update_log.read_text(errors="replace") if update_log.exists() \
+        else ""
+    some = re.search(r"^(Hit|Get):", text, re.M) is not None
+    m = re.search(r"^(?:W: Failed to fetch \S+|E:)\s+(.+)$", text, re.M)
+    return (m.group(1).strip() if m else ""), some
 
 
 def versions(name: str) -> list[str]:

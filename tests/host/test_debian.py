@@ -242,3 +242,52 @@ def test_a_lookup_says_it_runs_apt_then_refuses_clearly(monkeypatch,
                             "linux-source-8.1; kernels there: debian:6.1, "
                             "debian:7.3")
     assert any("update" in a for a in apt.argv)
+
+
+class _OfflineApt(_FakeApt):
+    """apt-get update as without a network: exit 0, every list failed (or
+    only ``failing`` of them)."""
+
+    def __init__(self, fetched: bool = False):
+        super().__init__()
+        self.fetched = fetched
+
+    def __call__(self, argv, **kw):
+        if "update" in argv:
+            kw["log_path"].write_text(
+                ("Hit:1 http://deb.debian.org/debian bookworm InRelease\n"
+                 if self.fetched else "") +
+                "Err:2 http://deb.debian.org/debian sid InRelease\n"
+                "  Temporary failure resolving 'deb.debian.org'\n"
+                "W: Failed to fetch http://deb.debian.org/debian/dists/sid/"
+                "InRelease  Temporary failure resolving 'deb.debian.org'\n"
+                "W: Some index files failed to download. They have been "
+                "ignored, or old ones used instead.\n")
+        return super().__call__(argv, **kw)
+
+
+def test_an_archive_out_of_reach_is_said_not_taken_for_a_missing_kernel(
+        monkeypatch, tmp_cache):
+    """apt exits 0 when it reaches no mirror: the lookup said 'Debian's
+    archive has no linux-source-7.3', and kept the empty lists a day."""
+    from foliolab.errors import SourceError
+    monkeypatch.setattr(debian.proc, "run", _OfflineApt())
+    with pytest.raises(SourceError) as e:
+        debian.resolve("7.3")
+    assert e.value.one_line() == (
+        "Debian's archive could not be read (Temporary failure resolving "
+        f"'deb.debian.org'); log: {debian.apt_dir() / 'update.log'}; check "
+        "this machine's network and proxy, then run the command again")
+    assert debian._lists_age() is None          # tried again next time
+
+
+def test_lists_fetched_in_part_are_used_and_fetched_again_next_time(
+        monkeypatch, tmp_cache, caplog):
+    import logging
+    monkeypatch.setattr(debian.proc, "run", _OfflineApt(fetched=True))
+    with caplog.at_level(logging.INFO, logger="foliolab"):
+        debian.update_lists()
+    assert ("WARNING: some of Debian's package lists could not be fetched "
+            "(Temporary failure resolving 'deb.debian.org'); the others are "
+            "used") in caplog.messages
+    assert debian._lists_age() is None
