@@ -283,11 +283,12 @@ def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
         raise UsageError(f"{len(specs)} kernel given; a comparison needs two "
                          "or more", hint="repeat --kernel NAME=SPEC")
     seen: set[str] = set()
-    for k in specs:
+    for k in specs:         # the names first: a spec's check may ask apt
         if k.name in seen:
             raise UsageError(f"kernel name {k.name!r} given twice",
                              hint="give each --kernel its own NAME")
         seen.add(k.name)
+    for k in specs:
         check_spec(k, count)
 
 

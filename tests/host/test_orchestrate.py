@@ -251,6 +251,8 @@ def kernel_less_repo(tmp_path):
       "b=debian:9.99"], "debian:9.99: Linux has no 9.99"),
     (["--workloads", "pageout", "--count", "--root", "no such()"],
      "--root 'no such()' is not a kernel function name"),
+    (["--workloads", "pageout", "--kernel", "a=debian:7.3", "--kernel",
+      "a=debian:7.3+patches/7.3"], "kernel name 'a' given twice"),
 ])
 def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
                                                 kernel_less_repo, monkeypatch,
