@@ -38,7 +38,7 @@ def _bisect_options(s: argparse.ArgumentParser) -> None:
                    metavar="NAME=VALUE",
                    help="a workload parameter (repeatable)")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
-    s.add_argument("--out", type=Path,
+    s.add_argument("--out", type=options.directory,
                    help="run directory (default results/bisect-<time>)")
     s.add_argument("--resume", action="store_true",
                    help="go on with the stopped bisect in --out DIR, "

@@ -41,7 +41,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
     options.base(s, "the tree the series goes on")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
-    s.add_argument("--out", type=Path, help="where the boot logs go "
+    s.add_argument("--out", type=options.directory, help="where the boot logs go "
                    "(default results/check-<time>)")
     s.add_argument("--since", metavar="SPEC",
                    help="first say which patches restore code that the "

@@ -27,6 +27,14 @@ def positive_int(value: str) -> int:
     return n
 
 
+def directory(value: str) -> Path:
+    """A directory option's value: an empty one (``--out=``, ``--out
+    "$UNSET"``) would be the current directory, which nobody meant."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a directory")
+    return Path(value)
+
+
 def seed_list(value: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(v) for v in value.split(","))
@@ -100,7 +108,7 @@ def measure(s: argparse.ArgumentParser) -> None:
                    metavar="[WORKLOAD.]NAME=VALUE",
                    help="override a workload parameter (repeatable)")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
-    s.add_argument("--out", type=Path,
+    s.add_argument("--out", type=directory,
                    help="output directory (default results/<timestamp>)")
     s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
                    help="host-side limit per boot (default: per workload)")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from pathlib import Path
 
 from foliolab import counting, coveragerun, suite, upstream_selftests
-from foliolab.kernel import kconfig, trees
+from foliolab.kernel import kconfig, specs, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
@@ -63,7 +62,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
                         "kselftest-vanilla-ARCH.json) and upstream's to "
                         "tests/upstream-selftests-vanilla.json (use with "
                         "--variant vanilla)")
-    s.add_argument("--out", type=Path,
+    s.add_argument("--out", type=options.directory,
                    help="output directory (default results/test-<time>)")
 
 
@@ -77,6 +76,8 @@ def cmd_test(args) -> int:
     if args.coverage:
         coveragerun.check_request(args.count, args.config,
                                   get_arch(args.arch))
+    if args.kernel:         # its form, before the plan may ask apt
+        specs.parse_kernel(args.kernel)
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None

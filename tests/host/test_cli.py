@@ -323,3 +323,29 @@ def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path,
     caplog.clear()
     assert cli.main(["report", str(out)]) == 0
     assert not any("damaged" in m for m in caplog.messages)
+
+
+@pytest.mark.parametrize("command", [
+    ["compare"], ["test"], ["check"], ["bisect", "--repo", "/tmp"]])
+def test_an_empty_out_is_refused_not_taken_for_here(capsys, tmp_cache,
+                                                    command):
+    """--out= (or --out "$UNSET") would be the current directory."""
+    rc, _, err = run(capsys, *command, "--out=")
+    assert rc == errors.UsageError.exit_code
+    assert only_line(err) == (
+        f"foliolab: error: {command[0]}: argument --out: an empty path; "
+        f"give a directory; see `foliolab {command[0]} --help`")
+    assert not tmp_cache.exists()
+
+
+def test_a_test_kernel_not_name_spec_is_refused_before_apt(capsys,
+                                                           monkeypatch,
+                                                           tmp_cache):
+    from foliolab import upstream_selftests
+    monkeypatch.setattr(upstream_selftests, "plan", lambda *a: pytest.fail(
+        "looked up the upstream selftests' source"))
+    rc, _, err = run(capsys, "test", "--kernel", "debian:7.3")
+    assert rc == errors.UsageError.exit_code
+    assert only_line(err).startswith(
+        "foliolab: error: --kernel 'debian:7.3' is not NAME=SPEC")
+    assert not tmp_cache.exists()
