@@ -91,16 +91,21 @@ def legend(names: list[str]) -> str:
 
 
 def title(m: RunManifest) -> str:
+    """The report's first line: the kernels as given; the base's version
+    only when a kernel is the base or built on it (a run of debian: or
+    git: kernels has no base of its own)."""
+    base = (f"base {m.base_version}" if m.base_version and any(
+        k.spec.split("+", 1)[0] == "base" for k in m.kernels) else "")
     if same_kernel(m):
         return ("foliolab A/A comparison: " + " and ".join(
-            f"{k.name}={k.spec}" for k in m.kernels) +
-            f", the same kernel (base {m.base_version})")
+            f"{k.name}={k.spec}" for k in m.kernels) + ", the same kernel" +
+            (f" ({base})" if base else ""))
     if m.names == list(VARIANTS):
         return (f"foliolab comparison: {m.patches_label} vs "
                 f"vanilla {m.base_version}")
     return ("foliolab comparison of " + ", ".join(
         f"{k.name}={k.spec}" for k in m.kernels) +
-        f" (base {m.base_version}; baseline {m.names[0]})")
+        f" ({base + '; ' if base else ''}baseline {m.names[0]})")
 
 
 def executor_note(m: RunManifest) -> str:

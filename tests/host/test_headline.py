@@ -222,13 +222,42 @@ def test_an_aa_run_names_its_kernels_as_they_are(tmp_path):
         specs={"vanilla": "base", "patched": "base"})
     text = report.write_report(out)
     assert text.splitlines()[0] == ("foliolab A/A comparison: vanilla=base "
-                                    "and patched=base, the same kernel "
-                                    "(base )")
+                                    "and patched=base, the same kernel")
     head = headline_of(text)
     assert head[0].startswith("Headline: A/A run, vanilla and patched are "
                               "the same kernel (base)")
     assert "patched against vanilla" not in text
     assert "patched vs vanilla" not in text
+
+
+def with_base_version(out, version="6.12.117-1~deb12u1"):
+    env = json.loads((out / "environment.json").read_text())
+    env["base_version"] = version      # the default --base, always recorded
+    (out / "environment.json").write_text(json.dumps(env))
+    return out
+
+
+def test_the_title_names_the_base_only_when_a_kernel_is_built_on_it(
+        tmp_path):
+    """A run of debian:7.3 kernels said "(base 6.12.117-1~deb12u1)"."""
+    out = with_base_version(write_run(
+        tmp_path / "up", names=("up", "next"),
+        specs={"up": "debian:7.3", "next": "debian:7.3+patches/7.3"}))
+    assert report.write_report(out).splitlines()[0] == (
+        "foliolab comparison of up=debian:7.3, next=debian:7.3+patches/7.3 "
+        "(baseline up)")
+    out = with_base_version(write_run(
+        tmp_path / "aa", names=("a", "b"),
+        specs={"a": "debian:7.3", "b": "debian:7.3"}))
+    assert report.write_report(out).splitlines()[0] == (
+        "foliolab A/A comparison: a=debian:7.3 and b=debian:7.3, the same "
+        "kernel")
+    out = with_base_version(write_run(
+        tmp_path / "port", names=("up", "port"),
+        specs={"up": "debian:7.3", "port": "base+patches/6.12"}))
+    assert report.write_report(out).splitlines()[0] == (
+        "foliolab comparison of up=debian:7.3, port=base+patches/6.12 "
+        "(base 6.12.117-1~deb12u1; baseline up)")
 
 
 @pytest.mark.parametrize("base, value, text", [
