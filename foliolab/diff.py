@@ -10,6 +10,7 @@ are listed first, since they explain most of what differs.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from foliolab.errors import UsageError
@@ -81,6 +82,13 @@ def _cell(row: dict | None) -> str:
     (older results.json rows printed one; it is not shown here)."""
     if row is None:
         return "-"
+    ratio = row.get("ratio")
+    if ratio is None or not math.isfinite(ratio):
+        # 0 -> N (null in results.json, Infinity in older ones), or 0/0
+        grew = row.get("vanilla_mean") == 0 and (row.get("patched_mean")
+                                                 or 0) > 0
+        return ("from 0" + ("*" if row.get("significant") else "")
+                if grew else "-")
     few = min(row.get("n_vanilla", 3), row.get("n_patched", 3)) < 3
     if row.get("exact"):
         return f"{row['ratio']:.3f}{'*' if row['significant'] else ' '}exact"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from pathlib import Path
 
 from foliolab.analyse import Analysis, analyse
@@ -85,6 +86,21 @@ def _plots(a: Analysis, out: Path) -> Figures:
     return figures
 
 
+def finite(value):
+    """``value`` with every NaN and infinity as None: results.json is
+    JSON (a parser in a browser or jq refuses NaN and Infinity). A ratio
+    from 0 is null there; its means say it (0 -> N)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return finite(dataclasses.asdict(value))
+    return value
+
+
 # What results.json has always held (SPEC §7).
 RESULTS_KEYS = ("environment", "samples", "summary")
 
@@ -127,8 +143,9 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     if samples is None:
         samples = run_samples(out)
     a = analyse(out, m, samples)
-    (out / "results.json").write_text(json.dumps(results_json(a), indent=1,
-                                                 default=str) + "\n")
+    (out / "results.json").write_text(json.dumps(
+        finite(results_json(a)), indent=1, default=str,
+        allow_nan=False) + "\n")
     (out / "report.md").write_text(markdown_report(a))
     figures = _plots(a, out)
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests

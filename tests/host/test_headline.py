@@ -143,6 +143,29 @@ def test_zero_to_n_and_n_to_zero_are_said_as_such(trial):
     assert "from 0 CI - " in ratio and "SIGNIFICANT, worse" in ratio
 
 
+def _refuse(constant):
+    raise ValueError(f"{constant} in results.json")
+
+
+def test_results_json_is_json_and_diff_says_from_0(trial, tmp_path, capsys):
+    """results.json held NaN and Infinity (no JSON parser but Python's
+    reads them), and `foliolab diff` printed "inf*[inf,inf]" from it."""
+    import shutil
+    from foliolab import cli
+    out, _ = trial
+    res = json.loads((out / "results.json").read_text(),
+                     parse_constant=_refuse)
+    row = next(r for r in res["summary"]
+               if r["metric"] == "mthp_split_deferred")
+    assert row["ratio"] is None and row["vanilla_mean"] == 0
+    again = shutil.copytree(out, tmp_path / "again")
+    assert cli.main(["diff", "--all", str(out), str(again)]) == 0
+    text = capsys.readouterr().out
+    assert not NAN_INF.search(text), NAN_INF.search(text)
+    line = next(x for x in text.splitlines() if "mthp_split_deferred" in x)
+    assert line.split()[-4:] == ["from", "0*", "from", "0*"], line
+
+
 def test_one_sign_everywhere_and_the_legend_says_which(trial):
     """A metric that fell is negative in the headline, the text table,
     report.md, report.html and results.json alike, better or not."""
@@ -237,27 +260,23 @@ def with_base_version(out, version="6.12.117-1~deb12u1"):
     return out
 
 
+@pytest.mark.parametrize("specs, title", [
+    ({"up": "debian:7.3", "next": "debian:7.3+patches/7.3"},
+     "foliolab comparison of up=debian:7.3, next=debian:7.3+patches/7.3 "
+     "(baseline up)"),
+    ({"a": "debian:7.3", "b": "debian:7.3"},
+     "foliolab A/A comparison: a=debian:7.3 and b=debian:7.3, the same "
+     "kernel"),
+    ({"up": "debian:7.3", "port": "base+patches/6.12"},
+     "foliolab comparison of up=debian:7.3, port=base+patches/6.12 "
+     "(base 6.12.117-1~deb12u1; baseline up)"),
+])
 def test_the_title_names_the_base_only_when_a_kernel_is_built_on_it(
-        tmp_path):
+        tmp_path, specs, title):
     """A run of debian:7.3 kernels said "(base 6.12.117-1~deb12u1)"."""
-    out = with_base_version(write_run(
-        tmp_path / "up", names=("up", "next"),
-        specs={"up": "debian:7.3", "next": "debian:7.3+patches/7.3"}))
-    assert report.write_report(out).splitlines()[0] == (
-        "foliolab comparison of up=debian:7.3, next=debian:7.3+patches/7.3 "
-        "(baseline up)")
-    out = with_base_version(write_run(
-        tmp_path / "aa", names=("a", "b"),
-        specs={"a": "debian:7.3", "b": "debian:7.3"}))
-    assert report.write_report(out).splitlines()[0] == (
-        "foliolab A/A comparison: a=debian:7.3 and b=debian:7.3, the same "
-        "kernel")
-    out = with_base_version(write_run(
-        tmp_path / "port", names=("up", "port"),
-        specs={"up": "debian:7.3", "port": "base+patches/6.12"}))
-    assert report.write_report(out).splitlines()[0] == (
-        "foliolab comparison of up=debian:7.3, port=base+patches/6.12 "
-        "(base 6.12.117-1~deb12u1; baseline up)")
+    out = with_base_version(write_run(tmp_path / "run", names=tuple(specs),
+                                      specs=specs))
+    assert report.write_report(out).splitlines()[0] == title
 
 
 @pytest.mark.parametrize("base, value, text", [
