@@ -90,12 +90,18 @@ def legend(names: list[str]) -> str:
             f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05")
 
 
+def uses_base(m: RunManifest) -> bool:
+    """Whether a kernel of the run is the base or built on it: the
+    manifest records the default --base's version in any run, and a run
+    of debian: or git: kernels has no base of its own."""
+    return bool(m.base_version) and any(
+        k.spec.split("+", 1)[0] == "base" for k in m.kernels)
+
+
 def title(m: RunManifest) -> str:
     """The report's first line: the kernels as given; the base's version
-    only when a kernel is the base or built on it (a run of debian: or
-    git: kernels has no base of its own)."""
-    base = (f"base {m.base_version}" if m.base_version and any(
-        k.spec.split("+", 1)[0] == "base" for k in m.kernels) else "")
+    only when a kernel uses it."""
+    base = f"base {m.base_version}" if uses_base(m) else ""
     if same_kernel(m):
         return ("foliolab A/A comparison: " + " and ".join(
             f"{k.name}={k.spec}" for k in m.kernels) + ", the same kernel" +

@@ -10,7 +10,7 @@ from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
 from foliolab.render import (Column, Table, better_cell, change_cell,
                              ci_cell, executor_note, fmt, fmt_ratio,
                              fmt_small, headline, legend, p_cell,
-                             profile_table)
+                             profile_table, uses_base)
 from foliolab.workloadstats import WorkloadAnalysis
 
 
@@ -33,7 +33,8 @@ def run_lines(a: Analysis) -> list[str]:
     """The run as a list: series, kernels, guest, host, runs."""
     m: RunManifest = a.m
     return [f"- series: {m.patches_label}",
-            f"- base: {m.base_package} {m.base_version}",
+            *([f"- base: {m.base_package} {m.base_version}"]
+              if uses_base(m) else []),
             "- kernels (the first is the baseline): " + ", ".join(
                 f"{k.name} `{k.spec}` {(k.commit or '?')[:12]}"
                 + built_as(k) for k in m.kernels),

@@ -277,6 +277,9 @@ def test_the_title_names_the_base_only_when_a_kernel_is_built_on_it(
     out = with_base_version(write_run(tmp_path / "run", names=tuple(specs),
                                       specs=specs))
     assert report.write_report(out).splitlines()[0] == title
+    base = "<li>base: " in (out / "report.html").read_text()
+    assert base == ("(base " in title)
+    assert base == ("- base: " in (out / "report.md").read_text())
 
 
 @pytest.mark.parametrize("base, value, text", [
