@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import counting, coveragerun, hostsetup, parse, proc
+from foliolab import counting, countwindows, coveragerun, hostsetup, parse, proc
 from foliolab.kernel import build, image, kconfig, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
@@ -424,12 +424,12 @@ def test_counts(res: BootResult, arch: str
                 ) -> dict[str, dict[str, float]]:
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
-    windows = counting.read_windows(res.console.parent / "counts.txt",
+    windows = countwindows.read_windows(res.console.parent / "counts.txt",
                                     Window.RUN)
     s = parse.parse_records(res.records).samples
     names = [f[5:] for f in (s[0].files if s else {})
              if f.startswith("ktap.")]
-    return {name: counting.window_metrics(w, arch, None)
+    return {name: countwindows.window_metrics(w, arch, None)
             for name, w in zip(names, windows)}
 
 
