@@ -14,13 +14,11 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from foliolab.arch import Arch
+from foliolab.counting import Counter
 from foliolab.errors import BootError
-
-if TYPE_CHECKING:
-    from foliolab.arch import Arch
-    from foliolab.counting import Counter
 
 
 class ExecutorKind(str, enum.Enum):
