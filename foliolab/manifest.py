@@ -73,6 +73,23 @@ def _known(cls, d: dict) -> tuple[dict, dict]:
             {k: v for k, v in d.items() if k not in names})
 
 
+def _open_record(cls, d: dict, **typed):
+    """A record whose class follows another's fields (SpecRecord,
+    BuildRecord) from its JSON: the fields it has (``typed``: those read
+    into records of their own), and the keys of a later version in its
+    ``more``."""
+    known, more = _known(cls, d)
+    known.pop("more", None)
+    return cls(**{**known, **typed}, more=more)
+
+
+def _open_json(record) -> dict:
+    """Such a record's JSON: its fields, then the keys in its ``more``."""
+    d = plain(record)
+    more = d.pop("more")
+    return {**d, **more}
+
+
 @dataclass
 class SpecRecord:
     """A kernel's spec as parsed (kernel.specs.KernelSpec's fields, paths
@@ -96,18 +113,14 @@ class SpecRecord:
     def from_json(cls, d: dict | None) -> SpecRecord | None:
         if not d:
             return None
-        known, more = _known(cls, d)
-        known.pop("more", None)
-        known["onto"] = cls.from_json(known.get("onto"))
-        return cls(**known, more=more)
+        return _open_record(cls, d, onto=cls.from_json(d.get("onto")))
 
     def to_json(self) -> dict:
-        d = plain(self)
+        d = _open_json(self)
         d["onto"] = self.onto.to_json() if self.onto else None
         if not self.series_sha:
             del d["series_sha"]
-        more = d.pop("more")
-        return {**d, **more}
+        return d
 
 
 @dataclass
@@ -130,16 +143,10 @@ class BuildRecord:
 
     @classmethod
     def from_json(cls, d: dict | None) -> BuildRecord | None:
-        if not d:
-            return None
-        known, more = _known(cls, d)
-        known.pop("more", None)
-        return cls(**known, more=more)
+        return _open_record(cls, d) if d else None
 
     def to_json(self) -> dict:
-        d = plain(self)
-        more = d.pop("more")
-        return {**d, **more}
+        return _open_json(self)
 
 
 @dataclass
