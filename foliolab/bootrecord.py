@@ -36,6 +36,29 @@ class BootStatus(str, enum.Enum):
         return self.value
 
 
+@dataclass(frozen=True)
+class HostLoad:
+    """The host while a boot ran (boot.json's ``host``): what the report
+    says of the machine beside its kernels' numbers."""
+
+    loadavg_1m: float | None = None     # at the boot's start
+    governor: str = ""                  # the CPU frequency governor
+    steal_pct: float | None = None      # CPU time stolen while it ran
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> HostLoad:
+        d = d or {}
+        return cls(d.get("loadavg_1m"), d.get("governor", ""),
+                   d.get("steal_pct"))
+
+    def to_json(self) -> dict:
+        """What is known, in the order boot.json has always had it."""
+        return {k: v for k, v in (("loadavg_1m", self.loadavg_1m),
+                                  ("governor", self.governor),
+                                  ("steal_pct", self.steal_pct))
+                if v not in (None, "")}
+
+
 @dataclass
 class BootResult:
     """One boot as the host saw it."""
@@ -49,7 +72,7 @@ class BootResult:
     elapsed: float
     records: list[str] = field(default_factory=list)
     cpu_s: float | None = None   # QEMU's user + system CPU time
-    host: dict = field(default_factory=dict)   # see host_state()
+    host: HostLoad = field(default_factory=HostLoad)
 
     def __post_init__(self) -> None:
         self.status = BootStatus(self.status)   # a bad name fails here
@@ -85,7 +108,7 @@ def read_boot(rundir: Path) -> BootResult | None:
                               hint=boot_hint(rundir)) from None
     return BootResult(status, d["exit_code"], d["issues"],
                       rundir / d["console"], results, d["elapsed"], records,
-                      d.get("cpu_s"), d.get("host", {}))
+                      d.get("cpu_s"), HostLoad.from_json(d.get("host")))
 
 
 def boot_hint(rundir: Path) -> str:
@@ -136,17 +159,18 @@ def host_state() -> dict:
     return state
 
 
-def host_during(before: dict) -> dict:
-    """``before`` with the share of CPU time the hypervisor stole from this
-    host while the boot ran (steal is the 8th field of /proc/stat's cpu
-    line)."""
-    out = {k: v for k, v in before.items() if k != "cpu_ticks"}
+def host_during(before: dict) -> HostLoad:
+    """The host as ``before`` (host_state()) found it, with the share of
+    CPU time the hypervisor stole from it while the boot ran (steal is the
+    8th field of /proc/stat's cpu line)."""
+    steal = None
     a, b = before.get("cpu_ticks", []), _proc_stat_cpu()
     if len(a) >= 8 and len(b) >= 8:
         total = sum(b) - sum(a)
-        out["steal_pct"] = (round(100.0 * (b[7] - a[7]) / total, 2)
-                            if total > 0 else 0.0)
-    return out
+        steal = (round(100.0 * (b[7] - a[7]) / total, 2)
+                 if total > 0 else 0.0)
+    return HostLoad(before.get("loadavg_1m"), before.get("governor", ""),
+                    steal)
 
 
 class Pass(str, enum.Enum):

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import counting
+from foliolab import countwindows
 from foliolab.derive import Sample
 from foliolab.manifest import VARIANTS
 from foliolab.workloads import WORKLOADS
@@ -32,11 +32,11 @@ class CountAnalysis:
     functions are nondeterministic and where the kernels differ."""
 
     workload: str
-    windows: dict[str, list[counting.Window]]   # kernel -> valid windows
+    windows: dict[str, list[countwindows.Window]]   # kernel -> valid windows
     flagged: set[str]            # functions whose count varies in repeats
     known: bool                  # every kernel had two windows or more
     # kernel -> its profile against the baseline (the first kernel)
-    profiles: dict[str, list[counting.ProfileRow]]
+    profiles: dict[str, list[countwindows.ProfileRow]]
     notes: list[str]
     # kernels with a counting sample whose roots were per vCPU
     untracked: list[str] = field(default_factory=list)
@@ -46,7 +46,7 @@ class CountAnalysis:
         return list(self.windows)
 
     @property
-    def profile(self) -> list[counting.ProfileRow]:
+    def profile(self) -> list[countwindows.ProfileRow]:
         """The last kernel's profile (patched's, in a --patches run)."""
         return self.profiles.get(self.names[-1], []) if self.names else []
 
@@ -62,7 +62,7 @@ class CountAnalysis:
         for ws in self.windows.values():
             for w in ws:
                 if w.kernel_insns:
-                    out = w.kernel_insns - counting.deterministic_insns(
+                    out = w.kernel_insns - countwindows.deterministic_insns(
                         w.insns(), w.kernel_insns, self.flagged)
                     shares.append(100.0 * out / w.kernel_insns)
         worst = max(shares, default=0.0)
@@ -93,10 +93,10 @@ class CountAnalysis:
 
 
 def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
-                      ) -> list[tuple[Sample, counting.Window]]:
+                      ) -> list[tuple[Sample, countwindows.Window]]:
     """Each valid counting sample with its window, read from the run
     directory's raw plugin output (each file parsed once)."""
-    cache: dict[str, list[counting.Window]] = {}
+    cache: dict[str, list[countwindows.Window]] = {}
     pairs = []
     for s in samples:
         w = WORKLOADS.get(s.workload)
@@ -106,7 +106,7 @@ def _counting_windows(out: Path, samples: list[Sample], notes: list[str]
             path = out / s.counts
             if not path.exists():
                 notes.append(f"{path} is missing: its sample has no profile")
-            cache[s.counts] = counting.read_windows(path, w.window)
+            cache[s.counts] = countwindows.read_windows(path, w.window)
         mine = cache[s.counts]
         if 0 <= s.count_window < len(mine):
             pairs.append((s, mine[s.count_window]))
@@ -122,7 +122,7 @@ def analyse_counts(out: Path, samples: list[Sample],
     and build the differential profile."""
     notes: list[str] = []
     pairs = _counting_windows(out, samples, notes)
-    by: dict[str, dict[str, list[tuple[Sample, counting.Window]]]] = \
+    by: dict[str, dict[str, list[tuple[Sample, countwindows.Window]]]] = \
         defaultdict(lambda: defaultdict(list))
     for s, win in pairs:
         by[s.workload][s.variant].append((s, win))
@@ -132,17 +132,17 @@ def analyse_counts(out: Path, samples: list[Sample],
         windows = {v: [win for _, win in variants.get(v, [])]
                    for v in names}
         known = all(len(ws) >= 2 for ws in windows.values())
-        flagged = counting.nondeterministic_functions(
+        flagged = countwindows.nondeterministic_functions(
             {v: [win.insns() for win in ws] for v, ws in windows.items()})
         if known:
             for s, win in (p for v in variants.values() for p in v):
-                det = counting.deterministic_insns(win.insns(),
+                det = countwindows.deterministic_insns(win.insns(),
                                                    win.kernel_insns, flagged)
                 s.values["kernel_insns_deterministic"] = det
                 if win.kernel_insns:
                     s.values["nondeterministic_pct"] = \
                         100.0 * (1 - det / win.kernel_insns)
-        profiles = {k: counting.differential_profile(
+        profiles = {k: countwindows.differential_profile(
             windows, names[0], k, flagged, PROFILE_TOP) for k in names[1:]}
         untracked = [v for v in names
                      if any(s.roots_follow_tasks is False

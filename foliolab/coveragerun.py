@@ -37,6 +37,7 @@ from pathlib import Path
 
 from foliolab import gcovdata, gcovrecord, parse
 from foliolab.kernel import kconfig, source
+from foliolab.kernel import specs as kernels
 from foliolab.arch import Arch
 from foliolab.coverage import (BuildFacts, CoverageReport, Tally, classify,
                                other_arch)
@@ -309,7 +310,6 @@ def suite_series(kernel: str | None, variant: str, patches: Path | None
     """The series ``foliolab test`` applies: ``--kernel``'s
     (NAME=SOURCE+DIR[:N]) or ``--patches``' for the patched variant; the
     empty series for any other kernel (plan_for() refuses it)."""
-    from foliolab.kernel import specs as kernels
     if kernel:
         k = kernels.parse_kernel(kernel)
         if k.kind is kernels.SpecKind.SERIES:

@@ -14,7 +14,7 @@ import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from foliolab import bootrecord, counting, parse
+from foliolab import bootrecord, countwindows, parse
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
 from foliolab.workloads import WORKLOADS
@@ -40,7 +40,7 @@ class Sample:
     count_window: int = -1
     cpu_s: float | None = None    # QEMU's CPU time for the whole boot
     # A counting sample's roots followed their task across context
-    # switches (counting.SwitchTracking); None: no roots were counted.
+    # switches (countwindows.SwitchTracking); None: no roots were counted.
     roots_follow_tasks: bool | None = None
 
     def __post_init__(self) -> None:
@@ -54,14 +54,14 @@ class Sample:
 
 
 def count_values(w: Workload, arch: str, derived: dict[str, float],
-                 window: counting.Window | None,
+                 window: countwindows.Window | None,
                  reasons: list[str]) -> dict[str, float]:
     """A counting sample's metrics from its window of the plugin output
     (and the timed metrics it was derived with, for per-page figures)."""
     if window is None:
         reasons.append(f"no counting window {w.window} in counts.txt")
         return {}
-    v = counting.window_metrics(window, arch, w.count_unit, w.count_roots)
+    v = countwindows.window_metrics(window, arch, w.count_unit, w.count_roots)
     if w.count_extra:
         v.update(w.count_extra(v, derived, w.count_roots))
     if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
@@ -81,7 +81,7 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
     """
     g = parse.parse_records(res.records)
     counts_path = res.console.parent / "counts.txt"
-    counts = counting.read_counts(counts_path) if counted else None
+    counts = countwindows.read_counts(counts_path) if counted else None
     windows = counts.tagged(w.window) if counts else []
     follow = None
     if counts and (w.count_roots or w.count_unit):

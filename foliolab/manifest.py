@@ -66,28 +66,141 @@ class SeriesRecord:
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
 
 
+def _known(cls, d: dict) -> tuple[dict, dict]:
+    """``d`` split into the fields ``cls`` has and the rest."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return ({k: v for k, v in d.items() if k in names},
+            {k: v for k, v in d.items() if k not in names})
+
+
+def _open_record(cls, d: dict, **typed):
+    """A record whose class follows another's fields (SpecRecord,
+    BuildRecord) from its JSON: the fields it has (``typed``: those read
+    into records of their own), and the keys of a later version in its
+    ``more``."""
+    known, more = _known(cls, d)
+    known.pop("more", None)
+    return cls(**{**known, **typed}, more=more)
+
+
+def _open_json(record) -> dict:
+    """Such a record's JSON: its fields, then the keys in its ``more``."""
+    d = plain(record)
+    more = d.pop("more")
+    return {**d, **more}
+
+
+@dataclass
+class SpecRecord:
+    """A kernel's spec as parsed (kernel.specs.KernelSpec's fields, paths
+    as text), and a series' digest (the report's reproduce line names
+    it)."""
+
+    name: str = ""
+    kind: str = ""
+    text: str = ""
+    series_dir: str | None = None
+    prefix: int | None = None
+    repo: str | None = None
+    ref: str = ""
+    image: str | None = None
+    debian_version: str = ""
+    onto: SpecRecord | None = None
+    series_sha: str = ""            # SERIES: its patches' digest
+    more: dict = field(default_factory=dict)    # fields of a later spec
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> SpecRecord | None:
+        if not d:
+            return None
+        return _open_record(cls, d, onto=cls.from_json(d.get("onto")))
+
+    def to_json(self) -> dict:
+        d = _open_json(self)
+        d["onto"] = self.onto.to_json() if self.onto else None
+        if not self.series_sha:
+            del d["series_sha"]
+        return d
+
+
+@dataclass
+class BuildRecord:
+    """A kernel's build as the run recorded it: kernel.build.Kernel's
+    fields, paths as text; a field a later Kernel gains is kept in
+    ``more`` and written beside the others."""
+
+    variant: str = ""
+    purpose: str = ""
+    arch: str = ""
+    build_dir: str = ""
+    image: str = ""
+    commit: str = ""
+    config_sha: str = ""
+    elapsed: float = 0.0
+    origin: str = ""                # e.g. a Debian package's version
+    release: str = ""               # make kernelrelease
+    more: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> BuildRecord | None:
+        return _open_record(cls, d) if d else None
+
+    def to_json(self) -> dict:
+        return _open_json(self)
+
+
 @dataclass
 class KernelRecord:
     """One kernel of the run, by the name the user gave it."""
 
     name: str
     spec: str                       # SPEC as given
-    given: dict = field(default_factory=dict)   # its KernelSpec's fields
-    built: dict = field(default_factory=dict)   # its build.Kernel's fields
-    series: SeriesRecord | None = None          # SOURCE+DIR: what applied
+    given: SpecRecord | None = None     # its KernelSpec
+    built: BuildRecord | None = None    # its build, once built
+    series: SeriesRecord | None = None  # SOURCE+DIR: what applied
 
     @property
     def commit(self) -> str:
-        return self.built.get("commit", "")
+        return self.built.commit if self.built else ""
 
     @property
     def config_sha(self) -> str:
-        return self.built.get("config_sha", "")
+        return self.built.config_sha if self.built else ""
+
+    @property
+    def series_sha(self) -> str:
+        return self.given.series_sha if self.given else ""
 
     @property
     def build_hash(self) -> tuple[str, str]:
         """What makes two builds the same kernel."""
         return self.commit, self.config_sha
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "spec": self.spec,
+                "given": self.given.to_json() if self.given else {},
+                "built": self.built.to_json() if self.built else {},
+                "series": plain(self.series)}
+
+
+@dataclass
+class HostRecord:
+    """The machine the run started on."""
+
+    kernel: str = ""                # its kernel release
+    cpus: int | None = None
+    machine: str = ""               # x86_64, aarch64
+
+
+@dataclass
+class CountRecord:
+    """How a --count run counted (the same for all its kernels)."""
+
+    plugin: str = ""                # the counter plugin's path
+    plugin_api: int = 0
+    mode: str = ""
+    roots: str = ""                 # what a root counts on this arch
+    cmdline: str = ""               # what counting adds to the kernel's
 
 
 @dataclass
@@ -101,12 +214,28 @@ class ExecutorRecord:
     artifacts_url: str = ""
 
 
+def _typed(cls, d: dict | None):
+    """A record of ``cls`` from its JSON, None for none; a key it does not
+    know (a later version's) is passed over."""
+    return cls(**_known(cls, d)[0]) if d else None
+
+
+# What a manifest from before a field existed reads as, for the fields
+# a new manifest always has.
+OLD_MANIFEST = {"command": [], "foliolab": "?", "started": "",
+                "arch": "?", "accel": "?", "vcpus": 0, "cpu": "?",
+                "numa_nodes": 1, "config": "?", "base_package": "",
+                "base_version": "", "patches_label": "?", "runs": 0,
+                "samples_per_boot": 1, "workloads": [], "params": {},
+                "memory_mb": {}, "numa_nodes_per_workload": {}}
+
+
 @dataclass
 class RunManifest:
     command: list[str]
     foliolab: str
     started: str
-    host: dict
+    host: HostRecord
     arch: str
     accel: str                      # asked for (auto, tcg, kvm), then used
     vcpus: int
@@ -126,7 +255,7 @@ class RunManifest:
     fault_injection: str | None = None
     records_on: str = "port"
     executor: ExecutorRecord = field(default_factory=ExecutorRecord)
-    count: dict | None = None
+    count: CountRecord | None = None
     qemu: str = ""
     image: str = ""
     patches: list[str] = field(default_factory=list)
@@ -162,12 +291,13 @@ class RunManifest:
         d["accel"] = self.accel_label
         d["kernels"] = self.names
         d["kernel_specs"] = {k.name: k.spec for k in self.kernels}
-        d["kernel_records"] = [plain(k) for k in self.kernels]
+        d["kernel_records"] = [k.to_json() for k in self.kernels]
         if any(k.built for k in self.kernels):
             d["commits"] = {k.name: k.commit for k in self.kernels}
             d["config_sha"] = {k.name: k.config_sha for k in self.kernels}
-            d["build_seconds"] = {k.name: round(k.built.get("elapsed", 0.0),
-                                                1) for k in self.kernels}
+            d["build_seconds"] = {
+                k.name: round(k.built.elapsed if k.built else 0.0, 1)
+                for k in self.kernels}
         return d
 
     def write(self, out: Path) -> None:
@@ -178,50 +308,21 @@ class RunManifest:
     @classmethod
     def from_json(cls, d: dict) -> RunManifest:
         """A manifest from its JSON, of this version or an older one (runs
-        from before --kernel, before the manifest had its records)."""
-        names = list(d.get("kernels") or VARIANTS)
-        specs, commits = d.get("kernel_specs", {}), d.get("commits", {})
-        shas = d.get("config_sha", {})
-        records = {r["name"]: r for r in d.get("kernel_records", [])}
-        kernels = [KernelRecord(
-            n, specs.get(n, "?"), records.get(n, {}).get("given", {}),
-            records.get(n, {}).get("built") or (
-                {"commit": commits[n], "config_sha": shas.get(n, "")}
-                if n in commits else {}),
-            SeriesRecord.from_json(records.get(n, {}).get("series")))
-            for n in names]
-        ex = d.get("executor") or {}
-        fields = {f.name for f in dataclasses.fields(ExecutorRecord)}
-        executor = ExecutorRecord(**{k: v for k, v in ex.items()
-                                     if k in fields})
+        from before --kernel, before the manifest had its records): each
+        field from its own key, typed; what an old manifest lacks as
+        OLD_MANIFEST says."""
+        fields, _ = _known(cls, d)
         accel = d.get("accel", "?")
-        if accel.startswith("lava "):
-            accel = "lava"
-        return cls(
-            command=d.get("command_line", []), foliolab=d.get("foliolab", "?"),
-            started=d.get("started", ""), host=d.get("host", {}),
-            arch=d.get("arch", "?"), accel=accel, vcpus=d.get("vcpus", 0),
-            cpu=d.get("cpu", "?"), numa_nodes=d.get("numa_nodes", 1),
-            config=d.get("config", "?"),
-            base_package=d.get("base_package", ""),
-            base_version=d.get("base_version", ""),
-            patches_label=d.get("patches_label", "?"), kernels=kernels,
-            runs=d.get("runs", 0),
-            samples_per_boot=d.get("samples_per_boot", 1),
-            workloads=d.get("workloads", []), params=d.get("params", {}),
-            memory_mb=d.get("memory_mb", {}),
-            numa_nodes_per_workload=d.get("numa_nodes_per_workload", {}),
-            fault_injection=d.get("fault_injection"),
-            records_on=d.get("records_on", "port"), executor=executor,
-            count=d.get("count"), qemu=d.get("qemu", "?"),
-            image=d.get("image", ""), patches=d.get("patches", []),
-            attribution=d.get("attribution", {}) or {},
-            extra_roots=d.get("extra_roots", []),
-            timeout=d.get("timeout"), monitors=d.get("monitors", False),
-            errors=d.get("errors", []),
-            failures=d.get("failures", []), stopped=d.get("stopped", ""),
-            resumed=d.get("resumed", []),
-            finished=d.get("finished", ""))
+        return cls(**{**OLD_MANIFEST, **fields,
+                      "command": d.get("command_line", []),
+                      "accel": "lava" if accel.startswith("lava ") else accel,
+                      "host": _typed(HostRecord, d.get("host"))
+                      or HostRecord(),
+                      "kernels": _kernel_records(d),
+                      "executor": _typed(ExecutorRecord, d.get("executor"))
+                      or ExecutorRecord(),
+                      "count": _typed(CountRecord, d.get("count")),
+                      "attribution": d.get("attribution") or {}})
 
     @classmethod
     def read(cls, out: Path) -> RunManifest:
@@ -244,3 +345,23 @@ class RunManifest:
         except (TypeError, AttributeError, KeyError) as e:
             raise DamagedRunError(f"{path}: a field has the wrong form "
                                   f"({e})", hint=DAMAGED) from None
+
+
+def _kernel_records(d: dict) -> list[KernelRecord]:
+    """The kernels of a manifest's JSON: from their records, or for a run
+    from before them, from the names, specs and commits beside them."""
+    names = list(d.get("kernels") or VARIANTS)
+    specs, commits = d.get("kernel_specs", {}), d.get("commits", {})
+    shas = d.get("config_sha", {})
+    records = {r["name"]: r for r in d.get("kernel_records", [])}
+    out = []
+    for n in names:
+        r = records.get(n, {})
+        built = r.get("built") or ({"commit": commits[n],
+                                    "config_sha": shas.get(n, "")}
+                                   if n in commits else None)
+        out.append(KernelRecord(n, specs.get(n, "?"),
+                                SpecRecord.from_json(r.get("given")),
+                                BuildRecord.from_json(built),
+                                SeriesRecord.from_json(r.get("series"))))
+    return out

@@ -41,7 +41,7 @@ from foliolab.executors.lava.export import collect as read_logs
 from foliolab.executors.lava.job import JOBS_DIR
 from foliolab.executors.qemu import check_cpu_model, choose_accel
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.manifest import RunManifest
+from foliolab.manifest import CountRecord, RunManifest
 from foliolab.measure import RunRequest, RunResult, run_workloads
 from foliolab.runrecord import (differences, qemu_version,
                                 record_builds, record_series,
@@ -297,12 +297,11 @@ def prepare(req: Request, m: RunManifest) -> Machine:
     counters = None
     if req.count:
         counters = _counters(req, arch, kernels)
-        m.count = {"plugin": str(counters[req.specs[0].name].plugin),
-                   "plugin_api": counting.PLUGIN_API,
-                   "mode": "per-vCPU counters, one callback per translated "
-                           "kernel block (exact with parallel vCPUs)",
-                   "roots": counting.root_semantics(arch.name),
-                   "cmdline": "nokaslr"}
+        m.count = CountRecord(
+            str(counters[req.specs[0].name].plugin), counting.PLUGIN_API,
+            "per-vCPU counters, one callback per translated kernel block "
+            "(exact with parallel vCPUs)", counting.root_semantics(arch.name),
+            "nokaslr")
     return Machine(kernels, img.path, spec, counters)
 
 

@@ -139,7 +139,7 @@ def _write(res: BootResult, c: BootCapture) -> None:
     d = {"status": res.status.value, "exit_code": res.exit_code,
          "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
          "console": res.console.name, "results": res.results.name,
-         "host": res.host, "ended": c.ended.value,
+         "host": res.host.to_json(), "ended": c.ended.value,
          "executor": {"kind": c.executor.value, "log": c.log}}
     if c.not_run is not None:
         d["not_run"] = c.not_run.value

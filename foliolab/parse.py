@@ -5,6 +5,7 @@ profiles and KTAP. Pure functions on text; tested against captured output.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass, field
 
 
@@ -144,7 +145,6 @@ def console_records(raw: bytes) -> ConsoleStream:
     intact copy turns up. The lines are kept up to the first one missing,
     so a damaged stream is never silently shortened in its middle.
     """
-    import zlib
     good: dict[int, bytes] = {}
     damaged: set[int] = set()
     begun = False

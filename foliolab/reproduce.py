@@ -83,11 +83,10 @@ def kernel_note(m: RunManifest, name: str) -> str:
     as far as the manifest knows it ("" if it knows nothing of it)."""
     k = m.kernel(name)
     parts = [p for p in (
-        k.built.get("release", ""),
+        k.built.release if k.built else "",
         f"commit {k.commit[:12]}" if k.commit else "",
-        f"series sha {k.given['series_sha']}"
-        if k.given.get("series_sha") else "",
-        k.built.get("origin", "")) if p]
+        f"series sha {k.series_sha}" if k.series_sha else "",
+        k.built.origin if k.built else "") if p]
     return f"{name}={k.spec}: {', '.join(parts)}" if parts else ""
 
 

@@ -38,12 +38,12 @@ def host_line(out: Path) -> str:
         res = bootrecord.read_boot(d)
         if res is None:
             continue
-        if "loadavg_1m" in res.host:
-            loads.append(res.host["loadavg_1m"])
-        if "steal_pct" in res.host:
-            steal.append(res.host["steal_pct"])
-        if "governor" in res.host:
-            governors.add(res.host["governor"])
+        if res.host.loadavg_1m is not None:
+            loads.append(res.host.loadavg_1m)
+        if res.host.steal_pct is not None:
+            steal.append(res.host.steal_pct)
+        if res.host.governor:
+            governors.add(res.host.governor)
     if not loads:
         return ""
     text = (f"host: load average {min(loads):.2f}-{max(loads):.2f} at the "

@@ -21,7 +21,8 @@ from foliolab.kernel import build, source
 from foliolab.kernel import specs as kernels_mod
 from foliolab.arch import get_arch
 from foliolab.errors import UsageError
-from foliolab.manifest import KernelRecord, RunManifest, SeriesRecord, plain
+from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
+                               RunManifest, SeriesRecord, SpecRecord, plain)
 from foliolab.paths import PROJECT_ROOT
 
 if TYPE_CHECKING:
@@ -130,8 +131,8 @@ def start_manifest(req: Request) -> RunManifest:
     return RunManifest(
         command=req.command, foliolab=f"{__version__} ({_project_rev()})",
         started=utc_now(),
-        host={"kernel": platform.release(), "cpus": os.cpu_count(),
-              "machine": platform.machine()},
+        host=HostRecord(platform.release(), os.cpu_count(),
+                        platform.machine()),
         arch=req.arch, accel=req.accel, vcpus=req.vcpus,
         cpu=req.cpu or get_arch(req.arch).cpu_tcg,
         numa_nodes=req.numa_nodes, config=req.config,
@@ -152,12 +153,12 @@ def start_manifest(req: Request) -> RunManifest:
         timeout=req.timeout, monitors=req.monitors)
 
 
-def _given(k: kernels_mod.KernelSpec) -> dict:
+def _given(k: kernels_mod.KernelSpec) -> SpecRecord:
     """A kernel's spec as the manifest keeps it; a series with the sha of
     its patches (the report's reproduce line names it)."""
-    given = plain(k)
+    given = SpecRecord.from_json(plain(k))
     if k.kind is kernels_mod.SpecKind.SERIES:
-        given["series_sha"] = k.series().digest
+        given.series_sha = k.series().digest
     return given
 
 
@@ -183,7 +184,7 @@ def record_builds(req: Request, m: RunManifest,
     if req.resume:
         _same_builds(m, kernels)
     for k in m.kernels:
-        k.built = plain(kernels[k.name])
+        k.built = BuildRecord.from_json(plain(kernels[k.name]))
     shas = {k.name: k.config_sha for k in m.kernels}
     if len(set(shas.values())) > 1:
         log.warning("the kernels' .configs differ (a series changes "

@@ -8,6 +8,9 @@ A kselftest result counts against the kernel only if the same test passed
 on vanilla (tests/kselftest-vanilla.json, recorded with --record-baseline).
 
 Any WARN, BUG, Oops or "Bad page" on the console fails the run.
+
+What a boot's results say, and how they compare with vanilla's, is
+suiteresults.py's; here the suite is planned, built and booted.
 """
 
 from __future__ import annotations
@@ -18,19 +21,20 @@ import logging
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import counting, coveragerun, hostsetup, parse, proc
+from foliolab import counting, coveragerun, hostsetup, proc
 from foliolab.kernel import build, image, kconfig, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
-from foliolab.bootrecord import BootResult
 from foliolab.errors import BuildError, UsageError
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import QemuExecutor
 from foliolab.paths import PROJECT_ROOT
-from foliolab.workloads.windows import Window
+from foliolab.suiteresults import (Check, SuiteBoot, compare_kselftests,
+                                   compare_upstream, count_lines, judge_boot,
+                                   ktap_summary, test_counts)
 
 log = logging.getLogger("foliolab")
 
@@ -70,7 +74,6 @@ KSELFTESTS = {
     "mkdirty": ("mkdirty", 300),
     "madv_populate": ("madv_populate", 300),
 }
-SKIP_EXIT = 4   # kselftest's KSFT_SKIP
 # The randomized stress test: these seeds always (CI), random ones on
 # request; a failing seed reruns with --stress-seeds.
 FIXED_STRESS_SEEDS = (1, 2, 3)
@@ -245,203 +248,6 @@ def _forget_other_probe(mm: Path, arch: Arch) -> None:
     marker.write_text(arch.guest_cc + "\n")
 
 
-@dataclass
-class Check:
-    """One line of the suite's verdict."""
-
-    name: str
-    status: str          # pass | fail | skip
-    detail: str = ""
-
-
-@dataclass
-class SuiteBoot:
-    lru_gen: str
-    boot: str
-    checks: list[Check] = field(default_factory=list)
-    kselftests: dict[str, dict[str, str]] = field(default_factory=dict)
-    console: str = ""
-    counts: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# "Collapse multiple fully populated PTE table.... OK" (khugepaged) and
-# "Testing wp-fork on anon... done|skipped [...]|failed" (uffd-unit-tests)
-_DOTS_RESULT = re.compile(r"^(?:Testing )?(.*?)\.{3,}\s*"
-                          r"(OK|Fail|Skip|done|skipped|failed)\b")
-_DOTS_STATUS = {"OK": "pass", "done": "pass", "Fail": "fail",
-                "failed": "fail", "Skip": "skip", "skipped": "skip"}
-
-
-def kselftest_results(text: str) -> dict[str, str]:
-    """Per-subtest status of one kselftest run, plus its overall result.
-
-    TAP lines give the subtests; programs that print "name... OK|Fail"
-    or "Testing name... done|skipped|failed" instead (khugepaged,
-    uffd-unit-tests) are read that way; "@@ exitcode" gives the exit
-    status (124: timed out). The overall entry "" is pass only if the
-    program exited 0 (or 4, skip) and no subtest failed.
-    """
-    lines = [_ANSI.sub("", line) for line in text.splitlines()]
-    rep = parse.parse_ktap(lines)
-    out = {f"{r.number}:{r.name}": r.status for r in rep.results}
-    if not rep.results:
-        section = ""
-        for line in lines:
-            if line.startswith("Run test: "):
-                section = line[len("Run test: "):].strip() + ": "
-            m = _DOTS_RESULT.match(line)
-            if m:
-                key = f"{len(out) + 1}:{section}{m.group(1).strip()}"
-                out[key] = _DOTS_STATUS[m.group(2)]
-    code = None
-    for line in lines:
-        if line.startswith("@@ exitcode "):
-            code = int(line.split()[3])
-    failed = any(v in ("fail", "error") for v in out.values())
-    if code == 124:
-        overall = "timeout"
-    elif code == SKIP_EXIT and not failed:
-        overall = "skip"
-    elif code == 0 and not failed:
-        overall = "pass"
-    else:
-        overall = "fail"
-    out[""] = overall
-    return out
-
-
-def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
-    g = parse.parse_records(res.records)
-    sb = SuiteBoot(lru_gen, res.describe(), console=str(res.console))
-    if not res.clean:
-        sb.checks.append(Check("boot", "fail", f"{res.describe()} "
-                                               f"(console: {res.console})"))
-    s = g.samples[0] if g.samples else parse.GuestSample()
-    for fname, text in s.files.items():
-        if fname.startswith("ktap."):
-            # "ktap.GROUP@K": the K-th run of GROUP under --repeat
-            group, _, run = fname[5:].partition("@")
-            rep = parse.parse_ktap(text.splitlines())
-            for r in rep.results:
-                # a skip keeps its reason (the directive without "SKIP")
-                reason = r.directive[4:].strip() if r.status == "skip" else ""
-                # the kselftest harness names a case FIXTURE.NAME, and our
-                # fixtures are named after their program
-                name = r.name.removeprefix(f"{group}.")
-                sb.checks.append(Check(f"{group}.{name}"
-                                       + (f"@{run}" if run else ""), r.status
-                                       if r.status != "xfail" else "pass",
-                                       reason))
-            if not rep.results or rep.errors or rep.bailed_out:
-                sb.checks.append(Check(fname[5:], "fail", "; ".join(
-                    rep.errors + [rep.bailed_out or ""]).strip("; ")
-                    or "no results"))
-        elif fname.startswith("kselftest."):
-            sb.kselftests[fname[10:]] = kselftest_results(text)
-    for group, check, ok, detail in s.oracles:
-        sb.checks.append(Check(f"{group}.oracle.{check}",
-                               "pass" if ok else "fail", detail))
-    return sb
-
-
-def compare_kselftests(results: dict[str, dict[str, str]],
-                       baseline: dict[str, dict[str, str]]) -> list[Check]:
-    """A (sub)test that passed on vanilla must pass here.
-
-    A kselftest that did not pass as a whole on vanilla is reported but
-    not compared: here such failures came from timing under TCG
-    (migration, uffd-unit-tests), so their subtests are not stable enough
-    to call a difference a regression.
-    """
-    checks = []
-    for name, subs in sorted(results.items()):
-        base = baseline.get(name, {})
-        if name in baseline and base.get("") != "pass":
-            checks.append(Check(f"kselftest.{name}", "skip",
-                                f"{subs.get('', '?')} here; not compared: "
-                                f"{base.get('')} on vanilla"))
-            continue
-        for sub, status in sorted(subs.items()):
-            label = f"kselftest.{name}" + (f".{sub}" if sub else "")
-            if base.get(sub) == "pass" and status != "pass":
-                checks.append(Check(label, "fail",
-                                    f"{status} here, pass on vanilla"))
-            elif sub == "":
-                checks.append(Check(label, "pass" if status == "pass"
-                                    else "skip",
-                                    "" if status == "pass" else
-                                    f"{status} (also on vanilla)"))
-    for name in sorted(set(baseline) - set(results)):
-        checks.append(Check(f"kselftest.{name}", "fail", "did not run"))
-    return checks
-
-
-def compare_upstream(boots: list[SuiteBoot], arch: Arch, record: bool,
-                     names: tuple[str, ...]) -> None:
-    """Upstream's selftests in each boot against vanilla's in a boot with
-    the same MGLRU setting; ``record``: write vanilla's, compare to them."""
-    path = upstream_mod.baseline_path(arch)
-    base = upstream_mod.Baseline.load(path)
-    runs = {b.lru_gen: upstream_mod.own_results(b.kselftests) for b in boots}
-    if record:
-        base = upstream_mod.Baseline(upstream_mod.package_label(),
-                                     {**(base.by_lru if base else {}), **runs})
-        base.save(path)
-        log.info("upstream selftest baseline written to %s", path)
-    for b in boots:
-        if base and base.package != upstream_mod.package_label():
-            b.checks.append(Check("kselftest.upstream", "fail",
-                                  f"baseline of {base.package}, tests of "
-                                  f"{upstream_mod.package_label()}: record "
-                                  "it again"))
-            continue
-        b.checks += [Check(v.name, v.status, v.detail) for v in
-                     upstream_mod.compare(runs[b.lru_gen],
-                                          base.by_lru.get(b.lru_gen)
-                                          if base else None, names)]
-
-
-def ktap_summary(boots: list[SuiteBoot]) -> str:
-    lines = ["KTAP version 1"]
-    checks = [(b, c) for b in boots for c in b.checks]
-    lines.append(f"1..{len(checks)}")
-    for i, (b, c) in enumerate(checks, 1):
-        tag = f"mglru={b.lru_gen} {c.name}"
-        if c.status == "pass":
-            lines.append(f"ok {i} {tag}")
-        elif c.status == "skip":
-            lines.append(f"ok {i} {tag} # SKIP {c.detail}")
-        else:
-            lines.append(f"not ok {i} {tag} # {c.detail}")
-    fails = sum(c.status == "fail" for _, c in checks)
-    lines.append(f"# Totals: pass:{sum(c.status == 'pass' for _, c in checks)}"
-                 f" fail:{fails} skip:{sum(c.status == 'skip' for _, c in checks)}")
-    return "\n".join(lines) + "\n"
-
-
-def test_counts(res: BootResult, arch: str
-                ) -> dict[str, dict[str, float]]:
-    """``foliolab test --count``: each of our guest tests' counts, from
-    the windows run.sh put around them (in the order the tests ran)."""
-    windows = counting.read_windows(res.console.parent / "counts.txt",
-                                    Window.RUN)
-    s = parse.parse_records(res.records).samples
-    names = [f[5:] for f in (s[0].files if s else {})
-             if f.startswith("ktap.")]
-    return {name: counting.window_metrics(w, arch, None)
-            for name, w in zip(names, windows)}
-
-
-def count_lines(lru_gen: str, counts: dict[str, dict[str, float]]
-                ) -> list[str]:
-    """KTAP diagnostic lines: the exact kernel work of each guest test."""
-    return [f"# counted mglru={lru_gen} {name}: kernel_insns "
-            f"{v['kernel_insns']:.0f}, tlb_flush_insns "
-            f"{v['tlb_flush_insns']:.0f}, ipis_sent {v['ipis_sent']:.0f}"
-            for name, v in counts.items()]
-
-
 def run_suite(tree: source.Tree, arch: Arch, out: Path,
               lru_gens: tuple[str, ...] = ("y", "n"),
               kselftests: bool = True, record_baseline: bool = False,
@@ -499,16 +305,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # Upstream's selftests run in every boot: they are compared per
         # MGLRU setting.
         boot_ks = ";".join(filter(None, (ks if i == 0 else "", up)))
-        job = (f"export FL_LRU_GEN={lru}\n"
-               f"export FL_COUNT={1 if count else 0}\n"
-               f"export FL_COVERAGE={1 if coverage else 0}\n"
-               f"export FL_KSM_VMAS={20000 if i == 0 else 0}\n"
-               f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
-               f"export FL_STRESS_SECONDS={stress.seconds}\n"
-               f"export FL_KSELFTESTS='{boot_ks}'\n"
-               f"export FL_ONLY='{' '.join(only)}'\n"
-               f"export FL_REPEAT={repeat}\n"
-               ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
+        job = _guest_job(lru, i == 0, boot_ks, count, coverage is not None,
+                         stress, only, repeat)
         # 4 vCPUs although the host has 2 cores: the migration kselftest
         # needs at least 3 CPUs, and more vCPUs than cores only makes
         # races likelier, which suits a correctness run.
@@ -527,6 +325,38 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         boots.append(judge_boot(lru, res))
         if count:
             boots[-1].counts = test_counts(res, arch.name)
+    passed, summary = _verdict(boots, tree, arch, out, kselftests,
+                               record_baseline, upstream)
+    if coverage:
+        summary += coveragerun.finish_safely(
+            out, [out / f"mglru-{b.lru_gen}" for b in boots], coverage,
+            arch) + "\n"
+    return passed, summary
+
+
+def _guest_job(lru: str, first: bool, kselftests: str, count: bool,
+               coverage: bool, stress: StressPlan, only: tuple[str, ...],
+               repeat: int) -> str:
+    """The job script of one suite boot: MGLRU ``lru``; ``first``, the
+    boot that also runs the 20,000-VMA KSM migration; ``kselftests``, the
+    NAME|CMD|SECONDS[|DIR] entries it runs."""
+    return (f"export FL_LRU_GEN={lru}\n"
+            f"export FL_COUNT={1 if count else 0}\n"
+            f"export FL_COVERAGE={1 if coverage else 0}\n"
+            f"export FL_KSM_VMAS={20000 if first else 0}\n"
+            f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
+            f"export FL_STRESS_SECONDS={stress.seconds}\n"
+            f"export FL_KSELFTESTS='{kselftests}'\n"
+            f"export FL_ONLY='{' '.join(only)}'\n"
+            f"export FL_REPEAT={repeat}\n"
+            ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
+
+
+def _verdict(boots: list[SuiteBoot], tree: source.Tree, arch: Arch,
+             out: Path, kselftests: bool, record_baseline: bool,
+             upstream: upstream_mod.Plan | None) -> tuple[bool, str]:
+    """The kselftests against vanilla's (``record_baseline``: written as
+    vanilla's), then suite.ktap and suite.json; (passed, KTAP summary)."""
     base_file = baseline_path(arch)
     baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
     results = {k: v for b in boots for k, v in b.kselftests.items()
@@ -561,8 +391,4 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                   for b in boots]},
         indent=1) + "\n")
     passed = all(c.status != "fail" for b in boots for c in b.checks)
-    if coverage:
-        summary += coveragerun.finish_safely(
-            out, [out / f"mglru-{b.lru_gen}" for b in boots], coverage,
-            arch) + "\n"
     return passed, summary

@@ -264,7 +264,7 @@ def own_results(results: Results) -> Results:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One line of the comparison (suite.Check's fields)."""
+    """One line of the comparison (suiteresults.Check's fields)."""
 
     name: str
     status: str                 # pass | fail | skip

@@ -104,14 +104,18 @@ class StatRow:
         return "better" if self.improved else "worse"
 
     def as_json(self) -> dict:
-        """The row as results.json's summary has it (SPEC §7)."""
+        """The row as results.json's summary has it (SPEC §7's keys, named
+        for two kernels, and beside them the same by the row's own two:
+        ``baseline`` and ``kernel``)."""
         return {
             "workload": self.workload, "metric": self.metric,
             "unit": self.unit, "better": self.better, "label": self.label,
             "primary": self.primary, "baseline": self.baseline,
             "kernel": self.kernel, "n_vanilla": self.base.n,
             "n_patched": self.other.n, "vanilla_mean": self.base.mean,
-            "patched_mean": self.other.mean, "ratio": self.ratio,
+            "patched_mean": self.other.mean, "n_baseline": self.base.n,
+            "n_kernel": self.other.n, "baseline_mean": self.base.mean,
+            "kernel_mean": self.other.mean, "ratio": self.ratio,
             "ci_low": self.ci_low if self.ci_known or self.exact else None,
             "ci_high": self.ci_high if self.ci_known or self.exact else None,
             "p_value": self.p_value, "significant": self.significant,

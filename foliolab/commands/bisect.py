@@ -7,7 +7,7 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import bisect, workloads
+from foliolab import bisect, bisectrecord, workloads
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
@@ -46,7 +46,7 @@ def _bisect_options(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_bisect(args) -> int:
-    threshold = bisect.parse_threshold(args.below, args.above)
+    threshold = bisectrecord.parse_threshold(args.below, args.above)
     if "," in args.workload:
         raise UsageError(f"--workload {args.workload}: bisect counts one "
                          "workload", hint="give one name")
@@ -57,7 +57,7 @@ def cmd_bisect(args) -> int:
                          hint="give the --out of the stopped bisect")
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "bisect-%Y%m%d-%H%M%S")
-    req = bisect.BisectRequest(
+    req = bisectrecord.BisectRequest(
         args.repo.expanduser(), args.good, args.bad, w, w.resolve(params),
         args.metric, threshold, args.arch, args.config, out, args.resume,
         ["foliolab", *args.argv])

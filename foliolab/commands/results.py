@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import bisect, diff, report, workloads
+from foliolab import bisectrecord, diff, report, workloads
 from foliolab.commands import Command
 from foliolab.errors import UsageError
 
@@ -31,10 +31,10 @@ def cmd_report(args) -> int:
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir}: no such directory",
                          hint="give the --out directory of a compare run")
-    if (args.dir / bisect.RECORD).exists():
-        record = bisect.Record.read(args.dir)
-        (args.dir / bisect.TEXT).write_text(bisect.render(record))
-        print(bisect.render(record), end="")
+    if (args.dir / bisectrecord.RECORD).exists():
+        record = bisectrecord.Record.read(args.dir)
+        (args.dir / bisectrecord.TEXT).write_text(bisectrecord.render(record))
+        print(bisectrecord.render(record), end="")
         return 0
     print(report.write_report(args.dir))
     return 0

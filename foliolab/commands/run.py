@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import counting, parse, runcommand
+from foliolab import countwindows, parse, runcommand
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
@@ -62,7 +62,7 @@ def cmd_run(args) -> int:
 
 def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
-    counts = counting.read_counts(path)
+    counts = countwindows.read_counts(path)
     windows = counts.tagged(Window.RUN)
     if not windows:
         raise FoliolabError("the counting window of the command did not "
@@ -70,7 +70,7 @@ def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
     print(f"\n Exact counts of the {variant} {arch} guest kernel while "
           f"'{' '.join(cmd)}' ran (QEMU TCG plugin, {path}):\n")
     for w in windows:
-        print("\n".join(counting.stat_lines(w, arch, top,
+        print("\n".join(countwindows.stat_lines(w, arch, top,
                                             counts.switch_tracking)))
 
 

@@ -14,13 +14,12 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from foliolab.arch import Arch
+from foliolab.bootrecord import HostLoad
+from foliolab.counting import Counter
 from foliolab.errors import BootError
-
-if TYPE_CHECKING:
-    from foliolab.arch import Arch
-    from foliolab.counting import Counter
 
 
 class ExecutorKind(str, enum.Enum):
@@ -36,7 +35,10 @@ class ExecutorKind(str, enum.Enum):
 
     @property
     def is_lava(self) -> bool:
-        return self is not ExecutorKind.QEMU
+        """Run by LAVA (its own dispatcher here, or a lab); a kind added
+        later is not LAVA because it is not QEMU."""
+        return self in (ExecutorKind.LAVA_LOCAL, ExecutorKind.LAVA,
+                        ExecutorKind.LAVA_EXPORT)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ class BootCapture:
                                     # the console
     elapsed: float = 0.0
     cpu_s: float | None = None      # QEMU's CPU time, when it ran here
-    host: dict = field(default_factory=dict)  # bootrecord.host_during()
+    host: HostLoad = field(default_factory=HostLoad)
     executor: ExecutorKind = ExecutorKind.QEMU
     log: str = ""                   # the LAVA log it was read from
     error: str = ""                 # QEMU's last line (QEMU_ERROR)

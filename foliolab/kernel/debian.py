@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import locks, proc
+from foliolab.kernel import source
 from foliolab.errors import SourceError, UsageError
 from foliolab.paths import cache_root
 
@@ -323,7 +324,6 @@ def sha256_of(path: Path) -> str:
 
 
 def _git(tree: Path, *args: str, env: dict | None = None):
-    from foliolab.kernel import source
     return source.git(tree, *args, env=env)
 
 

@@ -5,6 +5,7 @@ one model, Table, that the text and the markdown renderers both draw."""
 from __future__ import annotations
 
 import math
+from html import escape
 from dataclasses import dataclass, field
 
 from foliolab import stats
@@ -49,7 +50,6 @@ class Table:
     def html(self, cls: str = "") -> str:
         """The table as HTML (cells escaped here), each row and cell with
         the class it was added with."""
-        from html import escape
         head = "".join(f"<th>{escape(c.head)}</th>" for c in self.columns)
 
         def row(i: int, r: list[str]) -> str:

@@ -17,9 +17,9 @@ from foliolab.workloadstats import WorkloadAnalysis
 def built_as(k: KernelRecord) -> str:
     """`` (7.3.4, config sha X; Debian package and .deb hash)``: what the
     run recorded of a kernel's build."""
-    parts = [p for p in (k.built.get("release", ""),
+    parts = [p for p in (k.built.release if k.built else "",
                          f"config sha {k.config_sha or '?'}",
-                         k.built.get("origin", "")) if p]
+                         k.built.origin if k.built else "") if p]
     return f" ({'; '.join(parts)})"
 
 

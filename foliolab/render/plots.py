@@ -19,6 +19,8 @@ from __future__ import annotations
 import io
 import math
 
+import numpy as np
+
 from foliolab.analyse import Analysis
 from foliolab.countanalysis import CountAnalysis
 from foliolab.derive import Sample
@@ -325,7 +327,6 @@ def _ratio_panel(ax, group: list[StatRow], samples: list[Sample],
 def _absolute_panel(ax, group: list[StatRow], samples: list[Sample],
                     names: list[str]) -> None:
     """Each kernel's samples in the metric's unit, with mean ± sd."""
-    import numpy as np
     first = group[0]
     per = {k: _values(samples, first.workload, first.metric, k)
            for k in names}

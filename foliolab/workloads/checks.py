@@ -4,7 +4,7 @@ passes, counter differences, and reclaim's profiled stages."""
 from __future__ import annotations
 
 from foliolab import parse
-from foliolab.counting import CountUnit
+from foliolab.countwindows import CountUnit
 from foliolab.parse import GuestSample
 from foliolab.workloads.model import Derived, Metric
 

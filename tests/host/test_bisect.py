@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisect, cli, errors, workloads
-from foliolab.bisect import (BisectRequest, Measurement, StepStatus, Verdict,
-                             parse_threshold)
+from foliolab import bisect, bisectlab, bisectrecord, cli, errors, workloads
+from foliolab.bisectrecord import (BisectRequest, Measurement, StepStatus,
+                                   Verdict, parse_threshold)
 from foliolab.kernel.build import Kernel
 
 METRIC = "try_to_unmap_insns_per_folio"
@@ -107,9 +107,9 @@ def test_finds_the_first_commit_below_half_of_good(repo, tmp_path, capsys):
     steps = [line for line in printed.splitlines()
              if line.startswith("step ")]
     assert len(steps) == len(r.steps) and " 410 -> bad" in steps[1]
-    on_disk = bisect.Record.read(tmp_path / "out")
+    on_disk = bisectrecord.Record.read(tmp_path / "out")
     assert on_disk.first_bad == [shas[7]] and on_disk.steps == r.steps
-    assert (tmp_path / "out" / "bisect.txt").read_text() == bisect.render(r)
+    assert (tmp_path / "out" / "bisect.txt").read_text() == bisectrecord.render(r)
 
 
 def test_above_an_absolute_count(repo, tmp_path):
@@ -158,7 +158,7 @@ def test_an_error_of_the_lab_keeps_the_steps(repo, tmp_path):
 
     with pytest.raises(errors.BootError):
         bisect.bisect(request(repo, tmp_path), BrokenQemu(repo))
-    r = bisect.Record.read(tmp_path / "out")
+    r = bisectrecord.Record.read(tmp_path / "out")
     assert len(r.steps) == 2 and "not installed" in r.result
 
 
@@ -168,7 +168,7 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(repo, tmp_path):
         bisect.bisect(request(repo, tmp_path), FakeLab(repo, signal_at=3))
     assert "--resume" in stopped.value.hint
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    kept = bisect.Record.read(tmp_path / "out")
+    kept = bisectrecord.Record.read(tmp_path / "out")
     assert kept.stopped == "SIGTERM" and len(kept.steps) == 2
     lab = FakeLab(repo)
     r = bisect.bisect(request(repo, tmp_path, resume=True), lab)
@@ -227,14 +227,14 @@ def test_report_prints_a_bisect_directory(repo, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("below, above, want", [
-    ("0.5x", None, (bisect.Direction.BELOW, 0.5, True)),
-    (None, "1200", (bisect.Direction.ABOVE, 1200.0, False)),
-    (None, "1.25x", (bisect.Direction.ABOVE, 1.25, True)),
+    ("0.5x", None, (bisectrecord.Direction.BELOW, 0.5, True)),
+    (None, "1200", (bisectrecord.Direction.ABOVE, 1200.0, False)),
+    (None, "1.25x", (bisectrecord.Direction.ABOVE, 1.25, True)),
 ])
 def test_thresholds(below, above, want):
     t = parse_threshold(below, above)
     assert (t.direction, t.value, t.relative) == want
-    assert t.crossed(499, 1000) is (want[0] is bisect.Direction.BELOW)
+    assert t.crossed(499, 1000) is (want[0] is bisectrecord.Direction.BELOW)
 
 
 @pytest.mark.parametrize("cache_has_good", [True, False])
@@ -247,9 +247,9 @@ def test_the_range_is_fetched_once_and_shallow_only_if_it_must(
         git(cache, "fetch", "-q", str(repo), "good:refs/heads/good")
     assert (subprocess.run(["git", "-C", str(cache), "cat-file", "-e",
                             shas[-1]]).returncode != 0)
-    monkeypatch.setattr(bisect.source, "prepare_base", lambda: cache)
-    commits = bisect.commit_range(repo, "good", "main")
-    bisect.fetch_range(repo, commits)
+    monkeypatch.setattr(bisectlab.source, "prepare_base", lambda: cache)
+    commits = bisectlab.commit_range(repo, "good", "main")
+    bisectlab.fetch_range(repo, commits)
     assert git(cache, "cat-file", "-t", shas[-1]) == "commit"
     shallow = (cache / ".git" / "shallow").exists()
     assert shallow is not cache_has_good

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisect, cli
+from foliolab import bisectrecord, cli
 from foliolab.kernel import source
 from foliolab.paths import DEFAULT_PATCHES
 
@@ -78,7 +78,7 @@ def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
                      source.BASE_TAG, "--bad", "series", "--workload",
                      "pageout", "--metric", METRIC, "--below", "0.5x",
                      "--param", "size_mb=32", "--out", str(out)]) == 0
-    record = bisect.Record.read(out)
+    record = bisectrecord.Record.read(out)
     (first,) = record.first_bad
     # S0's last patch (the change itself), by its own subject line
     n = len(series.patches)

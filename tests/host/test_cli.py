@@ -159,6 +159,9 @@ def test_report_rewrites_from_disk(capsys, tmp_path):
     res = json.loads((tmp_path / "results.json").read_text())
     (row,) = [r for r in res["summary"] if r["metric"] == "pageout_ms"]
     assert row["n_vanilla"] == 3 and row["n_patched"] == 3
+    assert (row["n_baseline"], row["n_kernel"]) == (3, 3)
+    assert (row["baseline_mean"], row["kernel_mean"]) == (
+        row["vanilla_mean"], row["patched_mean"])
     assert row["ratio"] == pytest.approx(0.5, rel=0.01)
     assert {"workload", "variant", "run", "metric", "value", "valid"} <= set(
         res["samples"][0])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import countanalysis, counting, errors
+from foliolab import countanalysis, counting, countwindows, errors
 from foliolab.render import text
 from foliolab.derive import Sample
 from foliolab.kernel import image
@@ -228,7 +228,7 @@ kernel_insns 77
 
 
 def test_parse_counts():
-    out = counting.parse_counts(CAPTURED)
+    out = countwindows.parse_counts(CAPTURED)
     assert [(w.tag, w.seq) for w in out.windows] == [(1, 0), (2, 0), (1, 1)]
     w = out.windows[0]
     assert w.kernel_insns == 1000
@@ -242,7 +242,7 @@ def test_parse_counts():
 
 
 def test_parse_counts_malformed_lines_are_notes():
-    out = counting.parse_counts("window 1 0\nclass invlpg x\nbogus 1\nend\n")
+    out = countwindows.parse_counts("window 1 0\nclass invlpg x\nbogus 1\nend\n")
     assert len(out.windows) == 1
     assert len(out.notes) == 2
 
@@ -250,11 +250,11 @@ def test_parse_counts_malformed_lines_are_notes():
 def test_parse_counts_without_switch_tracking_line_is_untracked():
     """Output of a plugin from before roots followed tasks: per vCPU, and
     no switch counts are made up for it."""
-    out = counting.parse_counts(CAPTURED)
-    assert out.switch_tracking == counting.UNTRACKED_OLD_PLUGIN
+    out = countwindows.parse_counts(CAPTURED)
+    assert out.switch_tracking == countwindows.UNTRACKED_OLD_PLUGIN
     assert not out.switch_tracking.tracked
     assert out.windows[0].root_switches == {}
-    v = counting.window_metrics(out.windows[0], "x86_64", None,
+    v = countwindows.window_metrics(out.windows[0], "x86_64", None,
                                 ("try_to_unmap",))
     assert "try_to_unmap_switches" not in v
 
@@ -270,19 +270,19 @@ end
 
 
 def test_parse_counts_switches_per_root():
-    out = counting.parse_counts(TRACKED)
-    assert out.switch_tracking == counting.SwitchTracking(
+    out = countwindows.parse_counts(TRACKED)
+    assert out.switch_tracking == countwindows.SwitchTracking(
         True, "__switch_to_asm ffffffff81001130")
     assert out.notes == ["foliolab counter target=x86_64 vcpus=2 symbols=9 "
                          "mode=per-vcpu-callback"]
     w = out.windows[0]
     assert w.roots["hpage_collapse_scan_pmd"] == (600, 3)
     assert w.root_switches == {"hpage_collapse_scan_pmd": 2, "khugepaged": 0}
-    v = counting.window_metrics(w, "x86_64", None,
+    v = countwindows.window_metrics(w, "x86_64", None,
                                 ("hpage_collapse_scan_pmd", "khugepaged"))
     assert v["hpage_collapse_scan_pmd_switches"] == 2
     assert v["khugepaged_switches"] == 0
-    text = "\n".join(counting.stat_lines(w, "x86_64", 5,
+    text = "\n".join(countwindows.stat_lines(w, "x86_64", 5,
                                          out.switch_tracking))
     assert "(3 calls, switched out inside 2 times)" in text
     assert "not switch-tracked" not in text
@@ -295,11 +295,11 @@ def test_parse_counts_switches_per_root():
      "arm64: roots are per vCPU"),
 ])
 def test_parse_counts_untracked_switches(line, detail):
-    out = counting.parse_counts(f"{line}\nwindow 4 0\n"
+    out = countwindows.parse_counts(f"{line}\nwindow 4 0\n"
                                 "root khugepaged 800 1\nend\n")
-    assert out.switch_tracking == counting.SwitchTracking(False, detail)
+    assert out.switch_tracking == countwindows.SwitchTracking(False, detail)
     w = out.windows[0]
-    text = "\n".join(counting.stat_lines(w, "x86_64", 5,
+    text = "\n".join(countwindows.stat_lines(w, "x86_64", 5,
                                          out.switch_tracking))
     assert "(1 calls, per vCPU)" in text
     assert f"roots not switch-tracked: {detail}" in text
@@ -310,21 +310,21 @@ def test_a_later_off_line_wins_over_on():
     %rbp to instrument: the whole output is untracked then."""
     text = TRACKED + ("switch_tracking off no push %rbp (55) and pop %rbp "
                       "(5d) in __switch_to_asm\n")
-    out = counting.parse_counts(text + "switch_tracking on x 1\n")
+    out = countwindows.parse_counts(text + "switch_tracking on x 1\n")
     assert not out.switch_tracking.tracked
     assert "no push %rbp" in out.switch_tracking.detail
 
 
 def test_parse_counts_bad_switch_tracking_line_is_a_note():
-    out = counting.parse_counts("switch_tracking maybe\n")
-    assert out.switch_tracking == counting.UNTRACKED_OLD_PLUGIN
+    out = countwindows.parse_counts("switch_tracking maybe\n")
+    assert out.switch_tracking == countwindows.UNTRACKED_OLD_PLUGIN
     assert out.notes == ["line 1 malformed: switch_tracking maybe"]
 
 
 def test_window_metrics_x86():
-    w = counting.parse_counts(CAPTURED).windows[0]
-    unit = counting.CountUnit("folio", "try_to_unmap")
-    v = counting.window_metrics(w, "x86_64", unit, ("try_to_unmap",))
+    w = countwindows.parse_counts(CAPTURED).windows[0]
+    unit = countwindows.CountUnit("folio", "try_to_unmap")
+    v = countwindows.window_metrics(w, "x86_64", unit, ("try_to_unmap",))
     assert v["tlb_flush_insns"] == 50         # invlpg + CR3 writes
     assert v["ipis_sent"] == 3
     assert v["folios_counted"] == 3
@@ -337,11 +337,11 @@ def test_window_metrics_x86():
 
 
 def test_window_metrics_arm64_and_walk_unit():
-    w = counting.Window(5, 0, 900, {"tlbi_is": 4, "tlbi_local": 1,
+    w = countwindows.Window(5, 0, 900, {"tlbi_is": 4, "tlbi_local": 1,
                                     "dsb_ish": 4, "sgi1r_write": 2},
                         {"rmap_walk_ksm": (600, 3)})
-    unit = counting.CountUnit("walk", "rmap_walk_ksm", whole_window=False)
-    v = counting.window_metrics(w, "arm64", unit)
+    unit = countwindows.CountUnit("walk", "rmap_walk_ksm", whole_window=False)
+    v = countwindows.window_metrics(w, "arm64", unit)
     assert v["tlb_flush_insns"] == 5
     assert v["ipis_sent"] == 2
     assert v["dsb_ish_insns"] == 4
@@ -350,30 +350,30 @@ def test_window_metrics_arm64_and_walk_unit():
 
 
 def test_nondeterministic_functions():
-    ws = [x.insns() for x in counting.parse_counts(CAPTURED).windows
+    ws = [x.insns() for x in countwindows.parse_counts(CAPTURED).windows
           if x.tag == 1]
-    flagged = counting.nondeterministic_functions({"a": ws})
+    flagged = countwindows.nondeterministic_functions({"a": ws})
     assert flagged == {"read_tsc"}
     # One window per kernel decides nothing.
-    assert counting.nondeterministic_functions({"a": ws[:1],
+    assert countwindows.nondeterministic_functions({"a": ws[:1],
                                                 "b": ws[1:]}) == set()
     # Missing from one repeat counts as 0 there.
-    assert counting.nondeterministic_functions(
+    assert countwindows.nondeterministic_functions(
         {"a": [{"f": 1}, {}]}) == {"f"}
     # A path function that background work calls too jitters by little.
     jitter = {"a": [{"memset": 1_000_000}, {"memset": 1_000_079}]}
-    assert counting.nondeterministic_functions(jitter) == set()
-    assert counting.nondeterministic_functions(jitter, spread=0) == \
+    assert countwindows.nondeterministic_functions(jitter) == set()
+    assert countwindows.nondeterministic_functions(jitter, spread=0) == \
         {"memset"}
-    assert counting.deterministic_insns(ws[0], 1000, flagged) == 980
+    assert countwindows.deterministic_insns(ws[0], 1000, flagged) == 980
 
 
 def test_differential_profile():
-    a = counting.Window(1, 0, 0, functions={"f": (100, 1), "g": (5, 1),
+    a = countwindows.Window(1, 0, 0, functions={"f": (100, 1), "g": (5, 1),
                                             "h": (7, 7)})
-    b = counting.Window(1, 0, 0, functions={"f": (40, 1), "g": (5, 1),
+    b = countwindows.Window(1, 0, 0, functions={"f": (40, 1), "g": (5, 1),
                                             "k": (30, 2)})
-    rows = counting.differential_profile({"vanilla": [a], "patched": [b]},
+    rows = countwindows.differential_profile({"vanilla": [a], "patched": [b]},
                                          "vanilla", "patched", {"k"})
     assert [r.function for r in rows] == ["f", "k", "h"]   # g unchanged
     assert rows[0].delta("vanilla", "patched") == -60

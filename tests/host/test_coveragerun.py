@@ -83,12 +83,13 @@ def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
     text = (out / "coverage.txt").read_text()
     assert "problem: boot mglru-n: coverage record damaged" in text
     # and the suite's own results of the damaged boot are all there
-    from foliolab import suite
+    from foliolab import suiteresults
     from foliolab.bootrecord import BootResult
     res = BootResult("ok", 0, [], boots[1] / "console.log",
                      boots[1] / "results.txt", 1.0,
                      (boots[1] / "results.txt").read_text().splitlines())
-    assert [(c.name, c.status) for c in suite.judge_boot("n", res).checks] \
+    checks = suiteresults.judge_boot("n", res).checks
+    assert [(c.name, c.status) for c in checks] \
         == [("anon_swap.pageout_64k", "pass")]
 
 

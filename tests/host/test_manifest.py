@@ -9,12 +9,13 @@ import pytest
 from foliolab import errors
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
-from foliolab.manifest import KernelRecord, RunManifest, SeriesRecord, plain
+from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
+                               RunManifest, SeriesRecord, SpecRecord, plain)
 
 
 def manifest(**kw):
     d = dict(command=["foliolab", "compare"], foliolab="0.1.0 (x)",
-             started="2026-11-24T00:00:00+00:00", host={"cpus": 2},
+             started="2026-11-24T00:00:00+00:00", host=HostRecord(cpus=2),
              arch="x86_64", accel="tcg", vcpus=2, cpu="max", numa_nodes=1,
              config="perf", base_package="linux-source-6.12",
              base_version="6.12.117-1~deb12u1", patches_label="x",
@@ -39,8 +40,9 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
     k = NewerKernel("a", "perf", "x86_64", Path("/b"), Path("/b/bzImage"),
                     "c0ffee", "5ha", 12.5)
     spec = parse_kernel("a=base")
-    m = manifest(kernels=[KernelRecord("a", "base", plain(spec),
-                                       plain(k))])
+    m = manifest(kernels=[KernelRecord(
+        "a", "base", SpecRecord.from_json(plain(spec)),
+        BuildRecord.from_json(plain(k)))])
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
     # SPEC §7's keys as before, and the records beside them
@@ -53,7 +55,8 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
     assert rec["given"]["kind"] == "base"
     back = RunManifest.read(tmp_path)
     assert back.kernels[0].build_hash == ("c0ffee", "5ha")
-    assert back.kernels[0].built["version"] == "6.12.117"
+    assert back.kernels[0].built.more["version"] == "6.12.117"
+    assert back.kernels[0].built.image == "/b/bzImage"
     assert back.to_json() == d
 
 
@@ -62,8 +65,8 @@ def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(
     series = SeriesRecord("patches/7.3", 4, "0123456789abcdef", "debian:7.3",
                           "linux-source-7.3 7.3.4-1~bpo13+1", "c0ffee")
     m = manifest(kernels=[
-        KernelRecord("up", "debian:7.3", {}, {}),
-        KernelRecord("next", "debian:7.3+patches/7.3:4", {}, {}, series)])
+        KernelRecord("up", "debian:7.3"),
+        KernelRecord("next", "debian:7.3+patches/7.3:4", series=series)])
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
     assert d["kernel_records"][1]["series"] == {
@@ -81,6 +84,63 @@ def test_a_run_from_before_the_manifest_reads(data):
     assert m.names == ["vanilla", "patched"]
     assert m.kernels[0].commit and m.executor.kind == "qemu"
     assert m.command == [] and m.workloads == ["pageout"]
+
+
+def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
+        tmp_path):
+    """environment.json as a run wrote it when a kernel's spec, build,
+    host and count were dicts in the manifest (a run of 2026-11-26, cut to
+    one kernel): every field reads into its record and the file comes
+    back key for key."""
+    old = {
+        "foliolab": "0.1.0 (0df9abb)", "started": "2026-11-26T10:00:00+00:00",
+        "host": {"kernel": "6.18.44", "cpus": 2, "machine": "x86_64"},
+        "arch": "x86_64", "accel": "tcg", "vcpus": 2, "cpu": "max",
+        "numa_nodes": 1, "config": "perf",
+        "base_package": "linux-source-6.12",
+        "base_version": "6.12.117-1~deb12u1", "patches_label": "p",
+        "runs": 2, "samples_per_boot": 1, "workloads": ["pageout"],
+        "params": {"pageout": {"size_mb": "32"}},
+        "memory_mb": {"pageout": 3072},
+        "numa_nodes_per_workload": {"pageout": 1},
+        "fault_injection": None, "records_on": "port",
+        "executor": {"kind": "qemu", "device_type": "", "tags": [],
+                     "lava_version": "", "rounds_per_block": 0,
+                     "server": "", "artifacts_url": ""},
+        "count": {"plugin": "/c/libcounter.so", "plugin_api": 1,
+                  "mode": "per-vCPU", "roots": "per vCPU",
+                  "cmdline": "nokaslr"},
+        "qemu": "QEMU emulator version 7.2.22", "image": "ab12",
+        "patches": [], "attribution": {}, "extra_roots": [],
+        "timeout": None, "monitors": False, "errors": [], "failures": [],
+        "stopped": "", "resumed": [], "finished": "",
+        "command_line": ["foliolab", "compare", "--count"],
+        "kernels": ["next"], "kernel_specs": {"next": "base+patches/7.3:4"},
+        "kernel_records": [{
+            "name": "next", "spec": "base+patches/7.3:4",
+            "given": {"name": "next", "kind": "series",
+                      "text": "base+patches/7.3:4",
+                      "series_dir": "patches/7.3", "prefix": 4,
+                      "repo": None, "ref": "", "image": None,
+                      "debian_version": "", "onto": None,
+                      "series_sha": "5e7e5"},
+            "built": {"variant": "next", "purpose": "perf",
+                      "arch": "x86_64", "build_dir": "/b",
+                      "image": "/b/bzImage", "commit": "c0ffee",
+                      "config_sha": "5ha", "elapsed": 12.5,
+                      "origin": "", "release": "6.12.117"},
+            "series": None}],
+        "commits": {"next": "c0ffee"}, "config_sha": {"next": "5ha"},
+        "build_seconds": {"next": 12.5}}
+    (tmp_path / "environment.json").write_text(json.dumps(old))
+    m = RunManifest.read(tmp_path)
+    assert m.host == HostRecord("6.18.44", 2, "x86_64")
+    assert m.count.cmdline == "nokaslr" and m.count.plugin_api == 1
+    (k,) = m.kernels
+    assert k.built.release == "6.12.117" and k.built.elapsed == 12.5
+    assert k.given.prefix == 4 and k.series_sha == "5e7e5"
+    assert k.build_hash == ("c0ffee", "5ha")
+    assert m.to_json() == old
 
 
 def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
@@ -133,8 +193,8 @@ def test_the_command_names_every_kernel(data, command, line):
     m = RunManifest.read(data / "run-pageout-aa")
     m.command = command
     m.kernels[1].spec = "base+p"
-    m.kernels[1].given = {"series_sha": "5e7e5"}
-    m.kernels[1].built = {"commit": "c0ffee" * 4, "release": "6.12.117"}
+    m.kernels[1].given = SpecRecord(series_sha="5e7e5")
+    m.kernels[1].built = BuildRecord(commit="c0ffee" * 4, release="6.12.117")
     assert reproduce.line(m) == line
     assert not reproduce.same_kernel(m)
     assert reproduce.kernel_note(m, "patched") == (

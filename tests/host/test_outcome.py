@@ -5,7 +5,7 @@ import json
 import pytest
 
 from foliolab import outcome
-from foliolab.bootrecord import BootStatus, read_boot
+from foliolab.bootrecord import BootStatus, HostLoad, read_boot
 from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
                                      JobEnd, NotRun)
 from foliolab.outcome import IssueKind
@@ -104,3 +104,22 @@ def test_boot_json_says_how_and_where_the_boot_ended(tmp_path):
     assert d["not_run"] == "log-lost"
     assert d["executor"] == {"kind": "lava-local", "log": "/x/pageout-0.log"}
     assert d["issues"] == ["lava: gone"]
+
+
+@pytest.mark.parametrize("host", [
+    {"loadavg_1m": 1.61, "governor": "none (no cpufreq)", "steal_pct": 1.3},
+    {"loadavg_1m": 0.5, "governor": "performance"},
+    {},
+])
+def test_the_host_of_a_boot_goes_into_boot_json_and_back(tmp_path, host):
+    """boot.json's ``host`` as it has always been written, read into its
+    record (the report's host line) and written again key for key."""
+    judge(tmp_path, ended=Ended.EXITED, host=HostLoad.from_json(host))
+    assert json.loads((tmp_path / "b" / "boot.json").read_text())["host"] \
+        == host
+    assert read_boot(tmp_path / "b").host == HostLoad.from_json(host)
+
+
+def test_a_kind_that_is_not_qemu_is_not_lava():
+    assert {k for k in ExecutorKind if k.is_lava} == {
+        ExecutorKind.LAVA, ExecutorKind.LAVA_LOCAL, ExecutorKind.LAVA_EXPORT}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from foliolab import cli, derive, errors, render, report
+from foliolab import cli, derive, diff, errors, render, report
 from foliolab.workloads import WORKLOADS
 
 
@@ -372,3 +372,18 @@ def test_a_metric_with_no_better_direction_is_a_change_in_the_tables():
     (row,) = summarize_workload(w, samples)
     assert row.significant and row.verdict == "changed"
     assert not row.directed
+
+
+@pytest.mark.parametrize("row, cell", [
+    # a row of today: the per-kernel counts beside SPEC §7's
+    ({"n_baseline": 2, "n_kernel": 4, "n_vanilla": 2, "n_patched": 4,
+      "ci_low": 0.4, "ci_high": 0.6}, "0.500 (no CI, n<3)"),
+    # a row from before them, and one from before the counts at all
+    ({"n_vanilla": 3, "n_patched": 3, "ci_low": 0.4, "ci_high": 0.6},
+     "0.500*[0.400,0.600]"),
+    ({"ci_low": 0.4, "ci_high": 0.6}, "0.500*[0.400,0.600]"),
+])
+def test_diff_reads_summary_rows_old_and_new(row, cell):
+    r = diff.Ratio.from_json({"workload": "pageout", "metric": "pageout_ms",
+                              "ratio": 0.5, "significant": True, **row})
+    assert r.kernel == "patched" and diff._cell(r) == cell

@@ -1,20 +1,20 @@
 from pathlib import Path
 
-from foliolab import arch, bootrecord, suite
+from foliolab import arch, bootrecord, suite, suiteresults
 
 
 def test_kselftest_results_tap_and_exit_code():
     text = ("TAP version 13\n1..3\nok 1 a\nnot ok 2 b\nok 3 c # SKIP x\n"
             "@@ exitcode cow 1\n")
-    r = suite.kselftest_results(text)
+    r = suiteresults.kselftest_results(text)
     assert r == {"1:a": "pass", "2:b": "fail", "3:c": "skip", "": "fail"}
 
 
 def test_kselftest_results_non_tap_program():
-    assert suite.kselftest_results("OK\n@@ exitcode ksm 0\n") == {"": "pass"}
-    assert suite.kselftest_results("@@ exitcode ksm 4\n") == {"": "skip"}
-    assert suite.kselftest_results("@@ exitcode ksm 124\n") == {"": "timeout"}
-    assert suite.kselftest_results("cut off\n") == {"": "fail"}
+    assert suiteresults.kselftest_results("OK\n@@ exitcode ksm 0\n") == {"": "pass"}
+    assert suiteresults.kselftest_results("@@ exitcode ksm 4\n") == {"": "skip"}
+    assert suiteresults.kselftest_results("@@ exitcode ksm 124\n") == {"": "timeout"}
+    assert suiteresults.kselftest_results("cut off\n") == {"": "fail"}
 
 
 def test_regression_against_vanilla_baseline():
@@ -22,7 +22,7 @@ def test_regression_against_vanilla_baseline():
             "hmm": {"": "skip"}, "migration": {"": "fail", "1:x": "pass"}}
     now = {"cow": {"": "fail", "1:a": "fail", "2:b": "fail"},
            "hmm": {"": "skip"}, "migration": {"": "fail", "1:x": "fail"}}
-    checks = {c.name: c for c in suite.compare_kselftests(now, base)}
+    checks = {c.name: c for c in suiteresults.compare_kselftests(now, base)}
     assert checks["kselftest.cow.1:a"].status == "fail"
     assert checks["kselftest.cow"].status == "fail"
     assert "kselftest.cow.2:b" not in checks          # did not pass on vanilla
@@ -33,7 +33,7 @@ def test_regression_against_vanilla_baseline():
 
 
 def test_missing_kselftest_is_a_failure():
-    checks = suite.compare_kselftests({}, {"cow": {"": "pass"}})
+    checks = suiteresults.compare_kselftests({}, {"cow": {"": "pass"}})
     assert [(c.name, c.status) for c in checks] == [("kselftest.cow", "fail")]
 
 
@@ -51,7 +51,7 @@ RECORDS = ["@@ boot 1.0", "@@ file ktap.anon_swap", "KTAP version 1", "1..2",
 
 
 def test_judge_boot():
-    sb = suite.judge_boot("y", fake_result(RECORDS))
+    sb = suiteresults.judge_boot("y", fake_result(RECORDS))
     got = {c.name: c.status for c in sb.checks}
     assert got == {"anon_swap.pageout_4k": "pass",
                    "anon_swap.pageout_64k": "fail",
@@ -64,7 +64,7 @@ def test_judge_boot_keeps_skip_reasons():
     records = ["@@ boot 1.0", "@@ file ktap.khugepaged", "KTAP version 1",
                "1..1", "ok 1 skips_lazyfree # SKIP kernel has no status",
                "@@ end", "@@ exit 0"]
-    sb = suite.judge_boot("y", fake_result(records))
+    sb = suiteresults.judge_boot("y", fake_result(records))
     assert [(c.name, c.status, c.detail) for c in sb.checks] == [
         ("khugepaged.skips_lazyfree", "skip", "kernel has no status")]
 
@@ -87,7 +87,7 @@ def test_judge_boot_reads_the_kselftest_harness():
                "# FAILED: 2 / 3 tests passed.",
                "# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0",
                "@@ end", "@@ exit 0"]
-    sb = suite.judge_boot("y", fake_result(records))
+    sb = suiteresults.judge_boot("y", fake_result(records))
     assert [(c.name, c.status, c.detail) for c in sb.checks] == [
         ("ksm.merge_fork_swapout_verify", "pass", ""),
         ("ksm.ksm_many_vmas_move_pages", "skip", "FL_KSM_VMAS=0"),
@@ -95,13 +95,13 @@ def test_judge_boot_reads_the_kselftest_harness():
 
 
 def test_judge_boot_kernel_warning_fails():
-    sb = suite.judge_boot("n", fake_result(RECORDS[:2] + ["@@ exit 0"],
+    sb = suiteresults.judge_boot("n", fake_result(RECORDS[:2] + ["@@ exit 0"],
                                            ["warning: WARNING: at mm/x.c"]))
     assert sb.checks[0].name == "boot" and sb.checks[0].status == "fail"
 
 
 def test_judge_boot_cut_off_group_fails():
-    sb = suite.judge_boot("y", fake_result(
+    sb = suiteresults.judge_boot("y", fake_result(
         ["@@ file ktap.lazyfree", "1..4", "ok 1 a"], status="panic"))
     names = {c.name: c.status for c in sb.checks}
     assert names["boot"] == "fail"
@@ -109,8 +109,8 @@ def test_judge_boot_cut_off_group_fails():
 
 
 def test_ktap_summary():
-    sb = suite.judge_boot("y", fake_result(RECORDS))
-    text = suite.ktap_summary([sb])
+    sb = suiteresults.judge_boot("y", fake_result(RECORDS))
+    text = suiteresults.ktap_summary([sb])
     assert text.startswith("KTAP version 1\n1..4\n")
     assert "not ok 2 mglru=y anon_swap.pageout_64k" in text
     assert "# Totals: pass:2 fail:2 skip:0" in text
@@ -123,7 +123,7 @@ def test_kselftest_results_dots_style():
             "Run test: collapse_empty (madvise:anon)\n"
             "Do not collapse empty PTE table... \x1b[31mFail\x1b[0m\n"
             "@@ exitcode khugepaged 0\n")
-    r = suite.kselftest_results(text)
+    r = suiteresults.kselftest_results(text)
     assert r["1:Save THP and khugepaged settings"] == "pass"
     assert r["2:collapse_full (khugepaged:anon): Collapse multiple fully "
              "populated PTE table"] == "pass"
@@ -139,7 +139,7 @@ def test_kselftest_results_uffd_style():
             "Testing poison on shmem... failed [reason: x]\n"
             "Userfaults unit tests: pass=1, skip=1, fail=1 (total=3)\n"
             "@@ exitcode uffd-unit-tests 1\n")
-    r = suite.kselftest_results(text)
+    r = suiteresults.kselftest_results(text)
     assert list(r.values()) == ["pass", "skip", "fail", "fail"]
     assert "1:wp-fork on anon" in r
 
@@ -228,12 +228,12 @@ def test_test_counts_pairs_windows_with_guest_tests(tmp_path):
         "window 0 1\nkernel_insns 200\nclass cr3_write 2\nend\n")
     res = bootrecord.BootResult("ok", 0, [], tmp_path / "console.log",
                           tmp_path / "results.txt", 1.0, records)
-    counts = suite.test_counts(res, "x86_64")
+    counts = suiteresults.test_counts(res, "x86_64")
     assert list(counts) == ["anon_swap", "ksm_index"]
     assert counts["anon_swap"]["tlb_flush_insns"] == 4
     assert counts["anon_swap"]["ipis_sent"] == 1
     assert counts["ksm_index"]["kernel_insns"] == 200
-    lines = suite.count_lines("y", counts)
+    lines = suiteresults.count_lines("y", counts)
     assert lines[1] == ("# counted mglru=y ksm_index: kernel_insns 200, "
                         "tlb_flush_insns 2, ipis_sent 0")
 
@@ -269,7 +269,7 @@ def test_judge_boot_names_repeated_runs():
         records += [f"@@ file ktap.ksm{'' if k == 1 else f'@{k}'}",
                     "TAP version 13", "1..1", f"{verdict} 1 ksm.a", "@@ end",
                     f"@@ oracle ksm{'' if k == 1 else f'@{k}'} swapoff ok -"]
-    sb = suite.judge_boot("n", fake_result(records + ["@@ exit 0"]))
+    sb = suiteresults.judge_boot("n", fake_result(records + ["@@ exit 0"]))
     assert [(c.name, c.status) for c in sb.checks] == [
         ("ksm.a", "pass"), ("ksm.a@2", "fail"), ("ksm.a@3", "pass"),
         ("ksm.oracle.swapoff", "pass"), ("ksm@2.oracle.swapoff", "pass"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import suite, upstream_selftests as up
+from foliolab import suiteresults, upstream_selftests as up
 from foliolab.kernel import debian
 from foliolab.arch import ARCHES
 from foliolab.errors import SourceError, UsageError
@@ -181,7 +181,7 @@ def test_baseline_per_arch():
 
 
 def _boot(lru, kselftests):
-    return suite.SuiteBoot(lru, "ok", kselftests=kselftests)
+    return suiteresults.SuiteBoot(lru, "ok", kselftests=kselftests)
 
 
 def test_suite_compares_each_mglru_setting_with_its_own(tmp_path, monkeypatch):
@@ -190,14 +190,14 @@ def test_suite_compares_each_mglru_setting_with_its_own(tmp_path, monkeypatch):
     vanilla = [_boot("y", {"upstream.rmap": {"": "pass", "1:a": "pass"},
                            "cow": {"": "pass"}}),
                _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}})]
-    suite.compare_upstream(vanilla, X86, True, ("rmap",))
+    suiteresults.compare_upstream(vanilla, X86, True, ("rmap",))
     data = json.loads(path.read_text())
     assert data["package"] == up.package_label()
     assert set(data["mglru"]) == {"y", "n"}
     assert "cow" not in data["mglru"]["y"]      # the 6.12 group's own
     port = [_boot("y", {"upstream.rmap": {"": "fail", "1:a": "fail"}}),
             _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}})]
-    suite.compare_upstream(port, X86, False, ("rmap",))
+    suiteresults.compare_upstream(port, X86, False, ("rmap",))
     assert any(c.status == "fail" for c in port[0].checks)
     # MGLRU off failed on vanilla too: not a regression
     assert all(c.status != "fail" for c in port[1].checks)
@@ -208,7 +208,7 @@ def test_suite_refuses_a_baseline_of_another_package(tmp_path, monkeypatch):
     up.Baseline("linux-source-7.3 7.3.1-1", {"y": {}}).save(path)
     monkeypatch.setattr(up, "baseline_path", lambda arch: path)
     boots = [_boot("y", {"upstream.rmap": {"": "pass"}})]
-    suite.compare_upstream(boots, X86, False, ("rmap",))
+    suiteresults.compare_upstream(boots, X86, False, ("rmap",))
     (c,) = boots[0].checks
     assert c.status == "fail" and "record it again" in c.detail
 
@@ -218,7 +218,7 @@ def test_harness_output_of_rmap_is_read_per_case():
             "#  RUN           migrate.ksm ...\n#            OK  migrate.ksm\n"
             "ok 1 migrate.ksm\n#  RUN           migrate.ksm_and_mremap ...\n"
             "not ok 2 migrate.ksm_and_mremap\n@@ exitcode upstream.rmap 1\n")
-    r = suite.kselftest_results(text)
+    r = suiteresults.kselftest_results(text)
     assert r == {"1:migrate.ksm": "pass", "2:migrate.ksm_and_mremap": "fail",
                  "": "fail"}
 

@@ -232,7 +232,7 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     dirty-tlb boot (/work/results-73-count): a per-page figure divided by
     pswpout alone was 80 times too large, and by a different factor on
     each kernel."""
-    from foliolab import counting, derive
+    from foliolab import countwindows, derive
     vmstat = ("pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"
               "swpout_zero {2}\noom_kill 0\n")
     s = parse.GuestSample(
@@ -247,7 +247,7 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     assert d.values["swapped_out"] == 416 + 99373
     assert not any("nothing was swapped out" in r for r in d.invalid)
     # the counted per-page figures divide by the same pages
-    window = counting.Window(w.window, 0, classes={"apic_icr_write": 997})
+    window = countwindows.Window(w.window, 0, classes={"apic_icr_write": 997})
     reasons: list[str] = []
     v = derive.count_values(w, "x86_64", d.values, window, reasons)
     assert v["ipis_sent_per_swapout"] == 997 / (416 + 99373)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import yaml
+
 from foliolab import outcome
 from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.bootrecord import BootStatus
@@ -54,7 +56,6 @@ class LavaExport(LavaJobs):
 
 def _planned_blocks(out: Path) -> dict[str, list[str]]:
     """Each exported job's boots, in order (from its metadata)."""
-    import yaml
     blocks = {}
     for path in sorted((out / JOBS_DIR).glob("*.yaml")):
         if path.name.endswith(".device.yaml"):

@@ -30,6 +30,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
                                      ExecutorKind, Flag, NotRun,
                                      check_numa)
@@ -284,7 +286,6 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
 
 
 def write_job(path: Path, job: dict) -> None:
-    import yaml
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(job, sort_keys=False, width=1000))
 

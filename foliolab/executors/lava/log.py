@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from foliolab.errors import LavaError
 from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
                                      JobEnd, NotRun)
@@ -127,7 +129,6 @@ def _log_record(text: str) -> dict | None:
     try:
         rec = json.loads(text)      # lava-run writes JSON-compatible YAML
     except ValueError:
-        import yaml
         try:
             rec = yaml.safe_load(text)
         except yaml.YAMLError:

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from foliolab import __version__
 from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
                                      Flag, NotRun)
@@ -69,7 +71,6 @@ def credentials(url: str, identity: str = "default") -> Credentials:
     ident: dict = {}
     path = LAVACLI_CONFIG.expanduser()
     if path.is_file():
-        import yaml
         try:
             conf = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as e:
@@ -227,7 +228,6 @@ class LavaServerExecutor(LavaJobs):
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
-        import yaml
         by_id: dict[int, BlockRequest] = {}
         done: set[int] = set()
         try:

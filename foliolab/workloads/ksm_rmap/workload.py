@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from foliolab import parse
-from foliolab.counting import CountUnit
+from foliolab.countwindows import CountUnit
 from foliolab.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
