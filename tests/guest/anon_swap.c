@@ -610,10 +610,14 @@ static int fail_atomic_page_allocs(int on)
  * are gone, swap and memcg swap charge must be back where they were (a
  * count left raised keeps its entry for good, and the kernel reports an
  * "Unused swap offset entry" for one dropped too often).
+ *
+ * With 4K folios (@kb 4) the same sharers make the order-0 path fail
+ * instead: try_to_unmap_swapbacked()'s swap_duplicate() of a second-half
+ * page at the 62nd sharer needs a continuation page it cannot get, and
+ * the page's PTE must be put back as it was.
  */
-static void test_continuation_alloc_failure(void)
+static void test_continuation_alloc_failure(int kb, const char *name)
 {
-	const char *name = "swap_count_continuation_alloc_failure_rolls_back";
 	long before = swap_free_kb(), failed = 0;
 	int ok = 1, ready[2], go[2];
 	pid_t pids[SHARERS];
@@ -634,7 +638,7 @@ static void test_continuation_alloc_failure(void)
 		return;
 	}
 	memcg_enter(MEMCG);
-	folio_size(64);
+	folio_size(kb);
 	buf = map_aligned(SHARED_SIZE, PMD_SIZE);
 	fill_pages(buf, SHARED_PAGES, 67);
 	if (pipe(ready) || pipe(go))
@@ -849,6 +853,103 @@ static void test_partly_pinned_batch(void)
 		ktap_diag("%s: swapoff/swapon failed", name);
 		ok = 0;
 	}
+	ktap_result(ok, name);
+}
+
+#define SWAPCACHE_PAGES 64
+
+/* Set memory.swap.max of this program's memcg ("0", "max"). */
+static void memcg_swap_max(const char *value)
+{
+	write_str("/sys/fs/cgroup/" MEMCG "/memory.swap.max", value);
+}
+
+/*
+ * An order-0 page pinned while it is mapped and in the swap cache: swap
+ * readahead (MADV_WILLNEED) brings pages that were paged out back into
+ * the swap cache, and a read fault maps each from there, still exclusive
+ * (its swap PTE said so) and still in the swap cache. Reclaim skips a
+ * pinned folio only before add_to_swap(), so MADV_PAGEOUT of the pinned
+ * pages unmaps each on the single-page path, where marking the exclusive
+ * page shared fails: the PTE must be put back as it was and the swap
+ * reference dropped again. With the memcg's memory.swap.max at 0 swap
+ * counts as full, so the activation that follows frees the swap space of
+ * each page. Every page must stay mapped while pinned, the pin must see
+ * what the process writes, and once unpinned every page must go to swap
+ * and come back intact.
+ */
+static void test_swapcache_pinned_4k(void)
+{
+	const char *name = "swapcache_4k_pinned_unmap_puts_pte_back";
+	const size_t npages = SWAPCACHE_PAGES, len = npages * PAGE_SIZE;
+	struct pin_longterm_test pin = { 0 };
+	size_t cached = 0, kept = 0;
+	char *buf, *got = malloc(len);
+	uint64_t dst;
+	int gup, ok = 1;
+
+	gup = open(GUP_TEST, O_RDWR);
+	if (gup < 0) {
+		ktap_skip(name, "no " GUP_TEST " (CONFIG_GUP_TEST)");
+		return;
+	}
+	if (!got)
+		die("malloc");
+	memcg_enter(MEMCG);
+	folio_size(4);
+	buf = map_aligned(len, PMD_SIZE);
+	madvise(buf, len, MADV_NOHUGEPAGE);
+	fill_pages(buf, npages, 97);
+	if (madvise(buf, len, MADV_PAGEOUT) || !all_swapped(buf, npages, name))
+		ok = 0;
+	if (madvise(buf, len, MADV_WILLNEED))
+		die("MADV_WILLNEED");
+	for (size_t pg = 0; pg < npages; pg++)
+		(void)*(volatile char *)(buf + pg * PAGE_SIZE);	/* read fault */
+	for (size_t pg = 0; pg < npages; pg++)
+		cached += !!(kpageflags_of(buf + pg * PAGE_SIZE) &
+			     (1ULL << KPF_SWAPCACHE));
+	if (!cached) {
+		/* the case below is not reached: no result, a failure */
+		ktap_diag("%s: no page stayed in the swap cache after its read "
+			  "fault", name);
+		ok = 0;
+	}
+	pin.addr = (uintptr_t)buf;
+	pin.size = len;
+	if (ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
+		die("PIN_LONGTERM_TEST_START");
+	memcg_swap_max("0");
+	if (madvise(buf, len, MADV_PAGEOUT))
+		ok = 0;
+	memcg_swap_max("max");
+	for (size_t pg = 0; pg < npages; pg++)
+		kept += !!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_PRESENT);
+	ktap_diag("%s: %zu of %zu pages in the swap cache when pinned, %zu "
+		  "kept mapped", name, cached, npages, kept);
+	if (kept != npages) {
+		ktap_diag("%s: %zu pinned pages unmapped", name, npages - kept);
+		ok = 0;
+	}
+	/* the pin must see what the process writes into its pages now */
+	((uint64_t *)buf)[7] = 0x70696e6e6564ULL;
+	dst = (uintptr_t)got;	/* the ioctl reads the address from here */
+	if (ioctl(gup, PIN_LONGTERM_TEST_READ, &dst) || memcmp(got, buf, len)) {
+		ktap_diag("%s: the pinned pages are no longer the process's",
+			  name);
+		ok = 0;
+	}
+	((uint64_t *)buf)[7] = pattern(0, 7, 97);
+	ioctl(gup, PIN_LONGTERM_TEST_STOP);
+	close(gup);
+	ok = all_verified(buf, npages, 97, name) && ok;
+	/* unpinned, they go to swap and come back */
+	if (madvise(buf, len, MADV_PAGEOUT) || !all_swapped(buf, npages, name))
+		ok = 0;
+	ok = all_verified(buf, npages, 97, name) && ok;
+	munmap(buf, len);
+	free(got);
+	memcg_leave();
 	ktap_result(ok, name);
 }
 
@@ -1113,7 +1214,17 @@ FL_TEST(anon_swap, mthp_64k_shared_by_71_reclaimed_from_memcg, 600)
 }
 FL_TEST(anon_swap, swap_count_continuation_alloc_failure_rolls_back, 600)
 {
-	test_continuation_alloc_failure();
+	test_continuation_alloc_failure(64,
+		"swap_count_continuation_alloc_failure_rolls_back");
+}
+FL_TEST(anon_swap, swap_count_continuation_alloc_failure_4k, 600)
+{
+	test_continuation_alloc_failure(4,
+		"swap_count_continuation_alloc_failure_4k");
+}
+FL_TEST(anon_swap, swapcache_4k_pinned_unmap_puts_pte_back, 300)
+{
+	test_swapcache_pinned_4k();
 }
 
 TEST_HARNESS_MAIN
