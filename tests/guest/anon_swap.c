@@ -10,6 +10,7 @@
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #define SIZE (8UL << 20)
@@ -858,10 +859,22 @@ static void test_partly_pinned_batch(void)
 
 #define SWAPCACHE_PAGES 64
 
-/* Set memory.swap.max of this program's memcg ("0", "max"). */
-static void memcg_swap_max(const char *value)
+/* Set memory.swap.max or memory.swap.high of this program's memcg. */
+static void memcg_swap_limit(const char *which, const char *value)
 {
-	write_str("/sys/fs/cgroup/" MEMCG "/memory.swap.max", value);
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/" MEMCG "/memory.swap.%s",
+		 which);
+	write_str(path, value);
+}
+
+/* The running kernel's major version (6 for 6.12). */
+static int kernel_major(void)
+{
+	struct utsname u;
+
+	return uname(&u) ? 0 : atoi(u.release);
 }
 
 /*
@@ -910,19 +923,34 @@ static void test_swapcache_pinned_4k(void)
 		cached += !!(kpageflags_of(buf + pg * PAGE_SIZE) &
 			     (1ULL << KPF_SWAPCACHE));
 	if (!cached) {
-		/* the case below is not reached: no result, a failure */
+		munmap(buf, len);
+		free(got);
+		close(gup);
+		memcg_leave();
+		/*
+		 * 7.x frees the swap cache of a page read back from a device
+		 * with SWP_SYNCHRONOUS_IO (zram) at the fault: no pinned swap
+		 * cache page to make there. Before 7 the case is not reached:
+		 * no result, a failure.
+		 */
+		if (kernel_major() >= 7) {
+			ktap_skip(name, "this kernel frees the swap cache of a "
+				  "page read back from zram at the fault");
+			return;
+		}
 		ktap_diag("%s: no page stayed in the swap cache after its read "
 			  "fault", name);
-		ok = 0;
+		ktap_result(0, name);
+		return;
 	}
 	pin.addr = (uintptr_t)buf;
 	pin.size = len;
 	if (ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
 		die("PIN_LONGTERM_TEST_START");
-	memcg_swap_max("0");
+	memcg_swap_limit("max", "0");
 	if (madvise(buf, len, MADV_PAGEOUT))
 		ok = 0;
-	memcg_swap_max("max");
+	memcg_swap_limit("max", "max");
 	for (size_t pg = 0; pg < npages; pg++)
 		kept += !!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_PRESENT);
 	ktap_diag("%s: %zu of %zu pages in the swap cache when pinned, %zu "
@@ -950,6 +978,79 @@ static void test_swapcache_pinned_4k(void)
 	munmap(buf, len);
 	free(got);
 	memcg_leave();
+	ktap_result(ok, name);
+}
+
+/*
+ * Swap counted full when reclaim gives up on a folio: 64K folios, the
+ * first page of the first one mlock()ed, reclaimed from the memcg with
+ * its memory.swap.high at 0 (swap charges still succeed, but
+ * mem_cgroup_swap_full() holds). Reclaim adds folio 0 to the swap cache,
+ * its unmap stops at the locked page, and the activation that follows
+ * must give its swap space back: folio 0 stays mapped and leaves the swap
+ * cache, the other folios go to swap. Once munlock()ed, with swap.high
+ * back to max, folio 0 must go to swap too, and every page read back
+ * intact.
+ */
+static void test_activate_frees_swap_when_full(void)
+{
+	const char *name = "mthp_64k_stopped_by_mlock_frees_its_swap_when_full";
+	const size_t len = 16 * 65536, npages = len / PAGE_SIZE;
+	long before = swap_free_kb();
+	size_t out = 0;
+	char *buf;
+	int ok = 1;
+
+	memcg_enter(MEMCG);
+	folio_size(64);
+	buf = map_aligned(len, PMD_SIZE);
+	fill_pages(buf, npages, 99);
+	if (mlock(buf, PAGE_SIZE))
+		die("mlock");
+	memcg_swap_limit("high", "0");
+	for (int round = 0; round < RECLAIM_ROUNDS && out < npages - 16;
+	     round++) {
+		reclaim_pass(round, 4 * len);
+		out = count_swapped(buf, npages);
+	}
+	memcg_swap_limit("high", "max");
+	ktap_diag("%s: %zu of %zu pages swapped out, folio 0 flags %#llx", name,
+		  out, npages, (unsigned long long)kpageflags_of(buf));
+	if (out < npages - 16) {
+		ktap_diag("%s: the folios after folio 0 did not all go to swap",
+			  name);
+		ok = 0;
+	}
+	for (size_t pg = 0; pg < 16; pg++)
+		if (!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_PRESENT)) {
+			ktap_diag("%s: page %zu of the folio with a locked page "
+				  "was unmapped", name, pg);
+			ok = 0;
+			break;
+		}
+	if (kpageflags_of(buf) & (1ULL << KPF_SWAPCACHE)) {
+		ktap_diag("%s: folio 0 kept its swap space although swap counts "
+			  "as full", name);
+		ok = 0;
+	}
+	ok = all_verified(buf, npages, 99, name) && ok;
+	if (munlock(buf, PAGE_SIZE))
+		die("munlock");
+	/* the activation may keep folio 0 on the classic active list */
+	if (madvise(buf, 65536, MADV_COLD))
+		die("MADV_COLD");
+	for (int round = 0; round < RECLAIM_ROUNDS &&
+	     count_swapped(buf, npages) < npages; round++)
+		reclaim_pass(round, 4 * len);
+	ok = all_swapped(buf, npages, name) && ok;
+	ok = all_verified(buf, npages, 99, name) && ok;
+	munmap(buf, len);
+	memcg_leave();
+	if (swap_free_kb() < before - 128 * 4 * sysconf(_SC_NPROCESSORS_ONLN)) {
+		ktap_diag("%s: SwapFree %ld kB, was %ld kB", name,
+			  swap_free_kb(), before);
+		ok = 0;
+	}
 	ktap_result(ok, name);
 }
 
@@ -1225,6 +1326,10 @@ FL_TEST(anon_swap, swap_count_continuation_alloc_failure_4k, 600)
 FL_TEST(anon_swap, swapcache_4k_pinned_unmap_puts_pte_back, 300)
 {
 	test_swapcache_pinned_4k();
+}
+FL_TEST(anon_swap, mthp_64k_stopped_by_mlock_frees_its_swap_when_full, 300)
+{
+	test_activate_frees_swap_when_full();
 }
 
 TEST_HARNESS_MAIN
