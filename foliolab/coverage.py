@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from foliolab import csource, ifdefs
+from foliolab.coveragereasons import REASON_CLASSES, Stale
 from foliolab.gcovdata import FileCoverage, GcovData
 from foliolab.serieslines import PatchInfo, SeriesGroup, SeriesLines, group_of
 
@@ -74,6 +75,9 @@ class LineResult:
     count: int | None = None        # ran / never ran
     function: str | None = None
     why: str = ""                   # the states counted apart
+    # never ran: the series' coverage-reasons entry for it, if any
+    reason_class: str = ""
+    reason: str = ""
 
     @property
     def where(self) -> str:
@@ -109,9 +113,10 @@ def classify(series: SeriesLines, data: GcovData | None,
             excluded[a.path] = (ifdefs.excluded_lines(final, facts.config)
                                 if facts.config else {})
         fc = data.files.get(a.path) if data else None
-        if fc is not None:
-            function = fc.function_at(a.line)
-        else:
+        function = fc.function_at(a.line) if fc is not None else None
+        if function is None:
+            # gcov names no function for a line of a static function it
+            # inlined everywhere: the source's own says where it stands
             if a.path not in functions:
                 functions[a.path] = csource.FunctionMap(final)
             function = functions[a.path].name_at(a.line)
@@ -172,6 +177,7 @@ class Tally:
 
     states: Counter = field(default_factory=Counter)    # LineState -> n
     apart: Counter = field(default_factory=Counter)     # why -> n
+    reasons: Counter = field(default_factory=Counter)   # never ran: class -> n
 
     @classmethod
     def of(cls, results: list[LineResult]) -> Tally:
@@ -180,7 +186,18 @@ class Tally:
             t.states[r.state] += 1
             if r.why:
                 t.apart[r.why] += 1
+            if r.state is LineState.NEVER_RAN and r.reason_class:
+                t.reasons[r.reason_class] += 1
         return t
+
+    @property
+    def reason_given(self) -> int:
+        """Never ran, with a reason (a reason never counts as ran)."""
+        return sum(self.reasons.values())
+
+    @property
+    def no_reason(self) -> int:
+        return self.states[LineState.NEVER_RAN] - self.reason_given
 
     @property
     def added(self) -> int:
@@ -205,6 +222,9 @@ class Tally:
                                              else None),
                 **{s.value: self.states[s] for s in LineState
                    if s is not LineState.RAN},
+                "never-ran-reason-given": self.reason_given,
+                "never-ran-no-reason": self.no_reason,
+                "never-ran-by-reason": dict(sorted(self.reasons.items())),
                 "apart": dict(sorted(self.apart.items()))}
 
 
@@ -219,6 +239,10 @@ class CoverageReport:
     superseded: dict[int, int] = field(default_factory=dict)
     boots: list[str] = field(default_factory=list)   # whose data is in it
     problems: list[str] = field(default_factory=list)  # one line each
+    # the series' coverage-reasons file as reports name it ("" none), and
+    # its selectors that gave no never-ran line a reason
+    reasons_file: str = ""
+    stale: list[Stale] = field(default_factory=list)
 
     def of_patch(self, number: int) -> list[LineResult]:
         return [r for r in self.results if r.patch == number]
@@ -245,6 +269,10 @@ class CoverageReport:
             "boots": self.boots,
             "problems": self.problems,
             "legend": {s.value: LEGEND[s] for s in LineState},
+            "reasons_file": self.reasons_file or None,
+            "reason_classes": REASON_CLASSES,
+            "stale_reasons": [{"where": s.where, "selector": s.selector,
+                               "why": s.why} for s in self.stale],
             "totals": Tally.of(self.results).as_dict(),
             "groups": [{"label": label, "patches": numbers,
                         "totals": Tally.of(lines).as_dict()}
@@ -258,7 +286,10 @@ class CoverageReport:
                 "lines": [{"path": r.path, "line": r.line,
                            "state": r.state.value, "count": r.count,
                            "function": r.function, "why": r.why,
-                           "text": r.text}
+                           "text": r.text,
+                           **({"reason_class": r.reason_class,
+                               "reason": r.reason}
+                              if r.reason_class else {})}
                           for r in self.of_patch(p.number)]}
                 for p in self.patches],
         }
@@ -271,10 +302,20 @@ def _pct(t: Tally) -> str:
     return f"{t.percent:.1f}%" if t.percent is not None else "-"
 
 
-def _row(t: Tally) -> str:
+def _never(t: Tally, reasons: bool) -> str:
+    """"never ran N", and with a reasons file how many of them have a
+    reason."""
+    n = t.states[LineState.NEVER_RAN]
+    if not n or not reasons:
+        return f"never ran {n}"
+    return (f"never ran {n} (reason given {t.reason_given}, no reason "
+            f"{t.no_reason})")
+
+
+def _row(t: Tally, reasons: bool) -> str:
     s = t.states
     return (f"added {t.added}, executable {t.executable}, ran {t.ran} "
-            f"({_pct(t)}), never ran {s[LineState.NEVER_RAN]}, not "
+            f"({_pct(t)}), {_never(t, reasons)}, not "
             f"executable {s[LineState.NOT_EXECUTABLE]}, not built "
             f"{s[LineState.NOT_BUILT]}, not profiled "
             f"{s[LineState.NOT_PROFILED]}, no data {s[LineState.NO_DATA]}")
@@ -287,11 +328,26 @@ def _text_lines(rep: CoverageReport) -> list[str]:
            f"boots: {', '.join(rep.boots) or 'none with usable data'}"
            + (" (counts summed)" if len(rep.boots) > 1 else ""),
            f"profiled directories: {', '.join(f.profiled_dirs) or 'none'}"]
+    out.append(f"reasons: {rep.reasons_file}" if rep.reasons_file else
+               "reasons: none (the series has no coverage-reasons file)")
     out += [f"problem: {p}" for p in rep.problems]
     out += ["", "Legend"]
     out += [f"  {s.value:<15} {LEGEND[s]}" for s in LineState]
     out += ["  %               ran / executable (executable = ran + never "
-            "ran)", "", f"Totals: {_row(Tally.of(rep.results))}"]
+            "ran; a reason never counts as ran)"]
+    total = Tally.of(rep.results)
+    if total.reasons or rep.reasons_file:
+        out += ["", "Reasons a never-ran line is given (coverage-reasons)"]
+        out += [f"  {k:<15} {v}" for k, v in REASON_CLASSES.items()]
+    out += ["", f"Totals: {_row(total, bool(rep.reasons_file))}"]
+    if total.reasons:
+        out.append("  never ran, by reason: " + ", ".join(
+            f"{k} {total.reasons[k]}" for k in REASON_CLASSES
+            if total.reasons[k]) + f"; no reason {total.no_reason}")
+    if rep.stale:
+        out += ["", f"Stale reasons: {len(rep.stale)} selector(s) of "
+                    f"{rep.reasons_file} give no never-ran line a reason"]
+        out += [f"  {s.line()}" for s in rep.stale]
     if rep.groups:
         out += ["", "By change (the cover letter's series map)"]
         for label, numbers, lines in rep.group_lines():
@@ -300,13 +356,16 @@ def _text_lines(rep: CoverageReport) -> list[str]:
                                           if len(numbers) > 1 else "")
             out.append(f"  {span:<10} {label}: {t.added} added, "
                        f"{t.executable} executable, {t.ran} ran "
-                       f"({_pct(t)})")
+                       f"({_pct(t)})" + (
+                           f"; {_never(t, True)}" if rep.reasons_file and
+                           t.states[LineState.NEVER_RAN]
+                           else ""))
     out += ["", "By patch"]
     for p in rep.patches:
         lines = rep.of_patch(p.number)
         t = Tally.of(lines)
         out.append(f"{p.number:04d} {p.subject or p.name}")
-        out.append(f"     {_row(t)}")
+        out.append(f"     {_row(t, bool(rep.reasons_file))}")
         gone = rep.superseded.get(p.number, 0)
         if gone:
             out.append(f"     ({gone} of its added line(s) a later patch "
@@ -314,8 +373,19 @@ def _text_lines(rep: CoverageReport) -> list[str]:
         never = [r for r in lines if r.state is LineState.NEVER_RAN]
         if never:
             out.append("     never ran:")
-            out += [f"       {r.where}  {r.function or '?'}  | "
-                    f"{r.text.strip()}" for r in never]
+            last = None
+            for r in never:
+                out.append(f"       {r.where}  {r.function or '?'}  | "
+                           f"{r.text.strip()}")
+                if r.reason_class:
+                    same = (r.reason_class, r.reason) == last
+                    out.append(f"           {r.reason_class}: "
+                               + ("(as above)" if same else r.reason))
+                    last = (r.reason_class, r.reason)
+                else:
+                    last = None
+                    if rep.reasons_file:
+                        out.append("           (no reason given)")
         for why, n in sorted(t.apart.items()):
             out.append(f"     {why} ({n} line{'s' if n != 1 else ''})")
     return out

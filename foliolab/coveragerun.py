@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import gcovdata, gcovrecord, parse
+from foliolab import coveragereasons, gcovdata, gcovrecord, parse
 from foliolab.kernel import kconfig, source
 from foliolab.kernel import specs as kernels
 from foliolab.arch import Arch
@@ -111,6 +111,8 @@ class Plan:
     source_root: Path                   # where the tree is compiled from
     groups: list[SeriesGroup] = field(default_factory=list)  # series map
     problems: list[str] = field(default_factory=list)
+    # the series' coverage-reasons, read (and checked) before the build
+    reasons: coveragereasons.Reasons | None = None
 
 
 def _git_text(repo: Path, commit: str, path: str) -> str | None:
@@ -145,7 +147,19 @@ def plan_for(tree: source.Tree, series: source.Series, arch: Arch) -> Plan:
     groups = series_map(letter.read_text(errors="replace")) if letter else []
     problems += [f"{d}/ not profiled: {why}"
                  for d, why in profile.skipped.items()]
-    return Plan(lines, profile, tree.path, groups, problems)
+    reasons = coveragereasons.read(series.directory,
+                                   shown_path(series.directory /
+                                              coveragereasons.FILE_NAME))
+    return Plan(lines, profile, tree.path, groups, problems, reasons)
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a report names it: relative to the working directory
+    when it lies under it (patches/6.12/coverage-reasons)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def snapshot(build_dir: Path, plan: Plan, out: Path) -> None:
@@ -240,9 +254,12 @@ def finish(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch
         problems += [f"{src}: {why}"
                      for src, why in sorted(merged.bad.items())]
     facts = facts_of(out, plan, arch)
-    rep = CoverageReport(plan.lines.patches,
-                         classify(plan.lines, merged, facts), facts,
-                         plan.groups, plan.lines.superseded, boots, problems)
+    results, stale = coveragereasons.apply(
+        classify(plan.lines, merged, facts), plan.reasons)
+    rep = CoverageReport(plan.lines.patches, results, facts,
+                         plan.groups, plan.lines.superseded, boots, problems,
+                         str(plan.reasons.path) if plan.reasons else "",
+                         stale)
     write(rep, out)
     return rep
 
@@ -258,8 +275,14 @@ def summary_line(rep: CoverageReport) -> str:
     """The line ``foliolab test`` prints at the end."""
     t = Tally.of(rep.results)
     pct = f"{t.percent:.1f}%" if t.percent is not None else "-"
-    more = f"; {len(rep.problems)} problem(s), see the report" \
-        if rep.problems else ""
+    more = ""
+    if rep.reasons_file and t.executable > t.ran:
+        more += (f"; never ran {t.executable - t.ran}: reason given "
+                 f"{t.reason_given}, no reason {t.no_reason}")
+    if rep.stale:
+        more += f"; {len(rep.stale)} stale reason(s)"
+    if rep.problems:
+        more += f"; {len(rep.problems)} problem(s), see the report"
     return (f"# coverage: {t.ran} of {t.executable} executable added lines "
             f"ran ({pct}), {t.added} added{more}")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from html import escape
 
-from foliolab.coverage import (LEGEND, CoverageReport, LineResult, LineState,
-                               Tally)
+from foliolab.coverage import (LEGEND, REASON_CLASSES, CoverageReport,
+                               LineResult, LineState, Tally)
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; max-width: 90em; }
@@ -26,6 +26,7 @@ table.src tr.gap td { height: 0.6em; }
 .not-profiled { background: #e9e4f7; color: #555; }
 .no-data { background: #fff0b3; }
 .problem { color: #a40000; }
+.reason { font-family: sans-serif; white-space: normal; }
 """
 
 
@@ -34,21 +35,26 @@ def _cell(t: Tally) -> str:
     s = t.states
     return "".join(f'<td class="r">{v}</td>' for v in (
         t.added, t.executable, t.ran, pct, s[LineState.NEVER_RAN],
-        s[LineState.NOT_EXECUTABLE], s[LineState.NOT_BUILT],
+        t.reason_given, t.no_reason, s[LineState.NOT_EXECUTABLE], s[LineState.NOT_BUILT],
         s[LineState.NOT_PROFILED], s[LineState.NO_DATA]))
 
 
 _HEAD = ("<tr><th>{}</th><th>added</th><th>executable</th><th>ran</th>"
-         "<th>%</th><th>never ran</th><th>not executable</th>"
+         "<th>%</th><th>never ran</th><th>never ran, reason given</th>"
+         "<th>never ran, no reason</th><th>not executable</th>"
          "<th>not built</th><th>not profiled</th><th>no data</th></tr>")
 
 
 def _legend() -> str:
     rows = "".join(f'<tr><td class="{s.value}">{escape(s.value)}</td>'
                    f"<td>{escape(LEGEND[s])}</td></tr>" for s in LineState)
+    reasons = "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>"
+                      for k, v in REASON_CLASSES.items())
     return ("<h2>Legend</h2><table>" + rows +
             "<tr><td>%</td><td>ran / executable (executable = ran + never "
-            "ran)</td></tr></table>")
+            "ran; a reason never counts as ran)</td></tr></table>"
+            "<p>Reasons a never-ran line is given (the series' "
+            "coverage-reasons file):</p><table>" + reasons + "</table>")
 
 
 def _source(lines: list[LineResult]) -> str:
@@ -63,13 +69,17 @@ def _source(lines: list[LineResult]) -> str:
             rows.append('<tr class="gap"><td colspan="4"></td></tr>')
         last = (r.path, r.line)
         count = "" if r.count is None else str(r.count)
-        note = r.function or ""
+        note = escape(r.function or "")
         if r.why:
-            note = r.why
+            note = escape(r.why)
+        if r.reason_class:
+            note += (f'<br><span class="reason"><b>'
+                     f"{escape(r.reason_class)}</b>: {escape(r.reason)}"
+                     "</span>")
         rows.append(f'<tr class="{r.state.value}" title="'
                     f'{escape(r.state.value)}"><td class="r">{r.line}</td>'
                     f'<td class="r">{count}</td>'
-                    f"<td>{escape(r.text)}</td><td>{escape(note)}</td></tr>")
+                    f"<td>{escape(r.text)}</td><td>{note}</td></tr>")
     return '<table class="src">' + "".join(rows) + "</table>"
 
 
@@ -85,7 +95,16 @@ def render(rep: CoverageReport) -> str:
              f"{' (counts summed)' if len(rep.boots) > 1 else ''}; "
              f"profiled directories: "
              f"{escape(', '.join(f.profiled_dirs) or 'none')}</p>"]
+    parts.append(f"<p>reasons: {escape(rep.reasons_file)}</p>"
+                 if rep.reasons_file else
+                 "<p>reasons: none (the series has no coverage-reasons "
+                 "file)</p>")
     parts += [f'<p class="problem">{escape(p)}</p>' for p in rep.problems]
+    if rep.stale:
+        parts.append(f'<h2 class="problem">Stale reasons: '
+                     f"{len(rep.stale)}</h2><ul>" + "".join(
+                         f'<li class="problem">{escape(s.line())}</li>'
+                         for s in rep.stale) + "</ul>")
     parts.append(_legend())
     parts.append("<h2>Totals</h2><table>" + _HEAD.format("") +
                  f"<tr><td>all</td>{_cell(Tally.of(rep.results))}</tr>"

@@ -321,6 +321,96 @@ static void test_shmem_split_in_pageout(void)
 	ktap_result(ok, name);
 }
 
+/*
+ * Write-out refused: with the memcg's memory.swap.max at 0, shmem cannot
+ * charge swap for any folio, so shmem_writepage() (shmem_writeout() on
+ * 7.x) splits each PMD folio of a huge=always tmpfs file after its swap
+ * allocation fails, fails again for the head page, and hands it back
+ * dirty for reclaim to activate. MADV_PAGEOUT (memcg reclaim does not
+ * scan swap-backed memory once the memcg can swap no more) must leave
+ * every page in the page cache with its data; with swap.max back to max,
+ * the same pages must go to swap and come back intact.
+ */
+static void test_shmem_pageout_refused(void)
+{
+	const char *name = "shmem_pageout_refused_by_swap_max_keeps_data";
+	const char *swap_max = "/sys/fs/cgroup/" MEMCG "/memory.swap.max";
+	const char *events = "/sys/fs/cgroup/" MEMCG "/memory.swap.events";
+	const size_t size = 4UL << 20, npages = size / PAGE_SIZE;
+	long huge_kb, fail0 = proc_field(events, "fail");
+	long split0 = proc_field("/proc/vmstat", "thp_split_page");
+	char *buf = malloc(size), *map;
+	size_t left;
+	int fd, ok = 1;
+
+	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=64m"))
+		die("mount tmpfs");
+	fd = open(TMPFS_DIR "/refused", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf)
+		die("tmpfs file");
+	fill_pages(buf, npages, 47);
+	if (write(fd, buf, size) != (ssize_t)size)
+		die("write tmpfs");
+	huge_kb = proc_field("/proc/meminfo", "ShmemHugePages");
+	if (huge_kb < 4096) {
+		ktap_diag("%s: ShmemHugePages %ld kB, want two PMD folios",
+			  name, huge_kb);
+		ok = 0;
+	}
+	/* PMD-aligned, so MADV_PAGEOUT takes each folio whole */
+	map = mmap(map_aligned(size, PMD_SIZE), size, PROT_READ,
+		   MAP_SHARED | MAP_FIXED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	for (size_t pg = 0; pg < npages; pg++)
+		(void)*(volatile char *)(map + pg * PAGE_SIZE);
+	write_str(swap_max, "0");
+	if (madvise(map, size, MADV_PAGEOUT))
+		die("MADV_PAGEOUT");
+	write_str(swap_max, "max");
+	left = in_page_cache(map, npages);
+	ktap_diag("%s: %zu of %zu pages in memory after the refused pageout, "
+		  "%ld swap charges failed, %ld THP splits", name, left, npages,
+		  proc_field(events, "fail") - fail0,
+		  proc_field("/proc/vmstat", "thp_split_page") - split0);
+	if (left != npages) {
+		ktap_diag("%s: pages left memory with no swap to go to", name);
+		ok = 0;
+	}
+	if (proc_field(events, "fail") == fail0) {
+		ktap_diag("%s: no swap charge failed: the case was not reached",
+			  name);
+		ok = 0;
+	}
+	memset(buf, 0, size);
+	if (pread(fd, buf, size, 0) != (ssize_t)size)
+		die("read tmpfs");
+	ok &= all_verified(buf, npages, 47, name);
+	/*
+	 * The refused pageout unmapped every page: MADV_PAGEOUT finds only
+	 * what is mapped, so fault the pages in again before each try.
+	 */
+	for (int i = 0; i < 20 && (left = in_page_cache(map, npages)); i++) {
+		for (size_t pg = 0; pg < npages; pg++)
+			(void)*(volatile char *)(map + pg * PAGE_SIZE);
+		madvise(map, size, MADV_PAGEOUT);
+	}
+	if (left) {
+		ktap_diag("%s: %zu of %zu pages still in memory with swap "
+			  "allowed", name, left, npages);
+		ok = 0;
+	}
+	memset(buf, 0, size);
+	if (pread(fd, buf, size, 0) != (ssize_t)size)
+		die("read tmpfs");
+	ok &= all_verified(buf, npages, 47, name);
+	munmap(map, size);
+	close(fd);
+	free(buf);
+	umount(TMPFS_DIR);
+	ktap_result(ok, name);
+}
+
 #define CHURN_PAGES 2048	/* 8 MiB of shmem in a 4 MiB memcg */
 
 /* Keep the first half of the shmem mapping at @arg dirty. */
@@ -556,6 +646,10 @@ FL_TEST(vmscan, shmem_folio_split_in_pageout_keeps_data, 300)
 FL_TEST(vmscan, shmem_punch_hole_during_pageout_keeps_data, 300)
 {
 	test_shmem_punch_during_pageout();
+}
+FL_TEST(vmscan, shmem_pageout_refused_by_swap_max_keeps_data, 300)
+{
+	test_shmem_pageout_refused();
 }
 
 int main(int argc, char **argv)
