@@ -105,6 +105,13 @@ def make_env() -> dict[str, str]:
         "CCACHE_BASEDIR": str(cache),
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_MAXSIZE": "10G",
+        # A miss compiles once, not preprocesses then compiles: the key is
+        # the direct mode's (source, command line, compiler) plus every
+        # file the compiler's dependency file (-Wp,-MMD) names, which with
+        # -nostdinc is every header. 27 kernel objects, 2026-11-26: 9.9 s
+        # of CPU with gcc alone, 15.4 s through ccache, 10.4 s in depend
+        # mode; entries of either mode are hits for the other.
+        "CCACHE_DEPEND": "1",
         "KBUILD_BUILD_TIMESTAMP": "2026-01-01",
         # the banner's "#N": else a count of links in the directory, so
         # one commit's image would differ by which directory built it
@@ -114,11 +121,16 @@ def make_env() -> dict[str, str]:
     }
 
 
+# The host's programs (fixdep, objtool) include the host's headers, which
+# -MMD leaves out of the dependency file: not in depend mode.
+HOSTCC = "env -u CCACHE_DEPEND ccache gcc"
+
+
 def make_argv(tree: Path, out: Path, arch: Arch, *targets: str) -> list[str]:
     cc = f"ccache {arch.cross_compile}gcc"
     return ["make", "-C", str(tree), f"O={out}", f"ARCH={arch.linux_arch}",
             f"CROSS_COMPILE={arch.cross_compile}", f"CC={cc}",
-            "HOSTCC=ccache gcc", f"-j{os.cpu_count() or 2}", *targets]
+            f"HOSTCC={HOSTCC}", f"-j{os.cpu_count() or 2}", *targets]
 
 
 def _run_make(argv: list[str], log_path: Path, label: str,

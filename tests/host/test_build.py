@@ -15,7 +15,8 @@ def test_arm64_make_argv_cross_compiles():
     assert "ARCH=arm64" in argv
     assert "CROSS_COMPILE=aarch64-linux-gnu-" in argv
     assert "CC=ccache aarch64-linux-gnu-gcc" in argv
-    assert "HOSTCC=ccache gcc" in argv and argv[-1] == "Image"
+    assert "HOSTCC=env -u CCACHE_DEPEND ccache gcc" in argv
+    assert argv[-1] == "Image"
 
 
 def test_x86_make_argv_is_native():
@@ -30,6 +31,8 @@ def test_an_image_does_not_say_which_directory_built_it(tmp_cache):
     scratch #1): fixed, like the timestamp and the host."""
     env = build.make_env()
     assert env["KBUILD_BUILD_VERSION"] == "1"
+    assert env["CCACHE_DEPEND"] == "1"      # the host's compiler: not
+    assert "-u CCACHE_DEPEND" in build.HOSTCC
     assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_HOST"]
 
 
