@@ -1,8 +1,8 @@
 """The kernel store: each kernel found kept, or built and kept.
 
 A kernel is kept per commit and config fragment under the cache's
-``kernels/``; it builds in the directory build_slot() names (``vanilla``,
-``patched``, ``linux-X.Y``). prepare() turns a run's specs and their
+``kernels/``; it builds in the directory build.slot_for() names (``base``,
+``linux-X.Y``). prepare() turns a run's specs and their
 trees into bootable kernels (a prebuilt image: checked and taken as it
 is); kept_kernel() and slot_of() say what --dry-run may say with nothing
 fetched, applied or built. Apart from trees.py because this is about
@@ -38,31 +38,20 @@ def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
                         0.0)
 
 
-def build_slot(is_base: bool, version: tuple[int, int] = kconfig.BASE_VERSION
-               ) -> str:
-    """The build directory a kernel compiles in: the base has its own
-    (`vanilla`), so going back to it after any other kernel rebuilds
-    nothing; every other commit of the base's version shares `patched`,
-    where a series' prefixes, a user's commits and the series itself are
-    incremental builds of each other; a kernel of another version (7.3)
-    has a directory per version, `linux-7.3`, and never takes over
-    `patched`."""
-    return build.slot_for("vanilla" if is_base else "patched", version)
-
-
 def slot_of(k: KernelSpec) -> str:
     """The build directory build_and_keep() will use for ``k``, known
-    before anything is fetched or built (for --dry-run)."""
+    before anything is fetched or built (for --dry-run): a Debian
+    package's tree is its own checkout, never the base's."""
     if k.kind is SpecKind.DEBIAN:
         name, _ = debian.package_of(k.debian_version)
         major, minor = name[len("linux-source-"):].split(".")
-        return build_slot(False, (int(major), int(minor)))
+        return build.slot_name(False, (int(major), int(minor)))
     if k.kind is SpecKind.GIT:
-        return build_slot(False, source.makefile_version(
+        return build.slot_name(True, source.makefile_version(
             k.repo, source.resolve_ref(k.repo, k.ref)))
     if k.kind is SpecKind.SERIES and k.onto is not None:
         return slot_of(k.onto)
-    return build_slot(k.is_base())
+    return build.slot_name(True, kconfig.BASE_VERSION)
 
 
 # What a kernel needs besides its image: its config (checked, hashed), its
@@ -142,8 +131,8 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                    ) -> build.Kernel:
     """The kernel of ``tree``: found in the store, or built and stored.
 
-    It builds in the directory build_slot() names (all from one
-    checkout); the image, .config and System.map are then copied to a
+    It builds in the directory build.slot_for() names (every kernel of
+    the base's version from one checkout, in one directory); the image, .config and System.map are then copied to a
     store directory per commit and fragment, which the run boots from and
     the next run finds again without building.
     """
@@ -154,13 +143,11 @@ def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
                             tree.commit, build.config_digest(kept / ".config"),
                             0.0, tree.origin,
                             (kept / "kernel.release").read_text().strip())
-    repo = source.prepare_base()
-    slot = build_slot(tree.commit == source.base_commit(repo), tree.version())
     tmp = kept.with_name(kept.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     # copied before the build lock is let go: another kernel of the slot
     # may be built into the same directory right after
-    k = build.build_kernel(tree, arch, purpose, slot, keep=tmp,
+    k = build.build_kernel(tree, arch, purpose, keep=tmp,
                            keep_files=build.KEPT_FILES)
     shutil.rmtree(kept, ignore_errors=True)
     tmp.rename(kept)

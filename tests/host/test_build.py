@@ -1,5 +1,6 @@
 """Kernel build command lines and directories, per architecture."""
 
+import os
 import threading
 import time
 
@@ -14,7 +15,8 @@ def test_arm64_make_argv_cross_compiles():
     assert "ARCH=arm64" in argv
     assert "CROSS_COMPILE=aarch64-linux-gnu-" in argv
     assert "CC=ccache aarch64-linux-gnu-gcc" in argv
-    assert "HOSTCC=ccache gcc" in argv and argv[-1] == "Image"
+    assert "HOSTCC=env -u CCACHE_DEPEND ccache gcc" in argv
+    assert argv[-1] == "Image"
 
 
 def test_x86_make_argv_is_native():
@@ -23,10 +25,142 @@ def test_x86_make_argv_is_native():
     assert "CC=ccache gcc" in argv
 
 
+def test_an_image_does_not_say_which_directory_built_it(tmp_cache):
+    """The banner's build number would count the links in the directory
+    (a patched kernel built after the vanilla one in `base` said #2, from
+    scratch #1): fixed, like the timestamp and the host."""
+    env = build.make_env()
+    assert env["KBUILD_BUILD_VERSION"] == "1"
+    assert env["CCACHE_DEPEND"] == "1"      # the host's compiler: not
+    assert "-u CCACHE_DEPEND" in build.HOSTCC
+    assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_HOST"]
+
+
 def test_build_dirs_are_keyed_by_arch(tmp_cache):
-    dirs = {build.build_dir(a, "perf", "vanilla") for a in ARCHES.values()}
-    assert {d.name for d in dirs} == {"x86_64-perf-vanilla",
-                                      "arm64-perf-vanilla"}
+    dirs = {build.build_dir(a, "perf", "base") for a in ARCHES.values()}
+    assert {d.name for d in dirs} == {"x86_64-perf-base", "arm64-perf-base"}
+
+
+def _repo(path, versions):
+    """A git repository at ``path`` with a commit per (VERSION,
+    PATCHLEVEL) of its top Makefile; their ids, in order."""
+    path.mkdir(parents=True)
+    commits = []
+    for i, (v, p) in enumerate(versions):
+        (path / "Makefile").write_text(
+            f"VERSION = {v}\nPATCHLEVEL = {p}\nSUBLEVEL = {i}\n")
+        source.git(path, "init", "-q") if i == 0 else None
+        source.git(path, "add", "Makefile")
+        source.git(path, "commit", "-q", "-m", f"{v}.{p}.{i}")
+        commits.append(source.git(path, "rev-parse", "HEAD").stdout.strip())
+    return commits
+
+
+def test_every_commit_of_the_base_checkout_builds_in_one_directory(
+        tmp_path, tmp_cache):
+    """The vanilla and the patched kernel (and a series' prefixes, a
+    git: commit of 6.12) are built from one checkout, so in one directory:
+    the second is an incremental build of the first (the trial of
+    2026-11-26 built it from scratch in its own `patched` directory). A
+    tree of another checkout (a Debian package's) or version has its
+    own."""
+    base, patched, up = _repo(source.base_repo(),
+                              [(6, 12), (6, 12), (7, 3)])
+    repo = source.base_repo()
+    slots = [build.slot_for(Tree(name, repo, commit, ""))
+             for name, commit in [("vanilla", base), ("patched", patched),
+                                  ("s", patched), ("up", up)]]
+    assert slots == ["base", "base", "base", "linux-7.3"]
+    (deb,) = _repo(tmp_path / "debian" / "src" / "6.12.117", [(6, 12)])
+    assert build.slot_for(Tree("d", tmp_path / "debian" / "src" / "6.12.117",
+                               deb, "")) == "linux-6.12"
+    arch = ARCHES["x86_64"]
+    assert build.build_dir(arch, "perf", slots[0]) == \
+        tmp_cache / "build" / "x86_64-perf-base"
+
+
+def test_two_checkouts_building_in_one_directory_wait_for_each_other(
+        tmp_path, tmp_cache, monkeypatch):
+    """A Debian 7.3 tree and a git: 7.3 commit share `linux-7.3` but not a
+    checkout lock: the directory's own lock keeps their makes (and the
+    copy of each kernel) apart."""
+    monkeypatch.setattr(hostsetup, "ensure_arch", lambda arch: None)
+    monkeypatch.setattr(Tree, "version", lambda self: (7, 3))
+    spans = []
+
+    def fake_build(tree, arch, purpose, out, make_vars):
+        start = time.monotonic()
+        time.sleep(0.3)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bzImage").write_text(tree.variant)
+        spans.append((start, time.monotonic(), out))
+        return build.Kernel(tree.variant, purpose, "x86_64", out,
+                            out / "bzImage", tree.commit, "c", 0.3)
+
+    monkeypatch.setattr(build, "_build_checked_out", fake_build)
+    kept = {}
+
+    def one(name):
+        tree = Tree(name, tmp_path / name, name * 40, "")
+        k = build.build_kernel(tree, ARCHES["x86_64"], "perf",
+                               keep=tmp_path / "kept" / name)
+        kept[name] = k.image.read_text()
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (a0, a1, out_a), (b0, b1, out_b) = sorted(spans)
+    assert out_a == out_b == tmp_cache / "build" / "x86_64-perf-linux-7.3"
+    assert a1 <= b0                   # one after the other
+    assert kept == {"a": "a", "b": "b"}     # each kept its own image
+
+
+def _obj(out, rel, deps, built_at):
+    """An object ``rel`` in ``out`` built at ``built_at`` with a kbuild
+    .cmd naming ``deps``."""
+    obj = out / rel
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    obj.write_text("")
+    lines = [f"savedcmd_{rel} := gcc -c -o {rel} {deps[0]}",
+             f"source_{rel} := {deps[0]}", f"deps_{rel} := \\"]
+    lines += [f"  {d} \\" for d in deps[1:]]
+    lines += ["", f"{rel}: $(deps_{rel})", f"$(deps_{rel}):"]
+    (obj.parent / f".{obj.name}.cmd").write_text("\n".join(lines) + "\n")
+    os.utime(obj, (built_at, built_at))
+
+
+def test_an_incremental_build_is_shown_against_what_it_will_compile(
+        tmp_path):
+    """The patched kernel after the vanilla one in the same directory
+    gets a total, so a percentage and an ETA (the trial's second build
+    showed them only because it was a fresh build): the objects older
+    than a file their .cmd names, their directories' archives, the
+    links."""
+    src = tmp_path / "linux"
+    out = tmp_path / "build"
+    (src / "mm").mkdir(parents=True)
+    (src / "include").mkdir()
+    out.mkdir()
+    (out / "source").symlink_to(src)
+    for f, t in [("mm/a.c", 50), ("mm/b.c", 50), ("kernel/c.c", 50),
+                 ("include/changed.h", 200), ("include/same.h", 50)]:
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        (src / f).write_text("")
+        os.utime(src / f, (t, t))
+    _obj(out, "mm/a.o", [f"{src}/mm/a.c", f"{src}/include/changed.h",
+                         "$(wildcard include/config/FOO)"], 100)
+    _obj(out, "mm/b.o", [f"{src}/mm/b.c", f"{src}/include/same.h"], 100)
+    _obj(out, "kernel/c.o", [f"{src}/kernel/c.c", f"{src}/include/same.h",
+                             "$(wildcard include/config/FOO)"], 100)
+    # mm/a.o, and the archives of mm/ and the top directory
+    assert build.stale_steps(out, src) == 1 + 2 + build.LINK_STEPS
+    (out / "include" / "config").mkdir(parents=True)
+    (out / "include" / "config" / "FOO").write_text("")   # option changed
+    assert build.stale_steps(out, src) == 2 + 3 + build.LINK_STEPS
+    # another source tree: every command line differs, total not known
+    assert build.stale_steps(out, tmp_path / "debian-tree") is None
 
 
 def _fake_make(tmp_path, monkeypatch):
@@ -100,6 +234,7 @@ def test_what_a_caller_also_keeps_is_copied_before_the_slot_is_free(
     slot could hand it the wrong notes: also_keep runs while the lock is
     held, and a second build waits until it is done."""
     monkeypatch.setenv("FOLIOLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(Tree, "version", lambda self: (6, 12))
     tree = Tree("a", tmp_path / "linux", "a" * 40, "")
     tree.path.mkdir()
     slot = tmp_path / "build"

@@ -203,11 +203,11 @@ def test_build_passes_the_profiling_variable_to_make(tmp_path, tmp_cache,
     monkeypatch.setattr(kconfig, "check", lambda *a: None)
     monkeypatch.setattr(timings, "record_build", lambda *a: None)
     monkeypatch.setattr(build, "config_digest", lambda p: "x")
-    tree = source.Tree("patched", tmp_path, "c0ffee", "d")
+    tree = source.Tree("patched", source.base_repo(), "c0ffee", "d")
     monkeypatch.setattr(source.Tree, "version", lambda self: (6, 12))
     k = build.build_kernel(tree, get_arch("x86_64"), "coverage",
                            make_vars=coveragerun.make_vars(("mm",)))
-    assert k.build_dir.name == "x86_64-coverage-patched"
+    assert k.build_dir.name == "x86_64-coverage-base"
     assert argvs[0][-2:] == ["GCOV_PROFILE=$(if $(filter mm mm/,$(obj)),y)",
                              "bzImage"]
 

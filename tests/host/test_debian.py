@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from foliolab.kernel import debian, kconfig, source, specs as kernels, store
+from foliolab.kernel import build, debian, kconfig, source, specs as kernels, \
+    store
 from foliolab.errors import UsageError
 
 
@@ -54,9 +55,10 @@ def test_the_private_sources_name_the_suites_and_the_hosts_keyring():
 
 
 def test_a_newer_kernel_has_its_own_build_slot():
-    assert store.build_slot(True) == "vanilla"
-    assert store.build_slot(False) == "patched"
-    assert store.build_slot(False, (7, 3)) == "linux-7.3"
+    assert build.slot_name(True, (6, 12)) == "base"
+    assert build.slot_name(False, (6, 12)) == "linux-6.12"
+    assert build.slot_name(True, (7, 3)) == "linux-7.3"
+    assert build.slot_name(False, (7, 3)) == "linux-7.3"
     up = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
     assert store.slot_of(up) == "linux-7.3"
 

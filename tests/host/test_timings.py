@@ -36,6 +36,12 @@ def test_kinds_not_measured_take_defaults_and_say_so(tmp_cache):
                          [PlannedBootTime("ksm-rmap", False, 1, 9.6, 12.1)])
     assert e.build_s == timings.DEFAULT_BUILD_S
     assert e.boot_s == 9.6 / 3
+    # vanilla, then patched in its directory (incremental)
+    two = timings.estimate(Timings.load(), "x86_64", "perf", "tcg", 2, [])
+    assert two.build_s == (timings.DEFAULT_BUILD_S +
+                           timings.DEFAULT_NEXT_BUILD_S)
+    assert timings.estimate(Timings.load(), "x86_64", "perf", "tcg", 0,
+                            []).build_s == 0
     assert e.defaults == ["builds (x86_64/perf)", "ksm-rmap boots"]
     assert "defaults for builds (x86_64/perf), ksm-rmap boots" in e.line()
 
@@ -70,7 +76,7 @@ def test_dry_run_prints_builds_boots_and_the_estimate(capsys, tmp_cache):
     assert "6 boots" in out
     # no base tree in this cache: the kernels' commits are not known
     assert "# kernel vanilla: not known to be kept, counted as a build" in out
-    assert ("# estimate: 26:15 wall time (2 build(s) 20:00, 6 boot(s) 6:00)"
+    assert ("# estimate: 22:15 wall time (2 build(s) 16:00, 6 boot(s) 6:00)"
             ", defaults for builds (x86_64/perf) (not measured here yet)"
             in out)
 
