@@ -185,13 +185,19 @@ def kselftests_for(arch: Arch, slowdown: float = 1
 
 def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
                      ) -> Path:
-    """Build the mm selftests against the kernel's headers (kept in cache)."""
-    out = image.kselftest_dir(arch)
+    """Build the mm selftests of ``tree`` against the kernel's headers,
+    in the cache directory of its commit; the directory they are in."""
+    out = image.kselftest_dir(arch, tree.commit)
     stamp = out.parent / "built-from"
-    if stamp.exists() and stamp.read_text().strip() == tree.commit and \
-            (out / "cow").exists():
+
+    def built() -> bool:
+        return stamp.exists() and stamp.read_text().strip() == tree.commit
+
+    if built():
         return out
     with source.checkout_lock(tree.path):
+        if built():             # another run built them while we waited
+            return out
         return _build_kselftests_checked_out(tree, arch, kernel, out, stamp)
 
 
@@ -282,11 +288,11 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     # the symbols of the kept kernel, not of whatever the slot holds later
     counter = (counting.counter_for(arch, kernel.image.parent) if count
                else None)
-    if kselftests:
-        build_kselftests(tree, arch, kernel)
+    kselftest_bins = (build_kselftests(tree, arch, kernel) if kselftests
+                      else None)
     if upstream:
         upstream_mod.build(upstream.source, arch)
-    img = image.build_image(arch)
+    img = image.build_image(arch, kselftests=kselftest_bins)
     out.mkdir(parents=True, exist_ok=True)
     slowdown = {"kasan": KASAN_SLOWDOWN,
                 kconfig.COVERAGE: COVERAGE_SLOWDOWN}.get(purpose, 1)

@@ -270,7 +270,7 @@ class Image:
     binaries: list[str] = field(default_factory=list)
 
 
-def build_image(arch: Arch) -> Image:
+def build_image(arch: Arch, kselftests: Path | None = None) -> Image:
     """Assemble the base initramfs; rewrite it only if its content changed.
 
     Workloads go to /foliolab/bin (on PATH), guest tests to
@@ -324,9 +324,8 @@ def build_image(arch: Arch) -> Image:
         put(f"foliolab/tests/{f.name}", f)
     for f in (GUEST_DIR / "suite").glob("*.sh"):
         c.file(f"foliolab/suite/{f.name}", f.read_bytes())
-    kst = kselftest_dir(arch)
     dynamic: list[Path] = []
-    for f in _executables(kst):
+    for f in _executables(kselftests) if kselftests else ():
         put(f"foliolab/kselftest/{f.name}", f)
         dynamic.append(f)
     # upstream 7.3's mm selftests (upstream_selftests.py): static
@@ -389,9 +388,12 @@ def _static(binary: Path, arch: Arch) -> bool:
     return bool(info) and not info.interp and not info.needed
 
 
-def kselftest_dir(arch: Arch) -> Path:
-    """Where suite.build_kselftests() leaves the mm selftest binaries."""
-    return cache_root() / "kselftest" / arch.name / "mm"
+def kselftest_dir(arch: Arch, commit: str) -> Path:
+    """Where suite.build_kselftests() leaves the mm selftests of the tree
+    at ``commit``: one directory per commit, because two suites of
+    different kernels on one cache (6.12 and 7.3, 2026-11-26) shared one,
+    and the 6.12 kernel booted 7.3's selftests, built in between."""
+    return cache_root() / "kselftest" / arch.name / commit[:12] / "mm"
 
 
 def job_archive(job: str, extra: list[Path] | None = None,

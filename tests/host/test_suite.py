@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from foliolab import arch, bootrecord, suite, suiteresults
+from foliolab.arch import ARCHES
 
 
 def test_kselftest_results_tap_and_exit_code():
@@ -175,7 +176,7 @@ def test_kselftests_cross_build_for_arm64(tmp_path, tmp_cache, monkeypatch):
     a64 = ARCHES["arm64"]
     argv, mm = _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, a64)
     assert "ARCH=arm64" in argv and "CROSS_COMPILE=aarch64-linux-gnu-" in argv
-    assert f"OUTPUT={tmp_cache}/kselftest/arm64/mm" in argv
+    assert f"OUTPUT={tmp_cache}/kselftest/arm64/c0ffee/mm" in argv
     cflags = next(a for a in argv if a.startswith("EXTRA_CFLAGS="))
     assert f"-L{tmp_cache}/sysroot/arm64/usr/lib/aarch64-linux-gnu" in cflags
     assert (mm / ".foliolab-probe-cc").read_text() == \
@@ -321,3 +322,38 @@ def test_an_only_boot_gets_the_limits_of_its_cases():
         tests["vmscan"].values()) + tests["file_shmem"][
             "shmem_uffd_wp_survives_reclaim"])
     assert suite.only_limit(("anon_swap",)) == suite.SUITE_LIMIT
+
+
+def test_kselftests_of_two_commits_never_share_a_directory(
+        tmp_path, tmp_cache, monkeypatch):
+    """A 6.12 suite booted 7.3's selftests when a 7.3 suite rebuilt the
+    one shared directory between the 6.12 build and its image: each
+    commit's selftests have their own, and a built one is reused."""
+    from foliolab.kernel import build, image, source
+    monkeypatch.setattr(source, "checkout", lambda tree: None)
+    built = []
+
+    def fake_make(argv, **kw):
+        out = next((a[len("OUTPUT="):] for a in argv
+                    if str(a).startswith("OUTPUT=")), None)
+        if out:
+            built.append(out)
+            for cmd, _ in suite.kselftests_for(ARCHES["x86_64"]).values():
+                f = Path(out) / cmd.split()[0]
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text("#!/bin/sh\n")
+                f.chmod(0o755)
+
+    monkeypatch.setattr(suite.proc, "run", fake_make)
+    arch = ARCHES["x86_64"]
+    dirs = []
+    for commit in ("aaaa6120000000", "bbbb7300000000", "aaaa6120000000"):
+        tree = source.Tree("t", tmp_path / "tree", commit, "")
+        (tmp_path / "tree/tools/testing/selftests/mm").mkdir(
+            parents=True, exist_ok=True)
+        kernel = build.Kernel("t", "debug", arch.name, tmp_path / "out",
+                              tmp_path / "out/bzImage", commit, "x", 0.0)
+        dirs.append(suite.build_kselftests(tree, arch, kernel))
+    assert dirs[0] != dirs[1] and dirs[0] == dirs[2]
+    assert dirs[0] == image.kselftest_dir(arch, "aaaa6120000000")
+    assert len(built) == 2          # the third found the first one's build
