@@ -238,7 +238,7 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
     built, checked = [], []
     monkeypatch.setattr(seriescheck, "run_checkpatch", lambda repo, p: (
         checked.append(repo), seriescheck.Step(True, "ok"))[1])
-    monkeypatch.setattr(image, "build_image", lambda arch: SimpleNamespace(
+    monkeypatch.setattr(image, "build_image", lambda arch, kselftests=None: SimpleNamespace(
         path=tmp_path / "initrd"))
     monkeypatch.setattr(build, "build_kernel",
                         lambda tree, arch, config, keep=None: (
