@@ -267,6 +267,47 @@ static size_t in_page_cache(void *map, size_t npages)
 }
 
 /*
+ * A @size file of @seed's pattern at TMPFS_DIR/@file on a huge=always
+ * tmpfs mounted for the case, which must hold it in PMD folios: a
+ * ShmemHugePages short of two of them clears *@ok, since the case is
+ * then not about large folios. Returns the open file.
+ */
+static int huge_tmpfs_file(const char *name, const char *file, char *buf,
+			   size_t size, uint64_t seed, int *ok)
+{
+	char path[128];
+	long huge_kb;
+	int fd;
+
+	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=64m"))
+		die("mount tmpfs");
+	snprintf(path, sizeof(path), "%s/%s", TMPFS_DIR, file);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf)
+		die("tmpfs file");
+	fill_pages(buf, size / PAGE_SIZE, seed);
+	if (write(fd, buf, size) != (ssize_t)size)
+		die("write tmpfs");
+	huge_kb = proc_field("/proc/meminfo", "ShmemHugePages");
+	if (huge_kb < 4096) {
+		ktap_diag("%s: ShmemHugePages %ld kB, want two PMD folios",
+			  name, huge_kb);
+		*ok = 0;
+	}
+	return fd;
+}
+
+/* Read the whole file back through @buf: is every page @seed's pattern? */
+static int tmpfs_file_verified(int fd, char *buf, size_t size,
+			       uint64_t seed, const char *name)
+{
+	memset(buf, 0, size);
+	if (pread(fd, buf, size, 0) != (ssize_t)size)
+		die("read tmpfs");
+	return all_verified(buf, size / PAGE_SIZE, seed, name);
+}
+
+/*
  * A 3 MiB tmpfs file in PMD folios: the second folio crosses i_size, so
  * shmem_writepage() splits it while reclaim writes it out and puts its
  * tails (those before EOF) on reclaim's list, where they must be written
@@ -276,26 +317,13 @@ static void test_shmem_split_in_pageout(void)
 {
 	const char *name = "shmem_folio_split_in_pageout_keeps_data";
 	const size_t size = 3UL << 20, npages = size / PAGE_SIZE;
-	long huge_kb, split0 = proc_field("/proc/vmstat", "thp_split_page");
+	long split0 = proc_field("/proc/vmstat", "thp_split_page");
 	char *buf = malloc(size);
 	size_t left = npages;
 	int fd, ok = 1;
 	void *map;
 
-	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=64m"))
-		die("mount tmpfs");
-	fd = open(TMPFS_DIR "/split", O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || !buf)
-		die("tmpfs file");
-	fill_pages(buf, npages, 31);
-	if (write(fd, buf, size) != (ssize_t)size)
-		die("write tmpfs");
-	huge_kb = proc_field("/proc/meminfo", "ShmemHugePages");
-	if (huge_kb < 4096) {
-		ktap_diag("%s: ShmemHugePages %ld kB, want two PMD folios",
-			  name, huge_kb);
-		ok = 0;
-	}
+	fd = huge_tmpfs_file(name, "split", buf, size, 31, &ok);
 	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		die("mmap");
@@ -310,10 +338,7 @@ static void test_shmem_split_in_pageout(void)
 		ktap_diag("%s: the folio crossing EOF was not split", name);
 		ok = 0;
 	}
-	memset(buf, 0, size);
-	if (pread(fd, buf, size, 0) != (ssize_t)size)
-		die("read tmpfs");
-	ok &= all_verified(buf, npages, 31, name);
+	ok &= tmpfs_file_verified(fd, buf, size, 31, name);
 	munmap(map, size);
 	close(fd);
 	free(buf);
@@ -337,26 +362,13 @@ static void test_shmem_pageout_refused(void)
 	const char *swap_max = "/sys/fs/cgroup/" MEMCG "/memory.swap.max";
 	const char *events = "/sys/fs/cgroup/" MEMCG "/memory.swap.events";
 	const size_t size = 4UL << 20, npages = size / PAGE_SIZE;
-	long huge_kb, fail0 = proc_field(events, "fail");
+	long fail0 = proc_field(events, "fail");
 	long split0 = proc_field("/proc/vmstat", "thp_split_page");
 	char *buf = malloc(size), *map;
 	size_t left;
 	int fd, ok = 1;
 
-	if (mount("tmpfs", TMPFS_DIR, "tmpfs", 0, "huge=always,size=64m"))
-		die("mount tmpfs");
-	fd = open(TMPFS_DIR "/refused", O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || !buf)
-		die("tmpfs file");
-	fill_pages(buf, npages, 47);
-	if (write(fd, buf, size) != (ssize_t)size)
-		die("write tmpfs");
-	huge_kb = proc_field("/proc/meminfo", "ShmemHugePages");
-	if (huge_kb < 4096) {
-		ktap_diag("%s: ShmemHugePages %ld kB, want two PMD folios",
-			  name, huge_kb);
-		ok = 0;
-	}
+	fd = huge_tmpfs_file(name, "refused", buf, size, 47, &ok);
 	/* PMD-aligned, so MADV_PAGEOUT takes each folio whole */
 	map = mmap(map_aligned(size, PMD_SIZE), size, PROT_READ,
 		   MAP_SHARED | MAP_FIXED, fd, 0);
@@ -382,10 +394,7 @@ static void test_shmem_pageout_refused(void)
 			  name);
 		ok = 0;
 	}
-	memset(buf, 0, size);
-	if (pread(fd, buf, size, 0) != (ssize_t)size)
-		die("read tmpfs");
-	ok &= all_verified(buf, npages, 47, name);
+	ok &= tmpfs_file_verified(fd, buf, size, 47, name);
 	/*
 	 * The refused pageout unmapped every page: MADV_PAGEOUT finds only
 	 * what is mapped, so fault the pages in again before each try.
@@ -400,10 +409,7 @@ static void test_shmem_pageout_refused(void)
 			  "allowed", name, left, npages);
 		ok = 0;
 	}
-	memset(buf, 0, size);
-	if (pread(fd, buf, size, 0) != (ssize_t)size)
-		die("read tmpfs");
-	ok &= all_verified(buf, npages, 47, name);
+	ok &= tmpfs_file_verified(fd, buf, size, 47, name);
 	munmap(map, size);
 	close(fd);
 	free(buf);
