@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from foliolab import cli, derive, errors, orchestrate, runrecord
+from foliolab import cli, derive, errors, orchestrate, rootcheck, runrecord
 from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended
@@ -402,7 +402,8 @@ def test_a_root_in_some_kernels_source_waits_for_their_system_map(
     req = request("compare", "--kernel", f"up=git:{repo}@up", "--kernel",
                   f"next=git:{repo}@up+{series}", "--workloads", "pageout",
                   "--runs", "4", "--count", "--root", root)
-    orchestrate._check_roots_in_source(req, trees.series_trees(req.specs))
+    rootcheck.check_in_source(req.specs, req.roots,
+                              trees.series_trees(req.specs))
 
 
 def test_a_root_is_not_refused_when_a_kernels_source_is_not_at_hand(
@@ -413,7 +414,7 @@ def test_a_root_is_not_refused_when_a_kernels_source_is_not_at_hand(
                   f"next=git:{two_commits[0]}@up", "--workloads", "pageout",
                   "--runs", "4", "--count", "--root", "no_such_fn")
     with caplog.at_level("INFO", "foliolab"):
-        orchestrate._check_roots_in_source(req, {})
+        rootcheck.check_in_source(req.specs, req.roots, {})
     assert "checked against the kernels' System.map once they are built" \
         in caplog.text
 
