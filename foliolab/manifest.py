@@ -21,6 +21,7 @@ from pathlib import Path
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
+from foliolab.executors.base import ExecutorRecord
 
 MANIFEST = "environment.json"
 DAMAGED = ("results.json's `environment` is a copy of it as of the run's "
@@ -203,17 +204,6 @@ class CountRecord:
     cmdline: str = ""               # what counting adds to the kernel's
 
 
-@dataclass
-class ExecutorRecord:
-    kind: str = "qemu"
-    device_type: str = ""
-    tags: list[str] = field(default_factory=list)
-    lava_version: str = ""
-    rounds_per_block: int = 0
-    server: str = ""
-    artifacts_url: str = ""
-
-
 def _typed(cls, d: dict | None):
     """A record of ``cls`` from its JSON, None for none; a key it does not
     know (a later version's) is passed over."""
@@ -280,9 +270,7 @@ class RunManifest:
     @property
     def accel_label(self) -> str:
         """The accelerator as the report names it."""
-        if self.executor.kind == "lava":
-            return f"lava {self.executor.device_type}"
-        return self.accel
+        return self.executor.accel_label(self.accel)
 
     def to_json(self) -> dict:
         d = plain(self)
@@ -319,8 +307,8 @@ class RunManifest:
                       "host": _typed(HostRecord, d.get("host"))
                       or HostRecord(),
                       "kernels": _kernel_records(d),
-                      "executor": _typed(ExecutorRecord, d.get("executor"))
-                      or ExecutorRecord(),
+                      "executor": ExecutorRecord.from_json(
+                          d.get("executor")),
                       "count": _typed(CountRecord, d.get("count")),
                       "attribution": d.get("attribution") or {}})
 
@@ -342,7 +330,7 @@ class RunManifest:
         d = read_json(path, ("workloads",), DAMAGED)
         try:
             return cls.from_json(d)
-        except (TypeError, AttributeError, KeyError) as e:
+        except (TypeError, AttributeError, KeyError, ValueError) as e:
             raise DamagedRunError(f"{path}: a field has the wrong form "
                                   f"({e})", hint=DAMAGED) from None
 

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import Executor, ExecutorKind, Flag
+from foliolab.executors.base import (Executor, ExecutorKind, ExecutorRecord,
+                                     Flag)
 from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.job import Target
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.qemu import QemuExecutor
-from foliolab.manifest import ExecutorRecord
 
 # Every executor, by the kind that names it (the order of --help's
 # choices and of the executors named in an error).

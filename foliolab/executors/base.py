@@ -10,6 +10,7 @@ types, and names itself with an ExecutorKind.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +40,41 @@ class ExecutorKind(str, enum.Enum):
         later is not LAVA because it is not QEMU."""
         return self in (ExecutorKind.LAVA_LOCAL, ExecutorKind.LAVA,
                         ExecutorKind.LAVA_EXPORT)
+
+
+@dataclass
+class ExecutorRecord:
+    """The executor's part of a run's manifest (environment.json's
+    ``executor``): each executor class writes its own (``record``), and
+    its kind is the enum, written as its text."""
+
+    kind: ExecutorKind = ExecutorKind.QEMU
+    device_type: str = ""           # a LAVA kind's: the lab's device type
+    tags: list[str] = field(default_factory=list)
+    lava_version: str = ""
+    rounds_per_block: int = 0
+    server: str = ""
+    artifacts_url: str = ""
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> ExecutorRecord:
+        """The record of a manifest of any version: one from before the
+        executor was recorded ran QEMU; a key this version does not know
+        is passed over; a kind it does not know is a ValueError (the
+        manifest's reader names the file)."""
+        if not d:
+            return cls()
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in d.items() if k in names}
+        known["kind"] = ExecutorKind(known.get("kind", ExecutorKind.QEMU))
+        return cls(**known)
+
+    def accel_label(self, accel: str) -> str:
+        """The accelerator as the report names it: a lab's boots by the
+        device type they ran on (the lab's own QEMU or a board)."""
+        if self.kind is ExecutorKind.LAVA:
+            return f"lava {self.device_type}"
+        return accel
 
 
 @dataclass(frozen=True)

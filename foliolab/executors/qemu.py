@@ -26,9 +26,8 @@ from foliolab.kernel import image as image_mod
 from foliolab.bootrecord import BootResult
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     BootSpec, Ended, ExecutorKind, Flag,
-                                     check_numa)
-from foliolab.manifest import ExecutorRecord
+                                     BootSpec, Ended, ExecutorKind,
+                                     ExecutorRecord, Flag, check_numa)
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -204,7 +203,7 @@ class QemuExecutor:
 
     @classmethod
     def record(cls, opts) -> ExecutorRecord:
-        return ExecutorRecord(cls.kind.value)
+        return ExecutorRecord(cls.kind)
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

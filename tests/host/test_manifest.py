@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from foliolab import errors
+from foliolab.errors import DamagedRunError
+from foliolab.executors.base import ExecutorKind
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
 from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
@@ -145,8 +147,29 @@ def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
 
 def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
     m = manifest(accel="lava")
-    m.executor.kind, m.executor.device_type = "lava", "qemu"
+    m.executor.kind, m.executor.device_type = ExecutorKind.LAVA, "qemu"
     assert m.to_json()["accel"] == "lava qemu"
+
+
+def test_the_executor_kind_is_read_as_its_enum_and_written_as_its_text(
+        tmp_path):
+    """environment.json keeps the kind's text; a manifest read back has
+    the enum (an old manifest without an executor ran QEMU), and a kind
+    no executor has is a damaged run, named by its file."""
+    m = manifest(accel="lava")
+    m.executor.kind = ExecutorKind.LAVA_LOCAL
+    m.write(tmp_path)
+    d = json.loads((tmp_path / "environment.json").read_text())
+    assert d["executor"]["kind"] == "lava-local"
+    assert RunManifest.read(tmp_path).executor.kind is \
+        ExecutorKind.LAVA_LOCAL
+    del d["executor"]
+    assert RunManifest.from_json(d).executor.kind is ExecutorKind.QEMU
+    d["executor"] = {"kind": "pigeon"}
+    (tmp_path / "environment.json").write_text(json.dumps(d))
+    with pytest.raises(DamagedRunError, match="environment.json: a field "
+                                              "has the wrong form"):
+        RunManifest.read(tmp_path)
 
 
 @pytest.mark.parametrize("text, says", [

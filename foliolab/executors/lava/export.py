@@ -16,12 +16,12 @@ from pathlib import Path
 import yaml
 
 from foliolab import outcome
-from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
+from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
+                                     ExecutorRecord)
 from foliolab.bootrecord import BootStatus
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, JOBS_DIR,
                                          TARGET_FLAGS, LavaJobs, Target)
-from foliolab.manifest import ExecutorRecord
 from foliolab.executors.lava.log import JobLog, captures
 
 

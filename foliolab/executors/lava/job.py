@@ -33,10 +33,9 @@ from pathlib import Path
 import yaml
 
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     ExecutorKind, Flag, NotRun,
-                                     check_numa)
+                                     ExecutorKind, ExecutorRecord, Flag,
+                                     NotRun, check_numa)
 from foliolab.errors import LavaError, UsageError
-from foliolab.manifest import ExecutorRecord
 from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
 
@@ -340,7 +339,7 @@ class LavaJobs:
     @classmethod
     def record(cls, opts) -> ExecutorRecord:
         """Its part of the run's manifest."""
-        return ExecutorRecord((cls.record_kind or cls.kind).value,
+        return ExecutorRecord(cls.record_kind or cls.kind,
                               device_type=opts.target.device_type,
                               tags=list(opts.target.tags),
                               lava_version=LAVA_VERSION,

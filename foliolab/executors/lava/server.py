@@ -25,11 +25,10 @@ import yaml
 
 from foliolab import __version__
 from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
-                                     Flag, NotRun)
+                                     ExecutorRecord, Flag, NotRun)
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, LOGS_DIR,
                                          TARGET_FLAGS, LavaJobs, Target)
-from foliolab.manifest import ExecutorRecord
 
 log = logging.getLogger("foliolab")
 
