@@ -27,14 +27,14 @@ import json
 import re
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     ExecutorKind, ExecutorRecord, Flag,
-                                     NotRun, check_numa)
+                                     BootSpec, ExecutorKind, ExecutorRecord,
+                                     Flag, NotRun, check_numa)
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
@@ -180,56 +180,54 @@ def _timeout(seconds: float) -> dict:
 def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
               base_ramdisk: Path) -> dict:
     """The LAVA job (as YAML-ready data) that runs ``block`` on ``target``.
-    Its boots share one machine shape (a block is one workload)."""
+    Its boots share one machine shape (a block is one workload): the job's
+    head, each boot's deploy, boot and test, and the machine's context."""
     first = block.boots[0].spec
-    arch = first.arch
     check_numa(first)
-    ramdisk = artifacts.add_file(base_ramdisk)
-    dtb = artifacts.add_file(target.dtb) if target.dtb else None
-    kernels: dict[Path, dict] = {}
-    actions = []
-    for i, boot in enumerate(block.boots):
-        ns = f"boot{i:02d}"
-        kernel = boot.spec.kernel
-        if kernel not in kernels:
-            kernels[kernel] = artifacts.add(
-                f"{kernel.parent.name}-{kernel.name}", kernel.read_bytes())
-        overlay = {**artifacts.add(f"job-{boot.boot_id.replace('/', '-')}"
-                                   ".tar", job_tar(boot.job, boot.boot_id)),
-                   "format": "tar", "path": "/"}
-        initrd = {**ramdisk, "format": "cpio.newc",
-                  "overlays": {"foliolab": overlay}}
-        args = " ".join(kernel_args(boot, target))
-        if target.is_qemu:
-            deploy = {"to": "tmpfs", "images": {
-                "kernel": {**kernels[kernel],
-                           "image_arg": f'-kernel {{kernel}} -append "{args}"'},
-                "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"}}}
-            boot_action = {"method": "qemu", "media": "tmpfs"}
-        else:
-            deploy = {"to": "tftp",
-                      "kernel": {**kernels[kernel], "type": "image"},
-                      "dtb": dtb,
-                      "ramdisk": {**initrd, "header": "u-boot"}}
-            boot_action = {"method": "u-boot", "commands": "ramdisk"}
-        limit = _timeout(boot.spec.timeout)
-        actions += [
-            {"deploy": {"namespace": ns, "timeout": {"minutes": 10},
-                        **deploy}},
-            # the boot's timeout is also its connection's, which the
-            # monitor waits on: shorter than the test's own limit, a long
-            # boot would stop being watched without an error, and the next
-            # boot would start beside it
-            {"boot": {"namespace": ns,
-                      "timeout": _timeout(boot.spec.timeout + BOOT_MARGIN),
-                      **boot_action}},
-            {"test": {"namespace": ns, "timeout": limit, "monitors": [{
-                "name": f"foliolab-{i:02d}", "start": START, "end": END,
-                "pattern": PATTERN}]}},
-        ]
+    files = _JobFiles(artifacts, artifacts.add_file(base_ramdisk),
+                      artifacts.add_file(target.dtb) if target.dtb else None)
+    job = _job_head(block, target)
+    job["actions"] = [action for i, boot in enumerate(block.boots)
+                      for action in _boot_actions(i, boot, target, files)]
+    if target.tags:
+        job["tags"] = list(target.tags)
+    job["context"] = (_qemu_context(first) if target.is_qemu
+                      else _board_context(block, target))
+    return job
+
+
+@dataclass
+class _JobFiles:
+    """What a block's boots fetch: the base ramdisk and a board's device
+    tree, added once, and each kernel once however many boots run it."""
+
+    artifacts: Artifacts
+    ramdisk: dict
+    dtb: dict | None
+    kernels: dict[Path, dict] = field(default_factory=dict)
+
+    def kernel(self, image: Path) -> dict:
+        if image not in self.kernels:
+            self.kernels[image] = self.artifacts.add(
+                f"{image.parent.name}-{image.name}", image.read_bytes())
+        return self.kernels[image]
+
+    def initrd(self, boot: BootRequest) -> dict:
+        """The base ramdisk with the boot's job (its workload, parameters
+        and id) laid over it."""
+        overlay = {**self.artifacts.add(
+            f"job-{boot.boot_id.replace('/', '-')}.tar",
+            job_tar(boot.job, boot.boot_id)), "format": "tar", "path": "/"}
+        return {**self.ramdisk, "format": "cpio.newc",
+                "overlays": {"foliolab": overlay}}
+
+
+def _job_head(block: BlockRequest, target: Target) -> dict:
+    """The job's name, device, timeouts and the metadata that ties its log
+    back to the block's boots."""
     limits = [b.spec.timeout for b in block.boots]
     total = sum(limits) + 15 * 60 * len(block.boots)
-    job: dict = {
+    return {
         "job_name": (f"foliolab {block.name}: " + " ".join(
             b.boot_id.split("/")[1] for b in block.boots))[:JOB_NAME_MAX],
         "device_type": target.device_type,
@@ -243,25 +241,57 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
                      "foliolab.workload": block.workload,
                      "foliolab.boots": ",".join(b.boot_id
                                                 for b in block.boots)},
-        "actions": actions,
     }
-    if target.tags:
-        job["tags"] = list(target.tags)
-    if not target.is_qemu:
-        # u-boot takes the kernel arguments from the device's template and
-        # the job's context: one set for the block, which is one workload
-        args = {" ".join(kernel_args(b, target)) for b in block.boots}
-        if len(args) > 1:
-            raise LavaError(f"block {block.name}: its boots differ in "
-                            "kernel arguments, which a board job cannot give",
-                            hint="a foliolab bug: please report it")
-        job["context"] = {"extra_kernel_args": args.pop()}
-        return job
-    # LAVA's qemu template gives -nographic, -m, -monitor and a user-mode
-    # NIC (always); the rest of the machine foliolab boots is added here.
-    # Its amd64 branch ignores the machine and cpu keys, so x86 passes
-    # them as options; arm64's branch takes them from the context.
-    n = first.numa_nodes
+
+
+def _boot_actions(i: int, boot: BootRequest, target: Target,
+                  files: _JobFiles) -> list[dict]:
+    """One boot's deploy, boot and test, in a namespace of its own."""
+    ns = f"boot{i:02d}"
+    kernel, initrd = files.kernel(boot.spec.kernel), files.initrd(boot)
+    if target.is_qemu:
+        args = " ".join(kernel_args(boot, target))
+        deploy = {"to": "tmpfs", "images": {
+            "kernel": {**kernel,
+                       "image_arg": f'-kernel {{kernel}} -append "{args}"'},
+            "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"}}}
+        boot_action = {"method": "qemu", "media": "tmpfs"}
+    else:
+        deploy = {"to": "tftp", "kernel": {**kernel, "type": "image"},
+                  "dtb": files.dtb, "ramdisk": {**initrd, "header": "u-boot"}}
+        boot_action = {"method": "u-boot", "commands": "ramdisk"}
+    return [
+        {"deploy": {"namespace": ns, "timeout": {"minutes": 10}, **deploy}},
+        # the boot's timeout is also its connection's, which the monitor
+        # waits on: shorter than the test's own limit, a long boot would
+        # stop being watched without an error, and the next boot would
+        # start beside it
+        {"boot": {"namespace": ns,
+                  "timeout": _timeout(boot.spec.timeout + BOOT_MARGIN),
+                  **boot_action}},
+        {"test": {"namespace": ns, "timeout": _timeout(boot.spec.timeout),
+                  "monitors": [{"name": f"foliolab-{i:02d}", "start": START,
+                                "end": END, "pattern": PATTERN}]}},
+    ]
+
+
+def _board_context(block: BlockRequest, target: Target) -> dict:
+    """u-boot takes the kernel arguments from the device's template and
+    the job's context: one set for the block, which is one workload."""
+    args = {" ".join(kernel_args(b, target)) for b in block.boots}
+    if len(args) > 1:
+        raise LavaError(f"block {block.name}: its boots differ in "
+                        "kernel arguments, which a board job cannot give",
+                        hint="a foliolab bug: please report it")
+    return {"extra_kernel_args": args.pop()}
+
+
+def _qemu_context(first: BootSpec) -> dict:
+    """LAVA's qemu template gives -nographic, -m, -monitor and a user-mode
+    NIC (always); the rest of the machine foliolab boots is added here.
+    Its amd64 branch ignores the machine and cpu keys, so x86 passes them
+    as options; arm64's branch takes them from the context."""
+    arch, n = first.arch, first.numa_nodes
     extra = [f"-smp {first.vcpus},sockets={n},"
              f"cores={first.vcpus // n},threads=1", "-no-reboot"]
     context: dict = {"arch": QEMU_ARCH[arch.name],
@@ -280,8 +310,7 @@ def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
                   f"cpus={j * first.vcpus // n}-"
                   f"{(j + 1) * first.vcpus // n - 1}"]
     context["extra_options"] = extra
-    job["context"] = context
-    return job
+    return context
 
 
 def write_job(path: Path, job: dict) -> None:
