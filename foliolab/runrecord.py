@@ -14,27 +14,25 @@ import logging
 import os
 import platform
 import shutil
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from foliolab import __version__, executors, hostsetup, proc
 from foliolab.kernel import build, source
 from foliolab.kernel import specs as kernels_mod
-from foliolab.arch import get_arch
 from foliolab.errors import UsageError
 from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
                                RunManifest, SeriesRecord, SpecRecord, plain)
 from foliolab.paths import PROJECT_ROOT
-
-if TYPE_CHECKING:
-    from foliolab.orchestrate import Request
+from foliolab.stages import RunStages
 
 log = logging.getLogger("foliolab")
 
 
-def differences(req: Request, m: RunManifest) -> None:
-    """``--resume``: the request must be the manifest's run (else one line
-    saying what differs, in the command line's own words)."""
-    now = start_manifest(req)
+def differences(now: RunManifest, m: RunManifest, count: bool,
+                out: Path) -> None:
+    """``--resume``: the run asked for now (its manifest as it would
+    start, and whether it counts) must be the run ``m`` in ``out`` (else
+    one line saying what differs, in the command line's own words)."""
     for what, theirs, ours in (
             ("kernels", [f"{k.name}={k.spec}" for k in m.kernels],
              [f"{k.name}={k.spec}" for k in now.kernels]),
@@ -43,14 +41,14 @@ def differences(req: Request, m: RunManifest) -> None:
             ("--runs", m.runs, now.runs),
             ("--samples-per-boot", m.samples_per_boot, now.samples_per_boot),
             ("--arch", m.arch, now.arch), ("--config", m.config, now.config),
-            ("--count", bool(m.count), req.count),
+            ("--count", bool(m.count), count),
             ("--root", m.extra_roots, now.extra_roots),
             ("--monitors", m.monitors, now.monitors),
             ("--executor", m.executor.kind, now.executor.kind),
             ("--fault", m.fault_injection, now.fault_injection)):
         if theirs != ours:
             theirs, ours = _differing(theirs, ours)
-            raise UsageError(f"--resume: the run in {req.out} has {what} "
+            raise UsageError(f"--resume: the run in {out} has {what} "
                              f"{theirs}, this asks for {ours}",
                              hint="resume with the run's own options")
 
@@ -122,35 +120,36 @@ def qemu_version(binary: str) -> str:
     return cp.stdout.splitlines()[0] if cp.stdout else "?"
 
 
-def start_manifest(req: Request) -> RunManifest:
-    """The manifest as a run starts: what was asked for, on which host."""
-    specs = req.specs
-    label = (kernels_mod.describe(specs) if req.kernels
-             else "none (vanilla vs vanilla)" if req.patches is None
-             else str(req.patches))
+def start_manifest(run: RunStages) -> RunManifest:
+    """The manifest as a run starts: what was asked for, on which host.
+    It is the record of the whole request, so it reads every stage's
+    input."""
+    kernels, machine, plan = run.kernels, run.machine, run.plan
     return RunManifest(
-        command=req.command, foliolab=f"{__version__} ({_project_rev()})",
+        command=list(run.command),
+        foliolab=f"{__version__} ({_project_rev()})",
         started=utc_now(),
         host=HostRecord(platform.release(), os.cpu_count(),
                         platform.machine()),
-        arch=req.arch, accel=req.accel, vcpus=req.vcpus,
-        cpu=req.cpu or get_arch(req.arch).cpu_tcg,
-        numa_nodes=req.numa_nodes, config=req.config,
+        arch=machine.arch.name, accel=machine.accel, vcpus=machine.vcpus,
+        cpu=machine.cpu or machine.arch.cpu_tcg,
+        numa_nodes=machine.numa_nodes, config=kernels.config,
         base_package=hostsetup.BASE_PACKAGE,
-        base_version=hostsetup.BASE_VERSION, patches_label=label,
-        kernels=[KernelRecord(k.name, k.text, _given(k)) for k in specs],
-        runs=req.runs, samples_per_boot=req.samples_per_boot,
-        workloads=[w.name for w in req.workloads],
-        params={w.name: w.resolve(req.params.get(w.name, {}))
-                for w in req.workloads},
-        memory_mb={w.name: w.memory_mb for w in req.workloads},
-        numa_nodes_per_workload={w.name: w.nodes(req.numa_nodes)
-                                 for w in req.workloads},
-        fault_injection=req.fault or None,
-        records_on="console" if req.console_results else "port",
-        executor=executors.record(req.executor),
-        attribution=dict(req.attribution), extra_roots=list(req.roots),
-        timeout=req.timeout, monitors=req.monitors)
+        base_version=hostsetup.BASE_VERSION, patches_label=kernels.label,
+        kernels=[KernelRecord(k.name, k.text, _given(k))
+                 for k in kernels.specs],
+        runs=plan.runs, samples_per_boot=plan.samples_per_boot,
+        workloads=[w.name for w in plan.workloads],
+        params={w.name: w.resolve(plan.params.get(w.name, {}))
+                for w in plan.workloads},
+        memory_mb={w.name: w.memory_mb for w in plan.workloads},
+        numa_nodes_per_workload={w.name: w.nodes(machine.numa_nodes)
+                                 for w in plan.workloads},
+        fault_injection=plan.fault or None,
+        records_on="console" if machine.console_results else "port",
+        executor=executors.record(run.executor),
+        attribution=dict(run.attribution), extra_roots=list(plan.roots),
+        timeout=plan.timeout, monitors=plan.monitors)
 
 
 def _given(k: kernels_mod.KernelSpec) -> SpecRecord:
@@ -178,10 +177,10 @@ def series_record(k: kernels_mod.KernelSpec, tree: source.Tree
                         tree.onto.commit)
 
 
-def record_builds(req: Request, m: RunManifest,
-                  kernels: dict[str, build.Kernel]) -> None:
+def record_builds(m: RunManifest, kernels: dict[str, build.Kernel],
+                  resume: bool = False) -> None:
     """The builds into the manifest (a resumed run's must be its own)."""
-    if req.resume:
+    if resume:
         _same_builds(m, kernels)
     for k in m.kernels:
         k.built = BuildRecord.from_json(plain(kernels[k.name]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from foliolab import proc
 from foliolab.errors import UsageError
 from foliolab.kernel import debian, source
 from foliolab.kernel.specs import SOURCE_FORMS, KernelSpec, SpecKind, \
@@ -51,6 +52,21 @@ def _series_tree(k: KernelSpec) -> source.Tree:
         return source.prepare_patched(series, k.name)
     under, onto = _source_tree(k.source_spec())
     return source.prepare_series(under, onto, series, k.name)
+
+
+def check_git_trees(specs: list[KernelSpec]) -> None:
+    """A git: kernel's commit (or the one its series goes on) must be a
+    kernel tree (its mm/ has rmap.c): said before anything is fetched or
+    built."""
+    for k in (s.source_spec() for s in specs):
+        if k.kind is not SpecKind.GIT:
+            continue
+        cp = proc.run(["git", "-C", k.repo, "cat-file", "-e",
+                       f"{k.ref}:mm/rmap.c"], check=False)
+        if cp.returncode != 0:
+            raise UsageError(f"kernel {k.name}: {k.text} is not a Linux "
+                             "kernel tree (no mm/rmap.c at that commit)",
+                             hint="give git:PATH@REF of a kernel clone")
 
 
 def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:

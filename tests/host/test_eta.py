@@ -107,9 +107,10 @@ def test_a_run_starts_with_its_kernels_boots_estimate_and_results(
 
     from foliolab import orchestrate
     out = tmp_path / "run"
-    block = dryrun.start_block(request(
+    run = orchestrate.stages(request(
         "compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",
         "--runs", "3", "--accel", "tcg", "--out", str(out)))
+    block = dryrun.start_block(run.kernels, run.plan, run.machine)
     lines = block.splitlines()
     assert lines[0].startswith("# kernel vanilla: ")
     assert "# boots: 2 workload(s) x 3 run(s) x 2 kernels = 12 boots" in lines

@@ -197,12 +197,11 @@ def _stand_in_kernels(tmp_path):
 def stand_in_machine(tmp_path):
     """A prepare for the orchestrator that builds nothing: the kernels and
     the base image stood in for."""
-    def prepare(req, m):
+    def prepare(run, m):
         kernels = _stand_in_kernels(tmp_path)
-        runrecord.record_builds(req, m, kernels)
+        runrecord.record_builds(m, kernels, run.plan.resume)
         m.image = "d1g3st"
-        spec = BootSpec(get_arch(req.arch), kernels["vanilla"].image,
-                        console_results=req.console_results)
+        spec = run.machine.boot_spec(kernels["vanilla"].image, "tcg")
         return orchestrate.Machine(kernels, _ramdisk(tmp_path), spec)
     return prepare
 

@@ -45,14 +45,14 @@ class FakeExecutor:
 
 
 def stand_in(tmp_path, commit="c0ffee"):
-    def prepare(req, m):
+    def prepare(run, m):
         kernels = {}
         for n in m.names:
             (tmp_path / n).mkdir(exist_ok=True)
             kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
                                 tmp_path / n / "bzImage", commit, "5ha",
                                 0.0)
-        runrecord.record_builds(req, m, kernels)
+        runrecord.record_builds(m, kernels, run.plan.resume)
         spec = BootSpec(get_arch("x86_64"), kernels[m.names[0]].image,
                         accel="tcg")
         return orchestrate.Machine(kernels, tmp_path / "initrd", spec)
@@ -319,7 +319,8 @@ def test_a_root_is_checked_before_the_counter_is_built(tmp_path,
         for n in ("vanilla", "patched")}
     with pytest.raises(errors.UsageError, match="--root no_such_fn: no "
                                                 "kernel of the run"):
-        orchestrate._counters(req, get_arch("x86_64"), built)
+        orchestrate._counters(get_arch("x86_64"), built, req.workloads,
+                              req.roots)
 
 
 @pytest.fixture
@@ -454,8 +455,8 @@ def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
     from foliolab.kernel import source
     from foliolab.paths import DEFAULT_PATCHES
-    m = runrecord.start_manifest(request(
-        "compare", "--workloads", "pageout", "--runs", "4"))
+    m = runrecord.start_manifest(orchestrate.stages(request(
+        "compare", "--workloads", "pageout", "--runs", "4")))
     assert m.kernel("vanilla").series_sha == ""
     assert "series_sha" not in m.kernel("vanilla").to_json()["given"]
     assert m.kernel("patched").series_sha == \

@@ -157,11 +157,12 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
 
     req = measure_cmd._request(*_compare_args(f"a=git:{clone}@HEAD",
                                       f"b=git:{clone}@HEAD+{good}"))
-    m = runrecord.start_manifest(req)
+    run = orchestrate.stages(req)
+    m = runrecord.start_manifest(run)
     monkeypatch.setattr(store, "prepare", lambda specs, arch, purpose,
                         trees: {k.name: _kernel(k.name, trees[k.name])
                                 for k in specs})
-    orchestrate.prepare_kernels(req, m)
+    orchestrate.prepare_kernels(run.kernels, m)
     assert m.kernel("a").series is None
     assert m.kernel("b").series == SeriesRecord(
         str(good), 1, digest, f"git:{clone}@HEAD", f"{clone} {head[:12]}",

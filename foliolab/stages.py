@@ -1,0 +1,116 @@
+"""What each stage of a measured run needs, and no more.
+
+The command line asks for a run as one flat ``orchestrate.Request``;
+``orchestrate.stages`` turns it, once, into these inputs, and each stage
+is handed its own:
+
+    source -> build      KernelsWanted   (kernel/: trees, store, build)
+    image                the arch alone  (kernel/image.py)
+    boot                 MachineShape    (the BootSpec every boot varies)
+    plan -> capture -> samples
+                         BootPlan        (measure.py, through the executor)
+    executor             ExecutorOptions (executors/)
+    statistics, report   the run directory alone (report.write_report)
+
+so that a stage's signature says what it depends on, and a new option
+reaches the stages that read it and no other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foliolab.arch import Arch
+from foliolab.executors import ExecutorOptions
+from foliolab.executors.base import BootSpec
+from foliolab.kernel.kconfig import debug_cmdline
+from foliolab.kernel.specs import KernelSpec
+from foliolab.measure import PlannedBoot, plan
+from foliolab.workloads.model import Workload
+
+
+@dataclass(frozen=True)
+class KernelsWanted:
+    """The kernels to have built (or found kept), baseline first, for
+    one arch and config fragment."""
+
+    specs: tuple[KernelSpec, ...]
+    arch: Arch
+    config: str                     # the fragment: perf, debug, ...
+    label: str                      # how the manifest names the set
+    # --patches (no --kernel): the series whose patch names the manifest
+    # lists; None otherwise
+    patches: Path | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.specs)
+
+    @property
+    def baseline(self) -> KernelSpec:
+        return self.specs[0]
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    """The guest machine every boot of the run shares (a workload then
+    sets its memory, NUMA nodes, time limit and kernel arguments)."""
+
+    arch: Arch
+    accel: str                      # as asked: auto, tcg or kvm
+    vcpus: int
+    numa_nodes: int
+    cpu: str                        # TCG CPU model; "" = the arch's
+    config: str                     # its fragment's kernel arguments
+    console_results: bool           # records framed on the console
+
+    def boot_spec(self, kernel: Path, accel: str) -> BootSpec:
+        """The machine booting ``kernel`` with the accelerator chosen
+        (``accel`` resolved: tcg or kvm)."""
+        return BootSpec(self.arch, kernel, vcpus=self.vcpus,
+                        numa_nodes=self.numa_nodes, cpu=self.cpu,
+                        accel=accel, cmdline=debug_cmdline(self.config),
+                        console_results=self.console_results)
+
+
+@dataclass(frozen=True)
+class BootPlan:
+    """Which boots, in which order, and where their results go."""
+
+    workloads: tuple[Workload, ...]
+    params: dict[str, dict[str, str]]
+    kernels: tuple[str, ...]        # names, baseline first
+    runs: int
+    samples_per_boot: int
+    out: Path
+    count: bool = False             # a counting boot after each timed one
+    roots: tuple[str, ...] = ()     # --root, counted in every workload
+    timeout: float | None = None    # per boot; default the workload's
+    fault: str = ""                 # injected into all but the baseline
+    monitors: bool = False
+    resume: bool = False            # keep the boots that have a boot.json
+
+    def boots(self, counted: bool) -> list[PlannedBoot]:
+        """Every boot in boot order (with its counting boot if
+        ``counted``)."""
+        return plan(list(self.workloads), self.params, self.kernels,
+                    self.runs, self.samples_per_boot, counted=counted)
+
+    @property
+    def samples(self) -> int:
+        return self.runs * len(self.kernels) * len(self.workloads)
+
+
+@dataclass(frozen=True)
+class RunStages:
+    """A run's request as its stages' inputs, and what the manifest keeps
+    of the command beside them."""
+
+    kernels: KernelsWanted
+    machine: MachineShape
+    plan: BootPlan
+    executor: ExecutorOptions
+    command: tuple[str, ...] = ()   # as typed, for the manifest
+    attribution: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False           # say the plan, run nothing
