@@ -9,12 +9,13 @@ are on disk and the report of what finished is written. ``--resume``
 checks the request against the manifest and runs only the boots that have
 no boot.json yet.
 
-The request is turned once, by ``stages``, into each stage's own input
+The request (stages.Request) is turned once into each stage's own input
 (stages.py: the kernels wanted, the machine's shape, the plan of boots,
 the executor's options), and each stage is given only its own. The stages
 live elsewhere: the kernels (kernel/), the manifest and what --resume
 compares (runrecord.py), the plan said before it runs (dryrun.py), the
-boots (measure.py, through an executor), the report (report.py). `foliolab run`'s one boot is runcommand.py.
+boots (measure.py, through an executor), the report (report.py).
+`foliolab run`'s one boot is runcommand.py.
 """
 
 from __future__ import annotations
@@ -24,15 +25,15 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab import counting, report, rootcheck, runboots
-from foliolab.arch import Arch, get_arch
+from foliolab.arch import Arch
 from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
-from foliolab.executors import ExecutorOptions, make_executor
+from foliolab.executors import make_executor
 from foliolab.executors.base import BootSpec, Executor, ExecutorKind
 from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.export import collect as read_logs
@@ -46,76 +47,10 @@ from foliolab.manifest import CountRecord, RunManifest
 from foliolab.measure import RunRequest, RunResult, run_workloads
 from foliolab.runrecord import (differences, qemu_version, record_builds,
                                 record_series, start_manifest, utc_now)
-from foliolab.stages import (BootPlan, KernelsWanted, MachineShape,
-                             RunStages)
+from foliolab.stages import BootPlan, KernelsWanted, Request, RunStages
 from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
-
-
-@dataclass
-class Request:
-    """A measured run, as the command line asks for it."""
-
-    workloads: list[Workload]
-    params: dict[str, dict[str, str]]
-    runs: int
-    patches: Path | None          # None: A/A (vanilla vs vanilla)
-    arch: str
-    out: Path
-    config: str = "perf"
-    accel: str = "auto"
-    vcpus: int = 2
-    numa_nodes: int = 1
-    cpu: str = ""                  # TCG CPU model; "" = the arch's default
-    samples_per_boot: int = 1
-    fault: str = ""
-    timeout: float | None = None   # per-boot limit; default: the workload's
-    count: bool = False            # add a counting boot per sample
-    # --root: counted in every workload (``workloads`` already count them)
-    roots: tuple[str, ...] = ()
-    # --kernel NAME=SPEC, baseline first; empty: --patches' two kernels
-    kernels: list[kernels_mod.KernelSpec] = field(default_factory=list)
-    attribution: dict[str, int] = field(default_factory=dict)
-    dry_run: bool = False           # print the plan, run nothing
-    records_on: str = "port"        # "port" or "console" (as on a board)
-    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
-    resume: bool = False            # finish the run in ``out``
-    command: list[str] = field(default_factory=list)
-    monitors: bool = False          # sample vmstat/interrupts each second
-
-    @property
-    def console_results(self) -> bool:
-        # a LAVA job has no results port: its records are on the console
-        return (self.records_on == "console"
-                or not self.executor.executor.results_port)
-
-    @property
-    def specs(self) -> list[kernels_mod.KernelSpec]:
-        """The kernels to compare: ``--kernel``s, else ``--patches``' two."""
-        return self.kernels or kernels_mod.from_patches(self.patches)
-
-
-def stages(req: Request) -> RunStages:
-    """The request, once, as each stage's own input (stages.py): what the
-    kernels, the machine, the plan of boots and the executor are given."""
-    arch = get_arch(req.arch)
-    specs = tuple(req.specs)
-    label = (kernels_mod.describe(list(specs)) if req.kernels
-             else "none (vanilla vs vanilla)" if req.patches is None
-             else str(req.patches))
-    return RunStages(
-        kernels=KernelsWanted(specs, arch, req.config, label,
-                              None if req.kernels else req.patches),
-        machine=MachineShape(arch, req.accel, req.vcpus, req.numa_nodes,
-                             req.cpu, req.config, req.console_results),
-        plan=BootPlan(tuple(req.workloads), req.params,
-                      tuple(k.name for k in specs), req.runs,
-                      req.samples_per_boot, req.out, count=req.count,
-                      roots=req.roots, timeout=req.timeout, fault=req.fault,
-                      monitors=req.monitors, resume=req.resume),
-        executor=req.executor, command=tuple(req.command),
-        attribution=dict(req.attribution), dry_run=req.dry_run)
 
 
 # ---- before anything is built ----------------------------------------------
@@ -264,7 +199,7 @@ def compare(req: Request, prepare: Prepare = prepare,
     default the one the request names; a test passes stand-ins). The
     request is turned once into its stages' inputs; from there on each
     stage is given its own."""
-    run = stages(req)
+    run = req.stages()
     plan = run.plan
     made = check(run)
     executor = executor or made
@@ -340,8 +275,8 @@ def _finish(out: Path, m: RunManifest, samples=None,
 def export(req: Request, prepare: Prepare = prepare) -> str:
     """`jobs export`: the run planned and its LAVA jobs written, nothing
     run; returns what was written, for the user."""
-    run = stages(replace(req, executor=replace(
-        req.executor, kind=ExecutorKind.LAVA_EXPORT)))
+    run = replace(req, executor=replace(
+        req.executor, kind=ExecutorKind.LAVA_EXPORT)).stages()
     out = run.plan.out
     exporter = check(run)
     if (out / "raw").exists():

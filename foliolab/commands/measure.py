@@ -1,5 +1,5 @@
 """`compare`, `jobs export|collect` and `attribute`: measured runs, as
-orchestrate.Request."""
+stages.Request."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from foliolab.errors import UsageError
 from foliolab.executors.base import ExecutorKind
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+from foliolab.stages import Request
 from foliolab.workloads.model import with_roots
 
 log = logging.getLogger("foliolab")
@@ -140,7 +141,7 @@ def _request(args, specs, patches, attribution: dict[str, int]):
     _warn_small_runs(args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S")
-    return orchestrate.Request(
+    return Request(
         workloads=wl, params=params, runs=args.runs, patches=patches,
         arch=args.arch, out=out, config=args.config, accel=args.accel,
         vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,

@@ -105,11 +105,10 @@ def test_a_run_starts_with_its_kernels_boots_estimate_and_results(
         tmp_path, tmp_cache):
     from test_orchestrate import request
 
-    from foliolab import orchestrate
     out = tmp_path / "run"
-    run = orchestrate.stages(request(
+    run = request(
         "compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",
-        "--runs", "3", "--accel", "tcg", "--out", str(out)))
+        "--runs", "3", "--accel", "tcg", "--out", str(out)).stages()
     block = dryrun.start_block(run.kernels, run.plan, run.machine)
     lines = block.splitlines()
     assert lines[0].startswith("# kernel vanilla: ")

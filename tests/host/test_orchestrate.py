@@ -455,8 +455,8 @@ def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
     from foliolab.kernel import source
     from foliolab.paths import DEFAULT_PATCHES
-    m = runrecord.start_manifest(orchestrate.stages(request(
-        "compare", "--workloads", "pageout", "--runs", "4")))
+    m = runrecord.start_manifest(request(
+        "compare", "--workloads", "pageout", "--runs", "4").stages())
     assert m.kernel("vanilla").series_sha == ""
     assert "series_sha" not in m.kernel("vanilla").to_json()["given"]
     assert m.kernel("patched").series_sha == \

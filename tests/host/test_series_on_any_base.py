@@ -157,7 +157,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
 
     req = measure_cmd._request(*_compare_args(f"a=git:{clone}@HEAD",
                                       f"b=git:{clone}@HEAD+{good}"))
-    run = orchestrate.stages(req)
+    run = req.stages()
     m = runrecord.start_manifest(run)
     monkeypatch.setattr(store, "prepare", lambda specs, arch, purpose,
                         trees: {k.name: _kernel(k.name, trees[k.name])
