@@ -50,6 +50,11 @@ DEFAULT_OBJECTS = {"x86_64/debug": 1779, "x86_64/perf": 1683,
                    "x86_64/coverage": 1699}
 DEFAULT_OBJECTS_ANY = 1700      # another arch or purpose: about the same
 RUN_OVERHEAD_S = 15.0       # image, manifest, report
+# A build that compiled under this share of a fresh build's objects (the
+# same commit built again, one .c file changed) is no guide to the next
+# kernel of a run, which compiles most of them: it is not recorded, so the
+# median is of real builds and an estimate does not fall with every no-op.
+NEAR_NOOP_SHARE = 0.1
 
 
 def build_key(arch: str, purpose: str) -> str:
@@ -110,6 +115,12 @@ def _series(d) -> dict[str, list[float]]:
 
 def _add(series: dict[str, list[float]], key: str, seconds: float) -> None:
     series[key] = (series.get(key, []) + [round(seconds, 1)])[-KEEP:]
+
+
+def is_real_build(compiled: int, fresh_objects: int) -> bool:
+    """Whether a build that compiled ``compiled`` objects, where a fresh
+    one compiles ``fresh_objects``, tells how long the next build takes."""
+    return compiled >= NEAR_NOOP_SHARE * fresh_objects
 
 
 def record_build(arch: str, purpose: str, seconds: float) -> None:

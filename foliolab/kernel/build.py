@@ -251,8 +251,11 @@ def _build_checked_out(tree: Tree, arch: Arch, purpose: str, out: Path,
         count_file.write_text(str(count))
     kconfig.check(kconfig.merge(purpose, arch.name, version=tree.version()),
                   config)
-    # checkout to image: what the next dry run's estimate takes a build for
-    timings.record_build(arch.name, purpose, time.monotonic() - started)
+    # checkout to image: what the next dry run's estimate takes a build
+    # for, unless make had next to nothing to do
+    if fresh or timings.is_real_build(
+            count, _objects(count_file, arch.name, purpose)):
+        timings.record_build(arch.name, purpose, time.monotonic() - started)
     release = out / "include" / "config" / "kernel.release"
     return Kernel(tree.variant, purpose, arch.name, out,
                   out / arch.kernel_image, tree.commit, config_digest(config),

@@ -3,6 +3,7 @@ made from them."""
 
 import json
 import logging
+from pathlib import Path
 
 from foliolab import cli, timings
 from foliolab.timings import PlannedBootTime, Timings
@@ -84,3 +85,37 @@ def test_dry_run_prints_builds_boots_and_the_estimate(capsys, tmp_cache):
 def test_clock():
     assert timings.clock(65) == "1:05"
     assert timings.clock(3725) == "1:02:05"
+
+
+def test_a_near_noop_build_is_not_recorded(tmp_path, tmp_cache,
+                                           monkeypatch):
+    """A build of the same commit again compiles a handful of objects in
+    seconds: recording it would pull the median, and the next estimate,
+    far below what the next real kernel costs."""
+    from foliolab.arch import get_arch
+    from foliolab.kernel import build, kconfig, source
+    compiled = iter([1700, 12, 1100])       # fresh, near no-op, series
+    monkeypatch.setattr(build.hostsetup, "ensure_arch", lambda arch: None)
+    monkeypatch.setattr(source, "checkout", lambda tree: None)
+
+    def configure(tree, arch, purpose, out):
+        out.mkdir(parents=True, exist_ok=True)
+        return out / ".config"
+
+    def make(argv, log, label, total):
+        (Path(argv[3][2:]) / "vmlinux").write_text("")  # O=out
+        return next(compiled)
+
+    monkeypatch.setattr(build, "configure", configure)
+    monkeypatch.setattr(build, "_run_make", make)
+    monkeypatch.setattr(build, "stale_steps", lambda out, src: None)
+    monkeypatch.setattr(kconfig, "check", lambda *a: None)
+    monkeypatch.setattr(build, "config_digest", lambda p: "x")
+    monkeypatch.setattr(source.Tree, "version", lambda self: (6, 12))
+    for commit in ("a" * 40, "b" * 40, "c" * 40):
+        tree = source.Tree("patched", source.base_repo(), commit, "d")
+        build._build_checked_out(tree, get_arch("x86_64"), "perf",
+                                 tmp_path / "out", ())
+    assert len(Timings.load().builds["x86_64/perf"]) == 2
+    assert timings.is_real_build(170, 1700)
+    assert not timings.is_real_build(169, 1700)
