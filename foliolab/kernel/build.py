@@ -28,7 +28,7 @@ from pathlib import Path
 from foliolab import hostsetup, locks, proc, timings
 from foliolab.kernel import kconfig, source
 from foliolab.arch import Arch
-from foliolab.errors import BuildError
+from foliolab.errors import BuildError, ConfigError
 from foliolab.paths import cache_root
 from foliolab.kernel.source import Tree
 from foliolab.ui import Progress
@@ -292,6 +292,7 @@ def stale_steps(out: Path, srctree: Path) -> int | None:
                 mtimes[path] = 0.0      # gone: kbuild ignores it too
         return mtimes[path]
 
+    changed = changed_option_files(out)
     stale, dirs = 0, set()
     for cmd in out.rglob(".*.o.cmd"):
         rel = cmd.relative_to(out)
@@ -302,10 +303,31 @@ def stale_steps(out: Path, srctree: Path) -> int | None:
             built = obj.stat().st_mtime
         except OSError:
             continue
-        if any(mtime(dep) > built for dep in _cmd_deps(cmd)):
+        if any(dep in changed or mtime(dep) > built
+               for dep in _cmd_deps(cmd)):
             stale += 1
             dirs.update(rel.parents)
     return stale + len(dirs) + LINK_STEPS if stale else LINK_STEPS
+
+
+def changed_option_files(out: Path) -> set[str]:
+    """``include/config/NAME`` for every option whose value the new
+    ``.config`` in ``out`` changes against the last build's (its
+    ``include/config/auto.conf``). kbuild's fixdep makes each object
+    depend on such a file per option it tests, and make's syncconfig
+    touches the file of every changed option only once make runs: before
+    that, a config change leaves no file newer than its objects."""
+    new_conf, old_conf = out / ".config", out / "include/config/auto.conf"
+    try:
+        if new_conf.stat().st_mtime <= old_conf.stat().st_mtime:
+            return set()
+        new = kconfig.parse(new_conf.read_text(errors="replace"))
+        old = kconfig.parse(old_conf.read_text(errors="replace"))
+    except (OSError, ConfigError):
+        return set()
+    return {f"include/config/{name[len('CONFIG_'):]}"
+            for name in new.keys() | old.keys()
+            if new.get(name, "n") != old.get(name, "n")}
 
 
 def _cmd_deps(cmd: Path):

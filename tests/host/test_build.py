@@ -163,6 +163,40 @@ def test_an_incremental_build_is_shown_against_what_it_will_compile(
     assert build.stale_steps(out, tmp_path / "debian-tree") is None
 
 
+def test_a_changed_config_counts_the_objects_that_test_its_options(
+        tmp_path):
+    """A new .config (a fragment gained an option) changes no file an
+    object names until make's syncconfig runs, so the objects testing a
+    changed option are counted from the two configs (a debug build after
+    CONFIG_MEMORY_FAILURE was added showed 100% for minutes)."""
+    src = tmp_path / "linux"
+    out = tmp_path / "build"
+    (src / "mm").mkdir(parents=True)
+    (out / "include" / "config").mkdir(parents=True)
+    (out / "source").symlink_to(src)
+    for f in ("mm/a.c", "mm/b.c"):
+        (src / f).write_text("")
+        os.utime(src / f, (50, 50))
+    _obj(out, "mm/a.o", [f"{src}/mm/a.c",
+                         "$(wildcard include/config/MEMORY_FAILURE)"], 100)
+    _obj(out, "mm/b.o", [f"{src}/mm/b.c",
+                         "$(wildcard include/config/NUMA)"], 100)
+    auto = out / "include" / "config" / "auto.conf"
+    auto.write_text("CONFIG_NUMA=y\n")
+    os.utime(auto, (100, 100))
+    (out / ".config").write_text("CONFIG_NUMA=y\n"
+                                 "# CONFIG_MEMORY_FAILURE is not set\n")
+    os.utime(out / ".config", (200, 200))
+    assert build.stale_steps(out, src) == build.LINK_STEPS   # same values
+    (out / ".config").write_text("CONFIG_NUMA=y\nCONFIG_MEMORY_FAILURE=y\n")
+    os.utime(out / ".config", (200, 200))
+    assert build.changed_option_files(out) == {
+        "include/config/MEMORY_FAILURE"}
+    assert build.stale_steps(out, src) == 1 + 2 + build.LINK_STEPS
+    os.utime(auto, (300, 300))          # make has run since: no guess
+    assert build.stale_steps(out, src) == build.LINK_STEPS
+
+
 def _fake_make(tmp_path, monkeypatch):
     """A `make` on PATH that writes O=DIR/.config from KCONFIG_ALLCONFIG's
     options plus CONFIG_FROM_TREE naming the tree (-C), as kconfig would
