@@ -9,8 +9,8 @@
  * rmap_item's remembered page index follows them). A merge that fails
  * (one page held by a pipe) is retried in every scan, and a page COWed from
  * a KSM page without a change merges again in the next scan. A KSM page
- * poisoned with MADV_HWPOISON in a process of many VMAs, and forked, gets
- * both processes killed early (collect_procs_ksm() finds them at the
+ * poisoned with MADV_HWPOISON in a process of many VMAs, moved by mremap()
+ * and forked, gets both processes killed early (collect_procs_ksm() finds them at the
  * page's index). All data is verified in every process.
  */
 #include "guestlib.h"
@@ -652,8 +652,9 @@ static void poisoned_child(const char *buf, size_t n, size_t victim,
 }
 
 /*
- * @n one-page VMAs on one anon_vma, merged in pairs, then forked: the
- * parent poisons one KSM page. Both processes map it through VMAs on the
+ * @n one-page VMAs on one anon_vma, moved by mremap() first (so a page's
+ * linear index is its old address, not its new one), merged in pairs,
+ * then forked: the parent poisons one KSM page. Both processes map it through VMAs on the
  * parent's anon_vma, so both must be killed early (the parent with
  * BUS_MCEERR_AR as madvise() returns, the child, which asked for early
  * kills, with BUS_MCEERR_AO), both must see SIGBUS at the pair's two
@@ -663,8 +664,9 @@ static void poisoned_child(const char *buf, size_t n, size_t victim,
 static void test_hwpoison_many_vmas(size_t n)
 {
 	const char *name = "ksm_hwpoison_many_vmas_kills_early";
+	char *first = map_aligned(n * PAGE_SIZE, PMD_SIZE);
 	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
-	char **pages = page_list(buf, n);
+	char **pages;
 	struct sigaction sa = { .sa_sigaction = on_sigbus,
 				.sa_flags = SA_SIGINFO };
 	int ready[2], go[2], st, ok = 1;
@@ -673,7 +675,12 @@ static void test_hwpoison_many_vmas(size_t n)
 	pid_t kid;
 	char c;
 
-	fill_pairs(buf, n);
+	fill_pairs(first, n);
+	/* the two ranges do not overlap: no page's index is its new address */
+	if (mremap(first, n * PAGE_SIZE, n * PAGE_SIZE,
+		   MREMAP_MAYMOVE | MREMAP_FIXED, buf) != buf)
+		die("mremap");
+	pages = page_list(buf, n);
 	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
 	for (size_t pg = 1; pg < n; pg += 2)
 		if (mprotect(buf + pg * PAGE_SIZE, PAGE_SIZE, PROT_READ))
