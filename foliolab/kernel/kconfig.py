@@ -4,7 +4,8 @@ A purpose (``perf``, ``debug`` or ``kasan``; ``coverage`` for ``foliolab
 test --coverage`` alone) is ``base.config`` plus the
 architecture's ``arch-<arch>.config`` (console, firmware, options only one
 architecture has) plus ``<purpose>.config`` (``kasan`` and ``coverage``:
-``debug.config``, then their own), applied with ``make allnoconfig
+``debug.config``, then their own; each layer followed by
+``<layer>-<arch>.config`` where one exists), applied with ``make allnoconfig
 KCONFIG_ALLCONFIG=...``: everything not asked for is off, which keeps the
 build small. Vanilla and patched get the very same fragment. After
 kconfig has run we check that every requested option survived (like
@@ -120,13 +121,19 @@ def fragment_files(purpose: str, arch: str,
     if purpose not in PURPOSES + (COVERAGE,):
         raise UsageError(f"unknown --config {purpose!r}",
                          hint=f"choose one of: {', '.join(PURPOSES)}")
-    below = [configs_dir / f"{_BASED_ON[purpose]}.config"] \
-        if purpose in _BASED_ON else []
-    return [configs_dir / "base.config",
-            configs_dir / get_arch(arch).config_fragment,
-            *below,
-            configs_dir / f"{purpose}.config",
-            *version_fragments(version, configs_dir)]
+    layers = [_BASED_ON[purpose]] if purpose in _BASED_ON else []
+    layers.append(purpose)
+    files = [configs_dir / "base.config",
+             configs_dir / get_arch(arch).config_fragment]
+    for layer in layers:
+        files.append(configs_dir / f"{layer}.config")
+        # What a purpose needs that only one architecture spells this way
+        # (x86's MEMORY_FAILURE needs X86_MCE, which its perf kernel
+        # leaves off): optional, so most purposes have none.
+        own = configs_dir / f"{layer}-{arch}.config"
+        if own.exists():
+            files.append(own)
+    return files + version_fragments(version, configs_dir)
 
 
 def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,

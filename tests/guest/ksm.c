@@ -8,11 +8,16 @@
  * smart scan, merged again, unmerged and merged again still migrate (the
  * rmap_item's remembered page index follows them). A merge that fails
  * (one page held by a pipe) is retried in every scan, and a page COWed from
- * a KSM page without a change merges again in the next scan. All data is
- * verified in every process.
+ * a KSM page without a change merges again in the next scan. A KSM page
+ * poisoned with MADV_HWPOISON in a process of many VMAs, moved by mremap()
+ * and forked, gets both processes killed early (collect_procs_ksm() finds them at the
+ * page's index). All data is verified in every process.
  */
 #include "guestlib.h"
 
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -550,6 +555,200 @@ static void test_many_vmas(size_t n)
 	finish_groups(buf, pages, n, ok, name);
 }
 
+/*
+ * Memory failure on a KSM page (MADV_HWPOISON): collect_procs_ksm() finds
+ * the processes to kill early through each rmap_item's anon_vma, at the
+ * item's page index. A process that maps the page must get its SIGBUS at
+ * the poisoning, not only when it touches the page later.
+ */
+static sigjmp_buf bus_jmp;
+static volatile sig_atomic_t bus_code;
+static void *volatile bus_addr;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	bus_code = si->si_code;
+	bus_addr = si->si_addr;
+	siglongjmp(bus_jmp, 1);
+}
+
+/* 1 if reading @p raises SIGBUS for a poisoned page (BUS_MCEERR_AR). */
+static int read_is_poisoned(const char *p)
+{
+	bus_code = 0;
+	if (sigsetjmp(bus_jmp, 1) == 0) {
+		(void)*(volatile const char *)p;
+		return 0;
+	}
+	return bus_code == BUS_MCEERR_AR;
+}
+
+/*
+ * The pages of @buf other than the pair at @victim that do not hold their
+ * pattern, and the pair's pages that do not raise SIGBUS when read.
+ */
+static size_t check_poisoned_pairs(const char *buf, size_t npages,
+				   size_t victim)
+{
+	size_t bad = check_runs(buf, victim, 2, PAIR_SEED);
+
+	for (size_t pg = victim + 2; pg < npages; pg++) {
+		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			if (q[w] != pattern(pg / 2, w, PAIR_SEED)) {
+				bad++;
+				break;
+			}
+	}
+	bad += !read_is_poisoned(buf + victim * PAGE_SIZE);
+	bad += !read_is_poisoned(buf + (victim + 1) * PAGE_SIZE);
+	return bad;
+}
+
+static int is_pair_address(const char *buf, size_t victim, const void *a)
+{
+	return a == buf + victim * PAGE_SIZE ||
+	       a == buf + (victim + 1) * PAGE_SIZE;
+}
+
+/*
+ * The forked child: asks to be killed early, waits for the SIGBUS that
+ * the parent's poisoning sends it, then checks its view of the data.
+ * Exits 0 if all held.
+ */
+static void poisoned_child(const char *buf, size_t n, size_t victim,
+			   int ready, int go, const char *name)
+{
+	struct timespec limit = { .tv_sec = 60 };
+	siginfo_t si;
+	sigset_t bus;
+	size_t bad;
+	char c = 'r';
+
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	sigprocmask(SIG_BLOCK, &bus, NULL);
+	if (prctl(PR_MCE_KILL, PR_MCE_KILL_SET, PR_MCE_KILL_EARLY, 0, 0) ||
+	    write(ready, &c, 1) != 1)
+		_exit(2);
+	if (read(go, &c, 1) != 1)
+		_exit(2);
+	if (sigtimedwait(&bus, &si, &limit) != SIGBUS) {
+		ktap_diag("%s: child: no SIGBUS at the poisoning", name);
+		_exit(1);
+	}
+	if (si.si_code != BUS_MCEERR_AO ||
+	    !is_pair_address(buf, victim, si.si_addr)) {
+		ktap_diag("%s: child: SIGBUS code %d at %p, not BUS_MCEERR_AO in the pair",
+			  name, si.si_code, si.si_addr);
+		_exit(1);
+	}
+	sigprocmask(SIG_UNBLOCK, &bus, NULL);
+	bad = check_poisoned_pairs(buf, n, victim);
+	if (bad)
+		ktap_diag("%s: child: %zu pages wrong", name, bad);
+	_exit(bad ? 1 : 0);
+}
+
+/*
+ * @n one-page VMAs on one anon_vma, moved by mremap() first (so a page's
+ * linear index is its old address, not its new one), merged in pairs,
+ * then forked: the parent poisons one KSM page. Both processes map it through VMAs on the
+ * parent's anon_vma, so both must be killed early (the parent with
+ * BUS_MCEERR_AR as madvise() returns, the child, which asked for early
+ * kills, with BUS_MCEERR_AO), both must see SIGBUS at the pair's two
+ * addresses afterwards, and every other page must keep its content in
+ * both.
+ */
+static void test_hwpoison_many_vmas(size_t n)
+{
+	const char *name = "ksm_hwpoison_many_vmas_kills_early";
+	char *first = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char *buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	char **pages;
+	struct sigaction sa = { .sa_sigaction = on_sigbus,
+				.sa_flags = SA_SIGINFO };
+	int ready[2], go[2], st, ok = 1;
+	volatile int returned = 0;
+	size_t victim = n, bad;
+	pid_t kid;
+	char c;
+
+	fill_pairs(first, n);
+	/* the two ranges do not overlap: no page's index is its new address */
+	if (mremap(first, n * PAGE_SIZE, n * PAGE_SIZE,
+		   MREMAP_MAYMOVE | MREMAP_FIXED, buf) != buf)
+		die("mremap");
+	pages = page_list(buf, n);
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	for (size_t pg = 1; pg < n; pg += 2)
+		if (mprotect(buf + pg * PAGE_SIZE, PAGE_SIZE, PROT_READ))
+			die("mprotect");
+	merge(pages, n, n * 9 / 10);
+	for (size_t pg = n / 2 & ~1UL; pg < n; pg += 2)
+		if (mapcount_of(pages[pg]) >= 2) {
+			victim = pg;
+			break;
+		}
+	free(pages);
+	if (victim == n) {
+		ktap_diag("%s: no merged pair in the second half", name);
+		ktap_result(0, name);
+		return;
+	}
+	sigaction(SIGBUS, &sa, NULL);
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	kid = fork();
+	if (kid < 0)
+		die("fork");
+	if (kid == 0)
+		poisoned_child(buf, n, victim, ready[1], go[0], name);
+	if (read(ready[0], &c, 1) != 1 || write(go[1], "g", 1) != 1)
+		die("child handshake");
+
+	bus_code = 0;
+	if (sigsetjmp(bus_jmp, 1) == 0) {
+		if (madvise(buf + victim * PAGE_SIZE, PAGE_SIZE,
+			    MADV_HWPOISON)) {
+			if (errno == EINVAL)
+				ktap_skip(name, "no CONFIG_MEMORY_FAILURE");
+			else
+				ktap_diag("%s: MADV_HWPOISON: %s", name,
+					  strerror(errno));
+			ok = 0;
+		}
+		returned = 1;
+	}
+	if (fl_skipped) {
+		kill(kid, SIGKILL);
+		waitpid(kid, &st, 0);
+		signal(SIGBUS, SIG_DFL);
+		munmap(buf, n * PAGE_SIZE);
+		return;
+	}
+	if (returned || bus_code != BUS_MCEERR_AR ||
+	    !is_pair_address(buf, victim, bus_addr)) {
+		ktap_diag("%s: parent: %s (code %d at %p)", name,
+			  returned ? "no SIGBUS at the poisoning" :
+			  "SIGBUS not BUS_MCEERR_AR in the pair",
+			  bus_code, bus_addr);
+		ok = 0;
+	}
+	bad = check_poisoned_pairs(buf, n, victim);
+	if (bad) {
+		ktap_diag("%s: parent: %zu pages wrong", name, bad);
+		ok = 0;
+	}
+	waitpid(kid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		ok = 0;
+	signal(SIGBUS, SIG_DFL);
+	munmap(buf, n * PAGE_SIZE);
+	ktap_result(ok, name);
+}
+
 FL_FIXTURE(ksm)
 
 /*
@@ -583,6 +782,14 @@ FL_TEST(ksm, ksm_many_vmas_move_pages, 1800)
 		test_many_vmas(n);
 	else
 		ktap_skip("ksm_many_vmas_move_pages", "FL_KSM_VMAS=0");
+}
+
+/* FL_KSM_POISON_VMAS one-page VMAs (default 2048) */
+FL_TEST(ksm, ksm_hwpoison_many_vmas_kills_early, 600)
+{
+	const char *vmas = getenv("FL_KSM_POISON_VMAS");
+
+	test_hwpoison_many_vmas(vmas ? strtoul(vmas, NULL, 10) : 2048);
 }
 
 /* test_harness_run() exits: unmerged by fl_at_exit() */

@@ -164,7 +164,7 @@ def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
     from foliolab.kernel import kconfig
     files = [f.name for f in kconfig.fragment_files("coverage", "x86_64")]
     assert files == ["base.config", "arch-x86_64.config", "debug.config",
-                     "coverage.config"]
+                     "debug-x86_64.config", "coverage.config"]
     opts = kconfig.merge("coverage", "x86_64").options
     assert opts["CONFIG_GCOV_KERNEL"] == "y"
     assert opts["CONFIG_GCOV_PROFILE_ALL"] == "n"

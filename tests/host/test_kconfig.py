@@ -91,14 +91,57 @@ def test_every_arch_has_its_fragment():
         assert (CONFIGS_DIR / arch.config_fragment).is_file(), name
 
 
+def _own(layer: str, arch: str) -> list[str]:
+    """``<layer>-<arch>.config`` where configs/ has one."""
+    name = f"{layer}-{arch}.config"
+    return [name] if (CONFIGS_DIR / name).exists() else []
+
+
 @pytest.mark.parametrize("arch", sorted(ARCHES))
 def test_fragment_selection_per_arch(arch):
     for purpose in ("perf", "debug"):
         assert [f.name for f in kconfig.fragment_files(purpose, arch)] == [
-            "base.config", f"arch-{arch}.config", f"{purpose}.config"]
+            "base.config", f"arch-{arch}.config", f"{purpose}.config",
+            *_own(purpose, arch)]
     # kasan is the debug kernel plus KASAN
     assert [f.name for f in kconfig.fragment_files("kasan", arch)] == [
-        "base.config", f"arch-{arch}.config", "debug.config", "kasan.config"]
+        "base.config", f"arch-{arch}.config", "debug.config",
+        *_own("debug", arch), "kasan.config", *_own("kasan", arch)]
+
+
+def test_a_purposes_arch_fragment_follows_its_layer(tmp_path):
+    """``debug-x86_64.config`` comes right after debug.config, for the
+    kernels built on debug too, and never for another arch or purpose."""
+    for name, text in {"base.config": "CONFIG_MMU=y\n",
+                       "arch-x86_64.config": "CONFIG_X86_64=y\n",
+                       "arch-arm64.config": "CONFIG_ARM64=y\n",
+                       "debug.config": "CONFIG_DEBUG_VM=y\n",
+                       "debug-x86_64.config": "CONFIG_X86_MCE=y\n",
+                       "kasan.config": "CONFIG_KASAN=y\n",
+                       "perf.config": "\n"}.items():
+        (tmp_path / name).write_text(text)
+    names = lambda p, a: [f.name for f in kconfig.fragment_files(  # noqa: E731
+        p, a, configs_dir=tmp_path)]
+    assert names("kasan", "x86_64") == [
+        "base.config", "arch-x86_64.config", "debug.config",
+        "debug-x86_64.config", "kasan.config"]
+    assert names("debug", "arm64") == [
+        "base.config", "arch-arm64.config", "debug.config"]
+    assert names("perf", "x86_64") == [
+        "base.config", "arch-x86_64.config", "perf.config"]
+    assert kconfig.merge("debug", "x86_64", configs_dir=tmp_path).options[
+        "CONFIG_X86_MCE"] == "y"
+
+
+def test_memory_failure_in_every_debug_kernel_and_no_perf_kernel():
+    """The KSM poison test needs MADV_HWPOISON in the debug kernels; the
+    perf kernels stay as they were measured."""
+    for arch in ARCHES:
+        assert kconfig.merge("debug", arch).options[
+            "CONFIG_MEMORY_FAILURE"] == "y"
+        perf = kconfig.merge("perf", arch).options
+        assert perf.get("CONFIG_MEMORY_FAILURE", "n") == "n"
+        assert perf.get("CONFIG_X86_MCE", "n") == "n"
 
 
 def test_kasan_is_debug_plus_kasan():
@@ -130,7 +173,8 @@ def test_x86_fragment_unchanged_by_the_arch_split(purpose, data):
     """x86_64's merged fragment is exactly the one used before
     configs/arch-*.config existed (saved in tests/host/data), so its
     .config is unchanged: kconfig does not depend on the order of lines
-    in KCONFIG_ALLCONFIG, only on the options and their values."""
+    in KCONFIG_ALLCONFIG, only on the options and their values. (The
+    debug one has since gained MEMORY_FAILURE and X86_MCE, on purpose.)"""
     before = kconfig.parse(
         (data / f"kconfig-x86_64-{purpose}.fragment").read_text())
     now = kconfig.merge(purpose, "x86_64").options
