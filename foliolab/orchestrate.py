@@ -34,7 +34,7 @@ from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
 from foliolab.executors import make_executor
-from foliolab.executors.base import BootSpec, Executor, ExecutorKind
+from foliolab.executors.base import BootSpec, Executor
 from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.export import collect as read_logs
 from foliolab.executors.lava.job import JOBS_DIR
@@ -122,9 +122,9 @@ def prepare(run: RunStages, m: RunManifest) -> Machine:
     m.image = img.digest
     # TCG until the accelerator is chosen; a lab's QEMU chooses its own
     spec = shape.boot_spec(kernels[run.kernels.baseline.name].image, "tcg")
-    if not run.executor.executor.boots_here:
-        m.accel = "lava"
-        m.qemu = "LAVA's (see each job's log)"
+    elsewhere = run.executor.kind.elsewhere
+    if elsewhere is not None:       # the executor says where its boots run
+        m.accel, m.qemu = elsewhere.accel, elsewhere.emulator
     else:
         m.accel = choose_accel(shape.accel, spec, img.path, plan.count)
         m.qemu = qemu_version(arch.qemu_binary)
@@ -213,7 +213,7 @@ def compare(req: Request, prepare: Prepare = prepare,
             machine = prepare(run, m)
             m.write(plan.out)
             result = _measure(plan, machine, executor,
-                              executor is made and made.boots_here)
+                              executor is made and made.kind.boots_here)
         m.failures = result.failures
     except Stop as s:
         m.stopped = s.signame
@@ -275,8 +275,7 @@ def _finish(out: Path, m: RunManifest, samples=None,
 def export(req: Request, prepare: Prepare = prepare) -> str:
     """`jobs export`: the run planned and its LAVA jobs written, nothing
     run; returns what was written, for the user."""
-    run = replace(req, executor=replace(
-        req.executor, kind=ExecutorKind.LAVA_EXPORT)).stages()
+    run = req.stages()             # its executor: the jobs' exporter
     out = run.plan.out
     exporter = check(run)
     if (out / "raw").exists():
