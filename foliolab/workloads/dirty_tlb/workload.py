@@ -117,7 +117,7 @@ DIRTY_TLB = Workload(
     derive=derive_dirty_tlb, timeout=240,
     window=WINDOW, count_roots=_ROOTS, count_extra=per_swapout,
     # 383 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 21.4 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 21.4 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=19.2, tcg_count_boot_s=24.2)
 

@@ -93,7 +93,7 @@ FILE_RECLAIM = Workload(
     # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
     cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
     # 180 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 18.4 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 18.4 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.0, tcg_count_boot_s=11.3)
 

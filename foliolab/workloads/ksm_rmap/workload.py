@@ -80,7 +80,7 @@ KSM_RMAP = Workload(
     count_roots=("rmap_walk_ksm",),
     count_unit=CountUnit("walk", "rmap_walk_ksm", False),
     # 192 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 8.9 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 8.9 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.6, tcg_count_boot_s=12.1)
 

@@ -121,8 +121,8 @@ PAGEOUT = Workload(
     derive=derive_pageout, timeout=240,
     window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 201 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-pageout-aa: timed 6.5-8.2 s, counting
-    # 8.4-11.5 s (x1.26). Counting: x1.26, the pageout fixture's counting
+    # 1 sample a boot); tests/host/data/run-pageout-aa: timed 6.5-8.2 s,
+    # counting 8.4-11.5 s (x1.26). Counting: x1.26, the pageout fixture's counting
     # boots against its timed ones.
     tcg_boot_s=10.0, tcg_count_boot_s=12.6)
 PAGEOUT_4K = Workload(
@@ -137,7 +137,7 @@ PAGEOUT_4K = Workload(
     derive=derive_pageout, timeout=240,
     window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 325 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 16.3 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 16.3 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=16.3, tcg_count_boot_s=20.5)
 
@@ -153,7 +153,7 @@ PAGEOUT_LAZYFREE = Workload(
     derive=derive_pageout, timeout=240,
     window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 182 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 9.6 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 9.6 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.1, tcg_count_boot_s=11.5)
 
