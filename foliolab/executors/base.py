@@ -221,6 +221,17 @@ class Flag:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """How a run's boots will run, as its executor settles it when the run
+    starts (its class's ``settle``): the manifest's accelerator and
+    emulator, and the machine the boots are asked for."""
+
+    accel: str
+    emulator: str
+    spec: BootSpec
+
+
+@dataclass(frozen=True)
 class NoOptions:
     """The options of an executor that takes none (its ``options``)."""
 

@@ -29,7 +29,7 @@ from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (QEMU_HERE, BlockRequest, BootCapture,
                                      BootRequest, BootSpec, Ended,
                                      ExecutorRecord, Flag, NoOptions,
-                                     check_numa)
+                                     Settled, check_numa)
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -87,6 +87,14 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
 
 # Makes the guest init put its records on the console (see guest/init).
 CONSOLE_RESULTS_ARG = "foliolab.console"
+
+
+def qemu_version(binary: str) -> str:
+    """QEMU's first line of --version, for the run's manifest."""
+    if not shutil.which(binary):
+        return "not installed"
+    cp = proc.run([binary, "--version"], check=False)
+    return cp.stdout.splitlines()[0] if cp.stdout else "?"
 
 
 def check_cpu_model(spec: BootSpec) -> None:
@@ -215,6 +223,15 @@ class QemuExecutor:
     @classmethod
     def dry_run_note(cls, opts: NoOptions) -> str:
         return ""               # the dry run's QEMU lines are its boots
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """The accelerator chosen here (``want``: auto, tcg or kvm) and
+        the QEMU that will run the boots."""
+        accel = choose_accel(want, spec, image, count)
+        return Settled(accel, qemu_version(spec.arch.qemu_binary),
+                       replace(spec, accel=accel))
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

@@ -35,7 +35,8 @@ import yaml
 
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
                                      BootSpec, Elsewhere, ExecutorKind,
-                                     ExecutorRecord, Flag, NotRun, check_numa)
+                                     ExecutorRecord, Flag, NotRun, Settled,
+                                     check_numa)
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
@@ -413,6 +414,14 @@ class LavaJobs:
                               tags=list(opts.target.tags),
                               lava_version=LAVA_VERSION,
                               rounds_per_block=LAVA_ROUNDS_PER_BLOCK)
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """Nothing chosen here: the lab's QEMU, or its board, runs the
+        boots as LAVA's device type says."""
+        where = cls.kind.elsewhere
+        return Settled(where.accel, where.emulator, spec)
 
     @classmethod
     def dry_run_note(cls, opts: LavaOptions) -> str:
