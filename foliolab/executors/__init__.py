@@ -14,7 +14,8 @@ reports are the same whoever ran the boots.
   at once, each job's log fetched as it finishes.
 - ``jobs export`` (lava/export.py): the same jobs written, nothing run.
 
-Each executor class owns all that is its own, in its module: its
+Each executor class (base.ExecutorClass) owns all that is its own, in
+its module: its
 ``kind`` (an ExecutorKind: its name, and where its boots run), its
 ``summary`` for --help and whether ``--executor`` offers it
 (``chosen_by_flag``), ``rounds_per_block`` and ``run``; its command-line
@@ -31,22 +32,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import (QEMU_HERE, Executor, ExecutorKind,
-                                     ExecutorRecord, Flag)
+from foliolab.executors.base import (QEMU_HERE, Executor, ExecutorClass,
+                                     ExecutorKind, ExecutorRecord, Flag)
 from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.qemu import QemuExecutor
 
-# Every executor, by the kind that names it; the first is the default
-# (the order of --help's choices and of the executors named in an error).
-EXECUTORS = {cls.kind: cls for cls in (
+# Every executor, a line each; the first is the default (the order of
+# --help's choices and of the executors named in an error).
+REGISTERED: tuple[type[ExecutorClass], ...] = (
     QemuExecutor,
     LavaServerExecutor,
     LavaLocalExecutor,
     LavaExport,
-)}
-DEFAULT = next(iter(EXECUTORS.values()))
+)
+# ... by the kind that names it
+EXECUTORS = {cls.kind: cls for cls in REGISTERED}
+DEFAULT = REGISTERED[0]
 # a manifest without an executor ran the default, QEMU here
 assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
 
@@ -66,7 +69,7 @@ class ExecutorOptions:
     """Who runs the boots, as the command line says: the executor's class
     and its own options (what its ``options`` read from its flags)."""
 
-    executor: type = DEFAULT
+    executor: type[ExecutorClass] = DEFAULT
     own: object = field(default_factory=lambda: DEFAULT.options(
         argparse.Namespace()))
     # executor options the user gave (flag names), for refusing them
@@ -78,7 +81,8 @@ class ExecutorOptions:
         return self.executor.kind
 
 
-def add_flags(p: argparse.ArgumentParser, only: type | None = None) -> None:
+def add_flags(p: argparse.ArgumentParser,
+              only: type[ExecutorClass] | None = None) -> None:
     """``--executor`` and the flags of every executor, each section of
     --help once; ``only``: the one executor a command runs, its flags
     alone and no ``--executor``."""
@@ -98,7 +102,7 @@ def add_flags(p: argparse.ArgumentParser, only: type | None = None) -> None:
         groups[flag.group].add_argument(flag.name, **flag.options)
 
 
-def _flags(only: type | None = None) -> list[Flag]:
+def _flags(only: type[ExecutorClass] | None = None) -> list[Flag]:
     """The executors' flags, each once, in the executors' order."""
     seen: dict[str, Flag] = {}
     for cls in EXECUTORS.values():

@@ -10,6 +10,7 @@ types, and names itself with an ExecutorKind declared in its own module.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Iterator
@@ -234,6 +235,52 @@ class Settled:
 @dataclass(frozen=True)
 class NoOptions:
     """The options of an executor that takes none (its ``options``)."""
+
+
+class ExecutorClass(Protocol):
+    """What the registry (executors/__init__.py) and the orchestrator ask
+    of an executor's class, all of it declared in the executor's own
+    module; ``opts`` is the executor's own options, as ``options`` made
+    them (NoOptions, or a dataclass of its module)."""
+
+    kind: ExecutorKind
+    summary: str                    # its words in --executor's help
+    chosen_by_flag: bool            # whether --executor offers it
+    flags: tuple[Flag, ...]         # its command-line options
+    results_port: bool              # records on a port of their own
+
+    @classmethod
+    def options(cls, args: argparse.Namespace) -> object:
+        """Its own options, read from its flags (a flag a command does
+        not have keeps its default)."""
+        ...
+
+    @classmethod
+    def check(cls, opts, count: bool) -> None:
+        """Its options checked, before anything is built."""
+        ...
+
+    @classmethod
+    def make(cls, opts, out: Path) -> Executor:
+        ...
+
+    @classmethod
+    def record(cls, opts) -> ExecutorRecord:
+        """Its part of the run's manifest."""
+        ...
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """The accelerator and emulator of the run's boots, as the run
+        starts (``want``: the accelerator asked for)."""
+        ...
+
+    @classmethod
+    def dry_run_note(cls, opts) -> str:
+        """What a dry run says of its boots ("": nothing more than the
+        QEMU lines)."""
+        ...
 
 
 class Executor(Protocol):

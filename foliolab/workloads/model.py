@@ -131,8 +131,8 @@ class Workload:
     not_measurable: str = ""             # stated in the report
     # The counting pass (--count): the guest's window (a Window of the
     # workload's folder; -1: none), the functions counted inclusively,
-    # the unit per-unit counts are given in, and counted metrics of the workload's
-    # own (CountedExtra).
+    # the unit per-unit counts are given in, and counted metrics of the
+    # workload's own (CountedExtra).
     window: int = -1
     count_roots: tuple[str, ...] = ()
     count_unit: CountUnit | None = None
