@@ -162,6 +162,17 @@ def rederive(out: Path) -> list[Sample] | None:
     return [s for d in dirs for s in samples_of_boot(out, d)]
 
 
+def run_samples(out: Path) -> list[Sample]:
+    """Every sample of the run in ``out``, derived again from its raw boots
+    (samples.jsonl rewritten), or read from samples.jsonl for runs from
+    before job.json."""
+    samples = rederive(out)
+    if samples is None:
+        return load_samples(out)
+    write_samples(out, samples)
+    return samples
+
+
 def write_samples(out: Path, samples: list[Sample]) -> None:
     """samples.jsonl, rewritten whole."""
     tmp = out / "samples.jsonl.tmp"

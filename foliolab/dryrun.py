@@ -12,7 +12,7 @@ from foliolab.kernel import build
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store
 from foliolab.errors import FoliolabError
-from foliolab.executors import ExecutorOptions
+from foliolab.executors import ExecutorOptions, dry_run_note
 from foliolab.executors.base import BootSpec
 from foliolab.executors.qemu import qemu_argv
 from foliolab.measure import boot_spec, planned_time
@@ -46,12 +46,9 @@ def dry_run(kernels: KernelsWanted, machine: MachineShape, plan: BootPlan,
              f"config {kernels.config}, arch {arch.name}; {per_boot} boots, "
              f"{plan.samples} samples"]
     lines += _plan_time(kernels, plan, machine)
-    if not executor.executor.boots_here:
-        lines.append(f"# executor {executor.kind}: each workload's two "
-                     "rounds are one LAVA job (device type "
-                     f"{executor.target.device_type}); the QEMU lines "
-                     "below are what the qemu executor would run for the "
-                     "same boots")
+    note = dry_run_note(executor)
+    if note:
+        lines.append(note)
     images = {}
     for k in specs:
         if k.kind is kernels_mod.SpecKind.IMAGE:

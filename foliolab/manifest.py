@@ -21,7 +21,8 @@ from pathlib import Path
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
-from foliolab.executors.base import ExecutorRecord
+from foliolab.executors import kind_named
+from foliolab.executors.base import ExecutorKind, ExecutorRecord
 
 MANIFEST = "environment.json"
 DAMAGED = ("results.json's `environment` is a copy of it as of the run's "
@@ -34,11 +35,14 @@ def plain(value):
     """A dataclass's fields as JSON-ready values, whatever they are (paths
     and enums as their text): a record of a kernel follows the fields its
     classes have, whatever fields they gain."""
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value,
+                                                          ExecutorKind):
         return {f.name: plain(getattr(value, f.name))
                 for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return plain(value.value)
+    if isinstance(value, ExecutorKind):
+        return value.text
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, dict):
@@ -308,7 +312,7 @@ class RunManifest:
                       or HostRecord(),
                       "kernels": _kernel_records(d),
                       "executor": ExecutorRecord.from_json(
-                          d.get("executor")),
+                          d.get("executor"), kind_named),
                       "count": _typed(CountRecord, d.get("count")),
                       "attribution": d.get("attribution") or {}})
 

@@ -25,7 +25,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import counting, report, rootcheck, runboots
@@ -34,19 +34,19 @@ from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
 from foliolab.executors import make_executor
-from foliolab.executors.base import BootSpec, Executor, ExecutorKind
+from foliolab.executors.base import BootSpec, Executor
 from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.export import collect as read_logs
 from foliolab.executors.lava.job import JOBS_DIR
-from foliolab.executors.qemu import check_cpu_model, choose_accel
+from foliolab.executors.qemu import check_cpu_model
 from foliolab.kernel import build, image, source
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store as kernel_store
 from foliolab.kernel import trees as kernel_trees
 from foliolab.manifest import CountRecord, RunManifest
 from foliolab.measure import RunRequest, RunResult, run_workloads
-from foliolab.runrecord import (differences, qemu_version, record_builds,
-                                record_series, start_manifest, utc_now)
+from foliolab.runrecord import (differences, record_builds, record_series,
+                                start_manifest, utc_now)
 from foliolab.stages import BootPlan, KernelsWanted, Request, RunStages
 from foliolab.workloads.model import Workload
 
@@ -120,15 +120,12 @@ def prepare(run: RunStages, m: RunManifest) -> Machine:
     kernels = prepare_kernels(run.kernels, m, plan.resume)
     img = image.build_image(arch)
     m.image = img.digest
-    # TCG until the accelerator is chosen; a lab's QEMU chooses its own
-    spec = shape.boot_spec(kernels[run.kernels.baseline.name].image, "tcg")
-    if not run.executor.executor.boots_here:
-        m.accel = "lava"
-        m.qemu = "LAVA's (see each job's log)"
-    else:
-        m.accel = choose_accel(shape.accel, spec, img.path, plan.count)
-        m.qemu = qemu_version(arch.qemu_binary)
-        spec = replace(spec, accel=m.accel)
+    # TCG until the executor settles the accelerator (a lab's QEMU
+    # chooses its own)
+    settled = run.executor.executor.settle(
+        shape.accel, shape.boot_spec(kernels[run.kernels.baseline.name].image,
+                                     "tcg"), img.path, plan.count)
+    m.accel, m.qemu, spec = settled.accel, settled.emulator, settled.spec
     if spec.accel == "kvm":
         m.cpu = arch.cpu_kvm
     counters = None
@@ -213,7 +210,7 @@ def compare(req: Request, prepare: Prepare = prepare,
             machine = prepare(run, m)
             m.write(plan.out)
             result = _measure(plan, machine, executor,
-                              executor is made and made.boots_here)
+                              executor is made and made.kind.boots_here)
         m.failures = result.failures
     except Stop as s:
         m.stopped = s.signame
@@ -275,8 +272,7 @@ def _finish(out: Path, m: RunManifest, samples=None,
 def export(req: Request, prepare: Prepare = prepare) -> str:
     """`jobs export`: the run planned and its LAVA jobs written, nothing
     run; returns what was written, for the user."""
-    run = replace(req, executor=replace(
-        req.executor, kind=ExecutorKind.LAVA_EXPORT)).stages()
+    run = req.stages()             # its executor: the jobs' exporter
     out = run.plan.out
     exporter = check(run)
     if (out / "raw").exists():

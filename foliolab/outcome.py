@@ -82,7 +82,7 @@ def exit_code_of(records_text: str) -> int | None:
 
 
 def _source(c: BootCapture) -> str:
-    return "lava" if c.executor.is_lava else c.executor.value
+    return c.executor.teller
 
 
 def _status(c: BootCapture, kinds: set[IssueKind], code: int | None,
@@ -140,7 +140,7 @@ def _write(res: BootResult, c: BootCapture) -> None:
          "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
          "console": res.console.name, "results": res.results.name,
          "host": res.host.to_json(), "ended": c.ended.value,
-         "executor": {"kind": c.executor.value, "log": c.log}}
+         "executor": {"kind": c.executor.text, "log": c.log}}
     if c.not_run is not None:
         d["not_run"] = c.not_run.value
     (c.rundir / BOOT_FILE).write_text(json.dumps(d, indent=1) + "\n")

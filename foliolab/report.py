@@ -17,14 +17,13 @@ import math
 from pathlib import Path
 
 from foliolab.analyse import Analysis, analyse
-from foliolab.derive import Sample
+from foliolab.derive import Sample, run_samples
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
-from foliolab.runboots import run_samples
 
 log = logging.getLogger("foliolab")
 

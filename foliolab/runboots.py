@@ -1,8 +1,8 @@
-"""A run's boots: its samples, derived again from the boots on disk, and
-what the boots say about the run rather than about its kernels.
+"""A run's boots: what they say about the run rather than about its
+kernels (its samples, derived again from the boots on disk, are
+derive.run_samples').
 
-The samples re-derived from the raw boots (samples.jsonl rewritten), the
-host while they ran (load, steal, CPU governor, from each boot.json),
+The host while they ran (load, steal, CPU governor, from each boot.json),
 the planned boots that did not finish, the boots that failed and what
 counting cost in wall and CPU time. Apart from the statistics
 (workloadstats.py) because none of it compares kernels: it reads the
@@ -14,20 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from foliolab import bootrecord, derive
-from foliolab.derive import Sample, load_samples
+from foliolab import bootrecord
+from foliolab.derive import Sample
 from foliolab.manifest import RunManifest
-
-
-def run_samples(out: Path) -> list[Sample]:
-    """Every sample of the run in ``out``, derived again from its raw boots
-    (samples.jsonl rewritten), or read from samples.jsonl for runs from
-    before job.json."""
-    samples = derive.rederive(out)
-    if samples is None:
-        return load_samples(out)
-    derive.write_samples(out, samples)
-    return samples
 
 
 def host_line(out: Path) -> str:

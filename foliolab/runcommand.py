@@ -19,7 +19,7 @@ from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.executors.qemu import (QemuExecutor, check_cpu_model,
                                      choose_accel)
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.workloads.windows import Window
+from foliolab.workloads.windows import RUN
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
                        timeout=req.timeout * counting.TIMEOUT_FACTOR)
         # The window closes in the marker's own process, so it also holds
         # one fork and exec of flmark (a few hundred thousand insns).
-        job = (f"flmark begin {Window.RUN:d}\n{job}fl_rc=$?\n"
-               f"flmark end {Window.RUN:d}\nexit $fl_rc\n")
+        job = (f"flmark begin {RUN:d}\n{job}fl_rc=$?\n"
+               f"flmark end {RUN:d}\nexit $fl_rc\n")
     try:
         res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
                                               tuple(req.add)), img.path)

@@ -13,7 +13,6 @@ import datetime as dt
 import logging
 import os
 import platform
-import shutil
 from pathlib import Path
 
 from foliolab import __version__, executors, hostsetup, proc
@@ -111,13 +110,6 @@ def _project_rev() -> str:
     cp = proc.run(["git", "-C", PROJECT_ROOT, "describe", "--always",
                    "--dirty"], check=False)
     return cp.stdout.strip() or "?"
-
-
-def qemu_version(binary: str) -> str:
-    if not shutil.which(binary):
-        return "not installed"
-    cp = proc.run([binary, "--version"], check=False)
-    return cp.stdout.splitlines()[0] if cp.stdout else "?"
 
 
 def start_manifest(run: RunStages) -> RunManifest:

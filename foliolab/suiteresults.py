@@ -17,7 +17,7 @@ from foliolab import countwindows, parse
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.bootrecord import BootResult
-from foliolab.workloads.windows import Window
+from foliolab.workloads.windows import RUN
 
 log = logging.getLogger("foliolab")
 
@@ -204,7 +204,7 @@ def test_counts(res: BootResult, arch: str
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
     windows = countwindows.read_windows(res.console.parent / "counts.txt",
-                                    Window.RUN)
+                                    RUN)
     s = parse.parse_records(res.records).samples
     names = [f[5:] for f in (s[0].files if s else {})
              if f.startswith("ktap.")]

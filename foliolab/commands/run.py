@@ -10,7 +10,7 @@ from foliolab import countwindows, parse, runcommand
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
-from foliolab.workloads.windows import Window
+from foliolab.workloads.windows import RUN
 
 
 def _run_options(s: argparse.ArgumentParser) -> None:
@@ -63,7 +63,7 @@ def cmd_run(args) -> int:
 def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
                   top: int) -> None:
     counts = countwindows.read_counts(path)
-    windows = counts.tagged(Window.RUN)
+    windows = counts.tagged(RUN)
     if not windows:
         raise FoliolabError("the counting window of the command did not "
                             "close", log_path=path)

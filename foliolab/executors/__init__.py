@@ -14,11 +14,15 @@ reports are the same whoever ran the boots.
   at once, each job's log fetched as it finishes.
 - ``jobs export`` (lava/export.py): the same jobs written, nothing run.
 
-Each executor class owns what is its own: ``kind``, ``rounds_per_block``
-and ``run``; its command-line ``flags``; ``check`` of its options (before
-anything is built); ``make``; and ``record``, its part of the run's
-manifest. Adding an executor is one module with such a class, one
-ExecutorKind value (base.py) and its line in EXECUTORS.
+Each executor class (base.ExecutorClass) owns all that is its own, in
+its module: its
+``kind`` (an ExecutorKind: its name, and where its boots run), its
+``summary`` for --help and whether ``--executor`` offers it
+(``chosen_by_flag``), ``rounds_per_block`` and ``run``; its command-line
+``flags`` and the ``options`` it reads from them; their ``check`` (before
+anything is built); ``make``; ``record``, its part of the run's manifest;
+and ``dry_run_note``, how a dry run describes its boots. Adding an
+executor is one module with such a class and its line in EXECUTORS.
 """
 
 from __future__ import annotations
@@ -28,65 +32,81 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import (Executor, ExecutorKind, ExecutorRecord,
-                                     Flag)
+from foliolab.executors.base import (QEMU_HERE, Executor, ExecutorClass,
+                                     ExecutorKind, ExecutorRecord, Flag)
 from foliolab.executors.lava.export import LavaExport
-from foliolab.executors.lava.job import Target
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.qemu import QemuExecutor
 
-# Every executor, by the kind that names it (the order of --help's
-# choices and of the executors named in an error).
-EXECUTORS = {cls.kind: cls for cls in (
-    QemuExecutor, LavaServerExecutor, LavaLocalExecutor, LavaExport)}
+# Every executor, a line each; the first is the default (the order of
+# --help's choices and of the executors named in an error).
+REGISTERED: tuple[type[ExecutorClass], ...] = (
+    QemuExecutor,
+    LavaServerExecutor,
+    LavaLocalExecutor,
+    LavaExport,
+)
+# ... by the kind that names it
+EXECUTORS = {cls.kind: cls for cls in REGISTERED}
+DEFAULT = REGISTERED[0]
+# a manifest without an executor ran the default, QEMU here
+assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
+
+
+def kind_named(text: str) -> ExecutorKind:
+    """The kind whose text this is (as --executor and environment.json
+    write it); ValueError for a text no executor has."""
+    for kind in EXECUTORS:
+        if kind.text == text:
+            return kind
+    raise ValueError(f"no executor {text!r} (known: "
+                     f"{', '.join(k.text for k in EXECUTORS)})")
 
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """Who runs the boots, as the command line says."""
+    """Who runs the boots, as the command line says: the executor's class
+    and its own options (what its ``options`` read from its flags)."""
 
-    kind: ExecutorKind = ExecutorKind.QEMU
-    target: Target = field(default_factory=Target)
-    url: str = ""                   # --lava-url ("": lavacli's identity)
-    identity: str = "default"       # lavacli's identity
-    poll: float = 30.0              # seconds between asking the server
-    artifacts_url: str = ""         # where a lab's workers fetch them
-    artifacts_dir: Path | None = None   # default OUT/lava/artifacts
+    executor: type[ExecutorClass] = DEFAULT
+    own: object = field(default_factory=lambda: DEFAULT.options(
+        argparse.Namespace()))
     # executor options the user gave (flag names), for refusing them
     # where the executor does not take them
     given: tuple[str, ...] = ()
 
     @property
-    def executor(self):
-        """The class of the executor these options name."""
-        return EXECUTORS[self.kind]
+    def kind(self) -> ExecutorKind:
+        return self.executor.kind
 
 
 def add_flags(p: argparse.ArgumentParser,
-              kinds: tuple[ExecutorKind, ...] | None = None) -> None:
-    """``--executor`` (unless ``kinds`` names the executors) and the flags
-    of the executors, each section of --help once."""
-    if kinds is None:
-        p.add_argument("--executor", default="qemu",
-                       choices=[k.value for k in ExecutorKind
-                                if k in EXECUTORS
-                                and k is not ExecutorKind.LAVA_EXPORT],
-                       help="who runs the boots: QEMU here (default), "
-                            "LAVA's dispatcher here (lava-local), or a LAVA "
-                            "lab (lava); see README")
+              only: type[ExecutorClass] | None = None) -> None:
+    """``--executor`` and the flags of every executor, each section of
+    --help once; ``only``: the one executor a command runs, its flags
+    alone and no ``--executor``."""
+    if only is None:
+        offered = [cls for cls in EXECUTORS.values() if cls.chosen_by_flag]
+        p.add_argument("--executor", default=DEFAULT.kind.text,
+                       choices=[cls.kind.text for cls in offered],
+                       help="who runs the boots: " + "; ".join(
+                           f"{cls.kind}: {cls.summary}" for cls in offered)
+                       + " (default " + DEFAULT.kind.text + "; see README)")
+    else:
+        p.set_defaults(executor=only.kind.text)
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for flag in _flags(kinds):
+    for flag in _flags(only):
         if flag.group not in groups:
             groups[flag.group] = p.add_argument_group(flag.group)
         groups[flag.group].add_argument(flag.name, **flag.options)
 
 
-def _flags(kinds: tuple[ExecutorKind, ...] | None = None) -> list[Flag]:
+def _flags(only: type[ExecutorClass] | None = None) -> list[Flag]:
     """The executors' flags, each once, in the executors' order."""
     seen: dict[str, Flag] = {}
-    for kind, cls in EXECUTORS.items():
-        if kinds is None or kind in kinds:
+    for cls in EXECUTORS.values():
+        if only is None or cls is only:
             for flag in cls.flags:
                 seen.setdefault(flag.name, flag)
     return list(seen.values())
@@ -95,16 +115,9 @@ def _flags(kinds: tuple[ExecutorKind, ...] | None = None) -> list[Flag]:
 def options(args: argparse.Namespace, argv: list[str]) -> ExecutorOptions:
     """The executor options of a parsed command line (``argv``: what the
     user typed, for the options given)."""
-    values = {f.dest: getattr(args, f.dest, f.options.get("default"))
-              for f in _flags()}
-    tags = tuple(t for t in values["lava_tags"].split(",") if t)
-    return ExecutorOptions(
-        ExecutorKind(getattr(args, "executor", "qemu")),
-        Target(values["lava_device_type"], tags, values["lava_dtb"]),
-        url=values["lava_url"], identity=values["lava_identity"],
-        poll=values["lava_poll"], artifacts_url=values["artifacts_url"],
-        artifacts_dir=values["artifacts_dir"],
-        given=_given(argv, tuple(f.name for f in _flags())))
+    cls = EXECUTORS[kind_named(getattr(args, "executor", DEFAULT.kind.text))]
+    return ExecutorOptions(cls, cls.options(args),
+                           given=_given(argv, tuple(f.name for f in _flags())))
 
 
 def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
@@ -118,11 +131,11 @@ def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
 def _check_given(opts: ExecutorOptions) -> None:
     """A flag of one executor given to another is bad input."""
     for name in opts.given:
-        kinds = [k for k, cls in EXECUTORS.items()
-                 if any(f.name == name for f in cls.flags)]
-        if opts.kind in kinds:
+        takers = [cls for cls in EXECUTORS.values()
+                  if any(f.name == name for f in cls.flags)]
+        if opts.executor in takers:
             continue
-        named = [str(k) for k in kinds if k is not ExecutorKind.LAVA_EXPORT]
+        named = [str(cls.kind) for cls in takers if cls.chosen_by_flag]
         raise UsageError(f"{name} is an option of --executor "
                          f"{' or '.join(named)}, not of --executor "
                          f"{opts.kind}",
@@ -135,10 +148,16 @@ def make_executor(opts: ExecutorOptions, out: Path, count: bool = False
     made in one place."""
     _check_given(opts)
     cls = opts.executor
-    cls.check(opts, count)
-    return cls.make(opts, out)
+    cls.check(opts.own, count)
+    return cls.make(opts.own, out)
 
 
 def record(opts: ExecutorOptions) -> ExecutorRecord:
     """The executor's part of the run's manifest."""
-    return opts.executor.record(opts)
+    return opts.executor.record(opts.own)
+
+
+def dry_run_note(opts: ExecutorOptions) -> str:
+    """How a dry run describes the executor's boots ("": as the QEMU
+    lines it prints)."""
+    return opts.executor.dry_run_note(opts.own)

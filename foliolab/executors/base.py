@@ -5,14 +5,15 @@ BootRequest: one boot; BlockRequest: boots run together); an executor
 answers with what it captured of each (BootCapture: console, records,
 times, how the machine ended, who ran it), which outcome.judge turns into
 the boot's result. Every executor, QEMU here or a LAVA lab, speaks these
-types, and names itself with an ExecutorKind.
+types, and names itself with an ExecutorKind declared in its own module.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -23,32 +24,58 @@ from foliolab.counting import Counter
 from foliolab.errors import BootError
 
 
-class ExecutorKind(str, enum.Enum):
-    """Who ran a boot (executors/ has one module per kind)."""
+@dataclass(frozen=True)
+class Elsewhere:
+    """Where an executor's boots run when not under QEMU here, as the
+    run's manifest says it (its accelerator and emulator are not chosen
+    or asked here)."""
 
-    QEMU = "qemu"
-    LAVA_LOCAL = "lava-local"
-    LAVA = "lava"
-    LAVA_EXPORT = "lava-export"     # `jobs export`: jobs written, not run
+    accel: str                      # the manifest's accelerator
+    emulator: str                   # the manifest's QEMU
+    # the report names the accelerator by the device type the boots ran
+    # on (a lab's devices), e.g. "lava qemu"
+    by_device: bool = False
+
+
+@dataclass(frozen=True)
+class ExecutorKind:
+    """Who runs a run's boots. Each executor class declares its own (its
+    ``kind``, in its module); the registry (executors/__init__.py) reads a
+    kind back from its text, so the kinds there are the only valid ones.
+    Two kinds are the same kind when their text is."""
+
+    text: str                       # as --executor and environment.json say
+    # None: QEMU on this machine (the accelerator is chosen here, QEMU's
+    # version asked, the boots' times kept for the estimates)
+    elsewhere: Elsewhere | None = field(default=None, compare=False)
+    # whom a boot's issues name as the teller ("lava: job ended"); the
+    # kind's own text if empty
+    speaks_as: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        return self.value
+        return self.text
 
     @property
-    def is_lava(self) -> bool:
-        """Run by LAVA (its own dispatcher here, or a lab); a kind added
-        later is not LAVA because it is not QEMU."""
-        return self in (ExecutorKind.LAVA_LOCAL, ExecutorKind.LAVA,
-                        ExecutorKind.LAVA_EXPORT)
+    def boots_here(self) -> bool:
+        return self.elsewhere is None
+
+    @property
+    def teller(self) -> str:
+        return self.speaks_as or self.text
+
+
+# The kind of a run whose manifest has no executor: they all ran QEMU here
+# (the registry checks that its QEMU executor has this kind).
+QEMU_HERE = ExecutorKind("qemu")
 
 
 @dataclass
 class ExecutorRecord:
     """The executor's part of a run's manifest (environment.json's
-    ``executor``): each executor class writes its own (``record``), and
-    its kind is the enum, written as its text."""
+    ``executor``): each executor class writes its own (``record``); its
+    kind is written as its text."""
 
-    kind: ExecutorKind = ExecutorKind.QEMU
+    kind: ExecutorKind = QEMU_HERE
     device_type: str = ""           # a LAVA kind's: the lab's device type
     tags: list[str] = field(default_factory=list)
     lava_version: str = ""
@@ -57,23 +84,26 @@ class ExecutorRecord:
     artifacts_url: str = ""
 
     @classmethod
-    def from_json(cls, d: dict | None) -> ExecutorRecord:
+    def from_json(cls, d: dict | None,
+                  kind_named: Callable[[str], ExecutorKind]
+                  ) -> ExecutorRecord:
         """The record of a manifest of any version: one from before the
         executor was recorded ran QEMU; a key this version does not know
-        is passed over; a kind it does not know is a ValueError (the
-        manifest's reader names the file)."""
+        is passed over; a kind the registry (``kind_named``) does not know
+        is a ValueError (the manifest's reader names the file)."""
         if not d:
             return cls()
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in d.items() if k in names}
-        known["kind"] = ExecutorKind(known.get("kind", ExecutorKind.QEMU))
+        known["kind"] = kind_named(known.get("kind", QEMU_HERE.text))
         return cls(**known)
 
     def accel_label(self, accel: str) -> str:
         """The accelerator as the report names it: a lab's boots by the
         device type they ran on (the lab's own QEMU or a board)."""
-        if self.kind is ExecutorKind.LAVA:
-            return f"lava {self.device_type}"
+        where = self.kind.elsewhere
+        if where is not None and where.by_device:
+            return f"{where.accel} {self.device_type}"
         return accel
 
 
@@ -168,7 +198,7 @@ class BootCapture:
     elapsed: float = 0.0
     cpu_s: float | None = None      # QEMU's CPU time, when it ran here
     host: HostLoad = field(default_factory=HostLoad)
-    executor: ExecutorKind = ExecutorKind.QEMU
+    executor: ExecutorKind = QEMU_HERE
     log: str = ""                   # the LAVA log it was read from
     error: str = ""                 # QEMU's last line (QEMU_ERROR)
     not_run: NotRun | None = None
@@ -189,6 +219,68 @@ class Flag:
     @property
     def dest(self) -> str:
         return self.name.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a run's boots will run, as its executor settles it when the run
+    starts (its class's ``settle``): the manifest's accelerator and
+    emulator, and the machine the boots are asked for."""
+
+    accel: str
+    emulator: str
+    spec: BootSpec
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of an executor that takes none (its ``options``)."""
+
+
+class ExecutorClass(Protocol):
+    """What the registry (executors/__init__.py) and the orchestrator ask
+    of an executor's class, all of it declared in the executor's own
+    module; ``opts`` is the executor's own options, as ``options`` made
+    them (NoOptions, or a dataclass of its module)."""
+
+    kind: ExecutorKind
+    summary: str                    # its words in --executor's help
+    chosen_by_flag: bool            # whether --executor offers it
+    flags: tuple[Flag, ...]         # its command-line options
+    results_port: bool              # records on a port of their own
+
+    @classmethod
+    def options(cls, args: argparse.Namespace) -> object:
+        """Its own options, read from its flags (a flag a command does
+        not have keeps its default)."""
+        ...
+
+    @classmethod
+    def check(cls, opts, count: bool) -> None:
+        """Its options checked, before anything is built."""
+        ...
+
+    @classmethod
+    def make(cls, opts, out: Path) -> Executor:
+        ...
+
+    @classmethod
+    def record(cls, opts) -> ExecutorRecord:
+        """Its part of the run's manifest."""
+        ...
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """The accelerator and emulator of the run's boots, as the run
+        starts (``want``: the accelerator asked for)."""
+        ...
+
+    @classmethod
+    def dry_run_note(cls, opts) -> str:
+        """What a dry run says of its boots ("": nothing more than the
+        QEMU lines)."""
+        ...
 
 
 class Executor(Protocol):

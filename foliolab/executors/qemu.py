@@ -13,6 +13,7 @@ blocks, ``boot`` for one judged boot.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import shlex
 import shutil
@@ -25,9 +26,10 @@ from foliolab import bootrecord, counting, outcome, proc
 from foliolab.kernel import image as image_mod
 from foliolab.bootrecord import BootResult
 from foliolab.errors import BootError, SetupError, UsageError
-from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     BootSpec, Ended, ExecutorKind,
-                                     ExecutorRecord, Flag, check_numa)
+from foliolab.executors.base import (QEMU_HERE, BlockRequest, BootCapture,
+                                     BootRequest, BootSpec, Ended,
+                                     ExecutorRecord, Flag, NoOptions,
+                                     Settled, check_numa)
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -85,6 +87,14 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
 
 # Makes the guest init put its records on the console (see guest/init).
 CONSOLE_RESULTS_ARG = "foliolab.console"
+
+
+def qemu_version(binary: str) -> str:
+    """QEMU's first line of --version, for the run's manifest."""
+    if not shutil.which(binary):
+        return "not installed"
+    cp = proc.run([binary, "--version"], check=False)
+    return cp.stdout.splitlines()[0] if cp.stdout else "?"
 
 
 def check_cpu_model(spec: BootSpec) -> None:
@@ -185,25 +195,43 @@ def choose_accel(want: str, spec: BootSpec, image_path: Path,
 
 
 class QemuExecutor:
-    kind = ExecutorKind.QEMU
+    # QEMU here is also what a manifest without an executor ran (base.py)
+    kind = QEMU_HERE
+    summary = "QEMU here"
+    chosen_by_flag = True
     rounds_per_block = 0
     flags: tuple[Flag, ...] = ()    # the machine's options are every
                                     # booting command's (cli.py)
-    boots_here = True               # accel chosen, QEMU's version and the
-                                    # boots' times recorded
     results_port = True             # the records on a port of their own
 
     @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def options(cls, args: argparse.Namespace) -> NoOptions:
+        return NoOptions()
+
+    @classmethod
+    def check(cls, opts: NoOptions, count: bool) -> None:
         """Nothing more to check than the machine (orchestrate.check)."""
 
     @classmethod
-    def make(cls, opts, out: Path) -> QemuExecutor:
+    def make(cls, opts: NoOptions, out: Path) -> QemuExecutor:
         return cls()
 
     @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(cls, opts: NoOptions) -> ExecutorRecord:
         return ExecutorRecord(cls.kind)
+
+    @classmethod
+    def dry_run_note(cls, opts: NoOptions) -> str:
+        return ""               # the dry run's QEMU lines are its boots
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """The accelerator chosen here (``want``: auto, tcg or kvm) and
+        the QEMU that will run the boots."""
+        accel = choose_accel(want, spec, image, count)
+        return Settled(accel, qemu_version(spec.arch.qemu_binary),
+                       replace(spec, accel=accel))
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:

@@ -117,8 +117,10 @@ def title(m: RunManifest) -> str:
 def executor_note(m: RunManifest) -> str:
     """How the boots ran, when not by foliolab's own QEMU here."""
     ex = m.executor
-    if ex.kind == "qemu":
+    if ex.kind.boots_here:
         return ""
+    if not ex.lava_version:         # an executor of its own, not LAVA
+        return f"; boots run by the {ex.kind} executor"
     where = ex.server or "this machine"
     return (f"; boots run as LAVA {ex.lava_version} jobs "
             f"({ex.kind}, device type {ex.device_type or '?'}, "

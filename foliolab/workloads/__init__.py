@@ -1,13 +1,19 @@
 """The workloads foliolab runs: one folder each (``NAME/``: its C
-program(s), guest script and ``workload.py``), registered here.
+program(s), guest script, ``workload.py`` and ``fixture/``), registered
+here.
 
 A folder's ``workload.py`` holds its parameters, metrics, derive function,
 counting window and expected time (model.Workload); its C programs are
 built by the Makefile here and its script goes into the guest image as
-/foliolab/workloads/<script>.sh (kernel/image.py).
+/foliolab/workloads/<script>.sh (kernel/image.py). Its ``fixture/`` is a
+run directory of real boots of its workloads and the samples they derive
+(expected.jsonl), which the contract test holds its derive to; it stays
+in the source tree (pyproject ships a folder's C, headers and scripts).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from foliolab.errors import UsageError
 from foliolab.workloads.dirty_tlb import workload as dirty_tlb
@@ -30,8 +36,17 @@ def _registry(*folders) -> dict[str, Workload]:
     return out
 
 
-# Every workload by name, in the order a run boots and reports them.
-WORKLOADS = _registry(pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
+# Every workload folder, in the order a run boots and reports their
+# workloads.
+FOLDERS = (pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
+# Every workload by name.
+WORKLOADS = _registry(*FOLDERS)
+
+
+def fixtures() -> list[Path]:
+    """Each workload folder's fixture/: its captured boots (a run
+    directory), for the contract test."""
+    return [Path(folder.__file__).parent / "fixture" for folder in FOLDERS]
 
 
 def get_workloads(names: str | None) -> list[Workload]:

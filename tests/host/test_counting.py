@@ -2,8 +2,10 @@
 output parser on captured output, the metrics and the determinism rules,
 and the marker contract between common.h, the windows and the workloads."""
 
+import dataclasses
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from foliolab.derive import Sample
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads import WORKLOADS, windows
-from foliolab.workloads.windows import Window
+from foliolab.workloads.model import Window, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 KTEXT = 0xffffffff81000000
@@ -165,7 +167,8 @@ def test_window_tags_match_workloads():
     guest script marks, by the generated name (FL_WIN_*), never by number."""
     scripts = {f.name: f for f in image.workload_scripts().values()}
     for w in WORKLOADS.values():
-        window = Window(w.window)
+        window = w.window
+        assert isinstance(window, Window), f"{w.name} declares no window"
         folder = scripts[f"{w.script}.sh"].parent
         texts = [f.read_text() for f in (*folder.glob("*.c"),
                                          *folder.glob("*.sh"))]
@@ -181,17 +184,41 @@ def test_window_tags_match_workloads():
 
 def test_windows_are_generated_for_c_and_shell_from_one_list():
     """fl_windows.h (as the Makefile runs windows.py) and windows.sh have
-    every Window, with its number, and flmark can mark each."""
-    header = subprocess.run(["python3", "windows.py", "c"], cwd=WORKLOADS_DIR,
-                            capture_output=True, text=True, check=True).stdout
+    every window the workloads declare, with its number, and flmark can
+    mark each."""
+    header = subprocess.run(
+        [sys.executable, "-m", "foliolab.workloads.windows", "c"], cwd=ROOT,
+        capture_output=True, text=True, check=True).stdout
     assert header == windows.c_header()
     c_tags = dict(re.findall(r"#define (FL_WIN_\w+)\s+(\d+)", header))
     sh_tags = dict(re.findall(r"^(FL_WIN_\w+)=(\d+)$", windows.shell(), re.M))
-    want = {f"FL_WIN_{w.name}": str(w.value) for w in Window}
+    want = {f"FL_WIN_{w.name}": str(int(w)) for w in windows.WINDOWS}
     assert c_tags == sh_tags == want
-    assert Window.RUN == 0          # foliolab run and test --count's window
-    assert all(0 <= w < windows.FLMARK_TAGS for w in Window)
-    assert len(set(Window)) == len(Window.__members__), "two names, one tag"
+    assert {w.window for w in WORKLOADS.values()} <= set(windows.WINDOWS)
+    assert windows.RUN == 0         # foliolab run and test --count's window
+    assert all(0 <= w < windows.FLMARK_TAGS for w in windows.WINDOWS)
+
+
+def _claiming(tag: int, name: str) -> Workload:
+    w = next(iter(WORKLOADS.values()))
+    return dataclasses.replace(w, name=name.lower(),
+                               window=Window(tag, name, "a test's"))
+
+
+def test_two_workloads_cannot_claim_one_window_number():
+    """A new workload's window of a number another's has is refused; one
+    window shared by a folder's workloads is one window."""
+    pageout = WORKLOADS["pageout"]
+    assert windows.gather([pageout, WORKLOADS["pageout-4k"]]) == [
+        windows.RUN, pageout.window]
+    with pytest.raises(ValueError, match="claim tag 1"):
+        windows.gather([pageout, _claiming(int(pageout.window), "NOOP")])
+    with pytest.raises(ValueError, match="claim tag 0"):
+        windows.gather([_claiming(0, "NOOP")])
+    with pytest.raises(ValueError, match="one name"):
+        windows.gather([_claiming(9, "PAGEOUT"), pageout])
+    with pytest.raises(ValueError, match="0-15"):
+        windows.gather([_claiming(16, "NOOP")])
     assert "CASE(15)" in (WORKLOADS_DIR / "common" / "flmark.c").read_text()
 
 

@@ -683,14 +683,14 @@ def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
 
 
 def test_make_executor_makes_each_executor_it_names(tmp_path, monkeypatch):
-    from foliolab.executors import (ExecutorKind, ExecutorOptions,
-                                    make_executor)
+    from foliolab.executors import ExecutorOptions, make_executor
+    from foliolab.executors.lava.job import LavaOptions
     from foliolab.executors.lava.local import LavaLocalExecutor
     from foliolab.executors.lava.server import LavaServerExecutor, Server
     from foliolab.executors.qemu import QemuExecutor
     monkeypatch.setenv("LAVA_TOKEN", "t0k")
-    opts = ExecutorOptions(ExecutorKind.LAVA, url="https://lab.example",
-                           artifacts_url="https://files.example/a")
+    opts = ExecutorOptions(LavaServerExecutor, LavaOptions(
+        url="https://lab.example", artifacts_url="https://files.example/a"))
     ex = make_executor(opts, tmp_path / "o")
     assert isinstance(ex, LavaServerExecutor)
     assert isinstance(ex.server, Server)
@@ -699,7 +699,7 @@ def test_make_executor_makes_each_executor_it_names(tmp_path, monkeypatch):
     assert ex.store.base_url == "https://files.example/a"
     if __import__("os").geteuid() == 0:
         assert isinstance(make_executor(replace(
-            opts, kind=ExecutorKind.LAVA_LOCAL, given=()), tmp_path / "o"),
+            opts, executor=LavaLocalExecutor, given=()), tmp_path / "o"),
             LavaLocalExecutor)
     assert isinstance(make_executor(ExecutorOptions(), tmp_path / "o"),
                       QemuExecutor)

@@ -8,7 +8,9 @@ import pytest
 
 from foliolab import errors
 from foliolab.errors import DamagedRunError
-from foliolab.executors.base import ExecutorKind
+from foliolab.executors import QemuExecutor
+from foliolab.executors.lava.local import LavaLocalExecutor
+from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
 from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
@@ -84,7 +86,7 @@ def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(
 def test_a_run_from_before_the_manifest_reads(data):
     m = RunManifest.read(data / "run-pageout-aa")
     assert m.names == ["vanilla", "patched"]
-    assert m.kernels[0].commit and m.executor.kind == "qemu"
+    assert m.kernels[0].commit and m.executor.kind.text == "qemu"
     assert m.command == [] and m.workloads == ["pageout"]
 
 
@@ -147,24 +149,24 @@ def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
 
 def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
     m = manifest(accel="lava")
-    m.executor.kind, m.executor.device_type = ExecutorKind.LAVA, "qemu"
+    m.executor.kind, m.executor.device_type = LavaServerExecutor.kind, "qemu"
     assert m.to_json()["accel"] == "lava qemu"
 
 
-def test_the_executor_kind_is_read_as_its_enum_and_written_as_its_text(
+def test_the_executor_kind_is_read_as_its_kind_and_written_as_its_text(
         tmp_path):
     """environment.json keeps the kind's text; a manifest read back has
-    the enum (an old manifest without an executor ran QEMU), and a kind
-    no executor has is a damaged run, named by its file."""
+    the registry's kind (an old manifest without an executor ran QEMU),
+    and a kind no executor has is a damaged run, named by its file."""
     m = manifest(accel="lava")
-    m.executor.kind = ExecutorKind.LAVA_LOCAL
+    m.executor.kind = LavaLocalExecutor.kind
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
     assert d["executor"]["kind"] == "lava-local"
     assert RunManifest.read(tmp_path).executor.kind is \
-        ExecutorKind.LAVA_LOCAL
+        LavaLocalExecutor.kind
     del d["executor"]
-    assert RunManifest.from_json(d).executor.kind is ExecutorKind.QEMU
+    assert RunManifest.from_json(d).executor.kind is QemuExecutor.kind
     d["executor"] = {"kind": "pigeon"}
     (tmp_path / "environment.json").write_text(json.dumps(d))
     with pytest.raises(DamagedRunError, match="environment.json: a field "

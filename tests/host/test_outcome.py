@@ -6,6 +6,9 @@ import pytest
 
 from foliolab import outcome
 from foliolab.bootrecord import BootStatus, HostLoad, read_boot
+from foliolab.executors import EXECUTORS
+from foliolab.executors.lava.local import LavaLocalExecutor
+from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
                                      JobEnd, NotRun)
 from foliolab.outcome import IssueKind
@@ -47,18 +50,18 @@ def judge(tmp_path, **kw):
           records="@@ exit 0\n"), BootStatus.PANIC),
     (dict(ended=Ended.QEMU_ERROR, records="", error="no such device"),
      BootStatus.QEMU_ERROR),
-    (dict(ended=Ended.NOT_RUN, executor=ExecutorKind.LAVA,
+    (dict(ended=Ended.NOT_RUN, executor=LavaServerExecutor.kind,
           not_run=NotRun.JOB_ENDED, why="Job: cancelled"),
      BootStatus.NOT_RUN),
     # the boot a LAVA job ended in: timed out, or cut by an error
-    (dict(ended=Ended.EXITED, records="", executor=ExecutorKind.LAVA,
+    (dict(ended=Ended.EXITED, records="", executor=LavaServerExecutor.kind,
           job_end=JobEnd.TIMEOUT, why="Test: monitor timed out"),
      BootStatus.TIMEOUT),
-    (dict(ended=Ended.EXITED, records="", executor=ExecutorKind.LAVA,
+    (dict(ended=Ended.EXITED, records="", executor=LavaServerExecutor.kind,
           job_end=JobEnd.ERROR, why="Infrastructure: gone"),
      BootStatus.NO_EXIT),
     (dict(ended=Ended.EXITED, records="@@ exit 0\n",
-          executor=ExecutorKind.LAVA, job_end=JobEnd.TIMEOUT,
+          executor=LavaServerExecutor.kind, job_end=JobEnd.TIMEOUT,
           why="Test: later"), BootStatus.OK),
 ])
 def test_judge_decides_the_status_from_the_capture(tmp_path, capture,
@@ -97,7 +100,7 @@ def test_records_framed_on_the_console_are_taken_from_it(tmp_path):
 
 
 def test_boot_json_says_how_and_where_the_boot_ended(tmp_path):
-    judge(tmp_path, ended=Ended.NOT_RUN, executor=ExecutorKind.LAVA_LOCAL,
+    judge(tmp_path, ended=Ended.NOT_RUN, executor=LavaLocalExecutor.kind,
           log="/x/pageout-0.log", not_run=NotRun.LOG_LOST, why="gone")
     d = json.loads((tmp_path / "b" / "boot.json").read_text())
     assert d["status"] == "not-run" and d["ended"] == "not-run"
@@ -120,6 +123,10 @@ def test_the_host_of_a_boot_goes_into_boot_json_and_back(tmp_path, host):
     assert read_boot(tmp_path / "b").host == HostLoad.from_json(host)
 
 
-def test_a_kind_that_is_not_qemu_is_not_lava():
-    assert {k for k in ExecutorKind if k.is_lava} == {
-        ExecutorKind.LAVA, ExecutorKind.LAVA_LOCAL, ExecutorKind.LAVA_EXPORT}
+def test_each_executor_kind_names_who_tells_its_boots_issues():
+    """A LAVA executor's boots speak as "lava"; any other kind as itself
+    (a kind added later is not taken for LAVA because it is not QEMU)."""
+    assert {k.text: k.teller for k in EXECUTORS} == {
+        "qemu": "qemu", "lava": "lava", "lava-local": "lava",
+        "lava-export": "lava"}
+    assert ExecutorKind("stub").teller == "stub"

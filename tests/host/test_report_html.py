@@ -317,7 +317,7 @@ def test_rows_and_cells_coloured_by_verdict(tmp_path):
 
 def _analysis(out):
     from foliolab.analyse import analyse
-    from foliolab.runboots import run_samples
+    from foliolab.derive import run_samples
     return analyse(out, RunManifest.read(out), run_samples(out))
 
 

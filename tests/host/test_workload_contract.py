@@ -1,6 +1,7 @@
 """Every registered workload's contract, on real guest output: its derive
-function, run on its captured boots (tests/host/data, run directories
-read as `foliolab report` reads them), gives the metrics it declares and
+function, run on its captured boots (its folder's fixture/, a run
+directory read as `foliolab report` reads it; and the A/A pageout run of
+tests/host/data, the reports' fixture), gives the metrics it declares and
 exactly the samples recorded in the run's expected.jsonl.
 
 expected.jsonl was written from the derive functions as they were when the
@@ -18,11 +19,11 @@ from foliolab import derive, workloads
 from foliolab.derive import Sample
 
 DATA = Path(__file__).parent / "data"
-# Real boots kept as run directories (each README or the notebook names
-# the foliolab run they came from): timed boots of every workload, the
-# A/A pageout run (timed and counting), and a counting boot of each
-# workload but khugepaged (whose counting boot is 12 MB of trace).
-CAPTURED_RUNS = ("run-workloads", "run-pageout-aa", "run-counted")
+# Real boots kept as run directories (each README names the foliolab run
+# they came from): each workload folder's fixture (a timed boot of each of
+# its workloads, and a counting boot of each but khugepaged's, whose is
+# 12 MB of trace), and the A/A pageout run (timed and counting).
+CAPTURED_RUNS = (*workloads.fixtures(), DATA / "run-pageout-aa")
 
 
 def contract(s: Sample) -> dict:
@@ -33,21 +34,23 @@ def contract(s: Sample) -> dict:
             "roots_follow_tasks": s.roots_follow_tasks}
 
 
-def derived(run: str) -> list[dict]:
-    return [contract(s) for s in derive.rederive(DATA / run) or []]
+def derived(run: Path) -> list[dict]:
+    return [contract(s) for s in derive.rederive(run) or []]
 
 
-def expected(run: str) -> list[dict]:
-    lines = (DATA / run / "expected.jsonl").read_text().splitlines()
+def expected(run: Path) -> list[dict]:
+    lines = (run / "expected.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
 
 
 @pytest.fixture(scope="module")
-def captured() -> dict[str, list[dict]]:
+def captured() -> dict[Path, list[dict]]:
     return {run: derived(run) for run in CAPTURED_RUNS}
 
 
-@pytest.mark.parametrize("run", CAPTURED_RUNS)
+@pytest.mark.parametrize("run", CAPTURED_RUNS,
+                         ids=[r.parent.name if r.name == "fixture" else r.name
+                              for r in CAPTURED_RUNS])
 def test_captured_boots_derive_the_expected_samples(run, captured):
     assert captured[run] == expected(run)
 
@@ -61,8 +64,8 @@ def test_every_workload_derives_every_metric_it_declares(name, captured):
             if s["workload"] == name]
     timed = [s for s in mine if s["count_window"] < 0]
     assert timed, (f"no captured boot of {name}: copy a raw boot directory "
-                   f"of a foliolab run to tests/host/data/run-workloads/"
-                   f"raw/{name}/, name the run in its README, and write "
+                   f"of a foliolab run to its folder's fixture/raw/{name}/, "
+                   f"name the run in fixture/README.md, and write "
                    f"expected.jsonl (see this module's docstring)")
     for s in mine:
         assert s["valid"], s["reasons"]
@@ -75,5 +78,5 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit(f"usage: python {sys.argv[0]} --write")
     for run in CAPTURED_RUNS:
-        (DATA / run / "expected.jsonl").write_text(
+        (run / "expected.jsonl").write_text(
             "".join(json.dumps(s) + "\n" for s in derived(run)))

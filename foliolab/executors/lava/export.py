@@ -21,15 +21,19 @@ from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
 from foliolab.bootrecord import BootStatus
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, JOBS_DIR,
-                                         TARGET_FLAGS, LavaJobs, Target)
+                                         LAVA_LAB, TARGET_FLAGS, TELLER,
+                                         LavaJobs, LavaOptions, Target)
+from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.lava.log import JobLog, captures
 
 
 class LavaExport(LavaJobs):
     """Writes each block's job and runs nothing."""
 
-    kind = ExecutorKind.LAVA_EXPORT
-    record_kind = ExecutorKind.LAVA     # exported jobs are run by a lab
+    kind = ExecutorKind("lava-export", LAVA_LAB, TELLER)
+    summary = "the LAVA jobs written, nothing run (jobs export)"
+    chosen_by_flag = False          # `jobs export` is its command
+    record_kind = LavaServerExecutor.kind   # exported jobs are run by a lab
     flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG)
 
     def __init__(self, out: Path, target: Target, artifacts_url: str
@@ -38,11 +42,11 @@ class LavaExport(LavaJobs):
         self.written: list[Path] = []
 
     @classmethod
-    def make(cls, opts, out: Path) -> LavaExport:
+    def make(cls, opts: LavaOptions, out: Path) -> LavaExport:
         return cls(out, opts.target, opts.artifacts_url)
 
     @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(cls, opts: LavaOptions) -> ExecutorRecord:
         rec = super().record(opts)
         rec.artifacts_url = opts.artifacts_url
         return rec
@@ -91,7 +95,7 @@ def collect(out: Path, logs: list[Path]) -> list[str]:
         ids = blocks[block]
         try:
             caps = captures(log, ids, [out / "raw" / i for i in ids],
-                            str(path), ExecutorKind.LAVA)
+                            str(path), LavaServerExecutor.kind)
         except LavaError as e:
             raise UsageError(e.message.replace(f"{path}: ", f"{path}: job "
                                                f"{block}: ", 1),

@@ -21,6 +21,7 @@ jobs are checked exactly as a LAVA 2023.01 server checks them.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import io
 import json
@@ -33,8 +34,9 @@ from pathlib import Path
 import yaml
 
 from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     BootSpec, ExecutorKind, ExecutorRecord,
-                                     Flag, NotRun, check_numa)
+                                     BootSpec, Elsewhere, ExecutorKind,
+                                     ExecutorRecord, Flag, NotRun, Settled,
+                                     check_numa)
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
@@ -92,6 +94,41 @@ ARTIFACTS_URL_FLAG = Flag("--artifacts-url", JOBS_GROUP, dict(
     help="where the lab's workers fetch the artifacts (kernels, ramdisk, "
          "job archives) from (default: their file:// URL, for a "
          "dispatcher on this machine)"))
+
+
+# Where every LAVA executor's boots run, as the manifest says it: LAVA's
+# own QEMU (its version is in each job's log) or a lab's board. A lab's
+# boots are named in the report by their device type ("lava qemu").
+LAVA_HERE = Elsewhere("lava", "LAVA's (see each job's log)")
+LAVA_LAB = Elsewhere("lava", "LAVA's (see each job's log)", by_device=True)
+TELLER = "lava"                 # who a LAVA boot's issues say told them
+
+
+@dataclass(frozen=True)
+class LavaOptions:
+    """The options of the LAVA executors, from their flags (this module's
+    and server.py's); a flag a command lacks keeps its default."""
+
+    target: Target = field(default_factory=Target)
+    url: str = ""                   # --lava-url ("": lavacli's identity)
+    identity: str = "default"       # lavacli's identity
+    poll: float = 30.0              # seconds between asking the server
+    artifacts_url: str = ""         # where a lab's workers fetch them
+    artifacts_dir: Path | None = None   # default OUT/lava/artifacts
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LavaOptions:
+        d = cls()
+        tags = getattr(args, "lava_tags", "")
+        return cls(
+            Target(getattr(args, "lava_device_type", d.target.device_type),
+                   tuple(t for t in tags.split(",") if t),
+                   getattr(args, "lava_dtb", None)),
+            url=getattr(args, "lava_url", d.url),
+            identity=getattr(args, "lava_identity", d.identity),
+            poll=getattr(args, "lava_poll", d.poll),
+            artifacts_url=getattr(args, "artifacts_url", d.artifacts_url),
+            artifacts_dir=getattr(args, "artifacts_dir", d.artifacts_dir))
 
 
 class Artifacts:
@@ -347,16 +384,20 @@ class LavaJobs:
     its log read back into captures of its boots."""
 
     kind: ExecutorKind
+    chosen_by_flag = True
     rounds_per_block = LAVA_ROUNDS_PER_BLOCK
     flags: tuple[Flag, ...] = TARGET_FLAGS
-    boots_here = False
     results_port = False            # a LAVA job's records are on the
                                     # console
     # the kind its manifest names: who runs the jobs
     record_kind: ExecutorKind | None = None
 
     @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def options(cls, args: argparse.Namespace) -> LavaOptions:
+        return LavaOptions.from_args(args)
+
+    @classmethod
+    def check(cls, opts: LavaOptions, count: bool) -> None:
         """What every LAVA executor needs of its options."""
         if count:
             raise UsageError(f"--count needs foliolab's QEMU plugin in the "
@@ -366,13 +407,28 @@ class LavaJobs:
         opts.target.check()
 
     @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(cls, opts: LavaOptions) -> ExecutorRecord:
         """Its part of the run's manifest."""
         return ExecutorRecord(cls.record_kind or cls.kind,
                               device_type=opts.target.device_type,
                               tags=list(opts.target.tags),
                               lava_version=LAVA_VERSION,
                               rounds_per_block=LAVA_ROUNDS_PER_BLOCK)
+
+    @classmethod
+    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
+               ) -> Settled:
+        """Nothing chosen here: the lab's QEMU, or its board, runs the
+        boots as LAVA's device type says."""
+        where = cls.kind.elsewhere
+        return Settled(where.accel, where.emulator, spec)
+
+    @classmethod
+    def dry_run_note(cls, opts: LavaOptions) -> str:
+        return (f"# executor {cls.kind}: each workload's two rounds are one "
+                f"LAVA job (device type {opts.target.device_type}); the QEMU "
+                "lines below are what the qemu executor would run for the "
+                "same boots")
 
     def __init__(self, out: Path, target: Target,
                  artifacts_dir: Path | None = None,

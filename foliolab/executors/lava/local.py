@@ -32,7 +32,8 @@ from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import (LAVA_VERSION, lava_common_dir,
                                           unpack_debs)
-from foliolab.executors.lava.job import JOBS_DIR, LOGS_DIR, LavaJobs, Target
+from foliolab.executors.lava.job import (JOBS_DIR, LAVA_HERE, LOGS_DIR, TELLER,
+                                         LavaJobs, LavaOptions, Target)
 from foliolab.executors.lava.log import JobLog
 from foliolab.paths import cache_root
 
@@ -191,13 +192,14 @@ class LavaLocalExecutor(LavaJobs):
     """Each block a LAVA job, run by lava-run on this machine (KVM when
     the run's boots ask for it)."""
 
-    kind = ExecutorKind.LAVA_LOCAL
+    kind = ExecutorKind("lava-local", LAVA_HERE, TELLER)
+    summary = "LAVA's dispatcher here"
 
     def __init__(self, out: Path) -> None:
         super().__init__(out, Target())
 
     @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def check(cls, opts: LavaOptions, count: bool) -> None:
         super().check(opts, count)
         if not opts.target.is_qemu:
             raise UsageError(f"--executor lava-local runs LAVA's qemu device "
@@ -211,7 +213,7 @@ class LavaLocalExecutor(LavaJobs):
                                   "the jobs for a LAVA worker")
 
     @classmethod
-    def make(cls, opts, out: Path) -> LavaLocalExecutor:
+    def make(cls, opts: LavaOptions, out: Path) -> LavaLocalExecutor:
         return cls(out)
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]

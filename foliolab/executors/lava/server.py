@@ -27,8 +27,9 @@ from foliolab import __version__
 from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
                                      ExecutorRecord, Flag, NotRun)
 from foliolab.errors import LavaError, UsageError
-from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, LOGS_DIR,
-                                         TARGET_FLAGS, LavaJobs, Target)
+from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, LAVA_LAB,
+                                         LOGS_DIR, TARGET_FLAGS, TELLER,
+                                         LavaJobs, LavaOptions, Target)
 
 log = logging.getLogger("foliolab")
 
@@ -189,7 +190,8 @@ class LavaServerExecutor(LavaJobs):
     """Each block a LAVA job on a lab: all submitted at once, collected as
     they finish; cancelled if foliolab is stopped."""
 
-    kind = ExecutorKind.LAVA
+    kind = ExecutorKind("lava", LAVA_LAB, TELLER)
+    summary = "a LAVA lab"
     flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG, *SERVER_FLAGS)
 
     def __init__(self, out: Path, target: Target, server: Server,
@@ -198,7 +200,7 @@ class LavaServerExecutor(LavaJobs):
         self.server = server
 
     @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def check(cls, opts: LavaOptions, count: bool) -> None:
         super().check(opts, count)
         if not opts.poll >= 1:
             raise UsageError(f"--lava-poll {opts.poll:g}: under a second "
@@ -212,14 +214,14 @@ class LavaServerExecutor(LavaJobs):
                                   "its URL")
 
     @classmethod
-    def make(cls, opts, out: Path) -> LavaServerExecutor:
+    def make(cls, opts: LavaOptions, out: Path) -> LavaServerExecutor:
         """The executor, with the lab's credentials read here, once."""
         creds = credentials(opts.url, opts.identity)
         return cls(out, opts.target, Server(creds, opts.poll),
                    opts.artifacts_dir, opts.artifacts_url)
 
     @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(cls, opts: LavaOptions) -> ExecutorRecord:
         rec = super().record(opts)
         rec.server = opts.url or f"lavacli:{opts.identity}"
         rec.artifacts_url = opts.artifacts_url

@@ -9,8 +9,11 @@ from foliolab.workloads.checks import (
     STAGE_METRICS, UNMAP_UNIT, common_checks, copy_metrics, counter_deltas, profile_calls,
     stage_times)
 from foliolab.workloads.model import (
-    Derived, Metric, Param, Workload, count_metrics)
-from foliolab.workloads.windows import Window
+    Window, Derived, Metric, Param, Workload, count_metrics)
+
+# The counting window this folder's workloads mark: FL_WIN_PAGEOUT
+# in their C and shell (windows.py gathers every workload's window).
+WINDOW = Window(1, "PAGEOUT", "madvise(MADV_PAGEOUT)")
 
 
 def derive_pageout(s: GuestSample, params: dict[str, str]) -> Derived:
@@ -116,10 +119,10 @@ PAGEOUT = Workload(
     metrics=(*_PAGEOUT_METRICS, *count_metrics(UNMAP_UNIT,
                                                _PAGEOUT_ROOTS)),
     derive=derive_pageout, timeout=240,
-    window=Window.PAGEOUT, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
+    window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 201 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-pageout-aa: timed 6.5-8.2 s, counting
-    # 8.4-11.5 s (x1.26). Counting: x1.26, the pageout fixture's counting
+    # 1 sample a boot); tests/host/data/run-pageout-aa: timed 6.5-8.2 s,
+    # counting 8.4-11.5 s (x1.26). Counting: x1.26, the pageout fixture's counting
     # boots against its timed ones.
     tcg_boot_s=10.0, tcg_count_boot_s=12.6)
 PAGEOUT_4K = Workload(
@@ -132,9 +135,9 @@ PAGEOUT_4K = Workload(
                if not m.key.startswith("mthp_")),
              *count_metrics(UNMAP_UNIT, _PAGEOUT_ROOTS)),
     derive=derive_pageout, timeout=240,
-    window=Window.PAGEOUT, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
+    window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 325 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 16.3 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 16.3 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=16.3, tcg_count_boot_s=20.5)
 
@@ -148,9 +151,9 @@ PAGEOUT_LAZYFREE = Workload(
     metrics=(*_PAGEOUT_LAZYFREE_METRICS,
              *count_metrics(UNMAP_UNIT, _PAGEOUT_ROOTS)),
     derive=derive_pageout, timeout=240,
-    window=Window.PAGEOUT, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
+    window=WINDOW, count_roots=_PAGEOUT_ROOTS, count_unit=UNMAP_UNIT,
     # 182 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
-    # 1 sample a boot); fixture run-workloads: 9.6 s. Counting: x1.26, the
+    # 1 sample a boot); its fixture: 9.6 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.1, tcg_count_boot_s=11.5)
 
