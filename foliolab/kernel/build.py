@@ -240,8 +240,8 @@ def _build_checked_out(tree: Tree, arch: Arch, purpose: str, out: Path,
     # as many as are older than a file they depend on (stale_steps()).
     count_file = out.parent / f"{arch.name}-{purpose}.objects"
     fresh = not (out / "vmlinux").exists()
-    total = (_objects(count_file, arch.name, purpose) if fresh
-             else stale_steps(out, tree.path))
+    fresh_objects = _objects(count_file, arch.name, purpose)
+    total = fresh_objects if fresh else stale_steps(out, tree.path)
     t0 = time.monotonic()
     count = _run_make(make_argv(tree.path, out, arch, *make_vars,
                                 arch.make_target),
@@ -253,8 +253,7 @@ def _build_checked_out(tree: Tree, arch: Arch, purpose: str, out: Path,
                   config)
     # checkout to image: what the next dry run's estimate takes a build
     # for, unless make had next to nothing to do
-    if fresh or timings.is_real_build(
-            count, _objects(count_file, arch.name, purpose)):
+    if fresh or timings.is_real_build(count, fresh_objects):
         timings.record_build(arch.name, purpose, time.monotonic() - started)
     release = out / "include" / "config" / "kernel.release"
     return Kernel(tree.variant, purpose, arch.name, out,

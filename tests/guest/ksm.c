@@ -40,13 +40,13 @@ static void fill_runs(char *buf, size_t npages, size_t group, uint64_t seed)
 	}
 }
 
-/* Pages of @buf that do not hold what fill_runs() wrote. */
-static size_t check_runs(const char *buf, size_t npages, size_t group,
-			 uint64_t seed)
+/* Pages @first..@end-1 of @buf that do not hold what fill_runs() wrote. */
+static size_t check_run_pages(const char *buf, size_t first, size_t end,
+			      size_t group, uint64_t seed)
 {
 	size_t bad = 0;
 
-	for (size_t pg = 0; pg < npages; pg++) {
+	for (size_t pg = first; pg < end; pg++) {
 		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
 
 		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
@@ -56,6 +56,13 @@ static size_t check_runs(const char *buf, size_t npages, size_t group,
 			}
 	}
 	return bad;
+}
+
+/* Pages of @buf that do not hold what fill_runs() wrote. */
+static size_t check_runs(const char *buf, size_t npages, size_t group,
+			 uint64_t seed)
+{
+	return check_run_pages(buf, 0, npages, group, seed);
 }
 
 #define GROUP_SEED 0x4b534d
@@ -590,17 +597,9 @@ static int read_is_poisoned(const char *p)
 static size_t check_poisoned_pairs(const char *buf, size_t npages,
 				   size_t victim)
 {
-	size_t bad = check_runs(buf, victim, 2, PAIR_SEED);
+	size_t bad = check_run_pages(buf, 0, victim, 2, PAIR_SEED) +
+		     check_run_pages(buf, victim + 2, npages, 2, PAIR_SEED);
 
-	for (size_t pg = victim + 2; pg < npages; pg++) {
-		const uint64_t *q = (const uint64_t *)(buf + pg * PAGE_SIZE);
-
-		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
-			if (q[w] != pattern(pg / 2, w, PAIR_SEED)) {
-				bad++;
-				break;
-			}
-	}
 	bad += !read_is_poisoned(buf + victim * PAGE_SIZE);
 	bad += !read_is_poisoned(buf + (victim + 1) * PAGE_SIZE);
 	return bad;
