@@ -74,6 +74,19 @@ KSELFTESTS = {
     "mkdirty": ("mkdirty", 300),
     "madv_populate": ("madv_populate", 300),
 }
+# Kselftests that may run again when they fail, each with how many runs
+# in all. The suite judges the last run and reports the failed ones
+# beside it; every run failing is a failure as before.
+#   ksm_tests -U waits for one full KSM scan after writing to its merged
+#   pages, then reads the global pages_shared. That scan can be one that
+#   had already passed its pages before the write, so they are still
+#   counted as merged. Right after `ksm_tests -M`, as the suite runs them,
+#   it failed 16 of 100 times on vanilla 6.12's debug kernel and 19 of 100
+#   on round 6's; on round 6, a copy waiting for two scans failed 0 of 100
+#   where the same build of the unchanged test failed 12 (2026-11-26,
+#   notebook "The ksm_tests -U race"). Three runs all failing by this race
+#   is about 1 in 150.
+RERUNS = {"ksm_tests-unmerge": 3}
 # The randomized stress test: these seeds always (CI), random ones on
 # request; a failing seed reruns with --stress-seeds.
 FIXED_STRESS_SEEDS = (1, 2, 3)
@@ -296,7 +309,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     slowdown = {"kasan": KASAN_SLOWDOWN,
                 kconfig.COVERAGE: COVERAGE_SLOWDOWN}.get(purpose, 1)
-    ks = ";".join(f"{n}|{cmd}|{secs}" for n, (cmd, secs) in
+    ks = ";".join(f"{n}|{cmd}|{secs}||{RERUNS.get(n, 1)}"
+                  for n, (cmd, secs) in
                   kselftests_for(arch, slowdown).items()) if kselftests else ""
     up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
                   for n, (cmd, secs) in
@@ -345,7 +359,7 @@ def _guest_job(lru: str, first: bool, kselftests: str, count: bool,
                repeat: int) -> str:
     """The job script of one suite boot: MGLRU ``lru``; ``first``, the
     boot that also runs the 20,000-VMA KSM migration; ``kselftests``, the
-    NAME|CMD|SECONDS[|DIR] entries it runs."""
+    NAME|CMD|SECONDS[|DIR[|RUNS]] entries it runs."""
     return (f"export FL_LRU_GEN={lru}\n"
             f"export FL_COUNT={1 if count else 0}\n"
             f"export FL_COVERAGE={1 if coverage else 0}\n"
@@ -375,7 +389,8 @@ def _verdict(boots: list[SuiteBoot], tree: source.Tree, arch: Arch,
         # when recording, vanilla is its own reference: its failures show
         # as skips, never as regressions
         boots[0].checks += compare_kselftests(
-            results, results if record_baseline else baseline)
+            results, results if record_baseline else baseline,
+            boots[0].kselftest_reruns)
         boots[0].checks += [
             Check(f"kselftest.{name}", "skip",
                   f"not built for {arch.name} by the mm Makefile")
@@ -393,7 +408,9 @@ def _verdict(boots: list[SuiteBoot], tree: source.Tree, arch: Arch,
             timespec="seconds"),
         "boots": [{"lru_gen": b.lru_gen, "boot": b.boot, "console": b.console,
                    "checks": [c.__dict__ for c in b.checks],
-                   "kselftests": b.kselftests, "counts": b.counts}
+                   "kselftests": b.kselftests,
+                   "kselftest_reruns": b.kselftest_reruns,
+                   "counts": b.counts}
                   for b in boots]},
         indent=1) + "\n")
     passed = all(c.status != "fail" for b in boots for c in b.checks)

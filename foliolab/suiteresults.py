@@ -31,6 +31,9 @@ class Check:
     name: str
     status: str          # pass | fail | skip
     detail: str = ""
+    # a kselftest that ran again: how its runs went (reruns_note()), on
+    # its KTAP line whatever the status
+    reruns: str = ""
 
 
 @dataclass
@@ -39,6 +42,9 @@ class SuiteBoot:
     boot: str
     checks: list[Check] = field(default_factory=list)
     kselftests: dict[str, dict[str, str]] = field(default_factory=dict)
+    # a kselftest that ran again after failing (suite.RERUNS): the overall
+    # result of each run before the last, which ``kselftests`` holds
+    kselftest_reruns: dict[str, list[str]] = field(default_factory=dict)
     console: str = ""
     counts: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -117,25 +123,44 @@ def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
                     rep.errors + [rep.bailed_out or ""]).strip("; ")
                     or "no results"))
         elif fname.startswith("kselftest."):
-            sb.kselftests[fname[10:]] = kselftest_results(text)
+            # "kselftest.NAME@K": its K-th run, after K - 1 failed ones
+            name = fname[10:].partition("@")[0]
+            if name in sb.kselftests:
+                sb.kselftest_reruns.setdefault(name, []).append(
+                    sb.kselftests[name][""])
+            sb.kselftests[name] = kselftest_results(text)
     for group, check, ok, detail in s.oracles:
         sb.checks.append(Check(f"{group}.oracle.{check}",
                                "pass" if ok else "fail", detail))
     return sb
 
 
+def reruns_note(earlier: list[str]) -> str:
+    """How a kselftest that ran again went before its last run, e.g.
+    "run 2 of 2; run 1: fail" ("" when it ran once)."""
+    if not earlier:
+        return ""
+    return (f"run {len(earlier) + 1} of {len(earlier) + 1}; " + ", ".join(
+        f"run {i}: {status}" for i, status in enumerate(earlier, 1)))
+
+
 def compare_kselftests(results: dict[str, dict[str, str]],
-                       baseline: dict[str, dict[str, str]]) -> list[Check]:
+                       baseline: dict[str, dict[str, str]],
+                       reruns: dict[str, list[str]] | None = None
+                       ) -> list[Check]:
     """A (sub)test that passed on vanilla must pass here.
 
     A kselftest that did not pass as a whole on vanilla is reported but
     not compared: here such failures came from timing under TCG
     (migration, uffd-unit-tests), so their subtests are not stable enough
-    to call a difference a regression.
+    to call a difference a regression. ``reruns``: the earlier runs of a
+    kselftest that ran again; its last run is judged, and its line says
+    how the earlier ones went.
     """
     checks = []
     for name, subs in sorted(results.items()):
         base = baseline.get(name, {})
+        note = reruns_note((reruns or {}).get(name, []))
         if name in baseline and base.get("") != "pass":
             checks.append(Check(f"kselftest.{name}", "skip",
                                 f"{subs.get('', '?')} here; not compared: "
@@ -145,12 +170,13 @@ def compare_kselftests(results: dict[str, dict[str, str]],
             label = f"kselftest.{name}" + (f".{sub}" if sub else "")
             if base.get(sub) == "pass" and status != "pass":
                 checks.append(Check(label, "fail",
-                                    f"{status} here, pass on vanilla"))
+                                    f"{status} here, pass on vanilla",
+                                    note if sub == "" else ""))
             elif sub == "":
                 checks.append(Check(label, "pass" if status == "pass"
                                     else "skip",
                                     "" if status == "pass" else
-                                    f"{status} (also on vanilla)"))
+                                    f"{status} (also on vanilla)", note))
     for name in sorted(set(baseline) - set(results)):
         checks.append(Check(f"kselftest.{name}", "fail", "did not run"))
     return checks
@@ -187,12 +213,14 @@ def ktap_summary(boots: list[SuiteBoot]) -> str:
     lines.append(f"1..{len(checks)}")
     for i, (b, c) in enumerate(checks, 1):
         tag = f"mglru={b.lru_gen} {c.name}"
+        reruns = f" ({c.reruns})" if c.reruns else ""
         if c.status == "pass":
-            lines.append(f"ok {i} {tag}")
+            lines.append(f"ok {i} {tag}" + (f" # {c.reruns}" if c.reruns
+                                            else ""))
         elif c.status == "skip":
-            lines.append(f"ok {i} {tag} # SKIP {c.detail}")
+            lines.append(f"ok {i} {tag} # SKIP {c.detail}{reruns}")
         else:
-            lines.append(f"not ok {i} {tag} # {c.detail}")
+            lines.append(f"not ok {i} {tag} # {c.detail}{reruns}")
     fails = sum(c.status == "fail" for _, c in checks)
     lines.append(f"# Totals: pass:{sum(c.status == 'pass' for _, c in checks)}"
                  f" fail:{fails} skip:{sum(c.status == 'skip' for _, c in checks)}")

@@ -357,3 +357,90 @@ def test_kselftests_of_two_commits_never_share_a_directory(
     assert dirs[0] != dirs[1] and dirs[0] == dirs[2]
     assert dirs[0] == image.kselftest_dir(arch, "aaaa6120000000")
     assert len(built) == 2          # the third found the first one's build
+
+
+def _kselftest_runs(tmp_path, entries: str, script: str) -> list[str]:
+    """run.sh's kselftest loop in a host shell, /foliolab being
+    ``tmp_path``, with ./flaky written from ``script``: its records."""
+    import subprocess
+    run_sh = (Path(suite.__file__).parent / "guest/suite/run.sh").read_text()
+    start = run_sh.index("# FL_KSELFTESTS: ")
+    loop = run_sh[start:run_sh.index("\ndone\n", start) + 6]
+    (tmp_path / "kselftest").mkdir()
+    flaky = tmp_path / "kselftest" / "flaky"
+    flaky.write_text("#!/bin/sh\n" + script)
+    flaky.chmod(0o755)
+    out = subprocess.run(
+        ["sh", "-c", loop.replace("/foliolab/", f"{tmp_path}/")],
+        env={"FL_KSELFTESTS": entries, "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    return ["@@ boot 1.0", *out.splitlines(), "@@ exit 0"]
+
+
+# fails its first two runs (a count kept beside it), passes after
+FAILS_TWICE = ('n=$(cat ../count 2>/dev/null || echo 0)\n'
+               'echo $((n + 1)) > ../count\n'
+               'echo "1..1"\n'
+               '[ "$n" -ge 2 ] && { echo "ok 1 unmerging"; exit 0; }\n'
+               'echo "not ok 1 unmerging"; exit 1\n')
+
+
+def test_a_kselftest_that_fails_runs_again_and_says_so(tmp_path):
+    """suite.RERUNS: a failed run of such a kselftest runs again, up to its
+    count; the last run is judged, and the KTAP line names the failed runs
+    before it."""
+    records = _kselftest_runs(tmp_path, "unmerge|flaky|10||3;once|flaky|10",
+                              FAILS_TWICE)
+    sb = suiteresults.judge_boot("y", fake_result(records))
+    # the second entry, run once, is the script's fourth run: it passes
+    assert sb.kselftests["once"] == {"1:unmerging": "pass", "": "pass"}
+    assert sb.kselftest_reruns == {"unmerge": ["fail", "fail"]}
+    assert sb.kselftests["unmerge"] == {"1:unmerging": "pass", "": "pass"}
+    base = {"unmerge": {"": "pass", "1:unmerging": "pass"}}
+    checks = suiteresults.compare_kselftests(
+        {"unmerge": sb.kselftests["unmerge"]}, base, sb.kselftest_reruns)
+    assert [(c.name, c.status, c.reruns) for c in checks] == [
+        ("kselftest.unmerge", "pass", "run 3 of 3; run 1: fail, run 2: fail")]
+    sb.checks = checks
+    assert "ok 1 mglru=y kselftest.unmerge # run 3 of 3; run 1: fail, " \
+           "run 2: fail" in suiteresults.ktap_summary([sb])
+
+
+def test_a_kselftest_failing_every_run_fails(tmp_path):
+    """Three failed runs of a kselftest allowed three are a failure, which
+    says how many runs it had; a kselftest without a count runs once."""
+    records = _kselftest_runs(
+        tmp_path, "unmerge|flaky|10||3;once|flaky|10",
+        'echo "1..1"; echo "not ok 1 unmerging"; exit 1\n')
+    sb = suiteresults.judge_boot("y", fake_result(records))
+    assert sb.kselftest_reruns == {"unmerge": ["fail", "fail"]}
+    assert sum(r.startswith("@@ file kselftest.once") for r in records) == 1
+    base = {n: {"": "pass", "1:unmerging": "pass"}
+            for n in ("unmerge", "once")}
+    checks = {c.name: c for c in suiteresults.compare_kselftests(
+        sb.kselftests, base, sb.kselftest_reruns)}
+    assert checks["kselftest.unmerge"].status == "fail"
+    assert checks["kselftest.unmerge"].reruns == ("run 3 of 3; run 1: fail, "
+                                                  "run 2: fail")
+    assert checks["kselftest.unmerge.1:unmerging"].status == "fail"
+    assert checks["kselftest.once"].status == "fail"
+    assert checks["kselftest.once"].reruns == ""
+    sb.checks = [checks["kselftest.unmerge"]]
+    assert suiteresults.ktap_summary([sb]).splitlines()[2] == (
+        "not ok 1 mglru=y kselftest.unmerge # fail here, pass on vanilla "
+        "(run 3 of 3; run 1: fail, run 2: fail)")
+
+
+def test_a_skipping_kselftest_is_not_run_again(tmp_path):
+    records = _kselftest_runs(tmp_path, "unmerge|flaky|10||3",
+                              'echo skipped; exit 4\n')
+    sb = suiteresults.judge_boot("y", fake_result(records))
+    assert sb.kselftests == {"unmerge": {"": "skip"}}
+    assert sb.kselftest_reruns == {}
+
+
+def test_only_ksm_tests_unmerge_runs_again():
+    """The one kselftest allowed more runs has the race measured in
+    suite.py's comment; a name there must be a kselftest the suite runs."""
+    assert suite.RERUNS == {"ksm_tests-unmerge": 3}
+    assert set(suite.RERUNS) <= set(suite.KSELFTESTS)

@@ -92,22 +92,32 @@ if [ -n "$FL_KSELFTESTS" ]; then
 	echo 64 > /proc/sys/vm/nr_hugepages
 fi
 
-# FL_KSELFTESTS: "name|command|timeout[|directory];..." from the host; the
-# command runs in /foliolab/DIRECTORY (kselftest unless given): some tests
-# exec themselves as ./NAME.
-echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir; do
+# FL_KSELFTESTS: "name|command|timeout[|directory[|runs]];..." from the
+# host; the command runs in /foliolab/DIRECTORY (kselftest unless given):
+# some tests exec themselves as ./NAME. A failed test runs again, up to
+# RUNS times in all (1 unless given); run K > 1 is kselftest.NAME@K.
+echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir runs; do
 	[ -n "$name" ] || continue
-	echo "@@ file kselftest.$name"
-	start=$(date +%s)
-	(cd "/foliolab/${dir:-kselftest}" && timeout "$secs" sh -c "./$cmd" 2>&1)
-	rc=$?
-	# how long each took, for the notebook and the time limits
-	echo "@@ seconds $name $(($(date +%s) - start))"
-	# busybox's timeout exits with the killed child's status (128 +
-	# SIGTERM), where GNU's gives 124, which the host reads as "timeout"
-	[ $rc = 143 ] && rc=124
-	echo "@@ exitcode $name $rc"
-	echo "@@ end"
+	run=1
+	while :; do
+		file=$name
+		[ "$run" -gt 1 ] && file="$name@$run"
+		echo "@@ file kselftest.$file"
+		start=$(date +%s)
+		(cd "/foliolab/${dir:-kselftest}" && timeout "$secs" sh -c "./$cmd" 2>&1)
+		rc=$?
+		# how long each took, for the notebook and the time limits
+		echo "@@ seconds $file $(($(date +%s) - start))"
+		# busybox's timeout exits with the killed child's status (128 +
+		# SIGTERM), where GNU's gives 124, which the host reads as "timeout"
+		[ $rc = 143 ] && rc=124
+		echo "@@ exitcode $file $rc"
+		echo "@@ end"
+		# a pass or a skip (KSFT_SKIP) is final, and so is the last run
+		case $rc in 0 | 4) break ;; esac
+		[ "$run" -ge "${runs:-1}" ] && break
+		run=$((run + 1))
+	done
 done
 
 # foliolab test --coverage: the counts of everything above, one record
