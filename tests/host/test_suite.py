@@ -361,7 +361,10 @@ def test_kselftests_of_two_commits_never_share_a_directory(
 
 def _kselftest_runs(tmp_path, entries: str, script: str) -> list[str]:
     """run.sh's kselftest loop in a host shell, /foliolab being
-    ``tmp_path``, with ./flaky written from ``script``: its records."""
+    ``tmp_path``, with ./flaky written from ``script``: its records. The
+    shell is busybox's, as in the guest, where the host has it (setup
+    installs busybox-static for the guest image)."""
+    import shutil
     import subprocess
     run_sh = (Path(suite.__file__).parent / "guest/suite/run.sh").read_text()
     start = run_sh.index("# FL_KSELFTESTS: ")
@@ -370,8 +373,9 @@ def _kselftest_runs(tmp_path, entries: str, script: str) -> list[str]:
     flaky = tmp_path / "kselftest" / "flaky"
     flaky.write_text("#!/bin/sh\n" + script)
     flaky.chmod(0o755)
+    shell = ["busybox", "sh"] if shutil.which("busybox") else ["sh"]
     out = subprocess.run(
-        ["sh", "-c", loop.replace("/foliolab/", f"{tmp_path}/")],
+        [*shell, "-c", loop.replace("/foliolab/", f"{tmp_path}/")],
         env={"FL_KSELFTESTS": entries, "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     return ["@@ boot 1.0", *out.splitlines(), "@@ exit 0"]
