@@ -446,5 +446,5 @@ def test_a_skipping_kselftest_is_not_run_again(tmp_path):
 def test_only_ksm_tests_unmerge_runs_again():
     """The one kselftest allowed more runs has the race measured in
     suite.py's comment; a name there must be a kselftest the suite runs."""
-    assert suite.RERUNS == {"ksm_tests-unmerge": 3}
+    assert suite.RERUNS == {"ksm_tests-unmerge": 5}
     assert set(suite.RERUNS) <= set(suite.KSELFTESTS)
