@@ -198,6 +198,14 @@ def kselftests_for(arch: Arch, slowdown: float = 1
             for n, (cmd, secs) in KSELFTESTS.items() if n not in skip}
 
 
+def kselftest_entries(arch: Arch, slowdown: float = 1) -> str:
+    """The kselftests of ``arch`` as run.sh's FL_KSELFTESTS entries,
+    NAME|CMD|SECONDS||RUNS: RUNS from RERUNS, 1 for the others."""
+    return ";".join(f"{n}|{cmd}|{secs}||{RERUNS.get(n, 1)}"
+                    for n, (cmd, secs) in
+                    kselftests_for(arch, slowdown).items())
+
+
 def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
                      ) -> Path:
     """Build the mm selftests of ``tree`` against the kernel's headers,
@@ -311,9 +319,7 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     slowdown = {"kasan": KASAN_SLOWDOWN,
                 kconfig.COVERAGE: COVERAGE_SLOWDOWN}.get(purpose, 1)
-    ks = ";".join(f"{n}|{cmd}|{secs}||{RERUNS.get(n, 1)}"
-                  for n, (cmd, secs) in
-                  kselftests_for(arch, slowdown).items()) if kselftests else ""
+    ks = kselftest_entries(arch, slowdown) if kselftests else ""
     up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
                   for n, (cmd, secs) in
                   upstream.guest_commands(arch.tcg_slowdown * slowdown)

@@ -164,7 +164,7 @@ def compare_kselftests(results: dict[str, dict[str, str]],
         if name in baseline and base.get("") != "pass":
             checks.append(Check(f"kselftest.{name}", "skip",
                                 f"{subs.get('', '?')} here; not compared: "
-                                f"{base.get('')} on vanilla"))
+                                f"{base.get('')} on vanilla", note))
             continue
         for sub, status in sorted(subs.items()):
             label = f"kselftest.{name}" + (f".{sub}" if sub else "")

@@ -443,8 +443,53 @@ def test_a_skipping_kselftest_is_not_run_again(tmp_path):
     assert sb.kselftest_reruns == {}
 
 
+def test_a_pass_or_a_timeout_ends_the_runs(tmp_path):
+    """With runs to spare, a pass is the last run, and so is a timeout (a
+    hang is not the race a rerun is for)."""
+    records = _kselftest_runs(tmp_path, "unmerge|flaky|10||5", FAILS_TWICE)
+    files = [r for r in records if r.startswith("@@ file ")]
+    assert files == ["@@ file kselftest.unmerge", "@@ file kselftest.unmerge@2",
+                     "@@ file kselftest.unmerge@3"]
+    (tmp_path / "hang").mkdir()
+    records = _kselftest_runs(tmp_path / "hang", "unmerge|flaky|1||5",
+                              "exec sleep 5\n")
+    sb = suiteresults.judge_boot("y", fake_result(records))
+    assert sb.kselftests == {"unmerge": {"": "timeout"}}
+    assert sb.kselftest_reruns == {}
+
+
 def test_only_ksm_tests_unmerge_runs_again():
     """The one kselftest allowed more runs has the race measured in
-    suite.py's comment; a name there must be a kselftest the suite runs."""
+    suite.py's comment; a name there must be a kselftest the suite runs,
+    and the guest's entries carry the count."""
     assert suite.RERUNS == {"ksm_tests-unmerge": 5}
     assert set(suite.RERUNS) <= set(suite.KSELFTESTS)
+    entries = suite.kselftest_entries(ARCHES["x86_64"]).split(";")
+    assert len(entries) == len(suite.KSELFTESTS)
+    runs = {e.split("|")[0]: e.split("|")[4] for e in entries}
+    assert runs.pop("ksm_tests-unmerge") == "5"
+    assert set(runs.values()) == {"1"}
+
+
+def test_the_verdict_keeps_the_runs_before_the_last(tmp_path):
+    """suite.json and suite.ktap say that ksm_tests -U passed on its second
+    run, and a not-compared kselftest's skip line says it too."""
+    import json
+    from types import SimpleNamespace
+    sb = suiteresults.SuiteBoot(
+        "y", "ok",
+        kselftests={"ksm_tests-unmerge": {"1:KSM unmerging": "pass",
+                                          "": "pass"},
+                    "migration": {"": "fail"}},
+        kselftest_reruns={"ksm_tests-unmerge": ["fail"],
+                          "migration": ["fail"]})
+    tree = SimpleNamespace(variant="patched", commit="c0ffee")
+    suite._verdict([sb], tree, ARCHES["x86_64"], tmp_path, True, False, None)
+    boot = json.loads((tmp_path / "suite.json").read_text())["boots"][0]
+    assert boot["kselftest_reruns"] == {"ksm_tests-unmerge": ["fail"],
+                                        "migration": ["fail"]}
+    ktap = (tmp_path / "suite.ktap").read_text()
+    assert "kselftest.ksm_tests-unmerge # run 2 of 2; run 1: fail\n" in ktap
+    # migration fails on vanilla too (tests/kselftest-vanilla.json)
+    assert ("kselftest.migration # SKIP fail here; not compared: fail on "
+            "vanilla (run 2 of 2; run 1: fail)\n") in ktap

@@ -95,7 +95,8 @@ fi
 # FL_KSELFTESTS: "name|command|timeout[|directory[|runs]];..." from the
 # host; the command runs in /foliolab/DIRECTORY (kselftest unless given):
 # some tests exec themselves as ./NAME. A failed test runs again, up to
-# RUNS times in all (1 unless given); run K > 1 is kselftest.NAME@K.
+# RUNS times in all (1 unless given), a timed-out one not; run K > 1 is
+# kselftest.NAME@K.
 echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir runs; do
 	[ -n "$name" ] || continue
 	run=1
@@ -113,8 +114,9 @@ echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir ru
 		[ $rc = 143 ] && rc=124
 		echo "@@ exitcode $file $rc"
 		echo "@@ end"
-		# a pass or a skip (KSFT_SKIP) is final, and so is the last run
-		case $rc in 0 | 4) break ;; esac
+		# a pass, a skip (KSFT_SKIP) or a timeout is final (the race a
+		# rerun is for fails fast), and so is the last run
+		case $rc in 0 | 4 | 124) break ;; esac
 		[ "$run" -ge "${runs:-1}" ] && break
 		run=$((run + 1))
 	done
