@@ -82,12 +82,12 @@ KSELFTESTS = {
 #   had already passed its pages before the write, so they are still
 #   counted as merged. Right after `ksm_tests -M`, as the suite runs them,
 #   in 2-vCPU debug boots beside a KASAN build it failed 16 of 100 times
-#   on vanilla 6.12 and 19 of 100 on round 6; on round 6, a copy waiting for two scans failed 0
-#   of 100 where the same build of the unchanged test failed 12. In the
-#   suite's 4-vCPU shape on a quiet host: 0 of 100 after -M, 1 of 100
-#   alone; with another guest beside it, a suite boot saw two failed runs
-#   in a row (2026-11-26, notebook "The ksm_tests -U race"). The runs fail
-#   together when the host is loaded, hence five.
+#   on vanilla 6.12 and 19 of 100 on round 6; on round 6, a copy waiting
+#   for two scans failed 0 of 100 where the same build of the unchanged
+#   test failed 12. In the suite's 4-vCPU shape on a quiet host: 0 of 100
+#   after -M, 1 of 100 alone; with another guest beside it, a suite boot
+#   saw two failed runs in a row (2026-11-26, notebook "The ksm_tests -U
+#   race"). The runs fail together when the host is loaded, hence five.
 RERUNS = {"ksm_tests-unmerge": 5}
 # The randomized stress test: these seeds always (CI), random ones on
 # request; a failing seed reruns with --stress-seeds.
