@@ -15,12 +15,12 @@ from foliolab.arch import get_arch
 from foliolab.bisectrecord import BisectRequest, Measurement, StepStatus
 from foliolab.derive import samples_from_boot
 from foliolab.errors import UsageError
+from foliolab.executors import here
 from foliolab.executors.base import BootRequest, BootSpec
-from foliolab.executors.qemu import QemuExecutor
 from foliolab.kernel import image, source, store
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.measure import boot_spec
+from foliolab.measure import boot_once, boot_spec
 
 
 # ---- the range --------------------------------------------------------------
@@ -151,7 +151,7 @@ class QemuLab:
         spec = boot_spec(self.base, w, kernel.image, 1)
         spec = replace(spec, timeout=spec.timeout * counting.TIMEOUT_FACTOR,
                        counter=counter.with_roots(w.count_roots))
-        res = QemuExecutor().boot(BootRequest(
+        res = boot_once(here(), BootRequest(
             f"{w.name}/{rundir.name}", spec, w.job(params, 1, "", True),
             rundir), self.image)
         if not res.clean:

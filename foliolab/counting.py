@@ -35,8 +35,6 @@ PLUGIN_SRC = Path(__file__).resolve().parent / "plugin"
 # What the plugin is written against; QEMU 9+ refuses version-1 plugins.
 PLUGIN_API = 1
 
-# The plugin follows at most this many roots (MAX_ROOTS in counter.c).
-MAX_ROOTS = 8
 # A counting boot's time limit is this many times the timed boot's: the
 # plugin's callbacks slow TCG down (1.4x measured for pageout, more for
 # kernel-heavy work).

@@ -20,6 +20,9 @@ TLB_FLUSH_CLASSES = {
               "tlbi_other"),
 }
 IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
+# The plugin follows at most this many roots (MAX_ROOTS in counter.c): a
+# limit of the counts it writes, which a workload's roots are held to.
+MAX_ROOTS = 8
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,39 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from foliolab import csource, ifdefs
-from foliolab.coveragereasons import REASON_CLASSES, Stale
 from foliolab.gcovdata import FileCoverage, GcovData
 from foliolab.serieslines import PatchInfo, SeriesGroup, SeriesLines, group_of
+
+
+# class -> what it means (the reports' legend)
+REASON_CLASSES = {
+    "mglru-off": "runs only with MGLRU off; this run's boots had it on",
+    "fault-injection": "an error path: only a failed allocation or "
+                       "operation reaches it (named: the knob, and whether "
+                       "the debug config has it)",
+    "race": "needs another task to change the folio or its page table in "
+            "a window the suite cannot hold open",
+    "environment": "needs a kind of memory, file system or device the "
+                   "guest does not have",
+    "config": "needs a kernel config or architecture the coverage kernel "
+              "is not",
+    "unreachable": "no caller or state reaches it in this tree (a "
+                   "defensive check, a branch no caller takes)",
+    "needs-test": "a guest test can reach it; the suite has none yet (or "
+                  "one written and not yet run, named)",
+}
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A selector that gives no never-ran line its reason."""
+
+    where: str                  # the selector's FILE:LINE
+    selector: str
+    why: str
+
+    def line(self) -> str:
+        return f"{self.where}: {self.selector}: {self.why}"
 
 
 class LineState(str, enum.Enum):

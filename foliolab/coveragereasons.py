@@ -38,27 +38,10 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from foliolab.coverage import REASON_CLASSES, LineState, Stale
 from foliolab.errors import UsageError
 
 FILE_NAME = "coverage-reasons"
-
-# class -> what it means (the reports' legend)
-REASON_CLASSES = {
-    "mglru-off": "runs only with MGLRU off; this run's boots had it on",
-    "fault-injection": "an error path: only a failed allocation or "
-                       "operation reaches it (named: the knob, and whether "
-                       "the debug config has it)",
-    "race": "needs another task to change the folio or its page table in "
-            "a window the suite cannot hold open",
-    "environment": "needs a kind of memory, file system or device the "
-                   "guest does not have",
-    "config": "needs a kernel config or architecture the coverage kernel "
-              "is not",
-    "unreachable": "no caller or state reaches it in this tree (a "
-                   "defensive check, a branch no caller takes)",
-    "needs-test": "a guest test can reach it; the suite has none yet (or "
-                  "one written and not yet run, named)",
-}
 
 _SELECTOR = re.compile(r"^(\S+)\s+(\S+?)(?:#(\d+))?\s+\|\s?(.*)$")
 _REASON = re.compile(r"^\s+([a-z-]+):\s*(.*)$")
@@ -198,18 +181,6 @@ def read(directory: Path | None, shown: str | None = None
     return Reasons(Path(name), parse(text, name))
 
 
-@dataclass(frozen=True)
-class Stale:
-    """A selector that gives no never-ran line its reason."""
-
-    where: str                  # the selector's FILE:LINE
-    selector: str
-    why: str
-
-    def line(self) -> str:
-        return f"{self.where}: {self.selector}: {self.why}"
-
-
 _STATE_WORDS = {"ran": "ran", "not-executable": "is not executable",
                 "not-built": "is not built", "not-profiled":
                 "is not profiled", "no-data": "has no data"}
@@ -221,7 +192,6 @@ def apply(results: list, reasons: Reasons | None) -> tuple[list, list[Stale]]:
     selectors that named no never-ran line."""
     if reasons is None:
         return list(results), []
-    from foliolab.coverage import LineState
     # by file and text; the function is compared where the report names
     # one (a line it names none for matches the selector's function)
     index: dict[tuple[str, str], list[int]] = {}
@@ -266,67 +236,3 @@ def apply(results: list, reasons: Reasons | None) -> tuple[list, list[Stale]]:
                 out[i] = replace(results[i], reason_class=entry.klass,
                                  reason=entry.reason)
     return out, stale
-
-
-def report_from_json(doc: dict):
-    """A CoverageReport again from the coverage.json a run wrote, its
-    reasons taken off (to give it the series' reasons as they are now)."""
-    from foliolab.coverage import (BuildFacts, CoverageReport, LineResult,
-                                   LineState)
-    from foliolab.serieslines import PatchInfo, SeriesGroup
-    patches, results, superseded = [], [], {}
-    for p in doc["patches"]:
-        patches.append(PatchInfo(p["number"], p["name"], p["subject"]))
-        if p.get("superseded"):
-            superseded[p["number"]] = p["superseded"]
-        results += [LineResult(p["number"], r["path"], r["line"], r["text"],
-                               LineState(r["state"]), r["count"],
-                               r["function"], r["why"])
-                    for r in p["lines"]]
-    results.sort(key=lambda r: (r.path, r.line))    # as classify() gives
-    groups = [SeriesGroup(g["label"], g["patches"][0], g["patches"][-1])
-              for g in doc.get("groups", [])]
-    facts = BuildFacts(doc["arch"], "", {}, frozenset(),
-                       tuple(doc["profiled_dirs"]))
-    return CoverageReport(patches, results, facts, groups, superseded,
-                          doc["boots"], doc["problems"])
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m foliolab.coveragereasons RUN SERIES_DIR [--out DIR]``:
-    a run's coverage report written again with the series' reasons as
-    they are now (the counts are the run's, read from its coverage.json)."""
-    import argparse
-    import json
-
-    from foliolab import coveragerun
-    ap = argparse.ArgumentParser(
-        prog="python -m foliolab.coveragereasons",
-        description="write a coverage run's report again with the series' "
-                    "current coverage-reasons")
-    ap.add_argument("run", type=Path, help="the run directory "
-                    "(with coverage.json)")
-    ap.add_argument("series", type=Path, help="the series directory "
-                    "(patches/6.12)")
-    ap.add_argument("--out", type=Path, help="where to write coverage.txt, "
-                    ".json, .html (default: the run directory)")
-    args = ap.parse_args(argv)
-    try:
-        doc = json.loads((args.run / "coverage.json").read_text())
-        reasons = read(args.series, coveragerun.shown_path(
-            args.series / FILE_NAME))
-    except (OSError, ValueError, UsageError) as e:
-        print(f"error: {e}")
-        return 2
-    rep = report_from_json(doc)
-    rep.results, rep.stale = apply(rep.results, reasons)
-    rep.reasons_file = str(reasons.path) if reasons else ""
-    out = args.out or args.run
-    out.mkdir(parents=True, exist_ok=True)
-    coveragerun.write(rep, out)
-    print(coveragerun.summary_line(rep))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -39,12 +39,12 @@ from foliolab import coveragereasons, gcovdata, gcovrecord, parse
 from foliolab.kernel import kconfig, source
 from foliolab.kernel import specs as kernels
 from foliolab.arch import Arch
-from foliolab.coverage import (BuildFacts, CoverageReport, Tally, classify,
-                               other_arch)
+from foliolab.coverage import (BuildFacts, CoverageReport, LineResult,
+                               LineState, Tally, classify, other_arch)
 from foliolab.errors import BuildError, FoliolabError, UsageError
 from foliolab.render import coverage_html
-from foliolab.serieslines import (SeriesGroup, SeriesLines, cover_letter,
-                                  map_series, series_map)
+from foliolab.serieslines import (PatchInfo, SeriesGroup, SeriesLines,
+                                  cover_letter, map_series, series_map)
 
 PURPOSE = "coverage"
 # Where a run keeps what its data is read against, and writes the report.
@@ -285,6 +285,47 @@ def summary_line(rep: CoverageReport) -> str:
         more += f"; {len(rep.problems)} problem(s), see the report"
     return (f"# coverage: {t.ran} of {t.executable} executable added lines "
             f"ran ({pct}), {t.added} added{more}")
+
+
+def report_from_json(doc: dict):
+    """A CoverageReport again from the coverage.json a run wrote, its
+    reasons taken off (to give it the series' reasons as they are now)."""
+    patches, results, superseded = [], [], {}
+    for p in doc["patches"]:
+        patches.append(PatchInfo(p["number"], p["name"], p["subject"]))
+        if p.get("superseded"):
+            superseded[p["number"]] = p["superseded"]
+        results += [LineResult(p["number"], r["path"], r["line"], r["text"],
+                               LineState(r["state"]), r["count"],
+                               r["function"], r["why"])
+                    for r in p["lines"]]
+    results.sort(key=lambda r: (r.path, r.line))    # as classify() gives
+    groups = [SeriesGroup(g["label"], g["patches"][0], g["patches"][-1])
+              for g in doc.get("groups", [])]
+    facts = BuildFacts(doc["arch"], "", {}, frozenset(),
+                       tuple(doc["profiled_dirs"]))
+    return CoverageReport(patches, results, facts, groups, superseded,
+                          doc["boots"], doc["problems"])
+
+
+def reason_again(run: Path, series: Path, out: Path) -> CoverageReport:
+    """A run's coverage report written again into ``out`` with the
+    series' reasons as they are now (the counts are the run's, read from
+    its coverage.json): ``foliolab coverage-reasons``."""
+    try:
+        doc = json.loads((run / "coverage.json").read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{run}: no coverage report to read ({e})",
+                         hint="give the output directory of a `foliolab "
+                              "test --coverage` run") from None
+    shown = shown_path(series / coveragereasons.FILE_NAME)
+    reasons = coveragereasons.read(series, shown)
+    rep = report_from_json(doc)
+    rep.results, rep.stale = coveragereasons.apply(rep.results, reasons)
+    rep.reasons_file = str(reasons.path) if reasons else ""
+    out.mkdir(parents=True, exist_ok=True)
+    write(rep, out)
+    return rep
 
 
 def finish_safely(out: Path, boot_dirs: list[Path], plan: Plan, arch: Arch

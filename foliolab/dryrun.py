@@ -12,9 +12,8 @@ from foliolab.kernel import build
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store
 from foliolab.errors import FoliolabError
-from foliolab.executors import ExecutorOptions, dry_run_note
+from foliolab.executors import HERE, ExecutorOptions, dry_run_note
 from foliolab.executors.base import BootSpec
-from foliolab.executors.qemu import qemu_argv
 from foliolab.measure import boot_spec, planned_time
 from foliolab.stages import BootPlan, KernelsWanted, MachineShape
 
@@ -105,6 +104,6 @@ def _plan_time(kernels: KernelsWanted, plan: BootPlan,
 
 
 def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:
-    return qemu_argv(spec, rundir / "initrd.cpio", rundir / "console.log",
-                     rundir / "results.txt")
+    """A boot's command line as QEMU here would run it."""
+    return HERE.boot_argv(spec, rundir)
 

@@ -351,3 +351,13 @@ def _record(req: RunRequest, b: PlannedBoot, res: BootResult,
 def _failure(b: PlannedBoot, res: BootResult) -> str:
     return (f"{b.workload.name} {b.kernel} {b.what.value} boot {b.pair}: "
             f"{res.describe()}; console log: {res.console}")
+
+
+def boot_once(executor: Executor, request: BootRequest, image: Path
+              ) -> BootResult:
+    """One boot, run and judged (its boot.json written): for the commands
+    that boot one kernel at a time (run, test, check, bisect, the KVM
+    probe), with the executor here (executors.here())."""
+    block = BlockRequest(request.boot_id, "", (request,))
+    (_, (captured,)), = executor.run(image, [block])
+    return outcome.judge(captured)

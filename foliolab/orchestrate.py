@@ -26,19 +26,17 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 from pathlib import Path
 
-from foliolab import counting, report, rootcheck, runboots
+from foliolab import counting, outcome, report, rootcheck, runboots
+from foliolab.accel import settle
 from foliolab.arch import Arch
 from foliolab.dryrun import dry_run, start_block
 from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
                              StoppedError, UsageError, stop_signals)
-from foliolab.executors import make_executor
-from foliolab.executors.base import BootSpec, Executor
-from foliolab.executors.lava.debs import LAVA_VERSION
-from foliolab.executors.lava.export import collect as read_logs
-from foliolab.executors.lava.job import JOBS_DIR
-from foliolab.executors.qemu import check_cpu_model
+from foliolab.executors import EXPORTER, HERE, make_executor
+from foliolab.executors.base import BootSpec, Executor, Exporter
 from foliolab.kernel import build, image, source
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store as kernel_store
@@ -59,8 +57,8 @@ def check(run: RunStages) -> Executor:
     """Every check of the run that needs no build, stage by stage; the
     executor, checked and made."""
     machine, plan, wanted = run.machine, run.plan, run.kernels
-    check_cpu_model(BootSpec(machine.arch, Path(), accel=machine.accel,
-                             cpu=machine.cpu))
+    HERE.check_machine(BootSpec(machine.arch, Path(), accel=machine.accel,
+                                cpu=machine.cpu))
     if plan.count:
         counting.check_accel(machine.accel)
     counting.check_root_option(plan.roots, plan.count)
@@ -122,8 +120,8 @@ def prepare(run: RunStages, m: RunManifest) -> Machine:
     m.image = img.digest
     # TCG until the executor settles the accelerator (a lab's QEMU
     # chooses its own)
-    settled = run.executor.executor.settle(
-        shape.accel, shape.boot_spec(kernels[run.kernels.baseline.name].image,
+    settled = settle(
+        run.executor.executor, shape.accel, shape.boot_spec(kernels[run.kernels.baseline.name].image,
                                      "tcg"), img.path, plan.count)
     m.accel, m.qemu, spec = settled.accel, settled.emulator, settled.spec
     if spec.accel == "kvm":
@@ -209,25 +207,18 @@ def compare(req: Request, prepare: Prepare = prepare,
         with stop_signals():
             machine = prepare(run, m)
             m.write(plan.out)
-            result = _measure(plan, machine, executor,
-                              executor is made and made.kind.boots_here)
+            result = _measure(plan, machine, executor, record_times=(
+                executor is made and made.kind.boots_here))
         m.failures = result.failures
-    except Stop as s:
-        m.stopped = s.signame
-        m.errors.append(f"stopped by {s.signame}")
+    except (Stop, FoliolabError, KeyboardInterrupt) as e:
+        _record_end(m, e)
         _report_what_finished(plan.out, m)
-        raise StoppedError(
-            f"stopped by {s.signame}; the report of the boots that "
-            f"finished is in {plan.out}",
-            hint=f"finish the run with `{_resume_line(run)}`"
-        ) from None
-    except FoliolabError as e:
-        m.errors.append(e.one_line())
-        _report_what_finished(plan.out, m)
-        raise
-    except KeyboardInterrupt:
-        m.errors.append("interrupted")
-        _report_what_finished(plan.out, m)
+        if isinstance(e, Stop):
+            raise StoppedError(
+                f"stopped by {e.signame}; the report of the boots that "
+                f"finished is in {plan.out}",
+                hint=f"finish the run with `{_resume_line(run)}`"
+            ) from None
         raise
     text = _finish(plan.out, m, samples=result.samples)
     if result.failures:
@@ -236,6 +227,18 @@ def compare(req: Request, prepare: Prepare = prepare,
                              f"so far are in {plan.out}",
                              log_path=plan.out / "report.txt")
     return text
+
+
+def _record_end(m: RunManifest, e: BaseException) -> None:
+    """Why a run ended early (stopped by a signal, an error, an
+    interrupt), in its manifest."""
+    if isinstance(e, Stop):
+        m.stopped = e.signame
+        m.errors.append(f"stopped by {e.signame}")
+    elif isinstance(e, FoliolabError):
+        m.errors.append(e.one_line())
+    else:
+        m.errors.append("interrupted")
 
 
 def _resume_line(run: RunStages) -> str:
@@ -274,27 +277,28 @@ def export(req: Request, prepare: Prepare = prepare) -> str:
     run; returns what was written, for the user."""
     run = req.stages()             # its executor: the jobs' exporter
     out = run.plan.out
-    exporter = check(run)
+    made = check(run)
+    exporter = cast(Exporter, made)
     if (out / "raw").exists():
         raise UsageError(f"{out} already holds a run",
                          hint="give a new --out directory")
     m = _open(run)
     machine = prepare(run, m)
-    m.executor.artifacts_url = exporter.base_url
-    result = _measure(run.plan, machine, exporter)
+    exporter.record_into(m.executor)
+    result = _measure(run.plan, machine, made)
     m.write(out)
-    return (f"{len(exporter.written)} LAVA jobs ({result.boots} boots) in "
-            f"{out / JOBS_DIR}, valid for LAVA {LAVA_VERSION}\n"
-            f"artifacts: {exporter.store.directory} (the jobs fetch them "
-            f"from {exporter.base_url})\n"
-            f"then: foliolab jobs collect {out} LOG...\n")
+    return exporter.summary_of(result.boots)
 
 
 def collect(out: Path, logs: list[Path]) -> str:
     """`jobs collect`: LAVA logs read into the run directory ``out``; the
     manifest's failed boots as the boots now on disk say; the report."""
     m = RunManifest.read(out)
-    notes = read_logs(out, logs)
+    notes = []
+    for captures, note in EXPORTER.collect(out, logs):
+        for c in captures:
+            outcome.judge(c)
+        notes += [note] if note else []
     m.failures = runboots.failed_boots(out)
     m.write(out)
     text = report.write_report(out)

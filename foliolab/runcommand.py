@@ -11,14 +11,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import counting
+from foliolab.accel import choose_accel
 from foliolab.kernel import build, image, trees
 from foliolab.arch import get_arch
 from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
+from foliolab.countwindows import MAX_ROOTS
+from foliolab.executors import HERE, here
 from foliolab.executors.base import BootRequest, BootSpec
-from foliolab.executors.qemu import (QemuExecutor, check_cpu_model,
-                                     choose_accel)
 from foliolab.kernel.kconfig import debug_cmdline
+from foliolab.measure import boot_once
 from foliolab.workloads.windows import RUN
 
 
@@ -46,12 +48,12 @@ class CommandRequest:
 
 
 def _check_command(req: CommandRequest) -> None:
-    check_cpu_model(BootSpec(get_arch(req.arch), Path(), accel=req.accel,
-                             cpu=req.cpu))
+    HERE.check_machine(BootSpec(get_arch(req.arch), Path(),
+                                accel=req.accel, cpu=req.cpu))
     counting.check_root_option(req.roots, req.count)
-    if len(req.roots) > counting.MAX_ROOTS:
+    if len(req.roots) > MAX_ROOTS:
         raise UsageError(f"--root given {len(req.roots)} times; the counter "
-                         f"follows at most {counting.MAX_ROOTS} roots",
+                         f"follows at most {MAX_ROOTS} roots",
                          hint="drop some --root options")
     if req.count:
         counting.check_accel(req.accel)
@@ -96,8 +98,8 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         job = (f"flmark begin {RUN:d}\n{job}fl_rc=$?\n"
                f"flmark end {RUN:d}\nexit $fl_rc\n")
     try:
-        res = QemuExecutor().boot(BootRequest("run", spec, job, rundir,
-                                              tuple(req.add)), img.path)
+        res = boot_once(here(), BootRequest("run", spec, job, rundir,
+                                            tuple(req.add)), img.path)
     finally:
         # the copy served this boot only; the run directory keeps its logs
         shutil.rmtree(kept, ignore_errors=True)

@@ -20,9 +20,10 @@ from foliolab import proc
 from foliolab.kernel import build, image, specs as kernels, trees
 from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
+from foliolab.executors import here
 from foliolab.executors.base import BootRequest, BootSpec
-from foliolab.executors.qemu import QemuExecutor
 from foliolab.kernel.kconfig import debug_cmdline
+from foliolab.measure import boot_once
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,8 @@ def _boot(kernel: build.Kernel, img: Path, config: str, accel: str,
     spec = BootSpec(get_arch(kernel.arch), kernel.image, accel=accel,
                     vcpus=2, memory_mb=1024, timeout=180,
                     cmdline=debug_cmdline(config))
-    res = QemuExecutor().boot(BootRequest(rundir.name, spec, "true\n",
-                                          rundir), img)
+    res = boot_once(here(), BootRequest(rundir.name, spec, "true\n",
+                                        rundir), img)
     if res.clean and res.exit_code == 0:
         return Step(True, f"ok in {res.elapsed:.1f} s")
     return Step(False, f"failed: {res.describe()}; log: {res.console}")

@@ -29,8 +29,9 @@ from foliolab.kernel import build, image, kconfig, source
 from foliolab import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, UsageError
+from foliolab.executors import here
 from foliolab.executors.base import BootRequest, BootSpec
-from foliolab.executors.qemu import QemuExecutor
+from foliolab.measure import boot_once
 from foliolab.paths import PROJECT_ROOT
 from foliolab.suiteresults import (Check, SuiteBoot, compare_kselftests,
                                    compare_upstream, count_lines, judge_boot,
@@ -348,8 +349,8 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
                         ("brd.rd_nr=1", "brd.rd_size=1048576") + append)
         log.info("correctness suite: %s %s kernel, MGLRU %s", tree.variant,
                  purpose, "on" if lru == "y" else "off")
-        res = QemuExecutor().boot(BootRequest(f"mglru-{lru}", spec, job,
-                                              out / f"mglru-{lru}"), img.path)
+        res = boot_once(here(), BootRequest(f"mglru-{lru}", spec, job,
+                                            out / f"mglru-{lru}"), img.path)
         boots.append(judge_boot(lru, res))
         if count:
             boots[-1].counts = test_counts(res, arch.name)

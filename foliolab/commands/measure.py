@@ -12,7 +12,6 @@ from foliolab import executors, orchestrate, stats, workloads
 from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
-from foliolab.executors.lava.export import LavaExport
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.stages import Request
@@ -44,7 +43,7 @@ def _jobs_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--kernel", action="append", default=[],
                    metavar="NAME=SPEC", help="as for compare")
     options.measure(s)
-    executors.add_flags(s, only=LavaExport)
+    executors.add_flags(s, only=executors.EXPORTER)
     s = jobs.add_parser("collect", help="read LAVA logs of exported jobs "
                                         "into their run directory, report")
     s.add_argument("dir", type=Path, metavar="OUT",

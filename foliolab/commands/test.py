@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from pathlib import Path
 
 from foliolab import counting, coveragerun, suite, upstream_selftests
 from foliolab.kernel import kconfig, specs, trees
@@ -115,7 +116,28 @@ def _upstream_plan(args):
     return upstream_selftests.plan(selection, get_arch(args.arch))
 
 
+def _reasons_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("run", type=Path, help="the run directory "
+                   "(with coverage.json)")
+    s.add_argument("series", type=Path, help="the series directory "
+                   "(patches/6.12)")
+    s.add_argument("--out", type=Path, help="where to write coverage.txt, "
+                   ".json, .html (default: the run directory)")
+
+
+def cmd_coverage_reasons(args) -> int:
+    """A finished coverage run's report written again with the series'
+    reasons as they are now (its counts read from its coverage.json)."""
+    rep = coveragerun.reason_again(args.run, args.series,
+                                   args.out or args.run)
+    print(coveragerun.summary_line(rep))
+    return 0
+
+
 COMMANDS = (
     Command("test", "correctness suite on the debug kernel",
             _test_options, cmd_test),
+    Command("coverage-reasons", "a coverage run's report again, with the "
+            "series' coverage-reasons as they are now",
+            _reasons_options, cmd_coverage_reasons),
 )

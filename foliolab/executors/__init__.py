@@ -1,9 +1,9 @@
 """Who runs the boots: QEMU here, LAVA's dispatcher here, or a LAVA lab.
 
-The measuring half (measure.py) plans the boots, writes each one's
+The measuring half (boot/measure.py) plans the boots, writes each one's
 job.json and hands an executor blocks of boot requests; the executor
 gives back, for every boot, what it captured (base.BootCapture), and
-outcome.judge makes each the boot's result. Samples, statistics and
+boot/outcome.py's judge makes each the boot's result. Samples, statistics and
 reports are the same whoever ran the boots.
 
 - ``qemu`` (qemu.py): one boot at a time, here.
@@ -22,7 +22,12 @@ its module: its
 ``flags`` and the ``options`` it reads from them; their ``check`` (before
 anything is built); ``make``; ``record``, its part of the run's manifest;
 and ``dry_run_note``, how a dry run describes its boots. Adding an
-executor is one module with such a class and its line in EXECUTORS.
+executor is one module with such a class and its line in REGISTERED.
+
+This module is the only one outside executors/ that names an executor:
+the rest of foliolab asks the registry for what it needs, by role (HERE,
+the executor that boots on this machine one boot at a time; EXPORTER,
+`jobs export`'s), never by module.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import (QEMU_HERE, Executor, ExecutorClass,
-                                     ExecutorKind, ExecutorRecord, Flag)
+from foliolab.executors.base import (QEMU_HERE, BootsHereClass, Executor,
+                                     ExecutorClass, ExecutorKind,
+                                     ExecutorRecord, ExporterClass, Flag)
 from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
@@ -52,6 +58,18 @@ EXECUTORS = {cls.kind: cls for cls in REGISTERED}
 DEFAULT = REGISTERED[0]
 # a manifest without an executor ran the default, QEMU here
 assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
+# The executor of the commands that boot one kernel at a time on this
+# machine (run, test, check, bisect, the KVM probe), whose machine
+# options every run checks and whose command lines a dry run says.
+HERE: type[BootsHereClass] = QemuExecutor
+# `jobs export`'s executor: the jobs written, nothing run; `jobs collect`
+# reads their logs back.
+EXPORTER: type[ExporterClass] = LavaExport
+
+
+def here() -> Executor:
+    """The executor here, made (it takes no options)."""
+    return HERE()
 
 
 def kind_named(text: str) -> ExecutorKind:

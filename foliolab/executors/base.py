@@ -283,6 +283,52 @@ class ExecutorClass(Protocol):
         ...
 
 
+class BootsHereClass(ExecutorClass, Protocol):
+    """The executor class that boots QEMU on this machine, one boot at a
+    time when asked (the registry's HERE): what the commands that boot one
+    kernel at a time (run, test, check, bisect) and a dry run ask of it
+    besides an ExecutorClass's."""
+
+    def __call__(self) -> Executor:
+        ...
+
+    @classmethod
+    def check_machine(cls, spec: BootSpec) -> None:
+        """The machine's options (``--cpu``) checked, before anything is
+        built."""
+        ...
+
+    @classmethod
+    def boot_argv(cls, spec: BootSpec, rundir: Path) -> list[str]:
+        """The command line a boot in ``rundir`` runs (a dry run's
+        line)."""
+        ...
+
+
+class ExporterClass(ExecutorClass, Protocol):
+    """The executor class that writes a run's jobs and runs nothing (`jobs
+    export`), and reads the logs of those jobs back (`jobs collect`)."""
+
+    @classmethod
+    def collect(cls, out: Path, logs: list[Path]
+                ) -> Iterator[tuple[list[BootCapture], str]]:
+        """Each log read into the captures of its job's boots in ``out``,
+        with a note on the boots the job never ran ("" if none)."""
+        ...
+
+
+class Exporter(Protocol):
+    """An exporter, made: what it wrote, for the user."""
+
+    def summary_of(self, boots: int) -> str:
+        ...
+
+    def record_into(self, rec: ExecutorRecord) -> None:
+        """Where the jobs fetch their artifacts, in the manifest's
+        record."""
+        ...
+
+
 class Executor(Protocol):
     kind: ExecutorKind
     # rounds per block: 0 hands the executor one boot at a time (and lets

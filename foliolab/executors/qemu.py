@@ -4,36 +4,30 @@ The kernel console goes to ``console.log``; the job's output and records go
 to a separate virtio serial port (``results.txt``), so a kernel message can
 never be parsed as a result. ``panic=-1`` plus ``-no-reboot`` make a panic
 end QEMU at once, and a host-side timeout ends a hang. What QEMU
-left is judged by outcome.judge, as every executor's boots are.
+left is judged by boot/outcome.py, as every executor's boots are.
 
 Every command that boots here (compare, attribute, run, test, check,
-bisect) boots through QemuExecutor: ``run`` for the measuring half's
-blocks, ``boot`` for one judged boot.
+bisect, the KVM probe) boots through QemuExecutor's ``run``: the
+measuring half's blocks, or one boot (boot/measure.py's ``boot_once``).
+The registry names it as the executor here (executors.HERE), so no
+other module does.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import shlex
 import shutil
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from foliolab import bootrecord, counting, outcome, proc
+from foliolab import bootrecord, counting, proc
 from foliolab.kernel import image as image_mod
-from foliolab.bootrecord import BootResult
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (QEMU_HERE, BlockRequest, BootCapture,
-                                     BootRequest, BootSpec, Ended,
-                                     ExecutorRecord, Flag, NoOptions,
-                                     Settled, check_numa)
-from foliolab.paths import cache_root
-
-log = logging.getLogger("foliolab")
-
+                                     BootSpec, Ended, ExecutorRecord, Flag,
+                                     NoOptions, Settled, check_numa)
 
 def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
               results: Path) -> list[str]:
@@ -153,47 +147,6 @@ def capture(spec: BootSpec, base_image: Path, job: str, rundir: Path,
                        bootrecord.host_during(host), error=error)
 
 
-def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
-    """True if a KVM boot of ``spec`` finishes within ``limit`` seconds.
-
-    Nested KVM can exist and still be unusably slow (minutes to decompress
-    the kernel), so /dev/kvm alone decides nothing. The answer is cached
-    per kernel image for a day.
-    """
-    if not spec.arch.kvm or not Path("/dev/kvm").exists():
-        return False
-    stamp = cache_root() / "kvm-probe"
-    key = f"{spec.kernel.stat().st_mtime_ns}"
-    if stamp.exists() and time.time() - stamp.stat().st_mtime < 86400:
-        have_key, _, answer = stamp.read_text().partition(" ")
-        if have_key == key:
-            return answer.strip() == "yes"
-    probe = replace(spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1,
-                    memory_mb=512)
-    res = QemuExecutor().boot(BootRequest("kvm-probe", probe, "true\n",
-                                          cache_root() / "kvm-probe.d"),
-                              base_image)
-    ok = res.clean and res.exit_code == 0
-    stamp.write_text(f"{key} {'yes' if ok else 'no'}\n")
-    log.info("KVM probe: %s in %.1f s -> using %s", res.describe(),
-             res.elapsed, "kvm" if ok else "tcg")
-    return ok
-
-
-def choose_accel(want: str, spec: BootSpec, image_path: Path,
-                 count: bool = False) -> str:
-    """The accelerator a run boots with: ``auto`` is KVM only where a
-    short probe boot is fast."""
-    spec.arch.check_accel(want)
-    if want in ("tcg", "kvm"):
-        return want
-    if spec.cpu or count:
-        return "tcg"            # a CPU model, or counting, is a TCG choice
-    if not spec.arch.kvm:
-        return "tcg"
-    return "kvm" if probe_kvm(spec, image_path) else "tcg"
-
-
 class QemuExecutor:
     # QEMU here is also what a manifest without an executor ran (base.py)
     kind = QEMU_HERE
@@ -227,22 +180,27 @@ class QemuExecutor:
     @classmethod
     def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
                ) -> Settled:
-        """The accelerator chosen here (``want``: auto, tcg or kvm) and
-        the QEMU that will run the boots."""
-        accel = choose_accel(want, spec, image, count)
-        return Settled(accel, qemu_version(spec.arch.qemu_binary),
-                       replace(spec, accel=accel))
+        """The accelerator (``want``: tcg or kvm, ``auto`` already
+        chosen by the KVM probe, boot/accel.py) and the QEMU that will run
+        the boots."""
+        spec.arch.check_accel(want)
+        return Settled(want, qemu_version(spec.arch.qemu_binary),
+                       replace(spec, accel=want))
+
+    @classmethod
+    def check_machine(cls, spec: BootSpec) -> None:
+        """The machine's options (``--cpu``) checked, before anything is
+        built."""
+        check_cpu_model(spec)
+
+    @classmethod
+    def boot_argv(cls, spec: BootSpec, rundir: Path) -> list[str]:
+        """The command line a boot in ``rundir`` runs (a dry run's line)."""
+        return qemu_argv(spec, rundir / "initrd.cpio",
+                         rundir / "console.log", rundir / "results.txt")
 
     def run(self, image: Path, blocks: Iterable[BlockRequest]
             ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
         for block in blocks:
             yield block, [capture(b.spec, image, b.job, b.rundir,
                                   list(b.extra)) for b in block.boots]
-
-    def boot(self, request: BootRequest, image: Path) -> BootResult:
-        """One boot, run and judged (its boot.json written): for the
-        commands that boot one kernel at a time (run, test, check,
-        bisect, the KVM probe)."""
-        block = BlockRequest(request.boot_id, "", (request,))
-        (_, (captured,)), = self.run(image, [block])
-        return outcome.judge(captured)

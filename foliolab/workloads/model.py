@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from foliolab.counting import MAX_ROOTS
-from foliolab.countwindows import CountUnit
+from foliolab.countwindows import MAX_ROOTS, CountUnit
 from foliolab.errors import UsageError
 from foliolab.parse import GuestSample
 

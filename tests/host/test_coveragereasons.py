@@ -13,7 +13,7 @@ from pathlib import Path
 import covtree
 import pytest
 
-from foliolab import coverage, coveragereasons, coveragerun
+from foliolab import cli, coverage, coveragereasons, coveragerun
 from foliolab.coverage import LineState
 from foliolab.coveragereasons import ReasonsError
 from foliolab.kernel import source
@@ -152,8 +152,8 @@ def test_rerendering_a_run_from_its_json(tree, tmp_path):
     series.mkdir()
     (series / "coverage-reasons").write_text(REASONS)
     out = tmp_path / "again"
-    assert coveragereasons.main([str(run), str(series), "--out",
-                                 str(out)]) == 0
+    assert cli.main(["coverage-reasons", str(run), str(series), "--out",
+                     str(out)]) == 0
     doc = json.loads((out / "coverage.json").read_text())
     assert doc["totals"]["never-ran-reason-given"] == 3
     assert doc["totals"]["ran"] == 7 and len(doc["stale_reasons"]) == 2
@@ -210,4 +210,4 @@ def test_the_repositorys_reasons_files_are_well_formed(d):
     assert reasons is not None and reasons.entries
     for e in reasons.entries:
         assert e.reason.endswith(".") and e.klass in \
-            coveragereasons.REASON_CLASSES
+            coverage.REASON_CLASSES

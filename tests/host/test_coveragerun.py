@@ -264,7 +264,7 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     monkeypatch.setattr(suite.build, "build_kernel", fake_build)
     monkeypatch.setattr(suite.image, "build_image",
                         lambda arch_, kselftests=None: type("Img", (), {"path": tmp_path})())
-    monkeypatch.setattr(suite.QemuExecutor, "boot", lambda self, r, image:
+    monkeypatch.setattr(suite, "boot_once", lambda executor, r, image:
                         fake_boot(r.spec, image, r.job, r.rundir))
     out = tmp_path / "out"
     passed, summary = suite.run_suite(t, arch, out, kselftests=False,

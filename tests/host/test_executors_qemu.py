@@ -121,9 +121,9 @@ def test_arm64_with_kvm_is_a_usage_error():
 
 
 def test_arm64_never_probes_kvm(tmp_path, tmp_cache):
-    from foliolab.executors.qemu import choose_accel
+    from foliolab.accel import choose_accel, probe_kvm
     s = qemu.BootSpec(ARM64, tmp_path / "no-kernel")
-    assert qemu.probe_kvm(s, tmp_path / "no-image") is False
+    assert probe_kvm(s, tmp_path / "no-image") is False
     assert choose_accel("auto", s, tmp_path / "no-image") == "tcg"
     with pytest.raises(UsageError):
         choose_accel("kvm", s, tmp_path / "no-image")
@@ -168,8 +168,9 @@ def run_fake(tmp_path, body, timeout=10):
     img = tmp_path / "base.cpio"
     img.write_bytes(b"")
     s = qemu.BootSpec(arch, tmp_path / "k", timeout=timeout)
-    return qemu.QemuExecutor().boot(
-        BootRequest("run", s, "true\n", tmp_path / "run"), img)
+    from foliolab.measure import boot_once
+    return boot_once(qemu.QemuExecutor(),
+                     BootRequest("run", s, "true\n", tmp_path / "run"), img)
 
 
 def test_boot_ok(tmp_path):

@@ -225,7 +225,6 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
     from types import SimpleNamespace
 
     from foliolab import seriescheck
-    from foliolab.executors.qemu import QemuExecutor
     from foliolab.arch import get_arch
     head = git(clone, "rev-parse", "HEAD")
     for text in ("int a;\nint B;\nint c;\n", "int a;\nint B;\nint C;\n"):
@@ -245,7 +244,7 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
                         lambda tree, arch, config, keep=None: (
                             built.append(tree), _kernel(tree.variant,
                                                         tree))[1])
-    monkeypatch.setattr(QemuExecutor, "boot", lambda *a: SimpleNamespace(
+    monkeypatch.setattr(seriescheck, "boot_once", lambda *a: SimpleNamespace(
         clean=True, exit_code=0, elapsed=1.0))
     spec = kernels.with_series(kernels.parse_base(f"git:{clone}@{head}"),
                                "patched", d)

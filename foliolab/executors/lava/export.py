@@ -4,8 +4,8 @@ without foliolab, and their logs read back into the run directory.
 export writes, instead of booting, one LAVA job per interleaved block and
 the artifacts the jobs fetch; the boots' directories keep their job.json
 only. collect reads the logs of those jobs, from lava-run or downloaded
-from a lab, into their boots as any executor's captures, judged by
-outcome.judge.
+from a lab, into their boots as any executor's captures, which the
+orchestrator judges (boot/outcome.py), as it judges every executor's.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from foliolab import outcome
-from foliolab.executors.base import (BlockRequest, BootCapture, ExecutorKind,
-                                     ExecutorRecord)
-from foliolab.bootrecord import BootStatus
+from foliolab.executors.base import (BlockRequest, BootCapture, Ended,
+                                     ExecutorKind, ExecutorRecord)
 from foliolab.errors import LavaError, UsageError
+from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.job import (ARTIFACTS_URL_FLAG, JOBS_DIR,
                                          LAVA_LAB, TARGET_FLAGS, TELLER,
                                          LavaJobs, LavaOptions, Target)
@@ -57,6 +56,22 @@ class LavaExport(LavaJobs):
             self.written.append(self.job(image, block)[1])
         yield from ()
 
+    def record_into(self, rec: ExecutorRecord) -> None:
+        rec.artifacts_url = self.base_url
+
+    def summary_of(self, boots: int) -> str:
+        """What was written, for the user (``boots``: the run's)."""
+        return (f"{len(self.written)} LAVA jobs ({boots} boots) in "
+                f"{self.out / JOBS_DIR}, valid for LAVA {LAVA_VERSION}\n"
+                f"artifacts: {self.store.directory} (the jobs fetch them "
+                f"from {self.base_url})\n"
+                f"then: foliolab jobs collect {self.out} LOG...\n")
+
+    @classmethod
+    def collect(cls, out: Path, logs: list[Path]
+                ) -> Iterator[tuple[list[BootCapture], str]]:
+        return collect(out, logs)
+
 
 def _planned_blocks(out: Path) -> dict[str, list[str]]:
     """Each exported job's boots, in order (from its metadata)."""
@@ -69,16 +84,17 @@ def _planned_blocks(out: Path) -> dict[str, list[str]]:
     return blocks
 
 
-def collect(out: Path, logs: list[Path]) -> list[str]:
-    """Read LAVA logs into the run directory ``out``: each boot judged
-    from its job's log. Returns notes on boots the jobs never ran."""
+def collect(out: Path, logs: list[Path]
+            ) -> Iterator[tuple[list[BootCapture], str]]:
+    """Read LAVA logs into the run directory ``out``: for each log, its
+    job's boots' captures (to be judged, in order), and a note on the
+    boots the job never ran ("" if none)."""
     if not (out / JOBS_DIR).is_dir():
         raise UsageError(f"{out} holds no exported jobs",
                          hint="give the --out directory of `foliolab jobs "
                               "export`")
     blocks = _planned_blocks(out)
     block_of = {bid: name for name, ids in blocks.items() for bid in ids}
-    notes = []
     for path in logs:
         if not path.is_file():
             raise UsageError(f"{path}: no such log file")
@@ -100,10 +116,7 @@ def collect(out: Path, logs: list[Path]) -> list[str]:
             raise UsageError(e.message.replace(f"{path}: ", f"{path}: job "
                                                f"{block}: ", 1),
                              hint=e.hint) from e
-        results = [outcome.judge(c) for c in caps]
-        missing = [i for i, r in zip(ids, results)
-                   if r.status is BootStatus.NOT_RUN]
-        if missing:
-            notes.append(f"{path.name}: job {block} ended before "
-                         f"{', '.join(missing)}")
-    return notes
+        # a capture the job never ran is judged not run (outcome.py)
+        missing = [i for i, c in zip(ids, caps) if c.ended is Ended.NOT_RUN]
+        yield caps, (f"{path.name}: job {block} ended before "
+                     f"{', '.join(missing)}" if missing else "")
