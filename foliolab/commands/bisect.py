@@ -7,7 +7,8 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import bisect, bisectrecord, workloads
+from foliolab.bisect import search as bisect, record as bisectrecord
+from foliolab import workloads
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError

@@ -8,7 +8,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from foliolab import hostsetup, seriescheck, sincespec, stablehistory
+from foliolab import hostsetup
+from foliolab.series import check as seriescheck, sincespec, stablehistory
 from foliolab.kernel import build, kconfig, source, specs as kernels, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options

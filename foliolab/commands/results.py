@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import bisectrecord, diff, report, workloads
+from foliolab.bisect import record as bisectrecord
+from foliolab.analysis import diff
+from foliolab.render import report
+from foliolab import workloads
 from foliolab.commands import Command
 from foliolab.errors import UsageError
 

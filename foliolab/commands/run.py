@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import countwindows, parse, runcommand
+from foliolab.guestdata import countwindows, parse
+from foliolab.run import command as runcommand
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError

@@ -6,7 +6,10 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import counting, coveragerun, suite, upstream_selftests
+from foliolab import counting
+from foliolab.coverage import run as coveragerun
+from foliolab.suite import run as suite
+from foliolab.kernel import upstream_selftests
 from foliolab.kernel import kconfig, specs, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options

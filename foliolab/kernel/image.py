@@ -23,7 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, upstream_selftests
+from foliolab import hostsetup, proc
+from foliolab.kernel import upstream_selftests
 from foliolab.kernel import source, symbols
 from foliolab.arch import Arch
 from foliolab.errors import ImageError

@@ -8,9 +8,9 @@ import math
 from html import escape
 from dataclasses import dataclass, field
 
-from foliolab import stats
+from foliolab.analysis import stats
 from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.reproduce import same_kernel
+from foliolab.analysis.reproduce import same_kernel
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from html import escape
 
-from foliolab import stats
-from foliolab.headline import Headline, HeadlineRow, OtherChanges
+from foliolab.analysis import stats
+from foliolab.analysis.headline import Headline, HeadlineRow, OtherChanges
 from foliolab.render import (Column, Table, change_cell, fmt, fmt_p,
                              verdict_class)
 

@@ -14,13 +14,13 @@ import base64
 from dataclasses import dataclass, field
 from html import escape
 
-from foliolab import stats
-from foliolab.analyse import Analysis
+from foliolab.analysis import stats
+from foliolab.analysis.analyse import Analysis
 from foliolab.render import (Column, Table, better_cell, change_cell,
                              ci_cell, fmt, fmt_ratio, headline, legend,
                              p_cell, profile_table, title, verdict_class)
 from foliolab.render.markdown import run_lines, verdict_change
-from foliolab.workloadstats import StatRow, WorkloadAnalysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]

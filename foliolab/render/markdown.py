@@ -4,14 +4,14 @@ too), the caveats, the profiles and the invalid samples."""
 
 from __future__ import annotations
 
-from foliolab.analyse import Analysis
-from foliolab.countanalysis import CountAnalysis
+from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
 from foliolab.render import (Column, Table, better_cell, change_cell,
                              ci_cell, executor_note, fmt, fmt_ratio,
                              fmt_small, headline, legend, p_cell,
                              profile_table, uses_base)
-from foliolab.workloadstats import WorkloadAnalysis
+from foliolab.analysis.workloadstats import WorkloadAnalysis
 
 
 def built_as(k: KernelRecord) -> str:

@@ -1,4 +1,4 @@
-"""The monitors' time series (foliolab/monitors.py) as figures: per
+"""The monitors' time series (foliolab/boot/monitors.py) as figures: per
 workload, reclaim and fault rates from /proc/vmstat and TLB-shootdown and
 function-call IPI rates from /proc/interrupts, one line per timed boot's
 sample, coloured by kernel. Monitor files that do not parse are named in
@@ -10,7 +10,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import bootrecord, monitors
+from foliolab import bootrecord
+from foliolab.boot import monitors
 from foliolab.bootrecord import BootJob, Pass
 from foliolab.errors import FoliolabError
 

@@ -21,12 +21,12 @@ import math
 
 import numpy as np
 
-from foliolab.analyse import Analysis
-from foliolab.countanalysis import CountAnalysis
-from foliolab.derive import Sample
+from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.boot.derive import Sample
 from foliolab.render import fmt
 from foliolab.workloads.model import Workload
-from foliolab.workloadstats import StatRow, WorkloadAnalysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 # The least a ratio axis shows either side of 1.0: an A/A run's scatter
 # of a few parts in a thousand must not fill a panel as if it mattered.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
-from foliolab import stats
-from foliolab.analyse import Analysis
-from foliolab.countanalysis import CountAnalysis
+from foliolab.analysis import stats
+from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import RunManifest
 from foliolab.render import (Column, Table, change_cell, ci_cell,
                              executor_note, fmt, fmt_ratio, fmt_small,
                              headline, legend, p_cell, profile_table, title)
-from foliolab.workloadstats import StatRow, StepRow
+from foliolab.analysis.workloadstats import StatRow, StepRow
 
 
 def guest(m: RunManifest) -> str:

@@ -3,9 +3,9 @@ passes, counter differences, and reclaim's profiled stages."""
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.countwindows import CountUnit
-from foliolab.parse import GuestSample
+from foliolab.guestdata import parse
+from foliolab.guestdata.countwindows import CountUnit
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.model import Derived, Metric
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from foliolab.countwindows import MAX_ROOTS, CountUnit
+from foliolab.guestdata.countwindows import MAX_ROOTS, CountUnit
 from foliolab.errors import UsageError
-from foliolab.parse import GuestSample
+from foliolab.guestdata.parse import GuestSample
 
 
 # The better direction of a metric that has none: an amount the workload

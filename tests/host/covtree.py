@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import coveragerun, gcovdata, serieslines
+from foliolab.coverage import run as coveragerun, gcovdata
+from foliolab.series import lines as serieslines
 from foliolab.kernel import source
-from foliolab.coverage import BuildFacts
+from foliolab.paths import GUEST_DIR
+from foliolab.coverage.lines import BuildFacts
 
 GIT = ["git", "-c", "user.name=foliolab", "-c",
        "user.email=foliolab@example.org", "-c", "commit.gpgsign=false"]
@@ -202,7 +204,7 @@ def tree_and_series(t):
     return tree, source.Series(t["series"], patches)
 
 
-GUEST_LIB = Path(coveragerun.__file__).parent / "guest" / "lib.sh"
+GUEST_LIB = GUEST_DIR / "lib.sh"
 # what fl_gcov_ship runs: busybox's applets only, as in the guest
 APPLETS = ("sh", "find", "mkdir", "cat", "tar", "gzip", "sha256sum", "cut",
            "wc", "base64", "head", "rm", "awk", "uname")

@@ -3,7 +3,7 @@ samples (count, validity, which metrics each has) and the report's rows."""
 
 import json
 
-from foliolab import derive
+from foliolab.boot import derive
 
 
 def results(out):

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisect, bisectlab, bisectrecord, cli, errors, workloads
-from foliolab.bisectrecord import (BisectRequest, Measurement, StepStatus,
+from foliolab.bisect import (search as bisect, lab as bisectlab,
+                             record as bisectrecord)
+from foliolab import cli, errors, workloads
+from foliolab.bisect.record import (BisectRequest, Measurement, StepStatus,
                                    Verdict, parse_threshold)
 from foliolab.kernel.build import Kernel
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisectrecord, cli
+from foliolab.bisect import record as bisectrecord
+from foliolab import cli
 from foliolab.kernel import source
 from foliolab.paths import DEFAULT_PATCHES
 

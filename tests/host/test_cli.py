@@ -228,7 +228,7 @@ def only_line(err: str) -> str:
 
 
 def no_build(monkeypatch):
-    from foliolab import orchestrate
+    from foliolab.run import orchestrate
     from foliolab.kernel import build
     monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
         "built a kernel"))
@@ -344,7 +344,7 @@ def test_an_empty_out_is_refused_not_taken_for_here(capsys, tmp_cache,
 def test_a_test_kernel_not_name_spec_is_refused_before_apt(capsys,
                                                            monkeypatch,
                                                            tmp_cache):
-    from foliolab import upstream_selftests
+    from foliolab.kernel import upstream_selftests
     monkeypatch.setattr(upstream_selftests, "plan", lambda *a: pytest.fail(
         "looked up the upstream selftests' source"))
     rc, _, err = run(capsys, "test", "--kernel", "debian:7.3")

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import countanalysis, counting, countwindows, errors
+from foliolab.analysis import countanalysis
+from foliolab import counting, errors
+from foliolab.guestdata import countwindows
 from foliolab.render import text
-from foliolab.derive import Sample
+from foliolab.boot.derive import Sample
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads import WORKLOADS, windows
@@ -445,7 +447,7 @@ def test_analyse_counts_flags_and_profiles(tmp_path):
 ])
 def test_a_counting_sample_records_whether_roots_followed_tasks(
         tmp_path, head, follows):
-    from foliolab import derive
+    from foliolab.boot import derive
     from foliolab.bootrecord import BootResult
     w = WORKLOADS["khugepaged"]
     (tmp_path / "counts.txt").write_text(

@@ -1,4 +1,4 @@
-"""Changed-line coverage (foliolab/serieslines.py, coverage.py,
+"""Changed-line coverage (foliolab/series/lines.py, coverage.py,
 ifdefs.py, gcovdata.py, the reports): a small C tree with a two-patch
 series (covtree.py), built on the host with ``gcc --coverage`` and run
 once, so that some added lines run and some do not; the mapper and the
@@ -13,8 +13,9 @@ import json
 import covtree
 import pytest
 
-from foliolab import coverage, coveragerun, ifdefs, serieslines
-from foliolab.coverage import LineState
+from foliolab.coverage import lines as coverage, run as coveragerun, ifdefs
+from foliolab.series import lines as serieslines
+from foliolab.coverage.lines import LineState
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The series' coverage-reasons file (foliolab/coveragereasons.py): a
+"""The series' coverage-reasons file (foliolab/coverage/reasons.py): a
 reason beside each never-ran line it names, the counts of never-ran lines
 with and without one, a stale entry named, a malformed file one line, and
 the repository's own files well formed. On covtree.py's small tree, whose
@@ -13,9 +13,11 @@ from pathlib import Path
 import covtree
 import pytest
 
-from foliolab import cli, coverage, coveragereasons, coveragerun
-from foliolab.coverage import LineState
-from foliolab.coveragereasons import ReasonsError
+from foliolab import cli
+from foliolab.coverage import (lines as coverage, reasons as coveragereasons,
+                               run as coveragerun)
+from foliolab.coverage.lines import LineState
+from foliolab.coverage.reasons import ReasonsError
 from foliolab.kernel import source
 
 ROOT = Path(__file__).resolve().parents[2]

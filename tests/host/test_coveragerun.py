@@ -1,4 +1,4 @@
-"""foliolab test --coverage's plumbing (foliolab/gcovrecord.py,
+"""foliolab test --coverage's plumbing (foliolab/coverage/gcovrecord.py,
 coveragerun.py, the guest's fl_gcov_ship, the coverage kernel's config
 and build, run_suite): the guest's record made by lib.sh under busybox
 from the .gcda files of covtree.py's C tree, what a damaged or missing
@@ -14,9 +14,11 @@ from pathlib import Path
 import covtree
 import pytest
 
-from foliolab import coverage, coveragerun, gcovdata, gcovrecord, parse
+from foliolab.coverage import (lines as coverage, run as coveragerun, gcovdata,
+                               gcovrecord)
+from foliolab.guestdata import parse
 from foliolab.arch import get_arch
-from foliolab.coverage import LineState
+from foliolab.coverage.lines import LineState
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,7 @@ def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
     text = (out / "coverage.txt").read_text()
     assert "problem: boot mglru-n: coverage record damaged" in text
     # and the suite's own results of the damaged boot are all there
-    from foliolab import suiteresults
+    from foliolab.suite import results as suiteresults
     from foliolab.bootrecord import BootResult
     res = BootResult("ok", 0, [], boots[1] / "console.log",
                      boots[1] / "results.txt", 1.0,
@@ -232,7 +234,7 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     variable reaches the build, the job turns coverage on, the suite's
     results are written as ever, and the coverage report follows; a boot
     whose record is missing is one line of it."""
-    from foliolab import suite
+    from foliolab.suite import run as suite
     from foliolab.kernel import build
     from foliolab.bootrecord import BootResult
     (tmp_path / "ship").mkdir()

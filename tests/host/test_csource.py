@@ -1,7 +1,7 @@
 """C tokens and kernel-style function spans, as the history check reads
 them."""
 
-from foliolab import csource
+from foliolab.series import csource
 
 FILE = """\
 #define FOLIO_TEST(name)						\\

@@ -7,7 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from foliolab import dryrun, measure, timings
+from foliolab.run import dryrun
+from foliolab.boot import measure
+from foliolab import timings
 from foliolab.kernel import build
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootSpec

@@ -11,8 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from foliolab import (cli, derive, errors, orchestrate, outcome, parse,
-                      runrecord)
+from foliolab import cli, errors
+from foliolab.boot import derive, outcome
+from foliolab.run import orchestrate, record as runrecord
+from foliolab.guestdata import parse
 from foliolab.commands import measure as measure_cmd
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
@@ -406,7 +408,7 @@ def lab(data):
 
 
 def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     from foliolab.executors.lava import server as lavaserver
     kernels = _stand_in_kernels(tmp_path)
     out = tmp_path / "run"
@@ -424,7 +426,7 @@ def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
 
 def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
         tmp_path, lab, data):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     req = _lab_run(tmp_path, lab, runs=4)
     res = run.run_workloads(req)
     # two ABBA blocks, both submitted before anything is waited for
@@ -453,7 +455,7 @@ def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
     lab.stuck = {2}
     req = _lab_run(tmp_path, lab, runs=4)
     from foliolab.executors.base import BlockRequest
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
     blocks = []
     result = run.RunResult()
@@ -562,7 +564,7 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
 
 
 def test_a_lava_block_is_two_rounds_of_one_workload():
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     w = [WORKLOADS["pageout"], WORKLOADS["ksm-rmap"]]
     boots = run.plan(w, {}, ("a", "b"), 5, 1, counted=False)
     sizes = [(g[0].workload.name, "".join(b.kernel for b in g))
@@ -598,7 +600,7 @@ def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
 
 
 def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     lab.lost = {1}
     res = run.run_workloads(_lab_run(tmp_path, lab, runs=4))
     assert len(res.samples) == 8
@@ -610,7 +612,7 @@ def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
 
 def test_a_lab_gets_the_whole_run_at_once_and_a_flaky_server_is_asked_again(
         tmp_path, lab):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     lab.flaky = 2
     res = run.run_workloads(_lab_run(tmp_path, lab, runs=2,
                                      workloads=("pageout", "ksm-rmap")))
@@ -626,7 +628,7 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
         tmp_path, lab):
     """A job that ends at one kernel's hang leaves the other kernel's later
     boots not-run: that kernel is not given up on for it."""
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     from foliolab.executors.base import BootCapture, Ended, NotRun
 
     class EndsEarly:

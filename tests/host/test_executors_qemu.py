@@ -121,7 +121,7 @@ def test_arm64_with_kvm_is_a_usage_error():
 
 
 def test_arm64_never_probes_kvm(tmp_path, tmp_cache):
-    from foliolab.accel import choose_accel, probe_kvm
+    from foliolab.boot.accel import choose_accel, probe_kvm
     s = qemu.BootSpec(ARM64, tmp_path / "no-kernel")
     assert probe_kvm(s, tmp_path / "no-image") is False
     assert choose_accel("auto", s, tmp_path / "no-image") == "tcg"
@@ -168,7 +168,7 @@ def run_fake(tmp_path, body, timeout=10):
     img = tmp_path / "base.cpio"
     img.write_bytes(b"")
     s = qemu.BootSpec(arch, tmp_path / "k", timeout=timeout)
-    from foliolab.measure import boot_once
+    from foliolab.boot.measure import boot_once
     return boot_once(qemu.QemuExecutor(),
                      BootRequest("run", s, "true\n", tmp_path / "run"), img)
 

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from foliolab import report
+from foliolab.render import report
 from foliolab.workloads import WORKLOADS
 
 # (workload, metric): the baseline's mean and the other kernel's, as in

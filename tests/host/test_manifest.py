@@ -188,7 +188,7 @@ def test_a_damaged_manifest_is_named(tmp_path, text, says):
 # ---- reproduce: the command and kernels a report names ----------------------
 
 def test_a_written_command_for_a_run_that_recorded_none(data):
-    from foliolab import reproduce
+    from foliolab.analysis import reproduce
     m = RunManifest.read(data / "run-pageout-aa")
     assert reproduce.line(m) == (
         "foliolab compare --kernel vanilla=base --kernel patched=base "
@@ -214,7 +214,7 @@ def test_a_written_command_for_a_run_that_recorded_none(data):
 def test_the_command_names_every_kernel(data, command, line):
     """A compare run's command with its kernels spelled out (--patches and
     the default mean this checkout's series); other commands as given."""
-    from foliolab import reproduce
+    from foliolab.analysis import reproduce
     m = RunManifest.read(data / "run-pageout-aa")
     m.command = command
     m.kernels[1].spec = "base+p"

@@ -4,7 +4,8 @@ demand), judged, and kept; a resumed run keeps its finished boots."""
 
 import pytest
 
-from foliolab import bootrecord, derive, measure
+from foliolab import bootrecord
+from foliolab.boot import derive, measure
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel

@@ -3,9 +3,9 @@
 
 import logging
 
-from foliolab import monitors
+from foliolab.boot import monitors
 from foliolab.bootrecord import BootJob, Pass
-from foliolab.parse import parse_records
+from foliolab.guestdata.parse import parse_records
 from foliolab.render.monitors import monitor_figures
 
 VMSTAT = """# foliolab monitor vmstat (docs/manual.md, "Monitors")

@@ -12,7 +12,9 @@ import subprocess
 
 import pytest
 
-from foliolab import cli, derive, errors, orchestrate, rootcheck, runrecord
+from foliolab import cli, errors
+from foliolab.boot import derive
+from foliolab.run import orchestrate, rootcheck, record as runrecord
 from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended

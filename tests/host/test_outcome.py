@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from foliolab import outcome
+from foliolab.boot import outcome
 from foliolab.bootrecord import BootStatus, HostLoad, read_boot
 from foliolab.executors import EXECUTORS
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
                                      JobEnd, NotRun)
-from foliolab.outcome import IssueKind
+from foliolab.boot.outcome import IssueKind
 
 
 @pytest.mark.parametrize("line,kind", [

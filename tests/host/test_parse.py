@@ -1,6 +1,6 @@
 import pytest
 
-from foliolab import parse
+from foliolab.guestdata import parse
 
 INTERRUPTS = """\
            CPU0       CPU1

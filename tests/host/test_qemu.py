@@ -37,7 +37,7 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
     assert (out / "report.md").exists() and (out / "plots" / "pageout.png").exists()
     assert not res["environment"]["errors"]
     # the monitors (on by default) kept their reads of each timed window
-    from foliolab import monitors
+    from foliolab.boot import monitors
     from foliolab.render.monitors import monitor_figures
     reads = []
     for variant in ("vanilla", "patched"):
@@ -286,7 +286,7 @@ def test_records_on_the_console_give_the_same_samples(tmp_path):
     """The board path under QEMU: the guest frames its records onto the
     console (no results port used), the host recovers them, and the
     samples are as valid and carry the same metrics as through the port."""
-    from foliolab import derive
+    from foliolab.boot import derive
     from foliolab.workloads import WORKLOADS
     out = tmp_path / "r"
     assert cli.main(["compare", *SMALL, "--records-on", "console",

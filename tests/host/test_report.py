@@ -5,7 +5,10 @@ import json
 
 import pytest
 
-from foliolab import cli, derive, diff, errors, render, report
+from foliolab import cli, errors, render
+from foliolab.boot import derive
+from foliolab.analysis import diff
+from foliolab.render import report
 from foliolab.workloads import WORKLOADS
 
 
@@ -299,7 +302,7 @@ def test_counts_that_repeat_exactly_are_exact(tmp_path):
 
 
 def test_runs_too_small_warns_before_anything_is_built(caplog, monkeypatch):
-    from foliolab import orchestrate
+    from foliolab.run import orchestrate
 
     def no_compare(req):
         raise AssertionError("compare started")
@@ -360,8 +363,8 @@ def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
 
 
 def test_a_metric_with_no_better_direction_is_a_change_in_the_tables():
-    from foliolab.workloadstats import summarize_workload
-    from foliolab.derive import Sample
+    from foliolab.analysis.workloadstats import summarize_workload
+    from foliolab.boot.derive import Sample
     w = WORKLOADS["file-reclaim"]
     assert w.metric("reclaimed_mb").better == "none"
     assert WORKLOADS["khugepaged"].metric("scan_succeeded").better == "none"

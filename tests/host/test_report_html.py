@@ -14,7 +14,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from foliolab import monitors, report
+from foliolab.boot import monitors
+from foliolab.render import report
 from foliolab.manifest import RunManifest
 
 
@@ -316,8 +317,8 @@ def test_rows_and_cells_coloured_by_verdict(tmp_path):
 
 
 def _analysis(out):
-    from foliolab.analyse import analyse
-    from foliolab.derive import run_samples
+    from foliolab.analysis.analyse import analyse
+    from foliolab.boot.derive import run_samples
     return analyse(out, RunManifest.read(out), run_samples(out))
 
 

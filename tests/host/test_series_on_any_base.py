@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from foliolab import cli, errors, orchestrate, runrecord
+from foliolab import cli, errors
+from foliolab.run import orchestrate, record as runrecord
 from foliolab.kernel import build, image, source, specs as kernels, \
     store, trees
 from foliolab.commands import measure as measure_cmd
@@ -224,7 +225,7 @@ def test_check_builds_each_prefix_on_its_base(clone, cache_repo, tmp_path,
     tree with patches 1..i, each built (stood in here) and booted."""
     from types import SimpleNamespace
 
-    from foliolab import seriescheck
+    from foliolab.series import check as seriescheck
     from foliolab.arch import get_arch
     head = git(clone, "rev-parse", "HEAD")
     for text in ("int a;\nint B;\nint c;\n", "int a;\nint B;\nint C;\n"):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from foliolab import seriescheck
+from foliolab.series import check as seriescheck
 
 
 def fake_tree(tmp_path, out: str, rc: int):

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import cli, errors, sincespec
+from foliolab import cli, errors
+from foliolab.series import sincespec
 from foliolab.kernel import debian, source
-from foliolab import stablehistory as sh
+from foliolab.series import stablehistory as sh
 
 MAKEFILE = "VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = {}\nEXTRAVERSION =\n"
 
@@ -185,7 +186,7 @@ def test_lookalike_code_is_not_a_restoration(tmp_path):
     ("folio_unlock(folio); folio_put(folio); }", True),
 ])
 def test_what_is_enough_to_be_a_restoration(code, enough):
-    from foliolab import csource
+    from foliolab.series import csource
     assert sh.substantial(csource.tokens(code)) is enough
 
 
@@ -303,7 +304,7 @@ def test_without_history_only_the_history_comes_first(tmp_path, capsys,
                                                       pinned, monkeypatch):
     """The findings are printed before anything is built, the usual
     checks still run, and the restoration fails the command after them."""
-    from foliolab import seriescheck
+    from foliolab.series import check as seriescheck
     from foliolab.kernel import trees
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)

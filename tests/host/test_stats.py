@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from foliolab import stats
+from foliolab.analysis import stats
 
 
 def test_summary_fields():

@@ -1,7 +1,9 @@
 from pathlib import Path
 
-from foliolab import arch, bootrecord, suite, suiteresults
+from foliolab import arch, bootrecord
+from foliolab.suite import run as suite, results as suiteresults
 from foliolab.arch import ARCHES
+from foliolab.paths import GUEST_DIR
 
 
 def test_kselftest_results_tap_and_exit_code():
@@ -291,7 +293,7 @@ def test_only_selects_harness_cases_in_the_guest(tmp_path):
     """run.sh's fl_selection turns --only into kselftest harness -t
     arguments per program: "" all cases, "-" skip the program."""
     import subprocess
-    run_sh = (Path(suite.__file__).parent / "guest/suite/run.sh").read_text()
+    run_sh = (GUEST_DIR / "suite/run.sh").read_text()
     func = run_sh[run_sh.index("fl_selection() {"):]
     func = func[:func.index("\n}\n") + 3]
 
@@ -366,7 +368,7 @@ def _kselftest_runs(tmp_path, entries: str, script: str) -> list[str]:
     installs busybox-static for the guest image)."""
     import shutil
     import subprocess
-    run_sh = (Path(suite.__file__).parent / "guest/suite/run.sh").read_text()
+    run_sh = (GUEST_DIR / "suite/run.sh").read_text()
     start = run_sh.index("# FL_KSELFTESTS: ")
     loop = run_sh[start:run_sh.index("\ndone\n", start) + 6]
     (tmp_path / "kselftest").mkdir()

@@ -3,7 +3,7 @@ series."""
 
 import pytest
 
-from foliolab import unidiff
+from foliolab.series import unidiff
 
 PATCH = """\
 From 1 Mon Sep 17 00:00:00 2001

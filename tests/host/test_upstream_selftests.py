@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import suiteresults, upstream_selftests as up
+from foliolab.suite import results as suiteresults
+from foliolab.kernel import upstream_selftests as up
 from foliolab.kernel import debian
 from foliolab.arch import ARCHES
 from foliolab.errors import SourceError, UsageError

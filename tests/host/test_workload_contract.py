@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import derive, workloads
-from foliolab.derive import Sample
+from foliolab.boot import derive
+from foliolab import workloads
+from foliolab.boot.derive import Sample
 
 DATA = Path(__file__).parent / "data"
 # Real boots kept as run directories (each README names the foliolab run

@@ -1,6 +1,7 @@
 import pytest
 
-from foliolab import parse, workloads
+from foliolab.guestdata import parse
+from foliolab import workloads
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads.model import with_roots
@@ -232,7 +233,8 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     dirty-tlb boot (/work/results-73-count): a per-page figure divided by
     pswpout alone was 80 times too large, and by a different factor on
     each kernel."""
-    from foliolab import countwindows, derive
+    from foliolab.guestdata import countwindows
+    from foliolab.boot import derive
     vmstat = ("pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"
               "swpout_zero {2}\noom_kill 0\n")
     s = parse.GuestSample(

@@ -3,8 +3,8 @@ memory reclaimed to zram (dirty-tlb.sh)."""
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.parse import GuestSample
+from foliolab.guestdata import parse
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, counter_deltas
 from foliolab.workloads.model import (
     Window, Derived, Metric, Param, Workload, count_metrics)

@@ -4,7 +4,7 @@ file-reclaim.sh)."""
 
 from __future__ import annotations
 
-from foliolab.parse import GuestSample
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import (
     STAGE_METRICS, UNMAP_UNIT, common_checks, copy_metrics, profile_calls, stage_times)
 from foliolab.workloads.model import (

@@ -3,8 +3,8 @@ offered to khugepaged (khugepaged.sh)."""
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.parse import GuestSample
+from foliolab.guestdata import parse
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
     Window, NO_DIRECTION, Derived, Metric, Param, Workload, count_metrics)
