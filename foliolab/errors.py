@@ -16,8 +16,13 @@ class FoliolabError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, hint: str | None = None,
-                 log_path: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        log_path: Path | str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -127,10 +132,11 @@ class Stop(BaseException):
 def stop_signals():
     """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
     so the boot under way is ended and what finished is reported."""
+
     def stop(signum, frame):
         raise Stop(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM,
-                                               signal.SIGINT)}
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:

@@ -20,8 +20,13 @@ from foliolab.manifest import RunManifest
 from foliolab.analysis.runboots import boot_cost_line, host_line, missing_boots
 from foliolab.workloads import WORKLOADS
 from foliolab.workloads.model import with_roots
-from foliolab.analysis.workloadstats import WorkloadAnalysis, attribution_rows, \
-    caveat_lines, invalid_lines, summarize_workload
+from foliolab.analysis.workloadstats import (
+    WorkloadAnalysis,
+    attribution_rows,
+    caveat_lines,
+    invalid_lines,
+    summarize_workload,
+)
 
 
 @dataclass
@@ -33,7 +38,7 @@ class Analysis:
     workloads: list[WorkloadAnalysis]
     counts: dict[str, CountAnalysis]
     host_line: str = ""
-    missing: list[str] = field(default_factory=list)   # unfinished boots
+    missing: list[str] = field(default_factory=list)  # unfinished boots
     headline: Headline = field(default_factory=lambda: Headline([], ""))
 
     @property
@@ -52,11 +57,24 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
             continue
         w = with_roots(w, tuple(m.extra_roots))
         rows = summarize_workload(w, samples, names)
-        workloads.append(WorkloadAnalysis(
-            w, rows, attribution_rows(w, samples, names)
-            if m.attribution else [], caveat_lines(w, samples, rows, names),
-            invalid_lines(w, samples, names), counts.get(name),
-            boot_cost_line(name, samples)))
+        workloads.append(
+            WorkloadAnalysis(
+                w,
+                rows,
+                attribution_rows(w, samples, names) if m.attribution else [],
+                caveat_lines(w, samples, rows, names),
+                invalid_lines(w, samples, names),
+                counts.get(name),
+                boot_cost_line(name, samples),
+            )
+        )
     missing = missing_boots(m, out) if (out / "raw").is_dir() else []
-    return Analysis(m, samples, workloads, counts, host_line(out), missing,
-                    headline(workloads, m))
+    return Analysis(
+        m,
+        samples,
+        workloads,
+        counts,
+        host_line(out),
+        missing,
+        headline(workloads, m),
+    )

@@ -18,9 +18,23 @@ from foliolab.errors import UsageError
 from foliolab.manifest import VARIANTS
 
 # The environment keys whose differences a reader needs to see.
-ENV_KEYS = ("arch", "accel", "cpu", "vcpus", "config", "config_sha",
-            "kernel_specs", "commits", "patches_label", "base_version",
-            "qemu", "runs", "samples_per_boot", "params", "host_line")
+ENV_KEYS = (
+    "arch",
+    "accel",
+    "cpu",
+    "vcpus",
+    "config",
+    "config_sha",
+    "kernel_specs",
+    "commits",
+    "patches_label",
+    "base_version",
+    "qemu",
+    "runs",
+    "samples_per_boot",
+    "params",
+    "host_line",
+)
 
 
 @dataclass(frozen=True)
@@ -30,14 +44,14 @@ class Ratio:
 
     workload: str
     metric: str
-    kernel: str                     # the kernel compared with the baseline
+    kernel: str  # the kernel compared with the baseline
     primary: bool
-    ratio: float | None             # None: from a mean of 0 (null in JSON)
+    ratio: float | None  # None: from a mean of 0 (null in JSON)
     ci_low: float | None
     ci_high: float | None
     significant: bool
     exact: bool
-    n: int                          # the fewer samples of the two kernels
+    n: int  # the fewer samples of the two kernels
     baseline_mean: float | None
     kernel_mean: float | None
 
@@ -45,36 +59,52 @@ class Ratio:
     def from_json(cls, row: dict) -> Ratio:
         """A summary row, of this version or an older one (before rows
         named their kernel, before the per-kernel sample counts)."""
-        n = min(row.get("n_baseline", row.get("n_vanilla", 3)),
-                row.get("n_kernel", row.get("n_patched", 3)))
-        return cls(row["workload"], row["metric"],
-                   row.get("kernel", "patched"), bool(row.get("primary")),
-                   row.get("ratio"), row.get("ci_low"), row.get("ci_high"),
-                   bool(row.get("significant")), bool(row.get("exact")), n,
-                   row.get("baseline_mean", row.get("vanilla_mean")),
-                   row.get("kernel_mean", row.get("patched_mean")))
+        n = min(
+            row.get("n_baseline", row.get("n_vanilla", 3)),
+            row.get("n_kernel", row.get("n_patched", 3)),
+        )
+        return cls(
+            row["workload"],
+            row["metric"],
+            row.get("kernel", "patched"),
+            bool(row.get("primary")),
+            row.get("ratio"),
+            row.get("ci_low"),
+            row.get("ci_high"),
+            bool(row.get("significant")),
+            bool(row.get("exact")),
+            n,
+            row.get("baseline_mean", row.get("vanilla_mean")),
+            row.get("kernel_mean", row.get("patched_mean")),
+        )
 
 
 @dataclass(frozen=True)
 class Run:
     """A finished run's results.json, as diff compares it."""
 
-    label: str                      # its directory, as given
-    environment: dict               # compared key by key (ENV_KEYS)
-    kernels: list[str]              # the baseline first
+    label: str  # its directory, as given
+    environment: dict  # compared key by key (ENV_KEYS)
+    kernels: list[str]  # the baseline first
     rows: list[Ratio]
 
     @classmethod
     def load(cls, out: Path) -> Run:
         path = out / "results.json"
         if not path.exists():
-            raise UsageError(f"{out} holds no results.json",
-                             hint="give the --out directories of finished "
-                                  "runs (foliolab report DIR writes it)")
+            raise UsageError(
+                f"{out} holds no results.json",
+                hint="give the --out directories of finished "
+                "runs (foliolab report DIR writes it)",
+            )
         r = json.loads(path.read_text())
         env = r["environment"]
-        return cls(str(out), env, list(env.get("kernels") or VARIANTS),
-                   [Ratio.from_json(row) for row in r.get("summary", [])])
+        return cls(
+            str(out),
+            env,
+            list(env.get("kernels") or VARIANTS),
+            [Ratio.from_json(row) for row in r.get("summary", [])],
+        )
 
 
 def environment_lines(runs: list[Run]) -> list[str]:
@@ -87,8 +117,7 @@ def environment_lines(runs: list[Run]) -> list[str]:
         lines.append(f"{key}:")
         for r, v in zip(runs, values):
             lines.append(f"  {r.label}: {json.dumps(v, default=str)[:150]}")
-    return lines or ["(the environments agree on " + ", ".join(ENV_KEYS) +
-                     ")"]
+    return lines or ["(the environments agree on " + ", ".join(ENV_KEYS) + ")"]
 
 
 # Differences that make two runs' ratios measure different things.
@@ -100,17 +129,18 @@ def warning_lines(runs: list[Run]) -> list[str]:
     for key in WARN_KEYS:
         values = [r.environment.get(key) for r in runs]
         if any(v != values[0] for v in values):
-            out.append(f"WARNING: the runs differ in {key} ("
-                       + " vs ".join(str(v) for v in values)
-                       + "): their ratios measure different machines")
+            out.append(
+                f"WARNING: the runs differ in {key} ("
+                + " vs ".join(str(v) for v in values)
+                + "): their ratios measure different machines"
+            )
     return out
 
 
 def role_label(runs: list[Run], role: int) -> str:
     """A role by its kernels' names: the name when every run used it,
     else ``#N a/b`` (kernel N after the baseline, by each run's name)."""
-    names = [r.kernels[role] if role < len(r.kernels) else "-"
-             for r in runs]
+    names = [r.kernels[role] if role < len(r.kernels) else "-" for r in runs]
     if all(n == names[0] for n in names):
         return names[0]
     return f"#{role} " + "/".join(names)
@@ -143,38 +173,58 @@ def ratio_lines(runs: list[Run], primary_only: bool = True) -> list[str]:
         for row in r.rows:
             if primary_only and not row.primary:
                 continue
-            role = (r.kernels.index(row.kernel) if row.kernel in r.kernels
-                    else 1)
-            rows.setdefault((row.workload, row.metric, role),
-                            {})[r.label] = row
+            role = (
+                r.kernels.index(row.kernel) if row.kernel in r.kernels else 1
+            )
+            rows.setdefault((row.workload, row.metric, role), {})[r.label] = (
+                row
+            )
     labels = [r.label for r in runs]
     table = [["workload", "metric", "kernel", *labels]]
     for (workload, metric, role), by in rows.items():
-        table.append([workload, metric, role_label(runs, role),
-                      *(_cell(by.get(lb)) for lb in labels)])
+        table.append(
+            [
+                workload,
+                metric,
+                role_label(runs, role),
+                *(_cell(by.get(lb)) for lb in labels),
+            ]
+        )
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    return [" ".join(f"{c:<{w}}" if i < 3 else f"{c:>{w}}"
-                     for i, (c, w) in enumerate(zip(t, widths))).rstrip()
-            for t in table]
+    return [
+        " ".join(
+            f"{c:<{w}}" if i < 3 else f"{c:>{w}}"
+            for i, (c, w) in enumerate(zip(t, widths))
+        ).rstrip()
+        for t in table
+    ]
 
 
 def diff(outs: list[Path], all_metrics: bool = False) -> str:
     if len(outs) < 2:
-        raise UsageError("foliolab diff needs two or more run directories",
-                         hint="foliolab diff OUT1 OUT2 [OUT3...]")
+        raise UsageError(
+            "foliolab diff needs two or more run directories",
+            hint="foliolab diff OUT1 OUT2 [OUT3...]",
+        )
     seen: dict[Path, Path] = {}
     for o in outs:
         same = seen.setdefault(o.resolve(), o)
         if same is not o:
-            raise UsageError(f"foliolab diff: {same} and {o} are the same "
-                             "run directory",
-                             hint="give two different runs' --out "
-                                  "directories")
+            raise UsageError(
+                f"foliolab diff: {same} and {o} are the same run directory",
+                hint="give two different runs' --out directories",
+            )
     runs = [Run.load(o) for o in outs]
-    lines = ["foliolab diff: ratios against each run's own baseline "
-             "(95% CI, * significant); absolute values are not compared;"
-             " kernels line up by role (the baseline, then each kernel in "
-             "order)", *warning_lines(runs),
-             "", "Environment differences:", *environment_lines(runs), "",
-             *ratio_lines(runs, primary_only=not all_metrics)]
+    lines = [
+        "foliolab diff: ratios against each run's own baseline "
+        "(95% CI, * significant); absolute values are not compared;"
+        " kernels line up by role (the baseline, then each kernel in "
+        "order)",
+        *warning_lines(runs),
+        "",
+        "Environment differences:",
+        *environment_lines(runs),
+        "",
+        *ratio_lines(runs, primary_only=not all_metrics),
+    ]
     return "\n".join(lines) + "\n"

@@ -29,16 +29,16 @@ class Change:
     metric: str
     unit: str
     primary: bool
-    pct_change: float | None     # signed, + = larger; None from 0
+    pct_change: float | None  # signed, + = larger; None from 0
     improved: bool
     ratio: float
     ci_low: float
     ci_high: float
     p_value: float
-    exact: bool                  # both repeat one value: no test needed
+    exact: bool  # both repeat one value: no test needed
     base_value: float
     value: float
-    verdict: str = ""            # better | worse | changed (no direction)
+    verdict: str = ""  # better | worse | changed (no direction)
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class HeadlineEntry:
     changes: list[Change]
     n_base: int
     n_other: int
-    ci_known: bool               # some row had enough samples for a CI
+    ci_known: bool  # some row had enough samples for a CI
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,14 @@ class HeadlineRow:
     sd: float
     n_base: int
     n: int
-    pct_change: float | None     # + = larger; None from 0
-    ratio: float | None          # None from 0
-    ci_low: float | None         # None: exact, too few samples or from 0
+    pct_change: float | None  # + = larger; None from 0
+    ratio: float | None  # None from 0
+    ci_low: float | None  # None: exact, too few samples or from 0
     ci_high: float | None
-    p_value: float | None        # None: exact (no test needed)
+    p_value: float | None  # None: exact (no test needed)
     exact: bool
     significant: bool
-    verdict: str                 # better | worse | changed | ""
+    verdict: str  # better | worse | changed | ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class OtherChanges:
     kernel: str
     better: int = 0
     worse: int = 0
-    changed: int = 0             # metrics with no better direction
+    changed: int = 0  # metrics with no better direction
 
     @property
     def total(self) -> int:
@@ -106,15 +106,15 @@ class Headline:
     significant change) is kept for results.json's readers."""
 
     entries: list[HeadlineEntry]
-    command: str                 # shell-quoted as recorded; "" if not
+    command: str  # shell-quoted as recorded; "" if not
     rows: list[HeadlineRow] = field(default_factory=list)
     others: list[OtherChanges] = field(default_factory=list)
-    no_samples: list[str] = field(default_factory=list)   # workloads
-    reproduce: str = ""          # the command with every kernel's spec
+    no_samples: list[str] = field(default_factory=list)  # workloads
+    reproduce: str = ""  # the command with every kernel's spec
     kernels: list[str] = field(default_factory=list)  # as built, if known
-    same_kernel: bool = False    # an A/A run
-    names: list[str] = field(default_factory=list)       # baseline first
-    specs: list[str] = field(default_factory=list)       # as given
+    same_kernel: bool = False  # an A/A run
+    names: list[str] = field(default_factory=list)  # baseline first
+    specs: list[str] = field(default_factory=list)  # as given
 
 
 # The headline's metrics in a default run (7 workloads): each workload's
@@ -123,24 +123,46 @@ HEADLINE_ROWS = 8
 
 
 def _change(r: StatRow) -> Change:
-    return Change(r.metric, r.unit, r.primary, r.pct_change, r.improved,
-                  r.ratio, r.ci_low, r.ci_high, r.p_value, r.exact,
-                  r.base.mean, r.other.mean, r.verdict)
+    return Change(
+        r.metric,
+        r.unit,
+        r.primary,
+        r.pct_change,
+        r.improved,
+        r.ratio,
+        r.ci_low,
+        r.ci_high,
+        r.p_value,
+        r.exact,
+        r.base.mean,
+        r.other.mean,
+        r.verdict,
+    )
 
 
-def _entries(workloads: list[WorkloadAnalysis], names: list[str]
-             ) -> list[HeadlineEntry]:
+def _entries(
+    workloads: list[WorkloadAnalysis], names: list[str]
+) -> list[HeadlineEntry]:
     entries = []
     for wa in workloads:
         for kernel in names[1:]:
             rows = [r for r in wa.rows if r.kernel == kernel]
-            sig = sorted((r for r in rows if r.significant),
-                         key=lambda r: (not r.primary, -_size(r)))
+            sig = sorted(
+                (r for r in rows if r.significant),
+                key=lambda r: (not r.primary, -_size(r)),
+            )
             n = [(r.base.n, r.other.n) for r in rows] or [(0, 0)]
-            entries.append(HeadlineEntry(
-                wa.workload.name, kernel, names[0],
-                [_change(r) for r in sig], min(a for a, _ in n),
-                min(b for _, b in n), any(r.ci_known for r in rows)))
+            entries.append(
+                HeadlineEntry(
+                    wa.workload.name,
+                    kernel,
+                    names[0],
+                    [_change(r) for r in sig],
+                    min(a for a, _ in n),
+                    min(b for _, b in n),
+                    any(r.ci_known for r in rows),
+                )
+            )
     return entries
 
 
@@ -157,54 +179,102 @@ def _finite(x: float) -> float | None:
 def headline_row(r: StatRow) -> HeadlineRow:
     ci = r.ci_known and _finite(r.ratio) is not None
     return HeadlineRow(
-        r.workload, r.metric, r.unit, r.better, r.baseline, r.kernel,
-        r.base.mean, r.base.stddev, r.other.mean, r.other.stddev, r.base.n,
-        r.other.n, r.pct_change, _finite(r.ratio),
-        _finite(r.ci_low) if ci else None, _finite(r.ci_high) if ci else None,
-        None if r.exact else _finite(r.p_value), r.exact, r.significant,
-        r.verdict)
+        r.workload,
+        r.metric,
+        r.unit,
+        r.better,
+        r.baseline,
+        r.kernel,
+        r.base.mean,
+        r.base.stddev,
+        r.other.mean,
+        r.other.stddev,
+        r.base.n,
+        r.other.n,
+        r.pct_change,
+        _finite(r.ratio),
+        _finite(r.ci_low) if ci else None,
+        _finite(r.ci_high) if ci else None,
+        None if r.exact else _finite(r.p_value),
+        r.exact,
+        r.significant,
+        r.verdict,
+    )
 
 
-def headline_metrics(workloads: list[WorkloadAnalysis],
-                     limit: int = HEADLINE_ROWS) -> list[tuple[str, str]]:
+def headline_metrics(
+    workloads: list[WorkloadAnalysis], limit: int = HEADLINE_ROWS
+) -> list[tuple[str, str]]:
     """(workload, metric) the headline shows, in the report's order: each
     workload's lead (first) primary metric, then, while fewer than
     ``limit``, its other primary metrics that changed significantly,
     the largest change first."""
-    leads = {(wa.workload.name, wa.primary[0][0].metric)
-             for wa in workloads if wa.primary}
-    extra = sorted(((wa.workload.name, g[0].metric, max(map(_size, sig)))
-                    for wa in workloads for g in wa.primary[1:]
-                    if (sig := [r for r in g if r.significant])),
-                   key=lambda t: -t[2])
-    chosen = leads | {(w, m) for w, m, _ in
-                      extra[:max(0, limit - len(leads))]}
-    return [(wa.workload.name, g[0].metric) for wa in workloads
-            for g in wa.primary if (wa.workload.name, g[0].metric) in chosen]
+    leads = {
+        (wa.workload.name, wa.primary[0][0].metric)
+        for wa in workloads
+        if wa.primary
+    }
+    extra = sorted(
+        (
+            (wa.workload.name, g[0].metric, max(map(_size, sig)))
+            for wa in workloads
+            for g in wa.primary[1:]
+            if (sig := [r for r in g if r.significant])
+        ),
+        key=lambda t: -t[2],
+    )
+    chosen = leads | {
+        (w, m) for w, m, _ in extra[: max(0, limit - len(leads))]
+    }
+    return [
+        (wa.workload.name, g[0].metric)
+        for wa in workloads
+        for g in wa.primary
+        if (wa.workload.name, g[0].metric) in chosen
+    ]
 
 
-def other_changes(workloads: list[WorkloadAnalysis], kernel: str,
-                  shown: set[tuple[str, str]]) -> OtherChanges:
+def other_changes(
+    workloads: list[WorkloadAnalysis], kernel: str, shown: set[tuple[str, str]]
+) -> OtherChanges:
     """``kernel``'s significant changes outside the headline's rows."""
-    verdicts = [r.verdict for wa in workloads for r in wa.rows
-                if r.kernel == kernel and r.significant
-                and (r.workload, r.metric) not in shown]
-    return OtherChanges(kernel, verdicts.count("better"),
-                        verdicts.count("worse"), verdicts.count("changed"))
+    verdicts = [
+        r.verdict
+        for wa in workloads
+        for r in wa.rows
+        if r.kernel == kernel
+        and r.significant
+        and (r.workload, r.metric) not in shown
+    ]
+    return OtherChanges(
+        kernel,
+        verdicts.count("better"),
+        verdicts.count("worse"),
+        verdicts.count("changed"),
+    )
 
 
-def headline(workloads: list[WorkloadAnalysis], m: RunManifest
-             ) -> Headline:
+def headline(workloads: list[WorkloadAnalysis], m: RunManifest) -> Headline:
     shown = headline_metrics(workloads)
-    rows = {(r.workload, r.metric, r.kernel): r
-            for wa in workloads for r in wa.rows}
+    rows = {
+        (r.workload, r.metric, r.kernel): r
+        for wa in workloads
+        for r in wa.rows
+    }
     return Headline(
         _entries(workloads, m.names),
         shlex.join(m.command) if m.command else "",
-        [headline_row(rows[w, metric, k]) for w, metric in shown
-         for k in m.names[1:] if (w, metric, k) in rows],
+        [
+            headline_row(rows[w, metric, k])
+            for w, metric in shown
+            for k in m.names[1:]
+            if (w, metric, k) in rows
+        ],
         [other_changes(workloads, k, set(shown)) for k in m.names[1:]],
         [wa.workload.name for wa in workloads if not wa.rows],
-        reproduce.line(m), [n for n in map(partial(reproduce.kernel_note, m),
-                                           m.names) if n],
-        reproduce.same_kernel(m), m.names, [k.spec for k in m.kernels])
+        reproduce.line(m),
+        [n for n in map(partial(reproduce.kernel_note, m), m.names) if n],
+        reproduce.same_kernel(m),
+        m.names,
+        [k.spec for k in m.kernels],
+    )

@@ -53,10 +53,17 @@ def _changed_params(m: RunManifest) -> list[str]:
 def written(m: RunManifest) -> list[str]:
     """A compare command for a run that recorded none: its kernels,
     workloads, runs, machine and changed parameters, from the manifest."""
-    cmd = ["foliolab", "compare", *kernel_options(m),
-           "--workloads", ",".join(m.workloads), "--runs", str(m.runs)]
+    cmd = [
+        "foliolab",
+        "compare",
+        *kernel_options(m),
+        "--workloads",
+        ",".join(m.workloads),
+        "--runs",
+        str(m.runs),
+    ]
     for option, value in (("--arch", m.arch), ("--config", m.config)):
-        if value and value != "?":          # known to the manifest
+        if value and value != "?":  # known to the manifest
             cmd += [option, value]
     if m.samples_per_boot != 1:
         cmd += ["--samples-per-boot", str(m.samples_per_boot)]
@@ -82,11 +89,16 @@ def kernel_note(m: RunManifest, name: str) -> str:
     """``vanilla=base: 6.12.117, commit 9dc52e640653``: a kernel as built,
     as far as the manifest knows it ("" if it knows nothing of it)."""
     k = m.kernel(name)
-    parts = [p for p in (
-        k.built.release if k.built else "",
-        f"commit {k.commit[:12]}" if k.commit else "",
-        f"series sha {k.series_sha}" if k.series_sha else "",
-        k.built.origin if k.built else "") if p]
+    parts = [
+        p
+        for p in (
+            k.built.release if k.built else "",
+            f"commit {k.commit[:12]}" if k.commit else "",
+            f"series sha {k.series_sha}" if k.series_sha else "",
+            k.built.origin if k.built else "",
+        )
+        if p
+    ]
     return f"{name}={k.spec}: {', '.join(parts)}" if parts else ""
 
 

@@ -35,8 +35,10 @@ def host_line(out: Path) -> str:
             governors.add(res.host.governor)
     if not loads:
         return ""
-    text = (f"host: load average {min(loads):.2f}-{max(loads):.2f} at the "
-            f"start of {len(loads)} boots")
+    text = (
+        f"host: load average {min(loads):.2f}-{max(loads):.2f} at the "
+        f"start of {len(loads)} boots"
+    )
     if steal:
         text += f", steal up to {max(steal):.1f}% of CPU time during one"
     if governors:
@@ -48,16 +50,21 @@ def missing_boots(m: RunManifest, out: Path) -> list[str]:
     """Per workload and kernel, the planned boots without a boot.json
     ("1 of 2 boots of pageout/patched finished")."""
     per_kernel = -(-m.runs // max(1, m.samples_per_boot)) * (
-        2 if m.count else 1)
+        2 if m.count else 1
+    )
     lines = []
     for w in m.workloads:
         for k in m.names:
-            done = [d for d in (out / "raw" / w).glob(f"{k}-[0-9][0-9][0-9]*")
-                    if (d / bootrecord.BOOT_FILE).exists()
-                    and d.name[len(k) + 1:len(k) + 4].isdigit()]
+            done = [
+                d
+                for d in (out / "raw" / w).glob(f"{k}-[0-9][0-9][0-9]*")
+                if (d / bootrecord.BOOT_FILE).exists()
+                and d.name[len(k) + 1 : len(k) + 4].isdigit()
+            ]
             if len(done) < per_kernel:
-                lines.append(f"{len(done)} of {per_kernel} boots of {w}/{k} "
-                             "finished")
+                lines.append(
+                    f"{len(done)} of {per_kernel} boots of {w}/{k} finished"
+                )
     return lines
 
 
@@ -67,24 +74,33 @@ def failed_boots(out: Path) -> list[str]:
     for rundir in bootrecord.boot_dirs(out):
         res = bootrecord.read_boot(rundir)
         if res is not None and not res.clean:
-            failures.append(f"{rundir.parent.name}/{rundir.name}: "
-                            f"{res.describe()}; console log: {res.console}")
+            failures.append(
+                f"{rundir.parent.name}/{rundir.name}: "
+                f"{res.describe()}; console log: {res.console}"
+            )
     return failures
 
 
 def boot_cost_line(name: str, samples: list[Sample]) -> str:
     """What counting cost: mean wall and QEMU CPU time of the timed and of
     the counting boots of one workload (one line, empty if not counted)."""
+
     def cost(counted: bool) -> str:
-        boots = {s.rundir: s for s in samples if s.workload == name
-                 and bool(s.counts) == counted}.values()
+        boots = {
+            s.rundir: s
+            for s in samples
+            if s.workload == name and bool(s.counts) == counted
+        }.values()
         wall = [s.wall_s for s in boots if s.wall_s is not None]
         cpu = [s.cpu_s for s in boots if s.cpu_s is not None]
         text = f"{sum(wall) / len(wall):.1f} s wall" if wall else "? wall"
         if cpu:
             text += f", {sum(cpu) / len(cpu):.1f} s CPU"
         return text + f" over {len(boots)} boots"
+
     if not any(s.counts for s in samples if s.workload == name):
         return ""
-    return (f"boot cost: timed {cost(False)}; counting {cost(True)} "
-            "(means per boot; a timed boot also runs the profiled passes)")
+    return (
+        f"boot cost: timed {cost(False)}; counting {cost(True)} "
+        "(means per boot; a timed boot also runs the profiled passes)"
+    )

@@ -30,7 +30,7 @@ class Summary:
     n: int
     mean: float
     stddev: float
-    coeffvar: float      # percent
+    coeffvar: float  # percent
     min: float
     median: float
     max: float
@@ -57,13 +57,14 @@ def summarize(values, harmonic: bool = False) -> Summary:
     m = mean(a, harmonic)
     sd = float(np.std(a, ddof=1)) if n > 1 else 0.0
     cv = 100.0 * sd / m if m else float("nan")
-    return Summary(n, m, sd, cv, float(a.min()), float(np.median(a)),
-                   float(a.max()))
+    return Summary(
+        n, m, sd, cv, float(a.min()), float(np.median(a)), float(a.max())
+    )
 
 
 @dataclass(frozen=True)
 class Comparison:
-    ratio: float          # patched mean / vanilla mean
+    ratio: float  # patched mean / vanilla mean
     ci_low: float
     ci_high: float
     p_value: float
@@ -78,8 +79,9 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
-def _bootstrap_means(a: np.ndarray, rng: np.random.Generator,
-                     harmonic: bool) -> np.ndarray:
+def _bootstrap_means(
+    a: np.ndarray, rng: np.random.Generator, harmonic: bool
+) -> np.ndarray:
     idx = rng.integers(0, len(a), size=(BOOTSTRAP_RESAMPLES, len(a)))
     s = a[idx]
     if harmonic:
@@ -87,14 +89,18 @@ def _bootstrap_means(a: np.ndarray, rng: np.random.Generator,
     return s.mean(axis=1)
 
 
-def compare(vanilla, patched, harmonic: bool = False,
-            seed: int = 0) -> Comparison:
+def compare(
+    vanilla, patched, harmonic: bool = False, seed: int = 0
+) -> Comparison:
     """Ratio patched/vanilla with a 95% bootstrap CI and a rank-test p."""
     a = np.asarray(vanilla, dtype=float)
     b = np.asarray(patched, dtype=float)
     nan = float("nan")
     if len(a) < 2 or len(b) < 2:
-        ma, mb = mean(a, harmonic) if len(a) else nan, mean(b, harmonic) if len(b) else nan
+        ma, mb = (
+            mean(a, harmonic) if len(a) else nan,
+            mean(b, harmonic) if len(b) else nan,
+        )
         return Comparison(mb / ma if ma else nan, nan, nan, nan, False)
     ma, mb = mean(a, harmonic), mean(b, harmonic)
     if ma == 0:
@@ -133,8 +139,11 @@ def pct_change(base_mean: float, mean: float) -> float | None:
     """LKP's %change: ``mean`` against ``base_mean``, + = larger whatever
     the better direction; None when the base is 0 (a change from 0 has no
     percentage)."""
-    if not base_mean or not math.isfinite(base_mean) or \
-            not math.isfinite(mean):
+    if (
+        not base_mean
+        or not math.isfinite(base_mean)
+        or not math.isfinite(mean)
+    ):
         return None
     return 100.0 * (mean / base_mean - 1.0)
 
@@ -180,8 +189,12 @@ def paired_ratio(pairs: list[tuple[float, float]], seed: int = 0) -> Paired:
     nan = float("nan")
     r = np.asarray([b / a for a, b in pairs if a > 0 and b > 0], dtype=float)
     if len(r) < 2:
-        return Paired(len(r), float(np.exp(np.mean(np.log(r)))) if len(r)
-                      else nan, nan, nan)
+        return Paired(
+            len(r),
+            float(np.exp(np.mean(np.log(r)))) if len(r) else nan,
+            nan,
+            nan,
+        )
     logs = np.log(r)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(logs), size=(BOOTSTRAP_RESAMPLES, len(logs)))
@@ -196,7 +209,7 @@ def trend(values: list[float]) -> tuple[float, float]:
     baseline's samples."""
     if len(values) < 4 or len(set(values)) < 2:
         return 0.0, 1.0
-    from scipy import stats as sps     # see _mann_whitney_p()
+    from scipy import stats as sps  # see _mann_whitney_p()
 
     res = sps.spearmanr(range(len(values)), values)
     return float(res.statistic), float(res.pvalue)

@@ -27,7 +27,7 @@ class StatRow:
     workload: str
     metric: str
     unit: str
-    better: str                     # "lower" | "higher" | "none"
+    better: str  # "lower" | "higher" | "none"
     label: str
     primary: bool
     baseline: str
@@ -36,11 +36,11 @@ class StatRow:
     other: stats.Summary
     comparison: stats.Comparison
     pct_diff: float
-    mean_kind: str                  # "amean" | "hmean"
+    mean_kind: str  # "amean" | "hmean"
     paired: stats.Paired
-    min_p: float                    # the smallest p these sizes allow
+    min_p: float  # the smallest p these sizes allow
 
-    # SPEC §7's names: vanilla is the baseline, patched the row's kernel
+    # results.json's names: vanilla is the baseline, patched the row's kernel
     @property
     def ratio(self) -> float:
         return self.comparison.ratio
@@ -61,16 +61,21 @@ class StatRow:
     def exact(self) -> bool:
         """Both kernels repeat one value exactly (a count with no spread):
         the values and their ratio are the result, no test is needed."""
-        return self.base.n >= 2 and self.other.n >= 2 and \
-            self.base.min == self.base.max and \
-            self.other.min == self.other.max
+        return (
+            self.base.n >= 2
+            and self.other.n >= 2
+            and self.base.min == self.base.max
+            and self.other.min == self.other.max
+        )
 
     @property
     def ci_known(self) -> bool:
         """Enough samples for a confidence interval (exact rows need
         none)."""
-        return not self.exact and \
-            min(self.base.n, self.other.n) >= stats.MIN_N_FOR_CI
+        return (
+            not self.exact
+            and min(self.base.n, self.other.n) >= stats.MIN_N_FOR_CI
+        )
 
     @property
     def significant(self) -> bool:
@@ -95,7 +100,7 @@ class StatRow:
 
     @property
     def verdict(self) -> str:
-        """"better" or "worse" when significant, "changed" when significant
+        """ "better" or "worse" when significant, "changed" when significant
         with no better direction, "" when not significant."""
         if not self.significant:
             return ""
@@ -104,28 +109,45 @@ class StatRow:
         return "better" if self.improved else "worse"
 
     def as_json(self) -> dict:
-        """The row as results.json's summary has it (SPEC §7's keys, named
+        """The row as results.json's summary has it (results.json's keys, named
         for two kernels, and beside them the same by the row's own two:
         ``baseline`` and ``kernel``)."""
         return {
-            "workload": self.workload, "metric": self.metric,
-            "unit": self.unit, "better": self.better, "label": self.label,
-            "primary": self.primary, "baseline": self.baseline,
-            "kernel": self.kernel, "n_vanilla": self.base.n,
-            "n_patched": self.other.n, "vanilla_mean": self.base.mean,
-            "patched_mean": self.other.mean, "n_baseline": self.base.n,
-            "n_kernel": self.other.n, "baseline_mean": self.base.mean,
-            "kernel_mean": self.other.mean, "ratio": self.ratio,
+            "workload": self.workload,
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "label": self.label,
+            "primary": self.primary,
+            "baseline": self.baseline,
+            "kernel": self.kernel,
+            "n_vanilla": self.base.n,
+            "n_patched": self.other.n,
+            "vanilla_mean": self.base.mean,
+            "patched_mean": self.other.mean,
+            "n_baseline": self.base.n,
+            "n_kernel": self.other.n,
+            "baseline_mean": self.base.mean,
+            "kernel_mean": self.other.mean,
+            "ratio": self.ratio,
             "ci_low": self.ci_low if self.ci_known or self.exact else None,
             "ci_high": self.ci_high if self.ci_known or self.exact else None,
-            "p_value": self.p_value, "significant": self.significant,
-            "pct_diff": self.pct_diff, "mean_kind": self.mean_kind,
-            "vanilla": self.base.as_dict(), "patched": self.other.as_dict(),
-            "paired_n": self.paired.n, "paired_ratio": self.paired.ratio,
+            "p_value": self.p_value,
+            "significant": self.significant,
+            "pct_diff": self.pct_diff,
+            "mean_kind": self.mean_kind,
+            "vanilla": self.base.as_dict(),
+            "patched": self.other.as_dict(),
+            "paired_n": self.paired.n,
+            "paired_ratio": self.paired.ratio,
             "paired_ci_low": self.paired.ci_low,
-            "paired_ci_high": self.paired.ci_high, "min_p": self.min_p,
-            "exact": self.exact, "ci_known": self.ci_known,
-            "pct_change": self.pct_change, "verdict": self.verdict}
+            "paired_ci_high": self.paired.ci_high,
+            "min_p": self.min_p,
+            "exact": self.exact,
+            "ci_known": self.ci_known,
+            "pct_change": self.pct_change,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -139,7 +161,7 @@ class StepRow:
     before: str
     after: str
     comparison: stats.Comparison
-    n: int = 0                      # the fewer samples of the two kernels
+    n: int = 0  # the fewer samples of the two kernels
 
     @property
     def ci_known(self) -> bool:
@@ -151,13 +173,20 @@ class StepRow:
 
     def as_json(self) -> dict:
         c = self.comparison
-        return {"workload": self.workload, "metric": self.metric,
-                "better": self.better, "primary": self.primary,
-                "from": self.before, "to": self.after, "ratio": c.ratio,
-                "ci_low": c.ci_low if self.ci_known else None,
-                "ci_high": c.ci_high if self.ci_known else None,
-                "p_value": c.p_value, "significant": self.significant,
-                "n": self.n}
+        return {
+            "workload": self.workload,
+            "metric": self.metric,
+            "better": self.better,
+            "primary": self.primary,
+            "from": self.before,
+            "to": self.after,
+            "ratio": c.ratio,
+            "ci_low": c.ci_low if self.ci_known else None,
+            "ci_high": c.ci_high if self.ci_known else None,
+            "p_value": c.p_value,
+            "significant": self.significant,
+            "n": self.n,
+        }
 
 
 def _valid_values(w: Workload, samples: list[Sample]):
@@ -173,8 +202,9 @@ def _valid_values(w: Workload, samples: list[Sample]):
     return by, by_run
 
 
-def summarize_workload(w: Workload, samples: list[Sample],
-                       names: list[str] | None = None) -> list[StatRow]:
+def summarize_workload(
+    w: Workload, samples: list[Sample], names: list[str] | None = None
+) -> list[StatRow]:
     """The statistics of one workload (valid samples only): one row per
     metric and kernel after the baseline, that kernel against the
     baseline."""
@@ -192,20 +222,34 @@ def summarize_workload(w: Workload, samples: list[Sample],
             sb = stats.summarize(b, m.is_rate)
             runs_a, runs_b = by_run[m.key][base], by_run[m.key][other]
             # the rounds as pairs: geometric mean of per-round ratios
-            paired = stats.paired_ratio([(runs_a[r], runs_b[r])
-                                         for r in sorted(runs_a)
-                                         if r in runs_b])
-            rows.append(StatRow(
-                w.name, m.key, m.unit, m.better, m.label, m.primary, base,
-                other, sa, sb, stats.compare(a, b, m.is_rate),
-                stats.pct_diff(sa.mean, sb.mean, m.better),
-                "hmean" if m.is_rate else "amean", paired,
-                stats.min_p_value(sa.n, sb.n)))
+            paired = stats.paired_ratio(
+                [(runs_a[r], runs_b[r]) for r in sorted(runs_a) if r in runs_b]
+            )
+            rows.append(
+                StatRow(
+                    w.name,
+                    m.key,
+                    m.unit,
+                    m.better,
+                    m.label,
+                    m.primary,
+                    base,
+                    other,
+                    sa,
+                    sb,
+                    stats.compare(a, b, m.is_rate),
+                    stats.pct_diff(sa.mean, sb.mean, m.better),
+                    "hmean" if m.is_rate else "amean",
+                    paired,
+                    stats.min_p_value(sa.n, sb.n),
+                )
+            )
     return rows
 
 
-def caveat_lines(w: Workload, samples: list[Sample], rows: list[StatRow],
-                 names: list[str]) -> list[str]:
+def caveat_lines(
+    w: Workload, samples: list[Sample], rows: list[StatRow], names: list[str]
+) -> list[str]:
     """What limits this workload's table: too few runs for any row to be
     significant, and a drift of the host over the run (a trend in the
     baseline's primary metric over its rounds)."""
@@ -213,34 +257,49 @@ def caveat_lines(w: Workload, samples: list[Sample], rows: list[StatRow],
     small = [r for r in rows if r.min_p >= stats.ALPHA and not r.exact]
     if small:
         r = small[0]
-        out.append(f"WARNING: with n={r.base.n}/{r.other.n} no "
-                   f"row can be significant (the smallest p a rank test can "
-                   f"give is {r.min_p:.3g}); use --runs "
-                   f"{stats.runs_needed()} or more" + (
-                       "; counts that repeat exactly are reported as exact"
-                       if any(x.exact for x in rows) else ""))
+        out.append(
+            f"WARNING: with n={r.base.n}/{r.other.n} no "
+            f"row can be significant (the smallest p a rank test can "
+            f"give is {r.min_p:.3g}); use --runs "
+            f"{stats.runs_needed()} or more"
+            + (
+                "; counts that repeat exactly are reported as exact"
+                if any(x.exact for x in rows)
+                else ""
+            )
+        )
     few = [r for r in rows if not r.exact and not r.ci_known]
     if few:
         r = few[0]
-        out.append(f"NO CI: n={r.base.n}/{r.other.n} is fewer than "
-                   f"{stats.MIN_N_FOR_CI} samples per kernel, too few for "
-                   "a confidence interval; the ratios are point estimates")
+        out.append(
+            f"NO CI: n={r.base.n}/{r.other.n} is fewer than "
+            f"{stats.MIN_N_FOR_CI} samples per kernel, too few for "
+            "a confidence interval; the ratios are point estimates"
+        )
     for m in (m for m in w.metrics if m.primary):
-        mine = sorted((s.run, s.values[m.key]) for s in samples
-                      if s.workload == w.name and s.variant == names[0]
-                      and s.valid and m.key in s.values)
+        mine = sorted(
+            (s.run, s.values[m.key])
+            for s in samples
+            if s.workload == w.name
+            and s.variant == names[0]
+            and s.valid
+            and m.key in s.values
+        )
         rho, p = stats.trend([v for _, v in mine])
         if p < stats.ALPHA:
-            out.append(f"DRIFT: {names[0]}'s {m.key} "
-                       f"{'rises' if rho > 0 else 'falls'} over the run "
-                       f"(Spearman rho {rho:.2f}, p={p:.3g}, n={len(mine)}): "
-                       "the host changed speed; the paired ratios are the "
-                       "safer read")
+            out.append(
+                f"DRIFT: {names[0]}'s {m.key} "
+                f"{'rises' if rho > 0 else 'falls'} over the run "
+                f"(Spearman rho {rho:.2f}, p={p:.3g}, n={len(mine)}): "
+                "the host changed speed; the paired ratios are the "
+                "safer read"
+            )
     return out
 
 
-def attribution_rows(w: Workload, samples: list[Sample],
-                     names: list[str]) -> list[StepRow]:
+def attribution_rows(
+    w: Workload, samples: list[Sample], names: list[str]
+) -> list[StepRow]:
     """What each step adds: for every metric, each kernel against the one
     before it (for ``attribute``: prefix k against prefix k-1)."""
     by, _ = _valid_values(w, samples)
@@ -249,10 +308,18 @@ def attribution_rows(w: Workload, samples: list[Sample],
         for before, after in zip(names, names[1:]):
             a, b = by[m.key][before], by[m.key][after]
             if a and b:
-                rows.append(StepRow(w.name, m.key, m.better, m.primary,
-                                    before, after,
-                                    stats.compare(a, b, m.is_rate),
-                                    min(len(a), len(b))))
+                rows.append(
+                    StepRow(
+                        w.name,
+                        m.key,
+                        m.better,
+                        m.primary,
+                        before,
+                        after,
+                        stats.compare(a, b, m.is_rate),
+                        min(len(a), len(b)),
+                    )
+                )
     return rows
 
 
@@ -276,16 +343,20 @@ def zero_metrics(groups: list[list[StatRow]]) -> list[str]:
     return [g[0].metric for g in groups if all_zero(g)]
 
 
-def invalid_lines(w: Workload, samples: list[Sample],
-                  names: list[str] | None = None) -> list[str]:
+def invalid_lines(
+    w: Workload, samples: list[Sample], names: list[str] | None = None
+) -> list[str]:
     out = []
     for variant in names or VARIANTS:
-        mine = [s for s in samples
-                if s.workload == w.name and s.variant == variant]
+        mine = [
+            s for s in samples if s.workload == w.name and s.variant == variant
+        ]
         bad = [s for s in mine if not s.valid]
         if bad:
-            out.append(f"{variant}: {len(bad)} of {len(mine)} samples "
-                       "INVALID (excluded):")
+            out.append(
+                f"{variant}: {len(bad)} of {len(mine)} samples "
+                "INVALID (excluded):"
+            )
             for s in bad:
                 out.append(f"  run {s.run}: {'; '.join(s.reasons)}")
     return out
@@ -308,19 +379,24 @@ class WorkloadAnalysis:
     @property
     def secondary(self) -> list[list[StatRow]]:
         """The secondary metrics that are not zero everywhere."""
-        return [g for g in by_metric([r for r in self.rows
-                                      if not r.primary]) if not all_zero(g)]
+        return [
+            g
+            for g in by_metric([r for r in self.rows if not r.primary])
+            if not all_zero(g)
+        ]
 
     @property
     def zero(self) -> list[str]:
-        return zero_metrics(by_metric([r for r in self.rows
-                                       if not r.primary]))
+        return zero_metrics(by_metric([r for r in self.rows if not r.primary]))
 
     @property
     def constant(self) -> list[str]:
         """Metrics (not zero) with one value in every sample of every
         kernel: exact and unchanged, named instead of plotted."""
         zero = set(self.zero)
-        return [g[0].metric for g in by_metric(self.rows)
-                if g[0].metric not in zero
-                and all(r.exact and not r.significant for r in g)]
+        return [
+            g[0].metric
+            for g in by_metric(self.rows)
+            if g[0].metric not in zero
+            and all(r.exact and not r.significant for r in g)
+        ]

@@ -27,6 +27,7 @@ REPEAT_ONLY = ("kernel_insns_deterministic", "nondeterministic_pct")
 
 # ---- the threshold ----------------------------------------------------------
 
+
 class Direction(str, enum.Enum):
     BELOW = "below"
     ABOVE = "above"
@@ -39,7 +40,7 @@ class Threshold:
 
     direction: Direction
     value: float
-    relative: bool                  # value times good's count
+    relative: bool  # value times good's count
 
     def limit(self, good: float) -> float:
         return self.value * good if self.relative else self.value
@@ -50,8 +51,11 @@ class Threshold:
         return count > self.limit(good)
 
     def describe(self) -> str:
-        v = f"{self.value:g}x good's count" if self.relative \
+        v = (
+            f"{self.value:g}x good's count"
+            if self.relative
             else f"{self.value:g}"
+        )
         return f"{self.direction.value} {v}"
 
 
@@ -61,58 +65,70 @@ _THRESHOLD = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(x?)$")
 def parse_threshold(below: str | None, above: str | None) -> Threshold:
     """Exactly one of ``--below``/``--above``: NUMBER or NUMBERx."""
     if (below is None) == (above is None):
-        raise UsageError("give one threshold: --below VALUE or --above VALUE",
-                         hint="e.g. --below 0.5x (half of good's count) or "
-                              "--above 1200 (an absolute count)")
+        raise UsageError(
+            "give one threshold: --below VALUE or --above VALUE",
+            hint="e.g. --below 0.5x (half of good's count) or "
+            "--above 1200 (an absolute count)",
+        )
     direction = Direction.BELOW if below is not None else Direction.ABOVE
     text = below if below is not None else above
     m = _THRESHOLD.match(text.strip())
     if not m or (m.group(2) and float(m.group(1)) == 0):
-        raise UsageError(f"--{direction.value} {text!r} is not a threshold",
-                         hint="give a number (an absolute count) or a "
-                              "number followed by x (times good's count), "
-                              "e.g. 0.5x")
+        raise UsageError(
+            f"--{direction.value} {text!r} is not a threshold",
+            hint="give a number (an absolute count) or a "
+            "number followed by x (times good's count), "
+            "e.g. 0.5x",
+        )
     return Threshold(direction, float(m.group(1)), bool(m.group(2)))
 
 
 # ---- the metric -------------------------------------------------------------
 
+
 def check_metric(w: Workload, metric: str) -> None:
     """``metric`` must be one of ``w``'s counted metrics that one counting
     window gives."""
-    counted = [m.key for m in w.metrics
-               if m.counted and m.key not in REPEAT_ONLY]
+    counted = [
+        m.key for m in w.metrics if m.counted and m.key not in REPEAT_ONLY
+    ]
     if metric in REPEAT_ONLY:
-        raise UsageError(f"--metric {metric} is derived from repeated boots; "
-                         "bisect counts each commit once",
-                         hint="give kernel_insns, or another of: "
-                              + ", ".join(counted))
+        raise UsageError(
+            f"--metric {metric} is derived from repeated boots; "
+            "bisect counts each commit once",
+            hint="give kernel_insns, or another of: " + ", ".join(counted),
+        )
     keys = [m.key for m in w.metrics]
     if metric not in keys:
-        raise UsageError(f"workload {w.name} has no metric {metric!r}",
-                         hint="its counted metrics: " + ", ".join(counted))
+        raise UsageError(
+            f"workload {w.name} has no metric {metric!r}",
+            hint="its counted metrics: " + ", ".join(counted),
+        )
     if metric not in counted:
-        raise UsageError(f"--metric {metric} is a timed metric; bisect "
-                         "needs an exact count",
-                         hint="give a counted one: " + ", ".join(counted))
+        raise UsageError(
+            f"--metric {metric} is a timed metric; bisect "
+            "needs an exact count",
+            hint="give a counted one: " + ", ".join(counted),
+        )
 
 
 # ---- the steps --------------------------------------------------------------
 
+
 class StepStatus(str, enum.Enum):
     COUNTED = "counted"
     BUILD_FAILED = "build-failed"
-    BOOT_FAILED = "boot-failed"     # the boot did not end clean
-    INVALID = "invalid"             # booted, but no valid count
+    BOOT_FAILED = "boot-failed"  # the boot did not end clean
+    INVALID = "invalid"  # booted, but no valid count
 
     def __str__(self) -> str:
         return self.value
 
 
 class Verdict(str, enum.Enum):
-    GOOD = "good"                   # has not crossed the threshold
-    BAD = "bad"                     # has crossed it
-    SKIP = "skip"                   # no count: neither
+    GOOD = "good"  # has not crossed the threshold
+    BAD = "bad"  # has crossed it
+    SKIP = "skip"  # no count: neither
 
     def __str__(self) -> str:
         return self.value
@@ -124,21 +140,21 @@ class Measurement:
 
     status: StepStatus
     count: float | None = None
-    detail: str = ""                # why not counted; where the logs are
+    detail: str = ""  # why not counted; where the logs are
 
 
 @dataclass
 class Step:
     """One commit tried."""
 
-    position: int                   # in the range: 0 is good, last is bad
+    position: int  # in the range: 0 is good, last is bad
     commit: str
     subject: str
     status: StepStatus
     count: float | None
     verdict: Verdict
     detail: str = ""
-    seconds: float = 0.0            # its build and boot, wall time
+    seconds: float = 0.0  # its build and boot, wall time
     rundir: str = ""
 
     def __post_init__(self) -> None:
@@ -165,7 +181,7 @@ class BisectRequest:
     good: str
     bad: str
     workload: Workload
-    params: dict[str, str]          # resolved
+    params: dict[str, str]  # resolved
     metric: str
     threshold: Threshold
     arch: str
@@ -175,9 +191,14 @@ class BisectRequest:
     command: list[str] = field(default_factory=list)
 
     def key(self) -> BisectKey:
-        return BisectKey(str(self.repo.resolve()), self.workload.name,
-                         dict(self.params), self.metric, self.arch,
-                         self.config)
+        return BisectKey(
+            str(self.repo.resolve()),
+            self.workload.name,
+            dict(self.params),
+            self.metric,
+            self.arch,
+            self.config,
+        )
 
 
 @dataclass
@@ -189,10 +210,10 @@ class Record:
     good: str
     bad: str
     threshold: str
-    commits: int                    # in the range, good and bad included
+    commits: int  # in the range, good and bad included
     steps: list[Step] = field(default_factory=list)
     good_count: float | None = None
-    limit: float | None = None      # the count a commit must cross
+    limit: float | None = None  # the count a commit must cross
     first_bad: list[str] = field(default_factory=list)  # one, or a span
     result: str = ""
     stopped: str = ""
@@ -214,30 +235,35 @@ class Record:
             raw["key"] = BisectKey(**raw["key"])
             return cls(**raw)
         except (OSError, ValueError, TypeError, KeyError) as e:
-            raise UsageError(f"{path} is not a bisect record ({e})",
-                             hint="give the --out of a foliolab bisect")
+            raise UsageError(
+                f"{path} is not a bisect record ({e})",
+                hint="give the --out of a foliolab bisect",
+            )
 
 
 def render(r: Record) -> str:
     """bisect.txt: one line per step, then the answer."""
-    lines = [f"# foliolab bisect {r.good}..{r.bad}: {r.commits - 1} "
-             f"commits after good, {r.key.workload} {r.key.metric} "
-             f"{r.threshold}"]
+    lines = [
+        f"# foliolab bisect {r.good}..{r.bad}: {r.commits - 1} "
+        f"commits after good, {r.key.workload} {r.key.metric} "
+        f"{r.threshold}"
+    ]
     for i, s in enumerate(r.steps, 1):
         lines.append(step_line(i, s, r.commits))
     if r.result:
         lines.append(r.result)
     if r.stopped:
         lines.append(f"stopped by {r.stopped} after {len(r.steps)} steps")
-    lines.append(f"wall time {r.wall_s:.0f} s; command: "
-                 + " ".join(r.command))
+    lines.append(
+        f"wall time {r.wall_s:.0f} s; command: " + " ".join(r.command)
+    )
     return "\n".join(lines) + "\n"
 
 
 def step_line(i: int, s: Step, commits: int) -> str:
     count = f"{s.count:.6g}" if s.count is not None else str(s.status)
-    return (f"step {i}: {s.commit[:12]} [{s.position}/{commits - 1}] "
-            f"{count} -> {s.verdict}  ({s.seconds:.0f} s) {s.subject}"
-            + (f"  [{s.detail}]" if s.detail else ""))
-
-
+    return (
+        f"step {i}: {s.commit[:12]} [{s.position}/{commits - 1}] "
+        f"{count} -> {s.verdict}  ({s.seconds:.0f} s) {s.subject}"
+        + (f"  [{s.detail}]" if s.detail else "")
+    )

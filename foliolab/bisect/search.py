@@ -1,17 +1,17 @@
 """`foliolab bisect`: the first commit of a range where a counted metric
 crosses a threshold, found with one counting boot per step.
 
-A count is exact (the same kernel running the same workload gives the
-same instructions, SPEC §7), so a step needs no repeats, no statistics and
-no retries: one build, one counting boot, one number, one verdict. The
-range is the first-parent line from --good to --bad of the user's tree
-(a merge is one step, as with ``git bisect --first-parent``). Good is
-counted first (a relative threshold is taken against its count), then
-bad (which must cross, or there is nothing to find), then the middle of
-what is still open. A commit that does not build or boot, or whose sample
-is invalid, is skipped as ``git bisect skip`` does: the next step is the
-open commit nearest the middle, and if only skipped commits are left the
-answer is the range they span.
+A count is exact (the same kernel running the same workload gives the same
+instructions: docs/manual.md, "Exact counts"), so a step needs no repeats,
+no statistics and no retries: one build, one counting boot, one number,
+one verdict. The range is the first-parent line from --good to --bad of
+the user's tree (a merge is one step, as with ``git bisect
+--first-parent``). Good is counted first (a relative threshold is taken
+against its count), then bad (which must cross, or there is nothing to
+find), then the middle of what is still open. A commit that does not build
+or boot, or whose sample is invalid, is skipped as ``git bisect skip``
+does: the next step is the open commit nearest the middle, and if only
+skipped commits are left the answer is the range they span.
 
 The run directory holds bisect.json (the request and every step: commit,
 subject, build and boot status, count, verdict) and bisect.txt, rewritten
@@ -31,18 +31,39 @@ import time
 from dataclasses import asdict
 from typing import Callable
 
-from foliolab.bisect.lab import (Commit, Lab, QemuLab, check_kernel_tree,
-                                commit_range)
-from foliolab.bisect.record import (RECORD, TEXT, BisectRequest, Measurement,
-                                   Record, Step, StepStatus, Verdict,
-                                   check_metric, step_line)
-from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
-                             StoppedError, UsageError, stop_signals)
+from foliolab.bisect.lab import (
+    Commit,
+    Lab,
+    QemuLab,
+    check_kernel_tree,
+    commit_range,
+)
+from foliolab.bisect.record import (
+    RECORD,
+    TEXT,
+    BisectRequest,
+    Measurement,
+    Record,
+    Step,
+    StepStatus,
+    Verdict,
+    check_metric,
+    step_line,
+)
+from foliolab.errors import (
+    BenchmarkError,
+    FoliolabError,
+    Stop,
+    StoppedError,
+    UsageError,
+    stop_signals,
+)
 
 log = logging.getLogger("foliolab")
 
 
 # ---- the search -------------------------------------------------------------
+
 
 def next_position(lo: int, hi: int, tried: set[int]) -> int | None:
     """The untried position nearest the middle of (lo, hi), the lower of
@@ -55,8 +76,14 @@ def next_position(lo: int, hi: int, tried: set[int]) -> int | None:
 class Bisection:
     """One bisect's state: the range, the lab, the record on disk."""
 
-    def __init__(self, req: BisectRequest, commits: list[Commit], lab: Lab,
-                 record: Record, kept: dict[str, Step]):
+    def __init__(
+        self,
+        req: BisectRequest,
+        commits: list[Commit],
+        lab: Lab,
+        record: Record,
+        kept: dict[str, Step],
+    ):
         self.req, self.commits, self.lab = req, commits, lab
         self.record, self.kept = record, kept
         self.good_count: float | None = None
@@ -74,8 +101,9 @@ class Bisection:
         self.record.steps.append(s)
         self.record.wall_s = time.time() - self.record.started
         self.record.write(self.req.out)
-        print(step_line(len(self.record.steps), s, len(self.commits)),
-              flush=True)
+        print(
+            step_line(len(self.record.steps), s, len(self.commits)), flush=True
+        )
         return s
 
     def _measure(self, position: int, c: Commit) -> Step:
@@ -87,14 +115,22 @@ class Bisection:
             m = Measurement(StepStatus.BUILD_FAILED, detail=e.one_line())
         else:
             m = self.lab.count(kernel, rundir)
-        return Step(position, c.sha, c.subject, m.status, m.count,
-                    Verdict.SKIP, m.detail, round(time.monotonic() - t0, 1),
-                    str(rundir))
+        return Step(
+            position,
+            c.sha,
+            c.subject,
+            m.status,
+            m.count,
+            Verdict.SKIP,
+            m.detail,
+            round(time.monotonic() - t0, 1),
+            str(rundir),
+        )
 
     def _verdict(self, s: Step) -> Verdict:
         if s.count is None or s.status is not StepStatus.COUNTED:
             return Verdict.SKIP
-        if self.good_count is None:          # good itself
+        if self.good_count is None:  # good itself
             return Verdict.GOOD
         crossed = self.req.threshold.crossed(s.count, self.good_count)
         return Verdict.BAD if crossed else Verdict.GOOD
@@ -105,31 +141,41 @@ class Bisection:
         last = len(self.commits) - 1
         good = self.step(0)
         if good.verdict is Verdict.SKIP:
-            self._fail(f"good {self.req.good} gave no count ({good.status}: "
-                       f"{good.detail})", "a bisect needs good's count")
+            self._fail(
+                f"good {self.req.good} gave no count ({good.status}: "
+                f"{good.detail})",
+                "a bisect needs good's count",
+            )
         self.good_count = self.record.good_count = good.count
         self.record.limit = self.req.threshold.limit(good.count)
         if self.req.threshold.crossed(good.count, good.count):
-            self._fail(f"good {self.req.good} itself is "
-                       f"{self.req.threshold.describe()} ({good.count:g})",
-                       "give a threshold good does not cross")
+            self._fail(
+                f"good {self.req.good} itself is "
+                f"{self.req.threshold.describe()} ({good.count:g})",
+                "give a threshold good does not cross",
+            )
         bad = self.step(last)
         if bad.verdict is Verdict.SKIP:
-            self._fail(f"bad {self.req.bad} gave no count ({bad.status}: "
-                       f"{bad.detail})", "give a bad commit that builds "
-                                         "and boots")
+            self._fail(
+                f"bad {self.req.bad} gave no count ({bad.status}: "
+                f"{bad.detail})",
+                "give a bad commit that builds and boots",
+            )
         if bad.verdict is Verdict.GOOD:
-            self._fail(f"bad {self.req.bad} does not cross the threshold: "
-                       f"{bad.count:g} is not "
-                       f"{self.req.threshold.describe()} "
-                       f"(limit {self.req.threshold.limit(good.count):g})",
-                       "nothing to find in this range")
+            self._fail(
+                f"bad {self.req.bad} does not cross the threshold: "
+                f"{bad.count:g} is not "
+                f"{self.req.threshold.describe()} "
+                f"(limit {self.req.threshold.limit(good.count):g})",
+                "nothing to find in this range",
+            )
 
     def _fail(self, what: str, hint: str) -> None:
         self.record.result = f"no answer: {what}"
         self.record.write(self.req.out)
-        raise BenchmarkError(what, hint=f"{hint}; steps in "
-                                        f"{self.req.out / TEXT}")
+        raise BenchmarkError(
+            what, hint=f"{hint}; steps in {self.req.out / TEXT}"
+        )
 
     def search(self) -> list[int]:
         """The positions of the first bad commit: one, or the span of
@@ -148,24 +194,35 @@ class Bisection:
     def answer(self, positions: list[int]) -> str:
         first = [self.commits[p] for p in positions]
         self.record.first_bad = [c.sha for c in first]
-        bad = next(s for s in reversed(self.record.steps)
-                   if s.position == positions[-1])
+        bad = next(
+            s
+            for s in reversed(self.record.steps)
+            if s.position == positions[-1]
+        )
         if len(first) == 1:
             # good's count may be 0 (a count that first appears): no ratio
-            ratio = (f", {bad.count / self.good_count:.3g}x"
-                     if self.good_count else "")
-            text = (f"first bad commit: {first[0].sha} {first[0].subject} "
-                    f"({self.req.metric} {bad.count:g}, good "
-                    f"{self.good_count:g}{ratio})")
+            ratio = (
+                f", {bad.count / self.good_count:.3g}x"
+                if self.good_count
+                else ""
+            )
+            text = (
+                f"first bad commit: {first[0].sha} {first[0].subject} "
+                f"({self.req.metric} {bad.count:g}, good "
+                f"{self.good_count:g}{ratio})"
+            )
         else:
-            text = (f"the first bad commit is one of {len(first)} (the "
-                    "ones before the last could not be counted): "
-                    + ", ".join(f"{c.sha[:12]} {c.subject}" for c in first))
+            text = (
+                f"the first bad commit is one of {len(first)} (the "
+                "ones before the last could not be counted): "
+                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in first)
+            )
         self.record.result = text
         return text
 
 
 # ---- the whole bisect -------------------------------------------------------
+
 
 def check(req: BisectRequest) -> list[Commit]:
     """Everything about the request that needs no build: the range, the
@@ -179,14 +236,18 @@ def check(req: BisectRequest) -> list[Commit]:
 def _kept_steps(req: BisectRequest) -> dict[str, Step]:
     """--resume: the counted steps of the bisect in ``req.out``."""
     if not (req.out / RECORD).exists():
-        raise UsageError(f"--resume: {req.out} holds no {RECORD}",
-                         hint="give the --out of the stopped bisect")
+        raise UsageError(
+            f"--resume: {req.out} holds no {RECORD}",
+            hint="give the --out of the stopped bisect",
+        )
     old = Record.read(req.out)
     if old.key != req.key():
-        raise UsageError(f"--resume: the bisect in {req.out} was "
-                         f"{asdict(old.key)}, this asks for "
-                         f"{asdict(req.key())}",
-                         hint="resume with the bisect's own options")
+        raise UsageError(
+            f"--resume: the bisect in {req.out} was "
+            f"{asdict(old.key)}, this asks for "
+            f"{asdict(req.key())}",
+            hint="resume with the bisect's own options",
+        )
     # only what was counted: a build or boot that failed (a timeout under
     # load, say) is tried again
     return {s.commit: s for s in old.steps if s.status is StepStatus.COUNTED}
@@ -203,17 +264,29 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     commits = check(req)
     kept = _kept_steps(req) if req.resume else {}
     if not req.resume and (req.out / RECORD).exists():
-        log.warning("%s holds an earlier bisect: it is replaced (use "
-                    "--resume to go on with it)", req.out)
+        log.warning(
+            "%s holds an earlier bisect: it is replaced (use "
+            "--resume to go on with it)",
+            req.out,
+        )
     lab = (make_lab or QemuLab)(req, commits)
     req.out.mkdir(parents=True, exist_ok=True)
-    record = Record(req.command, req.key(), req.good, req.bad,
-                    req.threshold.describe(), len(commits),
-                    started=time.time())
+    record = Record(
+        req.command,
+        req.key(),
+        req.good,
+        req.bad,
+        req.threshold.describe(),
+        len(commits),
+        started=time.time(),
+    )
     b = Bisection(req, commits, lab, record, kept)
-    print(f"# bisect {len(commits) - 1} commits after {req.good} up to "
-          f"{req.bad}: {req.workload.name} {req.metric} "
-          f"{req.threshold.describe()}", flush=True)
+    print(
+        f"# bisect {len(commits) - 1} commits after {req.good} up to "
+        f"{req.bad}: {req.workload.name} {req.metric} "
+        f"{req.threshold.describe()}",
+        flush=True,
+    )
     try:
         with stop_signals():
             b.ends()
@@ -222,12 +295,13 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
         record.stopped = s.signame
         record.wall_s = time.time() - record.started
         record.write(req.out)
-        raise StoppedError(f"stopped by {s.signame}; the {len(record.steps)} "
-                           f"finished steps are in {req.out / RECORD}",
-                           hint="go on with the same command and --out "
-                                f"{req.out} --resume") from None
+        raise StoppedError(
+            f"stopped by {s.signame}; the {len(record.steps)} "
+            f"finished steps are in {req.out / RECORD}",
+            hint=f"go on with the same command and --out {req.out} --resume",
+        ) from None
     except FoliolabError as e:
-        if not record.result:            # an error of the lab, not ends()
+        if not record.result:  # an error of the lab, not ends()
             record.result = f"ended by an error: {e.one_line()}"
             record.write(req.out)
         raise
@@ -235,5 +309,3 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     record.wall_s = time.time() - record.started
     record.write(req.out)
     return record
-
-

@@ -14,7 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from foliolab import executors
-from foliolab.executors.base import BootRequest, BootSpec, ExecutorClass, Settled
+from foliolab.executors.base import (
+    BootRequest,
+    BootSpec,
+    ExecutorClass,
+    Settled,
+)
 from foliolab.boot.measure import boot_once
 from foliolab.paths import cache_root
 
@@ -36,34 +41,49 @@ def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
         have_key, _, answer = stamp.read_text().partition(" ")
         if have_key == key:
             return answer.strip() == "yes"
-    probe = replace(spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1,
-                    memory_mb=512)
-    res = boot_once(executors.here(),
-                    BootRequest("kvm-probe", probe, "true\n",
-                                cache_root() / "kvm-probe.d"), base_image)
+    probe = replace(
+        spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1, memory_mb=512
+    )
+    res = boot_once(
+        executors.here(),
+        BootRequest(
+            "kvm-probe", probe, "true\n", cache_root() / "kvm-probe.d"
+        ),
+        base_image,
+    )
     ok = res.clean and res.exit_code == 0
     stamp.write_text(f"{key} {'yes' if ok else 'no'}\n")
-    log.info("KVM probe: %s in %.1f s -> using %s", res.describe(),
-             res.elapsed, "kvm" if ok else "tcg")
+    log.info(
+        "KVM probe: %s in %.1f s -> using %s",
+        res.describe(),
+        res.elapsed,
+        "kvm" if ok else "tcg",
+    )
     return ok
 
 
-def choose_accel(want: str, spec: BootSpec, image_path: Path,
-                 count: bool = False) -> str:
+def choose_accel(
+    want: str, spec: BootSpec, image_path: Path, count: bool = False
+) -> str:
     """The accelerator a run boots with: ``auto`` is KVM only where a
     short probe boot is fast."""
     spec.arch.check_accel(want)
     if want in ("tcg", "kvm"):
         return want
     if spec.cpu or count:
-        return "tcg"            # a CPU model, or counting, is a TCG choice
+        return "tcg"  # a CPU model, or counting, is a TCG choice
     if not spec.arch.kvm:
         return "tcg"
     return "kvm" if probe_kvm(spec, image_path) else "tcg"
 
 
-def settle(cls: type[ExecutorClass], want: str, spec: BootSpec, image: Path,
-           count: bool) -> Settled:
+def settle(
+    cls: type[ExecutorClass],
+    want: str,
+    spec: BootSpec,
+    image: Path,
+    count: bool,
+) -> Settled:
     """``cls``'s accelerator and emulator for the run's boots: an
     executor that boots here is given the accelerator chosen here."""
     if cls.kind.boots_here:

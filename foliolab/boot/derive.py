@@ -13,6 +13,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from foliolab import bootrecord
 from foliolab.guestdata import countwindows, parse
@@ -23,6 +24,7 @@ from foliolab.workloads.model import COUNTING, Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
+
 @dataclass
 class Sample:
     workload: str
@@ -31,32 +33,44 @@ class Sample:
     values: dict[str, float]
     valid: bool
     reasons: list[str]
-    boot: BootStatus          # how its boot ended
+    boot: BootStatus  # how its boot ended
     rundir: str
-    boot_s: float | None = None   # guest uptime when the job started
-    wall_s: float | None = None   # host wall time of the whole boot
+    boot_s: float | None = None  # guest uptime when the job started
+    wall_s: float | None = None  # host wall time of the whole boot
     # A counting pass's sample: its plugin output (relative to the run
     # directory) and which of the workload's windows in it is this one.
     counts: str = ""
     count_window: int = -1
-    cpu_s: float | None = None    # QEMU's CPU time for the whole boot
+    cpu_s: float | None = None  # QEMU's CPU time for the whole boot
     # A counting sample's roots followed their task across context
     # switches (countwindows.SwitchTracking); None: no roots were counted.
     roots_follow_tasks: bool | None = None
 
     def __post_init__(self) -> None:
-        self.boot = BootStatus(self.boot)   # as read from samples.jsonl
+        self.boot = BootStatus(self.boot)  # as read from samples.jsonl
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
-        return [{"workload": self.workload, "variant": self.variant,
-                 "run": self.run, "metric": k, "value": v,
-                 "valid": self.valid} for k, v in self.values.items()]
+        return [
+            {
+                "workload": self.workload,
+                "variant": self.variant,
+                "run": self.run,
+                "metric": k,
+                "value": v,
+                "valid": self.valid,
+            }
+            for k, v in self.values.items()
+        ]
 
 
-def count_values(w: Workload, arch: str, derived: dict[str, float],
-                 window: countwindows.Window | None,
-                 reasons: list[str]) -> dict[str, float]:
+def count_values(
+    w: Workload,
+    arch: str,
+    derived: dict[str, float],
+    window: countwindows.Window | None,
+    reasons: list[str],
+) -> dict[str, float]:
     """A counting sample's metrics from its window of the plugin output
     (and the timed metrics it was derived with, for per-page figures)."""
     if window is None:
@@ -66,15 +80,23 @@ def count_values(w: Workload, arch: str, derived: dict[str, float],
     if w.count_extra:
         v.update(w.count_extra(v, derived, w.count_roots))
     if w.count_unit and not window.roots.get(w.count_unit.root, (0, 0))[1]:
-        reasons.append(f"{w.count_unit.root} was never entered in the "
-                       "window (no units to count per)")
+        reasons.append(
+            f"{w.count_unit.root} was never entered in the "
+            "window (no units to count per)"
+        )
     return v
 
 
-def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
-                      first_run: int, res: BootResult,
-                      expected: int, counted: str = "",
-                      out: Path | None = None) -> list[Sample]:
+def samples_from_boot(
+    w: Workload,
+    params: dict[str, str],
+    variant: str,
+    first_run: int,
+    res: BootResult,
+    expected: int,
+    counted: str = "",
+    out: Path | None = None,
+) -> list[Sample]:
     """Turn one boot's output into samples; a bad boot invalidates them all.
 
     ``counted``: the guest arch of a counting boot, whose samples carry
@@ -88,9 +110,12 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
     if counts and (w.count_roots or w.count_unit):
         follow = counts.switch_tracking.tracked
         if not follow:
-            log.info("%s: roots counted per vCPU, not following tasks "
-                     "across switches (%s)", counts_path,
-                     counts.switch_tracking.detail)
+            log.info(
+                "%s: roots counted per vCPU, not following tasks "
+                "across switches (%s)",
+                counts_path,
+                counts.switch_tracking.detail,
+            )
     out_samples = []
     for i in range(expected):
         gs = g.samples[i] if i < len(g.samples) else parse.GuestSample()
@@ -99,12 +124,17 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
         if counted:
             # Only what holds the setup (validity) and the counts: times
             # from a boot slowed by the plugin mean nothing.
-            d.values = count_values(w, counted, d.values,
-                                    windows[i] if i < len(windows) else None,
-                                    reasons)
+            d.values = count_values(
+                w,
+                counted,
+                d.values,
+                windows[i] if i < len(windows) else None,
+                reasons,
+            )
         if not res.clean:
-            reasons.insert(0, f"boot {res.describe()} "
-                              f"(console: {res.console})")
+            reasons.insert(
+                0, f"boot {res.describe()} (console: {res.console})"
+            )
         elif g.exit_code not in (0, None):
             reasons.append(f"job exited {g.exit_code}")
         if i >= len(g.samples):
@@ -112,11 +142,24 @@ def samples_from_boot(w: Workload, params: dict[str, str], variant: str,
         rel = ""
         if counted:
             rel = str(counts_path.relative_to(out) if out else counts_path)
-        out_samples.append(Sample(w.name, variant, first_run + i, d.values,
-                                  not reasons, reasons, res.status,
-                                  str(res.console.parent), g.boot_s,
-                                  round(res.elapsed, 2), rel,
-                                  i if counted else -1, res.cpu_s, follow))
+        out_samples.append(
+            Sample(
+                w.name,
+                variant,
+                first_run + i,
+                d.values,
+                not reasons,
+                reasons,
+                res.status,
+                str(res.console.parent),
+                g.boot_s,
+                round(res.elapsed, 2),
+                rel,
+                i if counted else -1,
+                res.cpu_s,
+                follow,
+            )
+        )
     return out_samples
 
 
@@ -133,10 +176,12 @@ def load_samples(out: Path) -> list[Sample]:
         try:
             samples.append(Sample(**json.loads(line)))
         except (ValueError, TypeError) as e:
-            raise DamagedRunError(f"{path}: line {n} is not a sample ({e})",
-                                  hint="this run has no raw boots to derive "
-                                       "its samples from again: run the "
-                                       "comparison again") from None
+            raise DamagedRunError(
+                f"{path}: line {n} is not a sample ({e})",
+                hint="this run has no raw boots to derive "
+                "its samples from again: run the "
+                "comparison again",
+            ) from None
     return samples
 
 
@@ -148,10 +193,18 @@ def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:
     w = WORKLOADS.get(job.workload)
     if res is None or w is None:
         return []
-    w = with_roots(w, tuple(job.count_roots))     # compare's --root too
+    w = with_roots(w, tuple(job.count_roots))  # compare's --root too
     counted = job.arch if job.pass_ is Pass.COUNT else ""
-    return samples_from_boot(w, job.params, job.kernel, job.first_run, res,
-                             job.samples, counted, out)
+    return samples_from_boot(
+        w,
+        job.params,
+        job.kernel,
+        job.first_run,
+        res,
+        job.samples,
+        counted,
+        out,
+    )
 
 
 def rederive(out: Path) -> list[Sample] | None:

@@ -31,7 +31,7 @@ from foliolab.guestdata.parse import GuestSample
 log = logging.getLogger("foliolab")
 
 MONITORS = ("vmstat", "interrupts")
-_HEADER = "# foliolab monitor {} (docs/manual.md, \"Monitors\")\n"
+_HEADER = '# foliolab monitor {} (docs/manual.md, "Monitors")\n'
 _SAMPLE = "## sample "
 _READ = "== "
 _END = "==."
@@ -46,9 +46,11 @@ def write_monitors(rundir: Path, samples: list[GuestSample]) -> list[Path]:
     sample had monitors on); returns the files written."""
     written = []
     for monitor in MONITORS:
-        parts = [f"{_SAMPLE}{i}\n{s.files[f'monitor.{monitor}']}"
-                 for i, s in enumerate(samples)
-                 if f"monitor.{monitor}" in s.files]
+        parts = [
+            f"{_SAMPLE}{i}\n{s.files[f'monitor.{monitor}']}"
+            for i, s in enumerate(samples)
+            if f"monitor.{monitor}" in s.files
+        ]
         if parts:
             path = monitor_path(rundir, monitor)
             path.write_text(_HEADER.format(monitor) + "".join(parts))
@@ -86,8 +88,11 @@ class MonitorSeries:
                 continue
             # a counter missing from either read (a cut read) is left out,
             # not taken as 0: that would draw a spike
-            inc = sum(cur.counters[k] - prev.counters[k] for k in keys
-                      if k in cur.counters and k in prev.counters)
+            inc = sum(
+                cur.counters[k] - prev.counters[k]
+                for k in keys
+                if k in cur.counters and k in prev.counters
+            )
             out.append((cur.uptime - r[0].uptime, inc / dt))
         return out
 
@@ -99,7 +104,7 @@ def _count(text: str) -> bool:
 
 def _vmstat_line(line: str) -> tuple[str, int, str] | None:
     key, _, value = line.partition(" ")
-    return ((key, int(value), "") if _count(value.strip()) else ("", 0, ""))
+    return (key, int(value), "") if _count(value.strip()) else ("", 0, "")
 
 
 def _interrupts_line(line: str) -> tuple[str, int, str] | None:
@@ -137,10 +142,9 @@ def parse_monitor(text: str, monitor: str) -> list[MonitorSeries]:
         if line.startswith("# ") and n == 1:
             continue
         if line.startswith(_SAMPLE):
-            block = None         # the sampler stopped: its last read cut
+            block = None  # the sampler stopped: its last read cut
             try:
-                out.append(MonitorSeries(monitor,
-                                         int(line[len(_SAMPLE):])))
+                out.append(MonitorSeries(monitor, int(line[len(_SAMPLE) :])))
             except ValueError:
                 out.append(MonitorSeries(monitor, len(out)))
                 series().problems.append(f"line {n}: bad sample {line!r}")
@@ -148,7 +152,7 @@ def parse_monitor(text: str, monitor: str) -> list[MonitorSeries]:
             if block is not None:
                 cut(n)
             try:
-                block = Reading(float(line[len(_READ):]), {})
+                block = Reading(float(line[len(_READ) :]), {})
             except ValueError:
                 block = None
                 series().problems.append(f"line {n}: bad uptime {line!r}")

@@ -29,23 +29,38 @@ class IssueKind(str, enum.Enum):
     WARNING = "warning"
     BAD_PAGE = "bad-page"
     STALL = "stall"
-    SWAP_CORRUPTION = "swap-corruption"   # corrupted swap counts
-    FAULT_LOOP = "fault-loop"             # an endless fault loop
+    SWAP_CORRUPTION = "swap-corruption"  # corrupted swap counts
+    FAULT_LOOP = "fault-loop"  # an endless fault loop
 
 
 # Console lines that make a boot a failure.
 KERNEL_ISSUES = [
     (IssueKind.PANIC, re.compile(r"Kernel panic - not syncing")),
-    (IssueKind.OOPS, re.compile(r"\bOops: |general protection fault|"
-                                r"BUG: unable to handle")),
+    (
+        IssueKind.OOPS,
+        re.compile(
+            r"\bOops: |general protection fault|"
+            r"BUG: unable to handle"
+        ),
+    ),
     (IssueKind.BUG, re.compile(r"\bBUG: |kernel BUG at ")),
     (IssueKind.WARNING, re.compile(r"\bWARNING: ")),
     (IssueKind.BAD_PAGE, re.compile(r"\bBad page (state|map)\b")),
-    (IssueKind.STALL, re.compile(r"rcu: INFO: .*stall|soft lockup|"
-                                 r"hung_task")),
-    (IssueKind.SWAP_CORRUPTION, re.compile(r"Bad swap (file|offset) entry|"
-                                           r"Unused swap (file|offset) entry|"
-                                           r"swap_dup: Bad swap")),
+    (
+        IssueKind.STALL,
+        re.compile(
+            r"rcu: INFO: .*stall|soft lockup|"
+            r"hung_task"
+        ),
+    ),
+    (
+        IssueKind.SWAP_CORRUPTION,
+        re.compile(
+            r"Bad swap (file|offset) entry|"
+            r"Unused swap (file|offset) entry|"
+            r"swap_dup: Bad swap"
+        ),
+    ),
     (IssueKind.FAULT_LOOP, re.compile(r"VM_FAULT_OOM leaked out")),
 ]
 
@@ -85,8 +100,13 @@ def _source(c: BootCapture) -> str:
     return c.executor.teller
 
 
-def _status(c: BootCapture, kinds: set[IssueKind], code: int | None,
-            issues: list[str], lost: list[str]) -> BootStatus:
+def _status(
+    c: BootCapture,
+    kinds: set[IssueKind],
+    code: int | None,
+    issues: list[str],
+    lost: list[str],
+) -> BootStatus:
     """The boot's status; adds to ``issues`` what explains it."""
     if c.ended is Ended.NOT_RUN:
         issues.append(f"{_source(c)}: {c.why}")
@@ -127,8 +147,17 @@ def judge(c: BootCapture) -> BootResult:
     issues = [f"{kind.value}: {line}" for kind, line in found]
     code = exit_code_of(records)
     status = _status(c, {kind for kind, _ in found}, code, issues, lost)
-    res = BootResult(status, code, issues, console, results, c.elapsed,
-                     records.splitlines(), c.cpu_s, c.host)
+    res = BootResult(
+        status,
+        code,
+        issues,
+        console,
+        results,
+        c.elapsed,
+        records.splitlines(),
+        c.cpu_s,
+        c.host,
+    )
     _write(res, c)
     return res
 
@@ -136,11 +165,18 @@ def judge(c: BootCapture) -> BootResult:
 def _write(res: BootResult, c: BootCapture) -> None:
     """boot.json beside the console log (the records stay in
     results.txt)."""
-    d = {"status": res.status.value, "exit_code": res.exit_code,
-         "issues": res.issues, "elapsed": res.elapsed, "cpu_s": res.cpu_s,
-         "console": res.console.name, "results": res.results.name,
-         "host": res.host.to_json(), "ended": c.ended.value,
-         "executor": {"kind": c.executor.text, "log": c.log}}
+    d = {
+        "status": res.status.value,
+        "exit_code": res.exit_code,
+        "issues": res.issues,
+        "elapsed": res.elapsed,
+        "cpu_s": res.cpu_s,
+        "console": res.console.name,
+        "results": res.results.name,
+        "host": res.host.to_json(),
+        "ended": c.ended.value,
+        "executor": {"kind": c.executor.text, "log": c.log},
+    }
     if c.not_run is not None:
         d["not_run"] = c.not_run.value
     (c.rundir / BOOT_FILE).write_text(json.dumps(d, indent=1) + "\n")

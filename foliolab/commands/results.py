@@ -15,15 +15,27 @@ from foliolab.errors import UsageError
 
 
 def _diff_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("outs", nargs="+", type=Path, metavar="OUT",
-                   help="run directories (two or more)")
-    s.add_argument("--all", action="store_true",
-                   help="secondary metrics too, not only the primary ones")
+    s.add_argument(
+        "outs",
+        nargs="+",
+        type=Path,
+        metavar="OUT",
+        help="run directories (two or more)",
+    )
+    s.add_argument(
+        "--all",
+        action="store_true",
+        help="secondary metrics too, not only the primary ones",
+    )
 
 
 def _workloads_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("names", nargs="?", metavar="NAME,...",
-                   help="only these workloads (default: all)")
+    s.add_argument(
+        "names",
+        nargs="?",
+        metavar="NAME,...",
+        help="only these workloads (default: all)",
+    )
 
 
 def _report_options(s: argparse.ArgumentParser) -> None:
@@ -32,8 +44,10 @@ def _report_options(s: argparse.ArgumentParser) -> None:
 
 def cmd_report(args) -> int:
     if not args.dir.is_dir():
-        raise UsageError(f"{args.dir}: no such directory",
-                         hint="give the --out directory of a compare run")
+        raise UsageError(
+            f"{args.dir}: no such directory",
+            hint="give the --out directory of a compare run",
+        )
     if (args.dir / bisectrecord.RECORD).exists():
         record = bisectrecord.Record.read(args.dir)
         (args.dir / bisectrecord.TEXT).write_text(bisectrecord.render(record))
@@ -54,11 +68,22 @@ def cmd_diff(args) -> int:
 
 
 COMMANDS = (
-    Command("diff", "compare the ratios of finished runs (e.g. series v1 vs "
-                    "v2)",
-            _diff_options, cmd_diff),
-    Command("workloads", "list every workload with its parameters and metrics",
-            _workloads_options, cmd_workloads),
-    Command("report", "rewrite the report of a results DIR",
-            _report_options, cmd_report),
+    Command(
+        "diff",
+        "compare the ratios of finished runs (e.g. series v1 vs v2)",
+        _diff_options,
+        cmd_diff,
+    ),
+    Command(
+        "workloads",
+        "list every workload with its parameters and metrics",
+        _workloads_options,
+        cmd_workloads,
+    ),
+    Command(
+        "report",
+        "rewrite the report of a results DIR",
+        _report_options,
+        cmd_report,
+    ),
 )

@@ -27,8 +27,8 @@ from foliolab import proc
 @dataclass(frozen=True)
 class FunctionRange:
     name: str
-    start: int          # first line (the signature)
-    end: int            # the closing brace's line
+    start: int  # first line (the signature)
+    end: int  # the closing brace's line
 
 
 @dataclass
@@ -36,10 +36,11 @@ class FileCoverage:
     """One source file's lines as gcov counted them (summed over every
     object whose code holds them, e.g. a header's inline functions)."""
 
-    path: str                                   # relative to the tree
+    path: str  # relative to the tree
     counts: dict[int, int] = field(default_factory=dict)
-    functions: dict[tuple[str, int], FunctionRange] = \
-        field(default_factory=dict)
+    functions: dict[tuple[str, int], FunctionRange] = field(
+        default_factory=dict
+    )
     line_function: dict[int, str] = field(default_factory=dict)
 
     def function_at(self, line: int) -> str | None:
@@ -49,8 +50,9 @@ class FileCoverage:
             return self.line_function[line]
         best: FunctionRange | None = None
         for f in self.functions.values():
-            if f.start <= line <= f.end and \
-                    (best is None or f.end - f.start < best.end - best.start):
+            if f.start <= line <= f.end and (
+                best is None or f.end - f.start < best.end - best.start
+            ):
                 best = f
         return best.name if best else None
 
@@ -112,8 +114,9 @@ class SourcePaths:
         return None
 
 
-def read_gcda(gcda: Path, paths: SourcePaths, gcov: str = "gcov"
-              ) -> tuple[list[FileCoverage], str]:
+def read_gcda(
+    gcda: Path, paths: SourcePaths, gcov: str = "gcov"
+) -> tuple[list[FileCoverage], str]:
     """The counts of one data file (its notes file beside it), for the
     files ``paths`` wants, and "" ; or ([], why the data is not to be
     trusted)."""
@@ -121,10 +124,14 @@ def read_gcda(gcda: Path, paths: SourcePaths, gcov: str = "gcov"
         return [], "no data file"
     if not gcda.with_suffix(".gcno").exists():
         return [], "no notes file (.gcno) beside it"
-    cp = proc.run([gcov, "--json-format", "--stdout", str(gcda)],
-                  cwd=gcda.parent, check=False)
-    err = " ".join(line for line in cp.stderr.splitlines()
-                   if not _source_mtime_note(line))
+    cp = proc.run(
+        [gcov, "--json-format", "--stdout", str(gcda)],
+        cwd=gcda.parent,
+        check=False,
+    )
+    err = " ".join(
+        line for line in cp.stderr.splitlines() if not _source_mtime_note(line)
+    )
     err = " ".join(err.split())
     if cp.returncode != 0 or err:
         return [], f"gcov: {err or f'exit {cp.returncode}'}"
@@ -142,8 +149,10 @@ def _source_mtime_note(line: str) -> bool:
     read from git at the built commit (coveragerun.plan_for), never from
     the build checkout, which other kernels' builds may have moved on since
     (a coverage run's mapping comes half an hour after its build)."""
-    return ("source file is newer than notes file" in line
-            or "the message is displayed only once per source file" in line)
+    return (
+        "source file is newer than notes file" in line
+        or "the message is displayed only once per source file" in line
+    )
 
 
 def parse_json(doc: dict, paths: SourcePaths) -> list[FileCoverage]:
@@ -162,15 +171,19 @@ def parse_json(doc: dict, paths: SourcePaths) -> list[FileCoverage]:
             if line.get("function_name"):
                 fc.line_function.setdefault(n, line["function_name"])
         for fn in f.get("functions", []):
-            r = FunctionRange(fn.get("demangled_name") or fn["name"],
-                              int(fn["start_line"]), int(fn["end_line"]))
+            r = FunctionRange(
+                fn.get("demangled_name") or fn["name"],
+                int(fn["start_line"]),
+                int(fn["end_line"]),
+            )
             fc.functions[(r.name, r.start)] = r
         out.append(fc)
     return out
 
 
-def collect(objects: dict[str, Path], paths: SourcePaths,
-            gcov: str = "gcov") -> GcovData:
+def collect(
+    objects: dict[str, Path], paths: SourcePaths, gcov: str = "gcov"
+) -> GcovData:
     """Read every object's data file: ``objects`` maps an object's source
     ("mm/rmap.c") to its .gcda, with its .gcno beside it."""
     data = GcovData()
@@ -188,5 +201,7 @@ def collect(objects: dict[str, Path], paths: SourcePaths,
 def objects_in(directory: Path, suffix: str = ".gcda") -> dict[str, Path]:
     """{source "mm/rmap.c": DIR/mm/rmap.gcda} for every data (or notes)
     file under ``directory``, named by the C source it was built from."""
-    return {str(p.relative_to(directory).with_suffix(".c")): p
-            for p in sorted(directory.rglob(f"*{suffix}"))}
+    return {
+        str(p.relative_to(directory).with_suffix(".c")): p
+        for p in sorted(directory.rglob(f"*{suffix}"))
+    }

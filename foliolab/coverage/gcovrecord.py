@@ -39,34 +39,44 @@ def decode(text: str | None) -> bytes:
     """The archive a coverage record holds, checked against its digest and
     length; CoverageRecordError says in one line why not."""
     if text is None:
-        raise CoverageRecordError("no coverage record: the guest sent none "
-                                  "(the boot ended before the suite did?)")
+        raise CoverageRecordError(
+            "no coverage record: the guest sent none "
+            "(the boot ended before the suite did?)"
+        )
     lines = text.splitlines()
     head = lines[0].strip() if lines else ""
     if head.startswith("error:"):
-        raise CoverageRecordError("the guest sent no coverage data: "
-                                  + head[len("error:"):].strip())
+        raise CoverageRecordError(
+            "the guest sent no coverage data: " + head[len("error:") :].strip()
+        )
     m = _HEAD.match(head)
     if not m:
-        raise CoverageRecordError("coverage record damaged: it does not "
-                                  "start with 'sha256 HEX BYTES'")
+        raise CoverageRecordError(
+            "coverage record damaged: it does not "
+            "start with 'sha256 HEX BYTES'"
+        )
     want = int(m.group(2))
     body = "".join(x.strip() for x in lines[1:])
-    chars = 4 * ((want + 2) // 3)       # base64's length of want bytes
+    chars = 4 * ((want + 2) // 3)  # base64's length of want bytes
     if len(body) < chars:
-        raise CoverageRecordError(f"coverage record cut off: {len(body)} of "
-                                  f"{chars} base64 characters ({want} bytes)")
+        raise CoverageRecordError(
+            f"coverage record cut off: {len(body)} of "
+            f"{chars} base64 characters ({want} bytes)"
+        )
     try:
         data = base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
-        raise CoverageRecordError("coverage record damaged: its body is not "
-                                  "base64") from None
+        raise CoverageRecordError(
+            "coverage record damaged: its body is not base64"
+        ) from None
     if len(data) != want:
-        raise CoverageRecordError(f"coverage record damaged: {len(data)} "
-                                  f"bytes where it says {want}")
+        raise CoverageRecordError(
+            f"coverage record damaged: {len(data)} bytes where it says {want}"
+        )
     if hashlib.sha256(data).hexdigest() != m.group(1):
-        raise CoverageRecordError("coverage record damaged: its sha256 does "
-                                  "not match")
+        raise CoverageRecordError(
+            "coverage record damaged: its sha256 does not match"
+        )
     return data
 
 
@@ -78,21 +88,30 @@ def unpack(data: bytes) -> dict[str, bytes]:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             for member in tar:
                 name = PurePosixPath(member.name)
-                if not member.isfile() or name.suffix != ".gcda" or \
-                        name.is_absolute() or ".." in name.parts:
+                if (
+                    not member.isfile()
+                    or name.suffix != ".gcda"
+                    or name.is_absolute()
+                    or ".." in name.parts
+                ):
                     continue
                 f = tar.extractfile(member)
                 if f is not None:
-                    out[str(PurePosixPath(*[p for p in name.parts
-                                            if p != "."]))] = f.read()
+                    out[
+                        str(
+                            PurePosixPath(*[p for p in name.parts if p != "."])
+                        )
+                    ] = f.read()
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise CoverageRecordError("coverage record damaged: not a gzip'd "
-                                  f"tar ({e})") from None
+        raise CoverageRecordError(
+            f"coverage record damaged: not a gzip'd tar ({e})"
+        ) from None
     return out
 
 
-def place(files: dict[str, bytes], notes: dict[str, Path], dest: Path
-          ) -> tuple[dict[str, Path], list[str]]:
+def place(
+    files: dict[str, bytes], notes: dict[str, Path], dest: Path
+) -> tuple[dict[str, Path], list[str]]:
     """Write each data file to ``dest``, named by its object's source
     ("mm/rmap.c" -> DEST/mm/rmap.gcda), with a link to that object's notes
     file beside it (``notes``: source -> .gcno). Returns ({source: placed

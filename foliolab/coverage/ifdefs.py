@@ -18,16 +18,18 @@ import re
 from dataclasses import dataclass
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
-_TOKEN = re.compile(r"\s*(defined|IS_ENABLED|IS_BUILTIN|IS_MODULE|"
-                    r"IS_REACHABLE|CONFIG_\w+|\d+[uUlL]*|&&|\|\||==|!=|[!()])")
+_TOKEN = re.compile(
+    r"\s*(defined|IS_ENABLED|IS_BUILTIN|IS_MODULE|"
+    r"IS_REACHABLE|CONFIG_\w+|\d+[uUlL]*|&&|\|\||==|!=|[!()])"
+)
 
 
 @dataclass(frozen=True)
 class Excluded:
     """A line the config compiles out, and the condition that does."""
 
-    line: int           # 1-based
-    condition: str      # e.g. "#ifdef CONFIG_ARM64"
+    line: int  # 1-based
+    condition: str  # e.g. "#ifdef CONFIG_ARM64"
 
 
 def _strip_comment(text: str) -> str:
@@ -141,7 +143,7 @@ class _Expr:
             return int(v == "y")
         if macro == "IS_MODULE":
             return int(v == "m")
-        return int(v in ("y", "m"))          # IS_ENABLED, IS_REACHABLE
+        return int(v in ("y", "m"))  # IS_ENABLED, IS_REACHABLE
 
     def _number(self, name: str) -> int | None:
         """A bare CONFIG_X: 1 when y, its number when numeric, 0 when
@@ -167,14 +169,13 @@ def evaluate(condition: str, config: dict[str, str]) -> int | None:
 
 @dataclass
 class _Branch:
-    opener: str             # the #if/#ifdef/#ifndef line that opened it
-    shown: str              # this branch's directive as the report names it
-    live: int | None        # this branch is compiled: 1, 0, None unknown
-    taken: int | None       # some branch of this #if so far is: 1, 0, None
+    opener: str  # the #if/#ifdef/#ifndef line that opened it
+    shown: str  # this branch's directive as the report names it
+    live: int | None  # this branch is compiled: 1, 0, None unknown
+    taken: int | None  # some branch of this #if so far is: 1, 0, None
 
 
-def excluded_lines(lines: list[str], config: dict[str, str]
-                   ) -> dict[int, str]:
+def excluded_lines(lines: list[str], config: dict[str, str]) -> dict[int, str]:
     """{line: the condition that compiles it out} for every line of
     ``lines`` inside a branch ``config`` leaves out (a directive line
     itself belongs to the branch around it)."""
@@ -192,8 +193,9 @@ def excluded_lines(lines: list[str], config: dict[str, str]
     return out
 
 
-def _directive(stack: list[_Branch], kind: str, arg: str,
-               config: dict[str, str]) -> None:
+def _directive(
+    stack: list[_Branch], kind: str, arg: str, config: dict[str, str]
+) -> None:
     if kind in ("if", "ifdef", "ifndef"):
         if kind == "if":
             v = evaluate(arg, config)
@@ -205,7 +207,7 @@ def _directive(stack: list[_Branch], kind: str, arg: str,
         stack.append(_Branch(opener, opener, v, v))
         return
     if not stack:
-        return                  # an unbalanced #else/#endif: ignore it
+        return  # an unbalanced #else/#endif: ignore it
     b = stack[-1]
     if kind == "endif":
         stack.pop()
@@ -218,7 +220,10 @@ def _directive(stack: list[_Branch], kind: str, arg: str,
         live = 0 if cond == 0 else None
     else:
         live = cond
-    taken = 1 if b.taken == 1 or live == 1 else \
-        (None if b.taken is None or live is None else 0)
+    taken = (
+        1
+        if b.taken == 1 or live == 1
+        else (None if b.taken is None or live is None else 0)
+    )
     shown = f"#elif {arg}" if kind == "elif" else f"#else of {b.opener}"
     stack[-1] = _Branch(b.opener, shown, live, taken)

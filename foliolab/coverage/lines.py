@@ -40,18 +40,18 @@ from foliolab.series.lines import PatchInfo, SeriesGroup, SeriesLines, group_of
 REASON_CLASSES = {
     "mglru-off": "runs only with MGLRU off; this run's boots had it on",
     "fault-injection": "an error path: only a failed allocation or "
-                       "operation reaches it (named: the knob, and whether "
-                       "the debug config has it)",
+    "operation reaches it (named: the knob, and whether "
+    "the debug config has it)",
     "race": "needs another task to change the folio or its page table in "
-            "a window the suite cannot hold open",
+    "a window the suite cannot hold open",
     "environment": "needs a kind of memory, file system or device the "
-                   "guest does not have",
+    "guest does not have",
     "config": "needs a kernel config or architecture the coverage kernel "
-              "is not",
+    "is not",
     "unreachable": "no caller or state reaches it in this tree (a "
-                   "defensive check, a branch no caller takes)",
+    "defensive check, a branch no caller takes)",
     "needs-test": "a guest test can reach it; the suite has none yet (or "
-                  "one written and not yet run, named)",
+    "one written and not yet run, named)",
 }
 
 
@@ -59,7 +59,7 @@ REASON_CLASSES = {
 class Stale:
     """A selector that gives no never-ran line its reason."""
 
-    where: str                  # the selector's FILE:LINE
+    where: str  # the selector's FILE:LINE
     selector: str
     why: str
 
@@ -79,18 +79,18 @@ class LineState(str, enum.Enum):
 # What each state means, for the reports' legends.
 LEGEND = {
     LineState.RAN: "an executable line the suite ran (count: times run, "
-                   "summed over the boots)",
+    "summed over the boots)",
     LineState.NEVER_RAN: "an executable line the suite never ran (listed "
-                         "with file:line and its function)",
+    "with file:line and its function)",
     LineState.NOT_EXECUTABLE: "gcov has no code on the line (a declaration, "
-                              "a brace, a comment, a macro's body)",
+    "a brace, a comment, a macro's body)",
     LineState.NOT_BUILT: "not compiled for this guest: another "
-                         "architecture's file, a #if the config leaves out, "
-                         "or a file the config does not build",
+    "architecture's file, a #if the config leaves out, "
+    "or a file the config does not build",
     LineState.NOT_PROFILED: "built, but in no object compiled with "
-                            "profiling, so not measured",
+    "profiling, so not measured",
     LineState.NO_DATA: "its object's coverage data was missing or damaged "
-                       "(never counted as not run)",
+    "(never counted as not run)",
 }
 # the states counted apart, each line with its reason
 APART = (LineState.NOT_BUILT, LineState.NOT_PROFILED, LineState.NO_DATA)
@@ -103,9 +103,9 @@ class LineResult:
     line: int
     text: str
     state: LineState
-    count: int | None = None        # ran / never ran
+    count: int | None = None  # ran / never ran
     function: str | None = None
-    why: str = ""                   # the states counted apart
+    why: str = ""  # the states counted apart
     # never ran: the series' coverage-reasons entry for it, if any
     reason_class: str = ""
     reason: str = ""
@@ -119,10 +119,10 @@ class LineResult:
 class BuildFacts:
     """What the coverage build was: what decides "not built"."""
 
-    arch: str                       # foliolab's name, "x86_64"
-    linux_arch: str                 # its arch/ directory, "x86"
-    config: dict[str, str]          # the .config ({}: decide no #if)
-    notes: frozenset[str]           # sources built with profiling (.gcno)
+    arch: str  # foliolab's name, "x86_64"
+    linux_arch: str  # its arch/ directory, "x86"
+    config: dict[str, str]  # the .config ({}: decide no #if)
+    notes: frozenset[str]  # sources built with profiling (.gcno)
     profiled_dirs: tuple[str, ...]
 
 
@@ -131,8 +131,9 @@ def other_arch(path: str, linux_arch: str) -> bool:
     return len(parts) > 2 and parts[0] == "arch" and parts[1] != linux_arch
 
 
-def classify(series: SeriesLines, data: GcovData | None,
-             facts: BuildFacts) -> list[LineResult]:
+def classify(
+    series: SeriesLines, data: GcovData | None, facts: BuildFacts
+) -> list[LineResult]:
     """Every added line of ``series`` in its state (the rules above);
     ``data`` None: no boot sent usable data."""
     out = []
@@ -141,8 +142,11 @@ def classify(series: SeriesLines, data: GcovData | None,
     for a in series.lines:
         final = series.final.get(a.path, [])
         if a.path not in excluded:
-            excluded[a.path] = (ifdefs.excluded_lines(final, facts.config)
-                                if facts.config else {})
+            excluded[a.path] = (
+                ifdefs.excluded_lines(final, facts.config)
+                if facts.config
+                else {}
+            )
         fc = data.files.get(a.path) if data else None
         function = fc.function_at(a.line) if fc is not None else None
         if function is None:
@@ -151,64 +155,94 @@ def classify(series: SeriesLines, data: GcovData | None,
             if a.path not in functions:
                 functions[a.path] = csource.FunctionMap(final)
             function = functions[a.path].name_at(a.line)
-        state, count, why = _state(a.path, a.line, fc, data, facts,
-                                   excluded[a.path])
-        out.append(LineResult(a.patch, a.path, a.line, a.text, state, count,
-                              function, why))
+        state, count, why = _state(
+            a.path, a.line, fc, data, facts, excluded[a.path]
+        )
+        out.append(
+            LineResult(
+                a.patch, a.path, a.line, a.text, state, count, function, why
+            )
+        )
     return out
 
 
-def _state(path: str, line: int, fc: FileCoverage | None,
-           data: GcovData | None,
-           facts: BuildFacts, excluded: dict[int, str]
-           ) -> tuple[LineState, int | None, str]:
+def _state(
+    path: str,
+    line: int,
+    fc: FileCoverage | None,
+    data: GcovData | None,
+    facts: BuildFacts,
+    excluded: dict[int, str],
+) -> tuple[LineState, int | None, str]:
     if other_arch(path, facts.linux_arch):
         return LineState.NOT_BUILT, None, f"not built for {facts.arch}: {path}"
     if fc is not None and line in fc.counts:
         n = fc.counts[line]
         return (LineState.RAN if n > 0 else LineState.NEVER_RAN), n, ""
     if line in excluded:
-        return (LineState.NOT_BUILT, None,
-                f"not built for {facts.arch}: {excluded[line]} in {path}")
+        return (
+            LineState.NOT_BUILT,
+            None,
+            f"not built for {facts.arch}: {excluded[line]} in {path}",
+        )
     if fc is not None:
         return LineState.NOT_EXECUTABLE, None, ""
     return _file_without_data(path, data, facts)
 
 
-def _file_without_data(path: str, data: GcovData | None, facts: BuildFacts
-                       ) -> tuple[LineState, int | None, str]:
+def _file_without_data(
+    path: str, data: GcovData | None, facts: BuildFacts
+) -> tuple[LineState, int | None, str]:
     """A line of a file gcov has no counts for (rule 5): what the build
     says first (it holds whatever the boots sent), then the data."""
     if path.endswith(".c"):
         if path in facts.notes:
-            why = "no boot sent usable coverage data" if data is None else \
-                data.bad.get(path, "no data file from the guest")
+            why = (
+                "no boot sent usable coverage data"
+                if data is None
+                else data.bad.get(path, "no data file from the guest")
+            )
             return LineState.NO_DATA, None, f"no data: {path} ({why})"
         directory = path.rpartition("/")[0]
         if directory in facts.profiled_dirs:
-            return (LineState.NOT_BUILT, None,
-                    f"not built for {facts.arch}: {path} (this config "
-                    "compiles no object from it)")
-        return (LineState.NOT_PROFILED, None,
-                f"not profiled: {path} (its directory is not profiled)")
+            return (
+                LineState.NOT_BUILT,
+                None,
+                f"not built for {facts.arch}: {path} (this config "
+                "compiles no object from it)",
+            )
+        return (
+            LineState.NOT_PROFILED,
+            None,
+            f"not profiled: {path} (its directory is not profiled)",
+        )
     if data is None:
-        return (LineState.NO_DATA, None, f"no data: {path} (no boot sent "
-                                         "usable coverage data)")
+        return (
+            LineState.NO_DATA,
+            None,
+            f"no data: {path} (no boot sent usable coverage data)",
+        )
     if data.bad:
-        return (LineState.NO_DATA, None,
-                f"no data: {path} (no counts, and the data of "
-                f"{len(data.bad)} object(s) is missing or damaged)")
-    return (LineState.NOT_PROFILED, None,
-            f"not profiled: {path} (no profiled object has code from it)")
+        return (
+            LineState.NO_DATA,
+            None,
+            f"no data: {path} (no counts, and the data of "
+            f"{len(data.bad)} object(s) is missing or damaged)",
+        )
+    return (
+        LineState.NOT_PROFILED,
+        None,
+        f"not profiled: {path} (no profiled object has code from it)",
+    )
 
 
 @dataclass
 class Tally:
     """The counts of a set of added lines."""
 
-    states: Counter = field(default_factory=Counter)    # LineState -> n
-    apart: Counter = field(default_factory=Counter)     # why -> n
-    reasons: Counter = field(default_factory=Counter)   # never ran: class -> n
+    states: Counter = field(default_factory=Counter)  # LineState -> n
+    apart: Counter = field(default_factory=Counter)  # why -> n
+    reasons: Counter = field(default_factory=Counter)  # never ran: class -> n
 
     @classmethod
     def of(cls, results: list[LineResult]) -> Tally:
@@ -247,16 +281,23 @@ class Tally:
         return 100.0 * self.ran / self.executable if self.executable else None
 
     def as_dict(self) -> dict:
-        return {"added": self.added, "executable": self.executable,
-                "ran": self.ran, "percent": (round(self.percent, 1)
-                                             if self.percent is not None
-                                             else None),
-                **{s.value: self.states[s] for s in LineState
-                   if s is not LineState.RAN},
-                "never-ran-reason-given": self.reason_given,
-                "never-ran-no-reason": self.no_reason,
-                "never-ran-by-reason": dict(sorted(self.reasons.items())),
-                "apart": dict(sorted(self.apart.items()))}
+        return {
+            "added": self.added,
+            "executable": self.executable,
+            "ran": self.ran,
+            "percent": (
+                round(self.percent, 1) if self.percent is not None else None
+            ),
+            **{
+                s.value: self.states[s]
+                for s in LineState
+                if s is not LineState.RAN
+            },
+            "never-ran-reason-given": self.reason_given,
+            "never-ran-no-reason": self.no_reason,
+            "never-ran-by-reason": dict(sorted(self.reasons.items())),
+            "apart": dict(sorted(self.apart.items())),
+        }
 
 
 @dataclass
@@ -268,7 +309,7 @@ class CoverageReport:
     facts: BuildFacts
     groups: list[SeriesGroup] = field(default_factory=list)
     superseded: dict[int, int] = field(default_factory=dict)
-    boots: list[str] = field(default_factory=list)   # whose data is in it
+    boots: list[str] = field(default_factory=list)  # whose data is in it
     problems: list[str] = field(default_factory=list)  # one line each
     # the series' coverage-reasons file as reports name it ("" none), and
     # its selectors that gave no never-ran line a reason
@@ -289,9 +330,14 @@ class CoverageReport:
                 order.append(label)
                 members[label] = []
             members[label].append(p.number)
-        return [(label, members[label],
-                 [r for r in self.results if r.patch in members[label]])
-                for label in order]
+        return [
+            (
+                label,
+                members[label],
+                [r for r in self.results if r.patch in members[label]],
+            )
+            for label in order
+        ]
 
     def to_json(self) -> dict:
         return {
@@ -302,27 +348,52 @@ class CoverageReport:
             "legend": {s.value: LEGEND[s] for s in LineState},
             "reasons_file": self.reasons_file or None,
             "reason_classes": REASON_CLASSES,
-            "stale_reasons": [{"where": s.where, "selector": s.selector,
-                               "why": s.why} for s in self.stale],
+            "stale_reasons": [
+                {"where": s.where, "selector": s.selector, "why": s.why}
+                for s in self.stale
+            ],
             "totals": Tally.of(self.results).as_dict(),
-            "groups": [{"label": label, "patches": numbers,
-                        "totals": Tally.of(lines).as_dict()}
-                       for label, numbers, lines in self.group_lines()]
-            if self.groups else [],
-            "patches": [{
-                "number": p.number, "name": p.name, "subject": p.subject,
-                "group": group_of(self.groups, p.number),
-                "superseded": self.superseded.get(p.number, 0),
-                "totals": Tally.of(self.of_patch(p.number)).as_dict(),
-                "lines": [{"path": r.path, "line": r.line,
-                           "state": r.state.value, "count": r.count,
-                           "function": r.function, "why": r.why,
-                           "text": r.text,
-                           **({"reason_class": r.reason_class,
-                               "reason": r.reason}
-                              if r.reason_class else {})}
-                          for r in self.of_patch(p.number)]}
-                for p in self.patches],
+            "groups": [
+                {
+                    "label": label,
+                    "patches": numbers,
+                    "totals": Tally.of(lines).as_dict(),
+                }
+                for label, numbers, lines in self.group_lines()
+            ]
+            if self.groups
+            else [],
+            "patches": [
+                {
+                    "number": p.number,
+                    "name": p.name,
+                    "subject": p.subject,
+                    "group": group_of(self.groups, p.number),
+                    "superseded": self.superseded.get(p.number, 0),
+                    "totals": Tally.of(self.of_patch(p.number)).as_dict(),
+                    "lines": [
+                        {
+                            "path": r.path,
+                            "line": r.line,
+                            "state": r.state.value,
+                            "count": r.count,
+                            "function": r.function,
+                            "why": r.why,
+                            "text": r.text,
+                            **(
+                                {
+                                    "reason_class": r.reason_class,
+                                    "reason": r.reason,
+                                }
+                                if r.reason_class
+                                else {}
+                            ),
+                        }
+                        for r in self.of_patch(p.number)
+                    ],
+                }
+                for p in self.patches
+            ],
         }
 
     def text(self) -> str:
@@ -334,63 +405,88 @@ def _pct(t: Tally) -> str:
 
 
 def _never(t: Tally, reasons: bool) -> str:
-    """"never ran N", and with a reasons file how many of them have a
+    """ "never ran N", and with a reasons file how many of them have a
     reason."""
     n = t.states[LineState.NEVER_RAN]
     if not n or not reasons:
         return f"never ran {n}"
-    return (f"never ran {n} (reason given {t.reason_given}, no reason "
-            f"{t.no_reason})")
+    return (
+        f"never ran {n} (reason given {t.reason_given}, no reason "
+        f"{t.no_reason})"
+    )
 
 
 def _row(t: Tally, reasons: bool) -> str:
     s = t.states
-    return (f"added {t.added}, executable {t.executable}, ran {t.ran} "
-            f"({_pct(t)}), {_never(t, reasons)}, not "
-            f"executable {s[LineState.NOT_EXECUTABLE]}, not built "
-            f"{s[LineState.NOT_BUILT]}, not profiled "
-            f"{s[LineState.NOT_PROFILED]}, no data {s[LineState.NO_DATA]}")
+    return (
+        f"added {t.added}, executable {t.executable}, ran {t.ran} "
+        f"({_pct(t)}), {_never(t, reasons)}, not "
+        f"executable {s[LineState.NOT_EXECUTABLE]}, not built "
+        f"{s[LineState.NOT_BUILT]}, not profiled "
+        f"{s[LineState.NOT_PROFILED]}, no data {s[LineState.NO_DATA]}"
+    )
 
 
 def _text_lines(rep: CoverageReport) -> list[str]:
     f = rep.facts
-    out = [f"Changed-line coverage: {len(rep.patches)} patch(es) on the "
-           f"{f.arch} coverage kernel",
-           f"boots: {', '.join(rep.boots) or 'none with usable data'}"
-           + (" (counts summed)" if len(rep.boots) > 1 else ""),
-           f"profiled directories: {', '.join(f.profiled_dirs) or 'none'}"]
-    out.append(f"reasons: {rep.reasons_file}" if rep.reasons_file else
-               "reasons: none (the series has no coverage-reasons file)")
+    out = [
+        f"Changed-line coverage: {len(rep.patches)} patch(es) on the "
+        f"{f.arch} coverage kernel",
+        f"boots: {', '.join(rep.boots) or 'none with usable data'}"
+        + (" (counts summed)" if len(rep.boots) > 1 else ""),
+        f"profiled directories: {', '.join(f.profiled_dirs) or 'none'}",
+    ]
+    out.append(
+        f"reasons: {rep.reasons_file}"
+        if rep.reasons_file
+        else "reasons: none (the series has no coverage-reasons file)"
+    )
     out += [f"problem: {p}" for p in rep.problems]
     out += ["", "Legend"]
     out += [f"  {s.value:<15} {LEGEND[s]}" for s in LineState]
-    out += ["  %               ran / executable (executable = ran + never "
-            "ran; a reason never counts as ran)"]
+    out += [
+        "  %               ran / executable (executable = ran + never "
+        "ran; a reason never counts as ran)"
+    ]
     total = Tally.of(rep.results)
     if total.reasons or rep.reasons_file:
         out += ["", "Reasons a never-ran line is given (coverage-reasons)"]
         out += [f"  {k:<15} {v}" for k, v in REASON_CLASSES.items()]
     out += ["", f"Totals: {_row(total, bool(rep.reasons_file))}"]
     if total.reasons:
-        out.append("  never ran, by reason: " + ", ".join(
-            f"{k} {total.reasons[k]}" for k in REASON_CLASSES
-            if total.reasons[k]) + f"; no reason {total.no_reason}")
+        out.append(
+            "  never ran, by reason: "
+            + ", ".join(
+                f"{k} {total.reasons[k]}"
+                for k in REASON_CLASSES
+                if total.reasons[k]
+            )
+            + f"; no reason {total.no_reason}"
+        )
     if rep.stale:
-        out += ["", f"Stale reasons: {len(rep.stale)} selector(s) of "
-                    f"{rep.reasons_file} give no never-ran line a reason"]
+        out += [
+            "",
+            f"Stale reasons: {len(rep.stale)} selector(s) of "
+            f"{rep.reasons_file} give no never-ran line a reason",
+        ]
         out += [f"  {s.line()}" for s in rep.stale]
     if rep.groups:
         out += ["", "By change (the cover letter's series map)"]
         for label, numbers, lines in rep.group_lines():
             t = Tally.of(lines)
-            span = f"{numbers[0]:04d}" + (f"-{numbers[-1]:04d}"
-                                          if len(numbers) > 1 else "")
-            out.append(f"  {span:<10} {label}: {t.added} added, "
-                       f"{t.executable} executable, {t.ran} ran "
-                       f"({_pct(t)})" + (
-                           f"; {_never(t, True)}" if rep.reasons_file and
-                           t.states[LineState.NEVER_RAN]
-                           else ""))
+            span = f"{numbers[0]:04d}" + (
+                f"-{numbers[-1]:04d}" if len(numbers) > 1 else ""
+            )
+            out.append(
+                f"  {span:<10} {label}: {t.added} added, "
+                f"{t.executable} executable, {t.ran} ran "
+                f"({_pct(t)})"
+                + (
+                    f"; {_never(t, True)}"
+                    if rep.reasons_file and t.states[LineState.NEVER_RAN]
+                    else ""
+                )
+            )
     out += ["", "By patch"]
     for p in rep.patches:
         lines = rep.of_patch(p.number)
@@ -399,19 +495,25 @@ def _text_lines(rep: CoverageReport) -> list[str]:
         out.append(f"     {_row(t, bool(rep.reasons_file))}")
         gone = rep.superseded.get(p.number, 0)
         if gone:
-            out.append(f"     ({gone} of its added line(s) a later patch "
-                       "changed or removed: not counted here)")
+            out.append(
+                f"     ({gone} of its added line(s) a later patch "
+                "changed or removed: not counted here)"
+            )
         never = [r for r in lines if r.state is LineState.NEVER_RAN]
         if never:
             out.append("     never ran:")
             last = None
             for r in never:
-                out.append(f"       {r.where}  {r.function or '?'}  | "
-                           f"{r.text.strip()}")
+                out.append(
+                    f"       {r.where}  {r.function or '?'}  | "
+                    f"{r.text.strip()}"
+                )
                 if r.reason_class:
                     same = (r.reason_class, r.reason) == last
-                    out.append(f"           {r.reason_class}: "
-                               + ("(as above)" if same else r.reason))
+                    out.append(
+                        f"           {r.reason_class}: "
+                        + ("(as above)" if same else r.reason)
+                    )
                     last = (r.reason_class, r.reason)
                 else:
                     last = None

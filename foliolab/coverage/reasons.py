@@ -61,10 +61,10 @@ def normal(text: str) -> str:
 @dataclass(frozen=True)
 class Selector:
     path: str
-    function: str               # "?": the report names none
-    text: str                   # normal()
-    ordinal: int | None         # the N-th of that text in that function
-    where: str                  # "FILE:LINE" of the selector
+    function: str  # "?": the report names none
+    text: str  # normal()
+    ordinal: int | None  # the N-th of that text in that function
+    where: str  # "FILE:LINE" of the selector
 
     def key(self) -> tuple[str, str, str]:
         return (self.path, self.function, self.text)
@@ -79,12 +79,12 @@ class Entry:
     selectors: tuple[Selector, ...]
     klass: str
     reason: str
-    where: str                  # "FILE:LINE" of its reason line
+    where: str  # "FILE:LINE" of its reason line
 
 
 @dataclass
 class Reasons:
-    path: Path                  # the file, as the reports name it
+    path: Path  # the file, as the reports name it
     entries: list[Entry] = field(default_factory=list)
 
 
@@ -98,18 +98,28 @@ def parse(text: str, name: str) -> list[Entry]:
     seen: dict[tuple, str] = {}
 
     def fail(n: int, message: str):
-        raise ReasonsError(f"{name}:{n}: {message}",
-                           hint="see docs/manual.md, \"Changed-line "
-                                "coverage\"")
+        raise ReasonsError(
+            f"{name}:{n}: {message}",
+            hint='see docs/manual.md, "Changed-line coverage"',
+        )
 
     def close(n: int) -> None:
         nonlocal selectors, reason, klass, reason_at
         if selectors and not klass:
-            fail(n, f"the entry of {selectors[0].shown()!r} has no "
-                    "reason line (indented CLASS: sentence)")
+            fail(
+                n,
+                f"the entry of {selectors[0].shown()!r} has no "
+                "reason line (indented CLASS: sentence)",
+            )
         if klass:
-            entries.append(Entry(tuple(selectors), klass,
-                                 " ".join(reason).strip(), reason_at))
+            entries.append(
+                Entry(
+                    tuple(selectors),
+                    klass,
+                    " ".join(reason).strip(),
+                    reason_at,
+                )
+            )
         selectors, reason, klass, reason_at = [], [], "", ""
 
     lines = text.split("\n")
@@ -120,21 +130,32 @@ def parse(text: str, name: str) -> list[Entry]:
         if not stripped:
             close(n)
             continue
-        if not line[0].isspace():               # a selector
+        if not line[0].isspace():  # a selector
             if klass:
                 close(n)
             m = _SELECTOR.match(line.rstrip())
             if not m:
-                fail(n, "a selector is FILE FUNCTION | TEXT (the line as "
-                        "coverage.txt lists it, without :LINE)")
+                fail(
+                    n,
+                    "a selector is FILE FUNCTION | TEXT (the line as "
+                    "coverage.txt lists it, without :LINE)",
+                )
             path, function, ordinal, body = m.groups()
             if _LINE_NUMBER.search(path):
-                fail(n, f"{path}: give the function and the line's text, "
-                        "not a line number")
+                fail(
+                    n,
+                    f"{path}: give the function and the line's text, "
+                    "not a line number",
+                )
             if not normal(body):
                 fail(n, "a selector needs the line's text after '|'")
-            sel = Selector(path, function, normal(body),
-                           int(ordinal) if ordinal else None, f"{name}:{n}")
+            sel = Selector(
+                path,
+                function,
+                normal(body),
+                int(ordinal) if ordinal else None,
+                f"{name}:{n}",
+            )
             ident = (sel.key(), sel.ordinal)
             if ident in seen:
                 fail(n, f"{sel.shown()!r} is already given at {seen[ident]}")
@@ -143,18 +164,24 @@ def parse(text: str, name: str) -> list[Entry]:
                 fail(n, "#N counts from 1")
             selectors.append(sel)
             continue
-        if klass:                               # the sentence goes on
+        if klass:  # the sentence goes on
             reason.append(stripped)
             continue
         m = _REASON.match(line)
         if not selectors:
             fail(n, "an indented line with no selector above it")
         if not m:
-            fail(n, "the reason line is CLASS: sentence, CLASS one of "
-                    + ", ".join(REASON_CLASSES))
+            fail(
+                n,
+                "the reason line is CLASS: sentence, CLASS one of "
+                + ", ".join(REASON_CLASSES),
+            )
         if m.group(1) not in REASON_CLASSES:
-            fail(n, f"unknown reason class {m.group(1)!r}: one of "
-                    + ", ".join(REASON_CLASSES))
+            fail(
+                n,
+                f"unknown reason class {m.group(1)!r}: one of "
+                + ", ".join(REASON_CLASSES),
+            )
         if not m.group(2).strip():
             fail(n, "the reason needs a sentence after its class")
         klass, reason_at = m.group(1), f"{name}:{n}"
@@ -163,8 +190,7 @@ def parse(text: str, name: str) -> list[Entry]:
     return entries
 
 
-def read(directory: Path | None, shown: str | None = None
-         ) -> Reasons | None:
+def read(directory: Path | None, shown: str | None = None) -> Reasons | None:
     """The reasons beside a series (None: the series has no such file);
     ReasonsError for a malformed one. ``shown`` is how reports name the
     file (default: its path)."""
@@ -181,9 +207,13 @@ def read(directory: Path | None, shown: str | None = None
     return Reasons(Path(name), parse(text, name))
 
 
-_STATE_WORDS = {"ran": "ran", "not-executable": "is not executable",
-                "not-built": "is not built", "not-profiled":
-                "is not profiled", "no-data": "has no data"}
+_STATE_WORDS = {
+    "ran": "ran",
+    "not-executable": "is not executable",
+    "not-built": "is not built",
+    "not-profiled": "is not profiled",
+    "no-data": "has no data",
+}
 
 
 def apply(results: list, reasons: Reasons | None) -> tuple[list, list[Stale]]:
@@ -198,41 +228,63 @@ def apply(results: list, reasons: Reasons | None) -> tuple[list, list[Stale]]:
     for i, r in enumerate(results):
         index.setdefault((r.path, normal(r.text)), []).append(i)
     out = list(results)
-    given: dict[int, str] = {}          # result index -> its entry's where
+    given: dict[int, str] = {}  # result index -> its entry's where
     stale: list[Stale] = []
     for entry in reasons.entries:
         for sel in entry.selectors:
-            hits = [i for i in index.get((sel.path, sel.text), [])
-                    if (results[i].function or "?") == sel.function or
-                    results[i].function is None]
+            hits = [
+                i
+                for i in index.get((sel.path, sel.text), [])
+                if (results[i].function or "?") == sel.function
+                or results[i].function is None
+            ]
             hits.sort(key=lambda i: results[i].line)
             if sel.ordinal is not None:
-                hits = hits[sel.ordinal - 1:sel.ordinal]
-            never = [i for i in hits
-                     if results[i].state is LineState.NEVER_RAN]
+                hits = hits[sel.ordinal - 1 : sel.ordinal]
+            never = [
+                i for i in hits if results[i].state is LineState.NEVER_RAN
+            ]
             if not hits:
-                stale.append(Stale(sel.where, sel.shown(),
-                                   "matches no added line of this series"
-                                   if sel.ordinal is None else
-                                   f"there is no added line #{sel.ordinal} "
-                                   "of that text in that function"))
+                stale.append(
+                    Stale(
+                        sel.where,
+                        sel.shown(),
+                        "matches no added line of this series"
+                        if sel.ordinal is None
+                        else f"there is no added line #{sel.ordinal} "
+                        "of that text in that function",
+                    )
+                )
                 continue
             if not never:
-                stale.append(Stale(
-                    sel.where, sel.shown(), "no never-ran line: " +
-                    ", ".join(f"{results[i].where} "
-                              + _STATE_WORDS.get(results[i].state.value,
-                                                 results[i].state.value)
-                              for i in hits)))
+                stale.append(
+                    Stale(
+                        sel.where,
+                        sel.shown(),
+                        "no never-ran line: "
+                        + ", ".join(
+                            f"{results[i].where} "
+                            + _STATE_WORDS.get(
+                                results[i].state.value, results[i].state.value
+                            )
+                            for i in hits
+                        ),
+                    )
+                )
                 continue
             for i in never:
                 if i in given and given[i] != entry.where:
-                    stale.append(Stale(
-                        sel.where, sel.shown(),
-                        f"{results[i].where} already has the reason at "
-                        f"{given[i]}"))
+                    stale.append(
+                        Stale(
+                            sel.where,
+                            sel.shown(),
+                            f"{results[i].where} already has the reason at "
+                            f"{given[i]}",
+                        )
+                    )
                     continue
                 given[i] = entry.where
-                out[i] = replace(results[i], reason_class=entry.klass,
-                                 reason=entry.reason)
+                out[i] = replace(
+                    results[i], reason_class=entry.klass, reason=entry.reason
+                )
     return out, stale

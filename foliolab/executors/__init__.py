@@ -37,9 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import (QEMU_HERE, BootsHereClass, Executor,
-                                     ExecutorClass, ExecutorKind,
-                                     ExecutorRecord, ExporterClass, Flag)
+from foliolab.executors.base import (
+    QEMU_HERE,
+    BootsHereClass,
+    Executor,
+    ExecutorClass,
+    ExecutorKind,
+    ExecutorRecord,
+    ExporterClass,
+    Flag,
+)
 from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
@@ -78,8 +85,9 @@ def kind_named(text: str) -> ExecutorKind:
     for kind in EXECUTORS:
         if kind.text == text:
             return kind
-    raise ValueError(f"no executor {text!r} (known: "
-                     f"{', '.join(k.text for k in EXECUTORS)})")
+    raise ValueError(
+        f"no executor {text!r} (known: {', '.join(k.text for k in EXECUTORS)})"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,9 @@ class ExecutorOptions:
     and its own options (what its ``options`` read from its flags)."""
 
     executor: type[ExecutorClass] = DEFAULT
-    own: object = field(default_factory=lambda: DEFAULT.options(
-        argparse.Namespace()))
+    own: object = field(
+        default_factory=lambda: DEFAULT.options(argparse.Namespace())
+    )
     # executor options the user gave (flag names), for refusing them
     # where the executor does not take them
     given: tuple[str, ...] = ()
@@ -99,18 +108,24 @@ class ExecutorOptions:
         return self.executor.kind
 
 
-def add_flags(p: argparse.ArgumentParser,
-              only: type[ExecutorClass] | None = None) -> None:
+def add_flags(
+    p: argparse.ArgumentParser, only: type[ExecutorClass] | None = None
+) -> None:
     """``--executor`` and the flags of every executor, each section of
     --help once; ``only``: the one executor a command runs, its flags
     alone and no ``--executor``."""
     if only is None:
         offered = [cls for cls in EXECUTORS.values() if cls.chosen_by_flag]
-        p.add_argument("--executor", default=DEFAULT.kind.text,
-                       choices=[cls.kind.text for cls in offered],
-                       help="who runs the boots: " + "; ".join(
-                           f"{cls.kind}: {cls.summary}" for cls in offered)
-                       + " (default " + DEFAULT.kind.text + "; see README)")
+        p.add_argument(
+            "--executor",
+            default=DEFAULT.kind.text,
+            choices=[cls.kind.text for cls in offered],
+            help="who runs the boots: "
+            + "; ".join(f"{cls.kind}: {cls.summary}" for cls in offered)
+            + " (default "
+            + DEFAULT.kind.text
+            + "; see README)",
+        )
     else:
         p.set_defaults(executor=only.kind.text)
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -134,34 +149,44 @@ def options(args: argparse.Namespace, argv: list[str]) -> ExecutorOptions:
     """The executor options of a parsed command line (``argv``: what the
     user typed, for the options given)."""
     cls = EXECUTORS[kind_named(getattr(args, "executor", DEFAULT.kind.text))]
-    return ExecutorOptions(cls, cls.options(args),
-                           given=_given(argv, tuple(f.name for f in _flags())))
+    return ExecutorOptions(
+        cls,
+        cls.options(args),
+        given=_given(argv, tuple(f.name for f in _flags())),
+    )
 
 
 def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
     """The ``flags`` that ``argv`` gives, also as the abbreviations argparse
     accepts (``--lava-u URL``), which it has already refused if ambiguous."""
     names = [a.split("=", 1)[0] for a in argv if a.startswith("--")]
-    return tuple(f for f in flags
-                 if any(len(n) > 2 and f.startswith(n) for n in names))
+    return tuple(
+        f for f in flags if any(len(n) > 2 and f.startswith(n) for n in names)
+    )
 
 
 def _check_given(opts: ExecutorOptions) -> None:
     """A flag of one executor given to another is bad input."""
     for name in opts.given:
-        takers = [cls for cls in EXECUTORS.values()
-                  if any(f.name == name for f in cls.flags)]
+        takers = [
+            cls
+            for cls in EXECUTORS.values()
+            if any(f.name == name for f in cls.flags)
+        ]
         if opts.executor in takers:
             continue
         named = [str(cls.kind) for cls in takers if cls.chosen_by_flag]
-        raise UsageError(f"{name} is an option of --executor "
-                         f"{' or '.join(named)}, not of --executor "
-                         f"{opts.kind}",
-                         hint=f"drop {name}, or give the executor")
+        raise UsageError(
+            f"{name} is an option of --executor "
+            f"{' or '.join(named)}, not of --executor "
+            f"{opts.kind}",
+            hint=f"drop {name}, or give the executor",
+        )
 
 
-def make_executor(opts: ExecutorOptions, out: Path, count: bool = False
-                  ) -> Executor:
+def make_executor(
+    opts: ExecutorOptions, out: Path, count: bool = False
+) -> Executor:
     """The executor ``opts`` name, checked (before anything is built) and
     made in one place."""
     _check_given(opts)

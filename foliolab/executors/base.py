@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -30,8 +30,8 @@ class Elsewhere:
     run's manifest says it (its accelerator and emulator are not chosen
     or asked here)."""
 
-    accel: str                      # the manifest's accelerator
-    emulator: str                   # the manifest's QEMU
+    accel: str  # the manifest's accelerator
+    emulator: str  # the manifest's QEMU
     # the report names the accelerator by the device type the boots ran
     # on (a lab's devices), e.g. "lava qemu"
     by_device: bool = False
@@ -44,7 +44,7 @@ class ExecutorKind:
     kind back from its text, so the kinds there are the only valid ones.
     Two kinds are the same kind when their text is."""
 
-    text: str                       # as --executor and environment.json say
+    text: str  # as --executor and environment.json say
     # None: QEMU on this machine (the accelerator is chosen here, QEMU's
     # version asked, the boots' times kept for the estimates)
     elsewhere: Elsewhere | None = field(default=None, compare=False)
@@ -76,7 +76,7 @@ class ExecutorRecord:
     kind is written as its text."""
 
     kind: ExecutorKind = QEMU_HERE
-    device_type: str = ""           # a LAVA kind's: the lab's device type
+    device_type: str = ""  # a LAVA kind's: the lab's device type
     tags: list[str] = field(default_factory=list)
     lava_version: str = ""
     rounds_per_block: int = 0
@@ -84,9 +84,9 @@ class ExecutorRecord:
     artifacts_url: str = ""
 
     @classmethod
-    def from_json(cls, d: dict | None,
-                  kind_named: Callable[[str], ExecutorKind]
-                  ) -> ExecutorRecord:
+    def from_json(
+        cls, d: dict | None, kind_named: Callable[[str], ExecutorKind]
+    ) -> ExecutorRecord:
         """The record of a manifest of any version: one from before the
         executor was recorded ran QEMU; a key this version does not know
         is passed over; a kind the registry (``kind_named``) does not know
@@ -113,13 +113,13 @@ class BootSpec:
 
     arch: Arch
     kernel: Path
-    accel: str = "tcg"             # "tcg" or "kvm"
+    accel: str = "tcg"  # "tcg" or "kvm"
     vcpus: int = 2
     memory_mb: int = 3072
     numa_nodes: int = 1
     timeout: float = 300.0
     cmdline: tuple[str, ...] = ()
-    cpu: str = ""                  # TCG CPU model; "" = the arch's default
+    cpu: str = ""  # TCG CPU model; "" = the arch's default
     counter: Counter | None = None  # count with the plugin (TCG only)
     # The records on the console, framed, as on a board or in a LAVA job
     # (guest/frame.awk), instead of on the results port.
@@ -130,19 +130,20 @@ def check_numa(spec: BootSpec) -> None:
     """The machine's vCPUs and memory must split evenly into its nodes."""
     n = spec.numa_nodes
     if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
-        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
-                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
-                        hint="use vCPU and memory counts divisible by the "
-                             "node count")
+        raise BootError(
+            f"cannot split {spec.vcpus} vCPUs and "
+            f"{spec.memory_mb} MiB into {n} NUMA nodes",
+            hint="use vCPU and memory counts divisible by the node count",
+        )
 
 
 @dataclass(frozen=True)
 class BootRequest:
     """One boot the measuring half asks an executor for."""
 
-    boot_id: str                   # WORKLOAD/NAME: its directory under raw/
+    boot_id: str  # WORKLOAD/NAME: its directory under raw/
     spec: BootSpec
-    job: str                       # the guest's job script
+    job: str  # the guest's job script
     rundir: Path
     # files added to the guest's PATH (`foliolab run --add`)
     extra: tuple[Path, ...] = ()
@@ -154,7 +155,7 @@ class BlockRequest:
     QEMU here, or a workload's interleaved rounds as one LAVA job (so a
     lab that runs jobs anywhere, in any order, keeps the pairing)."""
 
-    name: str                      # e.g. pageout-0
+    name: str  # e.g. pageout-0
     workload: str
     boots: tuple[BootRequest, ...]
 
@@ -162,28 +163,28 @@ class BlockRequest:
 class Ended(str, enum.Enum):
     """How the machine of a boot ended, as its executor saw it."""
 
-    EXITED = "exited"           # it stopped by itself (QEMU exited; the
-                                # boot's console in a LAVA log ended)
-    TIMEOUT = "timeout"         # the executor's limit stopped it
-    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
-    NOT_RUN = "not-run"         # its executor never ran it
+    EXITED = "exited"  # it stopped by itself (QEMU exited; the
+    # boot's console in a LAVA log ended)
+    TIMEOUT = "timeout"  # the executor's limit stopped it
+    QEMU_ERROR = "qemu-error"  # QEMU failed with an error of its own
+    NOT_RUN = "not-run"  # its executor never ran it
 
 
 class NotRun(str, enum.Enum):
     """Why an executor never ran a boot."""
 
-    JOB_ENDED = "job-ended"         # its LAVA job ended before it
-    LOG_LOST = "log-lost"           # the lab could not give its job's log
-    LOG_UNPLACED = "log-unplaced"   # its job's log shows other boots
+    JOB_ENDED = "job-ended"  # its LAVA job ended before it
+    LOG_LOST = "log-lost"  # the lab could not give its job's log
+    LOG_UNPLACED = "log-unplaced"  # its job's log shows other boots
 
 
 class JobEnd(str, enum.Enum):
     """How a LAVA job ended, as its log says."""
 
     COMPLETE = "complete"
-    TIMEOUT = "timeout"             # LAVA's limit of a boot or the job
-    ERROR = "error"                 # an error of the job, test or lab
-    CUT = "cut"                     # the log has no end of job
+    TIMEOUT = "timeout"  # LAVA's limit of a boot or the job
+    ERROR = "error"  # an error of the job, test or lab
+    CUT = "cut"  # the log has no end of job
 
 
 @dataclass
@@ -193,17 +194,17 @@ class BootCapture:
     rundir: Path
     ended: Ended
     console: bytes = b""
-    records: str | None = None      # the results port; None: framed on
-                                    # the console
+    records: str | None = None  # the results port; None: framed on
+    # the console
     elapsed: float = 0.0
-    cpu_s: float | None = None      # QEMU's CPU time, when it ran here
+    cpu_s: float | None = None  # QEMU's CPU time, when it ran here
     host: HostLoad = field(default_factory=HostLoad)
     executor: ExecutorKind = QEMU_HERE
-    log: str = ""                   # the LAVA log it was read from
-    error: str = ""                 # QEMU's last line (QEMU_ERROR)
+    log: str = ""  # the LAVA log it was read from
+    error: str = ""  # QEMU's last line (QEMU_ERROR)
     not_run: NotRun | None = None
-    why: str = ""                   # the lab's or the job's own words
-    job_end: JobEnd = JobEnd.COMPLETE   # its job's end (the last boot)
+    why: str = ""  # the lab's or the job's own words
+    job_end: JobEnd = JobEnd.COMPLETE  # its job's end (the last boot)
 
 
 @dataclass(frozen=True)
@@ -212,8 +213,8 @@ class Flag:
     command line is built from the classes (executors.add_flags), and
     giving it to another executor is refused (executors.make_executor)."""
 
-    name: str                       # e.g. --lava-url
-    group: str                      # its section of --help
+    name: str  # e.g. --lava-url
+    group: str  # its section of --help
     options: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -244,10 +245,10 @@ class ExecutorClass(Protocol):
     them (NoOptions, or a dataclass of its module)."""
 
     kind: ExecutorKind
-    summary: str                    # its words in --executor's help
-    chosen_by_flag: bool            # whether --executor offers it
-    flags: tuple[Flag, ...]         # its command-line options
-    results_port: bool              # records on a port of their own
+    summary: str  # its words in --executor's help
+    chosen_by_flag: bool  # whether --executor offers it
+    flags: tuple[Flag, ...]  # its command-line options
+    results_port: bool  # records on a port of their own
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> object:
@@ -261,8 +262,7 @@ class ExecutorClass(Protocol):
         ...
 
     @classmethod
-    def make(cls, opts, out: Path) -> Executor:
-        ...
+    def make(cls, opts, out: Path) -> Executor: ...
 
     @classmethod
     def record(cls, opts) -> ExecutorRecord:
@@ -270,8 +270,9 @@ class ExecutorClass(Protocol):
         ...
 
     @classmethod
-    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
-               ) -> Settled:
+    def settle(
+        cls, want: str, spec: BootSpec, image: Path, count: bool
+    ) -> Settled:
         """The accelerator and emulator of the run's boots, as the run
         starts (``want``: the accelerator asked for)."""
         ...
@@ -289,8 +290,7 @@ class BootsHereClass(ExecutorClass, Protocol):
     kernel at a time (run, test, check, bisect) and a dry run ask of it
     besides an ExecutorClass's."""
 
-    def __call__(self) -> Executor:
-        ...
+    def __call__(self) -> Executor: ...
 
     @classmethod
     def check_machine(cls, spec: BootSpec) -> None:
@@ -310,8 +310,9 @@ class ExporterClass(ExecutorClass, Protocol):
     export`), and reads the logs of those jobs back (`jobs collect`)."""
 
     @classmethod
-    def collect(cls, out: Path, logs: list[Path]
-                ) -> Iterator[tuple[list[BootCapture], str]]:
+    def collect(
+        cls, out: Path, logs: list[Path]
+    ) -> Iterator[tuple[list[BootCapture], str]]:
         """Each log read into the captures of its job's boots in ``out``,
         with a note on the boots the job never ran ("" if none)."""
         ...
@@ -320,8 +321,7 @@ class ExporterClass(ExecutorClass, Protocol):
 class Exporter(Protocol):
     """An exporter, made: what it wrote, for the user."""
 
-    def summary_of(self, boots: int) -> str:
-        ...
+    def summary_of(self, boots: int) -> str: ...
 
     def record_into(self, rec: ExecutorRecord) -> None:
         """Where the jobs fetch their artifacts, in the manifest's
@@ -335,8 +335,9 @@ class Executor(Protocol):
     # the measuring half stop booting a kernel that keeps failing)
     rounds_per_block: int
 
-    def run(self, image: Path, blocks: Iterable[BlockRequest]
-            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    def run(
+        self, image: Path, blocks: Iterable[BlockRequest]
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         """Run ``blocks`` on the base ramdisk ``image``, taken from the
         iterable as the executor is ready for them; yield each with what
         was captured of its boots, in boot order."""

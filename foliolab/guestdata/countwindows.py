@@ -1,5 +1,5 @@
 """A counting boot's counts: the plugin's output (counts.txt) parsed into
-windows, and what a window gives: SPEC §7's count metrics, a differential
+windows, and what a window gives: results.json's count metrics, a differential
 profile and a ``perf stat``-like summary.
 
 Which functions are nondeterministic is a property of repeats of one
@@ -10,14 +10,14 @@ from countanalysis.py), not a sample. The counter that writes the counts
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # Instruction classes that make the summary metrics, per architecture.
 TLB_FLUSH_CLASSES = {
     "x86_64": ("invlpg", "invpcid", "cr3_write"),
-    "arm64": ("tlbi_is", "tlbi_os", "tlbi_local", "tlbi_range",
-              "tlbi_other"),
+    "arm64": ("tlbi_is", "tlbi_os", "tlbi_local", "tlbi_range", "tlbi_other"),
 }
 IPI_CLASSES = {"x86_64": ("apic_icr_write",), "arm64": ("sgi1r_write",)}
 # The plugin follows at most this many roots (MAX_ROOTS in counter.c): a
@@ -33,13 +33,15 @@ class SwitchTracking:
     it, and its own remaining work on another vCPU is lost."""
 
     tracked: bool
-    detail: str                # where it is tracked, or why not
+    detail: str  # where it is tracked, or why not
 
 
 # Output of a plugin from before roots followed tasks (no such line).
 UNTRACKED_OLD_PLUGIN = SwitchTracking(
-    False, "the counter output has no switch_tracking line (a plugin from "
-           "before roots followed tasks)")
+    False,
+    "the counter output has no switch_tracking line (a plugin from "
+    "before roots followed tasks)",
+)
 
 
 @dataclass
@@ -64,7 +66,7 @@ class Window:
 @dataclass
 class CountOutput:
     windows: list[Window]
-    notes: list[str]           # the plugin's "#" lines
+    notes: list[str]  # the plugin's "#" lines
     switch_tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN
 
     def tagged(self, tag: int) -> list[Window]:
@@ -72,8 +74,7 @@ class CountOutput:
         return [w for w in self.windows if w.tag == tag]
 
 
-def _switch_tracking(parts: list[str], have: SwitchTracking
-                     ) -> SwitchTracking:
+def _switch_tracking(parts: list[str], have: SwitchTracking) -> SwitchTracking:
     """A ``switch_tracking on|off DETAIL`` line; once off, it stays off
     (the plugin says off later when it found nothing to instrument)."""
     if parts[1] not in ("on", "off"):
@@ -98,8 +99,9 @@ def parse_counts(text: str) -> CountOutput:
         parts = line.split()
         try:
             if parts[0] == "switch_tracking":
-                out.switch_tracking = _switch_tracking(parts,
-                                                       out.switch_tracking)
+                out.switch_tracking = _switch_tracking(
+                    parts, out.switch_tracking
+                )
             elif parts[0] == "window":
                 cur = Window(int(parts[1]), int(parts[2]))
             elif cur is None:
@@ -110,11 +112,12 @@ def parse_counts(text: str) -> CountOutput:
                 cur.classes[parts[1]] = int(parts[2])
             elif parts[0] == "root":
                 cur.roots[parts[1]] = (int(parts[2]), int(parts[3]))
-                if len(parts) > 4:      # only while switches are tracked
+                if len(parts) > 4:  # only while switches are tracked
                     cur.root_switches[parts[1]] = int(parts[4])
             elif parts[0] == "rootclass":
-                cur.root_classes.setdefault(parts[1], {})[parts[2]] = \
-                    int(parts[3])
+                cur.root_classes.setdefault(parts[1], {})[parts[2]] = int(
+                    parts[3]
+                )
             elif parts[0] == "fn":
                 cur.functions[parts[1]] = (int(parts[2]), int(parts[3]))
             elif parts[0] == "end":
@@ -151,17 +154,19 @@ class CountUnit:
     the root's own inclusive count (ksm-rmap: the work inside each walk).
     """
 
-    name: str                  # "folio", "walk"
-    root: str                  # its entries count the units
+    name: str  # "folio", "walk"
+    root: str  # its entries count the units
     whole_window: bool = True
 
 
-def window_metrics(w: Window, arch: str, unit: CountUnit | None,
-                   roots: tuple[str, ...] = ()) -> dict[str, float]:
-    """SPEC §7's count metrics from one window."""
+def window_metrics(
+    w: Window, arch: str, unit: CountUnit | None, roots: tuple[str, ...] = ()
+) -> dict[str, float]:
+    """results.json's count metrics from one window."""
     v: dict[str, float] = {"kernel_insns": w.kernel_insns}
-    v["tlb_flush_insns"] = sum(w.classes.get(c, 0)
-                               for c in TLB_FLUSH_CLASSES[arch])
+    v["tlb_flush_insns"] = sum(
+        w.classes.get(c, 0) for c in TLB_FLUSH_CLASSES[arch]
+    )
     v["ipis_sent"] = sum(w.classes.get(c, 0) for c in IPI_CLASSES[arch])
     if arch == "arm64":
         v["dsb_ish_insns"] = w.classes.get("dsb_ish", 0)
@@ -172,8 +177,9 @@ def window_metrics(w: Window, arch: str, unit: CountUnit | None,
         if root in w.root_switches:
             v[f"{root}_switches"] = w.root_switches[root]
         rc = w.root_classes.get(root, {})
-        v[f"{root}_tlb_flush_insns"] = sum(rc.get(c, 0)
-                                           for c in TLB_FLUSH_CLASSES[arch])
+        v[f"{root}_tlb_flush_insns"] = sum(
+            rc.get(c, 0) for c in TLB_FLUSH_CLASSES[arch]
+        )
         v[f"{root}_ipis_sent"] = sum(rc.get(c, 0) for c in IPI_CLASSES[arch])
     if unit:
         insns, units = w.roots.get(unit.root, (0, 0))
@@ -197,9 +203,10 @@ def window_metrics(w: Window, arch: str, unit: CountUnit | None,
 NONDETERMINISTIC_SPREAD = 0.01
 
 
-def nondeterministic_functions(runs: dict[str, list[dict[str, int]]],
-                               spread: float = NONDETERMINISTIC_SPREAD
-                               ) -> set[str]:
+def nondeterministic_functions(
+    runs: dict[str, list[dict[str, int]]],
+    spread: float = NONDETERMINISTIC_SPREAD,
+) -> set[str]:
     """Functions whose instruction count differs between repeats of one
     kernel by more than ``spread`` of its largest count: ``runs`` maps a
     kernel to the per-function counts of each of its windows. A function
@@ -218,8 +225,9 @@ def nondeterministic_functions(runs: dict[str, list[dict[str, int]]],
     return flagged
 
 
-def deterministic_insns(w_insns: dict[str, int], total: int,
-                        flagged: set[str]) -> int:
+def deterministic_insns(
+    w_insns: dict[str, int], total: int, flagged: set[str]
+) -> int:
     """The window's kernel instructions outside the flagged functions."""
     return total - sum(n for f, n in w_insns.items() if f in flagged)
 
@@ -238,16 +246,20 @@ class ProfileRow:
         return self.insns.get(other, 0.0) - self.insns.get(base, 0.0)
 
 
-def differential_profile(windows: dict[str, list[Window]], base: str,
-                         other: str, flagged: set[str] = frozenset(),
-                         top: int = 10) -> list[ProfileRow]:
+def differential_profile(
+    windows: dict[str, list[Window]],
+    base: str,
+    other: str,
+    flagged: Set[str] = frozenset(),
+    top: int = 10,
+) -> list[ProfileRow]:
     """The ``top`` functions whose mean self instruction count per window
     changed most between kernel ``base`` and kernel ``other`` (think
     ``perf diff``, but exact). A function missing from a window counts 0
     there, so one that exists on one side only shows its whole count."""
     if not windows.get(base) or not windows.get(other):
         return []
-    names = set()
+    names: set[str] = set()
     for ws in windows.values():
         for w in ws:
             names.update(w.functions)
@@ -256,43 +268,57 @@ def differential_profile(windows: dict[str, list[Window]], base: str,
         insns, calls = {}, {}
         for kernel in (base, other):
             ws = windows[kernel]
-            insns[kernel] = sum(w.functions.get(f, (0, 0))[0]
-                                for w in ws) / len(ws)
-            calls[kernel] = sum(w.functions.get(f, (0, 0))[1]
-                                for w in ws) / len(ws)
+            insns[kernel] = sum(
+                w.functions.get(f, (0, 0))[0] for w in ws
+            ) / len(ws)
+            calls[kernel] = sum(
+                w.functions.get(f, (0, 0))[1] for w in ws
+            ) / len(ws)
         rows.append(ProfileRow(f, insns, calls, f in flagged))
     rows.sort(key=lambda r: (-abs(r.delta(base, other)), r.function))
     return [r for r in rows[:top] if r.delta(base, other)]
 
 
-def stat_lines(w: Window, arch: str, top: int = 25,
-               tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN) -> list[str]:
+def stat_lines(
+    w: Window,
+    arch: str,
+    top: int = 25,
+    tracking: SwitchTracking = UNTRACKED_OLD_PLUGIN,
+) -> list[str]:
     """A ``perf stat``-like summary of one window, exact: the totals, the
     instruction classes, the roots (and whether they followed their task
     across switches), then the ``top`` functions by self instructions."""
     v = window_metrics(w, arch, None)
     lines = [f"{w.kernel_insns:>16,}  kernel_insns"]
-    tlb = ", ".join(f"{c} {w.classes.get(c, 0):,}"
-                    for c in TLB_FLUSH_CLASSES[arch])
+    tlb = ", ".join(
+        f"{c} {w.classes.get(c, 0):,}" for c in TLB_FLUSH_CLASSES[arch]
+    )
     lines.append(f"{v['tlb_flush_insns']:>16,}  tlb_flush_insns ({tlb})")
-    lines.append(f"{v['ipis_sent']:>16,}  ipis_sent "
-                 f"({', '.join(IPI_CLASSES[arch])})")
+    lines.append(
+        f"{v['ipis_sent']:>16,}  ipis_sent ({', '.join(IPI_CLASSES[arch])})"
+    )
     for name, n in sorted(w.classes.items()):
         if n and name not in TLB_FLUSH_CLASSES[arch] + IPI_CLASSES[arch]:
             lines.append(f"{n:>16,}  {name}")
     for name, (insns, calls) in w.roots.items():
-        switched = (f"switched out inside {w.root_switches.get(name, 0):,}"
-                    " times" if tracking.tracked else "per vCPU")
-        lines.append(f"{insns:>16,}  {name} and its callees "
-                     f"({calls:,} calls, {switched})")
+        switched = (
+            f"switched out inside {w.root_switches.get(name, 0):,} times"
+            if tracking.tracked
+            else "per vCPU"
+        )
+        lines.append(
+            f"{insns:>16,}  {name} and its callees "
+            f"({calls:,} calls, {switched})"
+        )
     if w.roots and not tracking.tracked:
-        lines.append(f"{'':>16}  roots not switch-tracked: "
-                     f"{tracking.detail}")
+        lines.append(f"{'':>16}  roots not switch-tracked: {tracking.detail}")
     ranked = sorted(w.functions.items(), key=lambda kv: -kv[1][0])[:top]
     if ranked:
-        lines += ["", f"  top {len(ranked)} kernel functions by self "
-                      "instructions:",
-                  f"{'insns':>16}  {'%':>6}  {'calls':>10}  function"]
+        lines += [
+            "",
+            f"  top {len(ranked)} kernel functions by self instructions:",
+            f"{'insns':>16}  {'%':>6}  {'calls':>10}  function",
+        ]
         for name, (insns, calls) in ranked:
             pct = 100.0 * insns / w.kernel_insns if w.kernel_insns else 0.0
             lines.append(f"{insns:>16,}  {pct:6.2f}  {calls:>10,}  {name}")

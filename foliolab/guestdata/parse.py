@@ -23,7 +23,7 @@ class GuestSample:
 @dataclass
 class GuestOutput:
     samples: list[GuestSample]
-    output: list[str]            # the job's own (non-record) lines
+    output: list[str]  # the job's own (non-record) lines
     boot_s: float | None = None  # kernel uptime when init started the job
     exit_code: int | None = None
 
@@ -74,8 +74,9 @@ def parse_records(lines: list[str]) -> GuestOutput:
             sample().corrupt.append(rest)
         elif kind == "oracle":
             parts = rest.split(" ", 3) + ["", "", "", ""]
-            sample().oracles.append((parts[0], parts[1], parts[2] == "ok",
-                                     parts[3]))
+            sample().oracles.append(
+                (parts[0], parts[1], parts[2] == "ok", parts[3])
+            )
         elif kind == "boot":
             try:
                 out.boot_s = float(rest)
@@ -88,7 +89,7 @@ def parse_records(lines: list[str]) -> GuestOutput:
                 pass
         else:
             out.output.append(line)
-    if fname is not None:       # cut off mid-file (the guest died)
+    if fname is not None:  # cut off mid-file (the guest died)
         sample().files[fname] = "\n".join(fbuf) + "\n"
         sample().invalid.append(f"file {fname} was cut off")
     return out
@@ -106,17 +107,17 @@ _BOOT_ID = re.compile(rb" *([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 class ConsoleStream:
     """The job's records as recovered from a console log."""
 
-    lines: list[str]             # the records, in order, as far as complete
-    begun: bool = False          # "@@=begin" seen
-    boot_id: str = ""            # the ID it named, if any
-    count: int | None = None     # what "@@=end COUNT" announced
+    lines: list[str]  # the records, in order, as far as complete
+    begun: bool = False  # "@@=begin" seen
+    boot_id: str = ""  # the ID it named, if any
+    count: int | None = None  # what "@@=end COUNT" announced
     damaged: list[int] = field(default_factory=list)  # failed their check
     missing: list[int] = field(default_factory=list)  # never seen intact
-    kernel_text: str = ""        # the console without the frames
+    kernel_text: str = ""  # the console without the frames
 
     @property
     def complete(self) -> bool:
-        return (self.begun and self.count is not None and not self.missing)
+        return self.begun and self.count is not None and not self.missing
 
     def problems(self) -> list[str]:
         """What kept the stream from being whole, one line each."""
@@ -128,10 +129,14 @@ class ConsoleStream:
         if self.missing:
             shown = ", ".join(map(str, self.missing[:8]))
             more = "..." if len(self.missing) > 8 else ""
-            why = (f", {len(self.damaged)} of them damaged on the console"
-                   if self.damaged else "")
-            out.append(f"{len(self.missing)} record line(s) lost "
-                       f"({shown}{more}){why}")
+            why = (
+                f", {len(self.damaged)} of them damaged on the console"
+                if self.damaged
+                else ""
+            )
+            out.append(
+                f"{len(self.missing)} record line(s) lost ({shown}{more}){why}"
+            )
         return out
 
 
@@ -169,10 +174,11 @@ def console_records(raw: bytes) -> ConsoleStream:
             if m is None:
                 break
             seq, n = int(m.group(1)), int(m.group(2))
-            text = line[m.end():m.end() + n]
-            rest.append(line[pos:m.start()])
-            if len(text) == n and \
-                    f"{zlib.adler32(text):08x}".encode() == m.group(3):
+            text = line[m.end() : m.end() + n]
+            rest.append(line[pos : m.start()])
+            if len(
+                text
+            ) == n and f"{zlib.adler32(text):08x}".encode() == m.group(3):
                 good.setdefault(seq, text)
                 pos = m.end() + n
             else:
@@ -182,17 +188,21 @@ def console_records(raw: bytes) -> ConsoleStream:
         e = _FRAME_END.search(tail)
         if e and count is None:
             count = int(e.group(1))
-            tail = tail[:e.start()]
+            tail = tail[: e.start()]
         kernel.append(b"".join(rest) + tail.replace(b"@@=done", b""))
     total = count if count is not None else max(good, default=0)
     missing = [i for i in range(1, total + 1) if i not in good]
     upto = missing[0] - 1 if missing else total
     lines = [good[i].decode("utf-8", "replace") for i in range(1, upto + 1)]
-    return ConsoleStream(lines, begun, boot_id.decode("utf-8", "replace"),
-                         count,
-                         sorted(d for d in damaged if d not in good),
-                         missing,
-                         b"\n".join(kernel).decode("utf-8", "replace"))
+    return ConsoleStream(
+        lines,
+        begun,
+        boot_id.decode("utf-8", "replace"),
+        count,
+        sorted(d for d in damaged if d not in good),
+        missing,
+        b"\n".join(kernel).decode("utf-8", "replace"),
+    )
 
 
 def parse_vmstat(text: str) -> dict[str, int]:
@@ -209,7 +219,8 @@ def parse_vmstat(text: str) -> dict[str, int]:
 
 
 def parse_interrupts(text: str) -> dict[str, int]:
-    """/proc/interrupts: each row's name ('TLB', 'CAL', '24') -> sum over CPUs."""
+    """/proc/interrupts: each row's name ('TLB', 'CAL', '24') -> sum over
+    CPUs."""
     lines = text.splitlines()
     if not lines:
         return {}
@@ -297,8 +308,10 @@ def parse_trace_field(text: str, event: str, field_: str) -> dict[str, int]:
     return out
 
 
-_SCAN_PMD = re.compile(r"\s([\d.]+): mm_khugepaged_scan_pmd: mm=(\S+?),"
-                       r".*\bstatus=(\S+?),")
+_SCAN_PMD = re.compile(
+    r"\s([\d.]+): mm_khugepaged_scan_pmd: mm=(\S+?),"
+    r".*\bstatus=(\S+?),"
+)
 
 
 @dataclass
@@ -363,14 +376,16 @@ def parse_graph_durations(text: str, function: str) -> list[float]:
 
 # --- KTAP / TAP -----------------------------------------------------------
 
-_RESULT = re.compile(r"^(ok|not ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$")
+_RESULT = re.compile(
+    r"^(ok|not ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$"
+)
 
 
 @dataclass
 class TapResult:
     number: int
     name: str
-    status: str        # pass | fail | skip | xfail | error
+    status: str  # pass | fail | skip | xfail | error
     directive: str = ""  # the text after "# ", e.g. "SKIP no soft-dirty"
 
 
@@ -392,20 +407,25 @@ class TapReport:
     def ok(self) -> bool:
         """Every result passed or skipped, the plan was met, no bail out."""
         c = self.counts
-        return (not self.bailed_out and not self.errors
-                and c["fail"] == 0 and c["error"] == 0
-                and (self.planned is None or len(self.results) == self.planned))
+        return (
+            not self.bailed_out
+            and not self.errors
+            and c["fail"] == 0
+            and c["error"] == 0
+            and (self.planned is None or len(self.results) == self.planned)
+        )
 
 
 def parse_ktap(lines: list[str]) -> TapReport:
-    """Top-level KTAP/TAP results (indented subtests and "# " lines ignored)."""
+    """Top-level KTAP/TAP results (indented subtests and "# " lines
+    ignored)."""
     rep = TapReport()
     for raw in lines:
         line = raw.rstrip()
         if not line or line.startswith((" ", "\t", "#")):
             continue
         if line.startswith("Bail out!"):
-            rep.bailed_out = line[len("Bail out!"):].strip() or "bail out"
+            rep.bailed_out = line[len("Bail out!") :].strip() or "bail out"
             continue
         m = re.match(r"^1\.\.(\d+)", line)
         if m:
@@ -420,13 +440,22 @@ def parse_ktap(lines: list[str]) -> TapReport:
             status = "skip"
         elif d.startswith("XFAIL"):
             status = "xfail"
-        elif d.startswith("ERROR") or (ok == "not ok" and d.startswith("ERROR")):
+        elif d.startswith("ERROR") or (
+            ok == "not ok" and d.startswith("ERROR")
+        ):
             status = "error"
         else:
             status = "pass" if ok == "ok" else "fail"
-        rep.results.append(TapResult(int(num), name.strip() or (directive or ""),
-                                     status, (directive or "").strip()))
+        rep.results.append(
+            TapResult(
+                int(num),
+                name.strip() or (directive or ""),
+                status,
+                (directive or "").strip(),
+            )
+        )
     if rep.planned is not None and len(rep.results) != rep.planned:
-        rep.errors.append(f"planned {rep.planned} tests, saw "
-                          f"{len(rep.results)}")
+        rep.errors.append(
+            f"planned {rep.planned} tests, saw {len(rep.results)}"
+        )
     return rep

@@ -41,15 +41,25 @@ MM = "tools/testing/selftests/mm"
 # What the build takes from the 7.3 tree: the mm tests, the kselftest
 # headers beside them, tools' uapi copies, and mm/gup_test.h (cow.c
 # includes it by a path relative to its own directory).
-ARCHIVE_PATHS = (MM, "tools/testing/selftests/kselftest.h",
-                 "tools/testing/selftests/kselftest_harness.h",
-                 "tools/include/uapi", "mm/gup_test.h")
+ARCHIVE_PATHS = (
+    MM,
+    "tools/testing/selftests/kselftest.h",
+    "tools/testing/selftests/kselftest_harness.h",
+    "tools/include/uapi",
+    "mm/gup_test.h",
+)
 # Every test links these (the mm Makefile's $(TEST_GEN_FILES) rule).
 COMMON_SOURCES = ("vm_util.c", "hugepage_settings.c")
 # The mm Makefile's CFLAGS and lib.mk's, less what a static build on the
 # host does not need.
-CFLAGS = ("-static", "-Wall", "-O2", "-D_GNU_SOURCE=", "-U_FORTIFY_SOURCE",
-          "-Wunreachable-code")
+CFLAGS = (
+    "-static",
+    "-Wall",
+    "-O2",
+    "-D_GNU_SOURCE=",
+    "-U_FORTIFY_SOURCE",
+    "-Wunreachable-code",
+)
 LDLIBS = ("-lrt", "-lpthread", "-lm")
 # cow.c tests io_uring fixed buffers only with liburing, which bookworm's
 # static build does not need: the probe's "not found" answer, written by
@@ -62,7 +72,7 @@ class UpstreamTest:
     """One run of a 7.3 mm selftest program: how it is built and run."""
 
     program: str
-    timeout: int                    # seconds, on x86 under TCG
+    timeout: int  # seconds, on x86 under TCG
     args: str = ""
     extra_sources: tuple[str, ...] = ()
     libs: tuple[str, ...] = ()
@@ -76,8 +86,9 @@ TESTS = {
     "khugepaged": UpstreamTest("khugepaged", 900),
     "khugepaged-mthp": UpstreamTest("khugepaged", 900, args="-s 2"),
     "droppable": UpstreamTest("droppable", 300),
-    "uffd-wp-mremap": UpstreamTest("uffd-wp-mremap", 600,
-                                   extra_sources=("uffd-common.c",)),
+    "uffd-wp-mremap": UpstreamTest(
+        "uffd-wp-mremap", 600, extra_sources=("uffd-common.c",)
+    ),
     "cow": UpstreamTest("cow", 1500),
 }
 # In the guest: /foliolab/upstream, where they run (ksm_functional_tests
@@ -95,15 +106,31 @@ def bin_dir(arch: Arch) -> Path:
     return out_dir(arch) / "bin"
 
 
-def compile_argv(cc: str, test: UpstreamTest, src: Path, hdr: Path,
-                 out: Path) -> list[str]:
+def compile_argv(
+    cc: str, test: UpstreamTest, src: Path, hdr: Path, out: Path
+) -> list[str]:
     """The compiler command that builds ``test`` in the mm directory of
     the unpacked sources ``src`` against the uapi headers ``hdr``."""
     selftests = src / "tools/testing/selftests"
-    return [cc, *CFLAGS, "-I", str(src), "-I", str(selftests),
-            "-isystem", str(hdr), "-isystem", str(src / "tools/include/uapi"),
-            f"{test.program}.c", *COMMON_SOURCES, *test.extra_sources,
-            *LDLIBS, *test.libs, "-o", str(out / test.program)]
+    return [
+        cc,
+        *CFLAGS,
+        "-I",
+        str(src),
+        "-I",
+        str(selftests),
+        "-isystem",
+        str(hdr),
+        "-isystem",
+        str(src / "tools/include/uapi"),
+        f"{test.program}.c",
+        *COMMON_SOURCES,
+        *test.extra_sources,
+        *LDLIBS,
+        *test.libs,
+        "-o",
+        str(out / test.program),
+    ]
 
 
 @dataclass(frozen=True)
@@ -111,17 +138,21 @@ class Plan:
     """What the suite runs of this group: the source and the tests."""
 
     source: debian.Source
-    names: tuple[str, ...]          # keys of TESTS
+    names: tuple[str, ...]  # keys of TESTS
 
-    def guest_commands(self, slowdown: float = 1
-                       ) -> dict[str, tuple[str, int]]:
+    def guest_commands(
+        self, slowdown: float = 1
+    ) -> dict[str, tuple[str, int]]:
         """The suite's kselftest entries: name -> (command line in the
         guest's GUEST_DIR, time limit)."""
-        return {PREFIX + name: (TESTS[name].program
-                                + (f" {TESTS[name].args}"
-                                   if TESTS[name].args else ""),
-                                round(TESTS[name].timeout * slowdown))
-                for name in self.names}
+        return {
+            PREFIX + name: (
+                TESTS[name].program
+                + (f" {TESTS[name].args}" if TESTS[name].args else ""),
+                round(TESTS[name].timeout * slowdown),
+            )
+            for name in self.names
+        }
 
 
 def parse_selection(text: str) -> tuple[str, ...]:
@@ -133,9 +164,11 @@ def parse_selection(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in TESTS]
     if unknown or not names:
-        raise UsageError(f"--upstream-selftests {text}: no upstream test "
-                         f"{', '.join(unknown) or '(empty)'}",
-                         hint="all, none, or some of: " + ", ".join(TESTS))
+        raise UsageError(
+            f"--upstream-selftests {text}: no upstream test "
+            f"{', '.join(unknown) or '(empty)'}",
+            hint="all, none, or some of: " + ", ".join(TESTS),
+        )
     return names
 
 
@@ -151,9 +184,11 @@ def source() -> debian.Source:
 def check_arch(arch: Arch) -> None:
     """The group is built with the host's compiler and static libnuma."""
     if not arch.native:
-        raise UsageError(f"upstream selftests: built for the host's "
-                         f"architecture only, not {arch.name}",
-                         hint="add --no-upstream-selftests")
+        raise UsageError(
+            f"upstream selftests: built for the host's "
+            f"architecture only, not {arch.name}",
+            hint="add --no-upstream-selftests",
+        )
 
 
 def plan(selection: tuple[str, ...] | None, arch: Arch) -> Plan | None:
@@ -169,12 +204,18 @@ def plan(selection: tuple[str, ...] | None, arch: Arch) -> Plan | None:
         return Plan(source(), selection or tuple(TESTS))
     except FoliolabError as e:
         if requested:
-            raise UsageError(f"--upstream-selftests: {PACKAGE.name} "
-                             f"{PACKAGE.version} cannot be had ({e})",
-                             hint="check the network to deb.debian.org, "
-                                  "or add --no-upstream-selftests")
-        log.warning("upstream selftests left out: %s %s cannot be had (%s)",
-                    PACKAGE.name, PACKAGE.version, e)
+            raise UsageError(
+                f"--upstream-selftests: {PACKAGE.name} "
+                f"{PACKAGE.version} cannot be had ({e})",
+                hint="check the network to deb.debian.org, "
+                "or add --no-upstream-selftests",
+            )
+        log.warning(
+            "upstream selftests left out: %s %s cannot be had (%s)",
+            PACKAGE.name,
+            PACKAGE.version,
+            e,
+        )
         return None
 
 
@@ -193,19 +234,33 @@ def build(src: debian.Source, arch: Arch) -> Path:
         d.mkdir(parents=True)
     _extract(src.tree, src.commit, unpacked, out / "src.tar")
     # 7.3's uapi headers, made out of the (shared, read-only) tree
-    proc.run(["make", "-s", "-C", str(src.tree), f"O={out / 'kbuild'}",
-              f"ARCH={arch.linux_arch}", "headers_install",
-              f"INSTALL_HDR_PATH={hdr}"], log_path=out / "headers.log",
-             error=BuildError, what="make headers_install (7.3)")
+    proc.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(src.tree),
+            f"O={out / 'kbuild'}",
+            f"ARCH={arch.linux_arch}",
+            "headers_install",
+            f"INSTALL_HDR_PATH={hdr}",
+        ],
+        log_path=out / "headers.log",
+        error=BuildError,
+        what="make headers_install (7.3)",
+    )
     mm = unpacked / MM
     (mm / "local_config.h_gen").write_text(NO_LIBURING)
     for name, test in TESTS.items():
         if (bins / test.program).exists():
-            continue            # khugepaged runs twice, is built once
-        proc.run(compile_argv(arch.guest_cc, test, unpacked,
-                              hdr / "include", bins), cwd=mm,
-                 log_path=out / f"{test.program}.log", error=BuildError,
-                 what=f"building 7.3's {test.program} selftest")
+            continue  # khugepaged runs twice, is built once
+        proc.run(
+            compile_argv(arch.guest_cc, test, unpacked, hdr / "include", bins),
+            cwd=mm,
+            log_path=out / f"{test.program}.log",
+            error=BuildError,
+            what=f"building 7.3's {test.program} selftest",
+        )
     stamp.write_text(want)
     return bins
 
@@ -213,17 +268,32 @@ def build(src: debian.Source, arch: Arch) -> Path:
 def _extract(tree: Path, commit: str, dest: Path, tar: Path) -> None:
     """The ARCHIVE_PATHS of ``commit`` into ``dest`` (the tree is only
     read: the mm Makefile's probe would write into it)."""
-    proc.run(["git", "-C", str(tree), "archive", "-o", str(tar), commit,
-              "--", *ARCHIVE_PATHS], error=BuildError,
-             what="git archive of 7.3's selftests")
-    proc.run(["tar", "-xf", str(tar), "-C", str(dest)], error=BuildError,
-             what="unpacking 7.3's selftests")
+    proc.run(
+        [
+            "git",
+            "-C",
+            str(tree),
+            "archive",
+            "-o",
+            str(tar),
+            commit,
+            "--",
+            *ARCHIVE_PATHS,
+        ],
+        error=BuildError,
+        what="git archive of 7.3's selftests",
+    )
+    proc.run(
+        ["tar", "-xf", str(tar), "-C", str(dest)],
+        error=BuildError,
+        what="unpacking 7.3's selftests",
+    )
     tar.unlink()
 
 
 # -- the baseline ---------------------------------------------------------
 
-Results = dict[str, dict[str, str]]     # name -> {case: status}, as suite
+Results = dict[str, dict[str, str]]  # name -> {case: status}, as suite
 
 
 @dataclass
@@ -242,9 +312,14 @@ class Baseline:
         return cls(data["package"], data["mglru"])
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"package": self.package,
-                                    "mglru": self.by_lru},
-                                   indent=1, sort_keys=True) + "\n")
+        path.write_text(
+            json.dumps(
+                {"package": self.package, "mglru": self.by_lru},
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n"
+        )
 
 
 def package_label() -> str:
@@ -267,19 +342,25 @@ class Verdict:
     """One line of the comparison (suiteresults.Check's fields)."""
 
     name: str
-    status: str                 # pass | fail | skip
+    status: str  # pass | fail | skip
     detail: str = ""
 
 
-def compare(results: Results, base: Results | None,
-            names: tuple[str, ...]) -> list[Verdict]:
+def compare(
+    results: Results, base: Results | None, names: tuple[str, ...]
+) -> list[Verdict]:
     """Every case (and whole program) of the tests ``names`` that passed
     on vanilla must pass here; one line per program, one more per case
     that regressed."""
     if base is None:
-        return [Verdict("kselftest.upstream", "fail",
-                        "no vanilla baseline for this MGLRU setting: record "
-                        "one with --variant vanilla --record-baseline")]
+        return [
+            Verdict(
+                "kselftest.upstream",
+                "fail",
+                "no vanilla baseline for this MGLRU setting: record "
+                "one with --variant vanilla --record-baseline",
+            )
+        ]
     out = []
     for name in sorted({PREFIX + n for n in names} | set(results)):
         here, van = results.get(name), base.get(name)
@@ -288,20 +369,35 @@ def compare(results: Results, base: Results | None,
             out.append(Verdict(label, "fail", "did not run"))
             continue
         if van is None:
-            out.append(Verdict(label, "fail", "not in the vanilla baseline:"
-                               " record it again"))
+            out.append(
+                Verdict(
+                    label,
+                    "fail",
+                    "not in the vanilla baseline: record it again",
+                )
+            )
             continue
-        regressed = sorted(c for c, s in van.items()
-                           if s == "pass" and here.get(c) != "pass")
-        for case in filter(None, regressed):   # "": the line below
-            out.append(Verdict(f"{label}.{case}", "fail",
-                               f"{here.get(case, 'missing')} here, pass on "
-                               "vanilla"))
+        regressed = sorted(
+            c for c, s in van.items() if s == "pass" and here.get(c) != "pass"
+        )
+        for case in filter(None, regressed):  # "": the line below
+            out.append(
+                Verdict(
+                    f"{label}.{case}",
+                    "fail",
+                    f"{here.get(case, 'missing')} here, pass on vanilla",
+                )
+            )
         cases = [c for c in here if c]
-        out.append(Verdict(label, "fail" if regressed else "pass",
-                           f"{sum(here[c] == 'pass' for c in cases)} of "
-                           f"{len(cases)} cases pass here, "
-                           f"{sum(van.get(c) == 'pass' for c in cases)} on "
-                           f"vanilla; program {here.get('', '?')} here, "
-                           f"{van.get('', '?')} on vanilla"))
+        out.append(
+            Verdict(
+                label,
+                "fail" if regressed else "pass",
+                f"{sum(here[c] == 'pass' for c in cases)} of "
+                f"{len(cases)} cases pass here, "
+                f"{sum(van.get(c) == 'pass' for c in cases)} on "
+                f"vanilla; program {here.get('', '?')} here, "
+                f"{van.get('', '?')} on vanilla",
+            )
+        )
     return out

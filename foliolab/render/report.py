@@ -29,7 +29,7 @@ log = logging.getLogger("foliolab")
 
 
 def results_json(a: Analysis) -> dict:
-    """results.json: SPEC §7's environment, samples and summary, and what
+    """results.json: results.json's environment, samples and summary, and what
     was added since (invalid samples, counting, attribution)."""
     env = a.m.to_json()
     env["host_line"] = a.host_line
@@ -38,14 +38,24 @@ def results_json(a: Analysis) -> dict:
         "environment": env,
         "samples": [r for s in a.samples for r in s.rows()],
         "summary": [r.as_json() for wa in a.workloads for r in wa.rows],
-        "invalid": [{"workload": s.workload, "variant": s.variant,
-                     "run": s.run, "reasons": s.reasons, "rundir": s.rundir}
-                    for s in a.samples if not s.valid],
+        "invalid": [
+            {
+                "workload": s.workload,
+                "variant": s.variant,
+                "run": s.run,
+                "reasons": s.reasons,
+                "rundir": s.rundir,
+            }
+            for s in a.samples
+            if not s.valid
+        ],
         "counting": {k: c.as_dict() for k, c in a.counts.items()},
-        "headline": dataclasses.asdict(a.headline)}
+        "headline": dataclasses.asdict(a.headline),
+    }
     if a.m.attribution:
-        results["attribution"] = [r.as_json() for wa in a.workloads
-                                  for r in wa.steps]
+        results["attribution"] = [
+            r.as_json() for wa in a.workloads for r in wa.steps
+        ]
     return results
 
 
@@ -63,23 +73,38 @@ def _plots(a: Analysis, out: Path) -> Figures:
     try:
         figures.overview = _save(out, "overview.png", plots.forest(a))
         figures.overview_notes = plots.forest_notes(a)
-    except Exception as e:   # a plot must never cost the results
+    except Exception as e:  # a plot must never cost the results
         log.warning("overview plot failed: %s", e)
     for wa in a.workloads:
         name, mine = wa.workload.name, []
         try:
             figures.notes[name] = plots.figure_notes(wa, a.samples, a.names)
-            data = _save(out, f"{name}.png", plots.workload_figure(
-                wa, a.samples, a.names))
+            data = _save(
+                out,
+                f"{name}.png",
+                plots.workload_figure(wa, a.samples, a.names),
+            )
             if data:
-                mine.append((f"{name}: primary and significant metrics, "
-                             "each its ratio to the baseline's mean and "
-                             "its values per kernel", data))
-            data = _save(out, f"{name}-profile.png", plots.profile_figure(
-                wa.workload, wa.counts)) if wa.counts else None
+                mine.append(
+                    (
+                        f"{name}: primary and significant metrics, "
+                        "each its ratio to the baseline's mean and "
+                        "its values per kernel",
+                        data,
+                    )
+                )
+            data = (
+                _save(
+                    out,
+                    f"{name}-profile.png",
+                    plots.profile_figure(wa.workload, wa.counts),
+                )
+                if wa.counts
+                else None
+            )
             if data:
                 mine.append((f"{name}: differential profile", data))
-        except Exception as e:   # a plot must never cost the results
+        except Exception as e:  # a plot must never cost the results
             log.warning("plot for %s failed: %s", name, e)
         figures.workloads[name] = mine
     return figures
@@ -100,7 +125,7 @@ def finite(value):
     return value
 
 
-# What results.json has always held (SPEC §7).
+# What results.json has always held (docs/manual.md, "How a comparison runs").
 RESULTS_KEYS = ("environment", "samples", "summary")
 
 
@@ -126,11 +151,18 @@ def _say_if_damaged(out: Path) -> None:
     the report is rebuilt from the run's own records, not from it."""
     why = damaged_results(out)
     if why:
-        source = ("the boots under raw/" if (out / "raw").is_dir()
-                  else "samples.jsonl")
-        log.warning("foliolab: %s was damaged (%s); rebuilt from "
-                    "environment.json and %s", out / "results.json", why,
-                    source)
+        source = (
+            "the boots under raw/"
+            if (out / "raw").is_dir()
+            else "samples.jsonl"
+        )
+        log.warning(
+            "foliolab: %s was damaged (%s); rebuilt from "
+            "environment.json and %s",
+            out / "results.json",
+            why,
+            source,
+        )
 
 
 def write_report(out: Path, samples: list[Sample] | None = None) -> str:
@@ -142,21 +174,29 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     if samples is None:
         samples = run_samples(out)
     a = analyse(out, m, samples)
-    (out / "results.json").write_text(json.dumps(
-        finite(results_json(a)), indent=1, default=str,
-        allow_nan=False) + "\n")
+    (out / "results.json").write_text(
+        json.dumps(
+            finite(results_json(a)), indent=1, default=str, allow_nan=False
+        )
+        + "\n"
+    )
     (out / "report.md").write_text(markdown_report(a))
     figures = _plots(a, out)
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
     # shows its monitors: only in the HTML page, beside the tables
     try:
         monitors, notes = monitor_report(out)
-    except Exception as e:   # a figure must never cost the report
+    except Exception as e:  # a figure must never cost the report
         log.warning("WARNING: the monitors' figures could not be drawn: %s", e)
         monitors, notes = [], []
     heading = "Monitors (per second of each timed window)"
-    extra = [Section("monitors", heading, html_figures(
-        heading, monitors, "monitors", notes, level=2))]
+    extra = [
+        Section(
+            "monitors",
+            heading,
+            html_figures(heading, monitors, "monitors", notes, level=2),
+        )
+    ]
     (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)

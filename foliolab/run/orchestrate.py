@@ -37,8 +37,14 @@ from foliolab.analysis import runboots
 from foliolab.boot.accel import settle
 from foliolab.arch import Arch
 from foliolab.run.dryrun import dry_run, start_block
-from foliolab.errors import (BenchmarkError, FoliolabError, Stop,
-                             StoppedError, UsageError, stop_signals)
+from foliolab.errors import (
+    BenchmarkError,
+    FoliolabError,
+    Stop,
+    StoppedError,
+    UsageError,
+    stop_signals,
+)
 from foliolab.executors import EXPORTER, HERE, make_executor
 from foliolab.executors.base import BootSpec, Executor, Exporter
 from foliolab.kernel import build, image, source
@@ -47,8 +53,13 @@ from foliolab.kernel import store as kernel_store
 from foliolab.kernel import trees as kernel_trees
 from foliolab.manifest import CountRecord, RunManifest
 from foliolab.boot.measure import RunRequest, RunResult, run_workloads
-from foliolab.run.record import (differences, record_builds, record_series,
-                                start_manifest, utc_now)
+from foliolab.run.record import (
+    differences,
+    record_builds,
+    record_series,
+    start_manifest,
+    utc_now,
+)
 from foliolab.run.stages import BootPlan, KernelsWanted, Request, RunStages
 from foliolab.workloads.model import Workload
 
@@ -57,12 +68,14 @@ log = logging.getLogger("foliolab")
 
 # ---- before anything is built ----------------------------------------------
 
+
 def check(run: RunStages) -> Executor:
     """Every check of the run that needs no build, stage by stage; the
     executor, checked and made."""
     machine, plan, wanted = run.machine, run.plan, run.kernels
-    HERE.check_machine(BootSpec(machine.arch, Path(), accel=machine.accel,
-                                cpu=machine.cpu))
+    HERE.check_machine(
+        BootSpec(machine.arch, Path(), accel=machine.accel, cpu=machine.cpu)
+    )
     if plan.count:
         counting.check_accel(machine.accel)
     counting.check_root_option(plan.roots, plan.count)
@@ -70,16 +83,31 @@ def check(run: RunStages) -> Executor:
     specs = list(wanted.specs)
     kernels_mod.check_specs(specs, plan.count)
     kernel_trees.check_git_trees(specs)
-    roots_checked = rootcheck.check_kept(specs, list(plan.workloads),
-                                         plan.roots, wanted.arch.name,
-                                         wanted.config, plan.count)
+    roots_checked = rootcheck.check_kept(
+        specs,
+        list(plan.workloads),
+        plan.roots,
+        wanted.arch.name,
+        wanted.config,
+        plan.count,
+    )
     if plan.resume:
-        differences(start_manifest(run), RunManifest.read(plan.out),
-                    plan.count, plan.out)
-    elif not run.dry_run and (plan.out / "raw").exists() and any(
-            (plan.out / "raw").iterdir()):
-        log.warning("%s holds an earlier run: its boots are cleared (use "
-                    "--resume to finish it instead)", plan.out)
+        differences(
+            start_manifest(run),
+            RunManifest.read(plan.out),
+            plan.count,
+            plan.out,
+        )
+    elif (
+        not run.dry_run
+        and (plan.out / "raw").exists()
+        and any((plan.out / "raw").iterdir())
+    ):
+        log.warning(
+            "%s holds an earlier run: its boots are cleared (use "
+            "--resume to finish it instead)",
+            plan.out,
+        )
     # last, the one check that does work (fetching, unpacking, applying);
     # a dry run changes nothing, so it applies nothing
     if not run.dry_run:
@@ -91,13 +119,16 @@ def check(run: RunStages) -> Executor:
 
 # ---- kernels, image, machine ---------------------------------------------
 
-def prepare_kernels(wanted: KernelsWanted, m: RunManifest,
-                    resume: bool = False) -> dict[str, build.Kernel]:
+
+def prepare_kernels(
+    wanted: KernelsWanted, m: RunManifest, resume: bool = False
+) -> dict[str, build.Kernel]:
     """Every kernel built (or found kept), recorded in the manifest."""
     specs = list(wanted.specs)
     if wanted.patches is not None:
-        m.patches = [p.name for p in
-                     source.read_series(wanted.patches).patches]
+        m.patches = [
+            p.name for p in source.read_series(wanted.patches).patches
+        ]
     trees = kernel_trees.source_trees(specs)
     record_series(m, specs, trees)
     kernels = kernel_store.prepare(specs, wanted.arch, wanted.config, trees)
@@ -111,7 +142,7 @@ class Machine:
 
     kernels: dict[str, build.Kernel]
     image: Path
-    spec: BootSpec                  # the baseline's; run.boot_spec varies it
+    spec: BootSpec  # the baseline's; run.boot_spec varies it
     counters: dict | None = None
 
 
@@ -125,8 +156,12 @@ def prepare(run: RunStages, m: RunManifest) -> Machine:
     # TCG until the executor settles the accelerator (a lab's QEMU
     # chooses its own)
     settled = settle(
-        run.executor.executor, shape.accel, shape.boot_spec(kernels[run.kernels.baseline.name].image,
-                                     "tcg"), img.path, plan.count)
+        run.executor.executor,
+        shape.accel,
+        shape.boot_spec(kernels[run.kernels.baseline.name].image, "tcg"),
+        img.path,
+        plan.count,
+    )
     m.accel, m.qemu, spec = settled.accel, settled.emulator, settled.spec
     if spec.accel == "kvm":
         m.cpu = arch.cpu_kvm
@@ -137,25 +172,35 @@ def prepare(run: RunStages, m: RunManifest) -> Machine:
             str(counters[run.kernels.baseline.name].plugin),
             counting.PLUGIN_API,
             "per-vCPU counters, one callback per translated kernel block "
-            "(exact with parallel vCPUs)", counting.root_semantics(arch.name),
-            "nokaslr")
+            "(exact with parallel vCPUs)",
+            counting.root_semantics(arch.name),
+            "nokaslr",
+        )
     return Machine(kernels, img.path, spec, counters)
 
 
-def _counters(arch: Arch, kernels: dict[str, build.Kernel],
-              workloads: Sequence[Workload], roots: tuple[str, ...]
-              ) -> dict[str, counting.Counter]:
+def _counters(
+    arch: Arch,
+    kernels: dict[str, build.Kernel],
+    workloads: Sequence[Workload],
+    roots: tuple[str, ...],
+) -> dict[str, counting.Counter]:
     """Each kernel's counter, its roots checked against its System.map
     before the plugin is built (which may fetch QEMU's source)."""
-    counting.check_roots(list(workloads), {
-        v: counting.map_functions(k.build_dir) for v, k in kernels.items()},
-        roots)
+    counting.check_roots(
+        list(workloads),
+        {v: counting.map_functions(k.build_dir) for v, k in kernels.items()},
+        roots,
+    )
     plugin = counting.build_plugin(arch)
-    return {v: counting.counter_for(arch, k.build_dir, plugin)
-            for v, k in kernels.items()}
+    return {
+        v: counting.counter_for(arch, k.build_dir, plugin)
+        for v, k in kernels.items()
+    }
 
 
 # ---- the run ----------------------------------------------------------------
+
 
 def _open(run: RunStages) -> RunManifest:
     """The run directory and its manifest: a new run clears the boots of
@@ -167,7 +212,7 @@ def _open(run: RunStages) -> RunManifest:
         old = RunManifest.read(out)
         m.started, m.command = old.started, old.command
         m.resumed = old.resumed + [list(run.command)]
-        for k in m.kernels:        # the builds the run began with
+        for k in m.kernels:  # the builds the run began with
             k.built = old.kernel(k.name).built
     else:
         # A run directory holds one run: the report derives every sample
@@ -178,21 +223,39 @@ def _open(run: RunStages) -> RunManifest:
     return m
 
 
-def _measure(plan: BootPlan, machine: Machine, executor: Executor,
-             record_times: bool = False) -> RunResult:
-    return run_workloads(RunRequest(
-        list(plan.workloads), plan.params, plan.runs, machine.kernels,
-        machine.image, machine.spec, plan.out, plan.samples_per_boot,
-        plan.fault, timeout=plan.timeout, counters=machine.counters,
-        executor=executor, resume=plan.resume, monitors=plan.monitors,
-        record_times=record_times))
+def _measure(
+    plan: BootPlan,
+    machine: Machine,
+    executor: Executor,
+    record_times: bool = False,
+) -> RunResult:
+    return run_workloads(
+        RunRequest(
+            list(plan.workloads),
+            plan.params,
+            plan.runs,
+            machine.kernels,
+            machine.image,
+            machine.spec,
+            plan.out,
+            plan.samples_per_boot,
+            plan.fault,
+            timeout=plan.timeout,
+            counters=machine.counters,
+            executor=executor,
+            resume=plan.resume,
+            monitors=plan.monitors,
+            record_times=record_times,
+        )
+    )
 
 
 Prepare = Callable[[RunStages, RunManifest], Machine]
 
 
-def compare(req: Request, prepare: Prepare = prepare,
-            executor: Executor | None = None) -> str:
+def compare(
+    req: Request, prepare: Prepare = prepare, executor: Executor | None = None
+) -> str:
     """Run the whole comparison; return the text report. ``prepare`` makes
     the kernels, image and machine, and ``executor`` runs the boots (by
     default the one the request names; a test passes stand-ins). The
@@ -211,8 +274,12 @@ def compare(req: Request, prepare: Prepare = prepare,
         with stop_signals():
             machine = prepare(run, m)
             m.write(plan.out)
-            result = _measure(plan, machine, executor, record_times=(
-                executor is made and made.kind.boots_here))
+            result = _measure(
+                plan,
+                machine,
+                executor,
+                record_times=(executor is made and made.kind.boots_here),
+            )
         m.failures = result.failures
     except (Stop, FoliolabError, KeyboardInterrupt) as e:
         _record_end(m, e)
@@ -221,15 +288,17 @@ def compare(req: Request, prepare: Prepare = prepare,
             raise StoppedError(
                 f"stopped by {e.signame}; the report of the boots that "
                 f"finished is in {plan.out}",
-                hint=f"finish the run with `{_resume_line(run)}`"
+                hint=f"finish the run with `{_resume_line(run)}`",
             ) from None
         raise
     text = _finish(plan.out, m, samples=result.samples)
     if result.failures:
         print(text)
-        raise BenchmarkError(f"{len(result.failures)} boot(s) failed; results "
-                             f"so far are in {plan.out}",
-                             log_path=plan.out / "report.txt")
+        raise BenchmarkError(
+            f"{len(result.failures)} boot(s) failed; results "
+            f"so far are in {plan.out}",
+            log_path=plan.out / "report.txt",
+        )
     return text
 
 
@@ -247,8 +316,10 @@ def _record_end(m: RunManifest, e: BaseException) -> None:
 
 def _resume_line(run: RunStages) -> str:
     """The command that finishes the run: its own, with --resume."""
-    cmd = [a for a in run.command if a != "--resume"] or ["foliolab",
-                                                         "compare"]
+    cmd = [a for a in run.command if a != "--resume"] or [
+        "foliolab",
+        "compare",
+    ]
     if not any(a == "--out" or a.startswith("--out=") for a in cmd):
         cmd += ["--out", str(run.plan.out)]
     return shlex.join(cmd + ["--resume"])
@@ -264,8 +335,9 @@ def _report_what_finished(out: Path, m: RunManifest) -> None:
         log.warning("no report of what finished: %s", e.one_line())
 
 
-def _finish(out: Path, m: RunManifest, samples=None,
-            print_report: bool = False) -> str:
+def _finish(
+    out: Path, m: RunManifest, samples=None, print_report: bool = False
+) -> str:
     m.finished = utc_now()
     m.write(out)
     text = report.write_report(out, samples)
@@ -276,16 +348,18 @@ def _finish(out: Path, m: RunManifest, samples=None,
 
 # ---- jobs export and collect ---------------------------------------------
 
+
 def export(req: Request, prepare: Prepare = prepare) -> str:
     """`jobs export`: the run planned and its LAVA jobs written, nothing
     run; returns what was written, for the user."""
-    run = req.stages()             # its executor: the jobs' exporter
+    run = req.stages()  # its executor: the jobs' exporter
     out = run.plan.out
     made = check(run)
     exporter = cast(Exporter, made)
     if (out / "raw").exists():
-        raise UsageError(f"{out} already holds a run",
-                         hint="give a new --out directory")
+        raise UsageError(
+            f"{out} already holds a run", hint="give a new --out directory"
+        )
     m = _open(run)
     machine = prepare(run, m)
     exporter.record_into(m.executor)
@@ -307,7 +381,3 @@ def collect(out: Path, logs: list[Path]) -> str:
     m.write(out)
     text = report.write_report(out)
     return text + "".join(f"note: {n}\n" for n in notes)
-
-
-
-

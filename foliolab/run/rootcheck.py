@@ -20,9 +20,14 @@ from foliolab.workloads.model import Workload
 log = logging.getLogger("foliolab")
 
 
-def check_kept(specs: list[kernels_mod.KernelSpec], workloads: list[Workload],
-               roots: list[str], arch_name: str, config: str,
-               count: bool) -> bool:
+def check_kept(
+    specs: list[kernels_mod.KernelSpec],
+    workloads: list[Workload],
+    roots: list[str],
+    arch_name: str,
+    config: str,
+    count: bool,
+) -> bool:
     """--count's roots against the kernels' System.maps, when every kernel
     is kept built already (nothing is fetched or built to know): True if
     they were. Else check_in_source() looks for --root's names in
@@ -41,8 +46,11 @@ def check_kept(specs: list[kernels_mod.KernelSpec], workloads: list[Workload],
     return True
 
 
-def check_in_source(specs: list[kernels_mod.KernelSpec], roots: list[str],
-                    trees: dict[str, source.Tree]) -> None:
+def check_in_source(
+    specs: list[kernels_mod.KernelSpec],
+    roots: list[str],
+    trees: dict[str, source.Tree],
+) -> None:
     """--root's names in the source of kernels not built yet, before any
     is (or QEMU's source fetched for the counter): a name no kernel's
     source has as a word is no function of any. Searched where the source
@@ -56,16 +64,20 @@ def check_in_source(specs: list[kernels_mod.KernelSpec], roots: list[str],
     left = set().union(*wanted.values())
     places = _sources_at_hand(specs, trees)
     if places is None:
-        log.info("--root %s: checked against the kernels' System.map once "
-                 "they are built", ",".join(roots))
+        log.info(
+            "--root %s: checked against the kernels' System.map once "
+            "they are built",
+            ",".join(roots),
+        )
         return
-    log.info("--root %s: looking for it in the kernels' source",
-             ",".join(roots))
+    log.info(
+        "--root %s: looking for it in the kernels' source", ",".join(roots)
+    )
     for look in places:
         if not left:
             break
         found = look(left)
-        if found is None:       # git could not say: System.map will
+        if found is None:  # git could not say: System.map will
             return
         left -= found
     for root, names in wanted.items():
@@ -73,8 +85,10 @@ def check_in_source(specs: list[kernels_mod.KernelSpec], roots: list[str],
             raise UsageError(
                 f"--root {root}: no kernel of the run has this function "
                 f"({', '.join(k.name for k in specs)}: not in their "
-                "source)", hint="check its spelling in System.map (a static "
-                                "function may carry a suffix such as .isra.0)")
+                "source)",
+                hint="check its spelling in System.map (a static "
+                "function may carry a suffix such as .isra.0)",
+            )
 
 
 def _source_names(root: str) -> set[str]:
@@ -84,18 +98,21 @@ def _source_names(root: str) -> set[str]:
     return {name, *(r.new for r in symbols.RENAMES if r.name == name)}
 
 
-def _sources_at_hand(specs: list[kernels_mod.KernelSpec],
-                     trees: dict[str, source.Tree]) -> list | None:
+def _sources_at_hand(
+    specs: list[kernels_mod.KernelSpec], trees: dict[str, source.Tree]
+) -> list | None:
     """Where each kernel's function names can be read without fetching or
     building: a list of functions (names -> the ones found, or None), or
     None if some kernel's cannot."""
     places, covered = [], set()
     for name, tree in trees.items():
-        places.append(lambda ws, t=tree: source.words_at(t.path, t.commit,
-                                                          ws))
+        places.append(lambda ws, t=tree: source.words_at(t.path, t.commit, ws))
         covered.add(name)
-    onto = {k.source_spec().text: trees[k.name] for k in specs
-            if k.name in trees and trees[k.name].onto is not None}
+    onto = {
+        k.source_spec().text: trees[k.name]
+        for k in specs
+        if k.name in trees and trees[k.name].onto is not None
+    }
     for k in specs:
         if k.name in covered:
             continue
@@ -105,12 +122,17 @@ def _sources_at_hand(specs: list[kernels_mod.KernelSpec],
             places.append(lambda ws, k=k: set(ws) & _map_names(k.image))
         elif k.text in onto:
             t = onto[k.text]
-            places.append(lambda ws, t=t: source.words_at(t.path,
-                                                          t.onto.commit, ws))
-        elif (k.kind is kernels_mod.SpecKind.BASE
-              and source.is_repository(source.base_repo())):
-            places.append(lambda ws: source.words_at(
-                source.base_repo(), source.BASE_TAG, ws))
+            places.append(
+                lambda ws, t=t: source.words_at(t.path, t.onto.commit, ws)
+            )
+        elif k.kind is kernels_mod.SpecKind.BASE and source.is_repository(
+            source.base_repo()
+        ):
+            places.append(
+                lambda ws: source.words_at(
+                    source.base_repo(), source.BASE_TAG, ws
+                )
+            )
         else:
             return None
     return places
@@ -123,8 +145,7 @@ def _map_names(image: Path) -> set[str]:
     return {n.split(".", 1)[0] for _, n in counting.text_symbols(text)}
 
 
-def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str
-                  ) -> Path | None:
+def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str) -> Path | None:
     """Where the kept build of ``k`` has its System.map, if it is kept."""
     try:
         kept, _ = kernel_store.kept_kernel(k, arch, config)

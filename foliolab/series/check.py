@@ -47,15 +47,18 @@ class PatchCheck:
 
     @property
     def ok(self) -> bool:
-        return bool(self.checkpatch.passed and self.build.passed
-                    and self.boot.passed)
+        return bool(
+            self.checkpatch.passed and self.build.passed and self.boot.passed
+        )
 
     def row(self) -> str:
         verdict = "ok" if self.ok else "FAIL"
-        return (f"{self.index:3d} {verdict:4s} {self.name}\n"
-                f"         checkpatch: {self.checkpatch}\n"
-                f"         build: {self.build}\n"
-                f"         boot: {self.boot}")
+        return (
+            f"{self.index:3d} {verdict:4s} {self.name}\n"
+            f"         checkpatch: {self.checkpatch}\n"
+            f"         build: {self.build}\n"
+            f"         boot: {self.boot}"
+        )
 
 
 def run_checkpatch(repo: Path, patch: Path) -> Step:
@@ -64,9 +67,18 @@ def run_checkpatch(repo: Path, patch: Path) -> Step:
     # The base is Debian's source tarball imported into git, without
     # upstream history: every upstream commit a message cites is unknown to
     # it. checkpatch still checks how such a reference is written.
-    res = proc.run(["perl", "scripts/checkpatch.pl", "--strict",
-                    "--ignore", "UNKNOWN_COMMIT_ID", patch.resolve()],
-                   cwd=repo, check=False)
+    res = proc.run(
+        [
+            "perl",
+            "scripts/checkpatch.pl",
+            "--strict",
+            "--ignore",
+            "UNKNOWN_COMMIT_ID",
+            patch.resolve(),
+        ],
+        cwd=repo,
+        check=False,
+    )
     total = [ln for ln in res.stdout.splitlines() if ln.startswith("total:")]
     summary = total[-1] if total else (res.stderr.strip() or "no summary")
     if res.returncode == 0 and "0 errors, 0 warnings, 0 checks" in summary:
@@ -74,8 +86,9 @@ def run_checkpatch(repo: Path, patch: Path) -> Step:
     return Step(False, summary)
 
 
-def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
-                 accel: str, rundir: Path) -> list[PatchCheck]:
+def check_series(
+    spec: kernels.KernelSpec, arch: Arch, config: str, accel: str, rundir: Path
+) -> list[PatchCheck]:
     """Each patch of ``spec``'s series (``SOURCE+DIR``) checked on its
     tree: checkpatch, then that tree with patches 1..i built and booted."""
     series = spec.series()
@@ -88,8 +101,9 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
         pc.checkpatch = run_checkpatch(checkout, patch)
         try:
             tree = trees.tree_of(replace(spec, prefix=i))
-            kernel = build.build_kernel(tree, arch, config,
-                                        keep=rundir / f"{i:04d}" / "kernel")
+            kernel = build.build_kernel(
+                tree, arch, config, keep=rundir / f"{i:04d}" / "kernel"
+            )
         except FoliolabError as e:
             pc.build = Step(False, f"failed: {e.one_line()}")
             continue
@@ -98,14 +112,22 @@ def check_series(spec: kernels.KernelSpec, arch: Arch, config: str,
     return checks
 
 
-def _boot(kernel: build.Kernel, img: Path, config: str, accel: str,
-          rundir: Path) -> Step:
+def _boot(
+    kernel: build.Kernel, img: Path, config: str, accel: str, rundir: Path
+) -> Step:
     """One boot of ``kernel`` running `true`."""
-    spec = BootSpec(get_arch(kernel.arch), kernel.image, accel=accel,
-                    vcpus=2, memory_mb=1024, timeout=180,
-                    cmdline=debug_cmdline(config))
-    res = boot_once(here(), BootRequest(rundir.name, spec, "true\n",
-                                        rundir), img)
+    spec = BootSpec(
+        get_arch(kernel.arch),
+        kernel.image,
+        accel=accel,
+        vcpus=2,
+        memory_mb=1024,
+        timeout=180,
+        cmdline=debug_cmdline(config),
+    )
+    res = boot_once(
+        here(), BootRequest(rundir.name, spec, "true\n", rundir), img
+    )
     if res.clean and res.exit_code == 0:
         return Step(True, f"ok in {res.elapsed:.1f} s")
     return Step(False, f"failed: {res.describe()}; log: {res.console}")

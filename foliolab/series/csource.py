@@ -12,28 +12,33 @@ import re
 from dataclasses import dataclass
 
 # Longest operators first, so "->" is one token and not "-" then ">".
-_PUNCT = (r"\.\.\.|<<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||##"
-          r"|[-+*/%&|^]=|[^\s]")
+_PUNCT = (
+    r"\.\.\.|<<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||##"
+    r"|[-+*/%&|^]=|[^\s]"
+)
 _TOKEN = re.compile(
     r"(?P<skip>/\*.*?(?:\*/|\Z)|//[^\n]*|\\\n)"
     r"|(?P<tok>\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
     r"|[A-Za-z_]\w*|\.?[0-9](?:[eEpP][+-]|[\w.])*"
     rf"|{_PUNCT})",
-    re.S)
+    re.S,
+)
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 
-KEYWORDS = frozenset("""
+KEYWORDS = frozenset(
+    """
 auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed
 sizeof static struct switch typedef typeof union unsigned void volatile
 while bool true false NULL _Bool __always_inline noinline likely unlikely
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
 class Token:
     text: str
-    line: int           # 1-based line of the file it starts on
+    line: int  # 1-based line of the file it starts on
 
     @property
     def is_name(self) -> bool:
@@ -58,8 +63,8 @@ def tokens(text: str) -> list[Token]:
 @dataclass(frozen=True)
 class FunctionSpan:
     name: str
-    first: int          # the signature's first line (1-based)
-    last: int           # the line of the closing brace
+    first: int  # the signature's first line (1-based)
+    last: int  # the line of the closing brace
 
 
 class FunctionMap:
@@ -93,8 +98,9 @@ def function_spans(lines: list[str]) -> list[FunctionSpan]:
         end = _body_end(lines, i)
         name = function_name(" ".join(lines[first:i]))
         if name and first < i:
-            spans.append(FunctionSpan(name, first + 1, min(end, len(lines) - 1)
-                                      + 1))
+            spans.append(
+                FunctionSpan(name, first + 1, min(end, len(lines) - 1) + 1)
+            )
         i = end + 1
     return spans
 
@@ -117,19 +123,33 @@ def _signature_start(lines: list[str], brace: int) -> int:
     j = brace
     while j > 0:
         above = lines[j - 1].rstrip()
-        if (not above or above.startswith("#") or above.endswith(";")
-                or above.endswith("\\")
-                or above.endswith("}") or above.endswith("*/")
-                or above.startswith("{")):
+        if (
+            not above
+            or above.startswith("#")
+            or above.endswith(";")
+            or above.endswith("\\")
+            or above.endswith("}")
+            or above.endswith("*/")
+            or above.startswith("{")
+        ):
             break
         j -= 1
     return j
 
 
 # Annotations that take arguments before the name in a signature.
-_ATTRIBUTES = frozenset({"__attribute__", "__printf", "__scanf",
-                         "__section", "__aligned", "__alloc_size",
-                         "__diag_ignore", "__no_sanitize_address"})
+_ATTRIBUTES = frozenset(
+    {
+        "__attribute__",
+        "__printf",
+        "__scanf",
+        "__section",
+        "__aligned",
+        "__alloc_size",
+        "__diag_ignore",
+        "__no_sanitize_address",
+    }
+)
 
 
 def function_name(signature: str) -> str | None:
@@ -137,8 +157,9 @@ def function_name(signature: str) -> str | None:
     A function defined by an upper-case macro (``SYSCALL_DEFINE3(madvise,
     ...)``) is named with its first argument, so two such functions
     differ."""
-    text = _TOKEN.sub(lambda m: "" if m.group("skip") else m.group(0),
-                      signature)
+    text = _TOKEN.sub(
+        lambda m: "" if m.group("skip") else m.group(0), signature
+    )
     for m in re.finditer(r"([A-Za-z_]\w*)\s*\(\s*([A-Za-z_]\w*)?", text):
         name, arg = m.group(1), m.group(2)
         if name in _ATTRIBUTES or name in KEYWORDS:

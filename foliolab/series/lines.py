@@ -28,7 +28,7 @@ from foliolab.errors import FoliolabError
 # A base file's text by its path in the tree; None: the base has no such
 # file.
 BaseReader = Callable[[str], "str | None"]
-BASE = 0    # the origin of a line the series did not add
+BASE = 0  # the origin of a line the series did not add
 
 
 class SeriesMapError(FoliolabError):
@@ -40,25 +40,25 @@ class SeriesMapError(FoliolabError):
 
 @dataclass(frozen=True)
 class PatchInfo:
-    number: int         # 1-based, in `series` order
-    name: str           # its file name
-    subject: str        # without "[PATCH n/m]"
+    number: int  # 1-based, in `series` order
+    name: str  # its file name
+    subject: str  # without "[PATCH n/m]"
 
 
 @dataclass(frozen=True)
 class AddedLine:
     """A line a patch added, where it stands after the whole series."""
 
-    patch: int          # PatchInfo.number
-    path: str           # in the tree
-    line: int           # 1-based, in the file after the whole series
+    patch: int  # PatchInfo.number
+    path: str  # in the tree
+    line: int  # 1-based, in the file after the whole series
     text: str
 
 
 @dataclass
 class SeriesLines:
     patches: list[PatchInfo]
-    lines: list[AddedLine]                  # by path, then line
+    lines: list[AddedLine]  # by path, then line
     # patch -> how many of its added lines a later patch removed again
     superseded: dict[int, int] = field(default_factory=dict)
     # every file the series touched -> its lines after the series
@@ -79,26 +79,25 @@ def patch_subject(text: str) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line == "":
-            break                       # end of the mail headers
+            break  # end of the mail headers
         if line.lower().startswith("subject:"):
-            subject = line[len("subject:"):].strip()
-            for cont in lines[i + 1:]:
-                if not cont[:1] in (" ", "\t"):
+            subject = line[len("subject:") :].strip()
+            for cont in lines[i + 1 :]:
+                if cont[:1] not in (" ", "\t"):
                     break
                 subject += " " + cont.strip()
             return _SUBJECT_TAG.sub("", subject)
     return ""
 
 
-def map_series(patches: Sequence[Path], read_base: BaseReader
-               ) -> SeriesLines:
+def map_series(patches: Sequence[Path], read_base: BaseReader) -> SeriesLines:
     """Apply ``patches`` in order to the base's files in memory and keep,
     for each line of every touched file, the patch that added it.
 
     SeriesMapError names the patch and file when a hunk does not apply
     to what the base and the earlier patches left.
     """
-    files: dict[str, list[tuple[str, int]]] = {}   # path -> (text, origin)
+    files: dict[str, list[tuple[str, int]]] = {}  # path -> (text, origin)
     superseded: dict[int, int] = {}
     infos: list[PatchInfo] = []
     touched: list[str] = []
@@ -110,17 +109,24 @@ def map_series(patches: Sequence[Path], read_base: BaseReader
                 if p and p not in touched:
                     touched.append(p)
             _apply_file(files, fd, number, patch.name, read_base, superseded)
-    lines = [AddedLine(origin, path, n, t)
-             for path in sorted(files)
-             for n, (t, origin) in enumerate(files[path], 1)
-             if origin != BASE]
+    lines = [
+        AddedLine(origin, path, n, t)
+        for path in sorted(files)
+        for n, (t, origin) in enumerate(files[path], 1)
+        if origin != BASE
+    ]
     final = {path: [t for t, _ in content] for path, content in files.items()}
     return SeriesLines(infos, lines, superseded, final, touched)
 
 
-def _apply_file(files: dict[str, list[tuple[str, int]]],
-                fd: unidiff.FileDiff, number: int, name: str,
-                read_base: BaseReader, superseded: dict[int, int]) -> None:
+def _apply_file(
+    files: dict[str, list[tuple[str, int]]],
+    fd: unidiff.FileDiff,
+    number: int,
+    name: str,
+    read_base: BaseReader,
+    superseded: dict[int, int],
+) -> None:
     """One file's diff of patch ``number`` applied to ``files``."""
     if fd.old_path is None:
         old: list[tuple[str, int]] = []
@@ -129,23 +135,25 @@ def _apply_file(files: dict[str, list[tuple[str, int]]],
     else:
         base = read_base(fd.old_path)
         if base is None:
-            raise SeriesMapError(f"{name} changes {fd.old_path}, which the "
-                                 "base does not have")
+            raise SeriesMapError(
+                f"{name} changes {fd.old_path}, which the base does not have"
+            )
         old = [(t, BASE) for t in unidiff.split_lines(base)]
     if fd.old_path is not None and fd.new_path != fd.old_path:
-        files.pop(fd.old_path, None)        # renamed or deleted
-    if fd.new_path is None:                 # deleted: its lines are gone
+        files.pop(fd.old_path, None)  # renamed or deleted
+    if fd.new_path is None:  # deleted: its lines are gone
         for _, origin in old:
             _supersede(superseded, origin)
         return
     try:
         applied = unidiff.apply([t for t, _ in old], fd)
     except unidiff.HunkMismatch as e:
-        raise SeriesMapError(f"{name}: its hunk {e.hunk.header} in "
-                             f"{fd.path} does not match what the base and "
-                             "the earlier patches leave") from None
-    origins = _carry_origins([o for _, o in old], applied, number,
-                             superseded)
+        raise SeriesMapError(
+            f"{name}: its hunk {e.hunk.header} in "
+            f"{fd.path} does not match what the base and "
+            "the earlier patches leave"
+        ) from None
+    origins = _carry_origins([o for _, o in old], applied, number, superseded)
     files[fd.new_path] = list(zip(applied.lines, origins))
 
 
@@ -154,13 +162,17 @@ def _supersede(superseded: dict[int, int], origin: int) -> None:
         superseded[origin] = superseded.get(origin, 0) + 1
 
 
-def _carry_origins(old: list[int], applied: unidiff.Applied, number: int,
-                   superseded: dict[int, int]) -> list[int]:
+def _carry_origins(
+    old: list[int],
+    applied: unidiff.Applied,
+    number: int,
+    superseded: dict[int, int],
+) -> list[int]:
     """The origin of each line of ``applied``: lines outside the hunks
     and context lines keep theirs, ``+`` lines are patch ``number``'s,
     ``-`` lines take theirs away."""
     out: list[int] = []
-    old_pos = 0                 # next old line not yet carried over
+    old_pos = 0  # next old line not yet carried over
     for hunk in applied.hunks:
         at = _hunk_old_index(hunk, old_pos, len(out))
         out.extend(old[old_pos:at])
@@ -173,13 +185,14 @@ def _carry_origins(old: list[int], applied: unidiff.Applied, number: int,
                 _supersede(superseded, old[placed.old_no - 1])
         old_pos = at + sum(p.kind != "+" for p in hunk)
     out.extend(old[old_pos:])
-    if len(out) != len(applied.lines):      # unidiff.apply's own invariant
+    if len(out) != len(applied.lines):  # unidiff.apply's own invariant
         raise AssertionError("origins out of step with the applied lines")
     return out
 
 
-def _hunk_old_index(hunk: tuple[unidiff.PlacedLine, ...], old_pos: int,
-                    new_len: int) -> int:
+def _hunk_old_index(
+    hunk: tuple[unidiff.PlacedLine, ...], old_pos: int, new_len: int
+) -> int:
     """The 0-based old line a placed hunk starts at. Its first old (" "
     or "-") line says so; a hunk of ``+`` lines only starts as far past
     the last hunk in the old file as its first line is in the new one."""
@@ -202,7 +215,7 @@ _SEED_ID = re.compile(r"\bS\d+\b")
 class SeriesGroup:
     """The patches of one entry of the cover letter's series map."""
 
-    label: str          # "S4", or the entry's first phrase
+    label: str  # "S4", or the entry's first phrase
     first: int
     last: int
 
@@ -220,14 +233,17 @@ def series_map(text: str) -> list[SeriesGroup]:
     and S0"). Empty when the letter has no such section."""
     lines = text.split("\n")
     try:
-        start = next(i for i, line in enumerate(lines)
-                     if line.strip().lower() == "series map")
+        start = next(
+            i
+            for i, line in enumerate(lines)
+            if line.strip().lower() == "series map"
+        )
     except StopIteration:
         return []
     groups: list[SeriesGroup] = []
-    for line in lines[start + 2:]:          # after the underline
+    for line in lines[start + 2 :]:  # after the underline
         if line and not line.startswith(" "):
-            break                           # the next section
+            break  # the next section
         m = _MAP_ENTRY.match(line)
         if not m:
             continue
@@ -235,8 +251,11 @@ def series_map(text: str) -> list[SeriesGroup]:
         last = int(m.group(2) or first)
         words = m.group(3)
         seeds = list(dict.fromkeys(_SEED_ID.findall(words)))
-        label = seeds[0] if len(seeds) == 1 else \
-            re.split(r"[.:]\s", words + " ", maxsplit=1)[0].strip()
+        label = (
+            seeds[0]
+            if len(seeds) == 1
+            else re.split(r"[.:]\s", words + " ", maxsplit=1)[0].strip()
+        )
         groups.append(SeriesGroup(label, first, last))
     return groups
 

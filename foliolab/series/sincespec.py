@@ -53,18 +53,21 @@ def release_of_debian(version: str) -> Release:
 def release_of_makefile(repo: Path, commit: str) -> Release:
     found = source.makefile_numbers(repo, commit, check=False)
     if len(found) != 3:
-        raise UsageError(f"{commit[:12]} in {repo} has no top Makefile with "
-                         "VERSION, PATCHLEVEL and SUBLEVEL",
-                         hint="is it a Linux tree?")
-    return Release(int(found["VERSION"]), int(found["PATCHLEVEL"]),
-                   int(found["SUBLEVEL"]))
+        raise UsageError(
+            f"{commit[:12]} in {repo} has no top Makefile with "
+            "VERSION, PATCHLEVEL and SUBLEVEL",
+            hint="is it a Linux tree?",
+        )
+    return Release(
+        int(found["VERSION"]), int(found["PATCHLEVEL"]), int(found["SUBLEVEL"])
+    )
 
 
 @dataclass(frozen=True)
 class Snapshot:
     """One commit of a kernel tree, read file by file."""
 
-    label: str          # how findings name it: debian:6.12.107-1, v6.12.107
+    label: str  # how findings name it: debian:6.12.107-1, v6.12.107
     repo: Path
     commit: str
     release: Release
@@ -72,12 +75,14 @@ class Snapshot:
     def read(self, path: str) -> list[str] | None:
         """The file's lines at this commit; None if it has no such file."""
         try:
-            cp = source.git(self.repo, "show", f"{self.commit}:{path}",
-                            check=False)
+            cp = source.git(
+                self.repo, "show", f"{self.commit}:{path}", check=False
+            )
         except UnicodeDecodeError:
-            raise SourceError(f"{path} of {self.label} is not UTF-8 text",
-                              hint="the history check reads C source"
-                              ) from None
+            raise SourceError(
+                f"{path} of {self.label} is not UTF-8 text",
+                hint="the history check reads C source",
+            ) from None
         if cp.returncode != 0:
             return None
         lines = cp.stdout.split("\n")
@@ -95,26 +100,30 @@ class SinceKind(enum.Enum):
 class SinceSpec:
     text: str
     kind: SinceKind
-    version: str = ""           # DEBIAN
-    repo: Path | None = None    # GIT
-    ref: str = ""               # GIT
+    version: str = ""  # DEBIAN
+    repo: Path | None = None  # GIT
+    ref: str = ""  # GIT
 
 
 def parse(text: str) -> SinceSpec:
     """The spec's syntax only; resolve() checks that it exists."""
     if text.startswith("debian:"):
-        version = text[len("debian:"):]
-        debian.package_of(version)          # a UsageError names a bad one
+        version = text[len("debian:") :]
+        debian.package_of(version)  # a UsageError names a bad one
         return SinceSpec(text, SinceKind.DEBIAN, version=version)
     if text.startswith("git:"):
-        path, at, ref = text[len("git:"):].rpartition("@")
+        path, at, ref = text[len("git:") :].rpartition("@")
         if not at or not path or not ref:
-            raise UsageError(f"--since {text!r} is not git:PATH@REF",
-                             hint="e.g. git:~/linux-stable@v6.12.107")
-        return SinceSpec(text, SinceKind.GIT, repo=Path(path).expanduser(),
-                         ref=ref)
-    raise UsageError(f"--since {text!r} is not a tree spec",
-                     hint=f"give {FORMS}")
+            raise UsageError(
+                f"--since {text!r} is not git:PATH@REF",
+                hint="e.g. git:~/linux-stable@v6.12.107",
+            )
+        return SinceSpec(
+            text, SinceKind.GIT, repo=Path(path).expanduser(), ref=ref
+        )
+    raise UsageError(
+        f"--since {text!r} is not a tree spec", hint=f"give {FORMS}"
+    )
 
 
 def resolve(spec: SinceSpec, base: Release) -> Snapshot:
@@ -122,8 +131,9 @@ def resolve(spec: SinceSpec, base: Release) -> Snapshot:
     source is fetched or unpacked."""
     if spec.kind is SinceKind.GIT:
         commit = source.resolve_ref(spec.repo, spec.ref)
-        snap = Snapshot(spec.ref, spec.repo, commit,
-                        release_of_makefile(spec.repo, commit))
+        snap = Snapshot(
+            spec.ref, spec.repo, commit, release_of_makefile(spec.repo, commit)
+        )
         _check_older(spec, snap.release, base)
         return snap
     pkg = debian.resolve(spec.version)
@@ -135,12 +145,14 @@ def resolve(spec: SinceSpec, base: Release) -> Snapshot:
 
 def _check_older(spec: SinceSpec, release: Release, base: Release) -> None:
     if release >= base:
-        raise UsageError(f"--since {spec.text} is Linux {release}, not older "
-                         f"than the base's {base}",
-                         hint="give a release the base's stable updates "
-                              "came after, e.g. "
-                              f"debian:{base.version}.{base.patchlevel}."
-                              f"{max(base.sublevel - 10, 0)}")
+        raise UsageError(
+            f"--since {spec.text} is Linux {release}, not older "
+            f"than the base's {base}",
+            hint="give a release the base's stable updates "
+            "came after, e.g. "
+            f"debian:{base.version}.{base.patchlevel}."
+            f"{max(base.sublevel - 10, 0)}",
+        )
 
 
 def pinned_release() -> Release:
@@ -151,5 +163,9 @@ def pinned_release() -> Release:
 def pinned_base() -> Snapshot:
     """The pinned base, unpacked into the cache on first use (no build)."""
     repo = source.prepare_base()
-    return Snapshot(f"base {hostsetup.BASE_VERSION}", repo,
-                    source.base_commit(repo), pinned_release())
+    return Snapshot(
+        f"base {hostsetup.BASE_VERSION}",
+        repo,
+        source.base_commit(repo),
+        pinned_release(),
+    )

@@ -62,8 +62,11 @@ class LineRange:
     last: int
 
     def __str__(self) -> str:
-        return (str(self.first) if self.last <= self.first
-                else f"{self.first}-{self.last}")
+        return (
+            str(self.first)
+            if self.last <= self.first
+            else f"{self.first}-{self.last}"
+        )
 
 
 @dataclass(frozen=True)
@@ -71,18 +74,19 @@ class StableChange:
     """One hunk of the stable update, as lines of the older tree."""
 
     path: str
-    old_start: int              # first removed line; for an addition, the
-    old_count: int              # line it follows (old_count 0)
+    old_start: int  # first removed line; for an addition, the
+    old_count: int  # line it follows (old_count 0)
     removed: tuple[str, ...]
     added: tuple[str, ...]
     functions: tuple[str, ...]  # older tree's names of removed lines, base's
-                                # names of added lines
+    # names of added lines
 
     def where(self) -> str:
         if not self.old_count:
             return f"{self.old_start} (after)"
-        return str(LineRange(self.old_start,
-                             self.old_start + self.old_count - 1))
+        return str(
+            LineRange(self.old_start, self.old_start + self.old_count - 1)
+        )
 
     def text(self, width: int) -> str:
         """The removed text (the added text of an addition), whitespace
@@ -92,7 +96,7 @@ class StableChange:
             sign, lines = "+", self.added
         flat = " ".join(" ".join(lines).split())
         if len(flat) > width:
-            flat = flat[:width - 3] + "..."
+            flat = flat[: width - 3] + "..."
         return f'{sign}"{flat}"'
 
 
@@ -112,17 +116,20 @@ class FileHistory:
 def shingles(run: Sequence[Token]) -> Iterator[tuple[int, Shingle]]:
     texts = [t.text for t in run]
     for i in range(len(texts) - SHINGLE + 1):
-        yield i, tuple(texts[i:i + SHINGLE])
+        yield i, tuple(texts[i : i + SHINGLE])
 
 
-def runs(toks: list[Token], keep: Callable[[Token], bool],
-         functions: FunctionMap) -> Iterator[list[Token]]:
+def runs(
+    toks: list[Token], keep: Callable[[Token], bool], functions: FunctionMap
+) -> Iterator[list[Token]]:
     """Maximal runs of consecutive tokens that ``keep`` takes, split where
     the function changes."""
     run: list[Token] = []
     for t in toks:
-        if keep(t) and (not run or functions.name_at(t.line)
-                        == functions.name_at(run[0].line)):
+        if keep(t) and (
+            not run
+            or functions.name_at(t.line) == functions.name_at(run[0].line)
+        ):
             run.append(t)
             continue
         if run:
@@ -132,8 +139,9 @@ def runs(toks: list[Token], keep: Callable[[Token], bool],
         yield run
 
 
-def present(toks: list[Token], functions: FunctionMap
-            ) -> dict[str | None, set[Shingle]]:
+def present(
+    toks: list[Token], functions: FunctionMap
+) -> dict[str | None, set[Shingle]]:
     """Every shingle of a file, by the function it is in."""
     out: dict[str | None, set[Shingle]] = {}
     for run in runs(toks, lambda t: True, functions):
@@ -144,8 +152,9 @@ def present(toks: list[Token], functions: FunctionMap
 
 def substantial(stretch: Sequence[Token]) -> bool:
     names = {t.text for t in stretch if t.is_name}
-    called = any(t.is_name and nxt.text == "("
-                 for t, nxt in zip(stretch, stretch[1:]))
+    called = any(
+        t.is_name and nxt.text == "(" for t, nxt in zip(stretch, stretch[1:])
+    )
     return len(stretch) >= SHINGLE and len(names) >= MIN_NAMES and called
 
 
@@ -156,9 +165,21 @@ def diff_hunks(old: list[str], new: list[str]) -> list[unidiff.Hunk]:
         a, b = Path(tmp) / "a", Path(tmp) / "b"
         a.write_text("".join(line + "\n" for line in old))
         b.write_text("".join(line + "\n" for line in new))
-        cp = proc.run(["git", "diff", "--no-index", "--no-color",
-                       "--no-ext-diff", "--histogram", "-U0", a, b],
-                      check=False, error=SourceError)
+        cp = proc.run(
+            [
+                "git",
+                "diff",
+                "--no-index",
+                "--no-color",
+                "--no-ext-diff",
+                "--histogram",
+                "-U0",
+                a,
+                b,
+            ],
+            check=False,
+            error=SourceError,
+        )
     if cp.returncode not in (0, 1):
         raise SourceError(f"git diff --no-index failed: {cp.stderr.strip()}")
     files = unidiff.parse(cp.stdout)
@@ -167,34 +188,52 @@ def diff_hunks(old: list[str], new: list[str]) -> list[unidiff.Hunk]:
 
 def file_history(path: str, old: list[str], base: list[str]) -> FileHistory:
     old_fns, base_fns = FunctionMap(old), FunctionMap(base)
-    changes = [stable_change(path, h, old, base, old_fns, base_fns)
-               for h in diff_hunks(old, base)]
-    return FileHistory(path, changes,
-                       gone_shingles(changes, old, old_fns, base, base_fns))
+    changes = [
+        stable_change(path, h, old, base, old_fns, base_fns)
+        for h in diff_hunks(old, base)
+    ]
+    return FileHistory(
+        path, changes, gone_shingles(changes, old, old_fns, base, base_fns)
+    )
 
 
-def stable_change(path: str, h: unidiff.Hunk, old: list[str],
-                  base: list[str], old_fns: FunctionMap,
-                  base_fns: FunctionMap) -> StableChange:
+def stable_change(
+    path: str,
+    h: unidiff.Hunk,
+    old: list[str],
+    base: list[str],
+    old_fns: FunctionMap,
+    base_fns: FunctionMap,
+) -> StableChange:
     removed = range(h.old_start, h.old_start + h.old_len)
     added = range(h.new_start, h.new_start + h.new_len)
     names = {old_fns.name_at(n) for n in removed}
     names |= {base_fns.name_at(n) for n in added}
-    return StableChange(path, h.old_start, h.old_len,
-                        tuple(old[n - 1] for n in removed),
-                        tuple(base[n - 1] for n in added),
-                        tuple(sorted(n for n in names if n)))
+    return StableChange(
+        path,
+        h.old_start,
+        h.old_len,
+        tuple(old[n - 1] for n in removed),
+        tuple(base[n - 1] for n in added),
+        tuple(sorted(n for n in names if n)),
+    )
 
 
-def gone_shingles(changes: list[StableChange], old: list[str],
-                  old_fns: FunctionMap, base: list[str],
-                  base_fns: FunctionMap
-                  ) -> dict[str | None, dict[Shingle, StableChange]]:
+def gone_shingles(
+    changes: list[StableChange],
+    old: list[str],
+    old_fns: FunctionMap,
+    base: list[str],
+    base_fns: FunctionMap,
+) -> dict[str | None, dict[Shingle, StableChange]]:
     """The shingles of the removed lines that the base's version of their
     function no longer has anywhere (code that only moved within it, or
     was re-wrapped, is not gone), each with the change that removed it."""
-    owner = {n: c for c in changes
-             for n in range(c.old_start, c.old_start + c.old_count)}
+    owner = {
+        n: c
+        for c in changes
+        for n in range(c.old_start, c.old_start + c.old_count)
+    }
     kept = present(csource.tokens("\n".join(base)), base_fns)
     gone: dict[str | None, dict[Shingle, StableChange]] = {}
     old_toks = csource.tokens("\n".join(old))
@@ -208,13 +247,13 @@ def gone_shingles(changes: list[StableChange], old: list[str],
 
 @dataclass(frozen=True)
 class Finding:
-    patch: str                  # the patch's number, e.g. 0016
+    patch: str  # the patch's number, e.g. 0016
     path: str
     function: str | None
     kind: Kind
-    lines: tuple[LineRange, ...]            # the hunks, after the patch
+    lines: tuple[LineRange, ...]  # the hunks, after the patch
     changes: tuple[StableChange, ...]
-    since: str                  # the older tree's label
+    since: str  # the older tree's label
 
     def line(self) -> str:
         """patch, file, function, kind, the patch's lines (in the tree
@@ -224,10 +263,13 @@ class Finding:
         fn = f"{self.function}()" if self.function else "(file scope)"
         where = ",".join(str(r) for r in self.lines)
         width = 80 if self.kind is Kind.RESTORED else 36
-        stable = ", ".join(f":{c.where()} {c.text(width)}"
-                           for c in self.changes)
-        return (f"{self.patch} {self.path} {fn} {self.kind.value} "
-                f"+{where} <- {self.since} {self.path}{stable}")
+        stable = ", ".join(
+            f":{c.where()} {c.text(width)}" for c in self.changes
+        )
+        return (
+            f"{self.patch} {self.path} {fn} {self.kind.value} "
+            f"+{where} <- {self.since} {self.path}{stable}"
+        )
 
 
 @dataclass(frozen=True)
@@ -247,8 +289,9 @@ class _PatchFindings:
     lines: dict[_Key, list[LineRange]] = field(default_factory=dict)
     changes: dict[_Key, list[StableChange]] = field(default_factory=dict)
 
-    def add(self, key: _Key, where: LineRange,
-            changes: list[StableChange]) -> None:
+    def add(
+        self, key: _Key, where: LineRange, changes: list[StableChange]
+    ) -> None:
         have = self.lines.setdefault(key, [])
         if where not in have:
             have.append(where)
@@ -260,8 +303,17 @@ class _PatchFindings:
         out = []
         for key, lines in self.lines.items():
             changes = sorted(self.changes[key], key=lambda c: c.old_start)
-            out.append(Finding(self.patch, key.path, key.function, key.kind,
-                               tuple(lines), tuple(changes), self.since))
+            out.append(
+                Finding(
+                    self.patch,
+                    key.path,
+                    key.function,
+                    key.kind,
+                    tuple(lines),
+                    tuple(changes),
+                    self.since,
+                )
+            )
         return sorted(out, key=lambda f: f.kind is not Kind.RESTORED)
 
 
@@ -287,17 +339,17 @@ class _FileAfterPatch:
 
     @cached_property
     def _before_shingles(self) -> dict[str | None, set[Shingle]]:
-        return present(csource.tokens("\n".join(self.before)),
-                       self.before_fns)
+        return present(csource.tokens("\n".join(self.before)), self.before_fns)
 
     def before_has(self, function: str | None, s: Shingle) -> bool:
         return s in self._before_shingles.get(function, ())
 
 
-def restorations(history: FileHistory, f: _FileAfterPatch,
-                 hunk: Sequence[unidiff.PlacedLine]
-                 ) -> Iterator[tuple[str | None, LineRange,
-                                     list[StableChange]]]:
+def restorations(
+    history: FileHistory,
+    f: _FileAfterPatch,
+    hunk: Sequence[unidiff.PlacedLine],
+) -> Iterator[tuple[str | None, LineRange, list[StableChange]]]:
     """The stretches of the hunk's added tokens that bring back what the
     stable update took out of the same function (and the patch's tree
     did not have before it)."""
@@ -330,9 +382,11 @@ def _stretches(marks: list) -> Iterator[tuple[int, int]]:
             a = None
 
 
-def touches(history: FileHistory, f: _FileAfterPatch,
-            hunk: Sequence[unidiff.PlacedLine]
-            ) -> Iterator[tuple[str, LineRange, list[StableChange]]]:
+def touches(
+    history: FileHistory,
+    f: _FileAfterPatch,
+    hunk: Sequence[unidiff.PlacedLine],
+) -> Iterator[tuple[str, LineRange, list[StableChange]]]:
     """The functions the hunk changes that the stable update changed, with
     the lines it changes in each (after the patch; a removed line counts
     as the line that follows it)."""
@@ -360,9 +414,13 @@ def _positions_after(hunk: Sequence[unidiff.PlacedLine]) -> list[int]:
     for p in reversed(hunk):
         if p.new_no is not None:
             following = p.new_no
-        out.append(p.new_no if p.new_no is not None else
-                   following if following is not None else
-                   (p.old_no or 1))
+        out.append(
+            p.new_no
+            if p.new_no is not None
+            else following
+            if following is not None
+            else (p.old_no or 1)
+        )
     return out[::-1]
 
 
@@ -376,20 +434,22 @@ def patch_number(patch: Path, index: int) -> str:
 class HistoryReport:
     since: Snapshot
     base: Snapshot
-    touched: int                # files the series touches
-    changed: int                # ... that the stable update changed
-    changes: int                # stable changes in them
+    touched: int  # files the series touches
+    changed: int  # ... that the stable update changed
+    changes: int  # stable changes in them
     findings: tuple[Finding, ...]
 
     def restored(self) -> list[Finding]:
         return [f for f in self.findings if f.kind is Kind.RESTORED]
 
     def lines(self) -> list[str]:
-        head = (f"history: {self.since.label} -> {self.base.label}: "
-                f"{self.changes} stable changes in {self.changed} of the "
-                f"{self.touched} files the series touches")
+        head = (
+            f"history: {self.since.label} -> {self.base.label}: "
+            f"{self.changes} stable changes in {self.changed} of the "
+            f"{self.touched} files the series touches"
+        )
         n = len(self.restored())
-        tail = (f"history: {n} restored, {len(self.findings) - n} touches")
+        tail = f"history: {n} restored, {len(self.findings) - n} touches"
         return [head, *(f.line() for f in self.findings), tail]
 
     def raise_if_restored(self) -> None:
@@ -399,17 +459,20 @@ class HistoryReport:
                 f"patch {', '.join(patches)} restores code that the stable "
                 f"update from {self.since.label} to the base removed",
                 hint="see the restored lines above; if that is meant, say "
-                     "why in the patch's message")
+                "why in the patch's message",
+            )
 
 
-def read_series(series: source.Series
-                ) -> list[tuple[Path, list[unidiff.FileDiff]]]:
+def read_series(
+    series: source.Series,
+) -> list[tuple[Path, list[unidiff.FileDiff]]]:
     """Each patch with the files it changes."""
     return [(p, unidiff.parse(p.read_text())) for p in series.patches]
 
 
-def histories(paths: list[str], since: Snapshot,
-              base: Snapshot) -> dict[str, FileHistory]:
+def histories(
+    paths: list[str], since: Snapshot, base: Snapshot
+) -> dict[str, FileHistory]:
     out = {}
     for path in paths:
         old, new = since.read(path), base.read(path)
@@ -421,13 +484,21 @@ def histories(paths: list[str], since: Snapshot,
     return out
 
 
-def check_series(series: source.Series, since: Snapshot,
-                 base: Snapshot) -> HistoryReport:
+def check_series(
+    series: source.Series, since: Snapshot, base: Snapshot
+) -> HistoryReport:
     """Every patch of the series against the stable changes from
     ``since`` to ``base`` in the files the series touches."""
     patches = read_series(series)
-    paths = sorted({p for _, diffs in patches for d in diffs
-                    for p in (d.old_path, d.new_path) if p})
+    paths = sorted(
+        {
+            p
+            for _, diffs in patches
+            for d in diffs
+            for p in (d.old_path, d.new_path)
+            if p
+        }
+    )
     history = histories(paths, since, base)
     files: dict[str, list[str]] = {}
     findings: list[Finding] = []
@@ -438,13 +509,22 @@ def check_series(series: source.Series, since: Snapshot,
             if diff.path in history:
                 _read_hunks(found, history[diff.path], f)
         findings.extend(found.findings())
-    return HistoryReport(since, base, len(paths), len(history),
-                         sum(len(h.changes) for h in history.values()),
-                         tuple(findings))
+    return HistoryReport(
+        since,
+        base,
+        len(paths),
+        len(history),
+        sum(len(h.changes) for h in history.values()),
+        tuple(findings),
+    )
 
 
-def _apply(patch: Path, diff: unidiff.FileDiff, files: dict[str, list[str]],
-           base: Snapshot) -> _FileAfterPatch:
+def _apply(
+    patch: Path,
+    diff: unidiff.FileDiff,
+    files: dict[str, list[str]],
+    base: Snapshot,
+) -> _FileAfterPatch:
     """The patch's diff of one file, on what the patches before it left."""
     if diff.old_path is None:
         before = []
@@ -459,7 +539,8 @@ def _apply(patch: Path, diff: unidiff.FileDiff, files: dict[str, list[str]],
             f"patch {patch.name} does not apply to {diff.path} "
             f"({e.hunk.header}) after the patches before it",
             hint="run `foliolab check` without --history-only for git "
-                 "am's own report") from None
+            "am's own report",
+        ) from None
     if diff.old_path and diff.old_path != diff.new_path:
         files[diff.old_path] = []
     if diff.new_path:
@@ -467,12 +548,11 @@ def _apply(patch: Path, diff: unidiff.FileDiff, files: dict[str, list[str]],
     return f
 
 
-def _read_hunks(found: _PatchFindings, history: FileHistory,
-                f: _FileAfterPatch) -> None:
+def _read_hunks(
+    found: _PatchFindings, history: FileHistory, f: _FileAfterPatch
+) -> None:
     for hunk in f.applied.hunks:
         for name, where, changes in restorations(history, f, hunk):
-            found.add(_Key(Kind.RESTORED, history.path, name), where,
-                      changes)
+            found.add(_Key(Kind.RESTORED, history.path, name), where, changes)
         for name, where, changes in touches(history, f, hunk):
-            found.add(_Key(Kind.TOUCHES, history.path, name), where,
-                      changes)
+            found.add(_Key(Kind.TOUCHES, history.path, name), where, changes)

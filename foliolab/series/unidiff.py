@@ -21,12 +21,14 @@ class Hunk:
     old_len: int
     new_start: int
     new_len: int
-    lines: tuple[tuple[str, str], ...]     # (" " | "-" | "+", text)
+    lines: tuple[tuple[str, str], ...]  # (" " | "-" | "+", text)
 
     @property
     def header(self) -> str:
-        return (f"@@ -{self.old_start},{self.old_len} "
-                f"+{self.new_start},{self.new_len} @@")
+        return (
+            f"@@ -{self.old_start},{self.old_len} "
+            f"+{self.new_start},{self.new_len} @@"
+        )
 
     def old_lines(self) -> list[str]:
         return [t for k, t in self.lines if k != "+"]
@@ -37,8 +39,8 @@ class Hunk:
 
 @dataclass(frozen=True)
 class FileDiff:
-    old_path: str | None        # None: the diff creates the file
-    new_path: str | None        # None: the diff deletes it
+    old_path: str | None  # None: the diff creates the file
+    new_path: str | None  # None: the diff deletes it
     hunks: tuple[Hunk, ...]
 
     @property
@@ -70,10 +72,17 @@ def parse(text: str) -> list[FileDiff]:
                 files.append(FileDiff(old, new, tuple(hunks)))
             started, hunks = True, []
             m = re.match(r"diff --git (\S+) (\S+)$", line)
-            old, new = ((_strip_prefix(m.group(1)), _strip_prefix(m.group(2)))
-                        if m else (None, None))
-        elif (started and line.startswith("--- ") and i + 1 < len(lines)
-              and lines[i + 1].startswith("+++ ")):
+            old, new = (
+                (_strip_prefix(m.group(1)), _strip_prefix(m.group(2)))
+                if m
+                else (None, None)
+            )
+        elif (
+            started
+            and line.startswith("--- ")
+            and i + 1 < len(lines)
+            and lines[i + 1].startswith("+++ ")
+        ):
             old, new = _strip_prefix(line[4:]), _strip_prefix(lines[i + 1][4:])
             i += 1
         elif started and _HUNK.match(line):
@@ -97,9 +106,9 @@ def _read_hunk(lines: list[str], i: int) -> tuple[Hunk, int]:
     while (old_left or new_left) and i < len(lines):
         line = lines[i]
         i += 1
-        if line.startswith("\\"):           # "\ No newline at end of file"
+        if line.startswith("\\"):  # "\ No newline at end of file"
             continue
-        kind = line[:1] or " "              # a mailer may eat a lone space
+        kind = line[:1] or " "  # a mailer may eat a lone space
         if kind not in " -+":
             break
         body.append((kind, line[1:]))
@@ -120,10 +129,10 @@ class HunkMismatch(Exception):
 
 @dataclass(frozen=True)
 class PlacedLine:
-    kind: str                   # " ", "-" or "+"
+    kind: str  # " ", "-" or "+"
     text: str
-    old_no: int | None          # its line before the hunk (not for "+")
-    new_no: int | None          # its line after it (not for "-")
+    old_no: int | None  # its line before the hunk (not for "+")
+    new_no: int | None  # its line after it (not for "-")
 
 
 @dataclass(frozen=True)
@@ -158,8 +167,9 @@ def _expected_index(hunk: Hunk) -> int:
     return hunk.old_start - 1 if hunk.old_len else hunk.old_start
 
 
-def _locate(old: list[str], want: list[str], expected: int,
-            lowest: int) -> int | None:
+def _locate(
+    old: list[str], want: list[str], expected: int, lowest: int
+) -> int | None:
     last = len(old) - len(want)
     for delta in range(0, max(last, 0) + len(old) + 1):
         for at in (expected - delta, expected + delta):
@@ -175,8 +185,14 @@ def _matches(old: list[str], want: list[str], at: int) -> bool:
 def _place(hunk: Hunk, old_no: int, new_no: int) -> tuple[PlacedLine, ...]:
     out = []
     for kind, text in hunk.lines:
-        out.append(PlacedLine(kind, text, old_no if kind != "+" else None,
-                              new_no if kind != "-" else None))
+        out.append(
+            PlacedLine(
+                kind,
+                text,
+                old_no if kind != "+" else None,
+                new_no if kind != "-" else None,
+            )
+        )
         old_no += kind != "+"
         new_no += kind != "-"
     return tuple(out)

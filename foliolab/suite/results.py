@@ -21,7 +21,7 @@ from foliolab.workloads.windows import RUN
 
 log = logging.getLogger("foliolab")
 
-SKIP_EXIT = 4   # kselftest's KSFT_SKIP
+SKIP_EXIT = 4  # kselftest's KSFT_SKIP
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Check:
     """One line of the suite's verdict."""
 
     name: str
-    status: str          # pass | fail | skip
+    status: str  # pass | fail | skip
     detail: str = ""
     # a kselftest that ran again: how its runs went (reruns_note()), on
     # its KTAP line whatever the status
@@ -52,10 +52,18 @@ class SuiteBoot:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # "Collapse multiple fully populated PTE table.... OK" (khugepaged) and
 # "Testing wp-fork on anon... done|skipped [...]|failed" (uffd-unit-tests)
-_DOTS_RESULT = re.compile(r"^(?:Testing )?(.*?)\.{3,}\s*"
-                          r"(OK|Fail|Skip|done|skipped|failed)\b")
-_DOTS_STATUS = {"OK": "pass", "done": "pass", "Fail": "fail",
-                "failed": "fail", "Skip": "skip", "skipped": "skip"}
+_DOTS_RESULT = re.compile(
+    r"^(?:Testing )?(.*?)\.{3,}\s*"
+    r"(OK|Fail|Skip|done|skipped|failed)\b"
+)
+_DOTS_STATUS = {
+    "OK": "pass",
+    "done": "pass",
+    "Fail": "fail",
+    "failed": "fail",
+    "Skip": "skip",
+    "skipped": "skip",
+}
 
 
 def kselftest_results(text: str) -> dict[str, str]:
@@ -74,7 +82,7 @@ def kselftest_results(text: str) -> dict[str, str]:
         section = ""
         for line in lines:
             if line.startswith("Run test: "):
-                section = line[len("Run test: "):].strip() + ": "
+                section = line[len("Run test: ") :].strip() + ": "
             m = _DOTS_RESULT.match(line)
             if m:
                 key = f"{len(out) + 1}:{section}{m.group(1).strip()}"
@@ -100,8 +108,9 @@ def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
     g = parse.parse_records(res.records)
     sb = SuiteBoot(lru_gen, res.describe(), console=str(res.console))
     if not res.clean:
-        sb.checks.append(Check("boot", "fail", f"{res.describe()} "
-                                               f"(console: {res.console})"))
+        sb.checks.append(
+            Check("boot", "fail", f"{res.describe()} (console: {res.console})")
+        )
     s = g.samples[0] if g.samples else parse.GuestSample()
     for fname, text in s.files.items():
         if fname.startswith("ktap."):
@@ -114,24 +123,36 @@ def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
                 # the kselftest harness names a case FIXTURE.NAME, and our
                 # fixtures are named after their program
                 name = r.name.removeprefix(f"{group}.")
-                sb.checks.append(Check(f"{group}.{name}"
-                                       + (f"@{run}" if run else ""), r.status
-                                       if r.status != "xfail" else "pass",
-                                       reason))
+                sb.checks.append(
+                    Check(
+                        f"{group}.{name}" + (f"@{run}" if run else ""),
+                        r.status if r.status != "xfail" else "pass",
+                        reason,
+                    )
+                )
             if not rep.results or rep.errors or rep.bailed_out:
-                sb.checks.append(Check(fname[5:], "fail", "; ".join(
-                    rep.errors + [rep.bailed_out or ""]).strip("; ")
-                    or "no results"))
+                sb.checks.append(
+                    Check(
+                        fname[5:],
+                        "fail",
+                        "; ".join(rep.errors + [rep.bailed_out or ""]).strip(
+                            "; "
+                        )
+                        or "no results",
+                    )
+                )
         elif fname.startswith("kselftest."):
             # "kselftest.NAME@K": its K-th run, after K - 1 failed ones
             name = fname[10:].partition("@")[0]
             if name in sb.kselftests:
                 sb.kselftest_reruns.setdefault(name, []).append(
-                    sb.kselftests[name][""])
+                    sb.kselftests[name][""]
+                )
             sb.kselftests[name] = kselftest_results(text)
     for group, check, ok, detail in s.oracles:
-        sb.checks.append(Check(f"{group}.oracle.{check}",
-                               "pass" if ok else "fail", detail))
+        sb.checks.append(
+            Check(f"{group}.oracle.{check}", "pass" if ok else "fail", detail)
+        )
     return sb
 
 
@@ -140,14 +161,16 @@ def reruns_note(earlier: list[str]) -> str:
     "run 2 of 2; run 1: fail" ("" when it ran once)."""
     if not earlier:
         return ""
-    return (f"run {len(earlier) + 1} of {len(earlier) + 1}; " + ", ".join(
-        f"run {i}: {status}" for i, status in enumerate(earlier, 1)))
+    return f"run {len(earlier) + 1} of {len(earlier) + 1}; " + ", ".join(
+        f"run {i}: {status}" for i, status in enumerate(earlier, 1)
+    )
 
 
-def compare_kselftests(results: dict[str, dict[str, str]],
-                       baseline: dict[str, dict[str, str]],
-                       reruns: dict[str, list[str]] | None = None
-                       ) -> list[Check]:
+def compare_kselftests(
+    results: dict[str, dict[str, str]],
+    baseline: dict[str, dict[str, str]],
+    reruns: dict[str, list[str]] | None = None,
+) -> list[Check]:
     """A (sub)test that passed on vanilla must pass here.
 
     A kselftest that did not pass as a whole on vanilla is reported but
@@ -162,49 +185,78 @@ def compare_kselftests(results: dict[str, dict[str, str]],
         base = baseline.get(name, {})
         note = reruns_note((reruns or {}).get(name, []))
         if name in baseline and base.get("") != "pass":
-            checks.append(Check(f"kselftest.{name}", "skip",
-                                f"{subs.get('', '?')} here; not compared: "
-                                f"{base.get('')} on vanilla", note))
+            checks.append(
+                Check(
+                    f"kselftest.{name}",
+                    "skip",
+                    f"{subs.get('', '?')} here; not compared: "
+                    f"{base.get('')} on vanilla",
+                    note,
+                )
+            )
             continue
         for sub, status in sorted(subs.items()):
             label = f"kselftest.{name}" + (f".{sub}" if sub else "")
             if base.get(sub) == "pass" and status != "pass":
-                checks.append(Check(label, "fail",
-                                    f"{status} here, pass on vanilla",
-                                    note if sub == "" else ""))
+                checks.append(
+                    Check(
+                        label,
+                        "fail",
+                        f"{status} here, pass on vanilla",
+                        note if sub == "" else "",
+                    )
+                )
             elif sub == "":
-                checks.append(Check(label, "pass" if status == "pass"
-                                    else "skip",
-                                    "" if status == "pass" else
-                                    f"{status} (also on vanilla)", note))
+                checks.append(
+                    Check(
+                        label,
+                        "pass" if status == "pass" else "skip",
+                        ""
+                        if status == "pass"
+                        else f"{status} (also on vanilla)",
+                        note,
+                    )
+                )
     for name in sorted(set(baseline) - set(results)):
         checks.append(Check(f"kselftest.{name}", "fail", "did not run"))
     return checks
 
 
-def compare_upstream(boots: list[SuiteBoot], arch: Arch, record: bool,
-                     names: tuple[str, ...]) -> None:
+def compare_upstream(
+    boots: list[SuiteBoot], arch: Arch, record: bool, names: tuple[str, ...]
+) -> None:
     """Upstream's selftests in each boot against vanilla's in a boot with
     the same MGLRU setting; ``record``: write vanilla's, compare to them."""
     path = upstream_mod.baseline_path(arch)
     base = upstream_mod.Baseline.load(path)
     runs = {b.lru_gen: upstream_mod.own_results(b.kselftests) for b in boots}
     if record:
-        base = upstream_mod.Baseline(upstream_mod.package_label(),
-                                     {**(base.by_lru if base else {}), **runs})
+        base = upstream_mod.Baseline(
+            upstream_mod.package_label(),
+            {**(base.by_lru if base else {}), **runs},
+        )
         base.save(path)
         log.info("upstream selftest baseline written to %s", path)
     for b in boots:
         if base and base.package != upstream_mod.package_label():
-            b.checks.append(Check("kselftest.upstream", "fail",
-                                  f"baseline of {base.package}, tests of "
-                                  f"{upstream_mod.package_label()}: record "
-                                  "it again"))
+            b.checks.append(
+                Check(
+                    "kselftest.upstream",
+                    "fail",
+                    f"baseline of {base.package}, tests of "
+                    f"{upstream_mod.package_label()}: record "
+                    "it again",
+                )
+            )
             continue
-        b.checks += [Check(v.name, v.status, v.detail) for v in
-                     upstream_mod.compare(runs[b.lru_gen],
-                                          base.by_lru.get(b.lru_gen)
-                                          if base else None, names)]
+        b.checks += [
+            Check(v.name, v.status, v.detail)
+            for v in upstream_mod.compare(
+                runs[b.lru_gen],
+                base.by_lru.get(b.lru_gen) if base else None,
+                names,
+            )
+        ]
 
 
 def ktap_summary(boots: list[SuiteBoot]) -> str:
@@ -215,37 +267,40 @@ def ktap_summary(boots: list[SuiteBoot]) -> str:
         tag = f"mglru={b.lru_gen} {c.name}"
         reruns = f" ({c.reruns})" if c.reruns else ""
         if c.status == "pass":
-            lines.append(f"ok {i} {tag}" + (f" # {c.reruns}" if c.reruns
-                                            else ""))
+            lines.append(
+                f"ok {i} {tag}" + (f" # {c.reruns}" if c.reruns else "")
+            )
         elif c.status == "skip":
             lines.append(f"ok {i} {tag} # SKIP {c.detail}{reruns}")
         else:
             lines.append(f"not ok {i} {tag} # {c.detail}{reruns}")
     fails = sum(c.status == "fail" for _, c in checks)
-    lines.append(f"# Totals: pass:{sum(c.status == 'pass' for _, c in checks)}"
-                 f" fail:{fails} skip:{sum(c.status == 'skip' for _, c in checks)}")
+    lines.append(
+        f"# Totals: pass:{sum(c.status == 'pass' for _, c in checks)}"
+        f" fail:{fails} skip:{sum(c.status == 'skip' for _, c in checks)}"
+    )
     return "\n".join(lines) + "\n"
 
 
-def test_counts(res: BootResult, arch: str
-                ) -> dict[str, dict[str, float]]:
+def test_counts(res: BootResult, arch: str) -> dict[str, dict[str, float]]:
     """``foliolab test --count``: each of our guest tests' counts, from
     the windows run.sh put around them (in the order the tests ran)."""
-    windows = countwindows.read_windows(res.console.parent / "counts.txt",
-                                    RUN)
+    windows = countwindows.read_windows(res.console.parent / "counts.txt", RUN)
     s = parse.parse_records(res.records).samples
-    names = [f[5:] for f in (s[0].files if s else {})
-             if f.startswith("ktap.")]
-    return {name: countwindows.window_metrics(w, arch, None)
-            for name, w in zip(names, windows)}
+    names = [f[5:] for f in (s[0].files if s else {}) if f.startswith("ktap.")]
+    return {
+        name: countwindows.window_metrics(w, arch, None)
+        for name, w in zip(names, windows)
+    }
 
 
-def count_lines(lru_gen: str, counts: dict[str, dict[str, float]]
-                ) -> list[str]:
+def count_lines(
+    lru_gen: str, counts: dict[str, dict[str, float]]
+) -> list[str]:
     """KTAP diagnostic lines: the exact kernel work of each guest test."""
-    return [f"# counted mglru={lru_gen} {name}: kernel_insns "
-            f"{v['kernel_insns']:.0f}, tlb_flush_insns "
-            f"{v['tlb_flush_insns']:.0f}, ipis_sent {v['ipis_sent']:.0f}"
-            for name, v in counts.items()]
-
-
+    return [
+        f"# counted mglru={lru_gen} {name}: kernel_insns "
+        f"{v['kernel_insns']:.0f}, tlb_flush_insns "
+        f"{v['tlb_flush_insns']:.0f}, ipis_sent {v['ipis_sent']:.0f}"
+        for name, v in counts.items()
+    ]

@@ -34,9 +34,16 @@ from foliolab.executors import here
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.boot.measure import boot_once
 from foliolab.paths import PROJECT_ROOT
-from foliolab.suite.results import (Check, SuiteBoot, compare_kselftests,
-                                   compare_upstream, count_lines, judge_boot,
-                                   ktap_summary, test_counts)
+from foliolab.suite.results import (
+    Check,
+    SuiteBoot,
+    compare_kselftests,
+    compare_upstream,
+    count_lines,
+    judge_boot,
+    ktap_summary,
+    test_counts,
+)
 
 log = logging.getLogger("foliolab")
 
@@ -50,6 +57,7 @@ def baseline_path(arch: Arch) -> Path:
     if arch.name == "x86_64":
         return BASELINE
     return BASELINE.with_name(f"kselftest-vanilla-{arch.name}.json")
+
 
 # name -> (command line in the kselftest dir, timeout in seconds). The
 # names are what results and the baseline use.
@@ -119,9 +127,14 @@ def guest_tests() -> dict[str, dict[str, int]]:
     cases (stress) maps to {}."""
     tests = {}
     for src in sorted(GUEST_TESTS_DIR.glob("*.c")):
-        tests[src.stem] = {case: int(secs) for case, secs in re.findall(
-            r"^FL_TEST\(\s*\w+\s*,\s*(\w+)\s*,\s*(\d+)\s*\)",
-            src.read_text(), re.M)}
+        tests[src.stem] = {
+            case: int(secs)
+            for case, secs in re.findall(
+                r"^FL_TEST\(\s*\w+\s*,\s*(\w+)\s*,\s*(\d+)\s*\)",
+                src.read_text(),
+                re.M,
+            )
+        }
     return tests
 
 
@@ -155,13 +168,19 @@ def check_only(only: tuple[str, ...]) -> None:
     for item in only:
         group, _, case = item.partition(".")
         if group not in tests:
-            raise UsageError(f"--only {item}: no guest test program {group}",
-                             hint="one of " + ", ".join(tests))
+            raise UsageError(
+                f"--only {item}: no guest test program {group}",
+                hint="one of " + ", ".join(tests),
+            )
         if case and case not in tests[group]:
             raise UsageError(
                 f"--only {item}: {group} has no case {case}",
-                hint=("it runs only whole" if not tests[group] else
-                      "its cases: " + ", ".join(tests[group])))
+                hint=(
+                    "it runs only whole"
+                    if not tests[group]
+                    else "its cases: " + ", ".join(tests[group])
+                ),
+            )
 
 
 @dataclass(frozen=True)
@@ -177,39 +196,48 @@ class StressPlan:
         return len(self.seeds) * self.seconds
 
 
-def stress_plan(seconds: int | None, seeds: tuple[int, ...] | None
-                ) -> StressPlan:
+def stress_plan(
+    seconds: int | None, seeds: tuple[int, ...] | None
+) -> StressPlan:
     """The fixed seeds (CI), plus random ones for ``--stress SECONDS`` in
     rounds of RANDOM_STRESS_SECONDS, or exactly ``--stress-seeds``."""
     if seeds:
         return StressPlan(seeds, RANDOM_STRESS_SECONDS)
     if not seconds:
         return StressPlan()
-    extra = tuple(secrets.randbelow(2**32)
-                  for _ in range(max(1, seconds // RANDOM_STRESS_SECONDS)))
+    extra = tuple(
+        secrets.randbelow(2**32)
+        for _ in range(max(1, seconds // RANDOM_STRESS_SECONDS))
+    )
     return StressPlan(FIXED_STRESS_SEEDS + extra, RANDOM_STRESS_SECONDS)
 
 
-def kselftests_for(arch: Arch, slowdown: float = 1
-                   ) -> dict[str, tuple[str, int]]:
+def kselftests_for(
+    arch: Arch, slowdown: float = 1
+) -> dict[str, tuple[str, int]]:
     """KSELFTESTS without those the mm Makefile does not build for
     ``arch``, with time limits scaled to how slow its guests are (times
     ``slowdown`` for a slower kernel, e.g. KASAN)."""
     skip = NOT_BUILT.get(arch.name, ())
-    return {n: (cmd, round(secs * arch.tcg_slowdown * slowdown))
-            for n, (cmd, secs) in KSELFTESTS.items() if n not in skip}
+    return {
+        n: (cmd, round(secs * arch.tcg_slowdown * slowdown))
+        for n, (cmd, secs) in KSELFTESTS.items()
+        if n not in skip
+    }
 
 
 def kselftest_entries(arch: Arch, slowdown: float = 1) -> str:
     """The kselftests of ``arch`` as run.sh's FL_KSELFTESTS entries,
     NAME|CMD|SECONDS||RUNS: RUNS from RERUNS, 1 for the others."""
-    return ";".join(f"{n}|{cmd}|{secs}||{RERUNS.get(n, 1)}"
-                    for n, (cmd, secs) in
-                    kselftests_for(arch, slowdown).items())
+    return ";".join(
+        f"{n}|{cmd}|{secs}||{RERUNS.get(n, 1)}"
+        for n, (cmd, secs) in kselftests_for(arch, slowdown).items()
+    )
 
 
-def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
-                     ) -> Path:
+def build_kselftests(
+    tree: source.Tree, arch: Arch, kernel: build.Kernel
+) -> Path:
     """Build the mm selftests of ``tree`` against the kernel's headers,
     in the cache directory of its commit; the directory they are in."""
     out = image.kselftest_dir(arch, tree.commit)
@@ -221,21 +249,24 @@ def build_kselftests(tree: source.Tree, arch: Arch, kernel: build.Kernel
     if built():
         return out
     with source.checkout_lock(tree.path):
-        if built():             # another run built them while we waited
+        if built():  # another run built them while we waited
             return out
         return _build_kselftests_checked_out(tree, arch, kernel, out, stamp)
 
 
-def _build_kselftests_checked_out(tree: source.Tree, arch: Arch,
-                                  kernel: build.Kernel, out: Path,
-                                  stamp: Path) -> Path:
+def _build_kselftests_checked_out(
+    tree: source.Tree, arch: Arch, kernel: build.Kernel, out: Path, stamp: Path
+) -> Path:
     source.checkout(tree)
     logp = out.parent / "build.log"
     out.mkdir(parents=True, exist_ok=True)
-    proc.run(build.make_argv(tree.path, kernel.build_dir, arch,
-                             "headers"), env=build.make_env(),
-             log_path=out.parent / "headers.log", error=BuildError,
-             what="make headers")
+    proc.run(
+        build.make_argv(tree.path, kernel.build_dir, arch, "headers"),
+        env=build.make_env(),
+        log_path=out.parent / "headers.log",
+        error=BuildError,
+        what="make headers",
+    )
     hdr = kernel.build_dir / "usr" / "include"
     mm = tree.path / "tools/testing/selftests/mm"
     # 6.12.117's khugepaged.c uses KSFT_SKIP without including
@@ -248,21 +279,39 @@ def _build_kselftests_checked_out(tree: source.Tree, arch: Arch,
         # libnuma's header and library for the target come from the
         # guest sysroot; -idirafter so they never shadow libc's headers.
         root = hostsetup.guest_sysroot(arch)
-        cflags += (f" -idirafter {root}/usr/include"
-                   f" -L{root}/usr/lib/{arch.multiarch}")
-        cross = [f"ARCH={arch.linux_arch}",
-                 f"CROSS_COMPILE={arch.cross_compile}"]
+        cflags += (
+            f" -idirafter {root}/usr/include -L{root}/usr/lib/{arch.multiarch}"
+        )
+        cross = [
+            f"ARCH={arch.linux_arch}",
+            f"CROSS_COMPILE={arch.cross_compile}",
+        ]
     _forget_other_probe(mm, arch)
-    proc.run(["make", "-k", "-C", str(mm), f"OUTPUT={out}", *cross,
-              f"KHDR_INCLUDES=-isystem {hdr}",
-              f"EXTRA_CFLAGS={cflags}",
-              f"-j{os.cpu_count() or 2}"],
-             log_path=logp, check=False)
-    missing = [cmd.split()[0] for cmd, _ in kselftests_for(arch).values()
-               if not (out / cmd.split()[0]).exists()]
+    proc.run(
+        [
+            "make",
+            "-k",
+            "-C",
+            str(mm),
+            f"OUTPUT={out}",
+            *cross,
+            f"KHDR_INCLUDES=-isystem {hdr}",
+            f"EXTRA_CFLAGS={cflags}",
+            f"-j{os.cpu_count() or 2}",
+        ],
+        log_path=logp,
+        check=False,
+    )
+    missing = [
+        cmd.split()[0]
+        for cmd, _ in kselftests_for(arch).values()
+        if not (out / cmd.split()[0]).exists()
+    ]
     if missing:
-        raise BuildError(f"mm kselftests not built: {', '.join(sorted(set(missing)))}",
-                         log_path=logp)
+        raise BuildError(
+            f"mm kselftests not built: {', '.join(sorted(set(missing)))}",
+            log_path=logp,
+        )
     stamp.write_text(tree.commit + "\n")
     return out
 
@@ -272,25 +321,31 @@ def _forget_other_probe(mm: Path, arch: Arch) -> None:
     answer in the source tree (local_config.h/.mk), which every
     architecture builds from: drop an answer made with another compiler."""
     marker = mm / ".foliolab-probe-cc"
-    if (marker.read_text().strip() if marker.exists() else "gcc") != \
-            arch.guest_cc:
+    if (
+        marker.read_text().strip() if marker.exists() else "gcc"
+    ) != arch.guest_cc:
         for name in ("local_config.h", "local_config.mk"):
             (mm / name).unlink(missing_ok=True)
     marker.write_text(arch.guest_cc + "\n")
 
 
-def run_suite(tree: source.Tree, arch: Arch, out: Path,
-              lru_gens: tuple[str, ...] = ("y", "n"),
-              kselftests: bool = True, record_baseline: bool = False,
-              accel: str = "tcg", count: bool = False,
-              append: tuple[str, ...] = (),
-              purpose: str = "debug",
-              stress: StressPlan = StressPlan(),
-              only: tuple[str, ...] = (),
-              repeat: int = 1,
-              upstream: upstream_mod.Plan | None = None,
-              coverage: coveragerun.Plan | None = None
-              ) -> tuple[bool, str]:
+def run_suite(
+    tree: source.Tree,
+    arch: Arch,
+    out: Path,
+    lru_gens: tuple[str, ...] = ("y", "n"),
+    kselftests: bool = True,
+    record_baseline: bool = False,
+    accel: str = "tcg",
+    count: bool = False,
+    append: tuple[str, ...] = (),
+    purpose: str = "debug",
+    stress: StressPlan = StressPlan(),
+    only: tuple[str, ...] = (),
+    repeat: int = 1,
+    upstream: upstream_mod.Plan | None = None,
+    coverage: coveragerun.Plan | None = None,
+) -> tuple[bool, str]:
     """Build, boot and judge; returns (passed, KTAP summary). ``count``:
     boot with the counter and report each guest test's kernel work;
     ``append``: extra kernel arguments; ``purpose``: the config, ``debug``
@@ -305,29 +360,47 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
     # (up and next, 2026-11-26) both booted the second one's kernel
     # and a coverage run's notes files are copied before the lock goes too
     kernel = build.build_kernel(
-        tree, arch, purpose, make_vars=coveragerun.make_vars(
-            coverage.profile.dirs) if coverage else (), keep=out / "kernel",
+        tree,
+        arch,
+        purpose,
+        make_vars=coveragerun.make_vars(coverage.profile.dirs)
+        if coverage
+        else (),
+        keep=out / "kernel",
         keep_files=build.KEPT_FILES,
         also_keep=(lambda k: coveragerun.snapshot(k.build_dir, coverage, out))
-        if coverage else None)
+        if coverage
+        else None,
+    )
     # the symbols of the kept kernel, not of whatever the slot holds later
-    counter = (counting.counter_for(arch, kernel.image.parent) if count
-               else None)
-    kselftest_bins = (build_kselftests(tree, arch, kernel) if kselftests
-                      else None)
+    counter = (
+        counting.counter_for(arch, kernel.image.parent) if count else None
+    )
+    kselftest_bins = (
+        build_kselftests(tree, arch, kernel) if kselftests else None
+    )
     if upstream:
         upstream_mod.build(upstream.source, arch)
     img = image.build_image(arch, kselftests=kselftest_bins)
     out.mkdir(parents=True, exist_ok=True)
-    slowdown = {"kasan": KASAN_SLOWDOWN,
-                kconfig.COVERAGE: COVERAGE_SLOWDOWN}.get(purpose, 1)
+    slowdown = {
+        "kasan": KASAN_SLOWDOWN,
+        kconfig.COVERAGE: COVERAGE_SLOWDOWN,
+    }.get(purpose, 1)
     ks = kselftest_entries(arch, slowdown) if kselftests else ""
-    up = ";".join(f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
-                  for n, (cmd, secs) in
-                  upstream.guest_commands(arch.tcg_slowdown * slowdown)
-                  .items()) if upstream else ""
-    limit = (only_limit(only) if only else SUITE_LIMIT) + \
-        (UPSTREAM_LIMIT if upstream else 0)
+    up = (
+        ";".join(
+            f"{n}|{cmd}|{secs}|{upstream_mod.GUEST_DIR}"
+            for n, (cmd, secs) in upstream.guest_commands(
+                arch.tcg_slowdown * slowdown
+            ).items()
+        )
+        if upstream
+        else ""
+    )
+    limit = (only_limit(only) if only else SUITE_LIMIT) + (
+        UPSTREAM_LIMIT if upstream else 0
+    )
     boots = []
     for i, lru in enumerate(lru_gens):
         # kselftests once (they test the kernel, not reclaim's LRU choice)
@@ -335,93 +408,166 @@ def run_suite(tree: source.Tree, arch: Arch, out: Path,
         # Upstream's selftests run in every boot: they are compared per
         # MGLRU setting.
         boot_ks = ";".join(filter(None, (ks if i == 0 else "", up)))
-        job = _guest_job(lru, i == 0, boot_ks, count, coverage is not None,
-                         stress, only, repeat)
+        job = _guest_job(
+            lru,
+            i == 0,
+            boot_ks,
+            count,
+            coverage is not None,
+            stress,
+            only,
+            repeat,
+        )
         # 4 vCPUs although the host has 2 cores: the migration kselftest
         # needs at least 3 CPUs, and more vCPUs than cores only makes
         # races likelier, which suits a correctness run.
-        spec = BootSpec(arch, kernel.image, accel=accel, vcpus=4,
-                        memory_mb=4096, numa_nodes=2,
-                        timeout=limit * arch.tcg_slowdown *
-                        (counting.TIMEOUT_FACTOR if count else 1) *
-                        slowdown * repeat + 2 * stress.total_seconds,
-                        counter=counter,
-                        cmdline=kconfig.debug_cmdline(purpose) +
-                        ("brd.rd_nr=1", "brd.rd_size=1048576") + append)
-        log.info("correctness suite: %s %s kernel, MGLRU %s", tree.variant,
-                 purpose, "on" if lru == "y" else "off")
-        res = boot_once(here(), BootRequest(f"mglru-{lru}", spec, job,
-                                            out / f"mglru-{lru}"), img.path)
+        spec = BootSpec(
+            arch,
+            kernel.image,
+            accel=accel,
+            vcpus=4,
+            memory_mb=4096,
+            numa_nodes=2,
+            timeout=limit
+            * arch.tcg_slowdown
+            * (counting.TIMEOUT_FACTOR if count else 1)
+            * slowdown
+            * repeat
+            + 2 * stress.total_seconds,
+            counter=counter,
+            cmdline=kconfig.debug_cmdline(purpose)
+            + ("brd.rd_nr=1", "brd.rd_size=1048576")
+            + append,
+        )
+        log.info(
+            "correctness suite: %s %s kernel, MGLRU %s",
+            tree.variant,
+            purpose,
+            "on" if lru == "y" else "off",
+        )
+        res = boot_once(
+            here(),
+            BootRequest(f"mglru-{lru}", spec, job, out / f"mglru-{lru}"),
+            img.path,
+        )
         boots.append(judge_boot(lru, res))
         if count:
             boots[-1].counts = test_counts(res, arch.name)
-    passed, summary = _verdict(boots, tree, arch, out, kselftests,
-                               record_baseline, upstream)
+    passed, summary = _verdict(
+        boots, tree, arch, out, kselftests, record_baseline, upstream
+    )
     if coverage:
-        summary += coveragerun.finish_safely(
-            out, [out / f"mglru-{b.lru_gen}" for b in boots], coverage,
-            arch) + "\n"
+        summary += (
+            coveragerun.finish_safely(
+                out,
+                [out / f"mglru-{b.lru_gen}" for b in boots],
+                coverage,
+                arch,
+            )
+            + "\n"
+        )
     return passed, summary
 
 
-def _guest_job(lru: str, first: bool, kselftests: str, count: bool,
-               coverage: bool, stress: StressPlan, only: tuple[str, ...],
-               repeat: int) -> str:
+def _guest_job(
+    lru: str,
+    first: bool,
+    kselftests: str,
+    count: bool,
+    coverage: bool,
+    stress: StressPlan,
+    only: tuple[str, ...],
+    repeat: int,
+) -> str:
     """The job script of one suite boot: MGLRU ``lru``; ``first``, the
     boot that also runs the 20,000-VMA KSM migration; ``kselftests``, the
     NAME|CMD|SECONDS[|DIR[|RUNS]] entries it runs."""
-    return (f"export FL_LRU_GEN={lru}\n"
-            f"export FL_COUNT={1 if count else 0}\n"
-            f"export FL_COVERAGE={1 if coverage else 0}\n"
-            f"export FL_KSM_VMAS={20000 if first else 0}\n"
-            f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
-            f"export FL_STRESS_SECONDS={stress.seconds}\n"
-            f"export FL_KSELFTESTS='{kselftests}'\n"
-            f"export FL_ONLY='{' '.join(only)}'\n"
-            f"export FL_REPEAT={repeat}\n"
-            ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n")
+    return (
+        f"export FL_LRU_GEN={lru}\n"
+        f"export FL_COUNT={1 if count else 0}\n"
+        f"export FL_COVERAGE={1 if coverage else 0}\n"
+        f"export FL_KSM_VMAS={20000 if first else 0}\n"
+        f"export FL_STRESS_SEEDS='{' '.join(map(str, stress.seeds))}'\n"
+        f"export FL_STRESS_SECONDS={stress.seconds}\n"
+        f"export FL_KSELFTESTS='{kselftests}'\n"
+        f"export FL_ONLY='{' '.join(only)}'\n"
+        f"export FL_REPEAT={repeat}\n"
+        ". /foliolab/lib.sh\n. /foliolab/suite/run.sh\n"
+    )
 
 
-def _verdict(boots: list[SuiteBoot], tree: source.Tree, arch: Arch,
-             out: Path, kselftests: bool, record_baseline: bool,
-             upstream: upstream_mod.Plan | None) -> tuple[bool, str]:
+def _verdict(
+    boots: list[SuiteBoot],
+    tree: source.Tree,
+    arch: Arch,
+    out: Path,
+    kselftests: bool,
+    record_baseline: bool,
+    upstream: upstream_mod.Plan | None,
+) -> tuple[bool, str]:
     """The kselftests against vanilla's (``record_baseline``: written as
     vanilla's), then suite.ktap and suite.json; (passed, KTAP summary)."""
     base_file = baseline_path(arch)
     baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
-    results = {k: v for b in boots for k, v in b.kselftests.items()
-               if not k.startswith(upstream_mod.PREFIX)}
+    results = {
+        k: v
+        for b in boots
+        for k, v in b.kselftests.items()
+        if not k.startswith(upstream_mod.PREFIX)
+    }
     if record_baseline and kselftests:
-        base_file.write_text(json.dumps(results, indent=1, sort_keys=True)
-                             + "\n")
+        base_file.write_text(
+            json.dumps(results, indent=1, sort_keys=True) + "\n"
+        )
         log.info("kselftest baseline written to %s", base_file)
     if kselftests:
         # when recording, vanilla is its own reference: its failures show
         # as skips, never as regressions
         boots[0].checks += compare_kselftests(
-            results, results if record_baseline else baseline,
-            boots[0].kselftest_reruns)
+            results,
+            results if record_baseline else baseline,
+            boots[0].kselftest_reruns,
+        )
         boots[0].checks += [
-            Check(f"kselftest.{name}", "skip",
-                  f"not built for {arch.name} by the mm Makefile")
-            for name in NOT_BUILT.get(arch.name, ())]
+            Check(
+                f"kselftest.{name}",
+                "skip",
+                f"not built for {arch.name} by the mm Makefile",
+            )
+            for name in NOT_BUILT.get(arch.name, ())
+        ]
     if upstream:
         compare_upstream(boots, arch, record_baseline, upstream.names)
     summary = ktap_summary(boots)
     for b in boots:
-        summary += "\n".join(count_lines(b.lru_gen, b.counts)) + \
-            ("\n" if b.counts else "")
+        summary += "\n".join(count_lines(b.lru_gen, b.counts)) + (
+            "\n" if b.counts else ""
+        )
     (out / "suite.ktap").write_text(summary)
-    (out / "suite.json").write_text(json.dumps({
-        "variant": tree.variant, "commit": tree.commit,
-        "finished": dt.datetime.now(dt.timezone.utc).isoformat(
-            timespec="seconds"),
-        "boots": [{"lru_gen": b.lru_gen, "boot": b.boot, "console": b.console,
-                   "checks": [c.__dict__ for c in b.checks],
-                   "kselftests": b.kselftests,
-                   "kselftest_reruns": b.kselftest_reruns,
-                   "counts": b.counts}
-                  for b in boots]},
-        indent=1) + "\n")
+    (out / "suite.json").write_text(
+        json.dumps(
+            {
+                "variant": tree.variant,
+                "commit": tree.commit,
+                "finished": dt.datetime.now(dt.timezone.utc).isoformat(
+                    timespec="seconds"
+                ),
+                "boots": [
+                    {
+                        "lru_gen": b.lru_gen,
+                        "boot": b.boot,
+                        "console": b.console,
+                        "checks": [c.__dict__ for c in b.checks],
+                        "kselftests": b.kselftests,
+                        "kselftest_reruns": b.kselftest_reruns,
+                        "counts": b.counts,
+                    }
+                    for b in boots
+                ],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     passed = all(c.status != "fail" for b in boots for c in b.checks)
     return passed, summary

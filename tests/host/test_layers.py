@@ -20,11 +20,33 @@ PACKAGE = Path(__file__).resolve().parents[2] / "foliolab"
 # Lowest first. A room is a top-level module (``errors``) or a folder
 # (``kernel``); ``foliolab`` is the package's own __init__.py.
 LAYERS = (
-    "foliolab", "errors", "paths", "ui", "proc", "locks", "arch",
-    "timings", "hostsetup", "bootrecord",
-    "guestdata", "workloads", "kernel", "counting", "executors",
-    "manifest", "boot", "analysis", "render", "run", "series",
-    "coverage", "suite", "bisect", "commands", "cli", "__main__",
+    "foliolab",
+    "errors",
+    "paths",
+    "ui",
+    "proc",
+    "locks",
+    "arch",
+    "timings",
+    "hostsetup",
+    "bootrecord",
+    "guestdata",
+    "workloads",
+    "kernel",
+    "counting",
+    "executors",
+    "manifest",
+    "boot",
+    "analysis",
+    "render",
+    "run",
+    "series",
+    "coverage",
+    "suite",
+    "bisect",
+    "commands",
+    "cli",
+    "__main__",
 )
 
 
@@ -48,11 +70,14 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                up = package.split(".")[:len(package.split(".")) -
-                                        (node.level - 1)]
+                up = package.split(".")[
+                    : len(package.split(".")) - (node.level - 1)
+                ]
                 base = ".".join(up + ([base] if base else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known
-                       else base for a in node.names]
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                for a in node.names
+            ]
         else:
             continue
         for t in targets:
@@ -84,7 +109,7 @@ def cycle(edges: dict[str, set[str]]) -> list[str]:
         stack.append(n)
         for m in sorted(edges.get(n, ())):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state:
                 found = visit(m)
                 if found:
@@ -105,16 +130,21 @@ def test_every_room_has_its_layer():
     rooms = {room(m) for m in graph()}
     assert rooms == set(LAYERS), (
         f"not in LAYERS: {sorted(rooms - set(LAYERS))}; "
-        f"in LAYERS, not in foliolab/: {sorted(set(LAYERS) - rooms)}")
+        f"in LAYERS, not in foliolab/: {sorted(set(LAYERS) - rooms)}"
+    )
 
 
 def test_no_import_runs_back_up():
     order = {r: i for i, r in enumerate(LAYERS)}
-    up = sorted(f"{m} -> {t}" for m, targets in graph().items()
-                for t in targets
-                if room(m) != room(t) and order[room(t)] > order[room(m)])
-    assert not up, ("imports of a room above (LAYERS, lowest first): "
-                    + "; ".join(up))
+    up = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph().items()
+        for t in targets
+        if room(m) != room(t) and order[room(t)] > order[room(m)]
+    )
+    assert not up, (
+        "imports of a room above (LAYERS, lowest first): " + "; ".join(up)
+    )
 
 
 def test_no_modules_import_each_other_in_a_loop():
@@ -126,8 +156,10 @@ def test_no_modules_import_each_other_in_a_loop():
 def test_only_the_registry_names_an_executor(name):
     """Outside executors/, what an executor does is asked of the registry
     (executors/__init__.py), never of its module."""
-    named = sorted(m for m, targets in graph().items()
-                   if not m.startswith("foliolab.executors")
-                   and any(t.startswith(f"foliolab.executors.{name}")
-                           for t in targets))
+    named = sorted(
+        m
+        for m, targets in graph().items()
+        if not m.startswith("foliolab.executors")
+        and any(t.startswith(f"foliolab.executors.{name}") for t in targets)
+    )
     assert not named, f"{', '.join(named)} import executors.{name}"
