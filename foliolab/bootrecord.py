@@ -15,6 +15,7 @@ import enum
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from foliolab.errors import DamagedRunError
 
@@ -46,13 +47,13 @@ class HostLoad:
     steal_pct: float | None = None  # CPU time stolen while it ran
 
     @classmethod
-    def from_json(cls, d: dict | None) -> HostLoad:
+    def from_json(cls, d: dict[str, Any] | None) -> HostLoad:
         d = d or {}
         return cls(
             d.get("loadavg_1m"), d.get("governor", ""), d.get("steal_pct")
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """What is known, in the order boot.json has always had it."""
         return {
             k: v
@@ -138,14 +139,16 @@ def boot_hint(rundir: Path) -> str:
     )
 
 
-def read_json(path: Path, keys: tuple[str, ...], hint: str = "") -> dict:
+def read_json(
+    path: Path, keys: tuple[str, ...], hint: str = ""
+) -> dict[str, Any]:
     """A run file's JSON object with at least ``keys``; DamagedRunError
     naming the file and what is wrong, never a traceback (``hint``: what
     to do; default, for a boot's file: boot it again)."""
     hint = hint or boot_hint(path.parent)
     try:
         d = json.loads(path.read_text())
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise DamagedRunError(
             f"{path}: not JSON ({e.msg} at line {e.lineno}): cut short?",
             hint=hint,
@@ -166,10 +169,10 @@ def _proc_stat_cpu() -> list[int]:
         return []
 
 
-def host_state() -> dict:
+def host_state() -> dict[str, Any]:
     """What the host looked like as a boot started: its load average, the
     CPU counters steal time is read from, and the frequency governor."""
-    state: dict = {"cpu_ticks": _proc_stat_cpu()}
+    state: dict[str, Any] = {"cpu_ticks": _proc_stat_cpu()}
     try:
         with open("/proc/loadavg") as f:
             state["loadavg_1m"] = float(f.read().split()[0])
@@ -182,7 +185,7 @@ def host_state() -> dict:
     return state
 
 
-def host_during(before: dict) -> HostLoad:
+def host_during(before: dict[str, Any]) -> HostLoad:
     """The host as ``before`` (host_state()) found it, with the share of
     CPU time the hypervisor stole from it while the boot ran (steal is the
     8th field of /proc/stat's cpu line)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from foliolab import __version__
 from foliolab.arch import get_arch
@@ -61,10 +63,14 @@ def defaults_in_help(p: argparse.ArgumentParser) -> None:
 class Parser(argparse.ArgumentParser):
     """argparse, but errors are our one-line UsageError."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise _usage(self.prog, message)
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        namespace: argparse.Namespace | None = None,
+    ) -> argparse.Namespace:
         """As argparse's, but unknown options are named with the
         subcommand they were given to (argparse names the top level)."""
         ns, extra = self.parse_known_args(args, namespace)
@@ -107,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def check_args(args) -> None:
+def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
     if hasattr(args, "arch"):
         arch = get_arch(args.arch)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from foliolab.kernel import kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 
@@ -83,7 +85,7 @@ def check_accel(accel: str) -> None:
 ROOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
 
 
-def check_root_option(roots, count: bool) -> None:
+def check_root_option(roots: Sequence[str], count: bool) -> None:
     """--root (run's and compare's) only counts with --count, and names
     a function (whether the kernels have it is known once their
     System.maps are: check_roots)."""
@@ -220,7 +222,9 @@ def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
 
 
 def check_roots(
-    workloads, functions: dict[str, set[str]], given: tuple[str, ...] = ()
+    workloads: Iterable[Workload],
+    functions: dict[str, set[str]],
+    given: tuple[str, ...] = (),
 ) -> None:
     """Every counting root exists in at least one kernel of the run
     (``functions``: each kernel's, by the lab's names, symbols.RENAMES

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 
 class FoliolabError(Exception):
@@ -129,11 +132,11 @@ class Stop(BaseException):
 
 
 @contextlib.contextmanager
-def stop_signals():
+def stop_signals() -> Iterator[None]:
     """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
     so the boot under way is ended and what finished is reported."""
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise Stop(signal.Signals(signum).name)
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from foliolab import proc
@@ -186,7 +187,9 @@ def runtime_depends(field: str) -> list[str]:
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
     """apt-cache show output: one {field: value} per package stanza."""
-    stanzas, cur, key = [], {}, None
+    stanzas: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    key = None
     for line in text.splitlines():
         if not line.strip():
             if cur:
@@ -212,7 +215,9 @@ def _apt_show(names: list[str]) -> dict[str, dict[str, str]]:
 
 
 def package_closure(
-    roots: list[str], debian_arch: str, show=_apt_show
+    roots: list[str],
+    debian_arch: str,
+    show: Callable[[list[str]], dict[str, dict[str, str]]] = _apt_show,
 ) -> dict[str, str]:
     """``roots`` and their run-time dependencies: {name: apt name}.
 

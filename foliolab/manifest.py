@@ -18,6 +18,7 @@ import enum
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
@@ -32,8 +33,10 @@ DAMAGED = (
 # The kernels of a --patches run (--kernel runs name their own).
 VARIANTS = ("vanilla", "patched")
 
+T = TypeVar("T")
 
-def plain(value):
+
+def plain(value: Any) -> Any:
     """A dataclass's fields as JSON-ready values, whatever they are (paths
     and enums as their text): a record of a kernel follows the fields its
     classes have, whatever fields they gain."""
@@ -68,13 +71,15 @@ class SeriesRecord:
     commit: str  # the commit it was applied to
 
     @classmethod
-    def from_json(cls, d: dict | None) -> SeriesRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> SeriesRecord | None:
         if not d:
             return None
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
 
 
-def _known(cls, d: dict) -> tuple[dict, dict]:
+def _known(
+    cls: type[Any], d: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``d`` split into the fields ``cls`` has and the rest."""
     names = {f.name for f in dataclasses.fields(cls)}
     return (
@@ -83,19 +88,19 @@ def _known(cls, d: dict) -> tuple[dict, dict]:
     )
 
 
-def _open_record(cls, d: dict, **typed):
+def _open_record(cls: type[T], d: dict[str, Any], **typed: Any) -> T:
     """A record whose class follows another's fields (SpecRecord,
     BuildRecord) from its JSON: the fields it has (``typed``: those read
     into records of their own), and the keys of a later version in its
     ``more``."""
     known, more = _known(cls, d)
     known.pop("more", None)
-    return cls(**{**known, **typed}, more=more)
+    return cls(**{**known, **typed, "more": more})
 
 
-def _open_json(record) -> dict:
+def _open_json(record: object) -> dict[str, Any]:
     """Such a record's JSON: its fields, then the keys in its ``more``."""
-    d = plain(record)
+    d: dict[str, Any] = plain(record)
     more = d.pop("more")
     return {**d, **more}
 
@@ -117,15 +122,17 @@ class SpecRecord:
     debian_version: str = ""
     onto: SpecRecord | None = None
     series_sha: str = ""  # SERIES: its patches' digest
-    more: dict = field(default_factory=dict)  # fields of a later spec
+    more: dict[str, Any] = field(
+        default_factory=dict
+    )  # fields of a later spec
 
     @classmethod
-    def from_json(cls, d: dict | None) -> SpecRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> SpecRecord | None:
         if not d:
             return None
         return _open_record(cls, d, onto=cls.from_json(d.get("onto")))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = _open_json(self)
         d["onto"] = self.onto.to_json() if self.onto else None
         if not self.series_sha:
@@ -149,13 +156,13 @@ class BuildRecord:
     elapsed: float = 0.0
     origin: str = ""  # e.g. a Debian package's version
     release: str = ""  # make kernelrelease
-    more: dict = field(default_factory=dict)
+    more: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, d: dict | None) -> BuildRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> BuildRecord | None:
         return _open_record(cls, d) if d else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return _open_json(self)
 
 
@@ -186,7 +193,7 @@ class KernelRecord:
         """What makes two builds the same kernel."""
         return self.commit, self.config_sha
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "spec": self.spec,
@@ -216,7 +223,7 @@ class CountRecord:
     cmdline: str = ""  # what counting adds to the kernel's
 
 
-def _typed(cls, d: dict | None):
+def _typed(cls: type[T], d: dict[str, Any] | None) -> T | None:
     """A record of ``cls`` from its JSON, None for none; a key it does not
     know (a later version's) is passed over."""
     return cls(**_known(cls, d)[0]) if d else None
@@ -298,8 +305,8 @@ class RunManifest:
         """The accelerator as the report names it."""
         return self.executor.accel_label(self.accel)
 
-    def to_json(self) -> dict:
-        d = plain(self)
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = plain(self)
         d.pop("kernels")
         d["command_line"] = d.pop("command")
         d["accel"] = self.accel_label
@@ -321,7 +328,7 @@ class RunManifest:
         tmp.replace(out / MANIFEST)
 
     @classmethod
-    def from_json(cls, d: dict) -> RunManifest:
+    def from_json(cls, d: dict[str, Any]) -> RunManifest:
         """A manifest from its JSON, of this version or an older one (runs
         from before --kernel, before the manifest had its records): each
         field from its own key, typed; what an old manifest lacks as
@@ -370,7 +377,7 @@ class RunManifest:
             ) from None
 
 
-def _kernel_records(d: dict) -> list[KernelRecord]:
+def _kernel_records(d: dict[str, Any]) -> list[KernelRecord]:
     """The kernels of a manifest's JSON: from their records, or for a run
     from before them, from the names, specs and commits beside them."""
     names = list(d.get("kernels") or VARIANTS)

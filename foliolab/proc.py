@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, Type
+from typing import Any, Callable, Mapping, Sequence, Type
 
 from foliolab.errors import FoliolabError
 
@@ -23,7 +23,7 @@ log = logging.getLogger("foliolab")
 
 
 def run(
-    argv: Sequence[str | os.PathLike],
+    argv: Sequence[str | os.PathLike[str]],
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -33,7 +33,7 @@ def run(
     check: bool = True,
     error: Type[FoliolabError] = FoliolabError,
     what: str | None = None,
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv``; return the CompletedProcess (stdout as text).
 
     With ``log_path`` stdout and stderr go to that file instead of being
@@ -105,7 +105,7 @@ class Finished:
 
 
 def run_until(
-    argv: Sequence[str | os.PathLike],
+    argv: Sequence[str | os.PathLike[str]],
     *,
     output: Path,
     timeout: float,
@@ -153,7 +153,7 @@ def run_until(
 
 
 def run_lines(
-    argv: Sequence[str | os.PathLike],
+    argv: Sequence[str | os.PathLike[str]],
     *,
     log_path: Path,
     on_line: Callable[[str], None],
@@ -184,6 +184,7 @@ def run_lines(
                 f"command not found: {args[0]}",
                 hint="run `make setup` to install host packages",
             ) from e
+        assert p.stdout is not None  # stdout=PIPE
         try:
             for line in p.stdout:
                 logf.write(line)
@@ -194,7 +195,7 @@ def run_lines(
             raise
 
 
-def _end(p: subprocess.Popen, grace: float) -> int:
+def _end(p: subprocess.Popen[Any], grace: float) -> int:
     if grace > 0:
         p.terminate()
         try:

@@ -117,7 +117,7 @@ class Timings:
         return statistics.median(got) if got else None
 
 
-def _series(d) -> dict[str, list[float]]:
+def _series(d: object) -> dict[str, list[float]]:
     if not isinstance(d, dict):
         raise TypeError("not an object")
     return {str(k): [float(x) for x in v][-KEEP:] for k, v in d.items()}
@@ -236,17 +236,17 @@ def boot_seconds(
         return one * b.samples, True
     declared = declared_seconds(accel, b)
     prefix = boot_key(arch, b.workload, accel, False, 1).rsplit("/", 2)[0]
-    ratios = []
-    for key, got in t.boots.items():
+    ratios: list[float] = []
+    for key, times in t.boots.items():
         kind, _, samples = key[len(prefix) + 1 :].partition("/")
         if (
             not key.startswith(prefix + "/")
-            or not got
+            or not times
             or not samples.isdigit()
         ):
             continue
         mine = replace(b, counted=kind == "count", samples=int(samples))
-        ratios.append(statistics.median(got) / declared_seconds(accel, mine))
+        ratios.append(statistics.median(times) / declared_seconds(accel, mine))
     if ratios:
         return declared * statistics.median(ratios), True
     return declared, False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TextIO
 
 
 class Progress:
@@ -14,7 +15,7 @@ class Progress:
         self,
         label: str,
         total: int | None = None,
-        stream=sys.stderr,
+        stream: TextIO = sys.stderr,
         interval: float = 30.0,
         eta: bool = False,
     ) -> None:

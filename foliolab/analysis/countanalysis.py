@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from foliolab.guestdata import countwindows
@@ -84,10 +85,10 @@ class CountAnalysis:
             "switched-out root counts the next task's work)"
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         base = self.names[0] if self.names else ""
 
-        def rows(name: str) -> list[dict]:
+        def rows(name: str) -> list[dict[str, Any]]:
             return [
                 {
                     "function": r.function,

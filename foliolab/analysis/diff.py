@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from foliolab.errors import UsageError
@@ -56,7 +57,7 @@ class Ratio:
     kernel_mean: float | None
 
     @classmethod
-    def from_json(cls, row: dict) -> Ratio:
+    def from_json(cls, row: dict[str, Any]) -> Ratio:
         """A summary row, of this version or an older one (before rows
         named their kernel, before the per-kernel sample counts)."""
         n = min(
@@ -84,7 +85,7 @@ class Run:
     """A finished run's results.json, as diff compares it."""
 
     label: str  # its directory, as given
-    environment: dict  # compared key by key (ENV_KEYS)
+    environment: dict[str, Any]  # compared key by key (ENV_KEYS)
     kernels: list[str]  # the baseline first
     rows: list[Ratio]
 

@@ -14,9 +14,12 @@ tests/host/test_stats.py checks by simulation.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 BOOTSTRAP_RESAMPLES = 10000
 ALPHA = 0.05
@@ -35,11 +38,11 @@ class Summary:
     median: float
     max: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def mean(values, harmonic: bool = False) -> float:
+def mean(values: npt.ArrayLike, harmonic: bool = False) -> float:
     a = np.asarray(values, dtype=float)
     if harmonic:
         if np.any(a <= 0):
@@ -48,7 +51,7 @@ def mean(values, harmonic: bool = False) -> float:
     return float(np.mean(a))
 
 
-def summarize(values, harmonic: bool = False) -> Summary:
+def summarize(values: npt.ArrayLike, harmonic: bool = False) -> Summary:
     a = np.asarray(values, dtype=float)
     n = len(a)
     if n == 0:
@@ -71,7 +74,9 @@ class Comparison:
     significant: bool
 
 
-def _mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
+def _mann_whitney_p(
+    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
+) -> float:
     # scipy.stats takes ~0.4 s to import: a comparison pays it, not the
     # start of every command (cli loads every command's module)
     from scipy import stats as sps
@@ -80,17 +85,20 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _bootstrap_means(
-    a: np.ndarray, rng: np.random.Generator, harmonic: bool
-) -> np.ndarray:
+    a: npt.NDArray[np.float64], rng: np.random.Generator, harmonic: bool
+) -> npt.NDArray[np.float64]:
     idx = rng.integers(0, len(a), size=(BOOTSTRAP_RESAMPLES, len(a)))
     s = a[idx]
     if harmonic:
-        return len(a) / np.sum(1.0 / s, axis=1)
-    return s.mean(axis=1)
+        return cast(npt.NDArray[np.float64], len(a) / np.sum(1.0 / s, axis=1))
+    return cast(npt.NDArray[np.float64], s.mean(axis=1))
 
 
 def compare(
-    vanilla, patched, harmonic: bool = False, seed: int = 0
+    vanilla: npt.ArrayLike,
+    patched: npt.ArrayLike,
+    harmonic: bool = False,
+    seed: int = 0,
 ) -> Comparison:
     """Ratio patched/vanilla with a 95% bootstrap CI and a rank-test p."""
     a = np.asarray(vanilla, dtype=float)
@@ -157,7 +165,7 @@ def min_p_value(n_a: int, n_b: int) -> float:
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
-def constant(values) -> bool:
+def constant(values: Sequence[float]) -> bool:
     """Two or more values, all equal: an exact count that repeats."""
     return len(values) >= 2 and all(v == values[0] for v in values)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
@@ -108,7 +109,7 @@ class StatRow:
             return "changed"
         return "better" if self.improved else "worse"
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """The row as results.json's summary has it (results.json's keys, named
         for two kernels, and beside them the same by the row's own two:
         ``baseline`` and ``kernel``)."""
@@ -171,7 +172,7 @@ class StepRow:
     def significant(self) -> bool:
         return self.ci_known and self.comparison.significant
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         c = self.comparison
         return {
             "workload": self.workload,
@@ -189,11 +190,17 @@ class StepRow:
         }
 
 
-def _valid_values(w: Workload, samples: list[Sample]):
+ByKernel = dict[str, dict[str, list[float]]]
+ByRun = dict[str, dict[str, dict[int, float]]]
+
+
+def _valid_values(
+    w: Workload, samples: list[Sample]
+) -> tuple[ByKernel, ByRun]:
     """The valid samples' values of workload ``w``, by metric and kernel,
     each kernel's also by run number (rounds pair up by run)."""
-    by = defaultdict(lambda: defaultdict(list))
-    by_run = defaultdict(lambda: defaultdict(dict))
+    by: ByKernel = defaultdict(lambda: defaultdict(list))
+    by_run: ByRun = defaultdict(lambda: defaultdict(dict))
     for s in samples:
         if s.workload == w.name and s.valid:
             for k, v in s.values.items():

@@ -72,6 +72,7 @@ def parse_threshold(below: str | None, above: str | None) -> Threshold:
         )
     direction = Direction.BELOW if below is not None else Direction.ABOVE
     text = below if below is not None else above
+    assert text is not None  # one of --below, --above: checked above
     m = _THRESHOLD.match(text.strip())
     if not m or (m.group(2) and float(m.group(1)) == 0):
         raise UsageError(

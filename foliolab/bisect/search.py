@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
-from typing import Callable
+from typing import Callable, NoReturn
 
 from foliolab.bisect.lab import (
     Commit,
@@ -146,6 +146,7 @@ class Bisection:
                 f"{good.detail})",
                 "a bisect needs good's count",
             )
+        assert good.count is not None  # a counted step has its count
         self.good_count = self.record.good_count = good.count
         self.record.limit = self.req.threshold.limit(good.count)
         if self.req.threshold.crossed(good.count, good.count):
@@ -170,7 +171,7 @@ class Bisection:
                 "nothing to find in this range",
             )
 
-    def _fail(self, what: str, hint: str) -> None:
+    def _fail(self, what: str, hint: str) -> NoReturn:
         self.record.result = f"no answer: {what}"
         self.record.write(self.req.out)
         raise BenchmarkError(
@@ -201,6 +202,7 @@ class Bisection:
         )
         if len(first) == 1:
             # good's count may be 0 (a count that first appears): no ratio
+            assert bad.count is not None  # bad crossed: it was counted
             ratio = (
                 f", {bad.count / self.good_count:.3g}x"
                 if self.good_count

@@ -78,7 +78,7 @@ def choose_accel(
 
 
 def settle(
-    cls: type[ExecutorClass],
+    cls: ExecutorClass,
     want: str,
     spec: BootSpec,
     image: Path,

@@ -81,7 +81,7 @@ def _bisect_options(s: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_bisect(args) -> int:
+def cmd_bisect(args: argparse.Namespace) -> int:
     threshold = bisectrecord.parse_threshold(args.below, args.above)
     if "," in args.workload:
         raise UsageError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from foliolab import hostsetup
@@ -65,7 +66,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_setup(args) -> int:
+def cmd_setup(args: argparse.Namespace) -> int:
     hostsetup.ensure_packages(
         hostsetup.APT_PACKAGES + hostsetup.REPORT_PACKAGES
     )
@@ -83,7 +84,7 @@ def cmd_setup(args) -> int:
     return 0
 
 
-def cmd_tree(args) -> int:
+def cmd_tree(args: argparse.Namespace) -> int:
     path = source.dev_tree(source.read_series(args.patches))
     print(path)
     print(
@@ -94,7 +95,7 @@ def cmd_tree(args) -> int:
     return 0
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     written = source.export_series(args.patches)
     for p in written:
         print(p)
@@ -105,11 +106,13 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _trees(args, variants):
+def _trees(
+    args: argparse.Namespace, variants: Iterable[str]
+) -> list[source.Tree]:
     return [trees.variant_tree(v, args.patches) for v in variants]
 
 
-def cmd_build(args) -> int:
+def cmd_build(args: argparse.Namespace) -> int:
     variants = (
         ["vanilla", "patched"] if args.variant == "both" else [args.variant]
     )
@@ -119,7 +122,7 @@ def cmd_build(args) -> int:
     return 0
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     if args.history_only and not args.since:
         raise UsageError(
             "--history-only checks the series against the "
@@ -144,6 +147,7 @@ def cmd_check(args) -> int:
         else None
     )
     if args.history_only:
+        assert history is not None  # --history-only needs --since
         history.raise_if_restored()
         return 0
     spec = kernels.with_series(
@@ -175,12 +179,14 @@ def cmd_check(args) -> int:
     return 0
 
 
-def _since_spec(args):
+def _since_spec(args: argparse.Namespace) -> sincespec.SinceSpec | None:
     """``--since SPEC`` parsed (its syntax only), or None."""
     return sincespec.parse(args.since) if args.since else None
 
 
-def _check_history(since, series):
+def _check_history(
+    since: sincespec.SinceSpec, series: source.Series
+) -> stablehistory.HistoryReport:
     """The stable-history check: the since-tree is found and checked
     (older than the base) before the base is unpacked; the findings are
     printed, one a line."""

@@ -102,7 +102,7 @@ def _attribute_options(s: argparse.ArgumentParser) -> None:
     executors.add_flags(s)
 
 
-def _kernel_args(args) -> list:
+def _kernel_args(args: argparse.Namespace) -> list[KernelSpec]:
     specs = [kernels.parse_kernel(k) for k in args.kernel]
     if specs and args.patches != DEFAULT_PATCHES:
         raise UsageError(
@@ -114,11 +114,11 @@ def _kernel_args(args) -> list:
     return specs
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     return _compare(args, _kernel_args(args), args.patches, {})
 
 
-def cmd_jobs(args) -> int:
+def cmd_jobs(args: argparse.Namespace) -> int:
     if args.jobs_command == "collect":
         print(orchestrate.collect(args.dir, args.logs), end="")
         return 0
@@ -137,13 +137,13 @@ def cmd_jobs(args) -> int:
     return 0
 
 
-def cmd_attribute(args) -> int:
+def cmd_attribute(args: argparse.Namespace) -> int:
     return _compare(
         args, attribute_specs(args), args.series, {f"p{n}": n for n in args.at}
     )
 
 
-def attribute_specs(args) -> list[KernelSpec]:
+def attribute_specs(args: argparse.Namespace) -> list[KernelSpec]:
     """``attribute``'s kernels: ``base`` (the --base tree) and ``pN``, the
     tree with the series' first N patches, for each N of --at."""
     onto = kernels.parse_base(args.base)
@@ -182,7 +182,12 @@ def _warn_small_runs(runs: int) -> None:
         )
 
 
-def _request(args, specs, patches, attribution: dict[str, int]):
+def _request(
+    args: argparse.Namespace,
+    specs: list[KernelSpec],
+    patches: Path | None,
+    attribution: dict[str, int],
+) -> Request:
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
     roots = tuple(args.root)  # their --count: orchestrate.check
@@ -224,7 +229,12 @@ def _request(args, specs, patches, attribution: dict[str, int]):
     )
 
 
-def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
+def _compare(
+    args: argparse.Namespace,
+    specs: list[KernelSpec],
+    patches: Path | None,
+    attribution: dict[str, int],
+) -> int:
     req = _request(args, specs, patches, attribution)
     out = req.out
     text = orchestrate.compare(req)

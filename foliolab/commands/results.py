@@ -42,7 +42,7 @@ def _report_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("dir", type=Path)
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
         raise UsageError(
             f"{args.dir}: no such directory",
@@ -57,12 +57,12 @@ def cmd_report(args) -> int:
     return 0
 
 
-def cmd_workloads(args) -> int:
+def cmd_workloads(args: argparse.Namespace) -> int:
     print(workloads.listing(workloads.get_workloads(args.names)), end="")
     return 0
 
 
-def cmd_diff(args) -> int:
+def cmd_diff(args: argparse.Namespace) -> int:
     print(diff.diff(args.outs, args.all), end="")
     return 0
 

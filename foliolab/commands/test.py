@@ -118,7 +118,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_test(args) -> int:
+def cmd_test(args: argparse.Namespace) -> int:
     if args.count:
         counting.check_accel(args.accel)
     suite.check_only(tuple(args.only))
@@ -177,8 +177,11 @@ def cmd_test(args) -> int:
     return 0
 
 
-def _upstream_plan(args):
+def _upstream_plan(
+    args: argparse.Namespace,
+) -> upstream_selftests.Plan | None:
     """``foliolab test``'s upstream selftests, checked before any build."""
+    selection: tuple[str, ...] | None
     if args.upstream_selftests is not None:
         selection = upstream_selftests.parse_selection(args.upstream_selftests)
     else:
@@ -201,7 +204,7 @@ def _reasons_options(s: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_coverage_reasons(args) -> int:
+def cmd_coverage_reasons(args: argparse.Namespace) -> int:
     """A finished coverage run's report written again with the series'
     reasons as they are now (its counts read from its coverage.json)."""
     rep = coveragerun.reason_again(args.run, args.series, args.out or args.run)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from foliolab import proc
 
@@ -155,7 +156,7 @@ def _source_mtime_note(line: str) -> bool:
     )
 
 
-def parse_json(doc: dict, paths: SourcePaths) -> list[FileCoverage]:
+def parse_json(doc: dict[str, Any], paths: SourcePaths) -> list[FileCoverage]:
     """gcov's JSON document, for the files ``paths`` wants (every file
     when it wants none)."""
     cwd = doc.get("current_working_directory", "")

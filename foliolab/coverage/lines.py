@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from foliolab.series import csource
 from foliolab.coverage import ifdefs
@@ -240,9 +241,13 @@ def _file_without_data(
 class Tally:
     """The counts of a set of added lines."""
 
-    states: Counter = field(default_factory=Counter)  # LineState -> n
-    apart: Counter = field(default_factory=Counter)  # why -> n
-    reasons: Counter = field(default_factory=Counter)  # never ran: class -> n
+    states: Counter[LineState] = field(
+        default_factory=Counter
+    )  # LineState -> n
+    apart: Counter[str] = field(default_factory=Counter)  # why -> n
+    reasons: Counter[str] = field(
+        default_factory=Counter
+    )  # never ran: class -> n
 
     @classmethod
     def of(cls, results: list[LineResult]) -> Tally:
@@ -280,7 +285,7 @@ class Tally:
     def percent(self) -> float | None:
         return 100.0 * self.ran / self.executable if self.executable else None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "added": self.added,
             "executable": self.executable,
@@ -339,7 +344,7 @@ class CoverageReport:
             for label in order
         ]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "arch": self.facts.arch,
             "profiled_dirs": list(self.facts.profiled_dirs),

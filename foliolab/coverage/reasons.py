@@ -37,8 +37,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NoReturn
 
-from foliolab.coverage.lines import REASON_CLASSES, LineState, Stale
+from foliolab.coverage.lines import (
+    LineResult,
+    LineState,
+    REASON_CLASSES,
+    Stale,
+)
 from foliolab.errors import UsageError
 
 FILE_NAME = "coverage-reasons"
@@ -95,9 +101,9 @@ def parse(text: str, name: str) -> list[Entry]:
     selectors: list[Selector] = []
     reason: list[str] = []
     klass, reason_at = "", ""
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[object, ...], str] = {}
 
-    def fail(n: int, message: str):
+    def fail(n: int, message: str) -> NoReturn:
         raise ReasonsError(
             f"{name}:{n}: {message}",
             hint='see docs/manual.md, "Changed-line coverage"',
@@ -216,7 +222,9 @@ _STATE_WORDS = {
 }
 
 
-def apply(results: list, reasons: Reasons | None) -> tuple[list, list[Stale]]:
+def apply(
+    results: list[LineResult], reasons: Reasons | None
+) -> tuple[list[LineResult], list[Stale]]:
     """``results`` (coverage.LineResult, in the report's order) with each
     never-ran line that an entry names given its class and reason, and the
     selectors that named no never-ran line."""

@@ -34,6 +34,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from foliolab.coverage import reasons as coveragereasons, gcovdata, gcovrecord
 from foliolab.guestdata import parse
@@ -160,8 +161,10 @@ def plan_for(tree: source.Tree, series: source.Series, arch: Arch) -> Plan:
             f"the {tree.variant} kernel has no series",
             hint="give --patches DIR or --kernel NAME=base+DIR[:N]",
         )
+    assert tree.onto is not None  # a tree with a series: checked above
+    onto = tree.onto
     lines = map_series(
-        series.patches, lambda p: _git_text(tree.path, tree.onto.commit, p)
+        series.patches, lambda p: _git_text(tree.path, onto.commit, p)
     )
     problems = [
         f"{p}: the series applied in memory differs from the "
@@ -370,7 +373,7 @@ def summary_line(rep: CoverageReport) -> str:
     )
 
 
-def report_from_json(doc: dict):
+def report_from_json(doc: dict[str, Any]) -> CoverageReport:
     """A CoverageReport again from the coverage.json a run wrote, its
     reasons taken off (to give it the series' reasons as they are now)."""
     patches, results, superseded = [], [], {}

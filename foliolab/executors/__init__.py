@@ -54,7 +54,7 @@ from foliolab.executors.qemu import QemuExecutor
 
 # Every executor, a line each; the first is the default (the order of
 # --help's choices and of the executors named in an error).
-REGISTERED: tuple[type[ExecutorClass], ...] = (
+REGISTERED: tuple[ExecutorClass, ...] = (
     QemuExecutor,
     LavaServerExecutor,
     LavaLocalExecutor,
@@ -68,10 +68,10 @@ assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
 # The executor of the commands that boot one kernel at a time on this
 # machine (run, test, check, bisect, the KVM probe), whose machine
 # options every run checks and whose command lines a dry run says.
-HERE: type[BootsHereClass] = QemuExecutor
+HERE: BootsHereClass = QemuExecutor
 # `jobs export`'s executor: the jobs written, nothing run; `jobs collect`
 # reads their logs back.
-EXPORTER: type[ExporterClass] = LavaExport
+EXPORTER: ExporterClass = LavaExport
 
 
 def here() -> Executor:
@@ -95,7 +95,7 @@ class ExecutorOptions:
     """Who runs the boots, as the command line says: the executor's class
     and its own options (what its ``options`` read from its flags)."""
 
-    executor: type[ExecutorClass] = DEFAULT
+    executor: ExecutorClass = DEFAULT
     own: object = field(
         default_factory=lambda: DEFAULT.options(argparse.Namespace())
     )
@@ -109,7 +109,7 @@ class ExecutorOptions:
 
 
 def add_flags(
-    p: argparse.ArgumentParser, only: type[ExecutorClass] | None = None
+    p: argparse.ArgumentParser, only: ExecutorClass | None = None
 ) -> None:
     """``--executor`` and the flags of every executor, each section of
     --help once; ``only``: the one executor a command runs, its flags
@@ -135,7 +135,7 @@ def add_flags(
         groups[flag.group].add_argument(flag.name, **flag.options)
 
 
-def _flags(only: type[ExecutorClass] | None = None) -> list[Flag]:
+def _flags(only: ExecutorClass | None = None) -> list[Flag]:
     """The executors' flags, each once, in the executors' order."""
     seen: dict[str, Flag] = {}
     for cls in EXECUTORS.values():

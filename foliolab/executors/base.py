@@ -16,7 +16,7 @@ import enum
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from foliolab.arch import Arch
 from foliolab.bootrecord import HostLoad
@@ -85,7 +85,9 @@ class ExecutorRecord:
 
     @classmethod
     def from_json(
-        cls, d: dict | None, kind_named: Callable[[str], ExecutorKind]
+        cls,
+        d: dict[str, Any] | None,
+        kind_named: Callable[[str], ExecutorKind],
     ) -> ExecutorRecord:
         """The record of a manifest of any version: one from before the
         executor was recorded ran QEMU; a key this version does not know
@@ -215,7 +217,9 @@ class Flag:
 
     name: str  # e.g. --lava-url
     group: str  # its section of --help
-    options: dict = field(default_factory=dict, compare=False, hash=False)
+    options: dict[str, Any] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
     @property
     def dest(self) -> str:
@@ -241,8 +245,9 @@ class NoOptions:
 class ExecutorClass(Protocol):
     """What the registry (executors/__init__.py) and the orchestrator ask
     of an executor's class, all of it declared in the executor's own
-    module; ``opts`` is the executor's own options, as ``options`` made
-    them (NoOptions, or a dataclass of its module)."""
+    module (the class itself is what satisfies it: its class attributes
+    and class methods); ``opts`` is the executor's own options, as
+    ``options`` made them (NoOptions, or a dataclass of its module)."""
 
     kind: ExecutorKind
     summary: str  # its words in --executor's help
@@ -250,35 +255,31 @@ class ExecutorClass(Protocol):
     flags: tuple[Flag, ...]  # its command-line options
     results_port: bool  # records on a port of their own
 
-    @classmethod
-    def options(cls, args: argparse.Namespace) -> object:
+    def options(self, args: argparse.Namespace) -> object:
         """Its own options, read from its flags (a flag a command does
         not have keeps its default)."""
         ...
 
-    @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def check(self, opts: Any, count: bool) -> None:
         """Its options checked, before anything is built."""
         ...
 
-    @classmethod
-    def make(cls, opts, out: Path) -> Executor: ...
+    def make(self, opts: Any, out: Path) -> Executor:
+        """The executor, made for the run in ``out``."""
+        ...
 
-    @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(self, opts: Any) -> ExecutorRecord:
         """Its part of the run's manifest."""
         ...
 
-    @classmethod
     def settle(
-        cls, want: str, spec: BootSpec, image: Path, count: bool
+        self, want: str, spec: BootSpec, image: Path, count: bool
     ) -> Settled:
         """The accelerator and emulator of the run's boots, as the run
         starts (``want``: the accelerator asked for)."""
         ...
 
-    @classmethod
-    def dry_run_note(cls, opts) -> str:
+    def dry_run_note(self, opts: Any) -> str:
         """What a dry run says of its boots ("": nothing more than the
         QEMU lines)."""
         ...
@@ -292,14 +293,12 @@ class BootsHereClass(ExecutorClass, Protocol):
 
     def __call__(self) -> Executor: ...
 
-    @classmethod
-    def check_machine(cls, spec: BootSpec) -> None:
+    def check_machine(self, spec: BootSpec) -> None:
         """The machine's options (``--cpu``) checked, before anything is
         built."""
         ...
 
-    @classmethod
-    def boot_argv(cls, spec: BootSpec, rundir: Path) -> list[str]:
+    def boot_argv(self, spec: BootSpec, rundir: Path) -> list[str]:
         """The command line a boot in ``rundir`` runs (a dry run's
         line)."""
         ...
@@ -309,9 +308,8 @@ class ExporterClass(ExecutorClass, Protocol):
     """The executor class that writes a run's jobs and runs nothing (`jobs
     export`), and reads the logs of those jobs back (`jobs collect`)."""
 
-    @classmethod
     def collect(
-        cls, out: Path, logs: list[Path]
+        self, out: Path, logs: list[Path]
     ) -> Iterator[tuple[list[BootCapture], str]]:
         """Each log read into the captures of its job's boots in ``out``,
         with a note on the boots the job never ran ("" if none)."""
@@ -330,10 +328,15 @@ class Exporter(Protocol):
 
 
 class Executor(Protocol):
-    kind: ExecutorKind
+    """An executor, made: who runs the boots of one run."""
+
+    @property
+    def kind(self) -> ExecutorKind: ...
+
     # rounds per block: 0 hands the executor one boot at a time (and lets
     # the measuring half stop booting a kernel that keeps failing)
-    rounds_per_block: int
+    @property
+    def rounds_per_block(self) -> int: ...
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]

@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
 from foliolab import bootrecord, counting, proc
 from foliolab.kernel import image as image_mod
@@ -227,7 +228,7 @@ class QemuExecutor:
     summary = "QEMU here"
     chosen_by_flag = True
     rounds_per_block = 0
-    flags: tuple[Flag, ...] = ()  # the machine's options are every
+    flags: ClassVar[tuple[Flag, ...]] = ()  # the machine's options are every
     # booting command's (cli.py)
     results_port = True  # the records on a port of their own
 
@@ -283,7 +284,7 @@ class QemuExecutor:
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]
-    ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         for block in blocks:
             yield (
                 block,

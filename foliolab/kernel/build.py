@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -337,7 +337,7 @@ def stale_steps(out: Path, srctree: Path) -> int | None:
         return mtimes[path]
 
     changed = changed_option_files(out)
-    stale, dirs = 0, set()
+    stale, dirs = 0, set[Path]()
     for cmd in out.rglob(".*.o.cmd"):
         rel = cmd.relative_to(out)
         if rel.parts[0] in ("tools", "scripts"):
@@ -375,7 +375,7 @@ def changed_option_files(out: Path) -> set[str]:
     }
 
 
-def _cmd_deps(cmd: Path):
+def _cmd_deps(cmd: Path) -> Iterator[str]:
     """The files a kbuild .cmd file lists as its object's dependencies."""
     try:
         text = cmd.read_text(errors="replace")

@@ -21,9 +21,11 @@ import hashlib
 import logging
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from foliolab import locks, proc
 from foliolab.kernel import source
@@ -189,7 +191,7 @@ def update_lists(force: bool = False, looking_for: str = "") -> None:
             failed,
             "the others are used"
             if some
-            else f"those of {age / 3600:.0f} hours ago are used",
+            else f"those of {cast(float, age) / 3600:.0f} hours ago are used",
         )
         return  # the stamp stays: the next lookup tries again
     (d / "updated").touch()
@@ -389,7 +391,9 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _git(tree: Path, *args: str, env: dict | None = None):
+def _git(
+    tree: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return source.git(tree, *args, env=env)
 
 

@@ -465,7 +465,7 @@ def _static(binary: Path, arch: Arch) -> bool:
     if arch.native:
         return not shared_libs(str(binary))
     info = elf_info(binary.read_bytes())
-    return bool(info) and not info.interp and not info.needed
+    return info is not None and not info.interp and not info.needed
 
 
 def kselftest_dir(arch: Arch, commit: str) -> Path:

@@ -18,7 +18,10 @@ import hashlib
 import logging
 import re
 import shutil
+import subprocess
 import tarfile
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +57,8 @@ def git(
     *args: str,
     check: bool = True,
     log_path: Path | None = None,
-    env: dict | None = None,
-):
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     full_env = dict(IDENTITY)
     full_env.update(env or {})
     return proc.run(
@@ -137,7 +140,7 @@ def prepare_base() -> Path:
         return _prepare_base_locked()
 
 
-def checkout_lock(tree: Path):
+def checkout_lock(tree: Path) -> AbstractContextManager[None]:
     """Held while a checkout of ``tree`` is built: its files must stay the
     commit make was started for. Another command building from the same
     checkout waits."""
@@ -433,7 +436,7 @@ def resolve_ref(user_repo: Path, ref: str) -> str:
     return cp.stdout.strip()
 
 
-def words_at(repo: Path, commit: str, words) -> set[str] | None:
+def words_at(repo: Path, commit: str, words: Iterable[str]) -> set[str] | None:
     """Which of ``words`` the C and assembly sources of ``commit`` (in
     ``repo``) have as a whole word; None if git cannot say. Read from git's
     objects: nothing is fetched, checked out or written."""

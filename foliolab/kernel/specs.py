@@ -348,6 +348,7 @@ def check_spec(k: KernelSpec, count: bool = False) -> None:
     elif k.kind in (SpecKind.GIT, SpecKind.DEBIAN):
         _check_source(k)
     elif k.kind is SpecKind.IMAGE:
+        assert k.image is not None  # an image: spec names its image
         if not k.image.is_file():
             raise UsageError(
                 f"kernel {k.name}: image {k.image} does not exist",
@@ -372,6 +373,7 @@ def _check_source(k: KernelSpec) -> None:
     either (split_series() found no series directory there)."""
     try:
         if k.kind is SpecKind.GIT:
+            assert k.repo is not None  # a git: spec names its repository
             source.resolve_ref(k.repo, k.ref)
         else:
             debian.resolve(k.debian_version)

@@ -26,7 +26,9 @@ from foliolab.paths import cache_root
 def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
     """A prebuilt image as a Kernel, after checking that its .config has
     every option of the lab's fragment for ``purpose``."""
+    assert k.image is not None  # an image: spec names its image
     config = find_beside(k.image, ".config")
+    assert config is not None  # check_spec found it
     kconfig.check(
         kconfig.merge(
             purpose, arch.name, version=kconfig.version_of(config.read_text())
@@ -56,6 +58,7 @@ def slot_of(k: KernelSpec) -> str:
         major, minor = name[len("linux-source-") :].split(".")
         return build.slot_name(False, (int(major), int(minor)))
     if k.kind is SpecKind.GIT:
+        assert k.repo is not None  # a git: spec names its repository
         return build.slot_name(
             True,
             source.makefile_version(k.repo, source.resolve_ref(k.repo, k.ref)),
@@ -83,6 +86,7 @@ def _known_commit(k: KernelSpec) -> tuple[Path, str] | None:
     repo = source.base_repo()
     try:
         if k.kind is SpecKind.GIT:
+            assert k.repo is not None  # a git: spec names its repository
             return k.repo, source.resolve_ref(k.repo, k.ref)
         if k.kind is SpecKind.SERIES and k.onto is not None:
             return _known_series_commit(k)
@@ -103,8 +107,10 @@ def _known_series_commit(k: KernelSpec) -> tuple[Path, str] | None:
     """A series on a git: tree: its commit if applied before (in the
     cache's repository, where git: commits are fetched); on a debian:
     tree it is not known without asking the archive which version."""
+    assert k.onto is not None  # a series has the tree it goes on
     if k.onto.kind is not SpecKind.GIT:
         return None
+    assert k.onto.repo is not None  # a git: spec names its repository
     under = source.resolve_ref(k.onto.repo, k.onto.ref)
     series = k.series()
     if not series.patches:

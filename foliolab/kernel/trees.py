@@ -40,6 +40,7 @@ def _source_tree(k: KernelSpec) -> tuple[source.Tree, source.Onto]:
         onto = source.base_onto(repo)
         return source.Tree(k.name, repo, onto.commit, ""), onto
     if k.kind is SpecKind.GIT:
+        assert k.repo is not None  # a git: spec names its repository
         tree = source.prepare_git(k.name, k.repo, k.ref)
         return tree, source.Onto(
             k.text, f"{k.repo.resolve()} {tree.commit[:12]}", tree.commit
@@ -69,6 +70,7 @@ def check_git_trees(specs: list[KernelSpec]) -> None:
     for k in (s.source_spec() for s in specs):
         if k.kind is not SpecKind.GIT:
             continue
+        assert k.repo is not None  # a git: spec names its repository
         cp = proc.run(
             ["git", "-C", k.repo, "cat-file", "-e", f"{k.ref}:mm/rmap.c"],
             check=False,

@@ -9,8 +9,10 @@ from html import escape
 from dataclasses import dataclass, field
 
 from foliolab.analysis import stats
+from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, RunManifest
 from foliolab.analysis.reproduce import same_kernel
+from foliolab.analysis.workloadstats import StatRow
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def fmt(x: float | None) -> str:
 fmt_small = fmt
 
 
-def fmt_p(p: float) -> str:
+def fmt_p(p: float | None) -> str:
     return "-" if p is None or math.isnan(p) else f"{p:.2g}"
 
 
@@ -211,7 +213,7 @@ def change_cell(base_mean: float, mean: float, digits: int = 2) -> str:
     return f"{text} (to 0)" if mean == 0 else text
 
 
-def ci_cell(r) -> str:
+def ci_cell(r: StatRow) -> str:
     """A StatRow's 95% CI as a table shows it: none for exact rows (no
     spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
     ratio)."""
@@ -224,7 +226,7 @@ def ci_cell(r) -> str:
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
-def p_cell(r) -> str:
+def p_cell(r: StatRow) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
 
 
@@ -239,7 +241,9 @@ def better_cell(better: str) -> str:
     return better if better in ("lower", "higher") else "none"
 
 
-def profile_table(a, base: str, other: str, md: bool = False) -> Table:
+def profile_table(
+    a: CountAnalysis, base: str, other: str, md: bool = False
+) -> Table:
     """A differential profile (countanalysis.CountAnalysis) as a table: each
     function's self instructions per window in both kernels."""
     two = [base, other] == list(VARIANTS)

@@ -65,6 +65,7 @@ def _ci(r: HeadlineRow) -> str:
         return "-"
     if r.ci_low is None:
         return f"none (n<{stats.MIN_N_FOR_CI})"
+    assert r.ci_high is not None  # a CI has both its ends
     if r.ci_high < 0.1:  # a cut to a few per cent or less
         return f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"

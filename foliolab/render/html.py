@@ -243,13 +243,15 @@ def full_table(groups: list[list[StatRow]], names: list[str]) -> Table:
                     and not r.exact
                     and r.paired.n >= stats.MIN_N_FOR_CI
                 )
-                cells += [
-                    f"{r.paired.ratio:.3f} [{r.paired.ci_low:.3f}, "
-                    f"{r.paired.ci_high:.3f}]"
-                    if ok
-                    else "-",
-                    f"{r.paired.n} rounds" if ok else "",
-                ]
+                if ok:
+                    assert r is not None  # ok: a row
+                    cells += [
+                        f"{r.paired.ratio:.3f} [{r.paired.ci_low:.3f}, "
+                        f"{r.paired.ci_high:.3f}]",
+                        f"{r.paired.n} rounds",
+                    ]
+                else:
+                    cells += ["-", ""]
                 classes += ["", ""]
             t.add(*cells, cell_cls=classes)
     return t

@@ -23,7 +23,7 @@ from foliolab.render import (
     profile_table,
     uses_base,
 )
-from foliolab.analysis.workloadstats import WorkloadAnalysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 
 def built_as(k: KernelRecord) -> str:
@@ -83,7 +83,7 @@ def run_lines(a: Analysis) -> list[str]:
     ]
 
 
-def verdict_change(r) -> str:
+def verdict_change(r: StatRow) -> str:
     """%change (+ = larger) and, when significant, the verdict."""
     text = change_cell(r.base.mean, r.other.mean)
     return f"{text} {r.verdict}" if r.verdict else text

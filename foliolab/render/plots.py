@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import io
 import math
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +56,7 @@ def kernel_colour(i: int) -> str:
     return KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
 
 
-def _plt():
+def _plt() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,7 +65,7 @@ def _plt():
     return plt
 
 
-def png(fig) -> bytes:
+def png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     _plt().close(fig)
@@ -113,7 +115,7 @@ def _wants_log(values: list[float]) -> bool:
     )
 
 
-def _short(v: float, _pos=None) -> str:
+def _short(v: float, _pos: object = None) -> str:
     """An axis label: 0.002, 0.5, 12, 1.38K, 522M."""
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
         if abs(v) >= div:
@@ -121,7 +123,7 @@ def _short(v: float, _pos=None) -> str:
     return f"{v:.3g}"
 
 
-def _log_axis(ax, axis: str, lo: float, hi: float) -> None:
+def _log_axis(ax: Any, axis: str, lo: float, hi: float) -> None:
     """Log scale on ``axis`` ("x" or "y") from lo to hi, labelled in plain
     numbers (0.001, 0.01, 0.1, 1), never 10^-3."""
     from matplotlib import ticker
@@ -209,7 +211,7 @@ def forest(a: Analysis) -> bytes | None:
     return png(fig) if fig is not None else None
 
 
-def draw_forest(a: Analysis):
+def draw_forest(a: Analysis) -> Any:
     """Every workload x kernel x primary metric: ratio to the baseline
     with its 95% CI, a vertical line at 1.0, on a log axis; the
     matplotlib figure."""
@@ -348,7 +350,7 @@ def _jitter(i: int, n: int) -> list[float]:
 
 
 def _ratio_panel(
-    ax, group: list[StatRow], samples: list[Sample], names: list[str]
+    ax: Any, group: list[StatRow], samples: list[Sample], names: list[str]
 ) -> None:
     """Each kernel's samples over the baseline's mean, and its ratio with
     the 95% CI; a line at 1.0."""
@@ -421,7 +423,7 @@ def _ratio_panel(
 
 
 def _absolute_panel(
-    ax, group: list[StatRow], samples: list[Sample], names: list[str]
+    ax: Any, group: list[StatRow], samples: list[Sample], names: list[str]
 ) -> None:
     """Each kernel's samples in the metric's unit, with mean ± sd."""
     first = group[0]
@@ -482,7 +484,7 @@ def workload_figure(
 
 def draw_workload(
     wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
-):
+) -> Any:
     """For each primary or significant metric, its ratio panel (samples
     over the baseline's mean, each kernel's ratio with its 95% CI) and
     beside it its absolute values per kernel; the matplotlib figure, no

@@ -15,6 +15,7 @@ import json
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 from foliolab.analysis.analyse import Analysis, analyse
 from foliolab.boot.derive import Sample, run_samples
@@ -28,7 +29,7 @@ from foliolab.render.text import text_report
 log = logging.getLogger("foliolab")
 
 
-def results_json(a: Analysis) -> dict:
+def results_json(a: Analysis) -> dict[str, Any]:
     """results.json: results.json's environment, samples and summary, and what
     was added since (invalid samples, counting, attribution)."""
     env = a.m.to_json()
@@ -110,7 +111,7 @@ def _plots(a: Analysis, out: Path) -> Figures:
     return figures
 
 
-def finite(value):
+def finite(value: Any) -> Any:
     """``value`` with every NaN and infinity as None: results.json is
     JSON (a parser in a browser or jq refuses NaN and Infinity). A ratio
     from 0 is null there; its means say it (0 -> N)."""

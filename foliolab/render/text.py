@@ -119,19 +119,19 @@ def attribution_lines(rows: list[StepRow], steps: dict[str, int]) -> list[str]:
             *(Column(f"{a}->{b}", 24) for a, b in order),
         ]
     )
-    groups: dict[str, dict] = {}
+    groups: dict[str, dict[tuple[str, str], StepRow]] = {}
     for r in rows:
         groups.setdefault(r.metric, {})[r.before, r.after] = r
     for metric, cells in groups.items():
         out = []
         for step in order:
-            r = cells.get(step)
-            c = r.comparison if r else None
+            cell = cells.get(step)
+            c = cell.comparison if cell else None
             out.append(
                 "-"
-                if c is None
-                else f"{fmt_ratio(c.ratio)}{'*' if r.significant else ' '}"
-                + _step_ci(r)
+                if cell is None or c is None
+                else f"{fmt_ratio(c.ratio)}{'*' if cell.significant else ' '}"
+                + _step_ci(cell)
             )
         t.add("Step", metric, *out)
     return [

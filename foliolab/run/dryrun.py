@@ -59,9 +59,10 @@ def dry_run(
     note = dry_run_note(executor)
     if note:
         lines.append(note)
-    images = {}
+    images: dict[str, Path] = {}
     for k in specs:
         if k.kind is kernels_mod.SpecKind.IMAGE:
+            assert k.image is not None  # an image: spec names its image
             images[k.name] = k.image
             lines.append(
                 f"# kernel {k.name} = {k.text}: prebuilt, its "

@@ -20,6 +20,8 @@ boots (measure.py, through an executor), the report (report.py).
 
 from __future__ import annotations
 
+from foliolab.boot.derive import Sample
+from foliolab.counting import Counter
 import logging
 import shlex
 import shutil
@@ -143,7 +145,7 @@ class Machine:
     kernels: dict[str, build.Kernel]
     image: Path
     spec: BootSpec  # the baseline's; run.boot_spec varies it
-    counters: dict | None = None
+    counters: dict[str, Counter] | None = None
 
 
 def prepare(run: RunStages, m: RunManifest) -> Machine:
@@ -336,7 +338,10 @@ def _report_what_finished(out: Path, m: RunManifest) -> None:
 
 
 def _finish(
-    out: Path, m: RunManifest, samples=None, print_report: bool = False
+    out: Path,
+    m: RunManifest,
+    samples: list[Sample] | None = None,
+    print_report: bool = False,
 ) -> str:
     m.finished = utc_now()
     m.write(out)

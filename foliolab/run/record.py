@@ -13,6 +13,7 @@ import datetime as dt
 import logging
 import os
 import platform
+from typing import Any
 from pathlib import Path
 
 from foliolab import __version__, executors, hostsetup, proc
@@ -67,7 +68,7 @@ def differences(
             )
 
 
-def _differing(theirs, ours) -> tuple[str, str]:
+def _differing(theirs: object, ours: object) -> tuple[str, str]:
     """Two values of an option as a reader would write them; of two
     parameter tables only the parameters that differ."""
     if isinstance(theirs, dict) and isinstance(ours, dict):
@@ -84,7 +85,7 @@ def _differing(theirs, ours) -> tuple[str, str]:
     return _readable(theirs), _readable(ours)
 
 
-def _flat(params: dict) -> dict[str, object]:
+def _flat(params: dict[str, Any]) -> dict[str, object]:
     """{workload: {name: value}} -> {"workload.name": value}."""
     out: dict[str, object] = {}
     for w, values in params.items():
@@ -95,7 +96,7 @@ def _flat(params: dict) -> dict[str, object]:
     return out
 
 
-def _readable(value) -> str:
+def _readable(value: object) -> str:
     """A manifest value as the command line spells it: lists joined with
     commas, booleans on/off, a missing value "none"."""
     if value is None or value == [] or value == "":
@@ -189,6 +190,7 @@ def _given(k: kernels_mod.KernelSpec) -> SpecRecord:
     """A kernel's spec as the manifest keeps it; a series with the sha of
     its patches (the report's reproduce line names it)."""
     given = SpecRecord.from_json(plain(k))
+    assert given is not None  # a spec's record is never empty
     if k.kind is kernels_mod.SpecKind.SERIES:
         given.series_sha = k.series().digest
     return given
@@ -209,6 +211,7 @@ def series_record(
     k: kernels_mod.KernelSpec, tree: source.Tree
 ) -> SeriesRecord:
     series = k.series()
+    assert tree.onto is not None  # a series' tree has the tree it is on
     return SeriesRecord(
         str(k.series_dir),
         len(series.patches),

@@ -7,10 +7,12 @@ built, before the counter is (counting.check_roots())."""
 from __future__ import annotations
 
 import logging
+from functools import partial
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from foliolab import counting
-from foliolab.arch import get_arch
+from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError, UsageError
 from foliolab.kernel import source, symbols
 from foliolab.kernel import specs as kernels_mod
@@ -23,7 +25,7 @@ log = logging.getLogger("foliolab")
 def check_kept(
     specs: list[kernels_mod.KernelSpec],
     workloads: list[Workload],
-    roots: list[str],
+    roots: Sequence[str],
     arch_name: str,
     config: str,
     count: bool,
@@ -42,13 +44,13 @@ def check_kept(
         if where is None:
             return False
         functions[k.name] = counting.map_functions(where)
-    counting.check_roots(workloads, functions, roots)
+    counting.check_roots(workloads, functions, tuple(roots))
     return True
 
 
 def check_in_source(
     specs: list[kernels_mod.KernelSpec],
-    roots: list[str],
+    roots: Sequence[str],
     trees: dict[str, source.Tree],
 ) -> None:
     """--root's names in the source of kernels not built yet, before any
@@ -98,15 +100,21 @@ def _source_names(root: str) -> set[str]:
     return {name, *(r.new for r in symbols.RENAMES if r.name == name)}
 
 
+# Where a kernel's function names are read: the names asked -> those found
+# (None: they cannot be read there).
+Places = Callable[[Iterable[str]], "set[str] | None"]
+
+
 def _sources_at_hand(
     specs: list[kernels_mod.KernelSpec], trees: dict[str, source.Tree]
-) -> list | None:
+) -> list[Places] | None:
     """Where each kernel's function names can be read without fetching or
     building: a list of functions (names -> the ones found, or None), or
     None if some kernel's cannot."""
-    places, covered = [], set()
+    places: list[Places] = []
+    covered: set[str] = set()
     for name, tree in trees.items():
-        places.append(lambda ws, t=tree: source.words_at(t.path, t.commit, ws))
+        places.append(partial(source.words_at, tree.path, tree.commit))
         covered.add(name)
     onto = {
         k.source_spec().text: trees[k.name]
@@ -117,14 +125,15 @@ def _sources_at_hand(
         if k.name in covered:
             continue
         if k.kind is kernels_mod.SpecKind.GIT:
-            places.append(lambda ws, k=k: source.words_at(k.repo, k.ref, ws))
+            assert k.repo is not None  # a git: spec names its repository
+            places.append(partial(source.words_at, k.repo, k.ref))
         elif k.kind is kernels_mod.SpecKind.IMAGE:
-            places.append(lambda ws, k=k: set(ws) & _map_names(k.image))
+            assert k.image is not None  # an image: spec names its image
+            places.append(partial(_in_map, k.image))
         elif k.text in onto:
             t = onto[k.text]
-            places.append(
-                lambda ws, t=t: source.words_at(t.path, t.onto.commit, ws)
-            )
+            assert t.onto is not None  # onto holds the trees that have one
+            places.append(partial(source.words_at, t.path, t.onto.commit))
         elif k.kind is kernels_mod.SpecKind.BASE and source.is_repository(
             source.base_repo()
         ):
@@ -138,20 +147,30 @@ def _sources_at_hand(
     return places
 
 
+def _in_map(image: Path, words: Iterable[str]) -> set[str]:
+    """Which of ``words`` the System.map beside ``image`` names."""
+    return set(words) & _map_names(image)
+
+
 def _map_names(image: Path) -> set[str]:
     """The text symbols of the System.map beside ``image`` (check_spec()
     made sure of one), without a compiler's suffix."""
-    text = kernels_mod.find_beside(image, "System.map").read_text()
+    system_map = kernels_mod.find_beside(image, "System.map")
+    assert system_map is not None  # check_spec() made sure of one
+    text = system_map.read_text()
     return {n.split(".", 1)[0] for _, n in counting.text_symbols(text)}
 
 
-def _kept_symbols(k: kernels_mod.KernelSpec, arch, config: str) -> Path | None:
+def _kept_symbols(
+    k: kernels_mod.KernelSpec, arch: Arch, config: str
+) -> Path | None:
     """Where the kept build of ``k`` has its System.map, if it is kept."""
     try:
         kept, _ = kernel_store.kept_kernel(k, arch, config)
     except FoliolabError:
         return None
     if kept is not None and k.kind is kernels_mod.SpecKind.IMAGE:
+        assert k.image is not None  # an image: spec names its image
         system_map = kernels_mod.find_beside(k.image, "System.map")
         return system_map.parent if system_map else None
     return kept

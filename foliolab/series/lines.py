@@ -178,10 +178,12 @@ def _carry_origins(
         out.extend(old[old_pos:at])
         for placed in hunk:
             if placed.kind == " ":
+                assert placed.old_no is not None  # an old line has its number
                 out.append(old[placed.old_no - 1])
             elif placed.kind == "+":
                 out.append(number)
             else:
+                assert placed.old_no is not None  # an old line has its number
                 _supersede(superseded, old[placed.old_no - 1])
         old_pos = at + sum(p.kind != "+" for p in hunk)
     out.extend(old[old_pos:])
@@ -200,6 +202,7 @@ def _hunk_old_index(
         if p.old_no is not None:
             return p.old_no - 1
     first_new = hunk[0].new_no if hunk else new_len + 1
+    assert first_new is not None  # only + lines here: each has its number
     return old_pos + (first_new - 1 - new_len)
 
 

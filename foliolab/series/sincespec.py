@@ -130,6 +130,7 @@ def resolve(spec: SinceSpec, base: Release) -> Snapshot:
     """The spec's tree, checked to be older than the base before a Debian
     source is fetched or unpacked."""
     if spec.kind is SinceKind.GIT:
+        assert spec.repo is not None  # a git: spec names its repository
         commit = source.resolve_ref(spec.repo, spec.ref)
         snap = Snapshot(
             spec.ref, spec.repo, commit, release_of_makefile(spec.repo, commit)

@@ -367,11 +367,14 @@ def restorations(
                     source_of[k] = source_of[k] or change
         for a, b in _stretches(source_of):
             if substantial(run[a:b]):
-                found = list(dict.fromkeys(source_of[a:b]))
+                # a stretch holds changes only (no None)
+                found = [c for c in dict.fromkeys(source_of[a:b]) if c]
                 yield name, LineRange(run[a].line, run[b - 1].line), found
 
 
-def _stretches(marks: list) -> Iterator[tuple[int, int]]:
+def _stretches(
+    marks: list[StableChange | None],
+) -> Iterator[tuple[int, int]]:
     """[a, b) of every maximal run of truthy marks."""
     a = None
     for i, m in enumerate(marks + [None]):
@@ -393,8 +396,10 @@ def touches(
     lines: dict[str, list[int]] = {}
     for p, at in zip(hunk, _positions_after(hunk)):
         if p.kind == "-":
+            assert p.old_no is not None  # a removed line has its old number
             name = f.before_fns.name_at(p.old_no)
         elif p.kind == "+":
+            assert p.new_no is not None  # an added line has its new number
             name = f.after_fns.name_at(p.new_no)
         else:
             continue

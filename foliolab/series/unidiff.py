@@ -97,6 +97,7 @@ def parse(text: str) -> list[FileDiff]:
 
 def _read_hunk(lines: list[str], i: int) -> tuple[Hunk, int]:
     m = _HUNK.match(lines[i])
+    assert m is not None  # the caller saw the hunk's header
     old_start, new_start = int(m.group(1)), int(m.group(3))
     old_len = int(m.group(2)) if m.group(2) is not None else 1
     new_len = int(m.group(4)) if m.group(4) is not None else 1

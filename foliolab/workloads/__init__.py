@@ -14,6 +14,7 @@ in the source tree (pyproject ships a folder's C, headers and scripts).
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 from foliolab.errors import UsageError
 from foliolab.workloads.dirty_tlb import workload as dirty_tlb
@@ -24,7 +25,7 @@ from foliolab.workloads.model import Workload
 from foliolab.workloads.pageout import workload as pageout
 
 
-def _registry(*folders) -> dict[str, Workload]:
+def _registry(*folders: ModuleType) -> dict[str, Workload]:
     """Each folder's workloads by name; a name given twice is a mistake."""
     out: dict[str, Workload] = {}
     for folder in folders:
@@ -45,7 +46,9 @@ WORKLOADS = _registry(*FOLDERS)
 def fixtures() -> list[Path]:
     """Each workload folder's fixture/: its captured boots (a run
     directory), for the contract test."""
-    return [Path(folder.__file__).parent / "fixture" for folder in FOLDERS]
+    return [
+        Path(str(folder.__file__)).parent / "fixture" for folder in FOLDERS
+    ]
 
 
 def get_workloads(names: str | None) -> list[Workload]:

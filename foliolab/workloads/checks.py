@@ -3,6 +3,8 @@ passes, counter differences, and reclaim's profiled stages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from foliolab.guestdata import parse
 from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
@@ -10,7 +12,9 @@ from foliolab.workloads.model import Derived, Metric
 
 
 def counter_deltas(
-    s: GuestSample, prefix: str, parser=parse.parse_vmstat
+    s: GuestSample,
+    prefix: str,
+    parser: Callable[[str], dict[str, int]] = parse.parse_vmstat,
 ) -> dict[str, int]:
     """after - before for the file pair ``prefix.before``/``prefix.after``."""
     b, a = s.files.get(f"{prefix}.before"), s.files.get(f"{prefix}.after")
@@ -19,7 +23,9 @@ def counter_deltas(
     return parse.delta(parser(b), parser(a))
 
 
-def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
+def common_checks(
+    s: GuestSample, d: Derived, need_swap: bool
+) -> dict[str, int]:
     """Checks every workload shares; returns the vmstat delta."""
     d.invalid += s.invalid
     d.invalid += [f"data corruption: {c}" for c in s.corrupt]
@@ -40,7 +46,7 @@ def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
     return vm
 
 
-def copy_metrics(s: GuestSample, d: Derived, keys) -> None:
+def copy_metrics(s: GuestSample, d: Derived, keys: Iterable[str]) -> None:
     """Take the guest-reported metrics named in ``keys`` as they are."""
     for key in keys:
         if key in s.metrics:

@@ -77,6 +77,7 @@ class Param:
                 else "one of: " + ", ".join(self.choices)
             )
         if self.lo is not None:
+            assert self.hi is not None  # an integer's bounds come in pairs
             bounds = f"an integer from {self.lo} to {self.hi}"
             # digits only: int() would also take "1_000" or " 12"
             if not value.isdigit() or not value.isascii():

@@ -14,7 +14,11 @@ def run(capsys, *argv):
 
 
 def one_error_line(err: str) -> str:
-    lines = [l for l in err.splitlines() if l.startswith("foliolab: error:")]
+    lines = [
+        line
+        for line in err.splitlines()
+        if line.startswith("foliolab: error:")
+    ]
     assert len(lines) == 1, err
     return lines[0]
 

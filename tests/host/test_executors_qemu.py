@@ -125,7 +125,10 @@ def test_arm64_argv_numa_like_x86():
     kw = dict(vcpus=4, memory_mb=4096, numa_nodes=2)
     a64 = arm64_argv(**kw)
     x86 = qemu.qemu_argv(spec(**kw), Path("i"), Path("c"), Path("r"))
-    after = lambda argv: argv[argv.index("-smp") : argv.index("-chardev")]
+
+    def after(argv: list[str]) -> list[str]:
+        return argv[argv.index("-smp") : argv.index("-chardev")]
+
     assert after(a64) == after(x86)
     assert "node,nodeid=1,memdev=m1,cpus=2-3" in a64
 

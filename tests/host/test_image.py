@@ -52,8 +52,8 @@ def test_job_archive_holds_job_and_added_files(tmp_path):
 
 def test_shared_libs_of_a_dynamic_tool():
     libs = image.shared_libs("/bin/ls")
-    assert any("libc.so" in l for l in libs)
-    assert any("ld-linux" in l for l in libs)
+    assert any("libc.so" in lib for lib in libs)
+    assert any("ld-linux" in lib for lib in libs)
 
 
 # --- ELF reading and the per-architecture checks -------------------------

@@ -168,12 +168,12 @@ def test_a_purposes_arch_fragment_follows_its_layer(tmp_path):
         "perf.config": "\n",
     }.items():
         (tmp_path / name).write_text(text)
-    names = lambda p, a: [
-        f.name
-        for f in kconfig.fragment_files(  # noqa: E731
-            p, a, configs_dir=tmp_path
-        )
-    ]
+
+    def names(p: str, a: str) -> list[str]:
+        return [
+            f.name for f in kconfig.fragment_files(p, a, configs_dir=tmp_path)
+        ]
+
     assert names("kasan", "x86_64") == [
         "base.config",
         "arch-x86_64.config",

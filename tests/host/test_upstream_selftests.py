@@ -324,9 +324,9 @@ def test_ci_subset_in_the_makefile_names_real_tests():
     from foliolab.paths import PROJECT_ROOT
 
     line = next(
-        l
-        for l in (PROJECT_ROOT / "Makefile").read_text().splitlines()
-        if l.startswith("SUITE_ARGS ?=")
+        text
+        for text in (PROJECT_ROOT / "Makefile").read_text().splitlines()
+        if text.startswith("SUITE_ARGS ?=")
     )
     names = up.parse_selection(
         line.split("--upstream-selftests", 1)[1].split()[0]

@@ -10,12 +10,14 @@ orchestrator judges (boot/outcome.py), as it judges every executor's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 
 from foliolab.executors.base import (
+    Flag,
     BlockRequest,
     BootCapture,
     Ended,
@@ -45,7 +47,7 @@ class LavaExport(LavaJobs):
     summary = "the LAVA jobs written, nothing run (jobs export)"
     chosen_by_flag = False  # `jobs export` is its command
     record_kind = LavaServerExecutor.kind  # exported jobs are run by a lab
-    flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG)
+    flags: ClassVar[tuple[Flag, ...]] = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG)
 
     def __init__(self, out: Path, target: Target, artifacts_url: str) -> None:
         super().__init__(out, target, None, artifacts_url)
@@ -63,7 +65,7 @@ class LavaExport(LavaJobs):
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]
-    ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         for block in blocks:
             self.written.append(self.job(image, block)[1])
         yield from ()

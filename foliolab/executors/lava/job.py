@@ -30,6 +30,7 @@ import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import yaml
 
@@ -177,7 +178,7 @@ class Artifacts:
         self.base_url = base_url.rstrip("/")
         directory.mkdir(parents=True, exist_ok=True)
 
-    def add(self, name: str, data: bytes) -> dict:
+    def add(self, name: str, data: bytes) -> dict[str, Any]:
         digest = hashlib.sha256(data).hexdigest()
         path = self.directory / f"{digest[:16]}-{name}"
         if not path.exists():
@@ -186,7 +187,7 @@ class Artifacts:
             tmp.replace(path)
         return {"url": f"{self.base_url}/{path.name}", "sha256sum": digest}
 
-    def add_file(self, path: Path) -> dict:
+    def add_file(self, path: Path) -> dict[str, Any]:
         return self.add(path.name, path.read_bytes())
 
 
@@ -257,7 +258,7 @@ BOOT_MARGIN = 600
 JOB_NAME_MAX = 200
 
 
-def _timeout(seconds: float) -> dict:
+def _timeout(seconds: float) -> dict[str, Any]:
     return {"minutes": max(1, int(-(-seconds // 60)))}
 
 
@@ -266,7 +267,7 @@ def block_job(
     target: Target,
     artifacts: Artifacts,
     base_ramdisk: Path,
-) -> dict:
+) -> dict[str, Any]:
     """The LAVA job (as YAML-ready data) that runs ``block`` on ``target``.
     Its boots share one machine shape (a block is one workload): the job's
     head, each boot's deploy, boot and test, and the machine's context."""
@@ -299,18 +300,18 @@ class _JobFiles:
     tree, added once, and each kernel once however many boots run it."""
 
     artifacts: Artifacts
-    ramdisk: dict
-    dtb: dict | None
-    kernels: dict[Path, dict] = field(default_factory=dict)
+    ramdisk: dict[str, Any]
+    dtb: dict[str, Any] | None
+    kernels: dict[Path, dict[str, Any]] = field(default_factory=dict)
 
-    def kernel(self, image: Path) -> dict:
+    def kernel(self, image: Path) -> dict[str, Any]:
         if image not in self.kernels:
             self.kernels[image] = self.artifacts.add(
                 f"{image.parent.name}-{image.name}", image.read_bytes()
             )
         return self.kernels[image]
 
-    def initrd(self, boot: BootRequest) -> dict:
+    def initrd(self, boot: BootRequest) -> dict[str, Any]:
         """The base ramdisk with the boot's job (its workload, parameters
         and id) laid over it."""
         overlay = {
@@ -328,7 +329,7 @@ class _JobFiles:
         }
 
 
-def _job_head(block: BlockRequest, target: Target) -> dict:
+def _job_head(block: BlockRequest, target: Target) -> dict[str, Any]:
     """The job's name, device, timeouts and the metadata that ties its log
     back to the block's boots."""
     limits = [b.spec.timeout for b in block.boots]
@@ -358,13 +359,13 @@ def _job_head(block: BlockRequest, target: Target) -> dict:
 
 def _boot_actions(
     i: int, boot: BootRequest, target: Target, files: _JobFiles
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One boot's deploy, boot and test, in a namespace of its own."""
     ns = f"boot{i:02d}"
     kernel, initrd = files.kernel(boot.spec.kernel), files.initrd(boot)
     if target.is_qemu:
         args = " ".join(kernel_args(boot, target))
-        deploy = {
+        deploy: dict[str, Any] = {
             "to": "tmpfs",
             "images": {
                 "kernel": {
@@ -413,7 +414,7 @@ def _boot_actions(
     ]
 
 
-def _board_context(block: BlockRequest, target: Target) -> dict:
+def _board_context(block: BlockRequest, target: Target) -> dict[str, Any]:
     """u-boot takes the kernel arguments from the device's template and
     the job's context: one set for the block, which is one workload."""
     args = {" ".join(kernel_args(b, target)) for b in block.boots}
@@ -426,7 +427,7 @@ def _board_context(block: BlockRequest, target: Target) -> dict:
     return {"extra_kernel_args": args.pop()}
 
 
-def _qemu_context(first: BootSpec) -> dict:
+def _qemu_context(first: BootSpec) -> dict[str, Any]:
     """LAVA's qemu template gives -nographic, -m, -monitor and a user-mode
     NIC (always); the rest of the machine foliolab boots is added here.
     Its amd64 branch ignores the machine and cpu keys, so x86 passes them
@@ -436,7 +437,10 @@ def _qemu_context(first: BootSpec) -> dict:
         f"-smp {first.vcpus},sockets={n},cores={first.vcpus // n},threads=1",
         "-no-reboot",
     ]
-    context: dict = {"arch": QEMU_ARCH[arch.name], "memory": first.memory_mb}
+    context: dict[str, Any] = {
+        "arch": QEMU_ARCH[arch.name],
+        "memory": first.memory_mb,
+    }
     machine = arch.qemu_machine[-1]
     cpu = first.cpu or (arch.cpu_kvm if first.accel == "kvm" else arch.cpu_tcg)
     if arch.name == "x86_64":
@@ -454,12 +458,12 @@ def _qemu_context(first: BootSpec) -> dict:
     return context
 
 
-def write_job(path: Path, job: dict) -> None:
+def write_job(path: Path, job: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(job, sort_keys=False, width=1000))
 
 
-def validate(job: dict) -> None:
+def validate(job: dict[str, Any]) -> None:
     """Check ``job`` against LAVA's schema, as a server does on submit."""
     pkg = str(lava_common_dir())
     if pkg not in sys.path:
@@ -489,14 +493,14 @@ class LavaJobs:
     """What every LAVA executor does: a block as a checked job on disk, and
     its log read back into captures of its boots."""
 
-    kind: ExecutorKind
+    kind: ClassVar[ExecutorKind]
     chosen_by_flag = True
     rounds_per_block = LAVA_ROUNDS_PER_BLOCK
-    flags: tuple[Flag, ...] = TARGET_FLAGS
+    flags: ClassVar[tuple[Flag, ...]] = TARGET_FLAGS
     results_port = False  # a LAVA job's records are on the
     # console
     # the kind its manifest names: who runs the jobs
-    record_kind: ExecutorKind | None = None
+    record_kind: ClassVar[ExecutorKind | None] = None
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> LavaOptions:
@@ -532,6 +536,7 @@ class LavaJobs:
         """Nothing chosen here: the lab's QEMU, or its board, runs the
         boots as LAVA's device type says."""
         where = cls.kind.elsewhere
+        assert where is not None  # a LAVA kind's boots run elsewhere
         return Settled(where.accel, where.emulator, spec)
 
     @classmethod
@@ -564,7 +569,9 @@ class LavaJobs:
             self._store = Artifacts(self.artifacts_dir, self.base_url)
         return self._store
 
-    def job(self, image: Path, block: BlockRequest) -> tuple[dict, Path]:
+    def job(
+        self, image: Path, block: BlockRequest
+    ) -> tuple[dict[str, Any], Path]:
         job = block_job(block, self.target, self.store, image)
         validate(job)
         path = self.out / JOBS_DIR / f"{block.name}.yaml"
@@ -599,6 +606,6 @@ class LavaJobs:
             [b.rundir for b in block.boots], reason, why, source, self.kind
         )
 
-    def journal(self, entry: dict) -> None:
+    def journal(self, entry: dict[str, Any]) -> None:
         with open(self.out / JOURNAL, "a") as f:
             f.write(json.dumps(entry) + "\n")

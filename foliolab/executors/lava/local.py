@@ -23,9 +23,10 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from foliolab import proc
 from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
@@ -118,7 +119,7 @@ class Dispatcher:
         ]
         return {"PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
 
-    def device(self, dictionary: str, context: dict) -> str:
+    def device(self, dictionary: str, context: dict[str, Any]) -> str:
         """The device YAML for ``dictionary`` and a job's ``context``."""
         cp = proc.run(
             [self.python, "-c", _RENDER],
@@ -158,7 +159,7 @@ class Dispatcher:
                 "jobs and run them on a LAVA worker",
             )
         work = log_path.parent / f".lava-run-{job_id}"
-        argv = [
+        argv: list[Any] = [
             self.python,
             self.lava_run,
             "--job-id",
@@ -251,7 +252,7 @@ def dispatcher() -> Dispatcher:
     return d
 
 
-def qemu_device(d: Dispatcher, context: dict, kvm: bool) -> str:
+def qemu_device(d: Dispatcher, context: dict[str, Any], kvm: bool) -> str:
     """The device YAML of a QEMU device on this machine for a job's
     ``context``; without KVM the template must not add -enable-kvm."""
     dictionary = "{% extends 'qemu.jinja2' %}"
@@ -294,7 +295,7 @@ class LavaLocalExecutor(LavaJobs):
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]
-    ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         d = dispatcher()
         for n, block in enumerate(blocks):
             job, path = self.job(image, block)

@@ -15,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -60,7 +61,7 @@ class BootLog:
         )
 
 
-def log_records(text: str) -> list[dict]:
+def log_records(text: str) -> list[dict[str, Any]]:
     """The records of a LAVA log: one per line, as lava-run writes them
     (JSON objects, one per line) or as a server's log download has them
     (the same objects as YAML list items, "- {...}"). Empty for a plain
@@ -76,7 +77,7 @@ def log_records(text: str) -> list[dict]:
     return out
 
 
-def _console(records: list[dict], text: str) -> list[ConsoleLine]:
+def _console(records: list[dict[str, Any]], text: str) -> list[ConsoleLine]:
     """The guest console in a LAVA log: its ``lvl: target`` records, or the
     whole text when it is a plain console capture."""
     if records:
@@ -100,7 +101,7 @@ def _console(records: list[dict], text: str) -> list[ConsoleLine]:
     return [ConsoleLine(line.rstrip("\r")) for line in text.splitlines()]
 
 
-def _job_end(records: list[dict]) -> tuple[JobEnd, str]:
+def _job_end(records: list[dict[str, Any]]) -> tuple[JobEnd, str]:
     """How LAVA says the job ended, and its words for an end other than
     complete ("Infrastructure: ...", "Job: ...", "Test: ...")."""
     for rec in records:
@@ -144,7 +145,7 @@ class JobLog:
         return [b.boot_id for b in self.boots if b.boot_id]
 
 
-def _log_record(text: str) -> dict | None:
+def _log_record(text: str) -> dict[str, Any] | None:
     try:
         rec = json.loads(text)  # lava-run writes JSON-compatible YAML
     except ValueError:
@@ -155,7 +156,7 @@ def _log_record(text: str) -> dict | None:
     return rec if isinstance(rec, dict) else None
 
 
-def _time(value) -> dt.datetime | None:
+def _time(value: object) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
         return value
     try:

@@ -17,9 +17,10 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, cast
 
 import yaml
 
@@ -106,20 +107,20 @@ class Credentials:
 def credentials(url: str, identity: str = "default") -> Credentials:
     """The server and token to use: ``url`` (``--lava-url``) or lavacli's
     identity's URI; $LAVA_TOKEN or the identity's token."""
-    ident: dict = {}
+    ident: dict[str, Any] = {}
     path = LAVACLI_CONFIG.expanduser()
     if path.is_file():
         try:
             conf = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as e:
             raise UsageError(f"{path}: not YAML ({e})") from e
-        ident = conf.get(identity) if isinstance(conf, dict) else None
-        if ident is not None and not isinstance(ident, dict):
+        found = conf.get(identity) if isinstance(conf, dict) else None
+        if found is not None and not isinstance(found, dict):
             raise UsageError(
                 f"{path}: identity {identity!r} is not a "
                 "mapping of uri, username and token"
             )
-        ident = ident or {}
+        ident = found or {}
     uri = url or ident.get("uri", "")
     if not uri:
         raise UsageError(
@@ -154,9 +155,9 @@ class Server:
         self,
         method: str,
         path: str,
-        body: dict | None = None,
+        body: dict[str, Any] | None = None,
         text: bool = False,
-    ):
+    ) -> Any:
         url = f"{self.creds.url}/api/v0.2/{path}"
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method)
@@ -213,18 +214,18 @@ class Server:
             )
         return int(ids[0])
 
-    def job(self, job_id: int) -> dict:
-        return self._call("GET", f"jobs/{job_id}/")
+    def job(self, job_id: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self._call("GET", f"jobs/{job_id}/"))
 
     def log(self, job_id: int) -> str:
         """The job's log as the server keeps it (YAML, one record per
         line)."""
-        return self._call("GET", f"jobs/{job_id}/logs/", text=True)
+        return cast(str, self._call("GET", f"jobs/{job_id}/logs/", text=True))
 
     def cancel(self, job_id: int) -> None:
         self._call("GET", f"jobs/{job_id}/cancel/")
 
-    def wait(self, job_ids: list[int]) -> Iterator[tuple[int, dict]]:
+    def wait(self, job_ids: list[int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """Each job (with its state) as it finishes, polling politely; a
         server that does not answer is asked again, less often each time,
         for up to about an hour before foliolab gives up."""
@@ -255,7 +256,11 @@ class LavaServerExecutor(LavaJobs):
 
     kind = ExecutorKind("lava", LAVA_LAB, TELLER)
     summary = "a LAVA lab"
-    flags = (*TARGET_FLAGS, ARTIFACTS_URL_FLAG, *SERVER_FLAGS)
+    flags: ClassVar[tuple[Flag, ...]] = (
+        *TARGET_FLAGS,
+        ARTIFACTS_URL_FLAG,
+        *SERVER_FLAGS,
+    )
 
     def __init__(
         self,
@@ -306,7 +311,7 @@ class LavaServerExecutor(LavaJobs):
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]
-    ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         by_id: dict[int, BlockRequest] = {}
         done: set[int] = set()
         try:
@@ -334,7 +339,7 @@ class LavaServerExecutor(LavaJobs):
             self._cancel(set(by_id) - done)
 
     def _collect(
-        self, block: BlockRequest, job_id: int, state: dict
+        self, block: BlockRequest, job_id: int, state: dict[str, Any]
     ) -> list[BootCapture]:
         log_path = self.out / LOGS_DIR / f"{block.name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
