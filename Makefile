@@ -26,12 +26,14 @@ test: setup
 	$(PY) -m pytest -q tests/host $(PYTEST_ARGS)
 	$(PY) -m foliolab test $(SUITE_ARGS)
 
-# ruff (lint, and the format check) and mypy, configured in pyproject.toml;
-# no kernel, no network. CI runs it before the tests.
+# ruff (lint, and the format check), mypy (configured in pyproject.toml)
+# and the layers of the folders' imports (tests/host/test_layers.py); no
+# kernel, no network. CI runs it before the tests.
 check: venv
 	$(VENV)/bin/ruff check foliolab tests
 	$(VENV)/bin/ruff format --check foliolab tests
 	$(VENV)/bin/mypy
+	$(PY) -m pytest -q tests/host/test_layers.py
 
 # Host packages (apt, as root) and the Python environment.
 setup: venv

@@ -3,8 +3,8 @@ the metric it may count, each step's status and verdict, and the record
 on disk (bisect.json, rewritten after every step, and bisect.txt, its
 text).
 
-The search over the range is bisect.py's; building and counting a commit
-is bisectlab.py's.
+The search over the range is search.py's; building and counting a commit
+is lab.py's.
 """
 
 from __future__ import annotations

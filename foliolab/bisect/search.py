@@ -20,8 +20,8 @@ keeps its finished steps and ``--resume`` reuses them. Builds are kept in
 the kernel store, so a rerun over the same commits builds nothing.
 
 The record (the request, each step, bisect.json and bisect.txt) is
-bisectrecord.py's; the range and the lab that builds and counts a commit
-are bisectlab.py's.
+record.py's; the range and the lab that builds and counts a commit are
+lab.py's.
 """
 
 from __future__ import annotations

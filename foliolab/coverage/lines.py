@@ -1,6 +1,6 @@
 """Changed-line coverage: which of a series' added lines the suite ran.
 
-Each line a patch added (serieslines: as it stands with the whole series
+Each line a patch added (series/lines.py: as it stands with the whole series
 applied) is put in exactly one state, by these rules, in this order:
 
 1. under ``arch/X/`` for another architecture than the guest's: not

@@ -1,5 +1,5 @@
-"""The plots of a run, as PNG bytes (report.py writes them to plots/ and
-report.html carries them inline).
+"""The plots of a run, as PNG bytes (render/report.py writes them to
+plots/ and report.html carries them inline).
 
 One overview (a forest plot: every workload's primary metrics, each
 kernel's ratio to the baseline with its 95% CI, a line at 1.0, on a log

@@ -13,9 +13,12 @@ The request (stages.Request) is turned once into each stage's own input
 (stages.py: the kernels wanted, the machine's shape, the plan of boots,
 the executor's options), and each stage is given only its own. The stages
 live elsewhere: the kernels (kernel/), the manifest and what --resume
-compares (runrecord.py), the plan said before it runs (dryrun.py), the
-boots (measure.py, through an executor), the report (report.py).
-`foliolab run`'s one boot is runcommand.py.
+compares (record.py), the plan said before it runs (dryrun.py), the
+boots (boot/measure.py, through an executor, each judged by
+boot/outcome.py), the report (render/report.py). `foliolab run`'s one
+boot is command.py. No executor is named here: the registry
+(executors/__init__.py) names the one a run asks for, and the one here
+whose machine options every run checks.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ on vanilla (tests/kselftest-vanilla.json, recorded with --record-baseline).
 Any WARN, BUG, Oops or "Bad page" on the console fails the run.
 
 What a boot's results say, and how they compare with vanilla's, is
-suiteresults.py's; here the suite is planned, built and booted.
+results.py's; here the suite is planned, built and booted.
 """
 
 from __future__ import annotations
