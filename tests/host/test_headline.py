@@ -66,7 +66,7 @@ def write_run(
     workloads = list(dict.fromkeys(w for w, _ in table))
     specs = specs or {
         "vanilla": "base",
-        "patched": "base+/work/main/patches/6.12",
+        "patched": "base+/src/foliolab/patches/6.12",
     }
     env = {
         "workloads": workloads,
@@ -285,13 +285,13 @@ def test_reproduce_names_every_kernel_with_its_build(tmp_path):
     head = headline_of(report.write_report(out))
     assert head[-1] == (
         "  reproduce: foliolab compare --kernel vanilla=base --kernel "
-        "patched=base+/work/main/patches/6.12 --runs 10  # vanilla=base: "
-        "6.12.117, commit 9dc52e640653; patched=base+/work/main/patches/"
+        "patched=base+/src/foliolab/patches/6.12 --runs 10  # vanilla=base: "
+        "6.12.117, commit 9dc52e640653; patched=base+/src/foliolab/patches/"
         "6.12: 6.12.117, commit c0ffee123456, series sha abcdef0123456789"
     )
     md = (out / "report.md").read_text()
     assert (
-        "# patched=base+/work/main/patches/6.12: 6.12.117, commit "
+        "# patched=base+/src/foliolab/patches/6.12: 6.12.117, commit "
         "c0ffee123456, series sha abcdef0123456789" in md
     )
 
