@@ -1,5 +1,6 @@
 # foliolab: `make compare` runs the full A/B comparison with defaults,
-# `make test` runs the tests. Both set up what they need on first use.
+# `make test` runs the tests, `make check` lint, format and types. They
+# set up what they need on first use.
 #
 #   make compare ARGS="--workloads pageout --runs 5"
 #   make compare ARGS="--arch arm64"       (cross-built arm64 guest, TCG)
@@ -14,7 +15,7 @@ PYTEST_ARGS ?=
 # three that take seconds; all seven add ~14 min to the suite's two boots.
 SUITE_ARGS ?= --upstream-selftests rmap,droppable,uffd-wp-mremap
 
-.PHONY: compare test setup venv clean-venv
+.PHONY: compare test check setup venv clean-venv
 
 compare: setup
 	$(PY) -m foliolab compare $(ARGS)
@@ -25,19 +26,29 @@ test: setup
 	$(PY) -m pytest -q tests/host $(PYTEST_ARGS)
 	$(PY) -m foliolab test $(SUITE_ARGS)
 
+# ruff (lint, and the format check), mypy (configured in pyproject.toml)
+# and the layers of the folders' imports (tests/host/test_layers.py); no
+# kernel, no network. CI runs it before the tests.
+check: venv
+	$(VENV)/bin/ruff check foliolab tests
+	$(VENV)/bin/ruff format --check foliolab tests
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -q tests/host/test_layers.py
+
 # Host packages (apt, as root) and the Python environment.
 setup: venv
 	$(PY) -m foliolab setup
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && \
 	  $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
 	  echo "installing python3-venv"; apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; }
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt \
+	  -r requirements-dev.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 

@@ -16,17 +16,17 @@ from foliolab.errors import UsageError
 
 @dataclass(frozen=True)
 class Arch:
-    name: str              # foliolab's name (--arch)
-    linux_arch: str        # ARCH= for kbuild
-    cross_compile: str     # CROSS_COMPILE= prefix, "" for native
-    kernel_image: str      # path of the bootable image in the build dir
+    name: str  # foliolab's name (--arch)
+    linux_arch: str  # ARCH= for kbuild
+    cross_compile: str  # CROSS_COMPILE= prefix, "" for native
+    kernel_image: str  # path of the bootable image in the build dir
     make_target: str
     qemu_binary: str
     qemu_machine: list[str]
-    console: str           # console= for the kernel command line
+    console: str  # console= for the kernel command line
     cpu_tcg: str
-    cpu_kvm: str           # "" when KVM is not offered for this guest
-    debian_arch: str = "amd64"          # dpkg architecture of the guest
+    cpu_kvm: str  # "" when KVM is not offered for this guest
+    debian_arch: str = "amd64"  # dpkg architecture of the guest
     multiarch: str = "x86_64-linux-gnu"  # Debian's library directory name
     elf_machine: int = 62  # e_machine of the guest's binaries (EM_X86_64)
     # Host packages this guest needs on top of hostsetup.APT_PACKAGES.
@@ -62,45 +62,66 @@ class Arch:
     def check_accel(self, accel: str) -> None:
         """--accel kvm on a guest that only runs under TCG is bad input."""
         if accel == "kvm" and not self.kvm:
-            raise UsageError(f"--accel kvm is not available for --arch "
-                             f"{self.name}: its guests run under TCG only",
-                             hint="use --accel tcg (or auto, which picks tcg)")
+            raise UsageError(
+                f"--accel kvm is not available for --arch "
+                f"{self.name}: its guests run under TCG only",
+                hint="use --accel tcg (or auto, which picks tcg)",
+            )
 
 
 ARCHES = {
     "x86_64": Arch(
-        name="x86_64", linux_arch="x86", cross_compile="",
-        kernel_image="arch/x86/boot/bzImage", make_target="bzImage",
-        qemu_binary="qemu-system-x86_64", qemu_machine=["-M", "q35"],
-        console="ttyS0", cpu_tcg="max",
+        name="x86_64",
+        linux_arch="x86",
+        cross_compile="",
+        kernel_image="arch/x86/boot/bzImage",
+        make_target="bzImage",
+        qemu_binary="qemu-system-x86_64",
+        qemu_machine=["-M", "q35"],
+        console="ttyS0",
+        cpu_tcg="max",
         # -arch-capabilities: nested KVM here aborts on MSR 0x10a otherwise.
         cpu_kvm="host,-arch-capabilities",
         # Under TCG on a loaded host the IO-APIC timer check at boot can
         # see too few ticks and panic ("IO-APIC + timer doesn't work!"):
         # 3 of 8 boots at a load of 12-22 here. Skipping it changes
         # nothing after boot.
-        boot_args=("no_timer_check",)),
+        boot_args=("no_timer_check",),
+    ),
     "arm64": Arch(
-        name="arm64", linux_arch="arm64", cross_compile="aarch64-linux-gnu-",
-        kernel_image="arch/arm64/boot/Image", make_target="Image",
+        name="arm64",
+        linux_arch="arm64",
+        cross_compile="aarch64-linux-gnu-",
+        kernel_image="arch/arm64/boot/Image",
+        make_target="Image",
         qemu_binary="qemu-system-aarch64",
         # GICv3: GICv2 (virt's default) stops at 8 vCPUs. acpi=off: the
         # kernel boots from the device tree QEMU writes for -kernel, which
         # also carries the -numa layout (numa-node-id, distance-map).
         qemu_machine=["-M", "virt,gic-version=3,acpi=off"],
-        console="ttyAMA0", cpu_tcg="max",
+        console="ttyAMA0",
+        cpu_tcg="max",
         # An arm64 guest on these x86 hosts: TCG only.
         cpu_kvm="",
-        debian_arch="arm64", multiarch="aarch64-linux-gnu",
-        elf_machine=183,   # EM_AARCH64
-        host_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross",
-                       "qemu-system-arm"),
-        guest_packages=("busybox-static", "xfsprogs", "stress-ng",
-                        "libnuma-dev"),
+        debian_arch="arm64",
+        multiarch="aarch64-linux-gnu",
+        elf_machine=183,  # EM_AARCH64
+        host_packages=(
+            "gcc-aarch64-linux-gnu",
+            "libc6-dev-arm64-cross",
+            "qemu-system-arm",
+        ),
+        guest_packages=(
+            "busybox-static",
+            "xfsprogs",
+            "stress-ng",
+            "libnuma-dev",
+        ),
         # The vanilla debug suite's boot with the kselftests: 1410 s of
         # guest uptime here, about 660 s on x86_64 (a system call costs
         # about twice as much).
-        tcg_slowdown=2.0),
+        tcg_slowdown=2.0,
+    ),
 }
 
 
@@ -108,5 +129,7 @@ def get_arch(name: str) -> Arch:
     try:
         return ARCHES[name]
     except KeyError:
-        raise UsageError(f"unknown --arch {name!r}",
-                         hint=f"choose one of: {', '.join(ARCHES)}") from None
+        raise UsageError(
+            f"unknown --arch {name!r}",
+            hint=f"choose one of: {', '.join(ARCHES)}",
+        ) from None

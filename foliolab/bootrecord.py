@@ -15,6 +15,7 @@ import enum
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from foliolab.errors import DamagedRunError
 
@@ -25,12 +26,12 @@ BOOT_FILE = "boot.json"
 class BootStatus(str, enum.Enum):
     """How a boot ended (a str, so it is its own value in JSON)."""
 
-    OK = "ok"                   # the job ran to its end
-    PANIC = "panic"             # the kernel panicked
-    TIMEOUT = "timeout"         # the host's limit stopped QEMU
-    NO_EXIT = "no-exit"         # QEMU ended without the job's exit record
-    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
-    NOT_RUN = "not-run"         # its executor's job ended before it
+    OK = "ok"  # the job ran to its end
+    PANIC = "panic"  # the kernel panicked
+    TIMEOUT = "timeout"  # the host's limit stopped QEMU
+    NO_EXIT = "no-exit"  # QEMU ended without the job's exit record
+    QEMU_ERROR = "qemu-error"  # QEMU failed with an error of its own
+    NOT_RUN = "not-run"  # its executor's job ended before it
 
     def __str__(self) -> str:
         return self.value
@@ -41,41 +42,46 @@ class HostLoad:
     """The host while a boot ran (boot.json's ``host``): what the report
     says of the machine beside its kernels' numbers."""
 
-    loadavg_1m: float | None = None     # at the boot's start
-    governor: str = ""                  # the CPU frequency governor
-    steal_pct: float | None = None      # CPU time stolen while it ran
+    loadavg_1m: float | None = None  # at the boot's start
+    governor: str = ""  # the CPU frequency governor
+    steal_pct: float | None = None  # CPU time stolen while it ran
 
     @classmethod
-    def from_json(cls, d: dict | None) -> HostLoad:
+    def from_json(cls, d: dict[str, Any] | None) -> HostLoad:
         d = d or {}
-        return cls(d.get("loadavg_1m"), d.get("governor", ""),
-                   d.get("steal_pct"))
+        return cls(
+            d.get("loadavg_1m"), d.get("governor", ""), d.get("steal_pct")
+        )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """What is known, in the order boot.json has always had it."""
-        return {k: v for k, v in (("loadavg_1m", self.loadavg_1m),
-                                  ("governor", self.governor),
-                                  ("steal_pct", self.steal_pct))
-                if v not in (None, "")}
+        return {
+            k: v
+            for k, v in (
+                ("loadavg_1m", self.loadavg_1m),
+                ("governor", self.governor),
+                ("steal_pct", self.steal_pct),
+            )
+            if v not in (None, "")
+        }
 
 
 @dataclass
 class BootResult:
     """One boot as the host saw it."""
 
-
     status: BootStatus
-    exit_code: int | None        # the job's exit code, if it got that far
-    issues: list[str]            # kernel issues seen on the console
+    exit_code: int | None  # the job's exit code, if it got that far
+    issues: list[str]  # kernel issues seen on the console
     console: Path
     results: Path
     elapsed: float
     records: list[str] = field(default_factory=list)
-    cpu_s: float | None = None   # QEMU's user + system CPU time
+    cpu_s: float | None = None  # QEMU's user + system CPU time
     host: HostLoad = field(default_factory=HostLoad)
 
     def __post_init__(self) -> None:
-        self.status = BootStatus(self.status)   # a bad name fails here
+        self.status = BootStatus(self.status)  # a bad name fails here
 
     @property
     def clean(self) -> bool:
@@ -96,38 +102,57 @@ def read_boot(rundir: Path) -> BootResult | None:
     path = rundir / BOOT_FILE
     if not path.exists():
         return None
-    d = read_json(path, ("status", "exit_code", "issues", "console",
-                          "results", "elapsed"))
+    d = read_json(
+        path,
+        ("status", "exit_code", "issues", "console", "results", "elapsed"),
+    )
     results = rundir / d["results"]
-    records = (results.read_text(errors="replace").splitlines()
-               if results.exists() else [])
+    records = (
+        results.read_text(errors="replace").splitlines()
+        if results.exists()
+        else []
+    )
     try:
         status = BootStatus(d["status"])
     except ValueError:
-        raise DamagedRunError(f"{path}: unknown status {d['status']!r}",
-                              hint=boot_hint(rundir)) from None
-    return BootResult(status, d["exit_code"], d["issues"],
-                      rundir / d["console"], results, d["elapsed"], records,
-                      d.get("cpu_s"), HostLoad.from_json(d.get("host")))
+        raise DamagedRunError(
+            f"{path}: unknown status {d['status']!r}", hint=boot_hint(rundir)
+        ) from None
+    return BootResult(
+        status,
+        d["exit_code"],
+        d["issues"],
+        rundir / d["console"],
+        results,
+        d["elapsed"],
+        records,
+        d.get("cpu_s"),
+        HostLoad.from_json(d.get("host")),
+    )
 
 
 def boot_hint(rundir: Path) -> str:
     """What to do about a damaged file of the boot in ``rundir``."""
-    return (f"remove {rundir} and finish the run with `foliolab compare "
-            "--resume --out DIR` and the run's options: it boots it again")
+    return (
+        f"remove {rundir} and finish the run with `foliolab compare "
+        "--resume --out DIR` and the run's options: it boots it again"
+    )
 
 
-def read_json(path: Path, keys: tuple[str, ...], hint: str = "") -> dict:
+def read_json(
+    path: Path, keys: tuple[str, ...], hint: str = ""
+) -> dict[str, Any]:
     """A run file's JSON object with at least ``keys``; DamagedRunError
     naming the file and what is wrong, never a traceback (``hint``: what
     to do; default, for a boot's file: boot it again)."""
     hint = hint or boot_hint(path.parent)
     try:
         d = json.loads(path.read_text())
-    except ValueError as e:
-        raise DamagedRunError(f"{path}: not JSON ({e.msg} at line "
-                              f"{e.lineno}): cut short?",
-                              hint=hint) from None
+    except json.JSONDecodeError as e:
+        raise DamagedRunError(
+            f"{path}: not JSON ({e.msg} at line {e.lineno}): cut short?",
+            hint=hint,
+        ) from None
     if not isinstance(d, dict):
         raise DamagedRunError(f"{path}: not a JSON object", hint=hint)
     missing = [k for k in keys if k not in d]
@@ -144,22 +169,23 @@ def _proc_stat_cpu() -> list[int]:
         return []
 
 
-def host_state() -> dict:
+def host_state() -> dict[str, Any]:
     """What the host looked like as a boot started: its load average, the
     CPU counters steal time is read from, and the frequency governor."""
-    state: dict = {"cpu_ticks": _proc_stat_cpu()}
+    state: dict[str, Any] = {"cpu_ticks": _proc_stat_cpu()}
     try:
         with open("/proc/loadavg") as f:
             state["loadavg_1m"] = float(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         pass
     gov = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
-    state["governor"] = (gov.read_text().strip() if gov.exists()
-                         else "none (no cpufreq)")
+    state["governor"] = (
+        gov.read_text().strip() if gov.exists() else "none (no cpufreq)"
+    )
     return state
 
 
-def host_during(before: dict) -> HostLoad:
+def host_during(before: dict[str, Any]) -> HostLoad:
     """The host as ``before`` (host_state()) found it, with the share of
     CPU time the hypervisor stole from it while the boot ran (steal is the
     8th field of /proc/stat's cpu line)."""
@@ -167,31 +193,31 @@ def host_during(before: dict) -> HostLoad:
     a, b = before.get("cpu_ticks", []), _proc_stat_cpu()
     if len(a) >= 8 and len(b) >= 8:
         total = sum(b) - sum(a)
-        steal = (round(100.0 * (b[7] - a[7]) / total, 2)
-                 if total > 0 else 0.0)
-    return HostLoad(before.get("loadavg_1m"), before.get("governor", ""),
-                    steal)
+        steal = round(100.0 * (b[7] - a[7]) / total, 2) if total > 0 else 0.0
+    return HostLoad(
+        before.get("loadavg_1m"), before.get("governor", ""), steal
+    )
 
 
 class Pass(str, enum.Enum):
     """Which pass a boot belongs to."""
 
-    TIMED = "timed"         # the workload's own times and counters
-    COUNT = "count"         # under the counting plugin: exact counts only
+    TIMED = "timed"  # the workload's own times and counters
+    COUNT = "count"  # under the counting plugin: exact counts only
 
 
 @dataclass(frozen=True)
 class BootJob:
     """What the measuring half asked one boot to do."""
 
-    seq: int                # the boot's place in the run (derivation order)
+    seq: int  # the boot's place in the run (derivation order)
     workload: str
-    kernel: str             # the kernel's name (a sample's ``variant``)
+    kernel: str  # the kernel's name (a sample's ``variant``)
     pass_: Pass
-    first_run: int          # the run number of the boot's first sample
+    first_run: int  # the run number of the boot's first sample
     samples: int
     params: dict[str, str] = field(default_factory=dict)
-    arch: str = ""          # the guest's (counting boots read counts by it)
+    arch: str = ""  # the guest's (counting boots read counts by it)
     # the functions a counting boot counted inclusively (the workload's own
     # and --root's): deriving its samples again needs them
     count_roots: list[str] = field(default_factory=list)
@@ -205,14 +231,16 @@ class BootJob:
     @classmethod
     def read(cls, rundir: Path) -> BootJob:
         path = rundir / JOB_FILE
-        d = read_json(path, ("seq", "workload", "kernel", "pass",
-                              "first_run", "samples"))
+        d = read_json(
+            path, ("seq", "workload", "kernel", "pass", "first_run", "samples")
+        )
         try:
             d["pass_"] = Pass(d.pop("pass"))
             return cls(**d)
         except (ValueError, TypeError) as e:
-            raise DamagedRunError(f"{path}: {e}",
-                                  hint=boot_hint(rundir)) from None
+            raise DamagedRunError(
+                f"{path}: {e}", hint=boot_hint(rundir)
+            ) from None
 
 
 def boot_dirs(out: Path) -> list[Path]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from foliolab import __version__
 from foliolab.arch import get_arch
@@ -23,17 +25,26 @@ from foliolab.paths import unwritable
 log = logging.getLogger("foliolab")
 
 # Every subcommand, in the order --help lists them.
-COMMANDS = (*kernel.COMMANDS, *measure.COMMANDS, *run.COMMANDS,
-            *test.COMMANDS, *results.COMMANDS[:2], *bisect.COMMANDS,
-            *results.COMMANDS[2:])
+COMMANDS = (
+    *kernel.COMMANDS,
+    *measure.COMMANDS,
+    *run.COMMANDS,
+    *test.COMMANDS,
+    *results.COMMANDS[:2],
+    *bisect.COMMANDS,
+    *results.COMMANDS[2:],
+)
 HANDLERS = {c.name: c.handler for c in COMMANDS}
 
 
 def with_default(action: argparse.Action) -> None:
     """An option's help ends with its default, unless it names it."""
     text, default = action.help or "", action.default
-    if (default in (None, False, argparse.SUPPRESS, [])
-            or "default" in text or not action.option_strings):
+    if (
+        default in (None, False, argparse.SUPPRESS, [])
+        or "default" in text
+        or not action.option_strings
+    ):
         return
     if isinstance(default, (list, tuple)):
         default = ",".join(str(d) for d in default)
@@ -52,16 +63,22 @@ def defaults_in_help(p: argparse.ArgumentParser) -> None:
 class Parser(argparse.ArgumentParser):
     """argparse, but errors are our one-line UsageError."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise _usage(self.prog, message)
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        namespace: argparse.Namespace | None = None,
+    ) -> argparse.Namespace:
         """As argparse's, but unknown options are named with the
         subcommand they were given to (argparse names the top level)."""
         ns, extra = self.parse_known_args(args, namespace)
         if extra:
-            words = (getattr(ns, "command", None),
-                     getattr(ns, "jobs_command", None))
+            words = (
+                getattr(ns, "command", None),
+                getattr(ns, "jobs_command", None),
+            )
             prog = " ".join([self.prog, *(w for w in words if w)])
             raise _usage(prog, "unrecognized arguments: " + " ".join(extra))
         return ns
@@ -71,18 +88,24 @@ def _usage(prog: str, message: str) -> UsageError:
     """``compare: MESSAGE; see `foliolab compare --help```: main() prints
     the ``foliolab: error:`` before it, so the program is not named twice."""
     sub = prog.removeprefix("foliolab").strip()
-    return UsageError(f"{sub}: {message}" if sub else message,
-                      hint=f"see `{prog} --help`")
+    return UsageError(
+        f"{sub}: {message}" if sub else message, hint=f"see `{prog} --help`"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI (pure: no side effects), from the commands' own
     option groups."""
     p = Parser(prog="foliolab", description=__doc__.splitlines()[0])
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="log every command that is run")
-    p.add_argument("--version", action="version",
-                   version=f"foliolab {__version__}")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log every command that is run",
+    )
+    p.add_argument(
+        "--version", action="version", version=f"foliolab {__version__}"
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for c in COMMANDS:
         c.options(sub.add_parser(c.name, help=c.help))
@@ -90,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def check_args(args) -> None:
+def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
     if hasattr(args, "arch"):
         arch = get_arch(args.arch)
@@ -104,14 +127,17 @@ def check_out(out: Path) -> None:
     """--out must be a directory this user can make and write in."""
     why = unwritable(out)
     if why:
-        raise UsageError(f"--out {out}: {why}",
-                         hint="give --out a directory you can write, e.g. "
-                              "under your home or /tmp")
+        raise UsageError(
+            f"--out {out}: {why}",
+            hint="give --out a directory you can write, e.g. "
+            "under your home or /tmp",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(format="%(message)s", level=logging.INFO,
-                        stream=sys.stderr)
+    logging.basicConfig(
+        format="%(message)s", level=logging.INFO, stream=sys.stderr
+    )
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)

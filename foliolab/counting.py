@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from foliolab.kernel import kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.paths import cache_root
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 
@@ -35,8 +37,6 @@ PLUGIN_SRC = Path(__file__).resolve().parent / "plugin"
 # What the plugin is written against; QEMU 9+ refuses version-1 plugins.
 PLUGIN_API = 1
 
-# The plugin follows at most this many roots (MAX_ROOTS in counter.c).
-MAX_ROOTS = 8
 # A counting boot's time limit is this many times the timed boot's: the
 # plugin's callbacks slow TCG down (1.4x measured for pageout, more for
 # kernel-heavy work).
@@ -63,18 +63,21 @@ class Counter:
         args += [f"io={f}" for f in self.io_functions]
         for a in args:
             if "," in a:
-                raise BootError(f"plugin argument {a!r} has a comma, which "
-                                "QEMU's -plugin option cannot carry",
-                                hint="use paths without commas")
+                raise BootError(
+                    f"plugin argument {a!r} has a comma, which "
+                    "QEMU's -plugin option cannot carry",
+                    hint="use paths without commas",
+                )
         return ["-plugin", ",".join(args)]
 
 
 def check_accel(accel: str) -> None:
     """Counting needs TCG: the plugin sees only translated code."""
     if accel == "kvm":
-        raise UsageError("--count needs TCG: the counter is a TCG plugin",
-                         hint="drop --accel kvm (auto picks TCG with "
-                              "--count)")
+        raise UsageError(
+            "--count needs TCG: the counter is a TCG plugin",
+            hint="drop --accel kvm (auto picks TCG with --count)",
+        )
 
 
 # A kernel text symbol as System.map spells it: a C name, and for a
@@ -82,19 +85,22 @@ def check_accel(accel: str) -> None:
 ROOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
 
 
-def check_root_option(roots, count: bool) -> None:
+def check_root_option(roots: Sequence[str], count: bool) -> None:
     """--root (run's and compare's) only counts with --count, and names
     a function (whether the kernels have it is known once their
     System.maps are: check_roots)."""
     if roots and not count:
-        raise UsageError("--root names a function to count",
-                         hint="add --count")
+        raise UsageError(
+            "--root names a function to count", hint="add --count"
+        )
     for r in roots:
         if not ROOT_NAME.match(r):
-            raise UsageError(f"--root {r!r} is not a kernel function name",
-                             hint="give a C function name as System.map "
-                                  "has it, e.g. try_to_unmap or "
-                                  "shrink_folio_list.isra.0")
+            raise UsageError(
+                f"--root {r!r} is not a kernel function name",
+                hint="give a C function name as System.map "
+                "has it, e.g. try_to_unmap or "
+                "shrink_folio_list.isra.0",
+            )
 
 
 def build_plugin(arch: Arch) -> Path:
@@ -104,10 +110,12 @@ def build_plugin(arch: Arch) -> Path:
     m = re.search(r"#define QEMU_PLUGIN_VERSION (\d+)", text)
     if not m or int(m.group(1)) != PLUGIN_API:
         have = m.group(1) if m else "unknown"
-        raise SetupError(f"the installed QEMU's plugin API is version {have};"
-                         f" foliolab's counter is written for version "
-                         f"{PLUGIN_API} (QEMU 7.2)",
-                         hint="use Debian bookworm's QEMU 7.2")
+        raise SetupError(
+            f"the installed QEMU's plugin API is version {have};"
+            f" foliolab's counter is written for version "
+            f"{PLUGIN_API} (QEMU 7.2)",
+            hint="use Debian bookworm's QEMU 7.2",
+        )
     sources = sorted(PLUGIN_SRC.glob("*.[ch]"))
     digest = hashlib.sha256(text.encode())
     for s in sources:
@@ -117,13 +125,24 @@ def build_plugin(arch: Arch) -> Path:
     if so.exists():
         return so
     out.mkdir(parents=True, exist_ok=True)
-    argv = ["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-I", str(header.parent),
-            "-o", str(so), str(PLUGIN_SRC / "counter.c")]
+    argv = [
+        "gcc",
+        "-O2",
+        "-Wall",
+        "-shared",
+        "-fPIC",
+        "-I",
+        str(header.parent),
+        "-o",
+        str(so),
+        str(PLUGIN_SRC / "counter.c"),
+    ]
     cp = proc.run(argv, check=False)
     if cp.returncode != 0:
         (out / "build.log").write_text(cp.stdout + cp.stderr)
-        raise SetupError("the counter plugin did not build",
-                         hint=f"see {out / 'build.log'}")
+        raise SetupError(
+            "the counter plugin did not build", hint=f"see {out / 'build.log'}"
+        )
     return so
 
 
@@ -147,11 +166,15 @@ def _system_map(build_dir: Path) -> tuple[str, dict[str, str]]:
     for the version its .config names)."""
     system_map = build_dir / "System.map"
     if not system_map.exists():
-        raise SetupError(f"no System.map in {build_dir}: counting needs the "
-                         "kernel's symbols", hint="rebuild the kernel")
+        raise SetupError(
+            f"no System.map in {build_dir}: counting needs the "
+            "kernel's symbols",
+            hint="rebuild the kernel",
+        )
     config = build_dir / ".config"
-    return system_map.read_text(), symbols.lab_names(kconfig.version_of(
-        config.read_text() if config.exists() else ""))
+    return system_map.read_text(), symbols.lab_names(
+        kconfig.version_of(config.read_text() if config.exists() else "")
+    )
 
 
 def map_functions(build_dir: Path) -> set[str]:
@@ -170,21 +193,26 @@ def symbol_file(build_dir: Path) -> Path:
     """
     text, renamed = _system_map(build_dir)
     out = build_dir / "counter-symbols.txt"
-    key = hashlib.sha256(f"{text}\0{sorted(renamed.items())}".encode()
-                         ).hexdigest()
+    key = hashlib.sha256(
+        f"{text}\0{sorted(renamed.items())}".encode()
+    ).hexdigest()
     stamp = build_dir / "counter-symbols.sha256"
     if out.exists() and stamp.exists() and stamp.read_text() == key:
         return out
-    out.write_text("".join(f"{a:x} {renamed.get(n, n)}\n"
-                           for a, n in text_symbols(text)))
+    out.write_text(
+        "".join(f"{a:x} {renamed.get(n, n)}\n" for a, n in text_symbols(text))
+    )
     stamp.write_text(key)
     return out
 
 
 def functions_in(symbols: Path) -> set[str]:
     """The function names of a symbol file (symbol_file())."""
-    return {line.split()[1] for line in symbols.read_text().splitlines()
-            if len(line.split()) == 2}
+    return {
+        line.split()[1]
+        for line in symbols.read_text().splitlines()
+        if len(line.split()) == 2
+    }
 
 
 def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
@@ -193,8 +221,11 @@ def missing_functions(symbols: Path, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n not in have]
 
 
-def check_roots(workloads, functions: dict[str, set[str]],
-                given: tuple[str, ...] = ()) -> None:
+def check_roots(
+    workloads: Iterable[Workload],
+    functions: dict[str, set[str]],
+    given: tuple[str, ...] = (),
+) -> None:
     """Every counting root exists in at least one kernel of the run
     (``functions``: each kernel's, by the lab's names, symbols.RENAMES
     applied; ``given``: the --root options, named as such): a root none of
@@ -204,41 +235,48 @@ def check_roots(workloads, functions: dict[str, set[str]],
     kernels = ", ".join(functions)
     for root in given:
         if not any(root in have for have in functions.values()):
-            raise UsageError(f"--root {root}: no kernel of the run has this "
-                             f"function ({kernels})",
-                             hint="check its spelling in System.map (a "
-                                  "static function may carry a suffix "
-                                  "such as .isra.0)")
+            raise UsageError(
+                f"--root {root}: no kernel of the run has this "
+                f"function ({kernels})",
+                hint="check its spelling in System.map (a "
+                "static function may carry a suffix "
+                "such as .isra.0)",
+            )
     for w in workloads:
-        roots = tuple(w.count_roots) + ((w.count_unit.root,)
-                                        if w.count_unit else ())
+        roots = tuple(w.count_roots) + (
+            (w.count_unit.root,) if w.count_unit else ()
+        )
         for root in dict.fromkeys(roots):
             if not any(root in have for have in functions.values()):
                 raise UsageError(
                     f"workload {w.name}: counting root {root} is a function "
                     f"of none of the kernels ({kernels})",
                     hint="add its new name to symbols.RENAMES, or count "
-                         "another root")
+                    "another root",
+                )
 
 
-def counter_for(arch: Arch, build_dir: Path, plugin: Path | None = None
-                ) -> Counter:
+def counter_for(
+    arch: Arch, build_dir: Path, plugin: Path | None = None
+) -> Counter:
     """What counting a boot of the kernel in ``build_dir`` needs;
     ``plugin``: built already (else built, which may fetch QEMU's
     source)."""
     io = X86_IPI_FUNCTIONS if arch.name == "x86_64" else ()
     symbols_path = symbol_file(build_dir)
-    return Counter(plugin or build_plugin(arch), symbols_path,
-                   io_functions=io)
+    return Counter(plugin or build_plugin(arch), symbols_path, io_functions=io)
 
 
 def root_semantics(arch: str) -> str:
     """What a root counts on ``arch``, for the run's manifest (each boot's
     counts.txt says whether its kernel let the plugin do it)."""
     if arch == "x86_64":
-        return ("the entering task's own work until the root returns, "
-                "across context switches (parked at __switch_to_asm's push "
-                "%rbp, resumed at its pop %rbp)")
-    return ("per vCPU: a task switched out inside a root has the next "
-            "task's work counted into it (no switch tracking on " + arch
-            + ")")
+        return (
+            "the entering task's own work until the root returns, "
+            "across context switches (parked at __switch_to_asm's push "
+            "%rbp, resumed at its pop %rbp)"
+        )
+    return (
+        "per vCPU: a task switched out inside a root has the next "
+        "task's work counted into it (no switch tracking on " + arch + ")"
+    )

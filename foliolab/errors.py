@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 
 class FoliolabError(Exception):
@@ -16,8 +19,13 @@ class FoliolabError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, hint: str | None = None,
-                 log_path: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        log_path: Path | str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -124,13 +132,14 @@ class Stop(BaseException):
 
 
 @contextlib.contextmanager
-def stop_signals():
+def stop_signals() -> Iterator[None]:
     """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
     so the boot under way is ended and what finished is reported."""
-    def stop(signum, frame):
+
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise Stop(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM,
-                                               signal.SIGINT)}
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:

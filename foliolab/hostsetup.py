@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from foliolab import proc
@@ -35,10 +36,23 @@ BASE_VERSION = "6.12.117-1~deb12u1"
 # copied into the guest image.
 APT_PACKAGES = [
     f"{BASE_PACKAGE}={BASE_VERSION}",
-    "build-essential", "bc", "bison", "flex", "libelf-dev", "libssl-dev",
-    "cpio", "xz-utils", "kmod", "rsync", "ccache",
-    "qemu-system-x86", "busybox-static", "xfsprogs", "stress-ng",
-    "libnuma-dev", "libcap-dev",
+    "build-essential",
+    "bc",
+    "bison",
+    "flex",
+    "libelf-dev",
+    "libssl-dev",
+    "cpio",
+    "xz-utils",
+    "kmod",
+    "rsync",
+    "ccache",
+    "qemu-system-x86",
+    "busybox-static",
+    "xfsprogs",
+    "stress-ng",
+    "libnuma-dev",
+    "libcap-dev",
 ]
 
 # What `foliolab setup` adds for the reports: the headless browser the
@@ -51,8 +65,10 @@ def _package_name(spec: str) -> str:
 
 
 def installed_version(package: str) -> str | None:
-    cp = proc.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}",
-                   package], check=False)
+    cp = proc.run(
+        ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
+        check=False,
+    )
     if cp.returncode != 0:
         return None
     status, _, version = cp.stdout.partition("\t")
@@ -70,26 +86,38 @@ def missing_packages(specs: list[str]) -> list[str]:
 
 
 def ensure_packages(specs: list[str] = APT_PACKAGES) -> None:
-    """Install whatever of ``specs`` is missing; one-line error if we cannot."""
+    """Install whatever of ``specs`` is missing; one-line error if we
+    cannot."""
     missing = missing_packages(specs)
     if not missing:
         return
     names = " ".join(missing)
     if os.geteuid() != 0:
-        raise SetupError(f"missing host packages: {names}",
-                         hint=f"run as root or: sudo apt-get install {names}")
+        raise SetupError(
+            f"missing host packages: {names}",
+            hint=f"run as root or: sudo apt-get install {names}",
+        )
     log.info("Installing host packages: %s", names)
     env = {"DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"],
-                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                  *missing]):
+    for argv in (
+        ["apt-get", "update", "-qq"],
+        [
+            "apt-get",
+            "install",
+            "-y",
+            "-qq",
+            "--no-install-recommends",
+            *missing,
+        ],
+    ):
         cp = proc.run(argv, env=env, check=False)
         if cp.returncode != 0:
             tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
             raise SetupError(
                 f"could not install host packages {names}: {tail}",
                 hint="check the Debian mirror and that the pinned "
-                     f"{BASE_PACKAGE}={BASE_VERSION} is still in it")
+                f"{BASE_PACKAGE}={BASE_VERSION} is still in it",
+            )
     still = missing_packages(specs)
     if still:
         raise SetupError(f"apt-get did not install {' '.join(still)}")
@@ -118,13 +146,16 @@ def ensure_foreign_arch(debian_arch: str) -> None:
     if debian_arch in cp.stdout.split():
         return
     if os.geteuid() != 0:
-        raise SetupError(f"dpkg does not know the {debian_arch} architecture",
-                         hint=f"as root: dpkg --add-architecture {debian_arch}"
-                              " && apt-get update")
+        raise SetupError(
+            f"dpkg does not know the {debian_arch} architecture",
+            hint=f"as root: dpkg --add-architecture {debian_arch}"
+            " && apt-get update",
+        )
     log.info("Adding the %s architecture to dpkg", debian_arch)
     proc.run(["dpkg", "--add-architecture", debian_arch], error=SetupError)
-    proc.run(["apt-get", "update", "-qq"], error=SetupError,
-             what="apt-get update")
+    proc.run(
+        ["apt-get", "update", "-qq"], error=SetupError, what="apt-get update"
+    )
 
 
 _ALT = re.compile(r"^\s*([a-z0-9][a-z0-9+.-]*)(:[a-z0-9]+)?\s*(\(.*\))?\s*$")
@@ -156,7 +187,9 @@ def runtime_depends(field: str) -> list[str]:
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
     """apt-cache show output: one {field: value} per package stanza."""
-    stanzas, cur, key = [], {}, None
+    stanzas: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    key = None
     for line in text.splitlines():
         if not line.strip():
             if cur:
@@ -173,14 +206,19 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
 
 
 def _apt_show(names: list[str]) -> dict[str, dict[str, str]]:
-    cp = proc.run(["apt-cache", "show", "--no-all-versions", *names],
-                  check=False)
-    return {s["Package"]: s for s in parse_stanzas(cp.stdout)
-            if "Package" in s}
+    cp = proc.run(
+        ["apt-cache", "show", "--no-all-versions", *names], check=False
+    )
+    return {
+        s["Package"]: s for s in parse_stanzas(cp.stdout) if "Package" in s
+    }
 
 
-def package_closure(roots: list[str], debian_arch: str, show=_apt_show
-                    ) -> dict[str, str]:
+def package_closure(
+    roots: list[str],
+    debian_arch: str,
+    show: Callable[[list[str]], dict[str, dict[str, str]]] = _apt_show,
+) -> dict[str, str]:
     """``roots`` and their run-time dependencies: {name: apt name}.
 
     The apt name is ``name:ARCH``, or the bare name for an
@@ -193,16 +231,22 @@ def package_closure(roots: list[str], debian_arch: str, show=_apt_show
         stanzas = show([f"{n}:{debian_arch}" for n in todo])
         missing = [n for n in todo if n not in stanzas]
         if missing:
-            stanzas.update({n: s for n, s in show(missing).items()
-                            if s.get("Architecture") == "all"})
+            stanzas.update(
+                {
+                    n: s
+                    for n, s in show(missing).items()
+                    if s.get("Architecture") == "all"
+                }
+            )
         nxt = []
         for name in todo:
             s = stanzas.get(name)
             if s is None:
-                raise SetupError(f"no {debian_arch} package {name} in the "
-                                 "apt lists (virtual, or not in the archive)",
-                                 hint="apt-get update, or check the Debian "
-                                      "mirror")
+                raise SetupError(
+                    f"no {debian_arch} package {name} in the "
+                    "apt lists (virtual, or not in the archive)",
+                    hint="apt-get update, or check the Debian mirror",
+                )
             arch_all = s.get("Architecture") == "all"
             found[name] = name if arch_all else f"{name}:{debian_arch}"
             for field in ("Pre-Depends", "Depends"):
@@ -225,20 +269,30 @@ def ensure_guest_sysroot(arch: Arch) -> Path:
         return root
     ensure_foreign_arch(arch.debian_arch)
     closure = package_closure(list(arch.guest_packages), arch.debian_arch)
-    log.info("Unpacking %d %s packages into %s", len(closure),
-             arch.debian_arch, root)
+    log.info(
+        "Unpacking %d %s packages into %s",
+        len(closure),
+        arch.debian_arch,
+        root,
+    )
     debs = root.parent / f"{arch.name}-debs"
     shutil.rmtree(debs, ignore_errors=True)
     debs.mkdir(parents=True)
-    proc.run(["apt-get", "download", "-qq", *sorted(closure.values())],
-             cwd=debs, error=SetupError,
-             what=f"apt-get download of the {arch.name} guest packages")
+    proc.run(
+        ["apt-get", "download", "-qq", *sorted(closure.values())],
+        cwd=debs,
+        error=SetupError,
+        what=f"apt-get download of the {arch.name} guest packages",
+    )
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     got = sorted(debs.glob("*.deb"))
     for deb in got:
-        proc.run(["dpkg-deb", "-x", deb, root], error=SetupError,
-                 what=f"dpkg-deb -x {deb.name}")
+        proc.run(
+            ["dpkg-deb", "-x", deb, root],
+            error=SetupError,
+            what=f"dpkg-deb -x {deb.name}",
+        )
     stamp.write_text(head + "\n" + "".join(f"{d.name}\n" for d in got))
     shutil.rmtree(debs, ignore_errors=True)
     return root
@@ -249,18 +303,27 @@ def installed_source_version(binary: str) -> tuple[str, str]:
     ``binary`` (a binNMU's binary version has a +bN the source lacks)."""
     path = shutil.which(binary)
     if not path:
-        raise SetupError(f"{binary} is not installed",
-                         hint="run `foliolab setup`")
-    cp = proc.run(["dpkg-query", "-S", os.path.realpath(path)],
-                  check=False)
+        raise SetupError(
+            f"{binary} is not installed", hint="run `foliolab setup`"
+        )
+    cp = proc.run(["dpkg-query", "-S", os.path.realpath(path)], check=False)
     if cp.returncode != 0:
-        raise SetupError(f"{path} does not come from a Debian package, so "
-                         "its plugin header cannot be fetched",
-                         hint="use Debian's QEMU 7.2 (foliolab setup)")
+        raise SetupError(
+            f"{path} does not come from a Debian package, so "
+            "its plugin header cannot be fetched",
+            hint="use Debian's QEMU 7.2 (foliolab setup)",
+        )
     package = cp.stdout.split(":")[0].strip()
-    cp = proc.run(["dpkg-query", "-W", "-f",
-                   "${source:Package} ${source:Version}", package],
-                  error=SetupError)
+    cp = proc.run(
+        [
+            "dpkg-query",
+            "-W",
+            "-f",
+            "${source:Package} ${source:Version}",
+            package,
+        ],
+        error=SetupError,
+    )
     source, version = cp.stdout.split()
     return source, version
 
@@ -288,39 +351,72 @@ def qemu_plugin_header(binary: str) -> Path:
     for f in Path("/etc/apt/sources.list.d").glob("*.sources"):
         text = f.read_text()
         if "Types:" in text:
-            (parts / f.name).write_text(re.sub(
-                r"^Types:.*$", "Types: deb-src", text, flags=re.M))
+            (parts / f.name).write_text(
+                re.sub(r"^Types:.*$", "Types: deb-src", text, flags=re.M)
+            )
             found = True
     if not found:
-        raise SetupError("no deb822 Debian sources in /etc/apt/sources.list.d"
-                         " to fetch QEMU's source package from",
-                         hint="add a Debian source or put qemu-plugin.h of "
-                              f"QEMU {version} at {header}")
-    opts = ["-o", f"Dir::Etc::SourceList={work / 'empty.list'}",
-            "-o", f"Dir::Etc::SourceParts={parts}",
-            "-o", f"Dir::State::Lists={lists}",
-            "-o", "APT::Sandbox::User=root"]
-    log.info("Fetching qemu-plugin.h from Debian's %s %s source package",
-             source, version)
-    for argv in (["apt-get", "-q", *opts, "update"],
-                 ["apt-get", "-q", *opts, "source", "--download-only",
-                  f"{source}={version}"]):
+        raise SetupError(
+            "no deb822 Debian sources in /etc/apt/sources.list.d"
+            " to fetch QEMU's source package from",
+            hint="add a Debian source or put qemu-plugin.h of "
+            f"QEMU {version} at {header}",
+        )
+    opts = [
+        "-o",
+        f"Dir::Etc::SourceList={work / 'empty.list'}",
+        "-o",
+        f"Dir::Etc::SourceParts={parts}",
+        "-o",
+        f"Dir::State::Lists={lists}",
+        "-o",
+        "APT::Sandbox::User=root",
+    ]
+    log.info(
+        "Fetching qemu-plugin.h from Debian's %s %s source package",
+        source,
+        version,
+    )
+    for argv in (
+        ["apt-get", "-q", *opts, "update"],
+        [
+            "apt-get",
+            "-q",
+            *opts,
+            "source",
+            "--download-only",
+            f"{source}={version}",
+        ],
+    ):
         cp = proc.run(argv, cwd=work, check=False)
         if cp.returncode != 0:
             tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
-            raise SetupError(f"could not fetch {source} {version}'s source "
-                             f"for qemu-plugin.h: {tail}",
-                             hint="check the Debian mirror")
+            raise SetupError(
+                f"could not fetch {source} {version}'s source "
+                f"for qemu-plugin.h: {tail}",
+                hint="check the Debian mirror",
+            )
     tarballs = sorted(work.glob(f"{source}_*.orig.tar.*"))
     if not tarballs:
         raise SetupError(f"no orig tarball of {source} {version} in {work}")
-    cp = proc.run(["tar", "-xf", tarballs[0], "-C", work, "--wildcards",
-                   "*/include/qemu/qemu-plugin.h"], check=False)
+    cp = proc.run(
+        [
+            "tar",
+            "-xf",
+            tarballs[0],
+            "-C",
+            work,
+            "--wildcards",
+            "*/include/qemu/qemu-plugin.h",
+        ],
+        check=False,
+    )
     got = sorted(work.glob("*/include/qemu/qemu-plugin.h"))
     if cp.returncode != 0 or not got:
-        raise SetupError(f"{tarballs[0].name} has no "
-                         "include/qemu/qemu-plugin.h",
-                         hint="QEMU built without plugin support?")
+        raise SetupError(
+            f"{tarballs[0].name} has no include/qemu/qemu-plugin.h",
+            hint="QEMU built without plugin support?",
+        )
     shutil.copy(got[0], header)
     shutil.rmtree(work)
     return header

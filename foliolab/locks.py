@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from foliolab.paths import cache_root
 
 
 @contextlib.contextmanager
-def held(place: Path):
+def held(place: Path) -> Iterator[None]:
     """Exclusive use of ``place`` (any path) for the with-block; a second
     holder, in this process or another, waits."""
     key = hashlib.sha256(str(place.resolve()).encode()).hexdigest()[:16]

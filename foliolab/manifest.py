@@ -7,8 +7,8 @@ what the stages found (each kernel's build: commit, config hash and every
 other field the build reports; the image, QEMU, the accelerator used) and
 how the run ended (errors, failed boots, stopped). The report reads the
 manifest; ``--resume`` checks a new request against it. Its JSON keeps the
-names results.json's ``environment`` has always had (SPEC §7: add, don't
-rename).
+names results.json's ``environment`` has always had (results.json's
+format: add, don't rename).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import enum
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
@@ -25,20 +26,25 @@ from foliolab.executors import kind_named
 from foliolab.executors.base import ExecutorKind, ExecutorRecord
 
 MANIFEST = "environment.json"
-DAMAGED = ("results.json's `environment` is a copy of it as of the run's "
-           "last report; or run the comparison again")
+DAMAGED = (
+    "results.json's `environment` is a copy of it as of the run's "
+    "last report; or run the comparison again"
+)
 # The kernels of a --patches run (--kernel runs name their own).
 VARIANTS = ("vanilla", "patched")
 
+T = TypeVar("T")
 
-def plain(value):
+
+def plain(value: Any) -> Any:
     """A dataclass's fields as JSON-ready values, whatever they are (paths
     and enums as their text): a record of a kernel follows the fields its
     classes have, whatever fields they gain."""
-    if dataclasses.is_dataclass(value) and not isinstance(value,
-                                                          ExecutorKind):
-        return {f.name: plain(getattr(value, f.name))
-                for f in dataclasses.fields(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, ExecutorKind):
+        return {
+            f.name: plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
     if isinstance(value, enum.Enum):
         return plain(value.value)
     if isinstance(value, ExecutorKind):
@@ -57,40 +63,44 @@ class SeriesRecord:
     """A ``SOURCE+DIR[:N]`` kernel's series and the tree it was applied to
     (the spec as given is its KernelRecord's ``spec``)."""
 
-    directory: str                  # DIR as given
-    patches: int                    # how many were applied (N, else all)
-    sha: str                        # the series' digest (source.Series)
-    onto: str                       # SOURCE as given: base, debian:7.3, ...
-    tree: str                       # a package and version, or a clone
-    commit: str                     # the commit it was applied to
+    directory: str  # DIR as given
+    patches: int  # how many were applied (N, else all)
+    sha: str  # the series' digest (source.Series)
+    onto: str  # SOURCE as given: base, debian:7.3, ...
+    tree: str  # a package and version, or a clone
+    commit: str  # the commit it was applied to
 
     @classmethod
-    def from_json(cls, d: dict | None) -> SeriesRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> SeriesRecord | None:
         if not d:
             return None
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
 
 
-def _known(cls, d: dict) -> tuple[dict, dict]:
+def _known(
+    cls: type[Any], d: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``d`` split into the fields ``cls`` has and the rest."""
     names = {f.name for f in dataclasses.fields(cls)}
-    return ({k: v for k, v in d.items() if k in names},
-            {k: v for k, v in d.items() if k not in names})
+    return (
+        {k: v for k, v in d.items() if k in names},
+        {k: v for k, v in d.items() if k not in names},
+    )
 
 
-def _open_record(cls, d: dict, **typed):
+def _open_record(cls: type[T], d: dict[str, Any], **typed: Any) -> T:
     """A record whose class follows another's fields (SpecRecord,
     BuildRecord) from its JSON: the fields it has (``typed``: those read
     into records of their own), and the keys of a later version in its
     ``more``."""
     known, more = _known(cls, d)
     known.pop("more", None)
-    return cls(**{**known, **typed}, more=more)
+    return cls(**{**known, **typed, "more": more})
 
 
-def _open_json(record) -> dict:
+def _open_json(record: object) -> dict[str, Any]:
     """Such a record's JSON: its fields, then the keys in its ``more``."""
-    d = plain(record)
+    d: dict[str, Any] = plain(record)
     more = d.pop("more")
     return {**d, **more}
 
@@ -111,16 +121,18 @@ class SpecRecord:
     image: str | None = None
     debian_version: str = ""
     onto: SpecRecord | None = None
-    series_sha: str = ""            # SERIES: its patches' digest
-    more: dict = field(default_factory=dict)    # fields of a later spec
+    series_sha: str = ""  # SERIES: its patches' digest
+    more: dict[str, Any] = field(
+        default_factory=dict
+    )  # fields of a later spec
 
     @classmethod
-    def from_json(cls, d: dict | None) -> SpecRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> SpecRecord | None:
         if not d:
             return None
         return _open_record(cls, d, onto=cls.from_json(d.get("onto")))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = _open_json(self)
         d["onto"] = self.onto.to_json() if self.onto else None
         if not self.series_sha:
@@ -142,15 +154,15 @@ class BuildRecord:
     commit: str = ""
     config_sha: str = ""
     elapsed: float = 0.0
-    origin: str = ""                # e.g. a Debian package's version
-    release: str = ""               # make kernelrelease
-    more: dict = field(default_factory=dict)
+    origin: str = ""  # e.g. a Debian package's version
+    release: str = ""  # make kernelrelease
+    more: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, d: dict | None) -> BuildRecord | None:
+    def from_json(cls, d: dict[str, Any] | None) -> BuildRecord | None:
         return _open_record(cls, d) if d else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return _open_json(self)
 
 
@@ -159,9 +171,9 @@ class KernelRecord:
     """One kernel of the run, by the name the user gave it."""
 
     name: str
-    spec: str                       # SPEC as given
-    given: SpecRecord | None = None     # its KernelSpec
-    built: BuildRecord | None = None    # its build, once built
+    spec: str  # SPEC as given
+    given: SpecRecord | None = None  # its KernelSpec
+    built: BuildRecord | None = None  # its build, once built
     series: SeriesRecord | None = None  # SOURCE+DIR: what applied
 
     @property
@@ -181,34 +193,37 @@ class KernelRecord:
         """What makes two builds the same kernel."""
         return self.commit, self.config_sha
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "spec": self.spec,
-                "given": self.given.to_json() if self.given else {},
-                "built": self.built.to_json() if self.built else {},
-                "series": plain(self.series)}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "given": self.given.to_json() if self.given else {},
+            "built": self.built.to_json() if self.built else {},
+            "series": plain(self.series),
+        }
 
 
 @dataclass
 class HostRecord:
     """The machine the run started on."""
 
-    kernel: str = ""                # its kernel release
+    kernel: str = ""  # its kernel release
     cpus: int | None = None
-    machine: str = ""               # x86_64, aarch64
+    machine: str = ""  # x86_64, aarch64
 
 
 @dataclass
 class CountRecord:
     """How a --count run counted (the same for all its kernels)."""
 
-    plugin: str = ""                # the counter plugin's path
+    plugin: str = ""  # the counter plugin's path
     plugin_api: int = 0
     mode: str = ""
-    roots: str = ""                 # what a root counts on this arch
-    cmdline: str = ""               # what counting adds to the kernel's
+    roots: str = ""  # what a root counts on this arch
+    cmdline: str = ""  # what counting adds to the kernel's
 
 
-def _typed(cls, d: dict | None):
+def _typed(cls: type[T], d: dict[str, Any] | None) -> T | None:
     """A record of ``cls`` from its JSON, None for none; a key it does not
     know (a later version's) is passed over."""
     return cls(**_known(cls, d)[0]) if d else None
@@ -216,12 +231,26 @@ def _typed(cls, d: dict | None):
 
 # What a manifest from before a field existed reads as, for the fields
 # a new manifest always has.
-OLD_MANIFEST = {"command": [], "foliolab": "?", "started": "",
-                "arch": "?", "accel": "?", "vcpus": 0, "cpu": "?",
-                "numa_nodes": 1, "config": "?", "base_package": "",
-                "base_version": "", "patches_label": "?", "runs": 0,
-                "samples_per_boot": 1, "workloads": [], "params": {},
-                "memory_mb": {}, "numa_nodes_per_workload": {}}
+OLD_MANIFEST = {
+    "command": [],
+    "foliolab": "?",
+    "started": "",
+    "arch": "?",
+    "accel": "?",
+    "vcpus": 0,
+    "cpu": "?",
+    "numa_nodes": 1,
+    "config": "?",
+    "base_package": "",
+    "base_version": "",
+    "patches_label": "?",
+    "runs": 0,
+    "samples_per_boot": 1,
+    "workloads": [],
+    "params": {},
+    "memory_mb": {},
+    "numa_nodes_per_workload": {},
+}
 
 
 @dataclass
@@ -231,7 +260,7 @@ class RunManifest:
     started: str
     host: HostRecord
     arch: str
-    accel: str                      # asked for (auto, tcg, kvm), then used
+    accel: str  # asked for (auto, tcg, kvm), then used
     vcpus: int
     cpu: str
     numa_nodes: int
@@ -239,7 +268,7 @@ class RunManifest:
     base_package: str
     base_version: str
     patches_label: str
-    kernels: list[KernelRecord]     # in boot order; the first the baseline
+    kernels: list[KernelRecord]  # in boot order; the first the baseline
     runs: int
     samples_per_boot: int
     workloads: list[str]
@@ -257,10 +286,10 @@ class RunManifest:
     # --root: functions counted in every workload besides its own roots
     extra_roots: list[str] = field(default_factory=list)
     timeout: float | None = None
-    monitors: bool = False          # vmstat/interrupts sampled (monitors.py)
+    monitors: bool = False  # vmstat/interrupts sampled (monitors.py)
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    stopped: str = ""               # the signal that stopped the run
+    stopped: str = ""  # the signal that stopped the run
     resumed: list[list[str]] = field(default_factory=list)  # by commands
     finished: str = ""
 
@@ -276,8 +305,8 @@ class RunManifest:
         """The accelerator as the report names it."""
         return self.executor.accel_label(self.accel)
 
-    def to_json(self) -> dict:
-        d = plain(self)
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = plain(self)
         d.pop("kernels")
         d["command_line"] = d.pop("command")
         d["accel"] = self.accel_label
@@ -289,7 +318,8 @@ class RunManifest:
             d["config_sha"] = {k.name: k.config_sha for k in self.kernels}
             d["build_seconds"] = {
                 k.name: round(k.built.elapsed if k.built else 0.0, 1)
-                for k in self.kernels}
+                for k in self.kernels
+            }
         return d
 
     def write(self, out: Path) -> None:
@@ -298,23 +328,28 @@ class RunManifest:
         tmp.replace(out / MANIFEST)
 
     @classmethod
-    def from_json(cls, d: dict) -> RunManifest:
+    def from_json(cls, d: dict[str, Any]) -> RunManifest:
         """A manifest from its JSON, of this version or an older one (runs
         from before --kernel, before the manifest had its records): each
         field from its own key, typed; what an old manifest lacks as
         OLD_MANIFEST says."""
         fields, _ = _known(cls, d)
         accel = d.get("accel", "?")
-        return cls(**{**OLD_MANIFEST, **fields,
-                      "command": d.get("command_line", []),
-                      "accel": "lava" if accel.startswith("lava ") else accel,
-                      "host": _typed(HostRecord, d.get("host"))
-                      or HostRecord(),
-                      "kernels": _kernel_records(d),
-                      "executor": ExecutorRecord.from_json(
-                          d.get("executor"), kind_named),
-                      "count": _typed(CountRecord, d.get("count")),
-                      "attribution": d.get("attribution") or {}})
+        return cls(
+            **{
+                **OLD_MANIFEST,
+                **fields,
+                "command": d.get("command_line", []),
+                "accel": "lava" if accel.startswith("lava ") else accel,
+                "host": _typed(HostRecord, d.get("host")) or HostRecord(),
+                "kernels": _kernel_records(d),
+                "executor": ExecutorRecord.from_json(
+                    d.get("executor"), kind_named
+                ),
+                "count": _typed(CountRecord, d.get("count")),
+                "attribution": d.get("attribution") or {},
+            }
+        )
 
     @classmethod
     def read(cls, out: Path) -> RunManifest:
@@ -323,23 +358,26 @@ class RunManifest:
         path = out / MANIFEST
         if not path.exists():
             if not any((out / "raw").glob("*/*/job.json")):
-                raise UsageError(f"{out} holds no foliolab results",
-                                 hint="give the --out directory of a "
-                                      "compare run")
+                raise UsageError(
+                    f"{out} holds no foliolab results",
+                    hint="give the --out directory of a compare run",
+                )
             raise DamagedRunError(
                 f"{path}: missing, though {out / 'raw'} holds the run's "
                 "boots: what was asked (kernels, workloads, parameters) is "
-                "not known", hint="copy the run's environment.json back, or "
-                                  "run it again")
+                "not known",
+                hint="copy the run's environment.json back, or run it again",
+            )
         d = read_json(path, ("workloads",), DAMAGED)
         try:
             return cls.from_json(d)
         except (TypeError, AttributeError, KeyError, ValueError) as e:
-            raise DamagedRunError(f"{path}: a field has the wrong form "
-                                  f"({e})", hint=DAMAGED) from None
+            raise DamagedRunError(
+                f"{path}: a field has the wrong form ({e})", hint=DAMAGED
+            ) from None
 
 
-def _kernel_records(d: dict) -> list[KernelRecord]:
+def _kernel_records(d: dict[str, Any]) -> list[KernelRecord]:
     """The kernels of a manifest's JSON: from their records, or for a run
     from before them, from the names, specs and commits beside them."""
     names = list(d.get("kernels") or VARIANTS)
@@ -349,11 +387,18 @@ def _kernel_records(d: dict) -> list[KernelRecord]:
     out = []
     for n in names:
         r = records.get(n, {})
-        built = r.get("built") or ({"commit": commits[n],
-                                    "config_sha": shas.get(n, "")}
-                                   if n in commits else None)
-        out.append(KernelRecord(n, specs.get(n, "?"),
-                                SpecRecord.from_json(r.get("given")),
-                                BuildRecord.from_json(built),
-                                SeriesRecord.from_json(r.get("series"))))
+        built = r.get("built") or (
+            {"commit": commits[n], "config_sha": shas.get(n, "")}
+            if n in commits
+            else None
+        )
+        out.append(
+            KernelRecord(
+                n,
+                specs.get(n, "?"),
+                SpecRecord.from_json(r.get("given")),
+                BuildRecord.from_json(built),
+                SeriesRecord.from_json(r.get("series")),
+            )
+        )
     return out

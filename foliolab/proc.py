@@ -15,18 +15,25 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, Type
+from typing import Any, Callable, Mapping, Sequence, Type
 
 from foliolab.errors import FoliolabError
 
 log = logging.getLogger("foliolab")
 
 
-def run(argv: Sequence[str | os.PathLike], *, cwd: Path | None = None,
-        env: Mapping[str, str] | None = None, log_path: Path | None = None,
-        input: str | None = None, timeout: float | None = None,
-        check: bool = True, error: Type[FoliolabError] = FoliolabError,
-        what: str | None = None) -> subprocess.CompletedProcess:
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    input: str | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    error: Type[FoliolabError] = FoliolabError,
+    what: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv``; return the CompletedProcess (stdout as text).
 
     With ``log_path`` stdout and stderr go to that file instead of being
@@ -44,26 +51,46 @@ def run(argv: Sequence[str | os.PathLike], *, cwd: Path | None = None,
             with open(log_path, "w") as out:
                 out.write(f"$ {shlex.join(args)}\n")
                 out.flush()
-                cp = subprocess.run(args, cwd=cwd, env=full_env, input=input,
-                                    stdout=out, stderr=subprocess.STDOUT,
-                                    text=True, timeout=timeout)
+                cp = subprocess.run(
+                    args,
+                    cwd=cwd,
+                    env=full_env,
+                    input=input,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    timeout=timeout,
+                )
         else:
-            cp = subprocess.run(args, cwd=cwd, env=full_env, input=input,
-                                capture_output=True, text=True,
-                                timeout=timeout)
+            cp = subprocess.run(
+                args,
+                cwd=cwd,
+                env=full_env,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
     except FileNotFoundError as e:
-        raise error(f"command not found: {args[0]}",
-                    hint="run `make setup` to install host packages") from e
+        raise error(
+            f"command not found: {args[0]}",
+            hint="run `make setup` to install host packages",
+        ) from e
     except subprocess.TimeoutExpired as e:
-        raise error(f"{what or args[0]} timed out after {timeout:.0f} s",
-                    log_path=log_path) from e
+        raise error(
+            f"{what or args[0]} timed out after {timeout:.0f} s",
+            log_path=log_path,
+        ) from e
     if check and cp.returncode != 0:
         detail = ""
         if not log_path:
             tail = (cp.stderr or cp.stdout or "").strip().splitlines()
             detail = f": {tail[-1]}" if tail else ""
-        raise error(f"{what or shlex.join(args)} failed "
-                    f"(exit {cp.returncode}){detail}", log_path=log_path)
+        raise error(
+            f"{what or shlex.join(args)} failed "
+            f"(exit {cp.returncode}){detail}",
+            log_path=log_path,
+        )
     return cp
 
 
@@ -73,14 +100,19 @@ class Finished:
 
     returncode: int
     timed_out: bool
-    elapsed: float          # wall seconds
-    cpu_s: float            # its user + system CPU time
+    elapsed: float  # wall seconds
+    cpu_s: float  # its user + system CPU time
 
 
-def run_until(argv: Sequence[str | os.PathLike], *, output: Path,
-              timeout: float, env: Mapping[str, str] | None = None,
-              grace: float = 0.0, error: Type[FoliolabError] = FoliolabError
-              ) -> Finished:
+def run_until(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    output: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    grace: float = 0.0,
+    error: Type[FoliolabError] = FoliolabError,
+) -> Finished:
     """Run ``argv`` with stdout and stderr to ``output`` until it exits or
     ``timeout`` seconds pass. Out of time, it is ended (``grace`` > 0:
     SIGTERM first, for a command that cleans up after itself, then
@@ -95,12 +127,18 @@ def run_until(argv: Sequence[str | os.PathLike], *, output: Path,
     t0 = time.monotonic()
     with open(output, "w") as out:
         try:
-            p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
-                                 stderr=subprocess.STDOUT, env=full_env)
+            p = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+            )
         except FileNotFoundError as e:
-            raise error(f"command not found: {args[0]}",
-                        hint="run `make setup` to install host packages"
-                        ) from e
+            raise error(
+                f"command not found: {args[0]}",
+                hint="run `make setup` to install host packages",
+            ) from e
         timed_out = False
         try:
             rc = p.wait(timeout=timeout)
@@ -114,10 +152,14 @@ def run_until(argv: Sequence[str | os.PathLike], *, output: Path,
     return Finished(rc, timed_out, time.monotonic() - t0, round(cpu, 2))
 
 
-def run_lines(argv: Sequence[str | os.PathLike], *, log_path: Path,
-              on_line: Callable[[str], None],
-              env: Mapping[str, str] | None = None,
-              error: Type[FoliolabError] = FoliolabError) -> int:
+def run_lines(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    log_path: Path,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+    error: Type[FoliolabError] = FoliolabError,
+) -> int:
     """Run ``argv`` with its output (stdout and stderr) written to
     ``log_path`` and handed to ``on_line`` a line at a time, for progress;
     return its exit code. An interruption of the caller ends it."""
@@ -129,14 +171,20 @@ def run_lines(argv: Sequence[str | os.PathLike], *, log_path: Path,
     with open(log_path, "w") as logf:
         logf.write(f"$ {shlex.join(args)}\n")
         try:
-            p = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True,
-                                 env=full_env)
+            p = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=full_env,
+            )
         except FileNotFoundError as e:
-            raise error(f"command not found: {args[0]}",
-                        hint="run `make setup` to install host packages"
-                        ) from e
+            raise error(
+                f"command not found: {args[0]}",
+                hint="run `make setup` to install host packages",
+            ) from e
+        assert p.stdout is not None  # stdout=PIPE
         try:
             for line in p.stdout:
                 logf.write(line)
@@ -147,7 +195,7 @@ def run_lines(argv: Sequence[str | os.PathLike], *, log_path: Path,
             raise
 
 
-def _end(p: subprocess.Popen, grace: float) -> int:
+def _end(p: subprocess.Popen[Any], grace: float) -> int:
     if grace > 0:
         p.terminate()
         try:

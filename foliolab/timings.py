@@ -23,7 +23,7 @@ log = logging.getLogger("foliolab")
 
 TIMINGS = "timings.json"
 VERSION = 1
-KEEP = 5                    # the newest measurements kept per kind
+KEEP = 5  # the newest measurements kept per kind
 
 # Before the first measurement: a fresh 6.12 build with a cold ccache on
 # two shared cores (the trial of 2026-11-26: 587 s).
@@ -46,10 +46,13 @@ COUNT_FACTOR = 1.26
 # has counted one (build.py's {arch}-{purpose}.objects): read from the
 # lead's cache of 2026-11-26 (/root/lead-cache/build/*.objects), 6.12-7.3
 # x86_64 trees.
-DEFAULT_OBJECTS = {"x86_64/debug": 1779, "x86_64/perf": 1683,
-                   "x86_64/coverage": 1699}
-DEFAULT_OBJECTS_ANY = 1700      # another arch or purpose: about the same
-RUN_OVERHEAD_S = 15.0       # image, manifest, report
+DEFAULT_OBJECTS = {
+    "x86_64/debug": 1779,
+    "x86_64/perf": 1683,
+    "x86_64/coverage": 1699,
+}
+DEFAULT_OBJECTS_ANY = 1700  # another arch or purpose: about the same
+RUN_OVERHEAD_S = 15.0  # image, manifest, report
 # A build that compiled under this share of a fresh build's objects (the
 # same commit built again, one .c file changed) is no guide to the next
 # kernel of a run, which compiles most of them: it is not recorded, so the
@@ -61,10 +64,13 @@ def build_key(arch: str, purpose: str) -> str:
     return f"{arch}/{purpose}"
 
 
-def boot_key(arch: str, workload: str, accel: str, counted: bool,
-             samples: int) -> str:
-    return (f"{arch}/{workload}/{accel}/{'count' if counted else 'timed'}"
-            f"/{samples}")
+def boot_key(
+    arch: str, workload: str, accel: str, counted: bool, samples: int
+) -> str:
+    return (
+        f"{arch}/{workload}/{accel}/{'count' if counted else 'timed'}"
+        f"/{samples}"
+    )
 
 
 @dataclass
@@ -84,8 +90,12 @@ class Timings:
         except FileNotFoundError:
             return cls()
         except (OSError, ValueError, KeyError, TypeError) as e:
-            log.warning("%s is damaged (%s): estimates use defaults until "
-                        "the next build and boot rewrite it", path, e)
+            log.warning(
+                "%s is damaged (%s): estimates use defaults until "
+                "the next build and boot rewrite it",
+                path,
+                e,
+            )
             return cls()
         return t
 
@@ -100,14 +110,14 @@ class Timings:
         got = self.builds.get(build_key(arch, purpose))
         return statistics.median(got) if got else None
 
-    def boot_s(self, arch: str, workload: str, accel: str, counted: bool,
-               samples: int) -> float | None:
-        got = self.boots.get(boot_key(arch, workload, accel, counted,
-                                      samples))
+    def boot_s(
+        self, arch: str, workload: str, accel: str, counted: bool, samples: int
+    ) -> float | None:
+        got = self.boots.get(boot_key(arch, workload, accel, counted, samples))
         return statistics.median(got) if got else None
 
 
-def _series(d) -> dict[str, list[float]]:
+def _series(d: object) -> dict[str, list[float]]:
     if not isinstance(d, dict):
         raise TypeError("not an object")
     return {str(k): [float(x) for x in v][-KEEP:] for k, v in d.items()}
@@ -129,8 +139,14 @@ def record_build(arch: str, purpose: str, seconds: float) -> None:
     _save(t)
 
 
-def record_boot(arch: str, workload: str, accel: str, counted: bool,
-                samples: int, seconds: float) -> None:
+def record_boot(
+    arch: str,
+    workload: str,
+    accel: str,
+    counted: bool,
+    samples: int,
+    seconds: float,
+) -> None:
     t = Timings.load()
     _add(t.boots, boot_key(arch, workload, accel, counted, samples), seconds)
     _save(t)
@@ -150,7 +166,7 @@ class PlannedBootTime:
     workload: str
     counted: bool
     samples: int
-    declared_s: float = 45.0        # its workload's, one sample, TCG
+    declared_s: float = 45.0  # its workload's, one sample, TCG
     declared_count_s: float = 56.0  # the same, a counting boot
 
 
@@ -171,11 +187,16 @@ class Estimate:
     def line(self) -> str:
         source = "from this lab's measured times"
         if self.defaults:
-            source = ("defaults for " + ", ".join(self.defaults) +
-                      " (not measured here yet)")
-        return (f"# estimate: {clock(self.total_s)} wall time ({self.builds} "
-                f"build(s) {clock(self.build_s)}, {self.boots} boot(s) "
-                f"{clock(self.boot_s)}), {source}")
+            source = (
+                "defaults for "
+                + ", ".join(self.defaults)
+                + " (not measured here yet)"
+            )
+        return (
+            f"# estimate: {clock(self.total_s)} wall time ({self.builds} "
+            f"build(s) {clock(self.build_s)}, {self.boots} boot(s) "
+            f"{clock(self.boot_s)}), {source}"
+        )
 
 
 def clock(seconds: float) -> str:
@@ -198,8 +219,9 @@ def declared_seconds(accel: str, b: PlannedBootTime) -> float:
     return one * b.samples * (KVM_FACTOR if accel == "kvm" else 1.0)
 
 
-def boot_seconds(t: Timings, arch: str, accel: str, b: PlannedBootTime
-                 ) -> tuple[float, bool]:
+def boot_seconds(
+    t: Timings, arch: str, accel: str, b: PlannedBootTime
+) -> tuple[float, bool]:
     """(seconds, measured?) of one boot, from its own workload only: its
     kind's median; else the one-sample kind's, times the samples; else
     its declared time, scaled by how this host's boots of the same
@@ -214,21 +236,30 @@ def boot_seconds(t: Timings, arch: str, accel: str, b: PlannedBootTime
         return one * b.samples, True
     declared = declared_seconds(accel, b)
     prefix = boot_key(arch, b.workload, accel, False, 1).rsplit("/", 2)[0]
-    ratios = []
-    for key, got in t.boots.items():
-        kind, _, samples = key[len(prefix) + 1:].partition("/")
-        if not key.startswith(prefix + "/") or not got or \
-                not samples.isdigit():
+    ratios: list[float] = []
+    for key, times in t.boots.items():
+        kind, _, samples = key[len(prefix) + 1 :].partition("/")
+        if (
+            not key.startswith(prefix + "/")
+            or not times
+            or not samples.isdigit()
+        ):
             continue
         mine = replace(b, counted=kind == "count", samples=int(samples))
-        ratios.append(statistics.median(got) / declared_seconds(accel, mine))
+        ratios.append(statistics.median(times) / declared_seconds(accel, mine))
     if ratios:
         return declared * statistics.median(ratios), True
     return declared, False
 
 
-def estimate(t: Timings, arch: str, purpose: str, accel: str, builds: int,
-             boots: list[PlannedBootTime]) -> Estimate:
+def estimate(
+    t: Timings,
+    arch: str,
+    purpose: str,
+    accel: str,
+    builds: int,
+    boots: list[PlannedBootTime],
+) -> Estimate:
     """The wall time of ``builds`` builds and ``boots``."""
     defaults = []
     build_one = t.build_s(arch, purpose)
@@ -241,8 +272,13 @@ def estimate(t: Timings, arch: str, purpose: str, accel: str, builds: int,
         kind = f"{b.workload} {'counting ' if b.counted else ''}boots"
         if not measured and kind not in defaults:
             defaults.append(kind)
-    return Estimate(builds, build_seconds(build_one, builds),
-                    len(boots), boot_total, defaults)
+    return Estimate(
+        builds,
+        build_seconds(build_one, builds),
+        len(boots),
+        boot_total,
+        defaults,
+    )
 
 
 def build_seconds(measured: float | None, builds: int) -> float:
@@ -251,5 +287,8 @@ def build_seconds(measured: float | None, builds: int) -> float:
     directory (DEFAULT_NEXT_BUILD_S)."""
     if measured is not None:
         return builds * measured
-    return (DEFAULT_BUILD_S + (builds - 1) * DEFAULT_NEXT_BUILD_S
-            if builds else 0.0)
+    return (
+        DEFAULT_BUILD_S + (builds - 1) * DEFAULT_NEXT_BUILD_S
+        if builds
+        else 0.0
+    )

@@ -1,19 +1,26 @@
-"""Terminal output: one progress line on a TTY, plain periodic lines otherwise."""
+"""Terminal output: one progress line on a TTY, plain periodic lines
+otherwise."""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import TextIO
 
 
 class Progress:
     """``Progress('build patched/perf', total)``; call ``step()`` per item."""
 
-    def __init__(self, label: str, total: int | None = None,
-                 stream=sys.stderr, interval: float = 30.0,
-                 eta: bool = False) -> None:
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        stream: TextIO = sys.stderr,
+        interval: float = 30.0,
+        eta: bool = False,
+    ) -> None:
         self.label = label
-        self.eta = eta          # a bar's ETA from its rate so far
+        self.eta = eta  # a bar's ETA from its rate so far
         self.total = total
         self.done = 0
         self.stream = stream
@@ -21,7 +28,7 @@ class Progress:
         self.start = time.monotonic()
         self.interval = interval
         self._last = 0.0
-        self.note = ""          # appended to the line, e.g. a run's ETA
+        self.note = ""  # appended to the line, e.g. a run's ETA
 
     def _line(self) -> str:
         el = time.monotonic() - self.start
@@ -29,8 +36,10 @@ class Progress:
         if self.total:
             frac = min(self.done / self.total, 1.0)
             bar = "#" * int(frac * 30)
-            line = (f"{self.label} [{bar:<30}] {frac * 100:3.0f}% "
-                    f"{mins}:{secs:02d}")
+            line = (
+                f"{self.label} [{bar:<30}] {frac * 100:3.0f}% "
+                f"{mins}:{secs:02d}"
+            )
             if self.eta and self.done:
                 left = int(el * max(self.total - self.done, 0) / self.done)
                 line += f" ETA {left // 60}:{left % 60:02d}"

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-from foliolab import hostsetup, seriescheck, sincespec, stablehistory
+from foliolab import hostsetup
+from foliolab.series import check as seriescheck, sincespec, stablehistory
 from foliolab.kernel import build, kconfig, source, specs as kernels, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
@@ -25,14 +27,16 @@ def _tree_options(s: argparse.ArgumentParser) -> None:
 
 
 def _export_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--patches", type=Path, default=DEFAULT_PATCHES,
-                   metavar="DIR")
+    s.add_argument(
+        "--patches", type=Path, default=DEFAULT_PATCHES, metavar="DIR"
+    )
 
 
 def _build_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
-    s.add_argument("--variant", choices=("vanilla", "patched", "both"),
-                   default="both")
+    s.add_argument(
+        "--variant", choices=("vanilla", "patched", "both"), default="both"
+    )
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
 
 
@@ -41,127 +45,183 @@ def _check_options(s: argparse.ArgumentParser) -> None:
     options.base(s, "the tree the series goes on")
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
-    s.add_argument("--out", type=options.directory, help="where the boot logs go "
-                   "(default results/check-<time>)")
-    s.add_argument("--since", metavar="SPEC",
-                   help="first say which patches restore code that the "
-                        "base's stable history since SPEC removed, and "
-                        "which touch functions it changed. SPEC: "
-                        "debian:VERSION (e.g. debian:6.12.107) or "
-                        "git:PATH@REF (see docs/manual.md)")
-    s.add_argument("--history-only", action="store_true",
-                   help="with --since: only that check (no checkpatch, "
-                        "build or boot)")
+    s.add_argument(
+        "--out",
+        type=options.directory,
+        help="where the boot logs go (default results/check-<time>)",
+    )
+    s.add_argument(
+        "--since",
+        metavar="SPEC",
+        help="first say which patches restore code that the "
+        "base's stable history since SPEC removed, and "
+        "which touch functions it changed. SPEC: "
+        "debian:VERSION (e.g. debian:6.12.107) or "
+        "git:PATH@REF (see docs/manual.md)",
+    )
+    s.add_argument(
+        "--history-only",
+        action="store_true",
+        help="with --since: only that check (no checkpatch, build or boot)",
+    )
 
 
-def cmd_setup(args) -> int:
-    hostsetup.ensure_packages(hostsetup.APT_PACKAGES +
-                              hostsetup.REPORT_PACKAGES)
+def cmd_setup(args: argparse.Namespace) -> int:
+    hostsetup.ensure_packages(
+        hostsetup.APT_PACKAGES + hostsetup.REPORT_PACKAGES
+    )
     arch = get_arch(args.arch)
     hostsetup.ensure_arch(arch)
-    print("host packages: ok" + ("" if arch.native else
-          f"; {arch.name} guest sysroot: {hostsetup.guest_sysroot(arch)}"))
+    print(
+        "host packages: ok"
+        + (
+            ""
+            if arch.native
+            else f"; {arch.name} guest sysroot: "
+            f"{hostsetup.guest_sysroot(arch)}"
+        )
+    )
     return 0
 
 
-def cmd_tree(args) -> int:
+def cmd_tree(args: argparse.Namespace) -> int:
     path = source.dev_tree(source.read_series(args.patches))
     print(path)
-    print("# commit your changes on branch `dev` there, then run "
-          "`foliolab export`", file=sys.stderr)
+    print(
+        "# commit your changes on branch `dev` there, then run "
+        "`foliolab export`",
+        file=sys.stderr,
+    )
     return 0
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     written = source.export_series(args.patches)
     for p in written:
         print(p)
-    print(f"# {len(written)} patch(es) written to {args.patches}",
-          file=sys.stderr)
+    print(
+        f"# {len(written)} patch(es) written to {args.patches}",
+        file=sys.stderr,
+    )
     return 0
 
 
-def _trees(args, variants):
+def _trees(
+    args: argparse.Namespace, variants: Iterable[str]
+) -> list[source.Tree]:
     return [trees.variant_tree(v, args.patches) for v in variants]
 
 
-def cmd_build(args) -> int:
-    variants = ["vanilla", "patched"] if args.variant == "both" else [args.variant]
+def cmd_build(args: argparse.Namespace) -> int:
+    variants = (
+        ["vanilla", "patched"] if args.variant == "both" else [args.variant]
+    )
     for tree in _trees(args, variants):
         k = build.build_kernel(tree, get_arch(args.arch), args.config)
         print(f"{tree.variant}: {k.image} ({k.elapsed:.0f} s)")
     return 0
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     if args.history_only and not args.since:
-        raise UsageError("--history-only checks the series against the "
-                         "stable history: it needs --since SPEC",
-                         hint="e.g. --since debian:6.12.107")
+        raise UsageError(
+            "--history-only checks the series against the "
+            "stable history: it needs --since SPEC",
+            hint="e.g. --since debian:6.12.107",
+        )
     if args.since and args.base != "base":
-        raise UsageError(f"--since compares with the pinned base's stable "
-                         f"history; --base {args.base} is not that base",
-                         hint="drop --base, or drop --since")
+        raise UsageError(
+            f"--since compares with the pinned base's stable "
+            f"history; --base {args.base} is not that base",
+            hint="drop --base, or drop --since",
+        )
     since = _since_spec(args)
     if args.patches is None or not source.read_series(args.patches).patches:
-        raise UsageError("the series is empty: nothing to check",
-                         hint="give --patches DIR with patches in `series`")
-    history = (_check_history(since, source.read_series(args.patches))
-               if since else None)
+        raise UsageError(
+            "the series is empty: nothing to check",
+            hint="give --patches DIR with patches in `series`",
+        )
+    history = (
+        _check_history(since, source.read_series(args.patches))
+        if since
+        else None
+    )
     if args.history_only:
+        assert history is not None  # --history-only needs --since
         history.raise_if_restored()
         return 0
-    spec = kernels.with_series(kernels.parse_base(args.base), "patched",
-                               args.patches)
+    spec = kernels.with_series(
+        kernels.parse_base(args.base), "patched", args.patches
+    )
     kernels.check_spec(spec)
-    trees.tree_of(spec)         # a series that does not apply: refused here
+    trees.tree_of(spec)  # a series that does not apply: refused here
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
-        "check-%Y%m%d-%H%M%S")
-    checks = seriescheck.check_series(spec, get_arch(args.arch),
-                                      args.config, args.accel, out)
+        "check-%Y%m%d-%H%M%S"
+    )
+    checks = seriescheck.check_series(
+        spec, get_arch(args.arch), args.config, args.accel, out
+    )
     for c in checks:
         print(c.row())
     bad = [c for c in checks if not c.ok]
     if bad:
-        raise BuildError(f"{len(bad)} of {len(checks)} patches fail the "
-                         f"check, first {bad[0].name}",
-                         hint="see the rows above")
-    print(f"all {len(checks)} patches pass checkpatch --strict, build "
-          f"({args.config}) and boot")
+        raise BuildError(
+            f"{len(bad)} of {len(checks)} patches fail the "
+            f"check, first {bad[0].name}",
+            hint="see the rows above",
+        )
+    print(
+        f"all {len(checks)} patches pass checkpatch --strict, build "
+        f"({args.config}) and boot"
+    )
     if history:
         history.raise_if_restored()
     return 0
 
 
-def _since_spec(args):
+def _since_spec(args: argparse.Namespace) -> sincespec.SinceSpec | None:
     """``--since SPEC`` parsed (its syntax only), or None."""
     return sincespec.parse(args.since) if args.since else None
 
 
-def _check_history(since, series):
+def _check_history(
+    since: sincespec.SinceSpec, series: source.Series
+) -> stablehistory.HistoryReport:
     """The stable-history check: the since-tree is found and checked
     (older than the base) before the base is unpacked; the findings are
     printed, one a line."""
     older = sincespec.resolve(since, sincespec.pinned_release())
-    report = stablehistory.check_series(series, older,
-                                        sincespec.pinned_base())
+    report = stablehistory.check_series(series, older, sincespec.pinned_base())
     for line in report.lines():
         print(line)
     return report
 
 
 COMMANDS = (
-    Command("setup", "install the host packages foliolab needs",
-            _setup_options, cmd_setup),
-    Command("tree", "print the developer tree (base + series on branch dev) "
-                    "to work in",
-            _tree_options, cmd_tree),
-    Command("export", "write the developer tree's commits to the series "
-                      "directory",
-            _export_options, cmd_export),
-    Command("build", "build kernels",
-            _build_options, cmd_build),
-    Command("check", "checkpatch each patch; build and boot base + patches "
-                     "1..i for every i",
-            _check_options, cmd_check),
+    Command(
+        "setup",
+        "install the host packages foliolab needs",
+        _setup_options,
+        cmd_setup,
+    ),
+    Command(
+        "tree",
+        "print the developer tree (base + series on branch dev) to work in",
+        _tree_options,
+        cmd_tree,
+    ),
+    Command(
+        "export",
+        "write the developer tree's commits to the series directory",
+        _export_options,
+        cmd_export,
+    ),
+    Command("build", "build kernels", _build_options, cmd_build),
+    Command(
+        "check",
+        "checkpatch each patch; build and boot base + patches "
+        "1..i for every i",
+        _check_options,
+        cmd_check,
+    ),
 )

@@ -8,14 +8,15 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from foliolab import executors, orchestrate, stats, workloads
+from foliolab import executors, workloads
+from foliolab.run import orchestrate
+from foliolab.analysis import stats
 from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
-from foliolab.executors.lava.export import LavaExport
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
-from foliolab.stages import Request
+from foliolab.run.stages import Request
 from foliolab.workloads.model import with_roots
 
 log = logging.getLogger("foliolab")
@@ -23,154 +24,247 @@ log = logging.getLogger("foliolab")
 
 def _compare_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
-    s.add_argument("--kernel", action="append", default=[],
-                   metavar="NAME=SPEC",
-                   help="a kernel to compare (repeatable, two or more; the "
-                        "first is the baseline). SPEC: base, git:PATH@REF, "
-                        "debian:VERSION, any of them +DIR (the series in "
-                        "DIR on it) or +DIR:N (its first N patches), or "
-                        "image:PATH. Replaces --patches")
+    s.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a kernel to compare (repeatable, two or more; the "
+        "first is the baseline). SPEC: base, git:PATH@REF, "
+        "debian:VERSION, any of them +DIR (the series in "
+        "DIR on it) or +DIR:N (its first N patches), or "
+        "image:PATH. Replaces --patches",
+    )
     options.measure(s)
     executors.add_flags(s)
 
 
 def _jobs_options(s: argparse.ArgumentParser) -> None:
-    jobs = s.add_subparsers(dest="jobs_command", required=True,
-                            parser_class=type(s))
-    s = jobs.add_parser("export", help="write the LAVA jobs, artifacts and "
-                                       "run directory of a comparison, and "
-                                       "run nothing")
+    jobs = s.add_subparsers(
+        dest="jobs_command", required=True, parser_class=type(s)
+    )
+    s = jobs.add_parser(
+        "export",
+        help="write the LAVA jobs, artifacts and "
+        "run directory of a comparison, and "
+        "run nothing",
+    )
     options.common(s)
-    s.add_argument("--kernel", action="append", default=[],
-                   metavar="NAME=SPEC", help="as for compare")
+    s.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="as for compare",
+    )
     options.measure(s)
-    executors.add_flags(s, only=LavaExport)
-    s = jobs.add_parser("collect", help="read LAVA logs of exported jobs "
-                                        "into their run directory, report")
-    s.add_argument("dir", type=Path, metavar="OUT",
-                   help="the directory the jobs were exported to")
-    s.add_argument("logs", nargs="+", type=Path, metavar="LOG",
-                   help="a job's log: lava-run's output, or the YAML or "
-                        "plain log downloaded from a lab")
+    executors.add_flags(s, only=executors.EXPORTER)
+    s = jobs.add_parser(
+        "collect",
+        help="read LAVA logs of exported jobs "
+        "into their run directory, report",
+    )
+    s.add_argument(
+        "dir",
+        type=Path,
+        metavar="OUT",
+        help="the directory the jobs were exported to",
+    )
+    s.add_argument(
+        "logs",
+        nargs="+",
+        type=Path,
+        metavar="LOG",
+        help="a job's log: lava-run's output, or the YAML or "
+        "plain log downloaded from a lab",
+    )
 
 
 def _attribute_options(s: argparse.ArgumentParser) -> None:
     options.arch(s)
-    s.add_argument("--series", type=Path, default=DEFAULT_PATCHES,
-                   metavar="DIR", help="the series (default patches/6.12)")
+    s.add_argument(
+        "--series",
+        type=Path,
+        default=DEFAULT_PATCHES,
+        metavar="DIR",
+        help="the series (default patches/6.12)",
+    )
     options.base(s, "the tree the series goes on, the baseline `base`")
-    s.add_argument("--at", type=options.prefix_list, required=True,
-                   metavar="N,...",
-                   help="the prefixes to build, e.g. 4,10,18,25 (each the "
-                        "series' first N patches)")
+    s.add_argument(
+        "--at",
+        type=options.prefix_list,
+        required=True,
+        metavar="N,...",
+        help="the prefixes to build, e.g. 4,10,18,25 (each the "
+        "series' first N patches)",
+    )
     options.measure(s)
     executors.add_flags(s)
 
 
-def _kernel_args(args) -> list:
+def _kernel_args(args: argparse.Namespace) -> list[KernelSpec]:
     specs = [kernels.parse_kernel(k) for k in args.kernel]
     if specs and args.patches != DEFAULT_PATCHES:
-        raise UsageError("--kernel and --patches both name the kernels",
-                         hint="give --kernel only (--patches DIR is "
-                              "--kernel vanilla=base --kernel "
-                              "patched=base+DIR)")
+        raise UsageError(
+            "--kernel and --patches both name the kernels",
+            hint="give --kernel only (--patches DIR is "
+            "--kernel vanilla=base --kernel "
+            "patched=base+DIR)",
+        )
     return specs
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     return _compare(args, _kernel_args(args), args.patches, {})
 
 
-def cmd_jobs(args) -> int:
+def cmd_jobs(args: argparse.Namespace) -> int:
     if args.jobs_command == "collect":
         print(orchestrate.collect(args.dir, args.logs), end="")
         return 0
     if args.dry_run or args.resume:
-        raise UsageError("jobs export runs nothing; --dry-run and --resume "
-                         "are for compare", hint="drop them")
+        raise UsageError(
+            "jobs export runs nothing; --dry-run and --resume are for compare",
+            hint="drop them",
+        )
     if args.out is None:
-        raise UsageError("jobs export needs --out DIR",
-                         hint="the run directory the jobs' logs are "
-                              "collected into later")
+        raise UsageError(
+            "jobs export needs --out DIR",
+            hint="the run directory the jobs' logs are collected into later",
+        )
     req = _request(args, _kernel_args(args), args.patches, {})
     print(orchestrate.export(req), end="")
     return 0
 
 
-def cmd_attribute(args) -> int:
-    return _compare(args, attribute_specs(args), args.series,
-                    {f"p{n}": n for n in args.at})
+def cmd_attribute(args: argparse.Namespace) -> int:
+    return _compare(
+        args, attribute_specs(args), args.series, {f"p{n}": n for n in args.at}
+    )
 
 
-def attribute_specs(args) -> list[KernelSpec]:
+def attribute_specs(args: argparse.Namespace) -> list[KernelSpec]:
     """``attribute``'s kernels: ``base`` (the --base tree) and ``pN``, the
     tree with the series' first N patches, for each N of --at."""
     onto = kernels.parse_base(args.base)
     series = kernels.with_series(onto, "all", args.series).series()
     if args.at[-1] > len(series.patches):
-        raise UsageError(f"--at {args.at[-1]}: {args.series} has "
-                         f"{len(series.patches)} patches",
-                         hint=f"give counts from 1 to {len(series.patches)}")
+        raise UsageError(
+            f"--at {args.at[-1]}: {args.series} has "
+            f"{len(series.patches)} patches",
+            hint=f"give counts from 1 to {len(series.patches)}",
+        )
     return [onto] + [
-        kernels.with_series(onto, f"p{n}", args.series, n) for n in args.at]
+        kernels.with_series(onto, f"p{n}", args.series, n) for n in args.at
+    ]
 
 
 def _warn_small_runs(runs: int) -> None:
     """Before anything is built: --runs too small for the statistics."""
     if runs < stats.runs_needed():
-        log.warning("WARNING: with --runs %d no row can be significant (a "
-                    "two-sided Mann-Whitney test cannot give p below %.3g at "
-                    "%d against %d); use --runs %d or more (counts that "
-                    "repeat exactly are still reported as exact)", runs,
-                    stats.min_p_value(runs, runs), runs, runs,
-                    stats.runs_needed())
+        log.warning(
+            "WARNING: with --runs %d no row can be significant (a "
+            "two-sided Mann-Whitney test cannot give p below %.3g at "
+            "%d against %d); use --runs %d or more (counts that "
+            "repeat exactly are still reported as exact)",
+            runs,
+            stats.min_p_value(runs, runs),
+            runs,
+            runs,
+            stats.runs_needed(),
+        )
     if runs < stats.MIN_N_FOR_CI:
-        log.warning("WARNING: with --runs %d the report prints no "
-                    "confidence interval (it needs %d samples per kernel)",
-                    runs, stats.MIN_N_FOR_CI)
+        log.warning(
+            "WARNING: with --runs %d the report prints no "
+            "confidence interval (it needs %d samples per kernel)",
+            runs,
+            stats.MIN_N_FOR_CI,
+        )
 
 
-def _request(args, specs, patches, attribution: dict[str, int]):
+def _request(
+    args: argparse.Namespace,
+    specs: list[KernelSpec],
+    patches: Path | None,
+    attribution: dict[str, int],
+) -> Request:
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
-    roots = tuple(args.root)        # their --count: orchestrate.check
+    roots = tuple(args.root)  # their --count: orchestrate.check
     wl = [with_roots(w, roots) for w in wl]
     if args.resume and args.out is None:
-        raise UsageError("--resume finishes the run in --out DIR",
-                         hint="give the --out of the interrupted run")
+        raise UsageError(
+            "--resume finishes the run in --out DIR",
+            hint="give the --out of the interrupted run",
+        )
     _warn_small_runs(args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
-        "%Y%m%d-%H%M%S")
+        "%Y%m%d-%H%M%S"
+    )
     return Request(
-        workloads=wl, params=params, runs=args.runs, patches=patches,
-        arch=args.arch, out=out, config=args.config, accel=args.accel,
-        vcpus=args.vcpus, numa_nodes=args.numa_nodes, cpu=args.cpu,
-        samples_per_boot=args.samples_per_boot, fault=args.fault or "",
-        timeout=args.timeout, count=args.count, roots=roots, kernels=specs,
-        attribution=attribution, dry_run=args.dry_run,
+        workloads=wl,
+        params=params,
+        runs=args.runs,
+        patches=patches,
+        arch=args.arch,
+        out=out,
+        config=args.config,
+        accel=args.accel,
+        vcpus=args.vcpus,
+        numa_nodes=args.numa_nodes,
+        cpu=args.cpu,
+        samples_per_boot=args.samples_per_boot,
+        fault=args.fault or "",
+        timeout=args.timeout,
+        count=args.count,
+        roots=roots,
+        kernels=specs,
+        attribution=attribution,
+        dry_run=args.dry_run,
         records_on=args.records_on,
-        executor=executors.options(args, args.argv), resume=args.resume,
-        command=["foliolab", *args.argv], monitors=args.monitors)
+        executor=executors.options(args, args.argv),
+        resume=args.resume,
+        command=["foliolab", *args.argv],
+        monitors=args.monitors,
+    )
 
 
-def _compare(args, specs, patches, attribution: dict[str, int]) -> int:
+def _compare(
+    args: argparse.Namespace,
+    specs: list[KernelSpec],
+    patches: Path | None,
+    attribution: dict[str, int],
+) -> int:
     req = _request(args, specs, patches, attribution)
     out = req.out
     text = orchestrate.compare(req)
     print(text, end="" if args.dry_run else "\n")
     if not args.dry_run:
-        print(f"results: {out}/report.html, {out}/report.md, "
-              f"{out}/results.json, {out}/plots/")
+        print(
+            f"results: {out}/report.html, {out}/report.md, "
+            f"{out}/results.json, {out}/plots/"
+        )
     return 0
 
 
 COMMANDS = (
-    Command("compare", "full A/B (or N-kernel) comparison",
-            _compare_options, cmd_compare),
-    Command("jobs", "a run's boots as LAVA jobs: export them, collect their "
-                    "logs",
-            _jobs_options, cmd_jobs),
-    Command("attribute", "what each step of a series adds: its prefixes "
-                         "against the base in one interleaved run",
-            _attribute_options, cmd_attribute),
+    Command(
+        "compare",
+        "full A/B (or N-kernel) comparison",
+        _compare_options,
+        cmd_compare,
+    ),
+    Command(
+        "jobs",
+        "a run's boots as LAVA jobs: export them, collect their logs",
+        _jobs_options,
+        cmd_jobs,
+    ),
+    Command(
+        "attribute",
+        "what each step of a series adds: its prefixes "
+        "against the base in one interleaved run",
+        _attribute_options,
+        cmd_attribute,
+    ),
 )

@@ -21,7 +21,9 @@ def positive_int(value: str) -> int:
     try:
         n = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number"
+        ) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
     return n
@@ -40,7 +42,8 @@ def seed_list(value: str) -> tuple[int, ...]:
         seeds = tuple(int(v) for v in value.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not a comma-separated list of numbers") from None
+            f"{value!r} is not a comma-separated list of numbers"
+        ) from None
     if any(n < 0 for n in seeds):
         raise argparse.ArgumentTypeError(f"{value!r}: seeds are >= 0")
     return seeds
@@ -56,100 +59,170 @@ def prefix_list(value: str) -> tuple[int, ...]:
         ) from None
     if any(n < 1 for n in at) or list(at) != sorted(set(at)):
         raise argparse.ArgumentTypeError(
-            f"{value!r}: give increasing patch counts from 1, e.g. 4,10,25")
+            f"{value!r}: give increasing patch counts from 1, e.g. 4,10,25"
+        )
     return at
 
 
 def arch(p: argparse.ArgumentParser) -> None:
     # Checked by getarch() after parsing, for its one-line error.
-    p.add_argument("--arch", default="x86_64", metavar="|".join(ARCHES),
-                   help="guest architecture (default x86_64; arm64 is "
-                        "cross-built and runs under TCG only)")
+    p.add_argument(
+        "--arch",
+        default="x86_64",
+        metavar="|".join(ARCHES),
+        help="guest architecture (default x86_64; arm64 is "
+        "cross-built and runs under TCG only)",
+    )
 
 
 def common(p: argparse.ArgumentParser, patches: bool = True) -> None:
     arch(p)
     if patches:
-        p.add_argument("--patches", type=patches_arg, default=DEFAULT_PATCHES,
-                       metavar="DIR|none",
-                       help="series directory with a `series` file; `none` "
-                            "compares vanilla with vanilla (default "
-                            "patches/6.12)")
+        p.add_argument(
+            "--patches",
+            type=patches_arg,
+            default=DEFAULT_PATCHES,
+            metavar="DIR|none",
+            help="series directory with a `series` file; `none` "
+            "compares vanilla with vanilla (default "
+            "patches/6.12)",
+        )
 
 
 def base(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--base", default="base", metavar="SPEC",
-                   help=f"{what}: base (the pinned 6.12), git:PATH@REF or "
-                        "debian:VERSION (default base)")
+    p.add_argument(
+        "--base",
+        default="base",
+        metavar="SPEC",
+        help=f"{what}: base (the pinned 6.12), git:PATH@REF or "
+        "debian:VERSION (default base)",
+    )
 
 
 def one_kernel(p: argparse.ArgumentParser) -> None:
     """The one kernel of `run` and `test`: a variant of the pinned base,
     or any source spec."""
-    p.add_argument("--variant", choices=("vanilla", "patched"),
-                   default="patched")
-    p.add_argument("--kernel", metavar="NAME=SPEC",
-                   help="the kernel to build and boot, by any source spec "
-                        "compare takes (base, git:PATH@REF, debian:VERSION, "
-                        "each +DIR[:N] or not); replaces --variant")
+    p.add_argument(
+        "--variant", choices=("vanilla", "patched"), default="patched"
+    )
+    p.add_argument(
+        "--kernel",
+        metavar="NAME=SPEC",
+        help="the kernel to build and boot, by any source spec "
+        "compare takes (base, git:PATH@REF, debian:VERSION, "
+        "each +DIR[:N] or not); replaces --variant",
+    )
 
 
 def measure(s: argparse.ArgumentParser) -> None:
     """What compare and attribute share: machine, workloads, repetitions."""
     machine(s)
-    s.add_argument("--workloads", metavar="NAME,...",
-                   help="comma-separated workloads (default: all)")
-    s.add_argument("--runs", type=positive_int, default=10,
-                   help="samples per kernel and workload (default 10)")
-    s.add_argument("--samples-per-boot", type=positive_int, default=1,
-                   help="samples taken in one boot (default 1: a fresh "
-                        "boot per sample, see docs/manual.md)")
-    s.add_argument("--param", action="append", default=[],
-                   metavar="[WORKLOAD.]NAME=VALUE",
-                   help="override a workload parameter (repeatable)")
+    s.add_argument(
+        "--workloads",
+        metavar="NAME,...",
+        help="comma-separated workloads (default: all)",
+    )
+    s.add_argument(
+        "--runs",
+        type=positive_int,
+        default=10,
+        help="samples per kernel and workload (default 10)",
+    )
+    s.add_argument(
+        "--samples-per-boot",
+        type=positive_int,
+        default=1,
+        help="samples taken in one boot (default 1: a fresh "
+        "boot per sample, see docs/manual.md)",
+    )
+    s.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="[WORKLOAD.]NAME=VALUE",
+        help="override a workload parameter (repeatable)",
+    )
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
-    s.add_argument("--out", type=directory,
-                   help="output directory (default results/<timestamp>)")
-    s.add_argument("--timeout", type=positive_int, metavar="SECONDS",
-                   help="host-side limit per boot (default: per workload)")
-    s.add_argument("--count", action="store_true",
-                   help="add a counting boot per sample: exact guest-kernel "
-                        "instruction, TLB-invalidation and IPI counts from "
-                        "a QEMU TCG plugin (see docs/manual.md)")
-    s.add_argument("--root", action="append", default=[], metavar="FUNCTION",
-                   help="with --count: also count FUNCTION with everything "
-                        "it calls, in every workload (repeatable; a workload "
-                        "follows at most 8 roots, its own included)")
-    s.add_argument("--fault", choices=FAULTS,
-                   help="testing aid: make every sample of every kernel but "
-                        "the baseline panic or hang, to exercise foliolab's "
-                        "error paths")
-    s.add_argument("--dry-run", action="store_true",
-                   help="print the builds and QEMU command lines the run "
-                        "would execute, and execute nothing")
-    s.add_argument("--monitors", action=argparse.BooleanOptionalAction,
-                   default=True,
-                   help="sample /proc/vmstat and /proc/interrupts every "
-                        "second of each timed window into the run "
-                        "directory (default on; see docs/manual.md)")
-    s.add_argument("--resume", action="store_true",
-                   help="finish the interrupted run in --out DIR: its "
-                        "finished boots are kept, the rest run (the same "
-                        "kernels, workloads and parameters)")
+    s.add_argument(
+        "--out",
+        type=directory,
+        help="output directory (default results/<timestamp>)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="host-side limit per boot (default: per workload)",
+    )
+    s.add_argument(
+        "--count",
+        action="store_true",
+        help="add a counting boot per sample: exact guest-kernel "
+        "instruction, TLB-invalidation and IPI counts from "
+        "a QEMU TCG plugin (see docs/manual.md)",
+    )
+    s.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="FUNCTION",
+        help="with --count: also count FUNCTION with everything "
+        "it calls, in every workload (repeatable; a workload "
+        "follows at most 8 roots, its own included)",
+    )
+    s.add_argument(
+        "--fault",
+        choices=FAULTS,
+        help="testing aid: make every sample of every kernel but "
+        "the baseline panic or hang, to exercise foliolab's "
+        "error paths",
+    )
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the builds and QEMU command lines the run "
+        "would execute, and execute nothing",
+    )
+    s.add_argument(
+        "--monitors",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="sample /proc/vmstat and /proc/interrupts every "
+        "second of each timed window into the run "
+        "directory (default on; see docs/manual.md)",
+    )
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the interrupted run in --out DIR: its "
+        "finished boots are kept, the rest run (the same "
+        "kernels, workloads and parameters)",
+    )
 
 
 def machine(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("guest machine")
-    g.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"),
-                   help="auto: KVM only if a short probe boot is fast, else "
-                        "TCG (default auto)")
+    g.add_argument(
+        "--accel",
+        default="auto",
+        choices=("auto", "tcg", "kvm"),
+        help="auto: KVM only if a short probe boot is fast, else "
+        "TCG (default auto)",
+    )
     g.add_argument("--vcpus", type=positive_int, default=2)
     g.add_argument("--numa-nodes", type=positive_int, default=1)
-    g.add_argument("--cpu", default="", metavar="MODEL",
-                   help="QEMU CPU model under TCG (default max); e.g. "
-                        "neoverse-n1, an arm64 CPU without range TLBIs")
-    g.add_argument("--records-on", choices=("port", "console"),
-                   default="port",
-                   help="where the guest sends its records: a virtio port "
-                        "of their own (default), or framed on the console "
-                        "as on a board or in a LAVA job")
+    g.add_argument(
+        "--cpu",
+        default="",
+        metavar="MODEL",
+        help="QEMU CPU model under TCG (default max); e.g. "
+        "neoverse-n1, an arm64 CPU without range TLBIs",
+    )
+    g.add_argument(
+        "--records-on",
+        choices=("port", "console"),
+        default="port",
+        help="where the guest sends its records: a virtio port "
+        "of their own (default), or framed on the console "
+        "as on a board or in a LAVA job",
+    )

@@ -6,31 +6,48 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import bisectrecord, diff, report, workloads
+from foliolab.bisect import record as bisectrecord
+from foliolab.analysis import diff
+from foliolab.render import report
+from foliolab import workloads
 from foliolab.commands import Command
 from foliolab.errors import UsageError
 
 
 def _diff_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("outs", nargs="+", type=Path, metavar="OUT",
-                   help="run directories (two or more)")
-    s.add_argument("--all", action="store_true",
-                   help="secondary metrics too, not only the primary ones")
+    s.add_argument(
+        "outs",
+        nargs="+",
+        type=Path,
+        metavar="OUT",
+        help="run directories (two or more)",
+    )
+    s.add_argument(
+        "--all",
+        action="store_true",
+        help="secondary metrics too, not only the primary ones",
+    )
 
 
 def _workloads_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("names", nargs="?", metavar="NAME,...",
-                   help="only these workloads (default: all)")
+    s.add_argument(
+        "names",
+        nargs="?",
+        metavar="NAME,...",
+        help="only these workloads (default: all)",
+    )
 
 
 def _report_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("dir", type=Path)
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
-        raise UsageError(f"{args.dir}: no such directory",
-                         hint="give the --out directory of a compare run")
+        raise UsageError(
+            f"{args.dir}: no such directory",
+            hint="give the --out directory of a compare run",
+        )
     if (args.dir / bisectrecord.RECORD).exists():
         record = bisectrecord.Record.read(args.dir)
         (args.dir / bisectrecord.TEXT).write_text(bisectrecord.render(record))
@@ -40,22 +57,33 @@ def cmd_report(args) -> int:
     return 0
 
 
-def cmd_workloads(args) -> int:
+def cmd_workloads(args: argparse.Namespace) -> int:
     print(workloads.listing(workloads.get_workloads(args.names)), end="")
     return 0
 
 
-def cmd_diff(args) -> int:
+def cmd_diff(args: argparse.Namespace) -> int:
     print(diff.diff(args.outs, args.all), end="")
     return 0
 
 
 COMMANDS = (
-    Command("diff", "compare the ratios of finished runs (e.g. series v1 vs "
-                    "v2)",
-            _diff_options, cmd_diff),
-    Command("workloads", "list every workload with its parameters and metrics",
-            _workloads_options, cmd_workloads),
-    Command("report", "rewrite the report of a results DIR",
-            _report_options, cmd_report),
+    Command(
+        "diff",
+        "compare the ratios of finished runs (e.g. series v1 vs v2)",
+        _diff_options,
+        cmd_diff,
+    ),
+    Command(
+        "workloads",
+        "list every workload with its parameters and metrics",
+        _workloads_options,
+        cmd_workloads,
+    ),
+    Command(
+        "report",
+        "rewrite the report of a results DIR",
+        _report_options,
+        cmd_report,
+    ),
 )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import countwindows, parse, runcommand
+from foliolab.guestdata import countwindows, parse
+from foliolab.run import command as runcommand
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
@@ -18,63 +19,116 @@ def _run_options(s: argparse.ArgumentParser) -> None:
     options.machine(s)
     options.one_kernel(s)
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
-    s.add_argument("--add", type=Path, action="append", default=[],
-                   metavar="FILE", help="static binary to put in the "
-                                        "guest's PATH (repeatable)")
-    s.add_argument("--memory", type=options.positive_int, default=3072,
-                   metavar="MIB")
-    s.add_argument("--timeout", type=options.positive_int, default=600,
-                   metavar="SECONDS")
-    s.add_argument("--append", action="append", default=[], metavar="ARG",
-                   help="extra kernel argument (repeatable)")
-    s.add_argument("--count", action="store_true",
-                   help="count the guest kernel's work while CMD runs, "
-                        "exactly (TCG plugin), and print it like perf stat")
-    s.add_argument("--root", action="append", default=[], metavar="FUNCTION",
-                   help="with --count: also count FUNCTION with everything "
-                        "it calls (repeatable, up to 8)")
-    s.add_argument("--top", type=options.positive_int, default=25, metavar="N",
-                   help="with --count: functions listed (default 25)")
-    s.add_argument("cmd", nargs=argparse.REMAINDER,
-                   help="-- CMD [ARGS...]")
+    s.add_argument(
+        "--add",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="static binary to put in the guest's PATH (repeatable)",
+    )
+    s.add_argument(
+        "--memory", type=options.positive_int, default=3072, metavar="MIB"
+    )
+    s.add_argument(
+        "--timeout", type=options.positive_int, default=600, metavar="SECONDS"
+    )
+    s.add_argument(
+        "--append",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra kernel argument (repeatable)",
+    )
+    s.add_argument(
+        "--count",
+        action="store_true",
+        help="count the guest kernel's work while CMD runs, "
+        "exactly (TCG plugin), and print it like perf stat",
+    )
+    s.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="FUNCTION",
+        help="with --count: also count FUNCTION with everything "
+        "it calls (repeatable, up to 8)",
+    )
+    s.add_argument(
+        "--top",
+        type=options.positive_int,
+        default=25,
+        metavar="N",
+        help="with --count: functions listed (default 25)",
+    )
+    s.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
-        raise UsageError("foliolab run: no command given",
-                         hint="usage: foliolab run [options] -- CMD [ARGS]")
+        raise UsageError(
+            "foliolab run: no command given",
+            hint="usage: foliolab run [options] -- CMD [ARGS]",
+        )
     req = runcommand.CommandRequest(
-        cmd, args.arch, args.variant, args.patches, args.config, args.accel,
-        args.vcpus, args.memory, args.numa_nodes, args.timeout, args.cpu,
-        tuple(args.append), args.records_on == "console", args.add,
-        args.count, tuple(args.root), args.kernel or "")
+        cmd,
+        args.arch,
+        args.variant,
+        args.patches,
+        args.config,
+        args.accel,
+        args.vcpus,
+        args.memory,
+        args.numa_nodes,
+        args.timeout,
+        args.cpu,
+        tuple(args.append),
+        args.records_on == "console",
+        args.add,
+        args.count,
+        tuple(args.root),
+        args.kernel or "",
+    )
     res, variant = runcommand.boot_command(req)
     for line in parse.parse_records(res.records).output:
         print(line)
     if not res.clean:
         raise FoliolabError(f"guest {res.describe()}", log_path=res.console)
     if args.count:
-        _print_counts(res.console.parent / "counts.txt", args.arch, cmd,
-                      variant, args.top)
+        _print_counts(
+            res.console.parent / "counts.txt",
+            args.arch,
+            cmd,
+            variant,
+            args.top,
+        )
     return res.exit_code if res.exit_code is not None else 1
 
 
-def _print_counts(path: Path, arch: str, cmd: list[str], variant: str,
-                  top: int) -> None:
+def _print_counts(
+    path: Path, arch: str, cmd: list[str], variant: str, top: int
+) -> None:
     counts = countwindows.read_counts(path)
     windows = counts.tagged(RUN)
     if not windows:
-        raise FoliolabError("the counting window of the command did not "
-                            "close", log_path=path)
-    print(f"\n Exact counts of the {variant} {arch} guest kernel while "
-          f"'{' '.join(cmd)}' ran (QEMU TCG plugin, {path}):\n")
+        raise FoliolabError(
+            "the counting window of the command did not close", log_path=path
+        )
+    print(
+        f"\n Exact counts of the {variant} {arch} guest kernel while "
+        f"'{' '.join(cmd)}' ran (QEMU TCG plugin, {path}):\n"
+    )
     for w in windows:
-        print("\n".join(countwindows.stat_lines(w, arch, top,
-                                            counts.switch_tracking)))
+        print(
+            "\n".join(
+                countwindows.stat_lines(w, arch, top, counts.switch_tracking)
+            )
+        )
 
 
 COMMANDS = (
-    Command("run", "boot a built kernel and run CMD in it",
-            _run_options, cmd_run),
+    Command(
+        "run", "boot a built kernel and run CMD in it", _run_options, cmd_run
+    ),
 )

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from pathlib import Path
 
-from foliolab import counting, coveragerun, suite, upstream_selftests
+from foliolab import counting
+from foliolab.coverage import run as coveragerun
+from foliolab.suite import run as suite
+from foliolab.kernel import upstream_selftests
 from foliolab.kernel import kconfig, specs, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
@@ -17,97 +21,167 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
     options.one_kernel(s)
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
-    s.add_argument("--mglru", choices=("both", "on", "off"), default="both",
-                   help="run with MGLRU on, off, or both (default both)")
-    s.add_argument("--no-kselftests", action="store_true",
-                   help="only foliolab's own guest tests")
-    s.add_argument("--upstream-selftests", metavar="all|none|NAME,...",
-                   help="upstream 7.3's mm selftests (built from Debian's "
-                        "linux-source-7.3) to run in every boot: all, none "
-                        "or some of rmap, ksm_functional_tests, khugepaged, "
-                        "khugepaged-mthp, droppable, uffd-wp-mremap, cow "
-                        "(default: all when the 7.3 source can be had, none "
-                        "with --only or --no-kselftests)")
-    s.add_argument("--count", action="store_true",
-                   help="count each guest test's kernel work exactly (TCG "
-                        "plugin; the boots take about twice as long)")
-    s.add_argument("--append", action="append", default=[], metavar="ARG",
-                   help="extra kernel argument (repeatable), e.g. a boot "
-                        "parameter of a test-only kernel change")
-    s.add_argument("--config", choices=("debug", "kasan"), default="debug",
-                   help="debug (default) or kasan: debug plus generic KASAN")
-    s.add_argument("--coverage", action="store_true",
-                   help="changed-line coverage: the debug kernel with gcov "
-                        "in the directories the series touches; reports "
-                        "which of the series' added lines the suite ran "
-                        "(coverage.txt, .json, .html in the output "
-                        "directory)")
-    s.add_argument("--only", action="append", default=[],
-                   metavar="PROGRAM[.CASE]",
-                   help="run only this guest test program or case "
-                        "(repeatable; e.g. anon_swap.pageout_64k); no "
-                        "kselftests")
-    s.add_argument("--repeat", type=options.positive_int, default=1, metavar="N",
-                   help="run each selected guest test program N times "
-                        "in the boot (to chase a flaky case)")
-    s.add_argument("--stress", type=options.positive_int, metavar="SECONDS",
-                   help="besides the fixed seeds, run the randomized stress "
-                        "test with new random seeds for about SECONDS")
-    s.add_argument("--stress-seeds", type=options.seed_list, metavar="N,N,...",
-                   help="run the stress test with exactly these seeds "
-                        "(to reproduce a failure: its name has the seed)")
-    s.add_argument("--record-baseline", action="store_true",
-                   help="write the kselftest results to "
-                        "tests/kselftest-vanilla.json (other arches: "
-                        "kselftest-vanilla-ARCH.json) and upstream's to "
-                        "tests/upstream-selftests-vanilla.json (use with "
-                        "--variant vanilla)")
-    s.add_argument("--out", type=options.directory,
-                   help="output directory (default results/test-<time>)")
+    s.add_argument(
+        "--mglru",
+        choices=("both", "on", "off"),
+        default="both",
+        help="run with MGLRU on, off, or both (default both)",
+    )
+    s.add_argument(
+        "--no-kselftests",
+        action="store_true",
+        help="only foliolab's own guest tests",
+    )
+    s.add_argument(
+        "--upstream-selftests",
+        metavar="all|none|NAME,...",
+        help="upstream 7.3's mm selftests (built from Debian's "
+        "linux-source-7.3) to run in every boot: all, none "
+        "or some of rmap, ksm_functional_tests, khugepaged, "
+        "khugepaged-mthp, droppable, uffd-wp-mremap, cow "
+        "(default: all when the 7.3 source can be had, none "
+        "with --only or --no-kselftests)",
+    )
+    s.add_argument(
+        "--count",
+        action="store_true",
+        help="count each guest test's kernel work exactly (TCG "
+        "plugin; the boots take about twice as long)",
+    )
+    s.add_argument(
+        "--append",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra kernel argument (repeatable), e.g. a boot "
+        "parameter of a test-only kernel change",
+    )
+    s.add_argument(
+        "--config",
+        choices=("debug", "kasan"),
+        default="debug",
+        help="debug (default) or kasan: debug plus generic KASAN",
+    )
+    s.add_argument(
+        "--coverage",
+        action="store_true",
+        help="changed-line coverage: the debug kernel with gcov "
+        "in the directories the series touches; reports "
+        "which of the series' added lines the suite ran "
+        "(coverage.txt, .json, .html in the output "
+        "directory)",
+    )
+    s.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PROGRAM[.CASE]",
+        help="run only this guest test program or case "
+        "(repeatable; e.g. anon_swap.pageout_64k); no "
+        "kselftests",
+    )
+    s.add_argument(
+        "--repeat",
+        type=options.positive_int,
+        default=1,
+        metavar="N",
+        help="run each selected guest test program N times "
+        "in the boot (to chase a flaky case)",
+    )
+    s.add_argument(
+        "--stress",
+        type=options.positive_int,
+        metavar="SECONDS",
+        help="besides the fixed seeds, run the randomized stress "
+        "test with new random seeds for about SECONDS",
+    )
+    s.add_argument(
+        "--stress-seeds",
+        type=options.seed_list,
+        metavar="N,N,...",
+        help="run the stress test with exactly these seeds "
+        "(to reproduce a failure: its name has the seed)",
+    )
+    s.add_argument(
+        "--record-baseline",
+        action="store_true",
+        help="write the kselftest results to "
+        "tests/kselftest-vanilla.json (other arches: "
+        "kselftest-vanilla-ARCH.json) and upstream's to "
+        "tests/upstream-selftests-vanilla.json (use with "
+        "--variant vanilla)",
+    )
+    s.add_argument(
+        "--out",
+        type=options.directory,
+        help="output directory (default results/test-<time>)",
+    )
 
 
-def cmd_test(args) -> int:
+def cmd_test(args: argparse.Namespace) -> int:
     if args.count:
         counting.check_accel(args.accel)
     suite.check_only(tuple(args.only))
     if args.record_baseline and (args.variant != "vanilla" or args.kernel):
-        raise UsageError("--record-baseline records vanilla's results",
-                         hint="add --variant vanilla")
+        raise UsageError(
+            "--record-baseline records vanilla's results",
+            hint="add --variant vanilla",
+        )
     if args.coverage:
-        coveragerun.check_request(args.count, args.config,
-                                  get_arch(args.arch))
-    if args.kernel:         # its form, before the plan may ask apt
+        coveragerun.check_request(args.count, args.config, get_arch(args.arch))
+    if args.kernel:  # its form, before the plan may ask apt
         specs.parse_kernel(args.kernel)
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
     if args.coverage:
         coverage = coveragerun.plan_for(
-            tree, coveragerun.suite_series(args.kernel, args.variant,
-                                           args.patches), get_arch(args.arch))
+            tree,
+            coveragerun.suite_series(args.kernel, args.variant, args.patches),
+            get_arch(args.arch),
+        )
     lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
-        "test-%Y%m%d-%H%M%S")
+        "test-%Y%m%d-%H%M%S"
+    )
     purpose = kconfig.COVERAGE if coverage else args.config
     passed, summary = suite.run_suite(
-        tree, get_arch(args.arch), out, lru,
-        not (args.no_kselftests or args.only), args.record_baseline,
-        args.accel, args.count, tuple(args.append), purpose,
+        tree,
+        get_arch(args.arch),
+        out,
+        lru,
+        not (args.no_kselftests or args.only),
+        args.record_baseline,
+        args.accel,
+        args.count,
+        tuple(args.append),
+        purpose,
         suite.stress_plan(args.stress, args.stress_seeds),
-        tuple(args.only), args.repeat, upstream, coverage)
+        tuple(args.only),
+        args.repeat,
+        upstream,
+        coverage,
+    )
     print(summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if coverage:
-        print(f"# coverage report: {out}/coverage.txt, coverage.json, "
-              "coverage.html")
+        print(
+            f"# coverage report: {out}/coverage.txt, coverage.json, "
+            "coverage.html"
+        )
     if not passed:
-        raise FoliolabError(f"correctness suite failed on the {tree.variant} "
-                            f"{purpose} kernel", log_path=out / "suite.ktap")
+        raise FoliolabError(
+            f"correctness suite failed on the {tree.variant} {purpose} kernel",
+            log_path=out / "suite.ktap",
+        )
     return 0
 
 
-def _upstream_plan(args):
+def _upstream_plan(
+    args: argparse.Namespace,
+) -> upstream_selftests.Plan | None:
     """``foliolab test``'s upstream selftests, checked before any build."""
+    selection: tuple[str, ...] | None
     if args.upstream_selftests is not None:
         selection = upstream_selftests.parse_selection(args.upstream_selftests)
     else:
@@ -115,7 +189,41 @@ def _upstream_plan(args):
     return upstream_selftests.plan(selection, get_arch(args.arch))
 
 
+def _reasons_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "run", type=Path, help="the run directory (with coverage.json)"
+    )
+    s.add_argument(
+        "series", type=Path, help="the series directory (patches/6.12)"
+    )
+    s.add_argument(
+        "--out",
+        type=Path,
+        help="where to write coverage.txt, "
+        ".json, .html (default: the run directory)",
+    )
+
+
+def cmd_coverage_reasons(args: argparse.Namespace) -> int:
+    """A finished coverage run's report written again with the series'
+    reasons as they are now (its counts read from its coverage.json)."""
+    rep = coveragerun.reason_again(args.run, args.series, args.out or args.run)
+    print(coveragerun.summary_line(rep))
+    return 0
+
+
 COMMANDS = (
-    Command("test", "correctness suite on the debug kernel",
-            _test_options, cmd_test),
+    Command(
+        "test",
+        "correctness suite on the debug kernel",
+        _test_options,
+        cmd_test,
+    ),
+    Command(
+        "coverage-reasons",
+        "a coverage run's report again, with the "
+        "series' coverage-reasons as they are now",
+        _reasons_options,
+        cmd_coverage_reasons,
+    ),
 )

@@ -1,9 +1,9 @@
 """Who runs the boots: QEMU here, LAVA's dispatcher here, or a LAVA lab.
 
-The measuring half (measure.py) plans the boots, writes each one's
+The measuring half (boot/measure.py) plans the boots, writes each one's
 job.json and hands an executor blocks of boot requests; the executor
 gives back, for every boot, what it captured (base.BootCapture), and
-outcome.judge makes each the boot's result. Samples, statistics and
+boot/outcome.py's judge makes each the boot's result. Samples, statistics and
 reports are the same whoever ran the boots.
 
 - ``qemu`` (qemu.py): one boot at a time, here.
@@ -22,7 +22,12 @@ its module: its
 ``flags`` and the ``options`` it reads from them; their ``check`` (before
 anything is built); ``make``; ``record``, its part of the run's manifest;
 and ``dry_run_note``, how a dry run describes its boots. Adding an
-executor is one module with such a class and its line in EXECUTORS.
+executor is one module with such a class and its line in REGISTERED.
+
+This module is the only one outside executors/ that names an executor:
+the rest of foliolab asks the registry for what it needs, by role (HERE,
+the executor that boots on this machine one boot at a time; EXPORTER,
+`jobs export`'s), never by module.
 """
 
 from __future__ import annotations
@@ -32,8 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
-from foliolab.executors.base import (QEMU_HERE, Executor, ExecutorClass,
-                                     ExecutorKind, ExecutorRecord, Flag)
+from foliolab.executors.base import (
+    QEMU_HERE,
+    BootsHereClass,
+    Executor,
+    ExecutorClass,
+    ExecutorKind,
+    ExecutorRecord,
+    ExporterClass,
+    Flag,
+)
 from foliolab.executors.lava.export import LavaExport
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
@@ -41,7 +54,7 @@ from foliolab.executors.qemu import QemuExecutor
 
 # Every executor, a line each; the first is the default (the order of
 # --help's choices and of the executors named in an error).
-REGISTERED: tuple[type[ExecutorClass], ...] = (
+REGISTERED: tuple[ExecutorClass, ...] = (
     QemuExecutor,
     LavaServerExecutor,
     LavaLocalExecutor,
@@ -52,6 +65,18 @@ EXECUTORS = {cls.kind: cls for cls in REGISTERED}
 DEFAULT = REGISTERED[0]
 # a manifest without an executor ran the default, QEMU here
 assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
+# The executor of the commands that boot one kernel at a time on this
+# machine (run, test, check, bisect, the KVM probe), whose machine
+# options every run checks and whose command lines a dry run says.
+HERE: BootsHereClass = QemuExecutor
+# `jobs export`'s executor: the jobs written, nothing run; `jobs collect`
+# reads their logs back.
+EXPORTER: ExporterClass = LavaExport
+
+
+def here() -> Executor:
+    """The executor here, made (it takes no options)."""
+    return HERE()
 
 
 def kind_named(text: str) -> ExecutorKind:
@@ -60,8 +85,9 @@ def kind_named(text: str) -> ExecutorKind:
     for kind in EXECUTORS:
         if kind.text == text:
             return kind
-    raise ValueError(f"no executor {text!r} (known: "
-                     f"{', '.join(k.text for k in EXECUTORS)})")
+    raise ValueError(
+        f"no executor {text!r} (known: {', '.join(k.text for k in EXECUTORS)})"
+    )
 
 
 @dataclass(frozen=True)
@@ -69,9 +95,10 @@ class ExecutorOptions:
     """Who runs the boots, as the command line says: the executor's class
     and its own options (what its ``options`` read from its flags)."""
 
-    executor: type[ExecutorClass] = DEFAULT
-    own: object = field(default_factory=lambda: DEFAULT.options(
-        argparse.Namespace()))
+    executor: ExecutorClass = DEFAULT
+    own: object = field(
+        default_factory=lambda: DEFAULT.options(argparse.Namespace())
+    )
     # executor options the user gave (flag names), for refusing them
     # where the executor does not take them
     given: tuple[str, ...] = ()
@@ -81,18 +108,24 @@ class ExecutorOptions:
         return self.executor.kind
 
 
-def add_flags(p: argparse.ArgumentParser,
-              only: type[ExecutorClass] | None = None) -> None:
+def add_flags(
+    p: argparse.ArgumentParser, only: ExecutorClass | None = None
+) -> None:
     """``--executor`` and the flags of every executor, each section of
     --help once; ``only``: the one executor a command runs, its flags
     alone and no ``--executor``."""
     if only is None:
         offered = [cls for cls in EXECUTORS.values() if cls.chosen_by_flag]
-        p.add_argument("--executor", default=DEFAULT.kind.text,
-                       choices=[cls.kind.text for cls in offered],
-                       help="who runs the boots: " + "; ".join(
-                           f"{cls.kind}: {cls.summary}" for cls in offered)
-                       + " (default " + DEFAULT.kind.text + "; see README)")
+        p.add_argument(
+            "--executor",
+            default=DEFAULT.kind.text,
+            choices=[cls.kind.text for cls in offered],
+            help="who runs the boots: "
+            + "; ".join(f"{cls.kind}: {cls.summary}" for cls in offered)
+            + " (default "
+            + DEFAULT.kind.text
+            + "; see README)",
+        )
     else:
         p.set_defaults(executor=only.kind.text)
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -102,7 +135,7 @@ def add_flags(p: argparse.ArgumentParser,
         groups[flag.group].add_argument(flag.name, **flag.options)
 
 
-def _flags(only: type[ExecutorClass] | None = None) -> list[Flag]:
+def _flags(only: ExecutorClass | None = None) -> list[Flag]:
     """The executors' flags, each once, in the executors' order."""
     seen: dict[str, Flag] = {}
     for cls in EXECUTORS.values():
@@ -116,34 +149,44 @@ def options(args: argparse.Namespace, argv: list[str]) -> ExecutorOptions:
     """The executor options of a parsed command line (``argv``: what the
     user typed, for the options given)."""
     cls = EXECUTORS[kind_named(getattr(args, "executor", DEFAULT.kind.text))]
-    return ExecutorOptions(cls, cls.options(args),
-                           given=_given(argv, tuple(f.name for f in _flags())))
+    return ExecutorOptions(
+        cls,
+        cls.options(args),
+        given=_given(argv, tuple(f.name for f in _flags())),
+    )
 
 
 def _given(argv: list[str], flags: tuple[str, ...]) -> tuple[str, ...]:
     """The ``flags`` that ``argv`` gives, also as the abbreviations argparse
     accepts (``--lava-u URL``), which it has already refused if ambiguous."""
     names = [a.split("=", 1)[0] for a in argv if a.startswith("--")]
-    return tuple(f for f in flags
-                 if any(len(n) > 2 and f.startswith(n) for n in names))
+    return tuple(
+        f for f in flags if any(len(n) > 2 and f.startswith(n) for n in names)
+    )
 
 
 def _check_given(opts: ExecutorOptions) -> None:
     """A flag of one executor given to another is bad input."""
     for name in opts.given:
-        takers = [cls for cls in EXECUTORS.values()
-                  if any(f.name == name for f in cls.flags)]
+        takers = [
+            cls
+            for cls in EXECUTORS.values()
+            if any(f.name == name for f in cls.flags)
+        ]
         if opts.executor in takers:
             continue
         named = [str(cls.kind) for cls in takers if cls.chosen_by_flag]
-        raise UsageError(f"{name} is an option of --executor "
-                         f"{' or '.join(named)}, not of --executor "
-                         f"{opts.kind}",
-                         hint=f"drop {name}, or give the executor")
+        raise UsageError(
+            f"{name} is an option of --executor "
+            f"{' or '.join(named)}, not of --executor "
+            f"{opts.kind}",
+            hint=f"drop {name}, or give the executor",
+        )
 
 
-def make_executor(opts: ExecutorOptions, out: Path, count: bool = False
-                  ) -> Executor:
+def make_executor(
+    opts: ExecutorOptions, out: Path, count: bool = False
+) -> Executor:
     """The executor ``opts`` name, checked (before anything is built) and
     made in one place."""
     _check_given(opts)

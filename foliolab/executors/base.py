@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from foliolab.arch import Arch
 from foliolab.bootrecord import HostLoad
@@ -30,8 +30,8 @@ class Elsewhere:
     run's manifest says it (its accelerator and emulator are not chosen
     or asked here)."""
 
-    accel: str                      # the manifest's accelerator
-    emulator: str                   # the manifest's QEMU
+    accel: str  # the manifest's accelerator
+    emulator: str  # the manifest's QEMU
     # the report names the accelerator by the device type the boots ran
     # on (a lab's devices), e.g. "lava qemu"
     by_device: bool = False
@@ -44,7 +44,7 @@ class ExecutorKind:
     kind back from its text, so the kinds there are the only valid ones.
     Two kinds are the same kind when their text is."""
 
-    text: str                       # as --executor and environment.json say
+    text: str  # as --executor and environment.json say
     # None: QEMU on this machine (the accelerator is chosen here, QEMU's
     # version asked, the boots' times kept for the estimates)
     elsewhere: Elsewhere | None = field(default=None, compare=False)
@@ -76,7 +76,7 @@ class ExecutorRecord:
     kind is written as its text."""
 
     kind: ExecutorKind = QEMU_HERE
-    device_type: str = ""           # a LAVA kind's: the lab's device type
+    device_type: str = ""  # a LAVA kind's: the lab's device type
     tags: list[str] = field(default_factory=list)
     lava_version: str = ""
     rounds_per_block: int = 0
@@ -84,9 +84,11 @@ class ExecutorRecord:
     artifacts_url: str = ""
 
     @classmethod
-    def from_json(cls, d: dict | None,
-                  kind_named: Callable[[str], ExecutorKind]
-                  ) -> ExecutorRecord:
+    def from_json(
+        cls,
+        d: dict[str, Any] | None,
+        kind_named: Callable[[str], ExecutorKind],
+    ) -> ExecutorRecord:
         """The record of a manifest of any version: one from before the
         executor was recorded ran QEMU; a key this version does not know
         is passed over; a kind the registry (``kind_named``) does not know
@@ -113,13 +115,13 @@ class BootSpec:
 
     arch: Arch
     kernel: Path
-    accel: str = "tcg"             # "tcg" or "kvm"
+    accel: str = "tcg"  # "tcg" or "kvm"
     vcpus: int = 2
     memory_mb: int = 3072
     numa_nodes: int = 1
     timeout: float = 300.0
     cmdline: tuple[str, ...] = ()
-    cpu: str = ""                  # TCG CPU model; "" = the arch's default
+    cpu: str = ""  # TCG CPU model; "" = the arch's default
     counter: Counter | None = None  # count with the plugin (TCG only)
     # The records on the console, framed, as on a board or in a LAVA job
     # (guest/frame.awk), instead of on the results port.
@@ -130,19 +132,20 @@ def check_numa(spec: BootSpec) -> None:
     """The machine's vCPUs and memory must split evenly into its nodes."""
     n = spec.numa_nodes
     if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
-        raise BootError(f"cannot split {spec.vcpus} vCPUs and "
-                        f"{spec.memory_mb} MiB into {n} NUMA nodes",
-                        hint="use vCPU and memory counts divisible by the "
-                             "node count")
+        raise BootError(
+            f"cannot split {spec.vcpus} vCPUs and "
+            f"{spec.memory_mb} MiB into {n} NUMA nodes",
+            hint="use vCPU and memory counts divisible by the node count",
+        )
 
 
 @dataclass(frozen=True)
 class BootRequest:
     """One boot the measuring half asks an executor for."""
 
-    boot_id: str                   # WORKLOAD/NAME: its directory under raw/
+    boot_id: str  # WORKLOAD/NAME: its directory under raw/
     spec: BootSpec
-    job: str                       # the guest's job script
+    job: str  # the guest's job script
     rundir: Path
     # files added to the guest's PATH (`foliolab run --add`)
     extra: tuple[Path, ...] = ()
@@ -154,7 +157,7 @@ class BlockRequest:
     QEMU here, or a workload's interleaved rounds as one LAVA job (so a
     lab that runs jobs anywhere, in any order, keeps the pairing)."""
 
-    name: str                      # e.g. pageout-0
+    name: str  # e.g. pageout-0
     workload: str
     boots: tuple[BootRequest, ...]
 
@@ -162,28 +165,28 @@ class BlockRequest:
 class Ended(str, enum.Enum):
     """How the machine of a boot ended, as its executor saw it."""
 
-    EXITED = "exited"           # it stopped by itself (QEMU exited; the
-                                # boot's console in a LAVA log ended)
-    TIMEOUT = "timeout"         # the executor's limit stopped it
-    QEMU_ERROR = "qemu-error"   # QEMU failed with an error of its own
-    NOT_RUN = "not-run"         # its executor never ran it
+    EXITED = "exited"  # it stopped by itself (QEMU exited; the
+    # boot's console in a LAVA log ended)
+    TIMEOUT = "timeout"  # the executor's limit stopped it
+    QEMU_ERROR = "qemu-error"  # QEMU failed with an error of its own
+    NOT_RUN = "not-run"  # its executor never ran it
 
 
 class NotRun(str, enum.Enum):
     """Why an executor never ran a boot."""
 
-    JOB_ENDED = "job-ended"         # its LAVA job ended before it
-    LOG_LOST = "log-lost"           # the lab could not give its job's log
-    LOG_UNPLACED = "log-unplaced"   # its job's log shows other boots
+    JOB_ENDED = "job-ended"  # its LAVA job ended before it
+    LOG_LOST = "log-lost"  # the lab could not give its job's log
+    LOG_UNPLACED = "log-unplaced"  # its job's log shows other boots
 
 
 class JobEnd(str, enum.Enum):
     """How a LAVA job ended, as its log says."""
 
     COMPLETE = "complete"
-    TIMEOUT = "timeout"             # LAVA's limit of a boot or the job
-    ERROR = "error"                 # an error of the job, test or lab
-    CUT = "cut"                     # the log has no end of job
+    TIMEOUT = "timeout"  # LAVA's limit of a boot or the job
+    ERROR = "error"  # an error of the job, test or lab
+    CUT = "cut"  # the log has no end of job
 
 
 @dataclass
@@ -193,17 +196,17 @@ class BootCapture:
     rundir: Path
     ended: Ended
     console: bytes = b""
-    records: str | None = None      # the results port; None: framed on
-                                    # the console
+    records: str | None = None  # the results port; None: framed on
+    # the console
     elapsed: float = 0.0
-    cpu_s: float | None = None      # QEMU's CPU time, when it ran here
+    cpu_s: float | None = None  # QEMU's CPU time, when it ran here
     host: HostLoad = field(default_factory=HostLoad)
     executor: ExecutorKind = QEMU_HERE
-    log: str = ""                   # the LAVA log it was read from
-    error: str = ""                 # QEMU's last line (QEMU_ERROR)
+    log: str = ""  # the LAVA log it was read from
+    error: str = ""  # QEMU's last line (QEMU_ERROR)
     not_run: NotRun | None = None
-    why: str = ""                   # the lab's or the job's own words
-    job_end: JobEnd = JobEnd.COMPLETE   # its job's end (the last boot)
+    why: str = ""  # the lab's or the job's own words
+    job_end: JobEnd = JobEnd.COMPLETE  # its job's end (the last boot)
 
 
 @dataclass(frozen=True)
@@ -212,9 +215,11 @@ class Flag:
     command line is built from the classes (executors.add_flags), and
     giving it to another executor is refused (executors.make_executor)."""
 
-    name: str                       # e.g. --lava-url
-    group: str                      # its section of --help
-    options: dict = field(default_factory=dict, compare=False, hash=False)
+    name: str  # e.g. --lava-url
+    group: str  # its section of --help
+    options: dict[str, Any] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
     @property
     def dest(self) -> str:
@@ -240,57 +245,102 @@ class NoOptions:
 class ExecutorClass(Protocol):
     """What the registry (executors/__init__.py) and the orchestrator ask
     of an executor's class, all of it declared in the executor's own
-    module; ``opts`` is the executor's own options, as ``options`` made
-    them (NoOptions, or a dataclass of its module)."""
+    module (the class itself is what satisfies it: its class attributes
+    and class methods); ``opts`` is the executor's own options, as
+    ``options`` made them (NoOptions, or a dataclass of its module)."""
 
     kind: ExecutorKind
-    summary: str                    # its words in --executor's help
-    chosen_by_flag: bool            # whether --executor offers it
-    flags: tuple[Flag, ...]         # its command-line options
-    results_port: bool              # records on a port of their own
+    summary: str  # its words in --executor's help
+    chosen_by_flag: bool  # whether --executor offers it
+    flags: tuple[Flag, ...]  # its command-line options
+    results_port: bool  # records on a port of their own
 
-    @classmethod
-    def options(cls, args: argparse.Namespace) -> object:
+    def options(self, args: argparse.Namespace) -> object:
         """Its own options, read from its flags (a flag a command does
         not have keeps its default)."""
         ...
 
-    @classmethod
-    def check(cls, opts, count: bool) -> None:
+    def check(self, opts: Any, count: bool) -> None:
         """Its options checked, before anything is built."""
         ...
 
-    @classmethod
-    def make(cls, opts, out: Path) -> Executor:
+    def make(self, opts: Any, out: Path) -> Executor:
+        """The executor, made for the run in ``out``."""
         ...
 
-    @classmethod
-    def record(cls, opts) -> ExecutorRecord:
+    def record(self, opts: Any) -> ExecutorRecord:
         """Its part of the run's manifest."""
         ...
 
-    @classmethod
-    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
-               ) -> Settled:
+    def settle(
+        self, want: str, spec: BootSpec, image: Path, count: bool
+    ) -> Settled:
         """The accelerator and emulator of the run's boots, as the run
         starts (``want``: the accelerator asked for)."""
         ...
 
-    @classmethod
-    def dry_run_note(cls, opts) -> str:
+    def dry_run_note(self, opts: Any) -> str:
         """What a dry run says of its boots ("": nothing more than the
         QEMU lines)."""
         ...
 
 
+class BootsHereClass(ExecutorClass, Protocol):
+    """The executor class that boots QEMU on this machine, one boot at a
+    time when asked (the registry's HERE): what the commands that boot one
+    kernel at a time (run, test, check, bisect) and a dry run ask of it
+    besides an ExecutorClass's."""
+
+    def __call__(self) -> Executor: ...
+
+    def check_machine(self, spec: BootSpec) -> None:
+        """The machine's options (``--cpu``) checked, before anything is
+        built."""
+        ...
+
+    def boot_argv(self, spec: BootSpec, rundir: Path) -> list[str]:
+        """The command line a boot in ``rundir`` runs (a dry run's
+        line)."""
+        ...
+
+
+class ExporterClass(ExecutorClass, Protocol):
+    """The executor class that writes a run's jobs and runs nothing (`jobs
+    export`), and reads the logs of those jobs back (`jobs collect`)."""
+
+    def collect(
+        self, out: Path, logs: list[Path]
+    ) -> Iterator[tuple[list[BootCapture], str]]:
+        """Each log read into the captures of its job's boots in ``out``,
+        with a note on the boots the job never ran ("" if none)."""
+        ...
+
+
+class Exporter(Protocol):
+    """An exporter, made: what it wrote, for the user."""
+
+    def summary_of(self, boots: int) -> str: ...
+
+    def record_into(self, rec: ExecutorRecord) -> None:
+        """Where the jobs fetch their artifacts, in the manifest's
+        record."""
+        ...
+
+
 class Executor(Protocol):
-    kind: ExecutorKind
+    """An executor, made: who runs the boots of one run."""
+
+    @property
+    def kind(self) -> ExecutorKind: ...
+
     # rounds per block: 0 hands the executor one boot at a time (and lets
     # the measuring half stop booting a kernel that keeps failing)
-    rounds_per_block: int
+    @property
+    def rounds_per_block(self) -> int: ...
 
-    def run(self, image: Path, blocks: Iterable[BlockRequest]
-            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    def run(
+        self, image: Path, blocks: Iterable[BlockRequest]
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         """Run ``blocks`` on the base ramdisk ``image``, taken from the
         iterable as the executor is ready for them; yield each with what
         was captured of its boots, in boot order."""

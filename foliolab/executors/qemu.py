@@ -4,47 +4,60 @@ The kernel console goes to ``console.log``; the job's output and records go
 to a separate virtio serial port (``results.txt``), so a kernel message can
 never be parsed as a result. ``panic=-1`` plus ``-no-reboot`` make a panic
 end QEMU at once, and a host-side timeout ends a hang. What QEMU
-left is judged by outcome.judge, as every executor's boots are.
+left is judged by boot/outcome.py, as every executor's boots are.
 
 Every command that boots here (compare, attribute, run, test, check,
-bisect) boots through QemuExecutor: ``run`` for the measuring half's
-blocks, ``boot`` for one judged boot.
+bisect, the KVM probe) boots through QemuExecutor's ``run``: the
+measuring half's blocks, or one boot (boot/measure.py's ``boot_once``).
+The registry names it as the executor here (executors.HERE), so no
+other module does.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import shlex
 import shutil
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
-from foliolab import bootrecord, counting, outcome, proc
+from foliolab import bootrecord, counting, proc
 from foliolab.kernel import image as image_mod
-from foliolab.bootrecord import BootResult
 from foliolab.errors import BootError, SetupError, UsageError
-from foliolab.executors.base import (QEMU_HERE, BlockRequest, BootCapture,
-                                     BootRequest, BootSpec, Ended,
-                                     ExecutorRecord, Flag, NoOptions,
-                                     Settled, check_numa)
-from foliolab.paths import cache_root
+from foliolab.executors.base import (
+    QEMU_HERE,
+    BlockRequest,
+    BootCapture,
+    BootSpec,
+    Ended,
+    ExecutorRecord,
+    Flag,
+    NoOptions,
+    Settled,
+    check_numa,
+)
 
-log = logging.getLogger("foliolab")
 
-
-def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
-              results: Path) -> list[str]:
+def qemu_argv(
+    spec: BootSpec, initrd: Path, console: Path, results: Path
+) -> list[str]:
     """The QEMU command line for ``spec`` (pure: no I/O). A counting boot
     writes the plugin's windows to counts.txt beside the console log."""
     a = spec.arch
     a.check_accel(spec.accel)
     if spec.counter:
         counting.check_accel(spec.accel)
-    argv = [a.qemu_binary, *a.qemu_machine, "-nodefaults", "-nographic",
-            "-no-reboot", "-monitor", "none"]
+    argv = [
+        a.qemu_binary,
+        *a.qemu_machine,
+        "-nodefaults",
+        "-nographic",
+        "-no-reboot",
+        "-monitor",
+        "none",
+    ]
     if spec.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", a.cpu_kvm]
     else:
@@ -54,34 +67,59 @@ def qemu_argv(spec: BootSpec, initrd: Path, console: Path,
     # arm64's virt machine, which passes them on in its device tree.
     check_numa(spec)
     n = spec.numa_nodes
-    argv += ["-smp", f"{spec.vcpus},sockets={n},cores={spec.vcpus // n},"
-                     "threads=1", "-m", f"{spec.memory_mb}M"]
+    argv += [
+        "-smp",
+        f"{spec.vcpus},sockets={n},cores={spec.vcpus // n},threads=1",
+        "-m",
+        f"{spec.memory_mb}M",
+    ]
     if n > 1:
         per_cpu = spec.vcpus // n
         for i in range(n):
             first = i * per_cpu
             last = spec.vcpus - 1 if i == n - 1 else first + per_cpu - 1
-            argv += ["-object", f"memory-backend-ram,id=m{i},"
-                                f"size={spec.memory_mb // n}M",
-                     "-numa", f"node,nodeid={i},memdev=m{i},"
-                              f"cpus={first}-{last}"]
+            argv += [
+                "-object",
+                f"memory-backend-ram,id=m{i},size={spec.memory_mb // n}M",
+                "-numa",
+                f"node,nodeid={i},memdev=m{i},cpus={first}-{last}",
+            ]
     # The first serial port (8250 on q35, PL011 on virt) is the console;
     # virtio-pci devices work on both machines' PCIe buses.
-    argv += ["-chardev", f"file,id=con,path={console}",
-             "-serial", "chardev:con",
-             "-device", "virtio-serial-pci",
-             "-chardev", f"file,id=res,path={results}",
-             "-device", "virtserialport,chardev=res,name=foliolab.results"]
-    cmdline = [f"console={a.console}", "panic=-1", "oops=panic",
-               "rdinit=/init", *a.boot_args, *spec.cmdline]
+    argv += [
+        "-chardev",
+        f"file,id=con,path={console}",
+        "-serial",
+        "chardev:con",
+        "-device",
+        "virtio-serial-pci",
+        "-chardev",
+        f"file,id=res,path={results}",
+        "-device",
+        "virtserialport,chardev=res,name=foliolab.results",
+    ]
+    cmdline = [
+        f"console={a.console}",
+        "panic=-1",
+        "oops=panic",
+        "rdinit=/init",
+        *a.boot_args,
+        *spec.cmdline,
+    ]
     if spec.console_results:
         cmdline.append(CONSOLE_RESULTS_ARG)
     if spec.counter:
         # System.map's addresses hold only without KASLR.
         argv += spec.counter.qemu_args(console.parent / "counts.txt")
         cmdline.append("nokaslr")
-    argv += ["-kernel", str(spec.kernel), "-initrd", str(initrd),
-             "-append", " ".join(cmdline)]
+    argv += [
+        "-kernel",
+        str(spec.kernel),
+        "-initrd",
+        str(initrd),
+        "-append",
+        " ".join(cmdline),
+    ]
     return argv
 
 
@@ -98,30 +136,45 @@ def qemu_version(binary: str) -> str:
 
 
 def check_cpu_model(spec: BootSpec) -> None:
-    """A ``--cpu`` model QEMU does not know, or one given for KVM, is bad input."""
+    """A ``--cpu`` model QEMU does not know, or one given for KVM, is bad
+    input."""
     if not spec.cpu:
         return
     if spec.accel == "kvm":
-        raise UsageError(f"--cpu {spec.cpu} applies to TCG only; KVM guests "
-                         "use the host's CPU", hint="drop --cpu or use "
-                         "--accel tcg")
+        raise UsageError(
+            f"--cpu {spec.cpu} applies to TCG only; KVM guests "
+            "use the host's CPU",
+            hint="drop --cpu or use --accel tcg",
+        )
     binary = spec.arch.qemu_binary
     if not shutil.which(binary):
-        raise SetupError(f"{binary} is not installed: it runs the "
-                         f"{spec.arch.name} guests",
-                         hint=f"run `foliolab setup --arch {spec.arch.name}`")
-    cp = proc.run([binary, *spec.arch.qemu_machine, "-cpu", "help"],
-                  timeout=60, check=False, error=SetupError,
-                  what=f"listing the CPU models of {binary}")
+        raise SetupError(
+            f"{binary} is not installed: it runs the {spec.arch.name} guests",
+            hint=f"run `foliolab setup --arch {spec.arch.name}`",
+        )
+    cp = proc.run(
+        [binary, *spec.arch.qemu_machine, "-cpu", "help"],
+        timeout=60,
+        check=False,
+        error=SetupError,
+        what=f"listing the CPU models of {binary}",
+    )
     known = set(cp.stdout.split())
     model = spec.cpu.split(",")[0]
     if model not in known:
-        raise UsageError(f"{binary} has no CPU model {model!r}",
-                         hint=f"list them with `{binary} -cpu help`")
+        raise UsageError(
+            f"{binary} has no CPU model {model!r}",
+            hint=f"list them with `{binary} -cpu help`",
+        )
 
 
-def capture(spec: BootSpec, base_image: Path, job: str, rundir: Path,
-            extra: list[Path] | None = None) -> BootCapture:
+def capture(
+    spec: BootSpec,
+    base_image: Path,
+    job: str,
+    rundir: Path,
+    extra: list[Path] | None = None,
+) -> BootCapture:
     """Boot once under QEMU, run ``job`` in the guest; what QEMU left
     (console, results port, times) as a capture for outcome.judge."""
     rundir.mkdir(parents=True, exist_ok=True)
@@ -130,68 +183,43 @@ def capture(spec: BootSpec, base_image: Path, job: str, rundir: Path,
     for f in (console, results, rundir / "counts.txt"):
         f.unlink(missing_ok=True)
     initrd = rundir / "initrd.cpio"
-    initrd.write_bytes(base_image.read_bytes() +
-                       image_mod.job_archive(job, extra, spec.arch))
+    initrd.write_bytes(
+        base_image.read_bytes() + image_mod.job_archive(job, extra, spec.arch)
+    )
     argv = qemu_argv(spec, initrd, console, results)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     host = bootrecord.host_state()
     stderr_path = rundir / "qemu.stderr"
     try:
-        done = proc.run_until(argv, output=stderr_path, timeout=spec.timeout,
-                              error=BootError)
+        done = proc.run_until(
+            argv, output=stderr_path, timeout=spec.timeout, error=BootError
+        )
     finally:
         initrd.unlink(missing_ok=True)
     raw = console.read_bytes() if console.exists() else b""
     ended = Ended.TIMEOUT if done.timed_out else Ended.EXITED
     if not done.timed_out and done.returncode != 0 and not raw:
         ended = Ended.QEMU_ERROR
-    error = (stderr_path.read_text(errors="replace").strip().splitlines()
-             or ["?"])[-1][:160]
-    port = (None if spec.console_results else
-            results.read_text(errors="replace") if results.exists() else "")
-    return BootCapture(rundir, ended, raw, port, done.elapsed, done.cpu_s,
-                       bootrecord.host_during(host), error=error)
-
-
-def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
-    """True if a KVM boot of ``spec`` finishes within ``limit`` seconds.
-
-    Nested KVM can exist and still be unusably slow (minutes to decompress
-    the kernel), so /dev/kvm alone decides nothing. The answer is cached
-    per kernel image for a day.
-    """
-    if not spec.arch.kvm or not Path("/dev/kvm").exists():
-        return False
-    stamp = cache_root() / "kvm-probe"
-    key = f"{spec.kernel.stat().st_mtime_ns}"
-    if stamp.exists() and time.time() - stamp.stat().st_mtime < 86400:
-        have_key, _, answer = stamp.read_text().partition(" ")
-        if have_key == key:
-            return answer.strip() == "yes"
-    probe = replace(spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1,
-                    memory_mb=512)
-    res = QemuExecutor().boot(BootRequest("kvm-probe", probe, "true\n",
-                                          cache_root() / "kvm-probe.d"),
-                              base_image)
-    ok = res.clean and res.exit_code == 0
-    stamp.write_text(f"{key} {'yes' if ok else 'no'}\n")
-    log.info("KVM probe: %s in %.1f s -> using %s", res.describe(),
-             res.elapsed, "kvm" if ok else "tcg")
-    return ok
-
-
-def choose_accel(want: str, spec: BootSpec, image_path: Path,
-                 count: bool = False) -> str:
-    """The accelerator a run boots with: ``auto`` is KVM only where a
-    short probe boot is fast."""
-    spec.arch.check_accel(want)
-    if want in ("tcg", "kvm"):
-        return want
-    if spec.cpu or count:
-        return "tcg"            # a CPU model, or counting, is a TCG choice
-    if not spec.arch.kvm:
-        return "tcg"
-    return "kvm" if probe_kvm(spec, image_path) else "tcg"
+    error = (
+        stderr_path.read_text(errors="replace").strip().splitlines() or ["?"]
+    )[-1][:160]
+    port = (
+        None
+        if spec.console_results
+        else results.read_text(errors="replace")
+        if results.exists()
+        else ""
+    )
+    return BootCapture(
+        rundir,
+        ended,
+        raw,
+        port,
+        done.elapsed,
+        done.cpu_s,
+        bootrecord.host_during(host),
+        error=error,
+    )
 
 
 class QemuExecutor:
@@ -200,9 +228,9 @@ class QemuExecutor:
     summary = "QEMU here"
     chosen_by_flag = True
     rounds_per_block = 0
-    flags: tuple[Flag, ...] = ()    # the machine's options are every
-                                    # booting command's (cli.py)
-    results_port = True             # the records on a port of their own
+    flags: ClassVar[tuple[Flag, ...]] = ()  # the machine's options are every
+    # booting command's (cli.py)
+    results_port = True  # the records on a port of their own
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> NoOptions:
@@ -222,27 +250,46 @@ class QemuExecutor:
 
     @classmethod
     def dry_run_note(cls, opts: NoOptions) -> str:
-        return ""               # the dry run's QEMU lines are its boots
+        return ""  # the dry run's QEMU lines are its boots
 
     @classmethod
-    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
-               ) -> Settled:
-        """The accelerator chosen here (``want``: auto, tcg or kvm) and
-        the QEMU that will run the boots."""
-        accel = choose_accel(want, spec, image, count)
-        return Settled(accel, qemu_version(spec.arch.qemu_binary),
-                       replace(spec, accel=accel))
+    def settle(
+        cls, want: str, spec: BootSpec, image: Path, count: bool
+    ) -> Settled:
+        """The accelerator (``want``: tcg or kvm, ``auto`` already
+        chosen by the KVM probe, boot/accel.py) and the QEMU that will run
+        the boots."""
+        spec.arch.check_accel(want)
+        return Settled(
+            want,
+            qemu_version(spec.arch.qemu_binary),
+            replace(spec, accel=want),
+        )
 
-    def run(self, image: Path, blocks: Iterable[BlockRequest]
-            ) -> Iterator[tuple[BlockRequest, list[BootCapture]]]:
+    @classmethod
+    def check_machine(cls, spec: BootSpec) -> None:
+        """The machine's options (``--cpu``) checked, before anything is
+        built."""
+        check_cpu_model(spec)
+
+    @classmethod
+    def boot_argv(cls, spec: BootSpec, rundir: Path) -> list[str]:
+        """The command line a boot in ``rundir`` runs (a dry run's line)."""
+        return qemu_argv(
+            spec,
+            rundir / "initrd.cpio",
+            rundir / "console.log",
+            rundir / "results.txt",
+        )
+
+    def run(
+        self, image: Path, blocks: Iterable[BlockRequest]
+    ) -> Generator[tuple[BlockRequest, list[BootCapture]], None, None]:
         for block in blocks:
-            yield block, [capture(b.spec, image, b.job, b.rundir,
-                                  list(b.extra)) for b in block.boots]
-
-    def boot(self, request: BootRequest, image: Path) -> BootResult:
-        """One boot, run and judged (its boot.json written): for the
-        commands that boot one kernel at a time (run, test, check,
-        bisect, the KVM probe)."""
-        block = BlockRequest(request.boot_id, "", (request,))
-        (_, (captured,)), = self.run(image, [block])
-        return outcome.judge(captured)
+            yield (
+                block,
+                [
+                    capture(b.spec, image, b.job, b.rundir, list(b.extra))
+                    for b in block.boots
+                ],
+            )

@@ -58,7 +58,7 @@ fl_anon_folio() {
 # unless the task pinned itself there (the workloads pin to the CPU they
 # start on). It keeps the reads in memory and writes them when stopped;
 # they go to the host after the window as monitor.vmstat and
-# monitor.interrupts (format: foliolab/monitors.py).
+# monitor.interrupts (format: foliolab/boot/monitors.py).
 FL_MON=/tmp/fl_mon
 fl_monitor_start() {
 	[ "$FL_MONITORS" = 1 ] && [ "$FL_COUNT" != 1 ] || return 0
@@ -186,7 +186,7 @@ fl_samples() {
 # kernel's counters, so that what is sent is the suite's and not the
 # boot's; fl_gcov_ship sends every .gcda file under $FL_GCOV as one record,
 # coverage.gcda: a line "sha256 HEX BYTES", then a gzip'd tar of the files
-# in base64 (foliolab/gcovrecord.py reads it). A problem is the record's
+# in base64 (foliolab/coverage/gcovrecord.py reads it). A problem is the record's
 # one line "error: ...".
 FL_GCOV=${FL_GCOV:-/sys/kernel/debug/gcov}
 fl_gcov_reset() {

@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -39,8 +39,11 @@ log = logging.getLogger("foliolab")
 # What a kept kernel takes along besides its image (name kept -> path in
 # the build directory): the config and symbols the counter reads, the
 # release string.
-KEPT_FILES = {".config": ".config", "System.map": "System.map",
-              "kernel.release": "include/config/kernel.release"}
+KEPT_FILES = {
+    ".config": ".config",
+    "System.map": "System.map",
+    "kernel.release": "include/config/kernel.release",
+}
 
 
 @dataclass(frozen=True)
@@ -55,11 +58,12 @@ class Kernel:
     commit: str
     config_sha: str
     elapsed: float
-    origin: str = ""        # e.g. a Debian package's version and .deb hash
-    release: str = ""       # the kernel's version string (make kernelrelease)
+    origin: str = ""  # e.g. a Debian package's version and .deb hash
+    release: str = ""  # the kernel's version string (make kernelrelease)
 
-    def kept_in(self, directory: Path,
-                files: dict[str, str] | None = None) -> Kernel:
+    def kept_in(
+        self, directory: Path, files: dict[str, str] | None = None
+    ) -> Kernel:
         """This kernel with its image copied into ``directory`` (and
         ``files``, name there -> path in the build directory): the build
         directory is shared by every kernel of its slot (7.3.4 and 7.3.4
@@ -94,8 +98,9 @@ def slot_name(in_base_repo: bool, version: tuple[int, int]) -> str:
 
 def slot_for(tree: Tree) -> str:
     """The build directory ``tree`` is built in (slot_name())."""
-    return slot_name(tree.path.resolve() == source.base_repo().resolve(),
-                     tree.version())
+    return slot_name(
+        tree.path.resolve() == source.base_repo().resolve(), tree.version()
+    )
 
 
 def make_env() -> dict[str, str]:
@@ -128,13 +133,23 @@ HOSTCC = "env -u CCACHE_DEPEND ccache gcc"
 
 def make_argv(tree: Path, out: Path, arch: Arch, *targets: str) -> list[str]:
     cc = f"ccache {arch.cross_compile}gcc"
-    return ["make", "-C", str(tree), f"O={out}", f"ARCH={arch.linux_arch}",
-            f"CROSS_COMPILE={arch.cross_compile}", f"CC={cc}",
-            f"HOSTCC={HOSTCC}", f"-j{os.cpu_count() or 2}", *targets]
+    return [
+        "make",
+        "-C",
+        str(tree),
+        f"O={out}",
+        f"ARCH={arch.linux_arch}",
+        f"CROSS_COMPILE={arch.cross_compile}",
+        f"CC={cc}",
+        f"HOSTCC={HOSTCC}",
+        f"-j{os.cpu_count() or 2}",
+        *targets,
+    ]
 
 
-def _run_make(argv: list[str], log_path: Path, label: str,
-              total: int | None) -> int:
+def _run_make(
+    argv: list[str], log_path: Path, label: str, total: int | None
+) -> int:
     """Run make, tee to log_path, advance a progress bar per compiled file."""
     progress = Progress(label, total, eta=True)
     count = 0
@@ -145,8 +160,13 @@ def _run_make(argv: list[str], log_path: Path, label: str,
             count += 1
             progress.step()
 
-    rc = proc.run_lines(argv, log_path=log_path, on_line=on_line,
-                        env=make_env(), error=BuildError)
+    rc = proc.run_lines(
+        argv,
+        log_path=log_path,
+        on_line=on_line,
+        env=make_env(),
+        error=BuildError,
+    )
     progress.finish("ok" if rc == 0 else f"FAILED (exit {rc})")
     if rc != 0:
         raise BuildError(f"{label} failed", log_path=log_path)
@@ -176,29 +196,43 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
     config = out / ".config"
     # the fragment as given to kconfig, and the commit it configured
     stamp = frag.text() + f"# tree {tree.commit}\n"
-    if not (config.exists() and stamp_path.exists()
-            and stamp_path.read_text() == stamp):
+    if not (
+        config.exists()
+        and stamp_path.exists()
+        and stamp_path.read_text() == stamp
+    ):
         stamp_path.write_text(stamp)
-        argv = make_argv(tree.path, out, arch,
-                         f"KCONFIG_ALLCONFIG={stamp_path}", "allnoconfig")
+        argv = make_argv(
+            tree.path,
+            out,
+            arch,
+            f"KCONFIG_ALLCONFIG={stamp_path}",
+            "allnoconfig",
+        )
         logp = out / "config.log"
-        rc = proc.run(argv, env=make_env(), log_path=logp, check=False,
-                      error=BuildError).returncode
+        rc = proc.run(
+            argv, env=make_env(), log_path=logp, check=False, error=BuildError
+        ).returncode
         if rc != 0:
             stamp_path.unlink()
-            raise BuildError(f"kernel config for {tree.variant}/{purpose} "
-                             "failed", log_path=logp)
+            raise BuildError(
+                f"kernel config for {tree.variant}/{purpose} failed",
+                log_path=logp,
+            )
     kconfig.check(frag, config)
     return config
 
 
-def build_kernel(tree: Tree, arch: Arch, purpose: str,
-                 slot: str | None = None,
-                 make_vars: tuple[str, ...] = (),
-                 keep: Path | None = None,
-                 keep_files: dict[str, str] | None = None,
-                 also_keep: Callable[[Kernel], None] | None = None
-                 ) -> Kernel:
+def build_kernel(
+    tree: Tree,
+    arch: Arch,
+    purpose: str,
+    slot: str | None = None,
+    make_vars: tuple[str, ...] = (),
+    keep: Path | None = None,
+    keep_files: dict[str, str] | None = None,
+    also_keep: Callable[[Kernel], None] | None = None,
+) -> Kernel:
     """Configure and build ``tree`` in the build directory ``slot`` (by
     default slot_for() the tree); BuildError names the log on failure.
     ``make_vars``: VAR=VALUE for make's command line (the coverage
@@ -213,7 +247,7 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
     The .config is checked again after make (make's syncconfig has the last
     word) and recorded as built: its hash is the one of the kernel.
     """
-    hostsetup.ensure_arch(arch)      # first use of a cross arch sets it up
+    hostsetup.ensure_arch(arch)  # first use of a cross arch sets it up
     out = build_dir(arch, purpose, slot or slot_for(tree))
     # One checkout serves every build from its tree: a second command that
     # checked out another commit while this make runs would have it compile
@@ -225,12 +259,12 @@ def build_kernel(tree: Tree, arch: Arch, purpose: str,
         kernel = _build_checked_out(tree, arch, purpose, out, make_vars)
         if also_keep is not None:
             also_keep(kernel)
-        return (kernel.kept_in(keep, keep_files) if keep is not None
-                else kernel)
+        return kernel.kept_in(keep, keep_files) if keep is not None else kernel
 
 
-def _build_checked_out(tree: Tree, arch: Arch, purpose: str, out: Path,
-                       make_vars: tuple[str, ...]) -> Kernel:
+def _build_checked_out(
+    tree: Tree, arch: Arch, purpose: str, out: Path, make_vars: tuple[str, ...]
+) -> Kernel:
     started = time.monotonic()
     source.checkout(tree)
     config = configure(tree, arch, purpose, out)
@@ -243,23 +277,34 @@ def _build_checked_out(tree: Tree, arch: Arch, purpose: str, out: Path,
     fresh_objects = _objects(count_file, arch.name, purpose)
     total = fresh_objects if fresh else stale_steps(out, tree.path)
     t0 = time.monotonic()
-    count = _run_make(make_argv(tree.path, out, arch, *make_vars,
-                                arch.make_target),
-                      out / "build.log", f"build {tree.variant}/{purpose}",
-                      total)
+    count = _run_make(
+        make_argv(tree.path, out, arch, *make_vars, arch.make_target),
+        out / "build.log",
+        f"build {tree.variant}/{purpose}",
+        total,
+    )
     if fresh:
         count_file.write_text(str(count))
-    kconfig.check(kconfig.merge(purpose, arch.name, version=tree.version()),
-                  config)
+    kconfig.check(
+        kconfig.merge(purpose, arch.name, version=tree.version()), config
+    )
     # checkout to image: what the next dry run's estimate takes a build
     # for, unless make had next to nothing to do
     if fresh or timings.is_real_build(count, fresh_objects):
         timings.record_build(arch.name, purpose, time.monotonic() - started)
     release = out / "include" / "config" / "kernel.release"
-    return Kernel(tree.variant, purpose, arch.name, out,
-                  out / arch.kernel_image, tree.commit, config_digest(config),
-                  time.monotonic() - t0, tree.origin,
-                  release.read_text().strip() if release.exists() else "")
+    return Kernel(
+        tree.variant,
+        purpose,
+        arch.name,
+        out,
+        out / arch.kernel_image,
+        tree.commit,
+        config_digest(config),
+        time.monotonic() - t0,
+        tree.origin,
+        release.read_text().strip() if release.exists() else "",
+    )
 
 
 # kbuild's steps after the objects of an incremental build: the built-in.a
@@ -288,22 +333,21 @@ def stale_steps(out: Path, srctree: Path) -> int | None:
             try:
                 mtimes[path] = p.stat().st_mtime
             except OSError:
-                mtimes[path] = 0.0      # gone: kbuild ignores it too
+                mtimes[path] = 0.0  # gone: kbuild ignores it too
         return mtimes[path]
 
     changed = changed_option_files(out)
-    stale, dirs = 0, set()
+    stale, dirs = 0, set[Path]()
     for cmd in out.rglob(".*.o.cmd"):
         rel = cmd.relative_to(out)
         if rel.parts[0] in ("tools", "scripts"):
             continue
-        obj = cmd.with_name(cmd.name[1:-len(".cmd")])
+        obj = cmd.with_name(cmd.name[1 : -len(".cmd")])
         try:
             built = obj.stat().st_mtime
         except OSError:
             continue
-        if any(dep in changed or mtime(dep) > built
-               for dep in _cmd_deps(cmd)):
+        if any(dep in changed or mtime(dep) > built for dep in _cmd_deps(cmd)):
             stale += 1
             dirs.update(rel.parents)
     return stale + len(dirs) + LINK_STEPS if stale else LINK_STEPS
@@ -324,12 +368,14 @@ def changed_option_files(out: Path) -> set[str]:
         old = kconfig.parse(old_conf.read_text(errors="replace"))
     except (OSError, ConfigError):
         return set()
-    return {f"include/config/{name[len('CONFIG_'):]}"
-            for name in new.keys() | old.keys()
-            if new.get(name, "n") != old.get(name, "n")}
+    return {
+        f"include/config/{name[len('CONFIG_') :]}"
+        for name in new.keys() | old.keys()
+        if new.get(name, "n") != old.get(name, "n")
+    }
 
 
-def _cmd_deps(cmd: Path):
+def _cmd_deps(cmd: Path) -> Iterator[str]:
     """The files a kbuild .cmd file lists as its object's dependencies."""
     try:
         text = cmd.read_text(errors="replace")
@@ -341,7 +387,7 @@ def _cmd_deps(cmd: Path):
         elif line.startswith("  "):
             dep = line.strip().removesuffix("\\").strip()
             if dep.startswith("$(wildcard "):
-                dep = dep[len("$(wildcard "):-1]
+                dep = dep[len("$(wildcard ") : -1]
             if dep:
                 yield dep
 

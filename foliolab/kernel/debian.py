@@ -21,9 +21,11 @@ import hashlib
 import logging
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from foliolab import locks, proc
 from foliolab.kernel import source
@@ -38,9 +40,13 @@ SECURITY_MIRROR = "http://deb.debian.org/debian-security"
 # The suites that carry linux-source packages: the base's own (bookworm's
 # security updates), trixie's, and the newer mainline kernels Debian ships
 # in trixie-backports and sid.
-SUITES = ((SECURITY_MIRROR, "bookworm-security"), (MIRROR, "trixie"),
-          (SECURITY_MIRROR, "trixie-security"), (MIRROR, "trixie-backports"),
-          (MIRROR, "sid"))
+SUITES = (
+    (SECURITY_MIRROR, "bookworm-security"),
+    (MIRROR, "trixie"),
+    (SECURITY_MIRROR, "trixie-security"),
+    (MIRROR, "trixie-backports"),
+    (MIRROR, "sid"),
+)
 # Package lists older than this are fetched again before a version is
 # looked up; a version not found in them fetches them once more.
 LISTS_MAX_AGE_S = 24 * 3600
@@ -60,8 +66,8 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$")
 class Package:
     """One linux-source package version, as the archive lists it."""
 
-    name: str           # linux-source-7.3
-    version: str        # 7.3.4-1~bpo13+1
+    name: str  # linux-source-7.3
+    version: str  # 7.3.4-1~bpo13+1
 
 
 @dataclass(frozen=True)
@@ -70,12 +76,14 @@ class Source:
 
     package: Package
     deb_sha256: str
-    tree: Path          # a git repository with the unpacked source
+    tree: Path  # a git repository with the unpacked source
     commit: str
 
     def describe(self) -> str:
-        return (f"{self.package.name} {self.package.version} "
-                f"(.deb sha256 {self.deb_sha256})")
+        return (
+            f"{self.package.name} {self.package.version} "
+            f"(.deb sha256 {self.deb_sha256})"
+        )
 
 
 def package_of(spec: str) -> tuple[str, str | None]:
@@ -86,10 +94,12 @@ def package_of(spec: str) -> tuple[str, str | None]:
         return f"linux-source-{m.group(1)}.{m.group(2)}", None
     m = _VERSION.match(spec)
     if not m:
-        raise UsageError(f"debian:{spec} is not a kernel version",
-                         hint="give debian:X.Y (the newest X.Y in Debian's "
-                              "archive) or an exact package version, e.g. "
-                              "debian:7.3.4-1~bpo13+1")
+        raise UsageError(
+            f"debian:{spec} is not a kernel version",
+            hint="give debian:X.Y (the newest X.Y in Debian's "
+            "archive) or an exact package version, e.g. "
+            "debian:7.3.4-1~bpo13+1",
+        )
     return f"linux-source-{m.group(1)}.{m.group(2)}", spec
 
 
@@ -99,23 +109,38 @@ def apt_dir() -> Path:
 
 def _apt_options() -> list[str]:
     d = apt_dir()
-    return ["-o", f"Dir::Etc::SourceList={d / 'sources.list'}",
-            "-o", "Dir::Etc::SourceParts=/dev/null",
-            "-o", f"Dir::State::Lists={d / 'lists'}",
-            "-o", f"Dir::Cache={d / 'cache'}",
-            "-o", "Dir::State::status=/dev/null",
-            "-o", "APT::Architectures::=amd64",
-            "-o", "Acquire::Languages=none",
-            # only the Packages indices: no DEP-11 or Contents downloads
-            "-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
-            "-o", "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
-            "-o", "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
-            "-o", "Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false"]
+    return [
+        "-o",
+        f"Dir::Etc::SourceList={d / 'sources.list'}",
+        "-o",
+        "Dir::Etc::SourceParts=/dev/null",
+        "-o",
+        f"Dir::State::Lists={d / 'lists'}",
+        "-o",
+        f"Dir::Cache={d / 'cache'}",
+        "-o",
+        "Dir::State::status=/dev/null",
+        "-o",
+        "APT::Architectures::=amd64",
+        "-o",
+        "Acquire::Languages=none",
+        # only the Packages indices: no DEP-11 or Contents downloads
+        "-o",
+        "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+        "-o",
+        "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
+        "-o",
+        "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
+        "-o",
+        "Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false",
+    ]
 
 
 def sources_list() -> str:
-    return "".join(f"deb [signed-by={KEYRING}] {url} {suite} main\n"
-                   for url, suite in SUITES)
+    return "".join(
+        f"deb [signed-by={KEYRING}] {url} {suite} main\n"
+        for url, suite in SUITES
+    )
 
 
 def _lists_age() -> float | None:
@@ -138,26 +163,37 @@ def update_lists(force: bool = False, looking_for: str = "") -> None:
         (d / sub).mkdir(parents=True, exist_ok=True)
     (d / "sources.list").write_text(sources_list())
     if looking_for:
-        log.info("looking up %s in Debian's archive (apt update)",
-                 looking_for)
+        log.info("looking up %s in Debian's archive (apt update)", looking_for)
     else:
-        log.info("Reading Debian's package lists (%s)",
-                 ", ".join(s for _, s in SUITES))
-    proc.run(["apt-get", *_apt_options(), "-q", "update"],
-             log_path=d / "update.log", error=SourceError,
-             what="apt-get update of foliolab's Debian suites")
+        log.info(
+            "Reading Debian's package lists (%s)",
+            ", ".join(s for _, s in SUITES),
+        )
+    proc.run(
+        ["apt-get", *_apt_options(), "-q", "update"],
+        log_path=d / "update.log",
+        error=SourceError,
+        what="apt-get update of foliolab's Debian suites",
+    )
     failed, some = unreached(d / "update.log")
     if failed and not some and age is None:
-        raise SourceError(f"Debian's archive could not be read ({failed})",
-                          hint="check this machine's network and proxy, "
-                               "then run the command again",
-                          log_path=d / "update.log")
+        raise SourceError(
+            f"Debian's archive could not be read ({failed})",
+            hint="check this machine's network and proxy, "
+            "then run the command again",
+            log_path=d / "update.log",
+        )
     if failed:
-        log.warning("WARNING: %s of Debian's package lists could not be "
-                    "fetched (%s); %s", "some" if some else "none", failed,
-                    "the others are used" if some else
-                    f"those of {age / 3600:.0f} hours ago are used")
-        return              # the stamp stays: the next lookup tries again
+        log.warning(
+            "WARNING: %s of Debian's package lists could not be "
+            "fetched (%s); %s",
+            "some" if some else "none",
+            failed,
+            "the others are used"
+            if some
+            else f"those of {cast(float, age) / 3600:.0f} hours ago are used",
+        )
+        return  # the stamp stays: the next lookup tries again
     (d / "updated").touch()
 
 
@@ -166,8 +202,9 @@ def unreached(update_log: Path) -> tuple[str, bool]:
     reason ("" if it fetched every list), and whether it fetched some.
     apt exits 0 when it cannot reach the archive ("W: Failed to fetch"),
     so its status cannot tell."""
-    text = update_log.read_text(errors="replace") if update_log.exists() \
-        else ""
+    text = (
+        update_log.read_text(errors="replace") if update_log.exists() else ""
+    )
     some = re.search(r"^(Hit|Get):", text, re.M) is not None
     m = re.search(r"^(?:W: Failed to fetch \S+|E:)\s+(.+)$", text, re.M)
     return (m.group(1).strip() if m else ""), some
@@ -175,8 +212,11 @@ def unreached(update_log: Path) -> tuple[str, bool]:
 
 def versions(name: str) -> list[str]:
     """The versions of package ``name`` the suites carry, newest first."""
-    cp = proc.run(["apt-cache", *_apt_options(), "madison", name],
-                  check=False, error=SourceError)
+    cp = proc.run(
+        ["apt-cache", *_apt_options(), "madison", name],
+        check=False,
+        error=SourceError,
+    )
     found = []
     for line in cp.stdout.splitlines():
         fields = [f.strip() for f in line.split("|")]
@@ -197,17 +237,26 @@ def _newest_first(found: list[str]) -> list[str]:
 
 
 def _newer(a: str, b: str) -> bool:
-    return proc.run(["dpkg", "--compare-versions", a, "gt", b],
-                    check=False).returncode == 0
+    return (
+        proc.run(
+            ["dpkg", "--compare-versions", a, "gt", b], check=False
+        ).returncode
+        == 0
+    )
 
 
 def series_available() -> list[str]:
     """The linux-source-X.Y packages the suites carry, as X.Y."""
-    cp = proc.run(["apt-cache", *_apt_options(), "pkgnames", "linux-source-"],
-                  check=False, error=SourceError)
-    names = {n.strip()[len("linux-source-"):] for n in cp.stdout.split()}
-    return sorted((n for n in names if _SERIES.match(n)),
-                  key=lambda s: tuple(int(x) for x in s.split(".")))
+    cp = proc.run(
+        ["apt-cache", *_apt_options(), "pkgnames", "linux-source-"],
+        check=False,
+        error=SourceError,
+    )
+    names = {n.strip()[len("linux-source-") :] for n in cp.stdout.split()}
+    return sorted(
+        (n for n in names if _SERIES.match(n)),
+        key=lambda s: tuple(int(x) for x in s.split(".")),
+    )
 
 
 def _known_series() -> list[str]:
@@ -229,15 +278,19 @@ def impossible(name: str) -> str | None:
     """Why linux-source-X.Y cannot be in the archive, known without asking
     it: no such Linux version, or a major version two or more past the
     newest the cached lists carry."""
-    major, minor = (int(x) for x in name[len("linux-source-"):].split("."))
+    major, minor = (int(x) for x in name[len("linux-source-") :].split("."))
     if minor > MAX_MINOR:
-        return (f"Linux has no {major}.{minor} (its second number has never "
-                "passed 20 before the first moved on)")
+        return (
+            f"Linux has no {major}.{minor} (its second number has never "
+            "passed 20 before the first moved on)"
+        )
     known = _known_series()
     newest = max((int(s.split(".")[0]) for s in known), default=None)
     if newest is not None and major > newest + 1:
-        return (f"Linux {major}.x is not out: the newest kernel in Debian's "
-                f"archive is {known[-1]}")
+        return (
+            f"Linux {major}.x is not out: the newest kernel in Debian's "
+            f"archive is {known[-1]}"
+        )
     return None
 
 
@@ -256,12 +309,16 @@ def resolve(spec: str) -> Package:
         update_lists(force=True, looking_for=name)
         have = versions(name)
     if not have:
-        raise UsageError(f"debian:{spec}: Debian's archive has no {name}",
-                         hint=_kernels_there())
+        raise UsageError(
+            f"debian:{spec}: Debian's archive has no {name}",
+            hint=_kernels_there(),
+        )
     version = pick_version(exact, have)
     if version is None:
-        raise UsageError(f"debian:{spec}: {name} {exact} is not in Debian's "
-                         "archive", hint="versions there: " + ", ".join(have))
+        raise UsageError(
+            f"debian:{spec}: {name} {exact} is not in Debian's archive",
+            hint="versions there: " + ", ".join(have),
+        )
     return Package(name, version)
 
 
@@ -298,15 +355,26 @@ def fetch_deb(pkg: Package) -> Path:
     if have:
         return have[0]
     log.info("Downloading %s %s from Debian's archive", pkg.name, pkg.version)
-    proc.run(["apt-get", *_apt_options(), "-q", "download",
-              f"{pkg.name}={pkg.version}"], cwd=debs,
-             log_path=apt_dir() / "download.log", error=SourceError,
-             what=f"apt-get download {pkg.name}={pkg.version}")
+    proc.run(
+        [
+            "apt-get",
+            *_apt_options(),
+            "-q",
+            "download",
+            f"{pkg.name}={pkg.version}",
+        ],
+        cwd=debs,
+        log_path=apt_dir() / "download.log",
+        error=SourceError,
+        what=f"apt-get download {pkg.name}={pkg.version}",
+    )
     have = sorted(debs.glob(f"{pkg.name}_{_deb_version(pkg.version)}_*.deb"))
     if not have:
-        raise SourceError(f"apt-get download left no .deb of {pkg.name} "
-                          f"{pkg.version} in {debs}",
-                          log_path=apt_dir() / "download.log")
+        raise SourceError(
+            f"apt-get download left no .deb of {pkg.name} "
+            f"{pkg.version} in {debs}",
+            log_path=apt_dir() / "download.log",
+        )
     return have[0]
 
 
@@ -323,7 +391,9 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _git(tree: Path, *args: str, env: dict | None = None):
+def _git(
+    tree: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return source.git(tree, *args, env=env)
 
 
@@ -335,24 +405,35 @@ def unpack(pkg: Package, deb: Path, digest: str) -> Path:
     tmp.mkdir(parents=True)
     log.info("Unpacking %s %s into %s", pkg.name, pkg.version, tree)
     debdir = tmp / "deb"
-    proc.run(["dpkg-deb", "-x", deb, debdir], error=SourceError,
-             what=f"dpkg-deb -x {deb.name}")
+    proc.run(
+        ["dpkg-deb", "-x", deb, debdir],
+        error=SourceError,
+        what=f"dpkg-deb -x {deb.name}",
+    )
     tarball = debdir / "usr" / "src" / f"{pkg.name}.tar.xz"
     if not tarball.is_file():
         raise SourceError(f"{deb.name} holds no usr/src/{tarball.name}")
-    proc.run(["tar", "-xJf", tarball, "-C", tmp], error=SourceError,
-             what=f"tar -x {tarball.name}")
+    proc.run(
+        ["tar", "-xJf", tarball, "-C", tmp],
+        error=SourceError,
+        what=f"tar -x {tarball.name}",
+    )
     shutil.rmtree(debdir)
     (top,) = [p for p in tmp.iterdir() if p.is_dir()]
     date = "2026-01-01T00:00:00+00:00"
     _git(top, "init", "-q", "-b", UNPACKED)
     # Debian's top-level .gitignore ignores everything at the top level
     _git(top, "add", "-A", "-f")
-    _git(top, "commit", "-q", "-m",
-         f"{pkg.name} {pkg.version} (Debian)\n\n"
-         f"Unpacked from {deb.name}.\n\n"
-         f"Debian-Version: {pkg.version}\nDeb-SHA256: {digest}\n",
-         env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    _git(
+        top,
+        "commit",
+        "-q",
+        "-m",
+        f"{pkg.name} {pkg.version} (Debian)\n\n"
+        f"Unpacked from {deb.name}.\n\n"
+        f"Debian-Version: {pkg.version}\nDeb-SHA256: {digest}\n",
+        env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+    )
     shutil.rmtree(tree, ignore_errors=True)
     top.rename(tree)
     shutil.rmtree(tmp)

@@ -23,11 +23,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc, upstream_selftests
+from foliolab import hostsetup, proc
+from foliolab.kernel import upstream_selftests
 from foliolab.kernel import source, symbols
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
-from foliolab.paths import GUEST_DIR, GUEST_TESTS_DIR, WORKLOADS_DIR, cache_root
+from foliolab.paths import (
+    GUEST_DIR,
+    GUEST_TESTS_DIR,
+    WORKLOADS_DIR,
+    cache_root,
+)
 from foliolab.workloads import windows
 
 log = logging.getLogger("foliolab")
@@ -51,9 +57,24 @@ class Cpio:
             return
         self.names.add(name)
         namez = name.encode() + b"\0"
-        hdr = "070701" + "".join(f"{v:08x}" for v in (
-            self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
-            len(namez), 0))
+        hdr = "070701" + "".join(
+            f"{v:08x}"
+            for v in (
+                self.ino,
+                mode,
+                0,
+                0,
+                1,
+                0,
+                len(data),
+                0,
+                0,
+                0,
+                0,
+                len(namez),
+                0,
+            )
+        )
         self.ino += 1
         self.buf.write(hdr.encode() + namez)
         self._pad()
@@ -85,7 +106,7 @@ class Cpio:
 def shared_libs(binary: str) -> list[str]:
     """The shared libraries (and loader) ``binary`` needs, from ldd."""
     cp = proc.run(["ldd", binary], check=False)
-    if cp.returncode != 0:      # static binary
+    if cp.returncode != 0:  # static binary
         return []
     libs = []
     for line in cp.stdout.splitlines():
@@ -97,9 +118,9 @@ def shared_libs(binary: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ElfInfo:
-    machine: int                 # e_machine: 62 x86_64, 183 aarch64
-    interp: str | None           # PT_INTERP: the dynamic loader
-    needed: tuple[str, ...]      # DT_NEEDED sonames
+    machine: int  # e_machine: 62 x86_64, 183 aarch64
+    interp: str | None  # PT_INTERP: the dynamic loader
+    needed: tuple[str, ...]  # DT_NEEDED sonames
 
 
 def elf_info(data: bytes) -> ElfInfo | None:
@@ -109,36 +130,45 @@ def elf_info(data: bytes) -> ElfInfo | None:
     Read here rather than with ldd, which cannot run a foreign binary.
     """
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4:6] != b"\2\1":
-        return None                 # not ELF, or not 64-bit little-endian
-    machine, = struct.unpack_from("<H", data, 18)
-    phoff, = struct.unpack_from("<Q", data, 32)
+        return None  # not ELF, or not 64-bit little-endian
+    (machine,) = struct.unpack_from("<H", data, 18)
+    (phoff,) = struct.unpack_from("<Q", data, 32)
     phentsize, phnum = struct.unpack_from("<HH", data, 54)
     loads, interp, dyn = [], None, None
     for i in range(phnum):
         p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
-            "<IIQQQQ", data, phoff + i * phentsize)
-        if p_type == 1:                       # PT_LOAD
+            "<IIQQQQ", data, phoff + i * phentsize
+        )
+        if p_type == 1:  # PT_LOAD
             loads.append((p_vaddr, p_offset, p_filesz))
-        elif p_type == 2:                     # PT_DYNAMIC
+        elif p_type == 2:  # PT_DYNAMIC
             dyn = (p_offset, p_filesz)
-        elif p_type == 3:                     # PT_INTERP
-            interp = data[p_offset:p_offset + p_filesz].rstrip(b"\0").decode()
+        elif p_type == 3:  # PT_INTERP
+            interp = (
+                data[p_offset : p_offset + p_filesz].rstrip(b"\0").decode()
+            )
     needed_off, strtab = [], None
     if dyn:
         for off in range(dyn[0], dyn[0] + dyn[1], 16):
             tag, val = struct.unpack_from("<qQ", data, off)
-            if tag == 0:                      # DT_NULL
+            if tag == 0:  # DT_NULL
                 break
-            if tag == 1:                      # DT_NEEDED
+            if tag == 1:  # DT_NEEDED
                 needed_off.append(val)
-            elif tag == 5:                    # DT_STRTAB (an address)
-                strtab = next((val - va + fo for va, fo, sz in loads
-                               if va <= val < va + sz), None)
+            elif tag == 5:  # DT_STRTAB (an address)
+                strtab = next(
+                    (
+                        val - va + fo
+                        for va, fo, sz in loads
+                        if va <= val < va + sz
+                    ),
+                    None,
+                )
     needed = []
     if strtab is not None:
         for off in needed_off:
             end = data.index(b"\0", strtab + off)
-            needed.append(data[strtab + off:end].decode())
+            needed.append(data[strtab + off : end].decode())
     return ElfInfo(machine, interp, tuple(needed))
 
 
@@ -150,10 +180,10 @@ def check_machine(data: bytes, arch: Arch, what: str) -> None:
     info = elf_info(data)
     if info and info.machine != arch.elf_machine:
         name = MACHINE_NAMES.get(info.machine, f"machine {info.machine}")
-        raise ImageError(f"{what} is an {name} binary, not for the "
-                         f"{arch.name} guest",
-                         hint=f"build it for {arch.name} (e.g. "
-                              f"{arch.guest_cc} -static)")
+        raise ImageError(
+            f"{what} is an {name} binary, not for the {arch.name} guest",
+            hint=f"build it for {arch.name} (e.g. {arch.guest_cc} -static)",
+        )
 
 
 def in_root(root: Path, guest_path: str) -> Path | None:
@@ -164,19 +194,27 @@ def in_root(root: Path, guest_path: str) -> Path | None:
         if not p.is_symlink():
             return p if p.is_file() else None
         target = os.readlink(p)
-        p = root / target.lstrip("/") if target.startswith("/") \
+        p = (
+            root / target.lstrip("/")
+            if target.startswith("/")
             else p.parent / target
+        )
     return None
 
 
-def cross_libs(binaries: list[Path], root: Path, arch: Arch
-               ) -> dict[str, Path]:
+def cross_libs(
+    binaries: list[Path], root: Path, arch: Arch
+) -> dict[str, Path]:
     """{guest path: file in root} of the loaders and shared libraries that
     ``binaries`` need, transitively, looked up in ``root`` the way the
     guest's loader will (no ld.so.cache in the image: its default dirs).
     """
-    dirs = [f"/lib/{arch.multiarch}", f"/usr/lib/{arch.multiarch}", "/lib",
-            "/usr/lib"]
+    dirs = [
+        f"/lib/{arch.multiarch}",
+        f"/usr/lib/{arch.multiarch}",
+        "/lib",
+        "/usr/lib",
+    ]
     out: dict[str, Path] = {}
     todo = [(str(b), Path(b)) for b in binaries]
     while todo:
@@ -196,10 +234,11 @@ def cross_libs(binaries: list[Path], root: Path, arch: Arch
                     todo.append((guest, host))
                     break
             else:
-                raise ImageError(f"{name} needs {so}, which is not in the "
-                                 f"{arch.name} sysroot {root}",
-                                 hint=f"remove {root} to have it unpacked "
-                                      "again")
+                raise ImageError(
+                    f"{name} needs {so}, which is not in the "
+                    f"{arch.name} sysroot {root}",
+                    hint=f"remove {root} to have it unpacked again",
+                )
     return out
 
 
@@ -217,8 +256,11 @@ def guest_tool(arch: Arch, tool: str) -> Path | None:
     if arch.native:
         return Path(os.path.realpath(tool)) if os.path.exists(tool) else None
     root = guest_root(arch)
-    return in_root(root, tool) or (in_root(root, tool[len("/usr"):])
-                                   if tool.startswith("/usr/") else None)
+    return in_root(root, tool) or (
+        in_root(root, tool[len("/usr") :])
+        if tool.startswith("/usr/")
+        else None
+    )
 
 
 def build_guest_binaries(arch: Arch, src: Path) -> Path:
@@ -230,18 +272,32 @@ def build_guest_binaries(arch: Arch, src: Path) -> Path:
     # One output directory per checkout: two checkouts on one cache (a
     # worktree beside main, 2026-11-26) rebuilt each other's thptask, and
     # an image could take the other's binary made between make and put().
-    out = (cache_root() / "guest-bin" / arch.name /
-           f"{src.name}-{_checkout_tag(src)}")
+    out = (
+        cache_root()
+        / "guest-bin"
+        / arch.name
+        / f"{src.name}-{_checkout_tag(src)}"
+    )
     tools = source.base_repo() / "tools"
     if src == GUEST_TESTS_DIR and not tools.is_dir():
         tools = source.prepare_base() / "tools"
     selftests = tools / "testing" / "selftests"
     # PYTHON: the workloads' Makefile generates fl_windows.h with it
-    proc.run(["make", "-s", "-C", str(src), f"OUT={out}",
-              f"CC={arch.guest_cc}", f"SELFTESTS={selftests}",
-              f"PYTHON={sys.executable}"],
-             log_path=out.parent / f"{src.name}.log", error=ImageError,
-             what=f"building guest binaries in {src.name}/ for {arch.name}")
+    proc.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(src),
+            f"OUT={out}",
+            f"CC={arch.guest_cc}",
+            f"SELFTESTS={selftests}",
+            f"PYTHON={sys.executable}",
+        ],
+        log_path=out.parent / f"{src.name}.log",
+        error=ImageError,
+        what=f"building guest binaries in {src.name}/ for {arch.name}",
+    )
     return out
 
 
@@ -259,8 +315,11 @@ def workload_scripts() -> dict[str, Path]:
 def _executables(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
-    return [f for f in sorted(directory.iterdir())
-            if f.is_file() and os.access(f, os.X_OK)]
+    return [
+        f
+        for f in sorted(directory.iterdir())
+        if f.is_file() and os.access(f, os.X_OK)
+    ]
 
 
 @dataclass
@@ -284,9 +343,12 @@ def build_image(arch: Arch, kselftests: Path | None = None) -> Image:
     root = guest_root(arch)
     busybox = root / "bin" / "busybox"
     if not busybox.exists() or not _static(busybox, arch):
-        raise ImageError(f"{busybox} is missing or not static",
-                         hint="apt-get install busybox-static" if arch.native
-                         else f"remove {root} to have it unpacked again")
+        raise ImageError(
+            f"{busybox} is missing or not static",
+            hint="apt-get install busybox-static"
+            if arch.native
+            else f"remove {root} to have it unpacked again",
+        )
     c = Cpio()
 
     def put(name: str, src: Path, mode: int = 0o755) -> None:
@@ -294,13 +356,25 @@ def build_image(arch: Arch, kselftests: Path | None = None) -> Image:
         check_machine(data, arch, str(src))
         c.file(name, data, mode)
 
-    for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev",
-              "tmp", "mnt", "etc", "foliolab/bin"):
+    for d in (
+        "bin",
+        "sbin",
+        "usr/bin",
+        "usr/sbin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "mnt",
+        "etc",
+        "foliolab/bin",
+    ):
         c.dir(d)
     put("bin/busybox", busybox)
     if arch.native:
-        applets = proc.run([busybox, "--list-full"],
-                           check=False).stdout.split()
+        applets = proc.run(
+            [busybox, "--list-full"], check=False
+        ).stdout.split()
         for applet in applets:
             if applet != "bin/busybox":
                 c.symlink(applet, "/bin/busybox")
@@ -331,17 +405,23 @@ def build_image(arch: Arch, kselftests: Path | None = None) -> Image:
     # upstream 7.3's mm selftests (upstream_selftests.py): static
     for f in _executables(upstream_selftests.bin_dir(arch)):
         put(f"foliolab/{upstream_selftests.GUEST_DIR}/{f.name}", f)
-    c.file("etc/passwd", b"root:x:0:0:root:/tmp:/bin/sh\n"
-           b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n")
+    c.file(
+        "etc/passwd",
+        b"root:x:0:0:root:/tmp:/bin/sh\n"
+        b"nobody:x:65534:65534:nobody:/tmp:/bin/sh\n",
+    )
     c.file("etc/group", b"root:x:0:\nnobody:x:65534:\n")
     for tool in HOST_TOOLS:
         src = guest_tool(arch, tool)
         if src is None and arch.native:
-            raise ImageError(f"host tool {tool} is missing",
-                             hint="run `make setup`")
+            raise ImageError(
+                f"host tool {tool} is missing", hint="run `make setup`"
+            )
         if src is None:
-            raise ImageError(f"{tool} is missing from the sysroot {root}",
-                             hint=f"remove {root} to have it unpacked again")
+            raise ImageError(
+                f"{tool} is missing from the sysroot {root}",
+                hint=f"remove {root} to have it unpacked again",
+            )
         put(tool, src)
         dynamic.append(Path(tool) if arch.native else src)
     if arch.native:
@@ -369,7 +449,7 @@ def _store_image(arch: Arch, data: bytes, digest: str) -> Path:
     images.mkdir(parents=True, exist_ok=True)
     path = images / f"{arch.name}-base-{digest}.cpio"
     if path.exists():
-        os.utime(path)                  # in use: not old
+        os.utime(path)  # in use: not old
     else:
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_bytes(data)
@@ -385,7 +465,7 @@ def _static(binary: Path, arch: Arch) -> bool:
     if arch.native:
         return not shared_libs(str(binary))
     info = elf_info(binary.read_bytes())
-    return bool(info) and not info.interp and not info.needed
+    return info is not None and not info.interp and not info.needed
 
 
 def kselftest_dir(arch: Arch, commit: str) -> Path:
@@ -396,8 +476,9 @@ def kselftest_dir(arch: Arch, commit: str) -> Path:
     return cache_root() / "kselftest" / arch.name / commit[:12] / "mm"
 
 
-def job_archive(job: str, extra: list[Path] | None = None,
-                arch: Arch | None = None) -> bytes:
+def job_archive(
+    job: str, extra: list[Path] | None = None, arch: Arch | None = None
+) -> bytes:
     """The per-boot archive: /foliolab/job.sh plus files added by the user
     (which must be for ``arch``'s machine, when given)."""
     c = Cpio()

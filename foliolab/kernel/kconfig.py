@@ -87,7 +87,7 @@ def parse(text: str, source: str = "<text>") -> dict[str, str]:
 class Fragment:
     purpose: str
     options: dict[str, str]
-    origin: dict[str, str]    # option -> fragment file that set it
+    origin: dict[str, str]  # option -> fragment file that set it
     # options this kernel's version no longer has -> the file saying so
     gone: dict[str, str] = field(default_factory=dict)
 
@@ -102,8 +102,9 @@ class Fragment:
         return hashlib.sha256(self.text().encode()).hexdigest()[:12]
 
 
-def version_fragments(version: tuple[int, int],
-                      configs_dir: Path = CONFIGS_DIR) -> list[Path]:
+def version_fragments(
+    version: tuple[int, int], configs_dir: Path = CONFIGS_DIR
+) -> list[Path]:
     """``since-X.Y.config`` for every X.Y up to ``version``, oldest first."""
     found = []
     for f in configs_dir.glob("since-*.config"):
@@ -113,18 +114,25 @@ def version_fragments(version: tuple[int, int],
     return [f for _, f in sorted(found)]
 
 
-def fragment_files(purpose: str, arch: str,
-                   configs_dir: Path = CONFIGS_DIR,
-                   version: tuple[int, int] = BASE_VERSION) -> list[Path]:
+def fragment_files(
+    purpose: str,
+    arch: str,
+    configs_dir: Path = CONFIGS_DIR,
+    version: tuple[int, int] = BASE_VERSION,
+) -> list[Path]:
     """The fragments of (purpose, arch) for a kernel of ``version``, in
     the order they are applied."""
     if purpose not in PURPOSES + (COVERAGE,):
-        raise UsageError(f"unknown --config {purpose!r}",
-                         hint=f"choose one of: {', '.join(PURPOSES)}")
+        raise UsageError(
+            f"unknown --config {purpose!r}",
+            hint=f"choose one of: {', '.join(PURPOSES)}",
+        )
     layers = [_BASED_ON[purpose]] if purpose in _BASED_ON else []
     layers.append(purpose)
-    files = [configs_dir / "base.config",
-             configs_dir / get_arch(arch).config_fragment]
+    files = [
+        configs_dir / "base.config",
+        configs_dir / get_arch(arch).config_fragment,
+    ]
     for layer in layers:
         files.append(configs_dir / f"{layer}.config")
         # What a purpose needs that only one architecture spells this way
@@ -136,13 +144,16 @@ def fragment_files(purpose: str, arch: str,
     return files + version_fragments(version, configs_dir)
 
 
-def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,
-          extra: list[Path] | None = None,
-          version: tuple[int, int] = BASE_VERSION) -> Fragment:
+def merge(
+    purpose: str,
+    arch: str,
+    configs_dir: Path = CONFIGS_DIR,
+    extra: list[Path] | None = None,
+    version: tuple[int, int] = BASE_VERSION,
+) -> Fragment:
     """base + arch-<arch> + <purpose> + since-X.Y (+ extra files), later
     files win; an option a later file calls gone is no longer asked for."""
-    files = fragment_files(purpose, arch, configs_dir, version) + \
-        (extra or [])
+    files = fragment_files(purpose, arch, configs_dir, version) + (extra or [])
     options: dict[str, str] = {}
     origin: dict[str, str] = {}
     gone: dict[str, str] = {}
@@ -150,7 +161,7 @@ def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,
         if not f.exists():
             raise ConfigError(f"config fragment {f} is missing")
         for k, v in parse(f.read_text(), str(f)).items():
-            options.pop(k, None)        # keep later files' order
+            options.pop(k, None)  # keep later files' order
             if v == GONE:
                 gone[k] = f.name
                 continue
@@ -159,8 +170,9 @@ def merge(purpose: str, arch: str, configs_dir: Path = CONFIGS_DIR,
     return Fragment(purpose, options, origin, gone)
 
 
-_CONFIG_HEADER = re.compile(r"^# Linux/\S+ (\d+)\.(\d+)\S* Kernel Configuration$",
-                            re.M)
+_CONFIG_HEADER = re.compile(
+    r"^# Linux/\S+ (\d+)\.(\d+)\S* Kernel Configuration$", re.M
+)
 
 
 def version_of(config_text: str) -> tuple[int, int]:
@@ -186,5 +198,7 @@ def check(fragment: Fragment, config_path: Path) -> None:
     if missing:
         raise ConfigError(
             f"kconfig dropped {len(missing)} requested option(s), first: "
-            f"{missing[0]}", hint="add the missing dependency to configs/",
-            log_path=config_path)
+            f"{missing[0]}",
+            hint="add the missing dependency to configs/",
+            log_path=config_path,
+        )

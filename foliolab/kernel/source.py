@@ -18,7 +18,10 @@ import hashlib
 import logging
 import re
 import shutil
+import subprocess
 import tarfile
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,24 +34,41 @@ log = logging.getLogger("foliolab")
 BASE_TAG = "foliolab-base"
 DEV_BRANCH = "dev"
 IDENTITY = {
-    "GIT_AUTHOR_NAME": "foliolab", "GIT_AUTHOR_EMAIL": "foliolab@example.org",
+    "GIT_AUTHOR_NAME": "foliolab",
+    "GIT_AUTHOR_EMAIL": "foliolab@example.org",
     "GIT_COMMITTER_NAME": "foliolab",
     "GIT_COMMITTER_EMAIL": "foliolab@example.org",
 }
 FIXED_DATE = "2026-01-01T00:00:00+00:00"
 # Scratch-repo overrides: no signing prompts, no hooks, no auto-gc while
 # builds read the tree.
-GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "gc.auto=0",
-            "-c", "core.hooksPath=/dev/null"]
+GIT_OPTS = [
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "core.hooksPath=/dev/null",
+]
 
 
-def git(tree: Path, *args: str, check: bool = True, log_path: Path | None = None,
-        env: dict | None = None):
+def git(
+    tree: Path,
+    *args: str,
+    check: bool = True,
+    log_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     full_env = dict(IDENTITY)
     full_env.update(env or {})
-    return proc.run(["git", *GIT_OPTS, "-C", str(tree), *args], env=full_env,
-                    check=check, log_path=log_path, error=SourceError,
-                    what=f"git {args[0]}")
+    return proc.run(
+        ["git", *GIT_OPTS, "-C", str(tree), *args],
+        env=full_env,
+        check=check,
+        log_path=log_path,
+        error=SourceError,
+        what=f"git {args[0]}",
+    )
 
 
 @dataclass(frozen=True)
@@ -73,13 +93,16 @@ def read_series(directory: Path | None) -> Series:
     # absolute: git am runs in a scratch worktree, not here
     directory = Path(directory).resolve()
     if not directory.is_dir():
-        raise UsageError(f"patch directory {directory} does not exist",
-                         hint="give --patches DIR (with a `series` file) "
-                              "or --patches none")
+        raise UsageError(
+            f"patch directory {directory} does not exist",
+            hint="give --patches DIR (with a `series` file) or --patches none",
+        )
     series_file = directory / "series"
     if not series_file.exists():
-        raise UsageError(f"{series_file} is missing",
-                         hint="list the patches in order, one per line")
+        raise UsageError(
+            f"{series_file} is missing",
+            hint="list the patches in order, one per line",
+        )
     patches = []
     for line in series_file.read_text().splitlines():
         name = line.split("#", 1)[0].strip()
@@ -87,8 +110,10 @@ def read_series(directory: Path | None) -> Series:
             continue
         p = directory / name
         if not p.is_file():
-            raise UsageError(f"{series_file} names {name}, which does not "
-                             f"exist in {directory}")
+            raise UsageError(
+                f"{series_file} names {name}, which does not "
+                f"exist in {directory}"
+            )
         patches.append(p)
     return Series(directory, tuple(patches))
 
@@ -115,7 +140,7 @@ def prepare_base() -> Path:
         return _prepare_base_locked()
 
 
-def checkout_lock(tree: Path):
+def checkout_lock(tree: Path) -> AbstractContextManager[None]:
     """Held while a checkout of ``tree`` is built: its files must stay the
     commit make was started for. Another command building from the same
     checkout waits."""
@@ -134,9 +159,11 @@ def _prepare_base_locked() -> Path:
         shutil.rmtree(repo)
     have = hostsetup.installed_version(hostsetup.BASE_PACKAGE)
     if have != want:
-        raise SourceError(f"{hostsetup.BASE_PACKAGE} {want} is not installed "
-                          f"(found {have or 'none'})",
-                          hint="run `make setup`")
+        raise SourceError(
+            f"{hostsetup.BASE_PACKAGE} {want} is not installed "
+            f"(found {have or 'none'})",
+            hint="run `make setup`",
+        )
     tarball = Path("/usr/src/linux-source-6.12.tar.xz")
     log.info("Unpacking %s %s into %s", hostsetup.BASE_PACKAGE, want, repo)
     tmp = repo.with_name("linux.unpack")
@@ -150,10 +177,16 @@ def _prepare_base_locked() -> Path:
     date = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
     git(repo, "init", "-q", "-b", "base")
     git(repo, "add", "-A", "-f")
-    git(repo, "commit", "-q", "-m",
+    git(
+        repo,
+        "commit",
+        "-q",
+        "-m",
         f"Linux {want} (Debian {hostsetup.BASE_PACKAGE})\n\n"
         f"Unpacked from /usr/src/linux-source-6.12.tar.xz.\n\n"
-        f"Debian-Version: {want}\n", env=date)
+        f"Debian-Version: {want}\n",
+        env=date,
+    )
     git(repo, "tag", BASE_TAG)
     return repo
 
@@ -167,8 +200,8 @@ class Onto:
     """The tree a series is applied to, as messages and the run's record
     name it."""
 
-    spec: str           # as given: base, debian:7.3, git:PATH@REF
-    tree: str           # a package and its version, or a clone and commit
+    spec: str  # as given: base, debian:7.3, git:PATH@REF
+    tree: str  # a package and its version, or a clone and commit
     commit: str
 
     def describe(self) -> str:
@@ -177,8 +210,11 @@ class Onto:
 
 def base_onto(repo: Path) -> Onto:
     """The pinned base as a series' tree."""
-    return Onto("base", f"{hostsetup.BASE_PACKAGE} {hostsetup.BASE_VERSION}",
-                base_commit(repo))
+    return Onto(
+        "base",
+        f"{hostsetup.BASE_PACKAGE} {hostsetup.BASE_VERSION}",
+        base_commit(repo),
+    )
 
 
 def apply_series(tree: Path, series: Series, onto: str) -> None:
@@ -187,12 +223,20 @@ def apply_series(tree: Path, series: Series, onto: str) -> None:
     was tried on, Onto.describe())."""
     for patch in series.patches:
         logp = cache_root() / "logs" / f"am-{patch.name}.log"
-        cp = git(tree, "am", "-q", "--no-3way", str(patch), check=False,
-                 log_path=logp)
+        cp = git(
+            tree,
+            "am",
+            "-q",
+            "--no-3way",
+            str(patch),
+            check=False,
+            log_path=logp,
+        )
         if cp.returncode != 0:
             git(tree, "am", "--abort", check=False)
-            raise PatchApplyError(_not_applied(patch, onto, logp),
-                                  log_path=logp)
+            raise PatchApplyError(
+                _not_applied(patch, onto, logp), log_path=logp
+            )
 
 
 # git am's (git apply's) words for a patch that does not apply
@@ -235,14 +279,16 @@ def series_ref(digest: str, onto_commit: str | None = None) -> str:
     return f"refs/foliolab/series/{onto_commit}/{digest}"
 
 
-def apply_onto(repo: Path, start: str, series: Series, ref: str,
-               onto: Onto) -> str:
+def apply_onto(
+    repo: Path, start: str, series: Series, ref: str, onto: Onto
+) -> str:
     """The commit of ``series`` applied to ``start`` of ``repo``: kept
     under ``ref`` and found there again, else applied in a scratch
     worktree (so a patch that does not apply never leaves the build
     checkout half-patched)."""
-    cp = git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
-             check=False)
+    cp = git(
+        repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False
+    )
     if cp.returncode == 0:
         return cp.stdout.strip()
     scratch = cache_root() / "worktrees" / "apply"
@@ -254,8 +300,14 @@ def apply_onto(repo: Path, start: str, series: Series, ref: str,
             apply_series(scratch, series, onto.describe())
             commit = git(scratch, "rev-parse", "HEAD").stdout.strip()
         finally:
-            git(repo, "worktree", "remove", "--force", str(scratch),
-                check=False)
+            git(
+                repo,
+                "worktree",
+                "remove",
+                "--force",
+                str(scratch),
+                check=False,
+            )
     git(repo, "update-ref", ref, commit)
     return commit
 
@@ -273,12 +325,12 @@ def _clear_scratch(repo: Path, scratch: Path) -> None:
 class Tree:
     """A commit to build, and the checkout it will be built from."""
 
-    variant: str        # the kernel's name ("vanilla", "patched", ...)
+    variant: str  # the kernel's name ("vanilla", "patched", ...)
     path: Path
     commit: str
     series_digest: str  # "" for vanilla
-    origin: str = ""    # where the source came from, if not the base's repo
-    onto: Onto | None = None    # a series': the tree it was applied to
+    origin: str = ""  # where the source came from, if not the base's repo
+    onto: Onto | None = None  # a series': the tree it was applied to
 
     def version(self) -> tuple[int, int]:
         """VERSION and PATCHLEVEL of the checked-out tree's Makefile."""
@@ -301,25 +353,30 @@ def prepare_patched(series: Series, variant: str = "patched") -> Tree:
     """
     repo = prepare_base()
     onto = base_onto(repo)
-    commit = apply_onto(repo, BASE_TAG, series, series_ref(series.digest),
-                        onto)
+    commit = apply_onto(
+        repo, BASE_TAG, series, series_ref(series.digest), onto
+    )
     if variant == "patched":
         git(repo, "branch", "-f", "patched", commit)
     return Tree(variant, repo, commit, series.digest, onto=onto)
 
 
-def prepare_series(under: Tree, onto: Onto, series: Series,
-                   variant: str) -> Tree:
+def prepare_series(
+    under: Tree, onto: Onto, series: Series, variant: str
+) -> Tree:
     """``series`` on the tree of any source spec (a clone's commit, a
     Debian package), applied in that tree's repository and kept there per
     tree and content."""
     if not series.patches:
-        return Tree(variant, under.path, under.commit, "", under.origin,
-                    onto)
-    commit = apply_onto(under.path, under.commit, series,
-                        series_ref(series.digest, under.commit), onto)
-    return Tree(variant, under.path, commit, series.digest, under.origin,
-                onto)
+        return Tree(variant, under.path, under.commit, "", under.origin, onto)
+    commit = apply_onto(
+        under.path,
+        under.commit,
+        series,
+        series_ref(series.digest, under.commit),
+        onto,
+    )
+    return Tree(variant, under.path, commit, series.digest, under.origin, onto)
 
 
 def prepare_git(variant: str, user_repo: Path, ref: str) -> Tree:
@@ -329,11 +386,22 @@ def prepare_git(variant: str, user_repo: Path, ref: str) -> Tree:
     are only read."""
     commit = resolve_ref(user_repo, ref)
     repo = prepare_base()
-    have = git(repo, "cat-file", "-e", f"{commit}^{{commit}}",
-               check=False).returncode == 0
+    have = (
+        git(
+            repo, "cat-file", "-e", f"{commit}^{{commit}}", check=False
+        ).returncode
+        == 0
+    )
     if not have:
-        git(repo, "fetch", "-q", "--no-tags", "--depth=1",
-            str(user_repo.resolve()), commit)
+        git(
+            repo,
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--depth=1",
+            str(user_repo.resolve()),
+            commit,
+        )
     # a ref keeps the fetched commit, whatever gc does later
     git(repo, "update-ref", f"refs/foliolab/git/{commit}", commit)
     return Tree(variant, repo, commit, "")
@@ -348,47 +416,76 @@ def resolve_ref(user_repo: Path, ref: str) -> str:
     """REF of the git repository at ``user_repo`` as a commit id; a
     UsageError naming both if either is wrong."""
     if not is_repository(user_repo):
-        raise UsageError(f"{user_repo} is not a git repository",
-                         hint="give git:PATH@REF with PATH a kernel clone")
-    cp = git(user_repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
-             check=False)
+        raise UsageError(
+            f"{user_repo} is not a git repository",
+            hint="give git:PATH@REF with PATH a kernel clone",
+        )
+    cp = git(
+        user_repo,
+        "rev-parse",
+        "--verify",
+        "-q",
+        f"{ref}^{{commit}}",
+        check=False,
+    )
     if cp.returncode != 0:
-        raise UsageError(f"{ref!r} is not a commit in {user_repo}",
-                         hint="give a branch, tag or commit id after @")
+        raise UsageError(
+            f"{ref!r} is not a commit in {user_repo}",
+            hint="give a branch, tag or commit id after @",
+        )
     return cp.stdout.strip()
 
 
-def words_at(repo: Path, commit: str, words) -> set[str] | None:
+def words_at(repo: Path, commit: str, words: Iterable[str]) -> set[str] | None:
     """Which of ``words`` the C and assembly sources of ``commit`` (in
     ``repo``) have as a whole word; None if git cannot say. Read from git's
     objects: nothing is fetched, checked out or written."""
     words = sorted(set(words))
     if not words:
         return set()
-    cp = git(repo, "grep", "-h", "-o", "-w", "-I",
-             *(a for w in words for a in ("-e", w)), commit, "--",
-             "*.c", "*.h", "*.S", check=False)
+    cp = git(
+        repo,
+        "grep",
+        "-h",
+        "-o",
+        "-w",
+        "-I",
+        *(a for w in words for a in ("-e", w)),
+        commit,
+        "--",
+        "*.c",
+        "*.h",
+        "*.S",
+        check=False,
+    )
     if cp.returncode not in (0, 1):
         return None
     return set(cp.stdout.split()) & set(words)
 
 
-def makefile_numbers(repo: Path, commit: str,
-                     check: bool = True) -> dict[str, int]:
+def makefile_numbers(
+    repo: Path, commit: str, check: bool = True
+) -> dict[str, int]:
     """VERSION, PATCHLEVEL and SUBLEVEL of the top Makefile at ``commit``,
     those it names (none where it has no Makefile and not ``check``)."""
     text = git(repo, "show", f"{commit}:Makefile", check=check).stdout
-    return {k: int(v) for k, v in re.findall(
-        r"^(VERSION|PATCHLEVEL|SUBLEVEL) = (\d+)$", text, re.M)}
+    return {
+        k: int(v)
+        for k, v in re.findall(
+            r"^(VERSION|PATCHLEVEL|SUBLEVEL) = (\d+)$", text, re.M
+        )
+    }
 
 
 def makefile_version(repo: Path, commit: str) -> tuple[int, int]:
     """(VERSION, PATCHLEVEL) of the top Makefile at ``commit``."""
     found = makefile_numbers(repo, commit)
     if "VERSION" not in found or "PATCHLEVEL" not in found:
-        raise SourceError(f"the Makefile of {commit[:12]} in {repo} names no "
-                          "VERSION and PATCHLEVEL",
-                          hint="is it a Linux tree?")
+        raise SourceError(
+            f"the Makefile of {commit[:12]} in {repo} names no "
+            "VERSION and PATCHLEVEL",
+            hint="is it a Linux tree?",
+        )
     return int(found["VERSION"]), int(found["PATCHLEVEL"])
 
 
@@ -412,8 +509,17 @@ def dev_tree(series: Series) -> Path:
     if (wt / ".git").exists():
         return wt
     git(repo, "worktree", "prune")
-    exists = git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{DEV_BRANCH}",
-                 check=False).returncode == 0
+    exists = (
+        git(
+            repo,
+            "rev-parse",
+            "--verify",
+            "-q",
+            f"refs/heads/{DEV_BRANCH}",
+            check=False,
+        ).returncode
+        == 0
+    )
     if exists:
         git(repo, "worktree", "add", "-q", str(wt), DEV_BRANCH)
     else:
@@ -423,30 +529,45 @@ def dev_tree(series: Series) -> Path:
 
 
 def export_series(directory: Path) -> list[Path]:
-    """Write dev's commits since the base to ``directory`` with format-patch."""
-    directory = directory.resolve()     # git runs in the developer tree
+    """Write dev's commits since the base to ``directory`` with
+    format-patch."""
+    directory = directory.resolve()  # git runs in the developer tree
     wt = cache_root() / "worktrees" / "dev"
     if not (wt / ".git").exists():
-        raise UsageError("there is no developer tree to export",
-                         hint="run `foliolab tree` first")
+        raise UsageError(
+            "there is no developer tree to export",
+            hint="run `foliolab tree` first",
+        )
     prepare_base()
     dirty = git(wt, "status", "--porcelain", "-uno").stdout.strip()
     if dirty:
-        raise UsageError(f"{wt} has uncommitted changes",
-                         hint="commit them (git -C ... commit) and re-run")
+        raise UsageError(
+            f"{wt} has uncommitted changes",
+            hint="commit them (git -C ... commit) and re-run",
+        )
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / ".export"
     shutil.rmtree(tmp, ignore_errors=True)
-    git(wt, "format-patch", "-q", "--no-signature", "--zero-commit",
-        "--cover-letter", f"--base={BASE_TAG}", "-o", str(tmp),
-        f"{BASE_TAG}..HEAD")
+    git(
+        wt,
+        "format-patch",
+        "-q",
+        "--no-signature",
+        "--zero-commit",
+        "--cover-letter",
+        f"--base={BASE_TAG}",
+        "-o",
+        str(tmp),
+        f"{BASE_TAG}..HEAD",
+    )
     cover = tmp / COVER_LETTER
     old_cover = directory / COVER_LETTER
     if old_cover.exists():
         # The subject and blurb are written by hand; the shortlog,
         # diffstat and base-commit follow the commits.
-        cover.write_text(carry_cover_letter(old_cover.read_text(),
-                                            cover.read_text()))
+        cover.write_text(
+            carry_cover_letter(old_cover.read_text(), cover.read_text())
+        )
     for old in directory.glob("*.patch"):
         old.unlink()
     written = []
@@ -469,16 +590,16 @@ def carry_cover_letter(old: str, new: str) -> str:
     """``new`` (git format-patch's fresh cover letter) with the subject and
     blurb of ``old``: the blurb is everything from the first blank line
     after the headers up to the shortlog ("Author (N):")."""
-    m = re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)", old,
-                  re.M)
+    m = re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)", old, re.M)
     head, _, rest = old.partition("\n\n")
     b = re.search(r"^\S.* \(\d+\):$", rest, re.M)
     if not m or not b:
-        raise UsageError(f"cannot read the subject and blurb of the old "
-                         f"{COVER_LETTER}",
-                         hint="keep its Subject: line and the "
-                              "\"Author (N):\" shortlog line")
+        raise UsageError(
+            f"cannot read the subject and blurb of the old {COVER_LETTER}",
+            hint='keep its Subject: line and the "Author (N):" shortlog line',
+        )
     subject = " ".join(line.strip() for line in m.group(1).splitlines())
-    blurb = rest[:b.start()].rstrip("\n")
-    return (new.replace(_SUBJECT_PLACEHOLDER, subject, 1)
-               .replace(_BLURB_PLACEHOLDER, blurb, 1))
+    blurb = rest[: b.start()].rstrip("\n")
+    return new.replace(_SUBJECT_PLACEHOLDER, subject, 1).replace(
+        _BLURB_PLACEHOLDER, blurb, 1
+    )

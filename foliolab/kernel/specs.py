@@ -36,8 +36,10 @@ from foliolab.kernel import debian, source
 from foliolab.errors import UsageError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-SPEC_FORMS = ("base, git:PATH@REF, debian:VERSION, any of these +DIR or "
-              "+DIR:N (a series on it), or image:PATH")
+SPEC_FORMS = (
+    "base, git:PATH@REF, debian:VERSION, any of these +DIR or "
+    "+DIR:N (a series on it), or image:PATH"
+)
 SOURCE_FORMS = "base, git:PATH@REF or debian:VERSION"
 # How far above an image its .config and System.map are looked for: a
 # build directory keeps bzImage three levels down (arch/x86/boot).
@@ -58,13 +60,13 @@ class KernelSpec:
 
     name: str
     kind: SpecKind
-    text: str                           # SPEC as given, for the report
-    series_dir: Path | None = None      # SERIES
-    prefix: int | None = None           # SERIES: the first N patches
-    repo: Path | None = None            # GIT
-    ref: str = ""                       # GIT
-    image: Path | None = None           # IMAGE
-    debian_version: str = ""            # DEBIAN: X.Y or a package version
+    text: str  # SPEC as given, for the report
+    series_dir: Path | None = None  # SERIES
+    prefix: int | None = None  # SERIES: the first N patches
+    repo: Path | None = None  # GIT
+    ref: str = ""  # GIT
+    image: Path | None = None  # IMAGE
+    debian_version: str = ""  # DEBIAN: X.Y or a package version
     # SERIES: the GIT or DEBIAN spec the series applies to; None: the base
     onto: KernelSpec | None = None
 
@@ -72,8 +74,10 @@ class KernelSpec:
         """Whether this kernel is the base's commit, known without building
         (a git: ref may be too; only its build finds out)."""
         return self.kind is SpecKind.BASE or (
-            self.kind is SpecKind.SERIES and self.prefix == 0
-            and self.onto is None)
+            self.kind is SpecKind.SERIES
+            and self.prefix == 0
+            and self.onto is None
+        )
 
     def source_spec(self) -> KernelSpec:
         """The spec of the tree this kernel starts from: itself, or for a
@@ -88,40 +92,49 @@ class KernelSpec:
         if self.prefix is None:
             return s
         if self.prefix > len(s.patches):
-            raise UsageError(f"kernel {self.name}: {self.text} asks for "
-                             f"{self.prefix} patches, the series has "
-                             f"{len(s.patches)}",
-                             hint=f"give N from 0 to {len(s.patches)}")
-        return source.Series(s.directory, s.patches[:self.prefix])
+            raise UsageError(
+                f"kernel {self.name}: {self.text} asks for "
+                f"{self.prefix} patches, the series has "
+                f"{len(s.patches)}",
+                hint=f"give N from 0 to {len(s.patches)}",
+            )
+        return source.Series(s.directory, s.patches[: self.prefix])
 
 
 def parse_kernel(arg: str) -> KernelSpec:
     """``NAME=SPEC`` -> KernelSpec; a UsageError says what is wrong."""
     name, eq, spec = arg.partition("=")
     if not eq or not spec:
-        raise UsageError(f"--kernel {arg!r} is not NAME=SPEC",
-                         hint=f"e.g. --kernel base=base; SPEC is {SPEC_FORMS}")
+        raise UsageError(
+            f"--kernel {arg!r} is not NAME=SPEC",
+            hint=f"e.g. --kernel base=base; SPEC is {SPEC_FORMS}",
+        )
     if not _NAME.match(name):
-        raise UsageError(f"--kernel name {name!r} is not a short name",
-                         hint="letters, digits, '.', '_' and '-', up to 32")
+        raise UsageError(
+            f"--kernel name {name!r} is not a short name",
+            hint="letters, digits, '.', '_' and '-', up to 32",
+        )
     return parse_spec(name, spec)
 
 
 def parse_spec(name: str, spec: str) -> KernelSpec:
     if spec.startswith("base+"):
         # "base" holds no '+': the rest is DIR[:N], whatever DIR holds
-        return _series_spec(name, spec, None, spec[len("base+"):])
+        return _series_spec(name, spec, None, spec[len("base+") :])
     if spec.startswith(("git:", "debian:")):
         source_text, rest = split_series(name, spec)
         onto = _source_spec(name, source_text)
         return onto if rest is None else _series_spec(name, spec, onto, rest)
     if spec.startswith("image:"):
-        path = spec[len("image:"):]
+        path = spec[len("image:") :]
         if not path:
-            raise UsageError(f"kernel {name}: {spec!r} names no image",
-                             hint="give image:PATH")
-        return KernelSpec(name, SpecKind.IMAGE, spec,
-                          image=Path(path).expanduser())
+            raise UsageError(
+                f"kernel {name}: {spec!r} names no image",
+                hint="give image:PATH",
+            )
+        return KernelSpec(
+            name, SpecKind.IMAGE, spec, image=Path(path).expanduser()
+        )
     return _source_spec(name, spec)
 
 
@@ -130,29 +143,42 @@ def _source_spec(name: str, spec: str) -> KernelSpec:
     if spec == "base":
         return KernelSpec(name, SpecKind.BASE, spec)
     if spec.startswith("git:"):
-        path, at, ref = spec[len("git:"):].rpartition("@")
+        path, at, ref = spec[len("git:") :].rpartition("@")
         if not at or not path or not ref:
-            raise UsageError(f"kernel {name}: {spec!r} is not git:PATH@REF",
-                             hint="e.g. git:~/linux@mm-unstable")
-        return KernelSpec(name, SpecKind.GIT, spec,
-                          repo=Path(path).expanduser(), ref=ref)
+            raise UsageError(
+                f"kernel {name}: {spec!r} is not git:PATH@REF",
+                hint="e.g. git:~/linux@mm-unstable",
+            )
+        return KernelSpec(
+            name, SpecKind.GIT, spec, repo=Path(path).expanduser(), ref=ref
+        )
     if spec.startswith("debian:"):
-        version = spec[len("debian:"):]
-        debian.package_of(version)      # the form only; the archive later
+        version = spec[len("debian:") :]
+        debian.package_of(version)  # the form only; the archive later
         return KernelSpec(name, SpecKind.DEBIAN, spec, debian_version=version)
-    raise UsageError(f"kernel {name}: unknown SPEC {spec!r}",
-                     hint=f"SPEC is {SPEC_FORMS}")
+    raise UsageError(
+        f"kernel {name}: unknown SPEC {spec!r}", hint=f"SPEC is {SPEC_FORMS}"
+    )
 
 
-def _series_spec(name: str, spec: str, onto: KernelSpec | None,
-                 rest: str) -> KernelSpec:
+def _series_spec(
+    name: str, spec: str, onto: KernelSpec | None, rest: str
+) -> KernelSpec:
     """``spec`` = ONTO+REST, REST being DIR or DIR:N."""
     directory, prefix = _dir_and_prefix(rest)
     if not directory:
-        raise UsageError(f"kernel {name}: {spec!r} names no series "
-                         "directory", hint="give SOURCE+DIR or SOURCE+DIR:N")
-    return KernelSpec(name, SpecKind.SERIES, spec, series_dir=Path(directory),
-                      prefix=prefix, onto=onto)
+        raise UsageError(
+            f"kernel {name}: {spec!r} names no series directory",
+            hint="give SOURCE+DIR or SOURCE+DIR:N",
+        )
+    return KernelSpec(
+        name,
+        SpecKind.SERIES,
+        spec,
+        series_dir=Path(directory),
+        prefix=prefix,
+        onto=onto,
+    )
 
 
 def _dir_and_prefix(rest: str) -> tuple[str, int | None]:
@@ -161,16 +187,24 @@ def _dir_and_prefix(rest: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (rest, None)
 
 
-def with_series(onto: KernelSpec, name: str, directory: Path,
-                prefix: int | None = None) -> KernelSpec:
+def with_series(
+    onto: KernelSpec, name: str, directory: Path, prefix: int | None = None
+) -> KernelSpec:
     """The kernel ``onto`` + the series in ``directory`` (its first
     ``prefix`` patches), as ``ONTO+DIR[:N]`` would parse (``base+DIR``
     exactly as it always was)."""
-    text = f"{onto.text}+{directory}" + (f":{prefix}" if prefix is not None
-                                         else "")
+    text = f"{onto.text}+{directory}" + (
+        f":{prefix}" if prefix is not None else ""
+    )
     under = None if onto.kind is SpecKind.BASE else replace(onto, name=name)
-    return KernelSpec(name, SpecKind.SERIES, text, series_dir=Path(directory),
-                      prefix=prefix, onto=under)
+    return KernelSpec(
+        name,
+        SpecKind.SERIES,
+        text,
+        series_dir=Path(directory),
+        prefix=prefix,
+        onto=under,
+    )
 
 
 def parse_base(text: str, option: str = "--base") -> KernelSpec:
@@ -178,9 +212,10 @@ def parse_base(text: str, option: str = "--base") -> KernelSpec:
     --base``): base, git:PATH@REF or debian:VERSION."""
     k = parse_spec("base", text)
     if k.kind not in (SpecKind.BASE, SpecKind.GIT, SpecKind.DEBIAN):
-        raise UsageError(f"{option} {text}: a series is put on "
-                         f"{SOURCE_FORMS}",
-                         hint="give the series itself as its own option")
+        raise UsageError(
+            f"{option} {text}: a series is put on {SOURCE_FORMS}",
+            hint="give the series itself as its own option",
+        )
     return k
 
 
@@ -204,42 +239,43 @@ def split_series(name: str, spec: str) -> tuple[str, str | None]:
     """``SOURCE+DIR[:N]`` -> (SOURCE, DIR[:N]); (spec, None) when the spec
     has no series. A UsageError when that cannot be told."""
     cuts = _cuts(spec)
-    found = [i for i in cuts if _is_series_dir(spec[i + 1:])]
+    found = [i for i in cuts if _is_series_dir(spec[i + 1 :])]
     if len(found) > 1:
-        readings = " or ".join(f"{spec[:i]} + {spec[i + 1:]}" for i in found)
-        raise UsageError(f"kernel {name}: {spec!r} is ambiguous: {readings}",
-                         hint="rename one of the series directories")
+        readings = " or ".join(f"{spec[:i]} + {spec[i + 1 :]}" for i in found)
+        raise UsageError(
+            f"kernel {name}: {spec!r} is ambiguous: {readings}",
+            hint="rename one of the series directories",
+        )
     if found:
-        return spec[:found[0]], spec[found[0] + 1:]
+        return spec[: found[0]], spec[found[0] + 1 :]
     if spec.startswith("debian:") and cuts and not _is_source_form(spec):
-        rest = spec[cuts[-1] + 1:]
-        raise UsageError(f"kernel {name}: {spec!r}: "
-                         f"{not_a_series_dir(rest)}",
-                         hint="give SOURCE+DIR with DIR holding a `series` "
-                              "file")
+        rest = spec[cuts[-1] + 1 :]
+        raise UsageError(
+            f"kernel {name}: {spec!r}: {not_a_series_dir(rest)}",
+            hint="give SOURCE+DIR with DIR holding a `series` file",
+        )
     return spec, None
 
 
 def _cuts(spec: str) -> list[int]:
     """Where ``spec`` could be SOURCE+REST: each '+' after a source spec."""
-    return [i for i, c in enumerate(spec)
-            if c == "+" and _is_source_form(spec[:i])]
+    return [
+        i for i, c in enumerate(spec) if c == "+" and _is_source_form(spec[:i])
+    ]
 
 
 def _is_source_form(text: str) -> bool:
     """Whether ``text`` reads as git:PATH@REF or debian:VERSION (nothing
     looked up)."""
     try:
-        return _source_spec("x", text).kind in (SpecKind.GIT,
-                                                SpecKind.DEBIAN)
+        return _source_spec("x", text).kind in (SpecKind.GIT, SpecKind.DEBIAN)
     except UsageError:
         return False
 
 
 def _is_series_dir(rest: str) -> bool:
     d = Path(_dir_and_prefix(rest)[0] or "/nonexistent")
-    return d.is_dir() and ((d / "series").is_file()
-                           or any(d.glob("*.patch")))
+    return d.is_dir() and ((d / "series").is_file() or any(d.glob("*.patch")))
 
 
 def not_a_series_dir(rest: str) -> str:
@@ -257,8 +293,15 @@ def from_patches(patches: Path | None) -> list[KernelSpec]:
     vanilla = KernelSpec("vanilla", SpecKind.BASE, "base")
     if patches is None:
         return [vanilla, KernelSpec("patched", SpecKind.BASE, "base")]
-    return [vanilla, KernelSpec("patched", SpecKind.SERIES, f"base+{patches}",
-                                series_dir=Path(patches))]
+    return [
+        vanilla,
+        KernelSpec(
+            "patched",
+            SpecKind.SERIES,
+            f"base+{patches}",
+            series_dir=Path(patches),
+        ),
+    ]
 
 
 def find_beside(image: Path, name: str) -> Path | None:
@@ -280,13 +323,17 @@ def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
     versions the archive has, images with their config (and System.map
     when counting). Whether each series applies: trees.series_trees()."""
     if len(specs) < 2:
-        raise UsageError(f"{len(specs)} kernel given; a comparison needs two "
-                         "or more", hint="repeat --kernel NAME=SPEC")
+        raise UsageError(
+            f"{len(specs)} kernel given; a comparison needs two or more",
+            hint="repeat --kernel NAME=SPEC",
+        )
     seen: set[str] = set()
-    for k in specs:         # the names first: a spec's check may ask apt
+    for k in specs:  # the names first: a spec's check may ask apt
         if k.name in seen:
-            raise UsageError(f"kernel name {k.name!r} given twice",
-                             hint="give each --kernel its own NAME")
+            raise UsageError(
+                f"kernel name {k.name!r} given twice",
+                hint="give each --kernel its own NAME",
+            )
         seen.add(k.name)
     for k in specs:
         check_spec(k, count)
@@ -301,19 +348,23 @@ def check_spec(k: KernelSpec, count: bool = False) -> None:
     elif k.kind in (SpecKind.GIT, SpecKind.DEBIAN):
         _check_source(k)
     elif k.kind is SpecKind.IMAGE:
+        assert k.image is not None  # an image: spec names its image
         if not k.image.is_file():
-            raise UsageError(f"kernel {k.name}: image {k.image} does not "
-                             "exist", hint="give image:PATH of a bzImage "
-                                           "or Image")
+            raise UsageError(
+                f"kernel {k.name}: image {k.image} does not exist",
+                hint="give image:PATH of a bzImage or Image",
+            )
         if find_beside(k.image, ".config") is None:
             raise UsageError(
                 f"kernel {k.name}: no .config beside {k.image}",
                 hint="copy the kernel's .config next to the image: the "
-                     "lab checks it has what the workloads need")
+                "lab checks it has what the workloads need",
+            )
         if count and find_beside(k.image, "System.map") is None:
             raise UsageError(
-                f"kernel {k.name}: --count needs System.map beside "
-                f"{k.image}", hint="copy it next to the image")
+                f"kernel {k.name}: --count needs System.map beside {k.image}",
+                hint="copy it next to the image",
+            )
 
 
 def _check_source(k: KernelSpec) -> None:
@@ -322,6 +373,7 @@ def _check_source(k: KernelSpec) -> None:
     either (split_series() found no series directory there)."""
     try:
         if k.kind is SpecKind.GIT:
+            assert k.repo is not None  # a git: spec names its repository
             source.resolve_ref(k.repo, k.ref)
         else:
             debian.resolve(k.debian_version)
@@ -331,8 +383,9 @@ def _check_source(k: KernelSpec) -> None:
             raise
         raise UsageError(
             f"kernel {k.name}: {k.text!r} is neither a source ({e.message}) "
-            f"nor SOURCE+DIR ({not_a_series_dir(k.text[cuts[-1] + 1:])})",
-            hint=e.hint) from None
+            f"nor SOURCE+DIR ({not_a_series_dir(k.text[cuts[-1] + 1 :])})",
+            hint=e.hint,
+        ) from None
 
 
 def describe(specs: list[KernelSpec]) -> str:

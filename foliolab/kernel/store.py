@@ -26,16 +26,27 @@ from foliolab.paths import cache_root
 def image_kernel(k: KernelSpec, arch: Arch, purpose: str) -> build.Kernel:
     """A prebuilt image as a Kernel, after checking that its .config has
     every option of the lab's fragment for ``purpose``."""
+    assert k.image is not None  # an image: spec names its image
     config = find_beside(k.image, ".config")
-    kconfig.check(kconfig.merge(purpose, arch.name, version=kconfig.version_of(
-        config.read_text())), config)
+    assert config is not None  # check_spec found it
+    kconfig.check(
+        kconfig.merge(
+            purpose, arch.name, version=kconfig.version_of(config.read_text())
+        ),
+        config,
+    )
     digest = hashlib.sha256(k.image.read_bytes()).hexdigest()[:12]
     system_map = find_beside(k.image, "System.map")
-    return build.Kernel(k.name, purpose, arch.name,
-                        system_map.parent if system_map else config.parent,
-                        k.image.resolve(), f"image:{digest}",
-                        hashlib.sha256(config.read_bytes()).hexdigest()[:12],
-                        0.0)
+    return build.Kernel(
+        k.name,
+        purpose,
+        arch.name,
+        system_map.parent if system_map else config.parent,
+        k.image.resolve(),
+        f"image:{digest}",
+        hashlib.sha256(config.read_bytes()).hexdigest()[:12],
+        0.0,
+    )
 
 
 def slot_of(k: KernelSpec) -> str:
@@ -44,11 +55,14 @@ def slot_of(k: KernelSpec) -> str:
     package's tree is its own checkout, never the base's."""
     if k.kind is SpecKind.DEBIAN:
         name, _ = debian.package_of(k.debian_version)
-        major, minor = name[len("linux-source-"):].split(".")
+        major, minor = name[len("linux-source-") :].split(".")
         return build.slot_name(False, (int(major), int(minor)))
     if k.kind is SpecKind.GIT:
-        return build.slot_name(True, source.makefile_version(
-            k.repo, source.resolve_ref(k.repo, k.ref)))
+        assert k.repo is not None  # a git: spec names its repository
+        return build.slot_name(
+            True,
+            source.makefile_version(k.repo, source.resolve_ref(k.repo, k.ref)),
+        )
     if k.kind is SpecKind.SERIES and k.onto is not None:
         return slot_of(k.onto)
     return build.slot_name(True, kconfig.BASE_VERSION)
@@ -72,13 +86,15 @@ def _known_commit(k: KernelSpec) -> tuple[Path, str] | None:
     repo = source.base_repo()
     try:
         if k.kind is SpecKind.GIT:
+            assert k.repo is not None  # a git: spec names its repository
             return k.repo, source.resolve_ref(k.repo, k.ref)
         if k.kind is SpecKind.SERIES and k.onto is not None:
             return _known_series_commit(k)
         if not (repo / ".git").exists():
             return None
-        if k.kind is SpecKind.BASE or (k.kind is SpecKind.SERIES
-                                        and not k.series().patches):
+        if k.kind is SpecKind.BASE or (
+            k.kind is SpecKind.SERIES and not k.series().patches
+        ):
             return repo, source.base_commit(repo)
         if k.kind is SpecKind.SERIES:
             return _kept_ref(repo, source.series_ref(k.series().digest))
@@ -91,8 +107,10 @@ def _known_series_commit(k: KernelSpec) -> tuple[Path, str] | None:
     """A series on a git: tree: its commit if applied before (in the
     cache's repository, where git: commits are fetched); on a debian:
     tree it is not known without asking the archive which version."""
+    assert k.onto is not None  # a series has the tree it goes on
     if k.onto.kind is not SpecKind.GIT:
         return None
+    assert k.onto.repo is not None  # a git: spec names its repository
     under = source.resolve_ref(k.onto.repo, k.onto.ref)
     series = k.series()
     if not series.patches:
@@ -104,13 +122,15 @@ def _known_series_commit(k: KernelSpec) -> tuple[Path, str] | None:
 
 
 def _kept_ref(repo: Path, ref: str) -> tuple[Path, str] | None:
-    cp = source.git(repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}",
-                    check=False)
+    cp = source.git(
+        repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False
+    )
     return (repo, cp.stdout.strip()) if cp.returncode == 0 else None
 
 
-def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
-                ) -> tuple[Path | None, str | None]:
+def kept_kernel(
+    k: KernelSpec, arch: Arch, purpose: str
+) -> tuple[Path | None, str | None]:
     """(its store directory if ``k`` is built and kept there, its commit
     if known): what --dry-run says of a kernel, with nothing changed."""
     if k.kind is SpecKind.IMAGE:
@@ -119,46 +139,70 @@ def kept_kernel(k: KernelSpec, arch: Arch, purpose: str
     if known is None:
         return None, None
     repo, commit = known
-    kept = store_dir(arch, purpose, source.Tree(k.name, Path(repo), commit,
-                                                ""))
+    kept = store_dir(
+        arch, purpose, source.Tree(k.name, Path(repo), commit, "")
+    )
     image = kept / Path(arch.kernel_image).name
     if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
         return kept, commit
     return None, commit
 
 
-def build_and_keep(tree: source.Tree, arch: Arch, purpose: str
-                   ) -> build.Kernel:
+def build_and_keep(
+    tree: source.Tree, arch: Arch, purpose: str
+) -> build.Kernel:
     """The kernel of ``tree``: found in the store, or built and stored.
 
     It builds in the directory build.slot_for() names (every kernel of
-    the base's version from one checkout, in one directory); the image, .config and System.map are then copied to a
-    store directory per commit and fragment, which the run boots from and
-    the next run finds again without building.
+    the base's version from one checkout, in one directory); the image,
+    .config and System.map are then copied to a store directory per
+    commit and fragment, which the run boots from and the next run finds
+    again without building.
     """
     kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
     if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
-        return build.Kernel(tree.variant, purpose, arch.name, kept, image,
-                            tree.commit, build.config_digest(kept / ".config"),
-                            0.0, tree.origin,
-                            (kept / "kernel.release").read_text().strip())
+        return build.Kernel(
+            tree.variant,
+            purpose,
+            arch.name,
+            kept,
+            image,
+            tree.commit,
+            build.config_digest(kept / ".config"),
+            0.0,
+            tree.origin,
+            (kept / "kernel.release").read_text().strip(),
+        )
     tmp = kept.with_name(kept.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     # copied before the build lock is let go: another kernel of the slot
     # may be built into the same directory right after
-    k = build.build_kernel(tree, arch, purpose, keep=tmp,
-                           keep_files=build.KEPT_FILES)
+    k = build.build_kernel(
+        tree, arch, purpose, keep=tmp, keep_files=build.KEPT_FILES
+    )
     shutil.rmtree(kept, ignore_errors=True)
     tmp.rename(kept)
-    return build.Kernel(tree.variant, purpose, arch.name, kept, image,
-                        tree.commit, k.config_sha, k.elapsed, tree.origin,
-                        k.release)
+    return build.Kernel(
+        tree.variant,
+        purpose,
+        arch.name,
+        kept,
+        image,
+        tree.commit,
+        k.config_sha,
+        k.elapsed,
+        tree.origin,
+        k.release,
+    )
 
 
-def prepare(specs: list[KernelSpec], arch: Arch, purpose: str,
-            trees: dict[str, source.Tree] | None = None
-            ) -> dict[str, build.Kernel]:
+def prepare(
+    specs: list[KernelSpec],
+    arch: Arch,
+    purpose: str,
+    trees: dict[str, source.Tree] | None = None,
+) -> dict[str, build.Kernel]:
     """Build (or find) every kernel, in order, from ``trees`` (by default
     source_trees()); kernels of one commit share one image, so an A/A run
     boots one image under two names."""

@@ -29,12 +29,20 @@ RENAMES = (
     # into collapse_single_pmd(), its caller for khugepaged, which has a
     # symbol: that root holds the same scan-and-collapse of one PMD range,
     # plus a branch for file ranges that the anonymous workload never takes.
-    Rename("hpage_collapse_scan_pmd", (7, 3), "collapse_single_pmd",
-           "collapse_scan_pmd() in 7.3, inlined into collapse_single_pmd() "
-           "(7.3.4's System.map; 7.0-7.2 not checked)"),
-    Rename("add_to_swap", (7, 3), "folio_alloc_swap",
-           "shrink_folio_list() allocates the swap slot and adds the folio "
-           "to the swap cache in one call, folio_alloc_swap() (7.3.4 read)"),
+    Rename(
+        "hpage_collapse_scan_pmd",
+        (7, 3),
+        "collapse_single_pmd",
+        "collapse_scan_pmd() in 7.3, inlined into collapse_single_pmd() "
+        "(7.3.4's System.map; 7.0-7.2 not checked)",
+    ),
+    Rename(
+        "add_to_swap",
+        (7, 3),
+        "folio_alloc_swap",
+        "shrink_folio_list() allocates the swap slot and adds the folio "
+        "to the swap cache in one call, folio_alloc_swap() (7.3.4 read)",
+    ),
 )
 
 
@@ -53,5 +61,6 @@ def lab_names(version: tuple[int, int]) -> dict[str, str]:
 
 def guest_table() -> str:
     """The table as the guest's lib.sh reads it: ``MAJOR.MINOR lab new``."""
-    return "".join(f"{r.since[0]}.{r.since[1]} {r.name} {r.new}\n"
-                   for r in RENAMES)
+    return "".join(
+        f"{r.since[0]}.{r.since[1]} {r.name} {r.new}\n" for r in RENAMES
+    )

@@ -16,8 +16,13 @@ from pathlib import Path
 from foliolab import proc
 from foliolab.errors import UsageError
 from foliolab.kernel import debian, source
-from foliolab.kernel.specs import SOURCE_FORMS, KernelSpec, SpecKind, \
-    check_spec, parse_kernel
+from foliolab.kernel.specs import (
+    SOURCE_FORMS,
+    KernelSpec,
+    SpecKind,
+    check_spec,
+    parse_kernel,
+)
 
 
 def tree_of(k: KernelSpec) -> source.Tree:
@@ -35,14 +40,18 @@ def _source_tree(k: KernelSpec) -> tuple[source.Tree, source.Onto]:
         onto = source.base_onto(repo)
         return source.Tree(k.name, repo, onto.commit, ""), onto
     if k.kind is SpecKind.GIT:
+        assert k.repo is not None  # a git: spec names its repository
         tree = source.prepare_git(k.name, k.repo, k.ref)
-        return tree, source.Onto(k.text, f"{k.repo.resolve()} "
-                                         f"{tree.commit[:12]}", tree.commit)
+        return tree, source.Onto(
+            k.text, f"{k.repo.resolve()} {tree.commit[:12]}", tree.commit
+        )
     if k.kind is SpecKind.DEBIAN:
         src = debian.prepare(debian.resolve(k.debian_version))
         pkg = src.package
-        return (source.Tree(k.name, src.tree, src.commit, "", src.describe()),
-                source.Onto(k.text, f"{pkg.name} {pkg.version}", src.commit))
+        return (
+            source.Tree(k.name, src.tree, src.commit, "", src.describe()),
+            source.Onto(k.text, f"{pkg.name} {pkg.version}", src.commit),
+        )
     raise ValueError(k.kind)
 
 
@@ -61,12 +70,17 @@ def check_git_trees(specs: list[KernelSpec]) -> None:
     for k in (s.source_spec() for s in specs):
         if k.kind is not SpecKind.GIT:
             continue
-        cp = proc.run(["git", "-C", k.repo, "cat-file", "-e",
-                       f"{k.ref}:mm/rmap.c"], check=False)
+        assert k.repo is not None  # a git: spec names its repository
+        cp = proc.run(
+            ["git", "-C", k.repo, "cat-file", "-e", f"{k.ref}:mm/rmap.c"],
+            check=False,
+        )
         if cp.returncode != 0:
-            raise UsageError(f"kernel {k.name}: {k.text} is not a Linux "
-                             "kernel tree (no mm/rmap.c at that commit)",
-                             hint="give git:PATH@REF of a kernel clone")
+            raise UsageError(
+                f"kernel {k.name}: {k.text} is not a Linux "
+                "kernel tree (no mm/rmap.c at that commit)",
+                hint="give git:PATH@REF of a kernel clone",
+            )
 
 
 def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
@@ -82,18 +96,21 @@ def source_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
     return {k.name: tree_of(k) for k in specs if k.kind is not SpecKind.IMAGE}
 
 
-def variant_tree(variant: str, patches: Path | None, kernel: str = ""
-                 ) -> source.Tree:
+def variant_tree(
+    variant: str, patches: Path | None, kernel: str = ""
+) -> source.Tree:
     """The source tree of ``variant`` (patched: the base with ``patches``),
     or of ``kernel`` (``NAME=SPEC``, any source spec) when given; a bad
     spec is refused before anything is built."""
     if kernel:
         k = parse_kernel(kernel)
         if k.kind is SpecKind.IMAGE:
-            raise UsageError(f"--kernel {kernel}: this command builds the "
-                             "kernel it boots", hint="give a source spec: "
-                             f"{SOURCE_FORMS}, each with "
-                             "+DIR[:N] or without")
+            raise UsageError(
+                f"--kernel {kernel}: this command builds the kernel it boots",
+                hint="give a source spec: "
+                f"{SOURCE_FORMS}, each with "
+                "+DIR[:N] or without",
+            )
         check_spec(k)
         return tree_of(k)
     if variant == "vanilla" or patches is None:

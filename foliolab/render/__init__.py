@@ -8,17 +8,19 @@ import math
 from html import escape
 from dataclasses import dataclass, field
 
-from foliolab import stats
+from foliolab.analysis import stats
+from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.reproduce import same_kernel
+from foliolab.analysis.reproduce import same_kernel
+from foliolab.analysis.workloadstats import StatRow
 
 
 @dataclass(frozen=True)
 class Column:
     head: str
-    width: int = 12                 # in text; markdown sizes itself
-    left: bool = False              # aligned left (names), else right
-    cut: bool = False               # cut to its width in text
+    width: int = 12  # in text; markdown sizes itself
+    left: bool = False  # aligned left (names), else right
+    cut: bool = False  # cut to its width in text
 
 
 @dataclass
@@ -32,8 +34,9 @@ class Table:
     classes: list[str] = field(default_factory=list)
     cell_classes: list[list[str]] = field(default_factory=list)
 
-    def add(self, *cells: str, cls: str = "",
-            cell_cls: list[str] | None = None) -> None:
+    def add(
+        self, *cells: str, cls: str = "", cell_cls: list[str] | None = None
+    ) -> None:
         self.rows.append([str(c) for c in cells])
         self.classes.append(cls)
         self.cell_classes.append(list(cell_cls or []))
@@ -41,11 +44,16 @@ class Table:
     def text(self) -> list[str]:
         def line(cells: list[str]) -> str:
             return " ".join(
-                f"{c[:col.width] if col.cut else c:<{col.width}}" if col.left
+                f"{c[: col.width] if col.cut else c:<{col.width}}"
+                if col.left
                 else f"{c:>{col.width}}"
-                for c, col in zip(cells, self.columns)).rstrip()
-        return [line([c.head for c in self.columns]),
-                *(line(r) for r in self.rows)]
+                for c, col in zip(cells, self.columns)
+            ).rstrip()
+
+        return [
+            line([c.head for c in self.columns]),
+            *(line(r) for r in self.rows),
+        ]
 
     def html(self, cls: str = "") -> str:
         """The table as HTML (cells escaped here), each row and cell with
@@ -59,35 +67,46 @@ class Table:
                 f'<td class="{"l" if col.left else "r"}'
                 f'{" " + cc[j] if j < len(cc) and cc[j] else ""}">'
                 f"{escape(c)}</td>"
-                for j, (c, col) in enumerate(zip(r, self.columns)))
-            return (f'<tr class="{rc}">' if rc else "<tr>") + cells + \
-                "</tr>\n"
+                for j, (c, col) in enumerate(zip(r, self.columns))
+            )
+            return (f'<tr class="{rc}">' if rc else "<tr>") + cells + "</tr>\n"
+
         body = "".join(row(i, r) for i, r in enumerate(self.rows))
-        return (f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
-                f"<tbody>\n{body}</tbody></table>")
+        return (
+            f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>\n{body}</tbody></table>"
+        )
 
     def markdown(self) -> list[str]:
-        return ["| " + " | ".join(c.head for c in self.columns) + " |",
-                "|" + "---|" * len(self.columns),
-                *("| " + " | ".join(r) + " |" for r in self.rows)]
+        return [
+            "| " + " | ".join(c.head for c in self.columns) + " |",
+            "|" + "---|" * len(self.columns),
+            *("| " + " | ".join(r) + " |" for r in self.rows),
+        ]
 
 
 # One sign everywhere (the headline, the tables, results.json's
 # pct_change): + = larger than the baseline, as LKP's %change; whether
 # larger is better is the metric's own (lower, higher, or none).
-SIGN = ("%change: + = larger than the baseline, whatever is better; each "
-        "metric's better direction is given (lower, higher, or none: a "
-        "change, neither better nor worse)")
-LEGEND = (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
-          "patched/vanilla excludes 1 and Mann-Whitney p < 0.05")
+SIGN = (
+    "%change: + = larger than the baseline, whatever is better; each "
+    "metric's better direction is given (lower, higher, or none: a "
+    "change, neither better nor worse)"
+)
+LEGEND = (
+    SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
+    "patched/vanilla excludes 1 and Mann-Whitney p < 0.05"
+)
 
 
 def legend(names: list[str]) -> str:
     """The table legend, in the kernels' own names."""
     if list(names) == list(VARIANTS):
         return LEGEND
-    return (SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
-            f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05")
+    return (
+        SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
+        f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05"
+    )
 
 
 def uses_base(m: RunManifest) -> bool:
@@ -95,7 +114,8 @@ def uses_base(m: RunManifest) -> bool:
     manifest records the default --base's version in any run, and a run
     of debian: or git: kernels has no base of its own."""
     return bool(m.base_version) and any(
-        k.spec.split("+", 1)[0] == "base" for k in m.kernels)
+        k.spec.split("+", 1)[0] == "base" for k in m.kernels
+    )
 
 
 def title(m: RunManifest) -> str:
@@ -103,15 +123,22 @@ def title(m: RunManifest) -> str:
     only when a kernel uses it."""
     base = f"base {m.base_version}" if uses_base(m) else ""
     if same_kernel(m):
-        return ("foliolab A/A comparison: " + " and ".join(
-            f"{k.name}={k.spec}" for k in m.kernels) + ", the same kernel" +
-            (f" ({base})" if base else ""))
+        return (
+            "foliolab A/A comparison: "
+            + " and ".join(f"{k.name}={k.spec}" for k in m.kernels)
+            + ", the same kernel"
+            + (f" ({base})" if base else "")
+        )
     if m.names == list(VARIANTS):
-        return (f"foliolab comparison: {m.patches_label} vs "
-                f"vanilla {m.base_version}")
-    return ("foliolab comparison of " + ", ".join(
-        f"{k.name}={k.spec}" for k in m.kernels) +
-        f" ({base + '; ' if base else ''}baseline {m.names[0]})")
+        return (
+            f"foliolab comparison: {m.patches_label} vs "
+            f"vanilla {m.base_version}"
+        )
+    return (
+        "foliolab comparison of "
+        + ", ".join(f"{k.name}={k.spec}" for k in m.kernels)
+        + f" ({base + '; ' if base else ''}baseline {m.names[0]})"
+    )
 
 
 def executor_note(m: RunManifest) -> str:
@@ -119,12 +146,14 @@ def executor_note(m: RunManifest) -> str:
     ex = m.executor
     if ex.kind.boots_here:
         return ""
-    if not ex.lava_version:         # an executor of its own, not LAVA
+    if not ex.lava_version:  # an executor of its own, not LAVA
         return f"; boots run by the {ex.kind} executor"
     where = ex.server or "this machine"
-    return (f"; boots run as LAVA {ex.lava_version} jobs "
-            f"({ex.kind}, device type {ex.device_type or '?'}, "
-            f"{where}), records on the console")
+    return (
+        f"; boots run as LAVA {ex.lava_version} jobs "
+        f"({ex.kind}, device type {ex.device_type or '?'}, "
+        f"{where}), records on the console"
+    )
 
 
 def fmt_count(x: float) -> str:
@@ -156,7 +185,7 @@ def fmt(x: float | None) -> str:
 fmt_small = fmt
 
 
-def fmt_p(p: float) -> str:
+def fmt_p(p: float | None) -> str:
     return "-" if p is None or math.isnan(p) else f"{p:.2g}"
 
 
@@ -175,13 +204,16 @@ def change_cell(base_mean: float, mean: float, digits: int = 2) -> str:
     change from or to 0 said as such, never as nan or inf."""
     pct = stats.pct_change(base_mean, mean)
     if pct is None:
-        return "-" if math.isnan(base_mean) or math.isnan(mean) else (
-            f"{0:.{digits}f}%" if mean == 0 else "from 0")
+        return (
+            "-"
+            if math.isnan(base_mean) or math.isnan(mean)
+            else (f"{0:.{digits}f}%" if mean == 0 else "from 0")
+        )
     text = f"{pct:+.{digits}f}%"
     return f"{text} (to 0)" if mean == 0 else text
 
 
-def ci_cell(r) -> str:
+def ci_cell(r: StatRow) -> str:
     """A StatRow's 95% CI as a table shows it: none for exact rows (no
     spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
     ratio)."""
@@ -194,7 +226,7 @@ def ci_cell(r) -> str:
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
-def p_cell(r) -> str:
+def p_cell(r: StatRow) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
 
 
@@ -209,18 +241,29 @@ def better_cell(better: str) -> str:
     return better if better in ("lower", "higher") else "none"
 
 
-def profile_table(a, base: str, other: str, md: bool = False) -> Table:
+def profile_table(
+    a: CountAnalysis, base: str, other: str, md: bool = False
+) -> Table:
     """A differential profile (countanalysis.CountAnalysis) as a table: each
     function's self instructions per window in both kernels."""
     two = [base, other] == list(VARIANTS)
-    t = Table([Column("function", 36, left=True, cut=True),
-               Column(base if md else base[:12]),
-               Column(other if md else other[:12]), Column("delta"),
-               Column("calls v/p" if two and not md else "calls", 17)])
+    t = Table(
+        [
+            Column("function", 36, left=True, cut=True),
+            Column(base if md else base[:12]),
+            Column(other if md else other[:12]),
+            Column("delta"),
+            Column("calls v/p" if two and not md else "calls", 17),
+        ]
+    )
     for r in a.profiles.get(other, []):
         flag = "~" if r.nondeterministic else ("" if md else " ")
         name = f"{flag}`{r.function}`" if md else flag + r.function
-        t.add(name, fmt_count(r.insns[base]), fmt_count(r.insns[other]),
-              fmt_count(r.delta(base, other)),
-              f"{r.calls[base]:.0f}/{r.calls[other]:.0f}")
+        t.add(
+            name,
+            fmt_count(r.insns[base]),
+            fmt_count(r.insns[other]),
+            fmt_count(r.delta(base, other)),
+            f"{r.calls[base]:.0f}/{r.calls[other]:.0f}",
+        )
     return t

@@ -12,21 +12,31 @@ from __future__ import annotations
 
 from html import escape
 
-from foliolab import stats
-from foliolab.headline import Headline, HeadlineRow, OtherChanges
-from foliolab.render import (Column, Table, change_cell, fmt, fmt_p,
-                             verdict_class)
+from foliolab.analysis import stats
+from foliolab.analysis.headline import Headline, HeadlineRow, OtherChanges
+from foliolab.render import (
+    Column,
+    Table,
+    change_cell,
+    fmt,
+    fmt_p,
+    verdict_class,
+)
 
-HOW = ("mean ± sd; %change: + = larger; n.s. = not significant; 95% CI "
-       "of the ratio; Mann-Whitney p")
+HOW = (
+    "mean ± sd; %change: + = larger; n.s. = not significant; 95% CI "
+    "of the ratio; Mann-Whitney p"
+)
 
 
 def title(h: Headline) -> str:
     """The headline's first line: who against whom, and how to read it."""
     kernels = h.names or ["?"]
     if h.same_kernel:
-        who = (f"A/A run, {' and '.join(kernels)} are the same kernel "
-               f"({h.specs[0]}): a significant change is noise or the host")
+        who = (
+            f"A/A run, {' and '.join(kernels)} are the same kernel "
+            f"({h.specs[0]}): a significant change is noise or the host"
+        )
     elif len(kernels) == 2:
         who = f"{kernels[1]} against {kernels[0]}"
     else:
@@ -55,7 +65,8 @@ def _ci(r: HeadlineRow) -> str:
         return "-"
     if r.ci_low is None:
         return f"none (n<{stats.MIN_N_FOR_CI})"
-    if r.ci_high < 0.1:                 # a cut to a few per cent or less
+    assert r.ci_high is not None  # a CI has both its ends
+    if r.ci_high < 0.1:  # a cut to a few per cent or less
         return f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
     return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
@@ -69,27 +80,54 @@ def table(h: Headline) -> Table:
     and metric, named in a column of its own."""
     kernels = h.names or ["baseline"]
     two = len(kernels) == 2
-    heads = ["workload", "metric", *([] if two else ["kernel"]),
-             kernels[0], kernels[1] if two else "kernel's", "%change",
-             "verdict", "95% CI", "p"]
-    cells = [[r.workload, f"{r.metric} ({r.unit})",
-              *([] if two else [r.kernel]),
-              _spread(r.base_mean, r.base_sd, r.n_base),
-              _spread(r.mean, r.sd, r.n), change_cell(r.base_mean, r.mean),
-              _verdict(r), _ci(r), _p(r)] for r in h.rows]
+    heads = [
+        "workload",
+        "metric",
+        *([] if two else ["kernel"]),
+        kernels[0],
+        kernels[1] if two else "kernel's",
+        "%change",
+        "verdict",
+        "95% CI",
+        "p",
+    ]
+    cells = [
+        [
+            r.workload,
+            f"{r.metric} ({r.unit})",
+            *([] if two else [r.kernel]),
+            _spread(r.base_mean, r.base_sd, r.n_base),
+            _spread(r.mean, r.sd, r.n),
+            change_cell(r.base_mean, r.mean),
+            _verdict(r),
+            _ci(r),
+            _p(r),
+        ]
+        for r in h.rows
+    ]
     left = 2 if two else 3
     widths = [max(len(c) for c in col) for col in zip(heads, *cells)]
-    t = Table([Column(head, w, left=i < left)
-               for i, (head, w) in enumerate(zip(heads, widths))])
+    t = Table(
+        [
+            Column(head, w, left=i < left)
+            for i, (head, w) in enumerate(zip(heads, widths))
+        ]
+    )
     for r, c in zip(h.rows, cells):
         t.add(*c, cls=verdict_class(r.verdict))
     return t
 
 
 def _counts(o: OtherChanges) -> str:
-    parts = [f"{n} {word}" for n, word in (
-        (o.better, "better"), (o.worse, "worse"),
-        (o.changed, "changed, with no better direction")) if n]
+    parts = [
+        f"{n} {word}"
+        for n, word in (
+            (o.better, "better"),
+            (o.worse, "worse"),
+            (o.changed, "changed, with no better direction"),
+        )
+        if n
+    ]
     return f"{o.total} ({', '.join(parts)})"
 
 
@@ -101,7 +139,8 @@ def others_line(h: Headline) -> str:
         text = f"other significant changes: {_counts(h.others[0])}"
     else:
         text = "other significant changes: " + ", ".join(
-            f"{o.kernel} {_counts(o)}" for o in h.others)
+            f"{o.kernel} {_counts(o)}" for o in h.others
+        )
     return text + "; every metric is in its workload's table below"
 
 
@@ -121,24 +160,41 @@ def lines(h: Headline) -> list[str]:
 
 
 def markdown(h: Headline) -> list[str]:
-    md = ["## Headline", "", title(h).removeprefix("Headline: ") + ":", "",
-          *(table(h).markdown() + [""] if h.rows else [])]
+    md = [
+        "## Headline",
+        "",
+        title(h).removeprefix("Headline: ") + ":",
+        "",
+        *(table(h).markdown() + [""] if h.rows else []),
+    ]
     if h.no_samples:
         md += [f"No valid samples: {', '.join(h.no_samples)}.", ""]
-    return md + [others_line(h)[0].upper() + others_line(h)[1:] + ".", "",
-                 "Reproduce:", "", "```", h.reproduce,
-                 *(f"# {k}" for k in h.kernels), "```", ""]
+    return md + [
+        others_line(h)[0].upper() + others_line(h)[1:] + ".",
+        "",
+        "Reproduce:",
+        "",
+        "```",
+        h.reproduce,
+        *(f"# {k}" for k in h.kernels),
+        "```",
+        "",
+    ]
 
 
 def html(h: Headline) -> str:
-    parts = ['<section id="headline" class="headline"><h2>Headline</h2>',
-             f"<p>{escape(title(h).removeprefix('Headline: '))}</p>",
-             table(h).html("headline") if h.rows else ""]
+    parts = [
+        '<section id="headline" class="headline"><h2>Headline</h2>',
+        f"<p>{escape(title(h).removeprefix('Headline: '))}</p>",
+        table(h).html("headline") if h.rows else "",
+    ]
     if h.no_samples:
-        parts.append(f"<p>No valid samples: "
-                     f"{escape(', '.join(h.no_samples))}</p>")
-    parts += [f"<p>{escape(others_line(h))}</p><p>Reproduce:</p><pre>",
-              escape("\n".join([h.reproduce, *(f"# {k}" for k in
-                                                h.kernels)])),
-              "</pre></section>"]
+        parts.append(
+            f"<p>No valid samples: {escape(', '.join(h.no_samples))}</p>"
+        )
+    parts += [
+        f"<p>{escape(others_line(h))}</p><p>Reproduce:</p><pre>",
+        escape("\n".join([h.reproduce, *(f"# {k}" for k in h.kernels)])),
+        "</pre></section>",
+    ]
     return "".join(parts)

@@ -1,5 +1,5 @@
-"""The plots of a run, as PNG bytes (report.py writes them to plots/ and
-report.html carries them inline).
+"""The plots of a run, as PNG bytes (render/report.py writes them to
+plots/ and report.html carries them inline).
 
 One overview (a forest plot: every workload's primary metrics, each
 kernel's ratio to the baseline with its 95% CI, a line at 1.0, on a log
@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import io
 import math
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-from foliolab.analyse import Analysis
-from foliolab.countanalysis import CountAnalysis
-from foliolab.derive import Sample
+from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.boot.derive import Sample
 from foliolab.render import fmt
 from foliolab.workloads.model import Workload
-from foliolab.workloadstats import StatRow, WorkloadAnalysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 # The least a ratio axis shows either side of 1.0: an A/A run's scatter
 # of a few parts in a thousand must not fill a panel as if it mattered.
@@ -40,22 +42,30 @@ LOG_SPAN = 20
 METRICS_PER_ROW = 2
 # Each kernel's samples, in colours the verdicts (green, red, blue, gray)
 # do not use.
-KERNEL_COLOURS = ("tab:cyan", "tab:orange", "tab:purple", "tab:brown",
-                  "tab:pink", "tab:olive")
+KERNEL_COLOURS = (
+    "tab:cyan",
+    "tab:orange",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:olive",
+)
 
 
 def kernel_colour(i: int) -> str:
     return KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
 
 
-def _plt():
+def _plt() -> ModuleType:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
-def png(fig) -> bytes:
+def png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     _plt().close(fig)
@@ -66,7 +76,7 @@ def colour(r: StatRow) -> str:
     if not r.significant:
         return "tab:gray"
     if not r.directed:
-        return "tab:blue"           # a change, neither better nor worse
+        return "tab:blue"  # a change, neither better nor worse
     return "tab:green" if r.improved else "tab:red"
 
 
@@ -82,8 +92,9 @@ def _ratio_limits(values: list[float]) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _log_limits(values: list[float], around_one: bool = True
-                ) -> tuple[float, float]:
+def _log_limits(
+    values: list[float], around_one: bool = True
+) -> tuple[float, float]:
     """A log axis' limits: every value above 0, and (for a ratio) never
     narrower than 1/1.05-1.05."""
     pos = [v for v in _finite(values) if v > 0] or [1.0]
@@ -97,11 +108,14 @@ def _log_limits(values: list[float], around_one: bool = True
 def _wants_log(values: list[float]) -> bool:
     """All above 0 and spanning more than LOG_SPAN."""
     finite = _finite(values)
-    return bool(finite) and min(finite) > 0 and \
-        max(finite) / min(finite) > LOG_SPAN
+    return (
+        bool(finite)
+        and min(finite) > 0
+        and max(finite) / min(finite) > LOG_SPAN
+    )
 
 
-def _short(v: float, _pos=None) -> str:
+def _short(v: float, _pos: object = None) -> str:
     """An axis label: 0.002, 0.5, 12, 1.38K, 522M."""
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
         if abs(v) >= div:
@@ -109,18 +123,20 @@ def _short(v: float, _pos=None) -> str:
     return f"{v:.3g}"
 
 
-def _log_axis(ax, axis: str, lo: float, hi: float) -> None:
+def _log_axis(ax: Any, axis: str, lo: float, hi: float) -> None:
     """Log scale on ``axis`` ("x" or "y") from lo to hi, labelled in plain
     numbers (0.001, 0.01, 0.1, 1), never 10^-3."""
     from matplotlib import ticker
+
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
     a = ax.xaxis if axis == "x" else ax.yaxis
-    if hi / lo < 10:        # less than a decade: evenly spaced labels
+    if hi / lo < 10:  # less than a decade: evenly spaced labels
         a.set_major_locator(ticker.MaxNLocator(5))
     else:
-        a.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0),
-                                              numticks=12))
+        a.set_major_locator(
+            ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12)
+        )
     a.set_major_formatter(ticker.FuncFormatter(_short))
     a.set_minor_formatter(ticker.NullFormatter())
 
@@ -154,11 +170,15 @@ def _no_ratio(r: StatRow) -> str:
     if r.base.mean == 0 and r.other.mean == 0:
         return "0 in both kernels"
     if r.base.mean == 0:
-        return (f"from 0 to {fmt(r.other.mean)} {r.unit}: a change from 0 "
-                "has no ratio")
+        return (
+            f"from 0 to {fmt(r.other.mean)} {r.unit}: a change from 0 "
+            "has no ratio"
+        )
     if r.other.mean == 0:
-        return (f"to 0 from {fmt(r.base.mean)} {r.unit}: a ratio of 0 has "
-                "no place on a log axis")
+        return (
+            f"to 0 from {fmt(r.base.mean)} {r.unit}: a ratio of 0 has "
+            "no place on a log axis"
+        )
     if not math.isfinite(r.ratio) or r.ratio <= 0:
         return "no ratio"
     return ""
@@ -166,15 +186,22 @@ def _no_ratio(r: StatRow) -> str:
 
 def overview_rows(a: Analysis) -> list[StatRow]:
     """The rows the overview draws: every primary metric with a ratio."""
-    return [r for wa in a.workloads for r in wa.rows
-            if r.primary and not _no_ratio(r)]
+    return [
+        r
+        for wa in a.workloads
+        for r in wa.rows
+        if r.primary and not _no_ratio(r)
+    ]
 
 
 def forest_notes(a: Analysis) -> list[str]:
     """The primary rows the overview cannot draw, each with why."""
-    return [f"{r.workload} {r.kernel}: {r.metric}: {_no_ratio(r)}"
-            for wa in a.workloads for r in wa.rows
-            if r.primary and _no_ratio(r)]
+    return [
+        f"{r.workload} {r.kernel}: {r.metric}: {_no_ratio(r)}"
+        for wa in a.workloads
+        for r in wa.rows
+        if r.primary and _no_ratio(r)
+    ]
 
 
 def forest(a: Analysis) -> bytes | None:
@@ -184,42 +211,68 @@ def forest(a: Analysis) -> bytes | None:
     return png(fig) if fig is not None else None
 
 
-def draw_forest(a: Analysis):
+def draw_forest(a: Analysis) -> Any:
     """Every workload x kernel x primary metric: ratio to the baseline
     with its 95% CI, a vertical line at 1.0, on a log axis; the
     matplotlib figure."""
     rows = overview_rows(a)
     if not rows:
         return None
-    values = [v for r in rows for v in (
-        [r.ratio, r.ci_low, r.ci_high] if r.ci_known else [r.ratio])]
+    values = [
+        v
+        for r in rows
+        for v in ([r.ratio, r.ci_low, r.ci_high] if r.ci_known else [r.ratio])
+    ]
     lo, hi = _log_limits(values)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.5))
     for y, r in enumerate(reversed(rows)):
         m, word = _marker(r)
-        if r.ci_known and all(math.isfinite(v) for v in (r.ci_low,
-                                                         r.ci_high)):
-            ax.errorbar(r.ratio, y, xerr=_whiskers(r, lo), fmt=m,
-                        color=colour(r), capsize=3)
+        if r.ci_known and all(math.isfinite(v) for v in (r.ci_low, r.ci_high)):
+            ax.errorbar(
+                r.ratio,
+                y,
+                xerr=_whiskers(r, lo),
+                fmt=m,
+                color=colour(r),
+                capsize=3,
+            )
         else:
-            ax.plot(r.ratio, y, m, color=colour(r),
-                    fillstyle="full" if r.exact else "none")
+            ax.plot(
+                r.ratio,
+                y,
+                m,
+                color=colour(r),
+                fillstyle="full" if r.exact else "none",
+            )
         note = f"  {word}" if word else ""
-        ax.annotate(f"{ratio_text(r.ratio)}{note}", (1.0, y), xycoords=(
-            "axes fraction", "data"), xytext=(4, 0),
-            textcoords="offset points", va="center", fontsize=7)
-    ax.set_yticks(range(len(rows)), [f"{r.workload} {r.kernel}: {r.metric}"
-                                     for r in reversed(rows)], fontsize=7)
+        ax.annotate(
+            f"{ratio_text(r.ratio)}{note}",
+            (1.0, y),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
+    ax.set_yticks(
+        range(len(rows)),
+        [f"{r.workload} {r.kernel}: {r.metric}" for r in reversed(rows)],
+        fontsize=7,
+    )
     ax.axvline(1.0, color="black", linewidth=0.8)
     _log_axis(ax, "x", lo, hi)
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel(f"ratio to the baseline {a.names[0]}, log scale, with "
-                  "its 95% CI\ngreen better, red worse, blue changed (no "
-                  "better direction), gray not significant", fontsize=8)
+    ax.set_xlabel(
+        f"ratio to the baseline {a.names[0]}, log scale, with "
+        "its 95% CI\ngreen better, red worse, blue changed (no "
+        "better direction), gray not significant",
+        fontsize=8,
+    )
     ax.tick_params(axis="x", labelsize=7)
-    ax.set_title("Every workload's primary metrics against the baseline",
-                 fontsize=9)
+    ax.set_title(
+        "Every workload's primary metrics against the baseline", fontsize=9
+    )
     fig.tight_layout()
     return fig
 
@@ -236,23 +289,33 @@ def plotted(wa: WorkloadAnalysis) -> list[list[StatRow]]:
     return out
 
 
-def _values(samples: list[Sample], workload: str, metric: str,
-            kernel: str) -> list[float]:
-    return [float(s.values[metric]) for s in samples
-            if s.workload == workload and s.variant == kernel and s.valid
-            and metric in s.values]
+def _values(
+    samples: list[Sample], workload: str, metric: str, kernel: str
+) -> list[float]:
+    return [
+        float(s.values[metric])
+        for s in samples
+        if s.workload == workload
+        and s.variant == kernel
+        and s.valid
+        and metric in s.values
+    ]
 
 
-def _plan(wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
-          ) -> tuple[list[tuple[list[StatRow], bool]], list[str]]:
+def _plan(
+    wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
+) -> tuple[list[tuple[list[StatRow], bool]], list[str]]:
     """(group, has a ratio panel) for each metric the figure draws, and a
     line for each it leaves out or draws in part, saying why."""
     drawn, notes = [], []
     base = names[0]
     for group in plotted(wa):
         first = group[0]
-        vals = [v for k in names
-                for v in _values(samples, wa.workload.name, first.metric, k)]
+        vals = [
+            v
+            for k in names
+            for v in _values(samples, wa.workload.name, first.metric, k)
+        ]
         if not vals:
             notes.append(f"{first.metric}: no valid sample to draw")
             continue
@@ -262,16 +325,22 @@ def _plan(wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
         mean = first.base.mean
         ratio = first.base.n > 0 and math.isfinite(mean) and mean != 0
         if not ratio:
-            why = ("has no valid sample of it" if first.base.n == 0
-                   else "has a mean of 0 (a change from 0 has no ratio)")
-            notes.append(f"{first.metric}: no ratio panel, the baseline "
-                         f"{base} {why}; its values per kernel are drawn")
+            why = (
+                "has no valid sample of it"
+                if first.base.n == 0
+                else "has a mean of 0 (a change from 0 has no ratio)"
+            )
+            notes.append(
+                f"{first.metric}: no ratio panel, the baseline "
+                f"{base} {why}; its values per kernel are drawn"
+            )
         drawn.append((group, ratio))
     return drawn, notes
 
 
-def figure_notes(wa: WorkloadAnalysis, samples: list[Sample],
-                 names: list[str]) -> list[str]:
+def figure_notes(
+    wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
+) -> list[str]:
     """What the workload's figure leaves out, one line each, with why."""
     return _plan(wa, samples, names)[1]
 
@@ -280,36 +349,59 @@ def _jitter(i: int, n: int) -> list[float]:
     return [i + 0.06 * ((j % 5) - 2) for j in range(n)]
 
 
-def _ratio_panel(ax, group: list[StatRow], samples: list[Sample],
-                 names: list[str]) -> None:
+def _ratio_panel(
+    ax: Any, group: list[StatRow], samples: list[Sample], names: list[str]
+) -> None:
     """Each kernel's samples over the baseline's mean, and its ratio with
     the 95% CI; a line at 1.0."""
     first = group[0]
     base = first.base.mean
-    per = {k: [v / base for v in _values(samples, first.workload,
-                                         first.metric, k)] for k in names}
+    per = {
+        k: [
+            v / base for v in _values(samples, first.workload, first.metric, k)
+        ]
+        for k in names
+    }
     rows = {r.kernel: r for r in group}
     values = [v for vs in per.values() for v in vs] + [
-        v for r in group for v in ([r.ratio, r.ci_low, r.ci_high]
-                                   if r.ci_known else [r.ratio])]
+        v
+        for r in group
+        for v in ([r.ratio, r.ci_low, r.ci_high] if r.ci_known else [r.ratio])
+    ]
     log = _wants_log(values)
     lo, hi = _log_limits(values) if log else _ratio_limits(values)
     for i, name in enumerate(names):
         vals = per[name]
-        ax.scatter(_jitter(i, len(vals)), vals, s=10, alpha=0.5,
-                   color=kernel_colour(i))
+        ax.scatter(
+            _jitter(i, len(vals)),
+            vals,
+            s=10,
+            alpha=0.5,
+            color=kernel_colour(i),
+        )
         row = rows.get(name)
         if row is None or not math.isfinite(row.ratio):
             continue
         m, _ = _marker(row)
-        if row.ci_known and all(math.isfinite(v) for v in (row.ci_low,
-                                                           row.ci_high)):
-            ax.errorbar(i + 0.25, row.ratio,
-                        yerr=_whiskers(row, lo if log else -math.inf),
-                        fmt=m, color=colour(row), capsize=3)
+        if row.ci_known and all(
+            math.isfinite(v) for v in (row.ci_low, row.ci_high)
+        ):
+            ax.errorbar(
+                i + 0.25,
+                row.ratio,
+                yerr=_whiskers(row, lo if log else -math.inf),
+                fmt=m,
+                color=colour(row),
+                capsize=3,
+            )
         else:
-            ax.plot(i + 0.25, row.ratio, m, color=colour(row),
-                    fillstyle="full" if row.exact else "none")
+            ax.plot(
+                i + 0.25,
+                row.ratio,
+                m,
+                color=colour(row),
+                fillstyle="full" if row.exact else "none",
+            )
     ax.axhline(1.0, color="black", linewidth=0.8)
     if log:
         _log_axis(ax, "y", lo, hi)
@@ -317,58 +409,82 @@ def _ratio_panel(ax, group: list[StatRow], samples: list[Sample],
         ax.set_ylim(lo, hi)
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_xticks(range(len(names)), names, fontsize=7)
-    better = (f"{first.better} is better" if first.directed
-              else "no better direction")
-    ax.set_title(f"{first.metric}: ratio\n({better}; / {names[0]}'s mean"
-                 f"{', log' if log else ''})", fontsize=8)
+    better = (
+        f"{first.better} is better"
+        if first.directed
+        else "no better direction"
+    )
+    ax.set_title(
+        f"{first.metric}: ratio\n({better}; / {names[0]}'s mean"
+        f"{', log' if log else ''})",
+        fontsize=8,
+    )
     ax.tick_params(labelsize=7)
 
 
-def _absolute_panel(ax, group: list[StatRow], samples: list[Sample],
-                    names: list[str]) -> None:
+def _absolute_panel(
+    ax: Any, group: list[StatRow], samples: list[Sample], names: list[str]
+) -> None:
     """Each kernel's samples in the metric's unit, with mean ± sd."""
     first = group[0]
-    per = {k: _values(samples, first.workload, first.metric, k)
-           for k in names}
+    per = {k: _values(samples, first.workload, first.metric, k) for k in names}
     values = [v for vs in per.values() for v in vs]
     log = _wants_log(values)
     tops = list(values)
     for i, name in enumerate(names):
         vals = per[name]
-        ax.scatter(_jitter(i, len(vals)), vals, s=10, alpha=0.5,
-                   color=kernel_colour(i))
+        ax.scatter(
+            _jitter(i, len(vals)),
+            vals,
+            s=10,
+            alpha=0.5,
+            color=kernel_colour(i),
+        )
         if vals:
             sd = float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
             mean = float(np.mean(vals))
-            low = min(sd, 0.9 * mean) if log else sd   # above 0 on log
-            ax.errorbar(i + 0.25, mean, yerr=[[low], [sd]], fmt="_",
-                        color=kernel_colour(i), capsize=3, markersize=10)
+            low = min(sd, 0.9 * mean) if log else sd  # above 0 on log
+            ax.errorbar(
+                i + 0.25,
+                mean,
+                yerr=[[low], [sd]],
+                fmt="_",
+                color=kernel_colour(i),
+                capsize=3,
+                markersize=10,
+            )
             tops.append(mean + sd)
     if log:
         _log_axis(ax, "y", *_log_limits(values, around_one=False))
     else:
         from matplotlib import ticker
+
         lo, hi = min(values), max(tops)
         if lo >= 0:
             ax.set_ylim(0, hi * 1.08 or 1)
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(_short))
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_xticks(range(len(names)), names, fontsize=7)
-    ax.set_title(f"{first.metric}: values\n({first.unit}; samples, mean ± "
-                 f"sd{', log' if log else ''})", fontsize=8)
+    ax.set_title(
+        f"{first.metric}: values\n({first.unit}; samples, mean ± "
+        f"sd{', log' if log else ''})",
+        fontsize=8,
+    )
     ax.tick_params(labelsize=7)
 
 
-def workload_figure(wa: WorkloadAnalysis, samples: list[Sample],
-                    names: list[str]) -> bytes | None:
+def workload_figure(
+    wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
+) -> bytes | None:
     """The workload's figure as PNG (draw_workload), or None when no
     metric has anything to draw (figure_notes says why)."""
     fig = draw_workload(wa, samples, names)
     return png(fig) if fig is not None else None
 
 
-def draw_workload(wa: WorkloadAnalysis, samples: list[Sample],
-                  names: list[str]):
+def draw_workload(
+    wa: WorkloadAnalysis, samples: list[Sample], names: list[str]
+) -> Any:
     """For each primary or significant metric, its ratio panel (samples
     over the baseline's mean, each kernel's ratio with its 95% CI) and
     beside it its absolute values per kernel; the matplotlib figure, no
@@ -380,9 +496,9 @@ def draw_workload(wa: WorkloadAnalysis, samples: list[Sample],
     per_row = min(METRICS_PER_ROW, len(drawn))
     cols = 2 * per_row
     nrows = -(-len(drawn) // per_row)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols,
-                                                   2.9 * nrows + 0.7),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, cols, figsize=(3.2 * cols, 2.9 * nrows + 0.7), squeeze=False
+    )
     used = set()
     for i, (group, ratio) in enumerate(drawn):
         row, col = divmod(i, per_row)
@@ -397,10 +513,12 @@ def draw_workload(wa: WorkloadAnalysis, samples: list[Sample],
     for ax in axes.flat:
         if id(ax) not in used:
             ax.set_visible(False)
-    fig.suptitle(f"{wa.workload.name}: {wa.workload.title}\n(ratio: dots "
-                 "samples, marker the ratio with its 95% CI, hollow = no CI,"
-                 " diamond = exact; values: dots samples, bar mean ± sd)",
-                 fontsize=8)
+    fig.suptitle(
+        f"{wa.workload.name}: {wa.workload.title}\n(ratio: dots "
+        "samples, marker the ratio with its 95% CI, hollow = no CI,"
+        " diamond = exact; values: dots samples, bar mean ± sd)",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
@@ -416,14 +534,21 @@ def profile_figure(w: Workload, a: CountAnalysis) -> bytes | None:
     rows = a.profile[::-1]
     deltas = [r.delta(base, other) for r in rows]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
-    ax.barh(range(len(rows)), deltas,
-            color=["tab:green" if d < 0 else "tab:red" for d in deltas])
-    ax.set_yticks(range(len(rows)),
-                  [("~" if r.nondeterministic else "") + r.function
-                   for r in rows], fontsize=7)
+    ax.barh(
+        range(len(rows)),
+        deltas,
+        color=["tab:green" if d < 0 else "tab:red" for d in deltas],
+    )
+    ax.set_yticks(
+        range(len(rows)),
+        [("~" if r.nondeterministic else "") + r.function for r in rows],
+        fontsize=7,
+    )
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel(f"{other} - {base}, kernel instructions per window "
-                  "(self, exact)", fontsize=8)
+    ax.set_xlabel(
+        f"{other} - {base}, kernel instructions per window (self, exact)",
+        fontsize=8,
+    )
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(f"{w.name}: where the kernels' work differs", fontsize=9)
     fig.tight_layout()

@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import math
 
-from foliolab import stats
-from foliolab.analyse import Analysis
-from foliolab.countanalysis import CountAnalysis
+from foliolab.analysis import stats
+from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import RunManifest
-from foliolab.render import (Column, Table, change_cell, ci_cell,
-                             executor_note, fmt, fmt_ratio, fmt_small,
-                             headline, legend, p_cell, profile_table, title)
-from foliolab.workloadstats import StatRow, StepRow
+from foliolab.render import (
+    Column,
+    Table,
+    change_cell,
+    ci_cell,
+    executor_note,
+    fmt,
+    fmt_ratio,
+    fmt_small,
+    headline,
+    legend,
+    p_cell,
+    profile_table,
+    title,
+)
+from foliolab.analysis.workloadstats import StatRow, StepRow
 
 
 def guest(m: RunManifest) -> str:
-    return (f"{m.arch} {m.accel_label} -cpu {m.cpu} {m.vcpus} vCPUs; config "
-            f"{m.config} sha {m.kernels[0].config_sha or '?'}")
+    return (
+        f"{m.arch} {m.accel_label} -cpu {m.cpu} {m.vcpus} vCPUs; config "
+        f"{m.config} sha {m.kernels[0].config_sha or '?'}"
+    )
 
 
 def diff_cell(base: float, value: float, significant: bool) -> str:
@@ -29,8 +43,11 @@ def diff_cell(base: float, value: float, significant: bool) -> str:
 
 
 def better_words(better: str) -> str:
-    return (f"{better} is better" if better in ("lower", "higher")
-            else "no better direction")
+    return (
+        f"{better} is better"
+        if better in ("lower", "higher")
+        else "no better direction"
+    )
 
 
 def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
@@ -41,9 +58,14 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
     key, better = first.metric, first.better
     mean_name = "Hmean" if first.mean_kind == "hmean" else "Amean"
     lines = []
-    for label, field in (("Min", "min"), (mean_name, "mean"),
-                         ("Median", "median"), ("Stddev", "stddev"),
-                         ("CoeffVar", "coeffvar"), ("Max", "max")):
+    for label, field in (
+        ("Min", "min"),
+        (mean_name, "mean"),
+        ("Median", "median"),
+        ("Stddev", "stddev"),
+        ("CoeffVar", "coeffvar"),
+        ("Max", "max"),
+    ):
         v = getattr(first.base, field)
         # exact counts repeat to a few parts per million: show them
         f = fmt_small if field == "coeffvar" else fmt
@@ -60,10 +82,13 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
             f"CI {ci_cell(row)} p={p_cell(row)} "
             f"n={row.base.n}/{row.other.n} {better_words(better)}"
             f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
-            + (f"; paired {row.paired.ratio:.3f} "
-               f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
-               if row.paired.n >= stats.MIN_N_FOR_CI and not row.exact
-               else ""))
+            + (
+                f"; paired {row.paired.ratio:.3f} "
+                f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
+                if row.paired.n >= stats.MIN_N_FOR_CI and not row.exact
+                else ""
+            )
+        )
     return lines
 
 
@@ -74,35 +99,47 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
     line = f"{'Mean':<9} {first.metric:<{width}} {fmt(first.base.mean):>12}"
     for row in rows:
         diff = diff_cell(row.base.mean, row.other.mean, row.significant)
-        line += (f" {'':10} {fmt(row.other.mean):>12} {diff}  "
-                 f"CI {ci_cell(row):<14} p={p_cell(row):<7} "
-                 f"{row.verdict:<7}")
+        line += (
+            f" {'':10} {fmt(row.other.mean):>12} {diff}  "
+            f"CI {ci_cell(row):<14} p={p_cell(row):<7} "
+            f"{row.verdict:<7}"
+        )
     return line.rstrip()
 
 
-def attribution_lines(rows: list[StepRow], steps: dict[str, int]
-                      ) -> list[str]:
+def attribution_lines(rows: list[StepRow], steps: dict[str, int]) -> list[str]:
     """The steps as a table: one line per metric, one column per step."""
     if not rows:
         return []
     order = list(dict.fromkeys((r.before, r.after) for r in rows))
-    t = Table([Column("", 9, left=True), Column("", 28, left=True),
-               *(Column(f"{a}->{b}", 24) for a, b in order)])
-    groups: dict[str, dict] = {}
+    t = Table(
+        [
+            Column("", 9, left=True),
+            Column("", 28, left=True),
+            *(Column(f"{a}->{b}", 24) for a, b in order),
+        ]
+    )
+    groups: dict[str, dict[tuple[str, str], StepRow]] = {}
     for r in rows:
         groups.setdefault(r.metric, {})[r.before, r.after] = r
     for metric, cells in groups.items():
         out = []
         for step in order:
-            r = cells.get(step)
-            c = r.comparison if r else None
-            out.append("-" if c is None else
-                       f"{fmt_ratio(c.ratio)}{'*' if r.significant else ' '}"
-                       + _step_ci(r))
+            cell = cells.get(step)
+            c = cell.comparison if cell else None
+            out.append(
+                "-"
+                if cell is None or c is None
+                else f"{fmt_ratio(c.ratio)}{'*' if cell.significant else ' '}"
+                + _step_ci(cell)
+            )
         t.add("Step", metric, *out)
-    return ["Attribution: each step against the one before (ratio, 95% CI; "
-            "* significant); steps are the series' first N patches: " +
-            ", ".join(f"{k}={n}" for k, n in steps.items()), *t.text()]
+    return [
+        "Attribution: each step against the one before (ratio, 95% CI; "
+        "* significant); steps are the series' first N patches: "
+        + ", ".join(f"{k}={n}" for k, n in steps.items()),
+        *t.text(),
+    ]
 
 
 def _step_ci(r: StepRow) -> str:
@@ -123,17 +160,26 @@ def profile_lines(a: CountAnalysis) -> list[str]:
         if not rows:
             continue
         against = "" if len(a.names) == 2 else f", {other} against {base}"
-        lines.append(f"Differential profile: top {len(rows)} kernel "
-                     "functions by change in self instructions per window "
-                     f"(mean; ~ = varies between repeats{against})")
+        lines.append(
+            f"Differential profile: top {len(rows)} kernel "
+            "functions by change in self instructions per window "
+            f"(mean; ~ = varies between repeats{against})"
+        )
         lines += profile_table(a, base, other).text()
     return lines
 
 
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
-    lines = [title(m), "", *headline.lines(a.headline), "",
-             "guest: " + guest(m) + executor_note(m), legend(names), ""]
+    lines = [
+        title(m),
+        "",
+        *headline.lines(a.headline),
+        "",
+        "guest: " + guest(m) + executor_note(m),
+        legend(names),
+        "",
+    ]
     lines += [f"ERROR: {e}" for e in m.errors]
     lines += [f"MISSING: {x}" for x in a.missing]
     for wa in a.workloads:
@@ -152,8 +198,11 @@ def text_report(a: Analysis) -> str:
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
         if wa.constant:
-            lines += ["Constant in every sample (exact, not plotted): "
-                      f"{', '.join(wa.constant)}", ""]
+            lines += [
+                "Constant in every sample (exact, not plotted): "
+                f"{', '.join(wa.constant)}",
+                "",
+            ]
         if not wa.rows:
             lines.append("(no valid samples)")
         if wa.caveats:
@@ -170,4 +219,3 @@ def text_report(a: Analysis) -> str:
     if a.host_line:
         lines.append(a.host_line)
     return "\n".join(lines).rstrip() + "\n"
-

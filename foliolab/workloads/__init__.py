@@ -14,6 +14,7 @@ in the source tree (pyproject ships a folder's C, headers and scripts).
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 from foliolab.errors import UsageError
 from foliolab.workloads.dirty_tlb import workload as dirty_tlb
@@ -24,8 +25,7 @@ from foliolab.workloads.model import Workload
 from foliolab.workloads.pageout import workload as pageout
 
 
-
-def _registry(*folders) -> dict[str, Workload]:
+def _registry(*folders: ModuleType) -> dict[str, Workload]:
     """Each folder's workloads by name; a name given twice is a mistake."""
     out: dict[str, Workload] = {}
     for folder in folders:
@@ -46,7 +46,9 @@ WORKLOADS = _registry(*FOLDERS)
 def fixtures() -> list[Path]:
     """Each workload folder's fixture/: its captured boots (a run
     directory), for the contract test."""
-    return [Path(folder.__file__).parent / "fixture" for folder in FOLDERS]
+    return [
+        Path(str(folder.__file__)).parent / "fixture" for folder in FOLDERS
+    ]
 
 
 def get_workloads(names: str | None) -> list[Workload]:
@@ -57,20 +59,26 @@ def get_workloads(names: str | None) -> list[Workload]:
     for name in names.split(","):
         name = name.strip()
         if name not in WORKLOADS:
-            raise UsageError(f"unknown workload {name!r}" if name else
-                             f"--workloads {names!r} names an empty workload",
-                             hint=f"choose from: {', '.join(WORKLOADS)}")
+            raise UsageError(
+                f"unknown workload {name!r}"
+                if name
+                else f"--workloads {names!r} names an empty workload",
+                hint=f"choose from: {', '.join(WORKLOADS)}",
+            )
         if WORKLOADS[name] in out:
-            raise UsageError(f"--workloads names {name} twice",
-                             hint="give each workload once (--runs sets "
-                                  "the repetitions)")
+            raise UsageError(
+                f"--workloads names {name} twice",
+                hint="give each workload once (--runs sets the repetitions)",
+            )
         out.append(WORKLOADS[name])
     return out
 
 
-def parse_params(items: list[str], workloads: list[Workload]
-                 ) -> dict[str, dict[str, str]]:
-    """``--param WORKLOAD.NAME=VALUE`` (or ``NAME=VALUE`` for all that have it)."""
+def parse_params(
+    items: list[str], workloads: list[Workload]
+) -> dict[str, dict[str, str]]:
+    """``--param WORKLOAD.NAME=VALUE`` (or ``NAME=VALUE`` for all that
+    have it)."""
     out: dict[str, dict[str, str]] = {w.name: {} for w in workloads}
     for item in items:
         key, sep, value = item.partition("=")
@@ -79,17 +87,20 @@ def parse_params(items: list[str], workloads: list[Workload]
         wname, dot, pname = key.rpartition(".")
         targets = [w for w in workloads if not dot or w.name == wname]
         if dot and not targets:
-            raise UsageError(f"--param {item!r}: workload {wname!r} is not "
-                             "being run")
+            raise UsageError(
+                f"--param {item!r}: workload {wname!r} is not being run"
+            )
         if not dot:
             targets = [w for w in targets if pname in w.params]
             if not targets:
-                raise UsageError(f"--param {item!r}: no selected workload has "
-                                 f"a parameter {pname!r}")
+                raise UsageError(
+                    f"--param {item!r}: no selected workload has "
+                    f"a parameter {pname!r}"
+                )
         for w in targets:
             out[w.name][pname] = value
     for w in workloads:
-        w.resolve(out[w.name])     # validate now, before any build
+        w.resolve(out[w.name])  # validate now, before any build
     return out
 
 
@@ -98,16 +109,23 @@ def listing(workloads: list[Workload]) -> str:
     default) and metrics, from their folders' definitions."""
     out = []
     for w in workloads:
-        out += [f"{w.name}: {w.title}", "  parameters (--param "
-                f"{w.name}.NAME=VALUE):"]
+        out += [
+            f"{w.name}: {w.title}",
+            f"  parameters (--param {w.name}.NAME=VALUE):",
+        ]
         width = max((len(k) for k in w.params), default=0)
-        out += [f"    {k:<{width}}  {p.kind}; default {p.default}: {p.help}"
-                for k, p in w.params.items()]
-        out.append("  metrics (unit, better; * primary; counted: with "
-                   "--count):")
+        out += [
+            f"    {k:<{width}}  {p.kind}; default {p.default}: {p.help}"
+            for k, p in w.params.items()
+        ]
+        out.append(
+            "  metrics (unit, better; * primary; counted: with --count):"
+        )
         width = max(len(m.key) for m in w.metrics)
-        out += [f"    {'*' if m.primary else ' '} {m.key:<{width}}  {m.unit}, "
-                f"{m.better}{', counted' if m.counted else ''}: {m.label}"
-                for m in w.metrics]
+        out += [
+            f"    {'*' if m.primary else ' '} {m.key:<{width}}  {m.unit}, "
+            f"{m.better}{', counted' if m.counted else ''}: {m.label}"
+            for m in w.metrics
+        ]
         out.append("")
     return "\n".join(out)

@@ -3,14 +3,19 @@ passes, counter differences, and reclaim's profiled stages."""
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.countwindows import CountUnit
-from foliolab.parse import GuestSample
+from collections.abc import Callable, Iterable
+
+from foliolab.guestdata import parse
+from foliolab.guestdata.countwindows import CountUnit
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.model import Derived, Metric
 
 
-def counter_deltas(s: GuestSample, prefix: str,
-                   parser=parse.parse_vmstat) -> dict[str, int]:
+def counter_deltas(
+    s: GuestSample,
+    prefix: str,
+    parser: Callable[[str], dict[str, int]] = parse.parse_vmstat,
+) -> dict[str, int]:
     """after - before for the file pair ``prefix.before``/``prefix.after``."""
     b, a = s.files.get(f"{prefix}.before"), s.files.get(f"{prefix}.after")
     if b is None or a is None:
@@ -18,7 +23,9 @@ def counter_deltas(s: GuestSample, prefix: str,
     return parse.delta(parser(b), parser(a))
 
 
-def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
+def common_checks(
+    s: GuestSample, d: Derived, need_swap: bool
+) -> dict[str, int]:
     """Checks every workload shares; returns the vmstat delta."""
     d.invalid += s.invalid
     d.invalid += [f"data corruption: {c}" for c in s.corrupt]
@@ -29,14 +36,17 @@ def common_checks(s: GuestSample, d: Derived, need_swap: bool) -> dict:
     if vm.get("oom_kill", 0):
         d.invalid.append(f"{vm['oom_kill']} OOM kill(s)")
     if need_swap:
-        mem = parse.parse_vmstat(s.files.get("meminfo.before", "")
-                                 .replace(":", "").replace(" kB", ""))
+        mem = parse.parse_vmstat(
+            s.files.get("meminfo.before", "")
+            .replace(":", "")
+            .replace(" kB", "")
+        )
         if not mem.get("SwapTotal"):
             d.invalid.append("no swap")
     return vm
 
 
-def copy_metrics(s: GuestSample, d: Derived, keys) -> None:
+def copy_metrics(s: GuestSample, d: Derived, keys: Iterable[str]) -> None:
     """Take the guest-reported metrics named in ``keys`` as they are."""
     for key in keys:
         if key in s.metrics:
@@ -63,10 +73,12 @@ def stage_times(s: GuestSample, d: Derived) -> None:
         return
     prof = parse.parse_function_profile(s.files["ftrace_time"])
     for key, functions in RECLAIM_STAGES.items():
-        d.values[key] = sum(prof.get(f, {}).get("time_us", 0)
-                            for f in functions) / 1000
-    d.values["contpte_unfolds"] = prof.get(
-        "__contpte_try_unfold", {}).get("hits", 0)
+        d.values[key] = (
+            sum(prof.get(f, {}).get("time_us", 0) for f in functions) / 1000
+        )
+    d.values["contpte_unfolds"] = prof.get("__contpte_try_unfold", {}).get(
+        "hits", 0
+    )
 
 
 def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
@@ -79,24 +91,55 @@ def profile_calls(s: GuestSample, d: Derived, function: str) -> None:
 # The stages of reclaim, from a profiled pass of their own (time under the
 # profiler, so compare them with each other, not with the timed metric).
 STAGE_METRICS = (
-    Metric("reclaim_ms", "ms", "lower", "profiled: shrink_folio_list",
-           primary=False),
-    Metric("referenced_ms", "ms", "lower", "profiled: folio_referenced",
-           primary=False),
-    Metric("unmap_ms", "ms", "lower", "profiled: try_to_unmap",
-           primary=False),
-    Metric("swap_alloc_ms", "ms", "lower", "profiled: add_to_swap",
-           primary=False),
-    Metric("writeout_ms", "ms", "lower", "profiled: pageout (zram write)",
-           primary=False),
-    Metric("tlb_flush_ms", "ms", "lower", "profiled: try_to_unmap_flush*",
-           primary=False),
-    Metric("remove_mapping_ms", "ms", "lower", "profiled: __remove_mapping",
-           primary=False),
-    Metric("free_ms", "ms", "lower", "profiled: free_unref_folios",
-           primary=False),
-    Metric("contpte_unfolds", "calls", "lower",
-           "contpte unfolds (arm64 __contpte_try_unfold)", primary=False),
+    Metric(
+        "reclaim_ms",
+        "ms",
+        "lower",
+        "profiled: shrink_folio_list",
+        primary=False,
+    ),
+    Metric(
+        "referenced_ms",
+        "ms",
+        "lower",
+        "profiled: folio_referenced",
+        primary=False,
+    ),
+    Metric("unmap_ms", "ms", "lower", "profiled: try_to_unmap", primary=False),
+    Metric(
+        "swap_alloc_ms", "ms", "lower", "profiled: add_to_swap", primary=False
+    ),
+    Metric(
+        "writeout_ms",
+        "ms",
+        "lower",
+        "profiled: pageout (zram write)",
+        primary=False,
+    ),
+    Metric(
+        "tlb_flush_ms",
+        "ms",
+        "lower",
+        "profiled: try_to_unmap_flush*",
+        primary=False,
+    ),
+    Metric(
+        "remove_mapping_ms",
+        "ms",
+        "lower",
+        "profiled: __remove_mapping",
+        primary=False,
+    ),
+    Metric(
+        "free_ms", "ms", "lower", "profiled: free_unref_folios", primary=False
+    ),
+    Metric(
+        "contpte_unfolds",
+        "calls",
+        "lower",
+        "contpte unfolds (arm64 __contpte_try_unfold)",
+        primary=False,
+    ),
 )
 
 # pageout's and file-reclaim's counted unit: a folio reclaim unmapped.

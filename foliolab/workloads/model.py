@@ -3,7 +3,8 @@ derive function (a guest sample -> metric values and validity verdicts),
 and the counting pass's metrics every workload shares.
 
 Each workload's own definition is in its folder (``NAME/workload.py``).
-Metric keys are part of the results format (SPEC §7): add, don't rename.
+Metric keys are part of the results format (docs/manual.md, "How a
+comparison runs"): add, don't rename.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from foliolab.counting import MAX_ROOTS
-from foliolab.countwindows import CountUnit
+from foliolab.guestdata.countwindows import MAX_ROOTS, CountUnit
 from foliolab.errors import UsageError
-from foliolab.parse import GuestSample
+from foliolab.guestdata.parse import GuestSample
 
 
 # The better direction of a metric that has none: an amount the workload
@@ -32,7 +32,7 @@ class Window(int):
 
     # printed as its tag, as counts.txt and the reports write it
     name: str
-    holds: str                      # what the window holds, for the reader
+    holds: str  # what the window holds, for the reader
 
     def __new__(cls, tag: int, name: str, holds: str) -> Window:
         window = super().__new__(cls, tag)
@@ -44,7 +44,7 @@ class Window(int):
 class Metric:
     key: str
     unit: str
-    better: str          # "lower" | "higher" | NO_DIRECTION
+    better: str  # "lower" | "higher" | NO_DIRECTION
     label: str
     primary: bool = True  # primary metrics lead the report
     counted: bool = False  # from the counting pass (compare --count) only
@@ -71,9 +71,13 @@ class Param:
     def check(self, value: str) -> str | None:
         """None if ``value`` is allowed, else what is wrong with it."""
         if self.choices:
-            return (None if value in self.choices else
-                    "one of: " + ", ".join(self.choices))
+            return (
+                None
+                if value in self.choices
+                else "one of: " + ", ".join(self.choices)
+            )
         if self.lo is not None:
+            assert self.hi is not None  # an integer's bounds come in pairs
             bounds = f"an integer from {self.lo} to {self.hi}"
             # digits only: int() would also take "1_000" or " 12"
             if not value.isdigit() or not value.isascii():
@@ -111,24 +115,25 @@ class Derived:
 # A workload's counted metrics of its own, from (the window's counted
 # metrics, the sample's timed ones, the roots counted): dirty-tlb's per
 # page swapped out.
-CountedExtra = Callable[[dict[str, float], dict[str, float],
-                         tuple[str, ...]], dict[str, float]]
+CountedExtra = Callable[
+    [dict[str, float], dict[str, float], tuple[str, ...]], dict[str, float]
+]
 
 
 @dataclass(frozen=True)
 class Workload:
     name: str
     title: str
-    script: str                          # NAME/<script>.sh, in the guest
-                                         # /foliolab/workloads/<script>.sh
+    script: str  # NAME/<script>.sh, in the guest
+    # /foliolab/workloads/<script>.sh
     params: dict[str, Param]
     metrics: tuple[Metric, ...]
     derive: Callable[[GuestSample, dict[str, str]], Derived]
     memory_mb: int = 3072
     numa_nodes: int = 1
     timeout: float = 300.0
-    cmdline: tuple[str, ...] = ()        # extra kernel arguments
-    not_measurable: str = ""             # stated in the report
+    cmdline: tuple[str, ...] = ()  # extra kernel arguments
+    not_measurable: str = ""  # stated in the report
     # The counting pass (--count): the guest's window (a Window of the
     # workload's folder; -1: none), the functions counted inclusively,
     # the unit per-unit counts are given in, and counted metrics of the
@@ -161,24 +166,35 @@ class Workload:
             if k not in self.params:
                 raise UsageError(
                     f"workload {self.name} has no parameter {k!r}",
-                    hint=f"known: {', '.join(self.params)}")
+                    hint=f"known: {', '.join(self.params)}",
+                )
             wrong = self.params[k].check(v)
             if wrong:
-                raise UsageError(f"bad value {v!r} for {self.name}.{k}",
-                                 hint=f"give {wrong}")
+                raise UsageError(
+                    f"bad value {v!r} for {self.name}.{k}",
+                    hint=f"give {wrong}",
+                )
             out[k] = v
         return out
 
-    def job(self, params: dict[str, str], samples: int, fault: str = "",
-            count: bool = False, monitors: bool = False) -> str:
+    def job(
+        self,
+        params: dict[str, str],
+        samples: int,
+        fault: str = "",
+        count: bool = False,
+        monitors: bool = False,
+    ) -> str:
         lines = [f"export FL_{k.upper()}={v}" for k, v in params.items()]
-        lines += [f"export FL_FAULT={fault}",
-                  f"export FL_COUNT={1 if count else 0}",
-                  # lib.sh never starts them in a counting boot
-                  f"export FL_MONITORS={1 if monitors else 0}",
-                  ". /foliolab/lib.sh",
-                  f". /foliolab/workloads/{self.script}.sh",
-                  f"fl_samples {samples}"]
+        lines += [
+            f"export FL_FAULT={fault}",
+            f"export FL_COUNT={1 if count else 0}",
+            # lib.sh never starts them in a counting boot
+            f"export FL_MONITORS={1 if monitors else 0}",
+            ". /foliolab/lib.sh",
+            f". /foliolab/workloads/{self.script}.sh",
+            f"fl_samples {samples}",
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -187,43 +203,102 @@ class Workload:
 COUNTING = "_counting"
 
 
-def count_metrics(unit: CountUnit | None, roots: tuple[str, ...] = (),
-                  extra: tuple[Metric, ...] = ()) -> tuple[Metric, ...]:
-    """The counting pass's metrics (SPEC §7 keys), exact instruction counts
-    of the guest kernel in the workload's window."""
+def count_metrics(
+    unit: CountUnit | None,
+    roots: tuple[str, ...] = (),
+    extra: tuple[Metric, ...] = (),
+) -> tuple[Metric, ...]:
+    """The counting pass's metrics (results.json's keys), exact
+    instruction counts of the guest kernel in the workload's window."""
     out = [
-        Metric("kernel_insns_deterministic", "insns", "lower",
-               "counted: kernel instructions, deterministic functions"),
-        Metric("kernel_insns", "insns", "lower",
-               "counted: kernel instructions in the window", primary=False),
-        Metric("nondeterministic_pct", "%", "lower",
-               "counted: share of the window in functions whose count "
-               "varies between repeats", primary=False),
-        Metric("tlb_flush_insns", "insns", "lower",
-               "counted: TLB invalidation instructions", primary=False),
-        Metric("ipis_sent", "IPIs", "lower", "counted: IPIs sent",
-               primary=False),
-        Metric("dsb_ish_insns", "insns", "lower",
-               "counted: dsb ish (arm64)", primary=False),
+        Metric(
+            "kernel_insns_deterministic",
+            "insns",
+            "lower",
+            "counted: kernel instructions, deterministic functions",
+        ),
+        Metric(
+            "kernel_insns",
+            "insns",
+            "lower",
+            "counted: kernel instructions in the window",
+            primary=False,
+        ),
+        Metric(
+            "nondeterministic_pct",
+            "%",
+            "lower",
+            "counted: share of the window in functions whose count "
+            "varies between repeats",
+            primary=False,
+        ),
+        Metric(
+            "tlb_flush_insns",
+            "insns",
+            "lower",
+            "counted: TLB invalidation instructions",
+            primary=False,
+        ),
+        Metric(
+            "ipis_sent", "IPIs", "lower", "counted: IPIs sent", primary=False
+        ),
+        Metric(
+            "dsb_ish_insns",
+            "insns",
+            "lower",
+            "counted: dsb ish (arm64)",
+            primary=False,
+        ),
     ]
     if unit and unit.whole_window:
         u = unit.name
-        out += [Metric(f"kernel_insns_per_{u}", "insns", "lower",
-                       f"counted: kernel instructions per {u}"),
-                Metric(f"{unit.root}_insns_per_{u}", "insns", "lower",
-                       f"counted: {unit.root} (callees included) per {u}"),
-                Metric(f"tlb_flush_insns_per_{u}", "insns", "lower",
-                       f"counted: TLB invalidations per {u}", primary=False),
-                Metric(f"ipis_sent_per_{u}", "IPIs", "lower",
-                       f"counted: IPIs sent per {u}", primary=False)]
+        out += [
+            Metric(
+                f"kernel_insns_per_{u}",
+                "insns",
+                "lower",
+                f"counted: kernel instructions per {u}",
+            ),
+            Metric(
+                f"{unit.root}_insns_per_{u}",
+                "insns",
+                "lower",
+                f"counted: {unit.root} (callees included) per {u}",
+            ),
+            Metric(
+                f"tlb_flush_insns_per_{u}",
+                "insns",
+                "lower",
+                f"counted: TLB invalidations per {u}",
+                primary=False,
+            ),
+            Metric(
+                f"ipis_sent_per_{u}",
+                "IPIs",
+                "lower",
+                f"counted: IPIs sent per {u}",
+                primary=False,
+            ),
+        ]
     elif unit:
-        out.append(Metric(f"kernel_insns_per_{unit.name}", "insns", "lower",
-                          f"counted: kernel instructions in {unit.root} "
-                          f"per {unit.name}"))
+        out.append(
+            Metric(
+                f"kernel_insns_per_{unit.name}",
+                "insns",
+                "lower",
+                f"counted: kernel instructions in {unit.root} per {unit.name}",
+            )
+        )
     if unit:
-        out.append(Metric(f"{unit.name}s_counted", unit.name + "s",
-                          NO_DIRECTION,
-                          f"counted: {unit.root} calls", primary=False))
+        out.append(
+            Metric(
+                f"{unit.name}s_counted",
+                unit.name + "s",
+                NO_DIRECTION,
+                f"counted: {unit.root} calls",
+                primary=False,
+            )
+        )
     out += root_metrics(roots)
     return tuple(replace(m, counted=True) for m in (*out, *extra))
 
@@ -234,18 +309,44 @@ def root_metrics(roots: tuple[str, ...]) -> list[Metric]:
     inside it, and the TLB invalidations and IPIs made inside it."""
     out = []
     for r in roots:
-        out += [Metric(f"{r}_insns", "insns", "lower",
-                       f"counted: {r} (callees included)", primary=False),
-                Metric(f"{r}_calls", "calls", "lower",
-                       f"counted: {r} calls", primary=False),
-                Metric(f"{r}_switches", "switches", "lower",
-                       f"counted: times {r}'s task was switched out inside "
-                       "it (its count spans them)", primary=False),
-                Metric(f"{r}_tlb_flush_insns", "insns", "lower",
-                       f"counted: TLB invalidations inside {r}",
-                       primary=False),
-                Metric(f"{r}_ipis_sent", "IPIs", "lower",
-                       f"counted: IPIs sent inside {r}", primary=False)]
+        out += [
+            Metric(
+                f"{r}_insns",
+                "insns",
+                "lower",
+                f"counted: {r} (callees included)",
+                primary=False,
+            ),
+            Metric(
+                f"{r}_calls",
+                "calls",
+                "lower",
+                f"counted: {r} calls",
+                primary=False,
+            ),
+            Metric(
+                f"{r}_switches",
+                "switches",
+                "lower",
+                f"counted: times {r}'s task was switched out inside "
+                "it (its count spans them)",
+                primary=False,
+            ),
+            Metric(
+                f"{r}_tlb_flush_insns",
+                "insns",
+                "lower",
+                f"counted: TLB invalidations inside {r}",
+                primary=False,
+            ),
+            Metric(
+                f"{r}_ipis_sent",
+                "IPIs",
+                "lower",
+                f"counted: IPIs sent inside {r}",
+                primary=False,
+            ),
+        ]
     return [replace(m, counted=True) for m in out]
 
 
@@ -256,12 +357,17 @@ def with_roots(w: Workload, roots: tuple[str, ...]) -> Workload:
     if not new:
         return w
     followed = set(w.count_roots + new) | (
-        {w.count_unit.root} if w.count_unit else set())
+        {w.count_unit.root} if w.count_unit else set()
+    )
     if len(followed) > MAX_ROOTS:
-        raise UsageError(f"{w.name} would count {len(followed)} roots with "
-                         f"--root; the counter follows at most {MAX_ROOTS}",
-                         hint=f"{w.name} counts {', '.join(w.count_roots)} "
-                              "already: drop some --root options")
-    return replace(w, count_roots=w.count_roots + new,
-                   metrics=w.metrics + tuple(root_metrics(new)))
-
+        raise UsageError(
+            f"{w.name} would count {len(followed)} roots with "
+            f"--root; the counter follows at most {MAX_ROOTS}",
+            hint=f"{w.name} counts {', '.join(w.count_roots)} "
+            "already: drop some --root options",
+        )
+    return replace(
+        w,
+        count_roots=w.count_roots + new,
+        metrics=w.metrics + tuple(root_metrics(new)),
+    )

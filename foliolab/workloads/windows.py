@@ -35,18 +35,21 @@ def gather(workloads: Iterable[Workload]) -> list[Window]:
     by_tag: dict[int, Window] = {int(RUN): RUN}
     for w in workloads:
         if not isinstance(w.window, Window):
-            continue                # the workload counts no window
+            continue  # the workload counts no window
         mine = by_tag.setdefault(int(w.window), w.window)
         if mine.name != w.window.name:
-            raise ValueError(f"windows {mine.name} and {w.window.name} "
-                             f"both claim tag {int(mine)} ({w.name})")
+            raise ValueError(
+                f"windows {mine.name} and {w.window.name} "
+                f"both claim tag {int(mine)} ({w.name})"
+            )
     names = [win.name for win in by_tag.values()]
     if len(set(names)) != len(names):
         raise ValueError(f"two windows of one name: {sorted(names)}")
     for win in by_tag.values():
         if not 0 <= win < FLMARK_TAGS:
-            raise ValueError(f"window {win.name}: tag {int(win)} is not "
-                             f"0-{FLMARK_TAGS - 1}")
+            raise ValueError(
+                f"window {win.name}: tag {int(win)} is not 0-{FLMARK_TAGS - 1}"
+            )
     return sorted(by_tag.values())
 
 
@@ -56,8 +59,11 @@ WINDOWS = gather(WORKLOADS.values())
 
 def c_header() -> str:
     """fl_windows.h: a #define per window."""
-    lines = ["/* Generated from foliolab/workloads/windows.py: edit that. */",
-             "#ifndef FL_WINDOWS_H", "#define FL_WINDOWS_H"]
+    lines = [
+        "/* Generated from foliolab/workloads/windows.py: edit that. */",
+        "#ifndef FL_WINDOWS_H",
+        "#define FL_WINDOWS_H",
+    ]
     lines += [f"#define FL_WIN_{w.name}\t{int(w)}" for w in WINDOWS]
     return "\n".join(lines + ["#endif", ""])
 

@@ -14,6 +14,7 @@ def tmp_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def data():
     from pathlib import Path
+
     return Path(__file__).parent / "data"
 
 

@@ -13,12 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import coveragerun, gcovdata, serieslines
+from foliolab.coverage import run as coveragerun, gcovdata
+from foliolab.series import lines as serieslines
 from foliolab.kernel import source
-from foliolab.coverage import BuildFacts
+from foliolab.paths import GUEST_DIR
+from foliolab.coverage.lines import BuildFacts
 
-GIT = ["git", "-c", "user.name=foliolab", "-c",
-       "user.email=foliolab@example.org", "-c", "commit.gpgsign=false"]
+GIT = [
+    "git",
+    "-c",
+    "user.name=foliolab",
+    "-c",
+    "user.email=foliolab@example.org",
+    "-c",
+    "commit.gpgsign=false",
+]
 
 BASE = {
     "src/main.c": """\
@@ -79,17 +88,16 @@ int gen(void)
 # unused(), which does not), a header inline, an #ifdef CONFIG_ARM64
 # block, a line in another architecture's file.
 PATCH1 = {
-    "src/util.c": BASE["src/util.c"].replace(
+    "src/util.c": BASE["src/util.c"]
+    .replace(
         "\tint y = x * 2;\n",
-        "\tint y = x * 2;\n"
-        "\tif (y > 1000)\n"
-        "\t\ty = 1000;\n"
-        "\t/* clamped */\n").replace(
-        "\treturn x - 1;\n",
-        "\tif (x > 3)\n"
-        "\t\tx = 3;\n"
-        "\treturn x - 1;\n"),
-    "src/util.h": BASE["src/util.h"] + """\
+        "\tint y = x * 2;\n\tif (y > 1000)\n\t\ty = 1000;\n\t/* clamped */\n",
+    )
+    .replace(
+        "\treturn x - 1;\n", "\tif (x > 3)\n\t\tx = 3;\n\treturn x - 1;\n"
+    ),
+    "src/util.h": BASE["src/util.h"]
+    + """\
 
 static inline int bump(int x)
 {
@@ -102,9 +110,11 @@ static inline int bump(int x)
         "\ttotal += bump(argc);\n"
         "#ifdef CONFIG_ARM64\n"
         "\ttotal += 7;\n"
-        "#endif\n"),
+        "#endif\n",
+    ),
     "arch/arm64/fast.c": BASE["arch/arm64/fast.c"].replace(
-        "\treturn 1;\n", "\tint z = 2;\n\n\treturn z;\n"),
+        "\treturn 1;\n", "\tint z = 2;\n\n\treturn z;\n"
+    ),
 }
 
 
@@ -113,22 +123,28 @@ def patch2(files: dict[str, str]) -> dict[str, str]:
     lines above patch 1's second hunk (moving it), a new C file no object
     is built from, and a line in a directory that is not profiled."""
     return {
-        "src/util.c": files["src/util.c"].replace(
-            "\tif (y > 1000)\n", "\tif (y >= 1000)\n").replace(
-            "\t/* clamped */\n", "").replace(
-            "\tt += x;\n", "\tt += x;\n\tt += 1;\n\tt *= 1;\n"),
+        "src/util.c": files["src/util.c"]
+        .replace("\tif (y > 1000)\n", "\tif (y >= 1000)\n")
+        .replace("\t/* clamped */\n", "")
+        .replace("\tt += x;\n", "\tt += x;\n\tt += 1;\n\tt *= 1;\n"),
         "src/main.c": files["src/main.c"].replace(
             "\treturn total > 100;\n",
-            "\ttotal += twice(argc);\n\treturn total > 100;\n"),
+            "\ttotal += twice(argc);\n\treturn total > 100;\n",
+        ),
         "src/extra.c": "int extra(void)\n{\n\treturn 2;\n}\n",
         "tools/gen.c": files["tools/gen.c"].replace(
-            "\treturn 0;\n", "\tint g = 0;\n\n\treturn g;\n"),
+            "\treturn 0;\n", "\tint g = 0;\n\n\treturn g;\n"
+        ),
     }
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run([*GIT, "-C", str(repo), *args], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [*GIT, "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def commit(repo: Path, files: dict[str, str], subject: str) -> None:
@@ -153,28 +169,54 @@ def make_tree(root: Path) -> dict:
     both = {p: (repo / p).read_text() for p in BASE}
     commit(repo, patch2(both), "util: clamp from 1000 on, count twice")
     series = root / "series"
-    git(repo, "format-patch", "-q", "--cover-letter", "-o", str(series),
-         f"{base}..HEAD")
-    (series / "series").write_text("".join(
-        p.name + "\n" for p in sorted(series.glob("000[1-9]-*.patch"))))
+    git(
+        repo,
+        "format-patch",
+        "-q",
+        "--cover-letter",
+        "-o",
+        str(series),
+        f"{base}..HEAD",
+    )
+    (series / "series").write_text(
+        "".join(p.name + "\n" for p in sorted(series.glob("000[1-9]-*.patch")))
+    )
     build = root / "build"
     (build / "src").mkdir(parents=True)
     for name in ("main", "util"):
-        subprocess.run(["gcc", "--coverage", "-O0", "-I", str(repo / "src"),
-                        "-c", str(repo / "src" / f"{name}.c"), "-o",
-                        f"src/{name}.o"], cwd=build, check=True)
-    subprocess.run(["gcc", "--coverage", "-o", "prog", "src/main.o",
-                    "src/util.o"], cwd=build, check=True)
-    subprocess.run([str(build / "prog")], cwd=build)   # exit code is moot
+        subprocess.run(
+            [
+                "gcc",
+                "--coverage",
+                "-O0",
+                "-I",
+                str(repo / "src"),
+                "-c",
+                str(repo / "src" / f"{name}.c"),
+                "-o",
+                f"src/{name}.o",
+            ],
+            cwd=build,
+            check=True,
+        )
+    subprocess.run(
+        ["gcc", "--coverage", "-o", "prog", "src/main.o", "src/util.o"],
+        cwd=build,
+        check=True,
+    )
+    subprocess.run([str(build / "prog")], cwd=build)  # exit code is moot
     return {"repo": repo, "base": base, "series": series, "build": build}
 
 
 def read_base(t):
     def read(path):
-        cp = subprocess.run([*GIT, "-C", str(t["repo"]), "show",
-                             f"{t['base']}:{path}"], capture_output=True,
-                            text=True)
+        cp = subprocess.run(
+            [*GIT, "-C", str(t["repo"]), "show", f"{t['base']}:{path}"],
+            capture_output=True,
+            text=True,
+        )
         return cp.stdout if cp.returncode == 0 else None
+
     return read
 
 
@@ -183,15 +225,19 @@ def series_lines(t) -> serieslines.SeriesLines:
     return serieslines.map_series(patches, read_base(t))
 
 
-FACTS = BuildFacts("x86_64", "x86", {"CONFIG_X86_64": "y"},
-                   frozenset({"src/main.c", "src/util.c"}), ("src",))
+FACTS = BuildFacts(
+    "x86_64",
+    "x86",
+    {"CONFIG_X86_64": "y"},
+    frozenset({"src/main.c", "src/util.c"}),
+    ("src",),
+)
 
 
 def gcov_data(t) -> gcovdata.GcovData:
     sl = series_lines(t)
     objects = gcovdata.objects_in(t["build"])
-    return gcovdata.collect(objects, gcovdata.SourcePaths(t["repo"],
-                                                          sl.final))
+    return gcovdata.collect(objects, gcovdata.SourcePaths(t["repo"], sl.final))
 
 
 def tree_and_series(t):
@@ -202,10 +248,24 @@ def tree_and_series(t):
     return tree, source.Series(t["series"], patches)
 
 
-GUEST_LIB = Path(coveragerun.__file__).parent / "guest" / "lib.sh"
+GUEST_LIB = GUEST_DIR / "lib.sh"
 # what fl_gcov_ship runs: busybox's applets only, as in the guest
-APPLETS = ("sh", "find", "mkdir", "cat", "tar", "gzip", "sha256sum", "cut",
-           "wc", "base64", "head", "rm", "awk", "uname")
+APPLETS = (
+    "sh",
+    "find",
+    "mkdir",
+    "cat",
+    "tar",
+    "gzip",
+    "sha256sum",
+    "cut",
+    "wc",
+    "base64",
+    "head",
+    "rm",
+    "awk",
+    "uname",
+)
 
 
 def fake_debugfs(t, root: Path) -> Path:
@@ -217,7 +277,8 @@ def fake_debugfs(t, root: Path) -> Path:
         (gcov / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(gcda, gcov / rel)
         (gcov / rel).with_suffix(".gcno").symlink_to(
-            "/nonexistent/in/the/guest.gcno")
+            "/nonexistent/in/the/guest.gcno"
+        )
     return gcov
 
 
@@ -234,7 +295,11 @@ def ship(gcov_dir: Path, tmp_path: Path) -> list[str]:
     cp = subprocess.run(
         [str(bindir / "sh"), "-c", f". {GUEST_LIB}; fl_gcov_ship"],
         env={"PATH": str(bindir), "FL_GCOV": str(gcov_dir)},
-        capture_output=True, text=True, cwd=tmp_path, check=True)
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
     return cp.stdout.splitlines()
 
 
@@ -252,23 +317,34 @@ def run_dir(t, tmp_path: Path) -> tuple[Path, coveragerun.Plan]:
     out = tmp_path / "run"
     out.mkdir()
     (t["build"] / ".config").write_text("CONFIG_X86_64=y\n")
-    plan = coveragerun.Plan(series_lines(t), coveragerun.ProfilePlan(("src",)),
-                            t["repo"])
+    plan = coveragerun.Plan(
+        series_lines(t), coveragerun.ProfilePlan(("src",)), t["repo"]
+    )
     coveragerun.snapshot(t["build"], plan, out)
     return out, plan
 
 
-KTAP = ["@@ file ktap.anon_swap", "KTAP version 1", "1..1",
-        "ok 1 anon_swap.pageout_64k", "@@ end"]
+KTAP = [
+    "@@ file ktap.anon_swap",
+    "KTAP version 1",
+    "1..1",
+    "ok 1 anon_swap.pageout_64k",
+    "@@ end",
+]
 
 
-def boot(out: Path, name: str, records: list[str],
-          exited: bool = True) -> Path:
+def boot(
+    out: Path, name: str, records: list[str], exited: bool = True
+) -> Path:
     d = out / name
     d.mkdir()
-    (d / "results.txt").write_text("\n".join(
-        ["@@ boot 1.0", *KTAP, *records] + (["@@ exit 0"] if exited
-                                           else [])) + "\n")
+    (d / "results.txt").write_text(
+        "\n".join(
+            ["@@ boot 1.0", *KTAP, *records]
+            + (["@@ exit 0"] if exited else [])
+        )
+        + "\n"
+    )
     return d
 
 

@@ -3,7 +3,7 @@ samples (count, validity, which metrics each has) and the report's rows."""
 
 import json
 
-from foliolab import derive
+from foliolab.boot import derive
 
 
 def results(out):
@@ -18,9 +18,12 @@ def assert_same_run(out, qemu_out, samples: int) -> None:
 
     def shape(ss):
         return sorted((s.variant, s.run, tuple(sorted(s.values))) for s in ss)
+
     assert shape(got) == shape(want)
 
     def rows(o):
-        return sorted((r["workload"], r["metric"])
-                      for r in results(o)["summary"])
+        return sorted(
+            (r["workload"], r["metric"]) for r in results(o)["summary"]
+        )
+
     assert rows(out) == rows(qemu_out)

@@ -9,8 +9,10 @@ from foliolab.errors import UsageError
 def test_arm64_entry():
     a = get_arch("arm64")
     assert (a.linux_arch, a.cross_compile) == ("arm64", "aarch64-linux-gnu-")
-    assert (a.kernel_image, a.make_target) == ("arch/arm64/boot/Image",
-                                               "Image")
+    assert (a.kernel_image, a.make_target) == (
+        "arch/arm64/boot/Image",
+        "Image",
+    )
     assert a.qemu_binary == "qemu-system-aarch64"
     assert a.qemu_machine[0] == "-M"
     assert a.qemu_machine[1].split(",")[0] == "virt"
@@ -19,8 +21,7 @@ def test_arm64_entry():
     assert a.guest_cc == "aarch64-linux-gnu-gcc"
     assert a.elf_machine == 183 and a.multiarch == "aarch64-linux-gnu"
     assert a.config_fragment == "arch-arm64.config"
-    assert {"gcc-aarch64-linux-gnu", "qemu-system-arm"} <= set(
-        a.host_packages)
+    assert {"gcc-aarch64-linux-gnu", "qemu-system-arm"} <= set(a.host_packages)
     assert "busybox-static" in a.guest_packages
 
 
@@ -34,8 +35,9 @@ def test_x86_64_entry_is_native_and_needs_nothing_more():
 def test_unknown_arch_names_the_choices():
     with pytest.raises(UsageError) as e:
         get_arch("riscv64")
-    assert e.value.one_line() == ("unknown --arch 'riscv64'; choose one of: "
-                                  "x86_64, arm64")
+    assert e.value.one_line() == (
+        "unknown --arch 'riscv64'; choose one of: x86_64, arm64"
+    )
 
 
 def test_check_accel():

@@ -10,22 +10,38 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisect, bisectlab, bisectrecord, cli, errors, workloads
-from foliolab.bisectrecord import (BisectRequest, Measurement, StepStatus,
-                                   Verdict, parse_threshold)
+from foliolab.bisect import (
+    search as bisect,
+    lab as bisectlab,
+    record as bisectrecord,
+)
+from foliolab import cli, errors, workloads
+from foliolab.bisect.record import (
+    BisectRequest,
+    Measurement,
+    StepStatus,
+    Verdict,
+    parse_threshold,
+)
 from foliolab.kernel.build import Kernel
 
 METRIC = "try_to_unmap_insns_per_folio"
 
 
 def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], check=True,
-                          capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTHOR_NAME": "t",
-                               "GIT_AUTHOR_EMAIL": "t@example.org",
-                               "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@example.org"}
-                          ).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.org",
+        },
+    ).stdout.strip()
 
 
 def scratch_repo(path: Path, counts: list[int]) -> list[str]:
@@ -40,8 +56,16 @@ def scratch_repo(path: Path, counts: list[int]) -> list[str]:
     for i, n in enumerate(counts):
         (path / "count").write_text(f"{n}\n")
         git(path, "add", "-A")
-        git(path, "-c", "commit.gpgsign=false", "commit", "-q",
-            "--allow-empty", "-m", f"mm: step {i}")
+        git(
+            path,
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            f"mm: step {i}",
+        )
         shas.append(git(path, "rev-parse", "HEAD"))
     git(path, "tag", "good", shas[0])
     return shas
@@ -67,22 +91,50 @@ class FakeLab:
             os.kill(os.getpid(), signal.SIGTERM)
         if commit.sha in self.unbuildable:
             raise errors.BuildError("build bisect/perf failed")
-        return Kernel("bisect", "perf", "x86_64", Path("/nonexistent"),
-                      Path("/nonexistent/bzImage"), commit.sha, "5ha", 0.0)
+        return Kernel(
+            "bisect",
+            "perf",
+            "x86_64",
+            Path("/nonexistent"),
+            Path("/nonexistent/bzImage"),
+            commit.sha,
+            "5ha",
+            0.0,
+        )
 
     def count(self, kernel, rundir):
         if kernel.commit in self.unbootable:
             return Measurement(StepStatus.BOOT_FAILED, detail="boot panic")
-        return Measurement(StepStatus.COUNTED, float(
-            git(self.repo, "show", f"{kernel.commit}:count")))
+        return Measurement(
+            StepStatus.COUNTED,
+            float(git(self.repo, "show", f"{kernel.commit}:count")),
+        )
 
 
-def request(repo, tmp_path, bad="main", below="0.5x", above=None,
-            metric=METRIC, resume=False):
+def request(
+    repo,
+    tmp_path,
+    bad="main",
+    below="0.5x",
+    above=None,
+    metric=METRIC,
+    resume=False,
+):
     w = workloads.WORKLOADS["pageout"]
-    return BisectRequest(repo, "good", bad, w, w.resolve({}), metric,
-                         parse_threshold(below, above), "x86_64", "perf",
-                         tmp_path / "out", resume, ["foliolab", "bisect"])
+    return BisectRequest(
+        repo,
+        "good",
+        bad,
+        w,
+        w.resolve({}),
+        metric,
+        parse_threshold(below, above),
+        "x86_64",
+        "perf",
+        tmp_path / "out",
+        resume,
+        ["foliolab", "bisect"],
+    )
 
 
 # good at 1000; the batched unmap lands at commit 7 and halves it and more
@@ -104,18 +156,20 @@ def test_finds_the_first_commit_below_half_of_good(repo, tmp_path, capsys):
     assert [s.position for s in r.steps][:2] == [0, 10]
     assert len(set(lab.built)) == len(lab.built) <= 2 + 4
     printed = capsys.readouterr().out
-    steps = [line for line in printed.splitlines()
-             if line.startswith("step ")]
+    steps = [line for line in printed.splitlines() if line.startswith("step ")]
     assert len(steps) == len(r.steps) and " 410 -> bad" in steps[1]
     on_disk = bisectrecord.Record.read(tmp_path / "out")
     assert on_disk.first_bad == [shas[7]] and on_disk.steps == r.steps
-    assert (tmp_path / "out" / "bisect.txt").read_text() == bisectrecord.render(r)
+    assert (
+        tmp_path / "out" / "bisect.txt"
+    ).read_text() == bisectrecord.render(r)
 
 
 def test_above_an_absolute_count(repo, tmp_path):
     shas = scratch_repo(repo, [10, 10, 10, 30, 31, 40])
-    r = bisect.bisect(request(repo, tmp_path, below=None, above="25"),
-                      FakeLab(repo))
+    r = bisect.bisect(
+        request(repo, tmp_path, below=None, above="25"), FakeLab(repo)
+    )
     assert r.first_bad == [shas[3]]
 
 
@@ -134,8 +188,9 @@ def test_an_unbuildable_step_is_skipped_for_a_neighbour(repo, tmp_path):
 
 def test_a_skipped_first_bad_commit_gives_the_span(repo, tmp_path):
     shas = scratch_repo(repo, COUNTS)
-    r = bisect.bisect(request(repo, tmp_path),
-                      FakeLab(repo, unbuildable={shas[7]}))
+    r = bisect.bisect(
+        request(repo, tmp_path), FakeLab(repo, unbuildable={shas[7]})
+    )
     assert r.first_bad == [shas[7], shas[8]]
     assert "one of 2" in r.result
 
@@ -177,30 +232,44 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(repo, tmp_path):
     assert len(lab.built) == len(r.steps) - 2
     # another metric is another bisect: its counts are not these
     with pytest.raises(errors.UsageError, match="--resume: the bisect in"):
-        bisect.bisect(request(repo, tmp_path, resume=True,
-                              metric="kernel_insns_per_folio"), FakeLab(repo))
+        bisect.bisect(
+            request(
+                repo, tmp_path, resume=True, metric="kernel_insns_per_folio"
+            ),
+            FakeLab(repo),
+        )
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--good", "nosuch"], "'nosuch' is not a commit"),
-    (["--good", "main", "--bad", "good"], "is not an ancestor of --bad"),
-    (["--bad", "good"], "are the same commit"),
-    (["--workload", "nosuch"], "unknown workload 'nosuch'"),
-    (["--metric", "nosuch"], "workload pageout has no metric 'nosuch'"),
-    (["--metric", "pageout_ms"], "pageout_ms is a timed metric"),
-    (["--metric", "kernel_insns_deterministic"], "derived from repeated"),
-    (["--below", "half"], "--below 'half' is not a threshold"),
-    (["--above", "2"], "give one threshold"),
-    (["--param", "size_mb=0"], "bad value '0' for pageout.size_mb"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--good", "nosuch"], "'nosuch' is not a commit"),
+        (["--good", "main", "--bad", "good"], "is not an ancestor of --bad"),
+        (["--bad", "good"], "are the same commit"),
+        (["--workload", "nosuch"], "unknown workload 'nosuch'"),
+        (["--metric", "nosuch"], "workload pageout has no metric 'nosuch'"),
+        (["--metric", "pageout_ms"], "pageout_ms is a timed metric"),
+        (["--metric", "kernel_insns_deterministic"], "derived from repeated"),
+        (["--below", "half"], "--below 'half' is not a threshold"),
+        (["--above", "2"], "give one threshold"),
+        (["--param", "size_mb=0"], "bad value '0' for pageout.size_mb"),
+    ],
+)
 def test_bad_input_is_one_line_before_anything_is_built(
-        repo, tmp_path, capsys, monkeypatch, argv, says):
+    repo, tmp_path, capsys, monkeypatch, argv, says
+):
     scratch_repo(repo, COUNTS)
     lab = FakeLab(repo)
     monkeypatch.setattr(bisect, "QemuLab", lab)
-    base = {"--repo": str(repo), "--good": "good", "--bad": "main",
-            "--workload": "pageout", "--metric": METRIC, "--below": "0.5x",
-            "--out": str(tmp_path / "out")}
+    base = {
+        "--repo": str(repo),
+        "--good": "good",
+        "--bad": "main",
+        "--workload": "pageout",
+        "--metric": METRIC,
+        "--below": "0.5x",
+        "--out": str(tmp_path / "out"),
+    }
     for k, v in zip(argv[::2], argv[1::2]):
         base[k] = v
     code = cli.main(["bisect", *[a for kv in base.items() for a in kv]])
@@ -226,11 +295,14 @@ def test_report_prints_a_bisect_directory(repo, tmp_path, capsys):
     assert f"first bad commit: {shas[7]}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("below, above, want", [
-    ("0.5x", None, (bisectrecord.Direction.BELOW, 0.5, True)),
-    (None, "1200", (bisectrecord.Direction.ABOVE, 1200.0, False)),
-    (None, "1.25x", (bisectrecord.Direction.ABOVE, 1.25, True)),
-])
+@pytest.mark.parametrize(
+    "below, above, want",
+    [
+        ("0.5x", None, (bisectrecord.Direction.BELOW, 0.5, True)),
+        (None, "1200", (bisectrecord.Direction.ABOVE, 1200.0, False)),
+        (None, "1.25x", (bisectrecord.Direction.ABOVE, 1.25, True)),
+    ],
+)
 def test_thresholds(below, above, want):
     t = parse_threshold(below, above)
     assert (t.direction, t.value, t.relative) == want
@@ -239,14 +311,19 @@ def test_thresholds(below, above, want):
 
 @pytest.mark.parametrize("cache_has_good", [True, False])
 def test_the_range_is_fetched_once_and_shallow_only_if_it_must(
-        repo, tmp_path, monkeypatch, cache_has_good):
+    repo, tmp_path, monkeypatch, cache_has_good
+):
     shas = scratch_repo(repo, COUNTS)
     cache = tmp_path / "cache-linux"
     git(tmp_path, "init", "-q", str(cache))
     if cache_has_good:
         git(cache, "fetch", "-q", str(repo), "good:refs/heads/good")
-    assert (subprocess.run(["git", "-C", str(cache), "cat-file", "-e",
-                            shas[-1]]).returncode != 0)
+    assert (
+        subprocess.run(
+            ["git", "-C", str(cache), "cat-file", "-e", shas[-1]]
+        ).returncode
+        != 0
+    )
     monkeypatch.setattr(bisectlab.source, "prepare_base", lambda: cache)
     commits = bisectlab.commit_range(repo, "good", "main")
     bisectlab.fetch_range(repo, commits)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import bisectrecord, cli
+from foliolab.bisect import record as bisectrecord
+from foliolab import cli
 from foliolab.kernel import source
 from foliolab.paths import DEFAULT_PATCHES
 
@@ -26,12 +27,21 @@ pytestmark = [pytest.mark.qemu, pytest.mark.bisect]
 METRIC = "try_to_unmap_insns_per_folio"
 
 
-def _git(repo: Path, *args: str, env: dict | None = None,
-         stdin: bytes | None = None) -> str:
+def _git(
+    repo: Path, *args: str, env: dict | None = None, stdin: bytes | None = None
+) -> str:
     full = {**os.environ, **source.IDENTITY, **(env or {})}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True,
-                          env=full, input=stdin, capture_output=True
-                          ).stdout.decode().strip()
+    return (
+        subprocess.run(
+            ["git", "-C", str(repo), *args],
+            check=True,
+            env=full,
+            input=stdin,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
 
 
 def series_repo(dest: Path, series: source.Series) -> Path:
@@ -46,7 +56,8 @@ def series_repo(dest: Path, series: source.Series) -> Path:
     # copy every object).
     subprocess.run(["git", "init", "-q", str(dest)], check=True)
     (dest / ".git" / "objects" / "info" / "alternates").write_text(
-        f"{base / '.git' / 'objects'}\n")
+        f"{base / '.git' / 'objects'}\n"
+    )
     parent = _git(base, "rev-parse", f"{source.BASE_TAG}^{{commit}}")
     _git(dest, "update-ref", f"refs/tags/{source.BASE_TAG}", parent)
     index = dest / ".git" / "series-index"
@@ -55,17 +66,33 @@ def series_repo(dest: Path, series: source.Series) -> Path:
     for patch in series.patches:
         _git(dest, "apply", "--cached", str(patch), env=env)
         tree = _git(dest, "write-tree", env=env)
-        info = _git(dest, "mailinfo", str(index) + ".msg", "/dev/null",
-                    stdin=patch.read_bytes())
-        head = dict(line.split(": ", 1) for line in info.splitlines()
-                    if ": " in line)
+        info = _git(
+            dest,
+            "mailinfo",
+            str(index) + ".msg",
+            "/dev/null",
+            stdin=patch.read_bytes(),
+        )
+        head = dict(
+            line.split(": ", 1) for line in info.splitlines() if ": " in line
+        )
         body = Path(str(index) + ".msg").read_text()
         message = head["Subject"] + "\n\n" + body
-        parent = _git(dest, "commit-tree", tree, "-p", parent, env={
-            **env, "GIT_AUTHOR_NAME": head["Author"],
-            "GIT_AUTHOR_EMAIL": head["Email"], "GIT_AUTHOR_DATE":
-            head["Date"], "GIT_COMMITTER_DATE": source.FIXED_DATE},
-            stdin=message.encode())
+        parent = _git(
+            dest,
+            "commit-tree",
+            tree,
+            "-p",
+            parent,
+            env={
+                **env,
+                "GIT_AUTHOR_NAME": head["Author"],
+                "GIT_AUTHOR_EMAIL": head["Email"],
+                "GIT_AUTHOR_DATE": head["Date"],
+                "GIT_COMMITTER_DATE": source.FIXED_DATE,
+            },
+            stdin=message.encode(),
+        )
     _git(dest, "branch", "-f", "series", parent)
     return dest
 
@@ -74,10 +101,30 @@ def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
     series = source.read_series(DEFAULT_PATCHES)
     repo = series_repo(tmp_path / "linux", series)
     out = tmp_path / "bisect"
-    assert cli.main(["bisect", "--repo", str(repo), "--good",
-                     source.BASE_TAG, "--bad", "series", "--workload",
-                     "pageout", "--metric", METRIC, "--below", "0.5x",
-                     "--param", "size_mb=32", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "bisect",
+                "--repo",
+                str(repo),
+                "--good",
+                source.BASE_TAG,
+                "--bad",
+                "series",
+                "--workload",
+                "pageout",
+                "--metric",
+                METRIC,
+                "--below",
+                "0.5x",
+                "--param",
+                "size_mb=32",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = bisectrecord.Record.read(out)
     (first,) = record.first_bad
     # S0's last patch (the change itself), by its own subject line
@@ -86,6 +133,7 @@ def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
     assert "-mm-rmap-unmap-swap-backed-anonymous" in want.name
     subject = _git(repo, "log", "-1", "--format=%s", first)
     assert f"Subject: [PATCH {n}/{n}] {subject}" in " ".join(
-        want.read_text().split("\n\n", 1)[0].split())
+        want.read_text().split("\n\n", 1)[0].split()
+    )
     counted = [s for s in record.steps if s.count is not None]
     assert len(counted) >= 3 and all(s.count > 0 for s in counted)

@@ -14,7 +14,11 @@ def run(capsys, *argv):
 
 
 def one_error_line(err: str) -> str:
-    lines = [l for l in err.splitlines() if l.startswith("foliolab: error:")]
+    lines = [
+        line
+        for line in err.splitlines()
+        if line.startswith("foliolab: error:")
+    ]
     assert len(lines) == 1, err
     return lines[0]
 
@@ -32,8 +36,9 @@ def test_unknown_option_value(capsys):
     assert "invalid choice: 'fast'" in one_error_line(err)
 
 
-@pytest.mark.parametrize("command", ["compare", "build", "run", "test",
-                                     "check", "setup"])
+@pytest.mark.parametrize(
+    "command", ["compare", "build", "run", "test", "check", "setup"]
+)
 def test_unknown_arch(capsys, command):
     rc, _, err = run(capsys, command, "--arch", "sparc")
     assert rc == errors.UsageError.exit_code
@@ -43,50 +48,79 @@ def test_unknown_arch(capsys, command):
 
 
 @pytest.mark.parametrize("command", ["compare", "run", "test", "check"])
-def test_kvm_for_arm64_is_refused_before_any_work(capsys, command,
-                                                   monkeypatch):
+def test_kvm_for_arm64_is_refused_before_any_work(
+    capsys, command, monkeypatch
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
-        "built a kernel"))
-    rc, _, err = run(capsys, command, "--arch", "arm64", "--accel", "kvm",
-                     *(["--", "true"] if command == "run" else []))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
+    rc, _, err = run(
+        capsys,
+        command,
+        "--arch",
+        "arm64",
+        "--accel",
+        "kvm",
+        *(["--", "true"] if command == "run" else []),
+    )
     assert rc == errors.UsageError.exit_code
-    assert "--accel kvm is not available for --arch arm64" in \
-        one_error_line(err)
+    assert "--accel kvm is not available for --arch arm64" in one_error_line(
+        err
+    )
 
 
 @pytest.mark.parametrize("command", ["compare", "run"])
-def test_cpu_model_with_kvm_is_refused_before_any_work(capsys, command,
-                                                       monkeypatch, tmp_path):
+def test_cpu_model_with_kvm_is_refused_before_any_work(
+    capsys, command, monkeypatch, tmp_path
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
-        "built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     out = tmp_path / "out"
-    rc, _, err = run(capsys, command, "--accel", "kvm", "--cpu", "max",
-                     *(["--out", str(out)] if command == "compare" else
-                       ["--", "true"]))
+    rc, _, err = run(
+        capsys,
+        command,
+        "--accel",
+        "kvm",
+        "--cpu",
+        "max",
+        *(["--out", str(out)] if command == "compare" else ["--", "true"]),
+    )
     assert rc == errors.UsageError.exit_code
     assert "--cpu max applies to TCG only" in one_error_line(err)
     assert not out.exists()
 
 
 @pytest.mark.parametrize("command", ["compare", "run", "test"])
-def test_count_with_kvm_is_refused_before_any_work(capsys, command,
-                                                   monkeypatch, tmp_path):
+def test_count_with_kvm_is_refused_before_any_work(
+    capsys, command, monkeypatch, tmp_path
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
-        "built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     out = tmp_path / "out"
-    rc, _, err = run(capsys, command, "--accel", "kvm", "--count",
-                     *(["--out", str(out)] if command != "run" else
-                       ["--", "true"]))
+    rc, _, err = run(
+        capsys,
+        command,
+        "--accel",
+        "kvm",
+        "--count",
+        *(["--out", str(out)] if command != "run" else ["--", "true"]),
+    )
     assert rc == errors.UsageError.exit_code
     assert "--count needs TCG" in one_error_line(err)
     assert not out.exists()
 
 
-@pytest.mark.parametrize("command", ["compare", "build", "run", "test",
-                                     "check", "setup"])
+@pytest.mark.parametrize(
+    "command", ["compare", "build", "run", "test", "check", "setup"]
+)
 def test_arch_arm64_is_accepted(command):
     args = cli.build_parser().parse_args([command, "--arch", "arm64"])
     assert args.arch == "arm64"
@@ -104,22 +138,40 @@ def test_unknown_subcommand(capsys):
 
 
 def test_bad_param(capsys):
-    rc, _, err = run(capsys, "compare", "--workloads", "pageout",
-                     "--param", "pageout.bogus=1")
+    rc, _, err = run(
+        capsys,
+        "compare",
+        "--workloads",
+        "pageout",
+        "--param",
+        "pageout.bogus=1",
+    )
     assert rc == 2 and "no parameter 'bogus'" in one_error_line(err)
 
 
 def test_param_of_the_wrong_type_stops_before_any_build(capsys, tmp_cache):
     """Tried as a new user would: nothing is built for a bad value."""
-    rc, _, err = run(capsys, "compare", "--workloads", "pageout",
-                     "--param", "pageout.size_mb=abc")
+    rc, _, err = run(
+        capsys,
+        "compare",
+        "--workloads",
+        "pageout",
+        "--param",
+        "pageout.size_mb=abc",
+    )
     assert rc == 2 and "an integer from 1 to 2048" in one_error_line(err)
     assert not tmp_cache.exists() or not any(tmp_cache.iterdir())
 
 
 def test_missing_patch_dir(capsys, tmp_path, tmp_cache):
-    rc, _, err = run(capsys, "build", "--patches", str(tmp_path / "nope"),
-                     "--variant", "patched")
+    rc, _, err = run(
+        capsys,
+        "build",
+        "--patches",
+        str(tmp_path / "nope"),
+        "--variant",
+        "patched",
+    )
     assert rc == 2 and "does not exist" in one_error_line(err)
 
 
@@ -136,7 +188,7 @@ def test_report_of_non_results_dir(capsys, tmp_path):
 def test_export_without_dev_tree(capsys, tmp_path, tmp_cache):
     rc, _, err = run(capsys, "export", "--patches", str(tmp_path / "p"))
     assert rc == 2 and "no developer tree" in one_error_line(err)
-    assert not tmp_cache.exists()       # the kernel was not unpacked first
+    assert not tmp_cache.exists()  # the kernel was not unpacked first
 
 
 def test_report_rewrites_from_disk(capsys, tmp_path):
@@ -144,15 +196,36 @@ def test_report_rewrites_from_disk(capsys, tmp_path):
     env = {"workloads": ["pageout"], "runs": 3, "arch": "x86_64"}
     (tmp_path / "environment.json").write_text(json.dumps(env))
     rows = []
-    for i, (variant, v) in enumerate([("vanilla", 10.0), ("patched", 5.0)] * 3):
-        rows.append({"workload": "pageout", "variant": variant, "run": i // 2,
-                     "values": {"pageout_ms": v + i * 0.01}, "valid": True,
-                     "reasons": [], "boot": "ok", "rundir": "x"})
-    rows.append({"workload": "pageout", "variant": "patched", "run": 3,
-                 "values": {"pageout_ms": 999.0}, "valid": False,
-                 "reasons": ["boot panic"], "boot": "panic", "rundir": "y"})
+    for i, (variant, v) in enumerate(
+        [("vanilla", 10.0), ("patched", 5.0)] * 3
+    ):
+        rows.append(
+            {
+                "workload": "pageout",
+                "variant": variant,
+                "run": i // 2,
+                "values": {"pageout_ms": v + i * 0.01},
+                "valid": True,
+                "reasons": [],
+                "boot": "ok",
+                "rundir": "x",
+            }
+        )
+    rows.append(
+        {
+            "workload": "pageout",
+            "variant": "patched",
+            "run": 3,
+            "values": {"pageout_ms": 999.0},
+            "valid": False,
+            "reasons": ["boot panic"],
+            "boot": "panic",
+            "rundir": "y",
+        }
+    )
     (tmp_path / "samples.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows))
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     rc, out, _ = run(capsys, "report", str(tmp_path))
     assert rc == 0
     assert "pageout_ms" in out and "1 of 4 samples INVALID" in out
@@ -161,10 +234,13 @@ def test_report_rewrites_from_disk(capsys, tmp_path):
     assert row["n_vanilla"] == 3 and row["n_patched"] == 3
     assert (row["n_baseline"], row["n_kernel"]) == (3, 3)
     assert (row["baseline_mean"], row["kernel_mean"]) == (
-        row["vanilla_mean"], row["patched_mean"])
+        row["vanilla_mean"],
+        row["patched_mean"],
+    )
     assert row["ratio"] == pytest.approx(0.5, rel=0.01)
     assert {"workload", "variant", "run", "metric", "value", "valid"} <= set(
-        res["samples"][0])
+        res["samples"][0]
+    )
     assert (tmp_path / "report.md").exists()
     assert (tmp_path / "plots" / "pageout.png").stat().st_size > 1000
 
@@ -178,28 +254,66 @@ def test_check_of_empty_series(capsys, tmp_path):
 def test_every_error_class_has_an_exit_code_of_its_own():
     """A shell script can tell the stage that failed from the code alone."""
     from foliolab import errors
-    classes = [c for c in vars(errors).values() if isinstance(c, type)
-               and issubclass(c, errors.FoliolabError)
-               and "exit_code" in vars(c)]
+
+    classes = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type)
+        and issubclass(c, errors.FoliolabError)
+        and "exit_code" in vars(c)
+    ]
     codes = [c.exit_code for c in classes]
     assert len(codes) == len(set(codes)), sorted(
-        (c.exit_code, c.__name__) for c in classes)
+        (c.exit_code, c.__name__) for c in classes
+    )
 
 
-@pytest.mark.parametrize("extra, says", [
-    ([], "--root names a function to count"),
-    (["--count", "--root", "a", "--root", "b", "--root", "c", "--root", "d",
-      "--root", "e", "--root", "f", "--root", "g"],
-     "pageout would count 10 roots with --root"),
-])
-def test_compare_root_is_refused_before_any_work(capsys, monkeypatch,
-                                                 tmp_path, extra, says):
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        ([], "--root names a function to count"),
+        (
+            [
+                "--count",
+                "--root",
+                "a",
+                "--root",
+                "b",
+                "--root",
+                "c",
+                "--root",
+                "d",
+                "--root",
+                "e",
+                "--root",
+                "f",
+                "--root",
+                "g",
+            ],
+            "pageout would count 10 roots with --root",
+        ),
+    ],
+)
+def test_compare_root_is_refused_before_any_work(
+    capsys, monkeypatch, tmp_path, extra, says
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
-        "built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     out = tmp_path / "out"
-    rc, _, err = run(capsys, "compare", "--workloads", "pageout", "--root",
-                     "collapse_file", *extra, "--out", str(out))
+    rc, _, err = run(
+        capsys,
+        "compare",
+        "--workloads",
+        "pageout",
+        "--root",
+        "collapse_file",
+        *extra,
+        "--out",
+        str(out),
+    )
     assert rc == errors.UsageError.exit_code
     assert says in one_error_line(err)
     assert not out.exists()
@@ -208,6 +322,7 @@ def test_compare_root_is_refused_before_any_work(capsys, monkeypatch,
 def test_version_and_workloads_listing(capsys):
     import pytest as _pytest
     from foliolab import __version__
+
     with _pytest.raises(SystemExit) as e:
         cli.main(["--version"])
     assert e.value.code == 0
@@ -220,6 +335,7 @@ def test_version_and_workloads_listing(capsys):
 
 # ---- the bad inputs of the newcomer trial (issue 38, item 5) ---------------
 
+
 def only_line(err: str) -> str:
     """The whole of stderr is one line, with no traceback."""
     lines = err.strip().splitlines()
@@ -228,44 +344,91 @@ def only_line(err: str) -> str:
 
 
 def no_build(monkeypatch):
-    from foliolab import orchestrate
+    from foliolab.run import orchestrate
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel", lambda *a: pytest.fail(
-        "built a kernel"))
-    monkeypatch.setattr(orchestrate, "prepare", lambda *a: pytest.fail(
-        "prepared the kernels"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
+    monkeypatch.setattr(
+        orchestrate, "prepare", lambda *a: pytest.fail("prepared the kernels")
+    )
 
 
-@pytest.mark.parametrize("command", [
-    ["compare", "--patches", "none", "--workloads", "pageout", "--runs", "4"],
-    ["compare", "--patches", "none", "--workloads", "pageout", "--runs", "4",
-     "--dry-run"],
-    ["attribute", "--at", "1", "--workloads", "pageout", "--runs", "4"],
-    ["jobs", "export", "--patches", "none", "--workloads", "pageout"],
-    ["test"], ["check"],
-    ["bisect", "--repo", "/tmp", "--good", "a", "--bad", "b", "--workload",
-     "pageout", "--metric", "kernel_insns", "--below", "1"]])
-@pytest.mark.parametrize("out, says", [
-    ("/proc/x", "--out /proc/x: no directory can be made in /proc (No such "
-                "file or directory)"),
-    ("{file}/x", "--out {file}/x: {file} is a file, not a directory"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "4",
+        ],
+        [
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "4",
+            "--dry-run",
+        ],
+        ["attribute", "--at", "1", "--workloads", "pageout", "--runs", "4"],
+        ["jobs", "export", "--patches", "none", "--workloads", "pageout"],
+        ["test"],
+        ["check"],
+        [
+            "bisect",
+            "--repo",
+            "/tmp",
+            "--good",
+            "a",
+            "--bad",
+            "b",
+            "--workload",
+            "pageout",
+            "--metric",
+            "kernel_insns",
+            "--below",
+            "1",
+        ],
+    ],
+)
+@pytest.mark.parametrize(
+    "out, says",
+    [
+        (
+            "/proc/x",
+            "--out /proc/x: no directory can be made in /proc (No such "
+            "file or directory)",
+        ),
+        ("{file}/x", "--out {file}/x: {file} is a file, not a directory"),
+    ],
+)
 def test_an_out_dir_that_cannot_be_written_is_one_line(
-        capsys, monkeypatch, tmp_path, tmp_cache, command, out, says):
+    capsys, monkeypatch, tmp_path, tmp_cache, command, out, says
+):
     no_build(monkeypatch)
     (tmp_path / "file").write_text("")
     out = out.replace("{file}", str(tmp_path / "file"))
     says = says.replace("{file}", str(tmp_path / "file"))
     rc, _, err = run(capsys, *command, "--out", out)
     assert rc == errors.UsageError.exit_code
-    assert only_line(err) == (f"foliolab: error: {says}; give --out a "
-                              "directory you can write, e.g. under your "
-                              "home or /tmp")
+    assert only_line(err) == (
+        f"foliolab: error: {says}; give --out a "
+        "directory you can write, e.g. under your "
+        "home or /tmp"
+    )
     assert not tmp_cache.exists()
 
 
 def test_a_writable_out_dir_is_tried_and_left_as_it_was(tmp_path):
     from foliolab.paths import unwritable
+
     assert unwritable(tmp_path / "a" / "b" / "c") is None
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "here").mkdir()
@@ -273,32 +436,62 @@ def test_a_writable_out_dir_is_tried_and_left_as_it_was(tmp_path):
     assert list((tmp_path / "here").iterdir()) == []
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["compare", "--frob"], "compare: unrecognized arguments: --frob; see "
-                            "`foliolab compare --help`"),
-    (["compare", "--runs", "x"], "compare: argument --runs: 'x' is not a "
-                                 "number; see `foliolab compare --help`"),
-    (["jobs", "export", "--frob"], "jobs export: unrecognized arguments: "
-                                   "--frob; see `foliolab jobs export "
-                                   "--help`"),
-    (["--frob"], "the following arguments are required: command; see "
-                 "`foliolab --help`"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (
+            ["compare", "--frob"],
+            "compare: unrecognized arguments: --frob; see "
+            "`foliolab compare --help`",
+        ),
+        (
+            ["compare", "--runs", "x"],
+            "compare: argument --runs: 'x' is not a "
+            "number; see `foliolab compare --help`",
+        ),
+        (
+            ["jobs", "export", "--frob"],
+            "jobs export: unrecognized arguments: "
+            "--frob; see `foliolab jobs export "
+            "--help`",
+        ),
+        (
+            ["--frob"],
+            "the following arguments are required: command; see "
+            "`foliolab --help`",
+        ),
+    ],
+)
 def test_a_parser_error_names_the_program_once(capsys, argv, says):
     rc, _, err = run(capsys, *argv)
     assert rc == errors.UsageError.exit_code
     assert only_line(err) == f"foliolab: error: {says}"
 
 
-@pytest.mark.parametrize("repo, says", [
-    ("/tmp", "--repo /tmp is not a git repository"),
-    ("/no/such/dir", "--repo /no/such/dir does not exist"),
-])
-def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo,
-                                               says):
-    rc, _, err = run(capsys, "bisect", "--repo", repo, "--good", "a",
-                     "--bad", "b", "--workload", "pageout", "--metric",
-                     "kernel_insns", "--below", "1")
+@pytest.mark.parametrize(
+    "repo, says",
+    [
+        ("/tmp", "--repo /tmp is not a git repository"),
+        ("/no/such/dir", "--repo /no/such/dir does not exist"),
+    ],
+)
+def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo, says):
+    rc, _, err = run(
+        capsys,
+        "bisect",
+        "--repo",
+        repo,
+        "--good",
+        "a",
+        "--bad",
+        "b",
+        "--workload",
+        "pageout",
+        "--metric",
+        "kernel_insns",
+        "--below",
+        "1",
+    )
     assert rc == errors.UsageError.exit_code
     line = only_line(err)
     assert line.startswith(f"foliolab: error: {says}; give --repo PATH")
@@ -306,49 +499,59 @@ def test_bisect_repo_that_is_no_git_repository(capsys, tmp_cache, repo,
     assert not tmp_cache.exists()
 
 
-def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path,
-                                              data):
+def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path, data):
     import re
     import shutil
+
     out = tmp_path / "run"
     shutil.copytree(data / "run-pageout-aa", out)
     assert cli.main(["report", str(out)]) == 0
     whole = (out / "results.json").read_text()
-    (out / "results.json").write_text(whole[:len(whole) // 2])
+    (out / "results.json").write_text(whole[: len(whole) // 2])
     caplog.clear()
     assert cli.main(["report", str(out)]) == 0
     said = [m for m in caplog.messages if "results.json" in m]
     assert len(said) == 1 and re.fullmatch(
         f"foliolab: {re.escape(str(out))}/results.json was damaged \\(not "
         "valid JSON: .*, line \\d+ column \\d+\\); rebuilt from "
-        "environment.json and the boots under raw/", said[0]), said
-    assert json.loads((out / "results.json").read_text())   # whole again
+        "environment.json and the boots under raw/",
+        said[0],
+    ), said
+    assert json.loads((out / "results.json").read_text())  # whole again
     caplog.clear()
     assert cli.main(["report", str(out)]) == 0
     assert not any("damaged" in m for m in caplog.messages)
 
 
-@pytest.mark.parametrize("command", [
-    ["compare"], ["test"], ["check"], ["bisect", "--repo", "/tmp"]])
-def test_an_empty_out_is_refused_not_taken_for_here(capsys, tmp_cache,
-                                                    command):
+@pytest.mark.parametrize(
+    "command", [["compare"], ["test"], ["check"], ["bisect", "--repo", "/tmp"]]
+)
+def test_an_empty_out_is_refused_not_taken_for_here(
+    capsys, tmp_cache, command
+):
     """--out= (or --out "$UNSET") would be the current directory."""
     rc, _, err = run(capsys, *command, "--out=")
     assert rc == errors.UsageError.exit_code
     assert only_line(err) == (
         f"foliolab: error: {command[0]}: argument --out: an empty path; "
-        f"give a directory; see `foliolab {command[0]} --help`")
+        f"give a directory; see `foliolab {command[0]} --help`"
+    )
     assert not tmp_cache.exists()
 
 
-def test_a_test_kernel_not_name_spec_is_refused_before_apt(capsys,
-                                                           monkeypatch,
-                                                           tmp_cache):
-    from foliolab import upstream_selftests
-    monkeypatch.setattr(upstream_selftests, "plan", lambda *a: pytest.fail(
-        "looked up the upstream selftests' source"))
+def test_a_test_kernel_not_name_spec_is_refused_before_apt(
+    capsys, monkeypatch, tmp_cache
+):
+    from foliolab.kernel import upstream_selftests
+
+    monkeypatch.setattr(
+        upstream_selftests,
+        "plan",
+        lambda *a: pytest.fail("looked up the upstream selftests' source"),
+    )
     rc, _, err = run(capsys, "test", "--kernel", "debian:7.3")
     assert rc == errors.UsageError.exit_code
     assert only_line(err).startswith(
-        "foliolab: error: --kernel 'debian:7.3' is not NAME=SPEC")
+        "foliolab: error: --kernel 'debian:7.3' is not NAME=SPEC"
+    )
     assert not tmp_cache.exists()

@@ -1,4 +1,4 @@
-"""Changed-line coverage (foliolab/serieslines.py, coverage.py,
+"""Changed-line coverage (foliolab/series/lines.py, coverage.py,
 ifdefs.py, gcovdata.py, the reports): a small C tree with a two-patch
 series (covtree.py), built on the host with ``gcc --coverage`` and run
 once, so that some added lines run and some do not; the mapper and the
@@ -13,8 +13,9 @@ import json
 import covtree
 import pytest
 
-from foliolab import coverage, coveragerun, ifdefs, serieslines
-from foliolab.coverage import LineState
+from foliolab.coverage import lines as coverage, run as coveragerun, ifdefs
+from foliolab.series import lines as serieslines
+from foliolab.coverage.lines import LineState
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,8 @@ def test_mapper_places_each_patch_line_in_the_final_tree(tree):
     sl = covtree.series_lines(tree)
     assert [p.subject for p in sl.patches] == [
         "util: clamp scale() and unused()",
-        "util: clamp from 1000 on, count twice"]
+        "util: clamp from 1000 on, count twice",
+    ]
     # the in-memory result is the tree git made
     for path, text in sl.final.items():
         assert "\n".join(text) + "\n" == (tree["repo"] / path).read_text()
@@ -49,7 +51,7 @@ def test_mapper_places_each_patch_line_in_the_final_tree(tree):
         (1, "arch/arm64/fast.c", 3, "\tint z = 2;"),
         (1, "arch/arm64/fast.c", 4, ""),
         (1, "arch/arm64/fast.c", 5, "\treturn z;"),
-        (2, "src/util.c", 6, "\tif (y >= 1000)"),     # patch 1's, changed
+        (2, "src/util.c", 6, "\tif (y >= 1000)"),  # patch 1's, changed
         (2, "src/util.c", 17, "\tt += 1;"),
         (2, "src/util.c", 18, "\tt *= 1;"),
         (2, "src/main.c", 12, "\ttotal += twice(argc);"),
@@ -63,9 +65,14 @@ def test_mapper_places_each_patch_line_in_the_final_tree(tree):
     }
     # patch 1's "if (y > 1000)" (changed) and "/* clamped */" (removed)
     assert sl.superseded == {1: 2}
-    assert sorted(sl.touched) == ["arch/arm64/fast.c", "src/extra.c",
-                                  "src/main.c", "src/util.c", "src/util.h",
-                                  "tools/gen.c"]
+    assert sorted(sl.touched) == [
+        "arch/arm64/fast.c",
+        "src/extra.c",
+        "src/main.c",
+        "src/util.c",
+        "src/util.h",
+        "tools/gen.c",
+    ]
 
 
 def test_classify_gives_exact_counts_per_patch(tree):
@@ -73,8 +80,9 @@ def test_classify_gives_exact_counts_per_patch(tree):
     data = covtree.gcov_data(tree)
     assert data.objects == {"src/main.c", "src/util.c"} and not data.bad
     results = coverage.classify(sl, data, covtree.FACTS)
-    rep = coverage.CoverageReport(sl.patches, results, covtree.FACTS,
-                                  superseded=sl.superseded)
+    rep = coverage.CoverageReport(
+        sl.patches, results, covtree.FACTS, superseded=sl.superseded
+    )
     p1 = coverage.Tally.of(rep.of_patch(1))
     by = {(r.path, r.line): r for r in results}
     # patch 1: 15 lines; ran: bump()'s signature and return, the call;
@@ -83,18 +91,27 @@ def test_classify_gives_exact_counts_per_patch(tree):
     assert p1.states[LineState.NEVER_RAN] == 3
     assert p1.states[LineState.NOT_EXECUTABLE] == 5
     assert p1.states[LineState.NOT_BUILT] == 4
-    never = [(r.where, r.function) for r in rep.of_patch(1)
-             if r.state is LineState.NEVER_RAN]
-    assert never == [("src/util.c:7", "scale"), ("src/util.c:24", "unused"),
-                     ("src/util.c:25", "unused")]
+    never = [
+        (r.where, r.function)
+        for r in rep.of_patch(1)
+        if r.state is LineState.NEVER_RAN
+    ]
+    assert never == [
+        ("src/util.c:7", "scale"),
+        ("src/util.c:24", "unused"),
+        ("src/util.c:25", "unused"),
+    ]
     assert by[("src/main.c", 8)].count == 1
     assert by[("src/util.h", 7)].state is LineState.RAN
     assert by[("src/util.h", 7)].function == "bump"
-    assert by[("src/main.c", 10)].why == \
-        "not built for x86_64: #ifdef CONFIG_ARM64 in src/main.c"
-    assert p1.apart == {"not built for x86_64: arch/arm64/fast.c": 3,
-                        "not built for x86_64: #ifdef CONFIG_ARM64 in "
-                        "src/main.c": 1}
+    assert (
+        by[("src/main.c", 10)].why
+        == "not built for x86_64: #ifdef CONFIG_ARM64 in src/main.c"
+    )
+    assert p1.apart == {
+        "not built for x86_64: arch/arm64/fast.c": 3,
+        "not built for x86_64: #ifdef CONFIG_ARM64 in src/main.c": 1,
+    }
     # patch 2: 11 lines; the changed clamp test, t += 1, t *= 1 and the
     # call of twice() ran; extra.c is built by no object, tools/ is not
     # profiled
@@ -104,7 +121,8 @@ def test_classify_gives_exact_counts_per_patch(tree):
     assert p2.apart == {
         "not built for x86_64: src/extra.c (this config compiles no "
         "object from it)": 4,
-        "not profiled: tools/gen.c (its directory is not profiled)": 3}
+        "not profiled: tools/gen.c (its directory is not profiled)": 3,
+    }
     total = coverage.Tally.of(results)
     assert (total.added, total.executable, total.ran) == (26, 10, 7)
     assert total.percent == 70.0
@@ -113,19 +131,28 @@ def test_classify_gives_exact_counts_per_patch(tree):
 def test_reports_text_json_html(tree, tmp_path):
     sl = covtree.series_lines(tree)
     letter = sorted(tree["series"].glob("0000-*.patch"))[0]
-    letter.write_text(letter.read_text().replace(
-        "*** BLURB HERE ***",
-        "Series map\n----------\n\n  0001       S1.  The clamp.\n"
-        "             0001  sub-line, not an entry\n"
-        "  0002       Prerequisites of S1 and S2: more\n"))
+    letter.write_text(
+        letter.read_text().replace(
+            "*** BLURB HERE ***",
+            "Series map\n----------\n\n  0001       S1.  The clamp.\n"
+            "             0001  sub-line, not an entry\n"
+            "  0002       Prerequisites of S1 and S2: more\n",
+        )
+    )
     groups = serieslines.series_map(letter.read_text())
     assert [(g.label, g.first, g.last) for g in groups] == [
-        ("S1", 1, 1), ("Prerequisites of S1 and S2", 2, 2)]
+        ("S1", 1, 1),
+        ("Prerequisites of S1 and S2", 2, 2),
+    ]
     rep = coverage.CoverageReport(
         sl.patches,
         coverage.classify(sl, covtree.gcov_data(tree), covtree.FACTS),
         covtree.FACTS,
-        groups, sl.superseded, ["mglru-y"], [])
+        groups,
+        sl.superseded,
+        ["mglru-y"],
+        [],
+    )
     coveragerun.write(rep, tmp_path)
     text = (tmp_path / "coverage.txt").read_text()
     assert "Totals: added 26, executable 10, ran 7 (70.0%)" in text
@@ -135,8 +162,10 @@ def test_reports_text_json_html(tree, tmp_path):
     assert "never-ran" in text and "Legend" in text
     doc = json.loads((tmp_path / "coverage.json").read_text())
     assert doc["totals"]["ran"] == 7 and doc["totals"]["executable"] == 10
-    assert [g["label"] for g in doc["groups"]] == \
-        ["S1", "Prerequisites of S1 and S2"]
+    assert [g["label"] for g in doc["groups"]] == [
+        "S1",
+        "Prerequisites of S1 and S2",
+    ]
     assert doc["patches"][0]["totals"]["never-ran"] == 3
     html = (tmp_path / "coverage.html").read_text()
     assert html.count('<tr class="never-ran"') == 3
@@ -146,34 +175,65 @@ def test_reports_text_json_html(tree, tmp_path):
 
 def test_ifdefs_decide_config_conditions_only():
     cfg = {"CONFIG_X86_64": "y", "CONFIG_KSM": "m", "CONFIG_NR": "4"}
-    src = ["#ifdef CONFIG_ARM64", "a", "#elif defined(CONFIG_X86_64)", "b",
-           "#else", "c", "#endif",
-           "#if IS_ENABLED(CONFIG_KSM) && !defined(CONFIG_ARM64)", "d",
-           "#endif",
-           "#if FOO_LOCAL > 2", "e", "#else", "f", "#endif",
-           "#ifndef CONFIG_X86_64", "g", "#endif",
-           "#if CONFIG_NR == 4 || defined(CONFIG_ARM64)", "h", "#else", "i",
-           "#endif"]
+    src = [
+        "#ifdef CONFIG_ARM64",
+        "a",
+        "#elif defined(CONFIG_X86_64)",
+        "b",
+        "#else",
+        "c",
+        "#endif",
+        "#if IS_ENABLED(CONFIG_KSM) && !defined(CONFIG_ARM64)",
+        "d",
+        "#endif",
+        "#if FOO_LOCAL > 2",
+        "e",
+        "#else",
+        "f",
+        "#endif",
+        "#ifndef CONFIG_X86_64",
+        "g",
+        "#endif",
+        "#if CONFIG_NR == 4 || defined(CONFIG_ARM64)",
+        "h",
+        "#else",
+        "i",
+        "#endif",
+    ]
     assert ifdefs.excluded_lines(src, cfg) == {
-        2: "#ifdef CONFIG_ARM64", 6: "#else of #ifdef CONFIG_ARM64",
+        2: "#ifdef CONFIG_ARM64",
+        6: "#else of #ifdef CONFIG_ARM64",
         17: "#ifndef CONFIG_X86_64",
-        22: "#else of #if CONFIG_NR == 4 || defined(CONFIG_ARM64)"}
+        22: "#else of #if CONFIG_NR == 4 || defined(CONFIG_ARM64)",
+    }
 
 
 def test_profile_dirs_from_the_series_paths():
-    makefiles = {"mm/Makefile": "obj-y += rmap.o\n",
-                 "arch/x86/mm/Makefile": "obj-y += tlb.o\n",
-                 "arch/x86/boot/Makefile": "GCOV_PROFILE := n\n"}
+    makefiles = {
+        "mm/Makefile": "obj-y += rmap.o\n",
+        "arch/x86/mm/Makefile": "obj-y += tlb.o\n",
+        "arch/x86/boot/Makefile": "GCOV_PROFILE := n\n",
+    }
     plan = coveragerun.profile_dirs(
-        ["mm/rmap.c", "mm/internal.h", "include/linux/mm.h",
-         "arch/arm64/mm/contpte.c", "arch/x86/mm/tlb.c",
-         "arch/x86/boot/main.c", "tools/testing/selftests/mm/cow.c",
-         "arch/x86/include/asm/tlbflush.h"],
-        "x86", makefiles.get)
+        [
+            "mm/rmap.c",
+            "mm/internal.h",
+            "include/linux/mm.h",
+            "arch/arm64/mm/contpte.c",
+            "arch/x86/mm/tlb.c",
+            "arch/x86/boot/main.c",
+            "tools/testing/selftests/mm/cow.c",
+            "arch/x86/include/asm/tlbflush.h",
+        ],
+        "x86",
+        makefiles.get,
+    )
     assert plan.dirs == ("arch/x86/mm", "mm")
     assert plan.skipped == {
         "arch/arm64/mm": "another architecture's",
-        "arch/x86/boot": "its Makefile turns gcov off (GCOV_PROFILE := n)"}
+        "arch/x86/boot": "its Makefile turns gcov off (GCOV_PROFILE := n)",
+    }
     assert coveragerun.make_vars(plan.dirs) == (
         "GCOV_PROFILE=$(if $(filter arch/x86/mm arch/x86/mm/ mm mm/,"
-        "$(obj)),y)",)
+        "$(obj)),y)",
+    )

@@ -1,4 +1,4 @@
-"""foliolab test --coverage's plumbing (foliolab/gcovrecord.py,
+"""foliolab test --coverage's plumbing (foliolab/coverage/gcovrecord.py,
 coveragerun.py, the guest's fl_gcov_ship, the coverage kernel's config
 and build, run_suite): the guest's record made by lib.sh under busybox
 from the .gcda files of covtree.py's C tree, what a damaged or missing
@@ -14,9 +14,15 @@ from pathlib import Path
 import covtree
 import pytest
 
-from foliolab import coverage, coveragerun, gcovdata, gcovrecord, parse
+from foliolab.coverage import (
+    lines as coverage,
+    run as coveragerun,
+    gcovdata,
+    gcovrecord,
+)
+from foliolab.guestdata import parse
 from foliolab.arch import get_arch
-from foliolab.coverage import LineState
+from foliolab.coverage.lines import LineState
 
 
 @pytest.fixture(scope="module")
@@ -30,18 +36,22 @@ def test_guest_script_ships_the_data_the_host_reads(tree, tmp_path):
     assert records[0] == "@@ file coverage.gcda"
     archive = gcovrecord.decode(files[gcovrecord.RECORD])
     guest = gcovrecord.unpack(archive)
-    assert sorted(p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1]
-                  for p in guest) == ["src/main.gcda", "src/util.gcda"]
-    placed, unmatched = gcovrecord.place(guest, covtree.notes(tree),
-                                         tmp_path / "boot")
+    assert sorted(
+        p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] for p in guest
+    ) == ["src/main.gcda", "src/util.gcda"]
+    placed, unmatched = gcovrecord.place(
+        guest, covtree.notes(tree), tmp_path / "boot"
+    )
     assert sorted(placed) == ["src/main.c", "src/util.c"] and not unmatched
     sl = covtree.series_lines(tree)
-    shipped = gcovdata.collect(placed, gcovdata.SourcePaths(tree["repo"],
-                                                            sl.final))
+    shipped = gcovdata.collect(
+        placed, gcovdata.SourcePaths(tree["repo"], sl.final)
+    )
     direct = covtree.gcov_data(tree)
     assert not shipped.bad
-    assert {p: f.counts for p, f in shipped.files.items()} == \
-        {p: f.counts for p, f in direct.files.items()}
+    assert {p: f.counts for p, f in shipped.files.items()} == {
+        p: f.counts for p, f in direct.files.items()
+    }
 
 
 def test_guest_script_without_gcov_says_so_in_one_line(tmp_path):
@@ -49,9 +59,11 @@ def test_guest_script_without_gcov_says_so_in_one_line(tmp_path):
     text = parse.parse_records(records).samples[0].files[gcovrecord.RECORD]
     with pytest.raises(gcovrecord.CoverageRecordError) as e:
         gcovrecord.decode(text)
-    assert str(e.value) == ("the guest sent no coverage data: no "
-                            f"{tmp_path}/no-such-dir in this kernel "
-                            "(CONFIG_GCOV_KERNEL?)")
+    assert str(e.value) == (
+        "the guest sent no coverage data: no "
+        f"{tmp_path}/no-such-dir in this kernel "
+        "(CONFIG_GCOV_KERNEL?)"
+    )
 
 
 def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
@@ -60,13 +72,18 @@ def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
     out, plan = covtree.run_dir(tree, tmp_path)
     # a base64 line changed on the way: the digest no longer holds
     damaged = list(good)
-    damaged[3] = damaged[3][:10] + ("A" if damaged[3][10] != "A" else "B") \
+    damaged[3] = (
+        damaged[3][:10]
+        + ("A" if damaged[3][10] != "A" else "B")
         + damaged[3][11:]
-    cut = good[:4]                  # the guest died while sending it
-    boots = [covtree.boot(out, "mglru-y", good),
-             covtree.boot(out, "mglru-n", damaged),
-             covtree.boot(out, "cut", cut, exited=False),
-             covtree.boot(out, "none", [])]
+    )
+    cut = good[:4]  # the guest died while sending it
+    boots = [
+        covtree.boot(out, "mglru-y", good),
+        covtree.boot(out, "mglru-n", damaged),
+        covtree.boot(out, "cut", cut, exited=False),
+        covtree.boot(out, "none", []),
+    ]
     arch = get_arch("x86_64")
     rep = coveragerun.finish(out, boots, plan, arch)
     assert rep.boots == ["mglru-y"]
@@ -76,21 +93,30 @@ def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
         f"{covtree.b64_chars(good)} base64 characters "
         f"({good[1].split()[2]} bytes)",
         "boot none: no coverage record: the guest sent none (the boot "
-        "ended before the suite did?)"]
+        "ended before the suite did?)",
+    ]
     # the good boot's counts, whole
     total = coverage.Tally.of(rep.results)
     assert (total.added, total.executable, total.ran) == (26, 10, 7)
     text = (out / "coverage.txt").read_text()
     assert "problem: boot mglru-n: coverage record damaged" in text
     # and the suite's own results of the damaged boot are all there
-    from foliolab import suiteresults
+    from foliolab.suite import results as suiteresults
     from foliolab.bootrecord import BootResult
-    res = BootResult("ok", 0, [], boots[1] / "console.log",
-                     boots[1] / "results.txt", 1.0,
-                     (boots[1] / "results.txt").read_text().splitlines())
+
+    res = BootResult(
+        "ok",
+        0,
+        [],
+        boots[1] / "console.log",
+        boots[1] / "results.txt",
+        1.0,
+        (boots[1] / "results.txt").read_text().splitlines(),
+    )
     checks = suiteresults.judge_boot("n", res).checks
-    assert [(c.name, c.status) for c in checks] \
-        == [("anon_swap.pageout_64k", "pass")]
+    assert [(c.name, c.status) for c in checks] == [
+        ("anon_swap.pageout_64k", "pass")
+    ]
 
 
 def test_no_usable_record_at_all_is_no_data_never_never_ran(tree, tmp_path):
@@ -107,18 +133,19 @@ def test_no_usable_record_at_all_is_no_data_never_never_ran(tree, tmp_path):
     assert t.states[LineState.NO_DATA] == 15
     assert coveragerun.summary_line(rep) == (
         "# coverage: 0 of 0 executable added lines ran (-), 26 added; "
-        "1 problem(s), see the report")
+        "1 problem(s), see the report"
+    )
 
 
-def test_one_damaged_data_file_is_no_data_for_its_lines_only(tree,
-                                                             tmp_path):
+def test_one_damaged_data_file_is_no_data_for_its_lines_only(tree, tmp_path):
     (tmp_path / "ship").mkdir()
     records = covtree.record(tree, tmp_path)
     out, plan = covtree.run_dir(tree, tmp_path)
     boot = covtree.boot(out, "mglru-y", records)
     # what gcov says of a file that is not gcda: every count 0, exit 2
     (out / "coverage" / "notes" / "src" / "util.gcno").write_bytes(
-        b"not a notes file")
+        b"not a notes file"
+    )
     rep = coveragerun.finish(out, [boot], plan, get_arch("x86_64"))
     assert rep.problems[0].startswith("src/util.c: gcov: ")
     util = [r for r in rep.results if r.path == "src/util.c"]
@@ -129,42 +156,54 @@ def test_one_damaged_data_file_is_no_data_for_its_lines_only(tree,
 
 
 def test_a_build_without_notes_files_did_not_profile(tree, tmp_path):
-    plan = coveragerun.Plan(covtree.series_lines(tree),
-                            coveragerun.ProfilePlan(("mm",)),
-                            tree["repo"])
+    plan = coveragerun.Plan(
+        covtree.series_lines(tree),
+        coveragerun.ProfilePlan(("mm",)),
+        tree["repo"],
+    )
     with pytest.raises(coveragerun.BuildError) as e:
         coveragerun.snapshot(tree["build"], plan, tmp_path)
     assert "made no .gcno files in mm: nothing was profiled" in str(e.value)
 
 
 def test_finish_safely_keeps_any_failure_to_one_line(tree, tmp_path):
-    plan = coveragerun.Plan(covtree.series_lines(tree),
-                            coveragerun.ProfilePlan(("src",)),
-                            tree["repo"])
+    plan = coveragerun.Plan(
+        covtree.series_lines(tree),
+        coveragerun.ProfilePlan(("src",)),
+        tree["repo"],
+    )
     out = tmp_path / "run"
     out.mkdir()
     # a boot whose results cannot be read is that boot's one line
     (out / "mglru-y" / "results.txt").mkdir(parents=True)
-    rep = coveragerun.finish(out, [out / "mglru-y"], plan,
-                             get_arch("x86_64"))
-    assert len(rep.problems) == 1 and \
-        rep.problems[0].startswith("boot mglru-y: coverage data unreadable")
+    rep = coveragerun.finish(out, [out / "mglru-y"], plan, get_arch("x86_64"))
+    assert len(rep.problems) == 1 and rep.problems[0].startswith(
+        "boot mglru-y: coverage data unreadable"
+    )
     # a report that cannot be written is one line, and no exception
     (out / "coverage.txt").unlink()
     (out / "coverage.txt").mkdir()
-    line = coveragerun.finish_safely(out, [out / "mglru-y"], plan,
-                                     get_arch("x86_64"))
+    line = coveragerun.finish_safely(
+        out, [out / "mglru-y"], plan, get_arch("x86_64")
+    )
     assert line.startswith("# coverage: no report: ")
     assert "\n" not in line
 
 
 # ---- the kernel's side, as far as it goes without building one --------------
 
+
 def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
     from foliolab.kernel import kconfig
+
     files = [f.name for f in kconfig.fragment_files("coverage", "x86_64")]
-    assert files == ["base.config", "arch-x86_64.config", "debug.config",
-                     "debug-x86_64.config", "coverage.config"]
+    assert files == [
+        "base.config",
+        "arch-x86_64.config",
+        "debug.config",
+        "debug-x86_64.config",
+        "coverage.config",
+    ]
     opts = kconfig.merge("coverage", "x86_64").options
     assert opts["CONFIG_GCOV_KERNEL"] == "y"
     assert opts["CONFIG_GCOV_PROFILE_ALL"] == "n"
@@ -173,68 +212,90 @@ def test_coverage_config_is_debug_plus_gcov_and_no_comparison_purpose():
     # counted sample comes from a coverage kernel
     assert "coverage" not in kconfig.PURPOSES
     from foliolab.kernel import kconfig
+
     assert kconfig.debug_cmdline("coverage") == kconfig.debug_cmdline("debug")
 
 
 def test_cli_refuses_coverage_with_count_or_another_config():
     from foliolab.errors import UsageError
+
     x86 = get_arch("x86_64")
     with pytest.raises(UsageError, match="--coverage and --count do not mix"):
         coveragerun.check_request(True, "debug", x86)
     with pytest.raises(UsageError, match="builds its own kernel"):
         coveragerun.check_request(False, "kasan", x86)
-    coveragerun.check_request(False, "debug", x86)      # gcov is here
+    coveragerun.check_request(False, "debug", x86)  # gcov is here
     from foliolab.cli import build_parser
+
     args = build_parser().parse_args(["test", "--coverage"])
     assert args.coverage and args.config == "debug"
 
 
-def test_build_passes_the_profiling_variable_to_make(tmp_path, tmp_cache,
-                                                     monkeypatch):
+def test_build_passes_the_profiling_variable_to_make(
+    tmp_path, tmp_cache, monkeypatch
+):
     from foliolab import timings
     from foliolab.kernel import build, kconfig, source
+
     argvs = []
     monkeypatch.setattr(build.hostsetup, "ensure_arch", lambda arch: None)
     monkeypatch.setattr(source, "checkout", lambda tree: None)
-    monkeypatch.setattr(build, "configure", lambda tree, arch, purpose, out:
-                        out.mkdir(parents=True) or out / ".config")
-    monkeypatch.setattr(build, "_run_make",
-                        lambda argv, *a: argvs.append(argv) or 0)
+    monkeypatch.setattr(
+        build,
+        "configure",
+        lambda tree, arch, purpose, out: (
+            out.mkdir(parents=True) or out / ".config"
+        ),
+    )
+    monkeypatch.setattr(
+        build, "_run_make", lambda argv, *a: argvs.append(argv) or 0
+    )
     monkeypatch.setattr(kconfig, "check", lambda *a: None)
     monkeypatch.setattr(timings, "record_build", lambda *a: None)
     monkeypatch.setattr(build, "config_digest", lambda p: "x")
     tree = source.Tree("patched", source.base_repo(), "c0ffee", "d")
     monkeypatch.setattr(source.Tree, "version", lambda self: (6, 12))
-    k = build.build_kernel(tree, get_arch("x86_64"), "coverage",
-                           make_vars=coveragerun.make_vars(("mm",)))
+    k = build.build_kernel(
+        tree,
+        get_arch("x86_64"),
+        "coverage",
+        make_vars=coveragerun.make_vars(("mm",)),
+    )
     assert k.build_dir.name == "x86_64-coverage-base"
-    assert argvs[0][-2:] == ["GCOV_PROFILE=$(if $(filter mm mm/,$(obj)),y)",
-                             "bzImage"]
+    assert argvs[0][-2:] == [
+        "GCOV_PROFILE=$(if $(filter mm mm/,$(obj)),y)",
+        "bzImage",
+    ]
 
 
 def test_plan_for_the_series_of_the_tree(tree):
     from foliolab.kernel import source
     from foliolab.errors import UsageError
+
     t, series = covtree.tree_and_series(tree)
     plan = coveragerun.plan_for(t, series, get_arch("x86_64"))
     assert plan.profile.dirs == ("src",)
-    assert plan.problems == ["arch/arm64/ not profiled: another "
-                             "architecture's"]
+    assert plan.problems == [
+        "arch/arm64/ not profiled: another architecture's"
+    ]
     assert len(plan.lines.lines) == 26
     with pytest.raises(UsageError, match="has no series"):
-        coveragerun.plan_for(t, source.Series(Path("/dev/null"), ()),
-                             get_arch("x86_64"))
+        coveragerun.plan_for(
+            t, source.Series(Path("/dev/null"), ()), get_arch("x86_64")
+        )
 
 
-def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
-                                                         monkeypatch):
+def test_run_suite_with_coverage_reports_after_the_suite(
+    tree, tmp_path, monkeypatch
+):
     """run_suite with the build and the boots stood in for: the profiling
     variable reaches the build, the job turns coverage on, the suite's
     results are written as ever, and the coverage report follows; a boot
     whose record is missing is one line of it."""
-    from foliolab import suite
+    from foliolab.suite import run as suite
     from foliolab.kernel import build
     from foliolab.bootrecord import BootResult
+
     (tmp_path / "ship").mkdir()
     record = covtree.record(tree, tmp_path)
     t, series = covtree.tree_and_series(tree)
@@ -243,32 +304,66 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     (tree["build"] / ".config").write_text("CONFIG_X86_64=y\n")
     seen: dict = {"jobs": []}
 
-    def fake_build(tree_, arch_, purpose, slot=None, make_vars=(),
-                   keep=None, keep_files=None, also_keep=None):
+    def fake_build(
+        tree_,
+        arch_,
+        purpose,
+        slot=None,
+        make_vars=(),
+        keep=None,
+        keep_files=None,
+        also_keep=None,
+    ):
         seen["purpose"], seen["make_vars"] = purpose, make_vars
         seen["keep"] = keep
-        k = build.Kernel("patched", purpose, "x86_64", tree["build"],
-                         tree["build"] / "bzImage", "c0ffee", "x", 0.0)
-        also_keep(k)            # as build_kernel does, under its lock
+        k = build.Kernel(
+            "patched",
+            purpose,
+            "x86_64",
+            tree["build"],
+            tree["build"] / "bzImage",
+            "c0ffee",
+            "x",
+            0.0,
+        )
+        also_keep(k)  # as build_kernel does, under its lock
         return k
 
     def fake_boot(spec, image, job, rundir, extra=None):
         seen["jobs"].append(job)
         rundir.mkdir(parents=True)
-        lines = ["@@ boot 1.0", *covtree.KTAP,
-                 *(record if rundir.name == "mglru-y" else []), "@@ exit 0"]
+        lines = [
+            "@@ boot 1.0",
+            *covtree.KTAP,
+            *(record if rundir.name == "mglru-y" else []),
+            "@@ exit 0",
+        ]
         (rundir / "results.txt").write_text("\n".join(lines) + "\n")
-        return BootResult("ok", 0, [], rundir / "console.log",
-                          rundir / "results.txt", 1.0, lines)
+        return BootResult(
+            "ok",
+            0,
+            [],
+            rundir / "console.log",
+            rundir / "results.txt",
+            1.0,
+            lines,
+        )
 
     monkeypatch.setattr(suite.build, "build_kernel", fake_build)
-    monkeypatch.setattr(suite.image, "build_image",
-                        lambda arch_, kselftests=None: type("Img", (), {"path": tmp_path})())
-    monkeypatch.setattr(suite.QemuExecutor, "boot", lambda self, r, image:
-                        fake_boot(r.spec, image, r.job, r.rundir))
+    monkeypatch.setattr(
+        suite.image,
+        "build_image",
+        lambda arch_, kselftests=None: type("Img", (), {"path": tmp_path})(),
+    )
+    monkeypatch.setattr(
+        suite,
+        "boot_once",
+        lambda executor, r, image: fake_boot(r.spec, image, r.job, r.rundir),
+    )
     out = tmp_path / "out"
-    passed, summary = suite.run_suite(t, arch, out, kselftests=False,
-                                      purpose="coverage", coverage=plan)
+    passed, summary = suite.run_suite(
+        t, arch, out, kselftests=False, purpose="coverage", coverage=plan
+    )
     assert passed
     assert seen["purpose"] == "coverage"
     assert seen["make_vars"] == coveragerun.make_vars(("src",))
@@ -277,16 +372,18 @@ def test_run_suite_with_coverage_reports_after_the_suite(tree, tmp_path,
     assert all("export FL_COVERAGE=1\n" in job for job in seen["jobs"])
     ktap = (out / "suite.ktap").read_text()
     assert "ok 1 mglru=y anon_swap.pageout_64k" in ktap
-    assert "# coverage" not in ktap         # the suite's own file, as ever
+    assert "# coverage" not in ktap  # the suite's own file, as ever
     assert summary.splitlines()[-1] == (
         "# coverage: 7 of 10 executable added lines ran (70.0%), 26 added; "
-        "2 problem(s), see the report")
+        "2 problem(s), see the report"
+    )
     doc = json.loads((out / "coverage.json").read_text())
     assert doc["boots"] == ["mglru-y"]
     assert doc["problems"] == [
         "arch/arm64/ not profiled: another architecture's",
         "boot mglru-n: no coverage record: the guest sent none (the boot "
-        "ended before the suite did?)"]
+        "ended before the suite did?)",
+    ]
     assert (out / "coverage" / "notes" / "src" / "util.gcno").exists()
 
 
@@ -298,10 +395,13 @@ def test_data_the_build_kept_no_notes_for_is_named(tree, tmp_path):
     stray.write_bytes(b"data of an object outside the profiled dirs")
     records = covtree.ship(gcov, ship)
     out, plan = covtree.run_dir(tree, tmp_path)
-    rep = coveragerun.finish(out, [covtree.boot(out, "mglru-y", records)],
-                             plan, get_arch("x86_64"))
-    assert rep.problems == ["boot mglru-y: 1 data file(s) match no notes "
-                            "file of the build, first lib/other.gcda"]
+    rep = coveragerun.finish(
+        out, [covtree.boot(out, "mglru-y", records)], plan, get_arch("x86_64")
+    )
+    assert rep.problems == [
+        "boot mglru-y: 1 data file(s) match no notes "
+        "file of the build, first lib/other.gcda"
+    ]
     assert coverage.Tally.of(rep.results).ran == 7
 
 
@@ -312,6 +412,7 @@ def test_sources_moved_on_after_the_build_still_map(tree, tmp_path):
     commit, so that note is no damage (the both-MGLRU run of 2026-11-26
     lost every object to it)."""
     import os
+
     (tmp_path / "ship").mkdir()
     records = covtree.record(tree, tmp_path)
     out, plan = covtree.run_dir(tree, tmp_path)

@@ -10,17 +10,26 @@ import subprocess
 
 import pytest
 
-from foliolab.kernel import build, debian, kconfig, source, specs as kernels, \
-    store
+from foliolab.kernel import (
+    build,
+    debian,
+    kconfig,
+    source,
+    specs as kernels,
+    store,
+)
 from foliolab.errors import UsageError
 
 
-@pytest.mark.parametrize("spec, package, exact", [
-    ("7.3", "linux-source-7.3", None),
-    ("6.12", "linux-source-6.12", None),
-    ("7.3.4-1~bpo13+1", "linux-source-7.3", "7.3.4-1~bpo13+1"),
-    ("7.2.13-1", "linux-source-7.2", "7.2.13-1"),
-])
+@pytest.mark.parametrize(
+    "spec, package, exact",
+    [
+        ("7.3", "linux-source-7.3", None),
+        ("6.12", "linux-source-6.12", None),
+        ("7.3.4-1~bpo13+1", "linux-source-7.3", "7.3.4-1~bpo13+1"),
+        ("7.2.13-1", "linux-source-7.2", "7.2.13-1"),
+    ],
+)
 def test_a_version_names_its_package(spec, package, exact):
     assert debian.package_of(spec) == (package, exact)
 
@@ -31,13 +40,16 @@ def test_a_bad_version_is_named(spec):
         debian.package_of(spec)
 
 
-@pytest.mark.parametrize("exact, picked", [
-    (None, "6.12.118-1"),
-    ("6.12.107", "6.12.107-1"),              # the newest revision of it
-    ("6.12.107-1~deb12u1", "6.12.107-1~deb12u1"),
-    ("6.12.108", None),
-    ("6.12.107-2", None),
-])
+@pytest.mark.parametrize(
+    "exact, picked",
+    [
+        (None, "6.12.118-1"),
+        ("6.12.107", "6.12.107-1"),  # the newest revision of it
+        ("6.12.107-1~deb12u1", "6.12.107-1~deb12u1"),
+        ("6.12.108", None),
+        ("6.12.107-2", None),
+    ],
+)
 def test_an_upstream_release_picks_its_newest_debian_revision(exact, picked):
     have = ["6.12.118-1", "6.12.107-1", "6.12.107-1~deb12u1"]
     assert debian.pick_version(exact, have) == picked
@@ -65,12 +77,13 @@ def test_a_newer_kernel_has_its_own_build_slot():
 
 def test_a_since_fragment_applies_from_its_version_on(tmp_path):
     for name, text in {
-            "base.config": "CONFIG_A=y\nCONFIG_OLD=y\n",
-            "arch-x86_64.config": "CONFIG_X86=y\n",
-            "perf.config": "CONFIG_P=y\n",
-            "since-7.1.config": "# CONFIG_OLD is gone: renamed CONFIG_NEW\n"
-                                "CONFIG_NEW=y\n",
-            "since-7.5.config": "# CONFIG_A is gone: removed\n"}.items():
+        "base.config": "CONFIG_A=y\nCONFIG_OLD=y\n",
+        "arch-x86_64.config": "CONFIG_X86=y\n",
+        "perf.config": "CONFIG_P=y\n",
+        "since-7.1.config": "# CONFIG_OLD is gone: renamed CONFIG_NEW\n"
+        "CONFIG_NEW=y\n",
+        "since-7.5.config": "# CONFIG_A is gone: removed\n",
+    }.items():
         (tmp_path / name).write_text(text)
     base = kconfig.merge("perf", "x86_64", tmp_path)
     assert "CONFIG_OLD" in base.options and not base.gone
@@ -80,15 +93,18 @@ def test_a_since_fragment_applies_from_its_version_on(tmp_path):
     assert "CONFIG_OLD" not in up.text() and "CONFIG_A=y" in up.text()
     # the check holds the rest to what was asked
     config = "CONFIG_A=y\nCONFIG_X86=y\nCONFIG_P=y\n"
-    assert kconfig.dropped(up, config) == ["CONFIG_NEW=y (since-7.1.config; "
-                                           "got n)"]
+    assert kconfig.dropped(up, config) == [
+        "CONFIG_NEW=y (since-7.1.config; got n)"
+    ]
 
 
 def test_a_configs_header_names_its_version():
-    assert kconfig.version_of("#\n# Linux/x86 7.3.4 Kernel Configuration\n"
-                              ) == (7, 3)
-    assert kconfig.version_of("# Linux/arm64 6.12.117 Kernel Configuration"
-                              ) == (6, 12)
+    assert kconfig.version_of(
+        "#\n# Linux/x86 7.3.4 Kernel Configuration\n"
+    ) == (7, 3)
+    assert kconfig.version_of(
+        "# Linux/arm64 6.12.117 Kernel Configuration"
+    ) == (6, 12)
     assert kconfig.version_of("CONFIG_A=y\n") == kconfig.BASE_VERSION
 
 
@@ -97,28 +113,41 @@ def _small_deb(tmp_path, name="linux-source-9.9", version="9.9.1-1"):
     tree has Debian's top-level .gitignore (everything ignored)."""
     tree = tmp_path / "mk" / name
     tree.mkdir(parents=True)
-    (tree / "Makefile").write_text("VERSION = 9\nPATCHLEVEL = 9\n"
-                                   "SUBLEVEL = 1\n")
+    (tree / "Makefile").write_text(
+        "VERSION = 9\nPATCHLEVEL = 9\nSUBLEVEL = 1\n"
+    )
     (tree / ".gitignore").write_text("/*\n!/debian/\n")
     (tree / "mm").mkdir()
     (tree / "mm" / "rmap.c").write_text("/* rmap */\n")
     root = tmp_path / "pkg"
     (root / "usr" / "src").mkdir(parents=True)
-    subprocess.run(["tar", "-cJf", root / "usr" / "src" / f"{name}.tar.xz",
-                    "-C", tree.parent, name], check=True)
+    subprocess.run(
+        [
+            "tar",
+            "-cJf",
+            root / "usr" / "src" / f"{name}.tar.xz",
+            "-C",
+            tree.parent,
+            name,
+        ],
+        check=True,
+    )
     (root / "DEBIAN").mkdir()
     (root / "DEBIAN" / "control").write_text(
         f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
         "Maintainer: foliolab <foliolab@example.org>\n"
-        "Description: test\n")
+        "Description: test\n"
+    )
     deb = tmp_path / f"{name}_{version}_all.deb"
-    subprocess.run(["dpkg-deb", "-b", "-Zxz", root, deb], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["dpkg-deb", "-b", "-Zxz", root, deb], check=True, capture_output=True
+    )
     return deb
 
 
-def test_an_unpacked_source_is_one_commit_of_the_whole_tree(tmp_path,
-                                                            tmp_cache):
+def test_an_unpacked_source_is_one_commit_of_the_whole_tree(
+    tmp_path, tmp_cache
+):
     deb = _small_deb(tmp_path)
     pkg = debian.Package("linux-source-9.9", "9.9.1-1")
     digest = hashlib.sha256(deb.read_bytes()).hexdigest()
@@ -127,30 +156,34 @@ def test_an_unpacked_source_is_one_commit_of_the_whole_tree(tmp_path,
     # Debian's .gitignore ignores the top level: all of it is committed
     assert sorted(files) == [".gitignore", "Makefile", "mm/rmap.c"]
     assert source.makefile_version(tree, "HEAD") == (9, 9)
-    assert debian._recorded(tree) == {"Debian-Version": "9.9.1-1",
-                                      "Deb-SHA256": digest}
+    assert debian._recorded(tree) == {
+        "Debian-Version": "9.9.1-1",
+        "Deb-SHA256": digest,
+    }
     # the same .deb gives the same commit (fixed identity and date)
     first = source.git(tree, "rev-parse", "HEAD").stdout
     again = debian.unpack(pkg, deb, digest)
     assert source.git(again, "rev-parse", "HEAD").stdout == first
 
 
-def test_an_unpacked_source_is_found_again_under_a_series(tmp_path,
-                                                          tmp_cache,
-                                                          monkeypatch):
+def test_an_unpacked_source_is_found_again_under_a_series(
+    tmp_path, tmp_cache, monkeypatch
+):
     """A series on the package's tree (debian:X.Y+DIR) is checked out
     there to build it: the source is still found by its own commit, not
     unpacked again (which would drop the series' commits)."""
     deb = _small_deb(tmp_path)
     pkg = debian.Package("linux-source-9.9", "9.9.1-1")
-    tree = debian.unpack(pkg, deb, hashlib.sha256(deb.read_bytes())
-                         .hexdigest())
+    tree = debian.unpack(
+        pkg, deb, hashlib.sha256(deb.read_bytes()).hexdigest()
+    )
     commit = source.git(tree, "rev-parse", "HEAD").stdout.strip()
     source.git(tree, "checkout", "-q", "--detach")
     (tree / "mm" / "rmap.c").write_text("/* patched */\n")
     source.git(tree, "commit", "-q", "-am", "mm/rmap: a patch")
-    monkeypatch.setattr(debian, "fetch_deb",
-                        lambda p: pytest.fail("fetched the .deb again"))
+    monkeypatch.setattr(
+        debian, "fetch_deb", lambda p: pytest.fail("fetched the .deb again")
+    )
     src = debian.prepare(pkg)
     assert (src.tree, src.commit) == (tree, commit)
 
@@ -163,7 +196,7 @@ def test_the_archive_names_7_3_and_refuses_a_version_it_lacks():
     with pytest.raises(UsageError) as e:
         debian.resolve("7.3.999-1")
     assert "7.3.999-1 is not in Debian's archive" in str(e.value)
-    assert pkg.version in str(e.value)          # the versions that are
+    assert pkg.version in str(e.value)  # the versions that are
     with pytest.raises(UsageError, match="kernels there: .*debian:7.3"):
         debian.resolve("99.1")
 
@@ -172,29 +205,46 @@ def test_the_archive_names_7_3_and_refuses_a_version_it_lacks():
 def test_the_fetched_deb_is_the_archives_and_its_hash_is_recorded():
     pkg = debian.resolve("7.3")
     deb = debian.fetch_deb(pkg)
-    shown = subprocess.run(["apt-cache", *debian._apt_options(), "show",
-                            f"{pkg.name}={pkg.version}"],
-                           capture_output=True, text=True, check=True).stdout
-    index_sha = [line.split()[1] for line in shown.splitlines()
-                 if line.startswith("SHA256:")]
+    shown = subprocess.run(
+        [
+            "apt-cache",
+            *debian._apt_options(),
+            "show",
+            f"{pkg.name}={pkg.version}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    index_sha = [
+        line.split()[1]
+        for line in shown.splitlines()
+        if line.startswith("SHA256:")
+    ]
     assert debian.sha256_of(deb) in index_sha
-    assert debian.fetch_deb(pkg) == deb         # kept, not fetched again
+    assert debian.fetch_deb(pkg) == deb  # kept, not fetched again
 
 
 def _no_apt(monkeypatch):
     from foliolab import proc
-    monkeypatch.setattr(debian.proc, "run", lambda argv, **kw: pytest.fail(
-        f"ran {argv[0]}"))
+
+    monkeypatch.setattr(
+        debian.proc, "run", lambda argv, **kw: pytest.fail(f"ran {argv[0]}")
+    )
     return proc
 
 
-@pytest.mark.parametrize("spec, says", [
-    ("9.99", "debian:9.99: Linux has no 9.99"),
-    ("7.31", "debian:7.31: Linux has no 7.31"),
-    ("6.99.1-1", "debian:6.99.1-1: Linux has no 6.99"),
-])
-def test_a_version_linux_never_had_is_refused_offline(monkeypatch, tmp_cache,
-                                                      spec, says):
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ("9.99", "debian:9.99: Linux has no 9.99"),
+        ("7.31", "debian:7.31: Linux has no 7.31"),
+        ("6.99.1-1", "debian:6.99.1-1: Linux has no 6.99"),
+    ],
+)
+def test_a_version_linux_never_had_is_refused_offline(
+    monkeypatch, tmp_cache, spec, says
+):
     _no_apt(monkeypatch)
     with pytest.raises(UsageError, match=says) as e:
         debian.resolve(spec)
@@ -202,17 +252,20 @@ def test_a_version_linux_never_had_is_refused_offline(monkeypatch, tmp_cache,
     assert not tmp_cache.exists()
 
 
-def test_a_major_far_past_the_cached_lists_is_refused_offline(monkeypatch,
-                                                              tmp_cache):
+def test_a_major_far_past_the_cached_lists_is_refused_offline(
+    monkeypatch, tmp_cache
+):
     _no_apt(monkeypatch)
-    monkeypatch.setattr(debian, "_known_series",
-                        lambda: ["6.1", "6.12", "7.2", "7.3"])
+    monkeypatch.setattr(
+        debian, "_known_series", lambda: ["6.1", "6.12", "7.2", "7.3"]
+    )
     with pytest.raises(UsageError) as e:
         debian.resolve("9.2")
     assert str(e.value) == (
         "debian:9.2: Linux 9.x is not out: the newest kernel in Debian's "
         "archive is 7.3; kernels there: debian:6.1, debian:6.12, "
-        "debian:7.2, debian:7.3")
+        "debian:7.2, debian:7.3"
+    )
 
 
 class _FakeApt:
@@ -223,6 +276,7 @@ class _FakeApt:
 
     def __call__(self, argv, **kw):
         from types import SimpleNamespace
+
         self.argv.append(argv)
         out = ""
         if "pkgnames" in argv:
@@ -230,19 +284,25 @@ class _FakeApt:
         return SimpleNamespace(returncode=0, stdout=out, stderr="")
 
 
-def test_a_lookup_says_it_runs_apt_then_refuses_clearly(monkeypatch,
-                                                        tmp_cache, caplog):
+def test_a_lookup_says_it_runs_apt_then_refuses_clearly(
+    monkeypatch, tmp_cache, caplog
+):
     import logging
+
     apt = _FakeApt()
     monkeypatch.setattr(debian.proc, "run", apt)
     with caplog.at_level(logging.INFO, logger="foliolab"):
         with pytest.raises(UsageError) as e:
             debian.resolve("8.1")
-    assert ("looking up linux-source-8.1 in Debian's archive (apt update)"
-            in caplog.messages)
-    assert str(e.value) == ("debian:8.1: Debian's archive has no "
-                            "linux-source-8.1; kernels there: debian:6.1, "
-                            "debian:7.3")
+    assert (
+        "looking up linux-source-8.1 in Debian's archive (apt update)"
+        in caplog.messages
+    )
+    assert str(e.value) == (
+        "debian:8.1: Debian's archive has no "
+        "linux-source-8.1; kernels there: debian:6.1, "
+        "debian:7.3"
+    )
     assert any("update" in a for a in apt.argv)
 
 
@@ -257,39 +317,50 @@ class _OfflineApt(_FakeApt):
     def __call__(self, argv, **kw):
         if "update" in argv:
             kw["log_path"].write_text(
-                ("Hit:1 http://deb.debian.org/debian bookworm InRelease\n"
-                 if self.fetched else "") +
-                "Err:2 http://deb.debian.org/debian sid InRelease\n"
+                (
+                    "Hit:1 http://deb.debian.org/debian bookworm InRelease\n"
+                    if self.fetched
+                    else ""
+                )
+                + "Err:2 http://deb.debian.org/debian sid InRelease\n"
                 "  Temporary failure resolving 'deb.debian.org'\n"
                 "W: Failed to fetch http://deb.debian.org/debian/dists/sid/"
                 "InRelease  Temporary failure resolving 'deb.debian.org'\n"
                 "W: Some index files failed to download. They have been "
-                "ignored, or old ones used instead.\n")
+                "ignored, or old ones used instead.\n"
+            )
         return super().__call__(argv, **kw)
 
 
 def test_an_archive_out_of_reach_is_said_not_taken_for_a_missing_kernel(
-        monkeypatch, tmp_cache):
+    monkeypatch, tmp_cache
+):
     """apt exits 0 when it reaches no mirror: the lookup said 'Debian's
     archive has no linux-source-7.3', and kept the empty lists a day."""
     from foliolab.errors import SourceError
+
     monkeypatch.setattr(debian.proc, "run", _OfflineApt())
     with pytest.raises(SourceError) as e:
         debian.resolve("7.3")
     assert e.value.one_line() == (
         "Debian's archive could not be read (Temporary failure resolving "
         f"'deb.debian.org'); log: {debian.apt_dir() / 'update.log'}; check "
-        "this machine's network and proxy, then run the command again")
-    assert debian._lists_age() is None          # tried again next time
+        "this machine's network and proxy, then run the command again"
+    )
+    assert debian._lists_age() is None  # tried again next time
 
 
 def test_lists_fetched_in_part_are_used_and_fetched_again_next_time(
-        monkeypatch, tmp_cache, caplog):
+    monkeypatch, tmp_cache, caplog
+):
     import logging
+
     monkeypatch.setattr(debian.proc, "run", _OfflineApt(fetched=True))
     with caplog.at_level(logging.INFO, logger="foliolab"):
         debian.update_lists()
-    assert ("WARNING: some of Debian's package lists could not be fetched "
-            "(Temporary failure resolving 'deb.debian.org'); the others are "
-            "used") in caplog.messages
+    assert (
+        "WARNING: some of Debian's package lists could not be fetched "
+        "(Temporary failure resolving 'deb.debian.org'); the others are "
+        "used"
+    ) in caplog.messages
     assert debian._lists_age() is None

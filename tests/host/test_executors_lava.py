@@ -11,8 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from foliolab import (cli, derive, errors, orchestrate, outcome, parse,
-                      runrecord)
+from foliolab import cli, errors
+from foliolab.boot import derive, outcome
+from foliolab.run import orchestrate, record as runrecord
+from foliolab.guestdata import parse
 from foliolab.commands import measure as measure_cmd
 from foliolab.executors.lava import job as lava
 from foliolab.executors.lava.log import JobLog
@@ -30,10 +32,21 @@ def _block(tmp_path, names=("base", "all"), arch="x86_64"):
             image = tmp_path / n / "bzImage"
             image.parent.mkdir(exist_ok=True)
             image.write_bytes(f"kernel {n}".encode())
-            spec = BootSpec(get_arch(arch), image, memory_mb=3072,
-                            timeout=240.0, cmdline=("page_table_check=on",))
-            boots.append(BootRequest(f"pageout/{n}-{r:03d}", spec,
-                                     "echo job\n", tmp_path / "raw" / n))
+            spec = BootSpec(
+                get_arch(arch),
+                image,
+                memory_mb=3072,
+                timeout=240.0,
+                cmdline=("page_table_check=on",),
+            )
+            boots.append(
+                BootRequest(
+                    f"pageout/{n}-{r:03d}",
+                    spec,
+                    "echo job\n",
+                    tmp_path / "raw" / n,
+                )
+            )
     return BlockRequest("pageout-0", "pageout", tuple(boots))
 
 
@@ -50,10 +63,10 @@ def test_a_block_is_one_valid_qemu_job(tmp_path):
     lava.validate(job)
     kinds = [next(iter(a)) for a in job["actions"]]
     assert kinds == ["deploy", "boot", "test"] * 4
-    assert len({a[k]["namespace"] for a in job["actions"]
-                for k in a}) == 4
+    assert len({a[k]["namespace"] for a in job["actions"] for k in a}) == 4
     assert job["metadata"]["foliolab.boots"] == (
-        "pageout/base-000,pageout/all-000,pageout/all-001,pageout/base-001")
+        "pageout/base-000,pageout/all-000,pageout/all-001,pageout/base-001"
+    )
     kernel = job["actions"][0]["deploy"]["images"]["kernel"]
     assert "foliolab.boot=pageout/base-000" in kernel["image_arg"]
     assert "panic=1" in kernel["image_arg"]
@@ -64,12 +77,15 @@ def test_a_block_is_one_valid_qemu_job(tmp_path):
     assert "-cpu max" in extra and job["context"]["memory"] == 3072
     # artifacts are stored once under their content and referenced by sum
     files = sorted(p.name for p in (tmp_path / "art").iterdir())
-    assert len(files) == 2 + 1 + 4        # two kernels, ramdisk, four jobs
+    assert len(files) == 2 + 1 + 4  # two kernels, ramdisk, four jobs
     assert kernel["url"].startswith("https://lab.example/a/")
     name = kernel["url"].rsplit("/", 1)[1]
     import hashlib
-    assert hashlib.sha256((tmp_path / "art" / name).read_bytes()
-                          ).hexdigest() == kernel["sha256sum"]
+
+    assert (
+        hashlib.sha256((tmp_path / "art" / name).read_bytes()).hexdigest()
+        == kernel["sha256sum"]
+    )
 
 
 def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
@@ -77,9 +93,12 @@ def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
     dtb.write_bytes(b"\xd0\x0d\xfe\xed")
     target = lava.Target("bcm2711-rpi-4-b", ("rpi4-01",), dtb)
     target.check()
-    job = lava.block_job(_block(tmp_path, arch="arm64"), target,
-                         lava.Artifacts(tmp_path / "art", "http://h/a"),
-                         _ramdisk(tmp_path))
+    job = lava.block_job(
+        _block(tmp_path, arch="arm64"),
+        target,
+        lava.Artifacts(tmp_path / "art", "http://h/a"),
+        _ramdisk(tmp_path),
+    )
     lava.validate(job)
     deploy = job["actions"][0]["deploy"]
     assert deploy["to"] == "tftp" and deploy["ramdisk"]["header"] == "u-boot"
@@ -91,24 +110,31 @@ def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
 
 
 def test_lava_schema_refuses_a_broken_job(tmp_path):
-    job = lava.block_job(_block(tmp_path), lava.Target(),
-                         lava.Artifacts(tmp_path / "art", "http://h"),
-                         _ramdisk(tmp_path))
+    job = lava.block_job(
+        _block(tmp_path),
+        lava.Target(),
+        lava.Artifacts(tmp_path / "art", "http://h"),
+        _ramdisk(tmp_path),
+    )
     del job["actions"][2]["test"]["monitors"][0]["end"]
     with pytest.raises(errors.LavaError, match="LAVA refuses job"):
         lava.validate(job)
 
 
 def test_an_arm64_qemu_job_names_its_machine_and_cpu(tmp_path):
-    job = lava.block_job(_block(tmp_path, arch="arm64"), lava.Target(),
-                         lava.Artifacts(tmp_path / "art", "http://h"),
-                         _ramdisk(tmp_path))
+    job = lava.block_job(
+        _block(tmp_path, arch="arm64"),
+        lava.Target(),
+        lava.Artifacts(tmp_path / "art", "http://h"),
+        _ramdisk(tmp_path),
+    )
     lava.validate(job)
     ctx = job["context"]
     assert ctx["arch"] == "arm64" and ctx["cpu"] == "max"
     assert ctx["machine"] == "virt,gic-version=3,acpi=off"
-    assert not any(o.startswith(("-cpu", "-machine"))
-                   for o in ctx["extra_options"])
+    assert not any(
+        o.startswith(("-cpu", "-machine")) for o in ctx["extra_options"]
+    )
     kernel = job["actions"][0]["deploy"]["images"]["kernel"]
     assert "console=ttyAMA0" in kernel["image_arg"]
 
@@ -126,17 +152,28 @@ def test_job_archive_holds_the_job_and_its_name():
     with tarfile.open(fileobj=io.BytesIO(data)) as tf:
         assert tf.extractfile("foliolab/job.sh").read() == b"echo hi\n"
         assert tf.getmember("foliolab/job.sh").mode == 0o755
-        assert tf.extractfile("foliolab/boot-id").read() == \
-            b"pageout/base-000\n"
+        assert (
+            tf.extractfile("foliolab/boot-id").read() == b"pageout/base-000\n"
+        )
 
 
 # --- a LAVA log, as lava-run writes it ----------------------------------
 
+
 def _framed(records: str, boot_id: str) -> list[str]:
     out = subprocess.run(
-        [shutil.which("busybox"), "awk", "-v", f"id={boot_id}", "-f",
-         str(GUEST_DIR / "frame.awk")], input=records.encode(),
-        capture_output=True, check=True).stdout.decode()
+        [
+            shutil.which("busybox"),
+            "awk",
+            "-v",
+            f"id={boot_id}",
+            "-f",
+            str(GUEST_DIR / "frame.awk"),
+        ],
+        input=records.encode(),
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
     return out.split("\n")
 
 
@@ -144,22 +181,34 @@ def _log(boots: list[tuple[str, list[str]]]) -> str:
     """lava-run's YAML log: info lines, then each boot's console lines as
     `lvl: target` records, one second apart."""
     t0 = dt.datetime(2026, 11, 24, 1, 0, 0)
-    lines = ['- {"dt": "2026-11-24T00:59:59.000000", "lvl": "info", '
-             '"msg": "lava-dispatcher, installed at version: 2023.01"}']
+    lines = [
+        '- {"dt": "2026-11-24T00:59:59.000000", "lvl": "info", '
+        '"msg": "lava-dispatcher, installed at version: 2023.01"}'
+    ]
     n = 0
     for boot_id, console in boots:
-        lines.append('- {"dt": "%s", "lvl": "info", "msg": "start: 2 '
-                     'qemu-boot"}' % t0.isoformat())
-        for text in ["[    0.000000] Linux version 6.12.117 (foliolab)",
-                     "[    0.000000] Command line: console=ttyS0 panic=1 "
-                     f"rdinit=/init foliolab.boot={boot_id}",
-                     *console]:
+        lines.append(
+            '- {"dt": "%s", "lvl": "info", "msg": "start: 2 '
+            'qemu-boot"}' % t0.isoformat()
+        )
+        for text in [
+            "[    0.000000] Linux version 6.12.117 (foliolab)",
+            "[    0.000000] Command line: console=ttyS0 panic=1 "
+            f"rdinit=/init foliolab.boot={boot_id}",
+            *console,
+        ]:
             at = t0 + dt.timedelta(seconds=n)
             n += 1
-            lines.append("- " + json.dumps({"dt": at.isoformat(),
-                                            "lvl": "target", "msg": text}))
-    lines.append('- {"dt": "x", "lvl": "results", "msg": {"definition": '
-                 '"lava", "case": "job", "result": "pass"}}')
+            lines.append(
+                "- "
+                + json.dumps(
+                    {"dt": at.isoformat(), "lvl": "target", "msg": text}
+                )
+            )
+    lines.append(
+        '- {"dt": "x", "lvl": "results", "msg": {"definition": '
+        '"lava", "case": "job", "result": "pass"}}'
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -174,10 +223,14 @@ def test_split_boots_names_each_boot_by_its_command_line():
 def test_a_board_boot_is_named_by_its_records():
     """A board's command line has no boot name (one set per job): the
     guest's @@=begin line names it; a plain console capture works too."""
-    console = ["U-Boot 2024.01", "[    0.0] Linux version 6.12",
-               *_framed("@@ exit 0\n", "pageout/a-000"),
-               "U-Boot 2024.01", "[    0.0] Linux version 6.12",
-               "[    9.0] Kernel panic - not syncing: x"]
+    console = [
+        "U-Boot 2024.01",
+        "[    0.0] Linux version 6.12",
+        *_framed("@@ exit 0\n", "pageout/a-000"),
+        "U-Boot 2024.01",
+        "[    0.0] Linux version 6.12",
+        "[    9.0] Kernel panic - not syncing: x",
+    ]
     parts = JobLog.read("\r\n".join(console)).boots
     assert [p.boot_id for p in parts] == ["pageout/a-000", ""]
     assert parts[0].lines[0].text == "U-Boot 2024.01"
@@ -189,20 +242,30 @@ def _stand_in_kernels(tmp_path):
     for n in ("vanilla", "patched"):
         (tmp_path / n).mkdir(exist_ok=True)
         (tmp_path / n / "bzImage").write_bytes(f"kernel {n}".encode())
-        kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
-                            tmp_path / n / "bzImage", n * 5, "c0ffee", 0.0)
+        kernels[n] = Kernel(
+            n,
+            "perf",
+            "x86_64",
+            tmp_path / n,
+            tmp_path / n / "bzImage",
+            n * 5,
+            "c0ffee",
+            0.0,
+        )
     return kernels
 
 
 def stand_in_machine(tmp_path):
     """A prepare for the orchestrator that builds nothing: the kernels and
     the base image stood in for."""
+
     def prepare(run, m):
         kernels = _stand_in_kernels(tmp_path)
         runrecord.record_builds(m, kernels, run.plan.resume)
         m.image = "d1g3st"
         spec = run.machine.boot_spec(kernels["vanilla"].image, "tcg")
         return orchestrate.Machine(kernels, _ramdisk(tmp_path), spec)
+
     return prepare
 
 
@@ -210,8 +273,9 @@ def request(argv):
     """The orchestrator's request for a command line, as cli makes it."""
     args = cli.build_parser().parse_args(argv)
     args.argv = argv
-    return measure_cmd._request(args, measure_cmd._kernel_args(args),
-                                args.patches, {})
+    return measure_cmd._request(
+        args, measure_cmd._kernel_args(args), args.patches, {}
+    )
 
 
 @pytest.fixture
@@ -219,9 +283,22 @@ def exported(tmp_path):
     """`jobs export` of an A/B pageout run, 2 runs, with the kernels and
     the base image stood in for (nothing is built)."""
     out = tmp_path / "run"
-    req = request(["jobs", "export", "--patches", "none", "--workloads",
-                   "pageout", "--runs", "2", "--out", str(out),
-                   "--artifacts-url", "http://lab.example/run"])
+    req = request(
+        [
+            "jobs",
+            "export",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "2",
+            "--out",
+            str(out),
+            "--artifacts-url",
+            "http://lab.example/run",
+        ]
+    )
     text = orchestrate.export(req, stand_in_machine(tmp_path))
     assert "1 LAVA jobs (4 boots)" in text
     return out
@@ -231,11 +308,13 @@ def test_export_writes_valid_jobs_and_the_run_directory(exported):
     out = exported
     (path,) = (out / "lava" / "jobs").glob("*.yaml")
     import yaml
+
     job = yaml.safe_load(path.read_text())
     lava.validate(job)
     assert job["metadata"]["foliolab.boots"] == (
         "pageout/vanilla-000,pageout/patched-000,pageout/patched-001,"
-        "pageout/vanilla-001")
+        "pageout/vanilla-001"
+    )
     for bid in job["metadata"]["foliolab.boots"].split(","):
         assert (out / "raw" / bid / "job.json").exists()
         assert not (out / "raw" / bid / "boot.json").exists()
@@ -251,23 +330,45 @@ def test_collect_reads_a_lava_log_into_samples(exported, data, tmp_path):
     the panic an invalid one, and report reads the run."""
     out = exported
     records = (data / "pageout-results.txt").read_text()
-    ids = ["pageout/vanilla-000", "pageout/patched-000",
-           "pageout/patched-001", "pageout/vanilla-001"]
-    panic = ["[   12.0] Kernel panic - not syncing: sysrq triggered crash",
-             "[   12.0] ---[ end Kernel panic - not syncing ]---"]
+    ids = [
+        "pageout/vanilla-000",
+        "pageout/patched-000",
+        "pageout/patched-001",
+        "pageout/vanilla-001",
+    ]
+    panic = [
+        "[   12.0] Kernel panic - not syncing: sysrq triggered crash",
+        "[   12.0] ---[ end Kernel panic - not syncing ]---",
+    ]
     log = tmp_path / "job-17.log"
-    log.write_text(_log([(i, panic if i == ids[2] else
-                          ["[    1.0] Run /init as init process",
-                           *_framed(records, i)]) for i in ids]))
+    log.write_text(
+        _log(
+            [
+                (
+                    i,
+                    panic
+                    if i == ids[2]
+                    else [
+                        "[    1.0] Run /init as init process",
+                        *_framed(records, i),
+                    ],
+                )
+                for i in ids
+            ]
+        )
+    )
     text = orchestrate.collect(out, [log])
     assert "pageout_ms" in text
-    samples = {s.rundir.rsplit("/", 2)[-2] + "/" + s.rundir.rsplit("/")[-1]:
-               s for s in derive.load_samples(out)}
+    samples = {
+        s.rundir.rsplit("/", 2)[-2] + "/" + s.rundir.rsplit("/")[-1]: s
+        for s in derive.load_samples(out)
+    }
     assert len(samples) == 4
     # what the same records give through the results port
     w = WORKLOADS["pageout"]
-    direct = w.derive(parse.parse_records(records.splitlines()).samples[0],
-                      w.resolve({}))
+    direct = w.derive(
+        parse.parse_records(records.splitlines()).samples[0], w.resolve({})
+    )
     assert direct.values and not direct.invalid
     for bid in (ids[0], ids[1], ids[3]):
         s = samples[bid]
@@ -287,9 +388,13 @@ def test_collect_refuses_logs_it_cannot_place(exported, tmp_path):
     with pytest.raises(errors.UsageError, match="not one .* planned"):
         orchestrate.collect(exported, [stray])
     swapped = tmp_path / "swapped.log"
-    swapped.write_text(_log([("pageout/patched-000", ["x"]),
-                             ("pageout/vanilla-000", ["y"])]))
-    with pytest.raises(errors.UsageError, match="job pageout-0: its boot 1 is pageout/patched-000, the job has pageout/vanilla-000 there"):
+    swapped.write_text(
+        _log([("pageout/patched-000", ["x"]), ("pageout/vanilla-000", ["y"])])
+    )
+    with pytest.raises(
+        errors.UsageError,
+        match="job pageout-0: its boot 1 is pageout/patched-000, the job has pageout/vanilla-000 there",
+    ):
         orchestrate.collect(exported, [swapped])
     empty = tmp_path / "empty.log"
     empty.write_text("nothing\n")
@@ -303,13 +408,17 @@ def test_lava_run_output_and_a_server_log_read_alike():
     LAVA's own lines (which quote the monitor's patterns, "Kernel panic"
     among them) never count as console."""
     served = _log([("pageout/a-000", ["[    1.0] Run /init as init process"])])
-    served = served.replace('"case": "job", "result": "pass"',
-                            '"case": "job", "result": "fail", "error_type": '
-                            '"Test", "error_msg": "lava-test-monitor timed '
-                            'out after 60 seconds"')
-    served = ('- {"dt": "x", "lvl": "info", "msg": "Waiting for start '
-              'message: Run /init as init process|Kernel panic - not '
-              'syncing"}\n') + served
+    served = served.replace(
+        '"case": "job", "result": "pass"',
+        '"case": "job", "result": "fail", "error_type": '
+        '"Test", "error_msg": "lava-test-monitor timed '
+        'out after 60 seconds"',
+    )
+    served = (
+        '- {"dt": "x", "lvl": "info", "msg": "Waiting for start '
+        "message: Run /init as init process|Kernel panic - not "
+        'syncing"}\n'
+    ) + served
     local = "".join(line[2:] + "\n" for line in served.splitlines())
     for text in (served, local):
         log = JobLog.read(text)
@@ -323,6 +432,7 @@ def test_lava_run_output_and_a_server_log_read_alike():
 
 # --- a LAVA server, stood in for by a local HTTP server ---------------------
 
+
 class FakeLab:
     """LAVA's REST API v0.2 as far as foliolab uses it: jobs finish after
     ``polls`` state queries (never, for ids in ``stuck``); a job's log
@@ -334,55 +444,73 @@ class FakeLab:
         self.asked: dict[int, int] = {}
         self.calls: list[str] = []
         self.cancelled: list[int] = []
-        self.lost: set[int] = set()         # jobs whose log is gone
-        self.flaky = 0                      # state queries to fail first
+        self.lost: set[int] = set()  # jobs whose log is gone
+        self.flaky = 0  # state queries to fail first
 
     def handle(self, method, path, body, auth):
         import yaml
+
         self.calls.append(f"{method} {path}")
         if auth != "Token s3cret":
             return 401, {"detail": "Invalid token."}
-        parts = path.strip("/").split("/")[2:]      # after api/v0.2
+        parts = path.strip("/").split("/")[2:]  # after api/v0.2
         if method == "POST" and parts == ["jobs"]:
             job_id = len(self.jobs) + 1
             self.jobs[job_id] = yaml.safe_load(body["definition"])
-            return 201, {"message": "job(s) successfully submitted",
-                         "job_ids": [job_id]}
+            return 201, {
+                "message": "job(s) successfully submitted",
+                "job_ids": [job_id],
+            }
         job_id = int(parts[1])
         if len(parts) == 2 and self.flaky:
             self.flaky -= 1
             return 502, {"detail": "Bad gateway"}
         if len(parts) == 2:
             self.asked[job_id] = self.asked.get(job_id, 0) + 1
-            done = (job_id not in self.stuck
-                    and self.asked[job_id] > self.polls)
-            return 200, {"id": job_id, "actual_device": "qemu-01",
-                         "state": "Finished" if done else "Running",
-                         "health": "Complete" if done else "Unknown"}
+            done = job_id not in self.stuck and self.asked[job_id] > self.polls
+            return 200, {
+                "id": job_id,
+                "actual_device": "qemu-01",
+                "state": "Finished" if done else "Running",
+                "health": "Complete" if done else "Unknown",
+            }
         if parts[2] == "cancel":
             self.cancelled.append(job_id)
             return 200, {}
         if job_id in self.lost:
             return 404, {"detail": "Not found."}
         ids = self.jobs[job_id]["metadata"]["foliolab.boots"].split(",")
-        return 200, _log([(i, ["[    1.0] Run /init as init process",
-                               *_framed(self.records, i)]) for i in ids])
+        return 200, _log(
+            [
+                (
+                    i,
+                    [
+                        "[    1.0] Run /init as init process",
+                        *_framed(self.records, i),
+                    ],
+                )
+                for i in ids
+            ]
+        )
 
 
 @pytest.fixture
 def lab(data):
     import http.server
     import threading
+
     lab = FakeLab((data / "pageout-results.txt").read_text())
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def _reply(self, method):
             n = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(n)) if n else None
-            code, reply = lab.handle(method, self.path, body,
-                                     self.headers.get("Authorization"))
-            raw = (reply if isinstance(reply, str)
-                   else json.dumps(reply)).encode()
+            code, reply = lab.handle(
+                method, self.path, body, self.headers.get("Authorization")
+            )
+            raw = (
+                reply if isinstance(reply, str) else json.dumps(reply)
+            ).encode()
             self.send_response(code)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
@@ -406,25 +534,41 @@ def lab(data):
 
 
 def _lab_run(tmp_path, lab, runs=2, workloads=("pageout",)):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     from foliolab.executors.lava import server as lavaserver
+
     kernels = _stand_in_kernels(tmp_path)
     out = tmp_path / "run"
-    server = lavaserver.Server(lavaserver.Credentials(lab.url, "s3cret"),
-                               poll=0.01)
+    server = lavaserver.Server(
+        lavaserver.Credentials(lab.url, "s3cret"), poll=0.01
+    )
     ex = lavaserver.LavaServerExecutor(
-        out, lava.Target(tags=("qemu-01",)), server,
-        tmp_path / "served", "http://files.example/run")
-    spec = BootSpec(get_arch("x86_64"), kernels["vanilla"].image,
-                    console_results=True)
-    return run.RunRequest([WORKLOADS[w] for w in workloads], {}, runs,
-                          kernels, _ramdisk(tmp_path), spec, out,
-                          executor=ex)
+        out,
+        lava.Target(tags=("qemu-01",)),
+        server,
+        tmp_path / "served",
+        "http://files.example/run",
+    )
+    spec = BootSpec(
+        get_arch("x86_64"), kernels["vanilla"].image, console_results=True
+    )
+    return run.RunRequest(
+        [WORKLOADS[w] for w in workloads],
+        {},
+        runs,
+        kernels,
+        _ramdisk(tmp_path),
+        spec,
+        out,
+        executor=ex,
+    )
 
 
 def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
-        tmp_path, lab, data):
-    from foliolab import measure as run
+    tmp_path, lab, data
+):
+    from foliolab.boot import measure as run
+
     req = _lab_run(tmp_path, lab, runs=4)
     res = run.run_workloads(req)
     # two ABBA blocks, both submitted before anything is waited for
@@ -439,13 +583,13 @@ def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
         assert (tmp_path / "served" / name).is_file()
     w = WORKLOADS["pageout"]
     records = (data / "pageout-results.txt").read_text()
-    direct = w.derive(parse.parse_records(records.splitlines()).samples[0],
-                      w.resolve({}))
+    direct = w.derive(
+        parse.parse_records(records.splitlines()).samples[0], w.resolve({})
+    )
     assert len(res.samples) == 8
     assert all(s.valid and s.values == direct.values for s in res.samples)
     journal = (req.out / "lava" / "jobs.jsonl").read_text().splitlines()
-    assert {json.loads(x).get("health") for x in journal} == {
-        None, "Complete"}
+    assert {json.loads(x).get("health") for x in journal} == {None, "Complete"}
     assert (req.out / "lava" / "logs" / "pageout-0.log").is_file()
 
 
@@ -453,41 +597,56 @@ def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
     lab.stuck = {2}
     req = _lab_run(tmp_path, lab, runs=4)
     from foliolab.executors.base import BlockRequest
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
+
     boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
     blocks = []
     result = run.RunResult()
     for i, group in enumerate(run.blocks(boots, 2)):
-        blocks.append(BlockRequest(f"pageout-{i}", "pageout", tuple(
-            run._request(req, b, result) for b in group)))
+        blocks.append(
+            BlockRequest(
+                f"pageout-{i}",
+                "pageout",
+                tuple(run._request(req, b, result) for b in group),
+            )
+        )
     gen = req.executor.run(req.image, blocks)
     block, results = next(gen)
     assert block.name == "pageout-0"
     assert all(outcome.judge(c).clean for c in results)
-    gen.close()             # e.g. Ctrl-C while waiting for job 2
+    gen.close()  # e.g. Ctrl-C while waiting for job 2
     assert lab.cancelled == [2]
 
 
 def test_a_lab_that_refuses_the_token_is_named(tmp_path, lab):
     from foliolab.executors.lava import server as lavaserver
+
     server = lavaserver.Server(lavaserver.Credentials(lab.url, "wrong"))
-    with pytest.raises(errors.LavaError, match="HTTP 401.*Invalid token.*"
-                                             "check the token"):
+    with pytest.raises(
+        errors.LavaError, match="HTTP 401.*Invalid token.*check the token"
+    ):
         server.submit("job_name: x\n")
 
 
-def test_credentials_come_from_lavacli_or_the_environment(tmp_path,
-                                                          monkeypatch):
+def test_credentials_come_from_lavacli_or_the_environment(
+    tmp_path, monkeypatch
+):
     from foliolab.executors.lava import server as lavaserver
+
     conf = tmp_path / "lavacli.yaml"
-    conf.write_text("default:\n  uri: https://lava.example.org/RPC2\n"
-                    "  username: me\n  token: t0k\nother:\n"
-                    "  uri: http://x\n")
+    conf.write_text(
+        "default:\n  uri: https://lava.example.org/RPC2\n"
+        "  username: me\n  token: t0k\nother:\n"
+        "  uri: http://x\n"
+    )
     monkeypatch.setattr(lavaserver, "LAVACLI_CONFIG", conf)
     monkeypatch.delenv("LAVA_TOKEN", raising=False)
     c = lavaserver.credentials("")
-    assert (c.url, c.token, c.username) == ("https://lava.example.org",
-                                            "t0k", "me")
+    assert (c.url, c.token, c.username) == (
+        "https://lava.example.org",
+        "t0k",
+        "me",
+    )
     monkeypatch.setenv("LAVA_TOKEN", "env")
     assert lavaserver.credentials("https://lab/").token == "env"
     assert lavaserver.credentials("", "other").url == "http://x"
@@ -501,7 +660,8 @@ def test_credentials_come_from_lavacli_or_the_environment(tmp_path,
 
 needs_root = pytest.mark.skipif(
     __import__("os").geteuid() != 0,
-    reason="LAVA's lava-run refuses to run unless root")
+    reason="LAVA's lava-run refuses to run unless root",
+)
 
 
 @needs_root
@@ -513,6 +673,7 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
     device cannot run fails the same check."""
     import os
     from foliolab.executors.lava import local as lavalocal
+
     d = lavalocal.dispatcher()
     stubs = tmp_path / "stubs"
     stubs.mkdir()
@@ -522,33 +683,60 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
     etc_default = tmp_path / "etc-default"
     shutil.copytree("/etc/default", etc_default, symlinks=True)
     (etc_default / "tftpd-hpa").write_text(
-        f'TFTP_DIRECTORY="{tmp_path / "tftp"}"\n')
+        f'TFTP_DIRECTORY="{tmp_path / "tftp"}"\n'
+    )
     (tmp_path / "tftp").mkdir()
     dtb = tmp_path / "bcm2711-rpi-4-b.dtb"
     dtb.write_bytes(b"\xd0\x0d\xfe\xed")
     store = lava.Artifacts(tmp_path / "art", (tmp_path / "art").as_uri())
-    job = lava.block_job(_block(tmp_path, arch="arm64"),
-                         lava.Target("bcm2711-rpi-4-b", dtb=dtb), store,
-                         _ramdisk(tmp_path))
+    job = lava.block_job(
+        _block(tmp_path, arch="arm64"),
+        lava.Target("bcm2711-rpi-4-b", dtb=dtb),
+        store,
+        _ramdisk(tmp_path),
+    )
     device = tmp_path / "device.yaml"
-    device.write_text(d.device(
-        "{% extends 'bcm2711-rpi-4-b.jinja2' %}"
-        "{% set connection_command = 'telnet localhost 7000' %}"
-        "{% set power_on_command = 'true' %}"
-        "{% set power_off_command = 'true' %}"
-        "{% set hard_reset_command = 'true' %}", job["context"]))
+    device.write_text(
+        d.device(
+            "{% extends 'bcm2711-rpi-4-b.jinja2' %}"
+            "{% set connection_command = 'telnet localhost 7000' %}"
+            "{% set power_on_command = 'true' %}"
+            "{% set power_off_command = 'true' %}"
+            "{% set hard_reset_command = 'true' %}",
+            job["context"],
+        )
+    )
 
     def validate(job, name):
         path = tmp_path / f"{name}.yaml"
         lava.write_job(path, job)
         env = {**d.environ(), "PATH": f"{stubs}:{os.environ['PATH']}"}
         cp = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             f'mount --bind "{etc_default}" /etc/default && exec "$@"',
-             "sh", str(d.python), str(d.lava_run), "--job-id", "1",
-             "--output-dir", str(tmp_path / "o"), "--device", str(device),
-             "--validate", str(path)],
-            capture_output=True, text=True, env=env, timeout=120)
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                f'mount --bind "{etc_default}" /etc/default && exec "$@"',
+                "sh",
+                str(d.python),
+                str(d.lava_run),
+                "--job-id",
+                "1",
+                "--output-dir",
+                str(tmp_path / "o"),
+                "--device",
+                str(device),
+                "--validate",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         return cp.returncode, cp.stdout + cp.stderr
 
     rc, text = validate(job, "board")
@@ -562,43 +750,96 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
 
 
 def test_a_lava_block_is_two_rounds_of_one_workload():
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
+
     w = [WORKLOADS["pageout"], WORKLOADS["ksm-rmap"]]
     boots = run.plan(w, {}, ("a", "b"), 5, 1, counted=False)
-    sizes = [(g[0].workload.name, "".join(b.kernel for b in g))
-             for g in run.blocks(boots, 2)]
-    assert sizes == [("pageout", "abba"), ("pageout", "abba"),
-                     ("pageout", "ab"), ("ksm-rmap", "abba"),
-                     ("ksm-rmap", "abba"), ("ksm-rmap", "ab")]
+    sizes = [
+        (g[0].workload.name, "".join(b.kernel for b in g))
+        for g in run.blocks(boots, 2)
+    ]
+    assert sizes == [
+        ("pageout", "abba"),
+        ("pageout", "abba"),
+        ("pageout", "ab"),
+        ("ksm-rmap", "abba"),
+        ("ksm-rmap", "abba"),
+        ("ksm-rmap", "ab"),
+    ]
     assert [len(g) for g in run.blocks(boots, 0)] == [1] * 20
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--executor", "lava-local", "--count", "--accel", "tcg"],
-     "--count needs foliolab's QEMU plugin"),
-    (["--executor", "lava-local", "--lava-device-type", "bcm2711-rpi-4-b",
-      "--lava-dtb", "/etc/hostname"], "runs LAVA's qemu device type"),
-    (["--executor", "lava", "--lava-device-type", "bcm2711-rpi-4-b"],
-     "boots with a device tree"),
-    (["--executor", "lava", "--lava-url", "https://lab.example"],
-     "--executor lava needs --artifacts-url"),
-    (["--executor", "lava", "--lava-url", "https://lab.example",
-      "--artifacts-url", "http://f.example", "--lava-poll", "0"],
-     "--lava-poll 0: under a second between questions"),
-    (["--lava-poll", "5"], "--lava-poll is an option of --executor lava, "
-                           "not of --executor qemu"),
-])
-def test_lava_executors_refuse_what_they_cannot_run(argv, message, tmp_path,
-                                                   capsys):
-    rc = cli.main(["compare", "--patches", "none", "--workloads", "pageout",
-                   "--runs", "2", "--out", str(tmp_path / "o"), *argv])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--executor", "lava-local", "--count", "--accel", "tcg"],
+            "--count needs foliolab's QEMU plugin",
+        ),
+        (
+            [
+                "--executor",
+                "lava-local",
+                "--lava-device-type",
+                "bcm2711-rpi-4-b",
+                "--lava-dtb",
+                "/etc/hostname",
+            ],
+            "runs LAVA's qemu device type",
+        ),
+        (
+            ["--executor", "lava", "--lava-device-type", "bcm2711-rpi-4-b"],
+            "boots with a device tree",
+        ),
+        (
+            ["--executor", "lava", "--lava-url", "https://lab.example"],
+            "--executor lava needs --artifacts-url",
+        ),
+        (
+            [
+                "--executor",
+                "lava",
+                "--lava-url",
+                "https://lab.example",
+                "--artifacts-url",
+                "http://f.example",
+                "--lava-poll",
+                "0",
+            ],
+            "--lava-poll 0: under a second between questions",
+        ),
+        (
+            ["--lava-poll", "5"],
+            "--lava-poll is an option of --executor lava, "
+            "not of --executor qemu",
+        ),
+    ],
+)
+def test_lava_executors_refuse_what_they_cannot_run(
+    argv, message, tmp_path, capsys
+):
+    rc = cli.main(
+        [
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "2",
+            "--out",
+            str(tmp_path / "o"),
+            *argv,
+        ]
+    )
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
+
     lab.lost = {1}
     res = run.run_workloads(_lab_run(tmp_path, lab, runs=4))
     assert len(res.samples) == 8
@@ -609,24 +850,30 @@ def test_a_job_whose_log_is_lost_loses_its_boots_not_the_run(tmp_path, lab):
 
 
 def test_a_lab_gets_the_whole_run_at_once_and_a_flaky_server_is_asked_again(
-        tmp_path, lab):
-    from foliolab import measure as run
+    tmp_path, lab
+):
+    from foliolab.boot import measure as run
+
     lab.flaky = 2
-    res = run.run_workloads(_lab_run(tmp_path, lab, runs=2,
-                                     workloads=("pageout", "ksm-rmap")))
+    res = run.run_workloads(
+        _lab_run(tmp_path, lab, runs=2, workloads=("pageout", "ksm-rmap"))
+    )
     # both workloads' jobs are queued before the first state query
     assert [c.split()[0] for c in lab.calls[:2]] == ["POST", "POST"]
-    assert [j["metadata"]["foliolab.workload"] for j in lab.jobs.values()
-            ] == ["pageout", "ksm-rmap"]
+    assert [j["metadata"]["foliolab.workload"] for j in lab.jobs.values()] == [
+        "pageout",
+        "ksm-rmap",
+    ]
     pageout = [s for s in res.samples if s.workload == "pageout"]
     assert len(pageout) == 4 and all(s.valid for s in pageout)
 
 
 def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
-        tmp_path, lab):
+    tmp_path, lab
+):
     """A job that ends at one kernel's hang leaves the other kernel's later
     boots not-run: that kernel is not given up on for it."""
-    from foliolab import measure as run
+    from foliolab.boot import measure as run
     from foliolab.executors.base import BootCapture, Ended, NotRun
 
     class EndsEarly:
@@ -635,12 +882,24 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
 
         def run(self, image, blocks):
             for block in blocks:
-                yield block, [BootCapture(
-                    b.rundir, Ended.EXITED if k == 0 else Ended.TIMEOUT
-                    if k == 1 else Ended.NOT_RUN, b"", "@@ exit 0\n"
-                    if k == 0 else "", 1.0,
-                    not_run=NotRun.JOB_ENDED if k > 1 else None)
-                    for k, b in enumerate(block.boots)]
+                yield (
+                    block,
+                    [
+                        BootCapture(
+                            b.rundir,
+                            Ended.EXITED
+                            if k == 0
+                            else Ended.TIMEOUT
+                            if k == 1
+                            else Ended.NOT_RUN,
+                            b"",
+                            "@@ exit 0\n" if k == 0 else "",
+                            1.0,
+                            not_run=NotRun.JOB_ENDED if k > 1 else None,
+                        )
+                        for k, b in enumerate(block.boots)
+                    ],
+                )
 
     req = _lab_run(tmp_path, lab, runs=8)
     req.executor = EndsEarly()
@@ -648,8 +907,9 @@ def test_boots_a_job_never_ran_do_not_count_against_their_kernel(
     # 4 blocks, each: vanilla ok, patched timeout, the rest not run; the
     # patched kernel is given up after 3 timeouts, vanilla never
     gave_up = [f for f in res.failures if "gave up" in f]
-    assert gave_up == ["pageout patched (timed): gave up after 3 failed "
-                       "boots in a row"]
+    assert gave_up == [
+        "pageout patched (timed): gave up after 3 failed boots in a row"
+    ]
     assert len(res.samples) == 4 * 4 - 2
 
 
@@ -660,17 +920,33 @@ def test_a_boots_end_logged_late_as_feedback_is_still_its_own(data):
     to its boot, and the boot's records are whole."""
     records = (data / "pageout-results.txt").read_text()
     ids = ["pageout/a-000", "pageout/b-000"]
-    lines = _log([(i, ["[    1.0] Run /init as init process",
-                       *_framed(records, i)]) for i in ids]).splitlines()
+    lines = _log(
+        [
+            (i, ["[    1.0] Run /init as init process", *_framed(records, i)])
+            for i in ids
+        ]
+    ).splitlines()
     first_end = next(k for k, x in enumerate(lines) if "@@=end" in x)
     moved = [json.loads(lines[k][2:]) for k in (first_end, first_end + 1)]
     assert moved[1]["msg"] == "@@=done"
-    del lines[first_end:first_end + 2]
-    late = ['- ' + json.dumps({"dt": "2026-11-24T02:00:00", "lvl": "feedback",
-                               "msg": r["msg"], "ns": "boot00"})
-            for r in moved]
-    late.insert(0, '- {"dt": "2026-11-24T02:00:00", "lvl": "feedback", '
-                   '"msg": "poweroff"}')
+    del lines[first_end : first_end + 2]
+    late = [
+        "- "
+        + json.dumps(
+            {
+                "dt": "2026-11-24T02:00:00",
+                "lvl": "feedback",
+                "msg": r["msg"],
+                "ns": "boot00",
+            }
+        )
+        for r in moved
+    ]
+    late.insert(
+        0,
+        '- {"dt": "2026-11-24T02:00:00", "lvl": "feedback", '
+        '"msg": "poweroff"}',
+    )
     text = "\n".join(lines[:-1] + late + lines[-1:]) + "\n"
     parts = JobLog.read(text).boots
     assert [p.boot_id for p in parts] == ids
@@ -688,9 +964,14 @@ def test_make_executor_makes_each_executor_it_names(tmp_path, monkeypatch):
     from foliolab.executors.lava.local import LavaLocalExecutor
     from foliolab.executors.lava.server import LavaServerExecutor, Server
     from foliolab.executors.qemu import QemuExecutor
+
     monkeypatch.setenv("LAVA_TOKEN", "t0k")
-    opts = ExecutorOptions(LavaServerExecutor, LavaOptions(
-        url="https://lab.example", artifacts_url="https://files.example/a"))
+    opts = ExecutorOptions(
+        LavaServerExecutor,
+        LavaOptions(
+            url="https://lab.example", artifacts_url="https://files.example/a"
+        ),
+    )
     ex = make_executor(opts, tmp_path / "o")
     assert isinstance(ex, LavaServerExecutor)
     assert isinstance(ex.server, Server)
@@ -698,8 +979,13 @@ def test_make_executor_makes_each_executor_it_names(tmp_path, monkeypatch):
     assert ex.server.creds.token == "t0k"
     assert ex.store.base_url == "https://files.example/a"
     if __import__("os").geteuid() == 0:
-        assert isinstance(make_executor(replace(
-            opts, executor=LavaLocalExecutor, given=()), tmp_path / "o"),
-            LavaLocalExecutor)
-    assert isinstance(make_executor(ExecutorOptions(), tmp_path / "o"),
-                      QemuExecutor)
+        assert isinstance(
+            make_executor(
+                replace(opts, executor=LavaLocalExecutor, given=()),
+                tmp_path / "o",
+            ),
+            LavaLocalExecutor,
+        )
+    assert isinstance(
+        make_executor(ExecutorOptions(), tmp_path / "o"), QemuExecutor
+    )

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from foliolab import report
+from foliolab.render import report
 from foliolab.workloads import WORKLOADS
 
 # (workload, metric): the baseline's mean and the other kernel's, as in
@@ -51,35 +51,68 @@ def values(mean: float, n: int, rng) -> list[float]:
     return [float(v) for v in rng.normal(mean, 0.03 * mean, n)]
 
 
-def write_run(out, table=TRIAL, names=("vanilla", "patched"), runs=10,
-              specs=None, command=None, built=None):
+def write_run(
+    out,
+    table=TRIAL,
+    names=("vanilla", "patched"),
+    runs=10,
+    specs=None,
+    command=None,
+    built=None,
+):
     """A finished run directory of ``table``'s metrics."""
     out.mkdir(parents=True)
     rng = np.random.default_rng(7)
     workloads = list(dict.fromkeys(w for w, _ in table))
-    specs = specs or {"vanilla": "base",
-                      "patched": "base+/work/main/patches/6.12"}
-    env = {"workloads": workloads, "kernels": list(names),
-           "kernel_specs": specs, "runs": runs, "samples_per_boot": 1,
-           "arch": "x86_64", "config": "perf", "errors": [], "failures": [],
-           "params": {w: {} for w in workloads}}
+    specs = specs or {
+        "vanilla": "base",
+        "patched": "base+/src/foliolab/patches/6.12",
+    }
+    env = {
+        "workloads": workloads,
+        "kernels": list(names),
+        "kernel_specs": specs,
+        "runs": runs,
+        "samples_per_boot": 1,
+        "arch": "x86_64",
+        "config": "perf",
+        "errors": [],
+        "failures": [],
+        "params": {w: {} for w in workloads},
+    }
     if command:
         env["command_line"] = command
     if built:
-        env["kernel_records"] = [{"name": n, "given": built[n][1],
-                                  "built": built[n][0]} for n in names]
+        env["kernel_records"] = [
+            {"name": n, "given": built[n][1], "built": built[n][0]}
+            for n in names
+        ]
     (out / "environment.json").write_text(json.dumps(env))
-    rows = {(w, k, i): {} for w in workloads for k in names
-            for i in range(runs)}
+    rows = {
+        (w, k, i): {} for w in workloads for k in names for i in range(runs)
+    }
     for (w, metric), means in table.items():
         for k, mean in zip(names, means):
             for i, v in enumerate(values(mean, runs, rng)):
                 rows[w, k, i][metric] = v
-    (out / "samples.jsonl").write_text("".join(
-        json.dumps({"workload": w, "variant": k, "run": i, "values": v,
-                    "valid": True, "reasons": [], "boot": "ok",
-                    "rundir": ""}) + "\n"
-        for (w, k, i), v in rows.items()))
+    (out / "samples.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "workload": w,
+                    "variant": k,
+                    "run": i,
+                    "values": v,
+                    "valid": True,
+                    "reasons": [],
+                    "boot": "ok",
+                    "rundir": "",
+                }
+            )
+            + "\n"
+            for (w, k, i), v in rows.items()
+        )
+    )
     return out
 
 
@@ -119,10 +152,12 @@ def test_a_row_gives_each_kernels_mean_sd_change_ci_and_p(trial):
     _, text = trial
     head = headline_of(text)
     assert "vanilla" in head[1] and "patched" in head[1]
-    row = next(x for x in head if x.split()[:2] == ["pageout",
-                                                   "pageout_ms"])
-    assert re.search(r"1\d\d\.\d ± \d\.\d+ +1\d\d\.\d ± \d\.\d+ +-1\d\.\d\d%"
-                     r" +better +\[0\.8\d\d, 0\.8\d\d\] +\d", row), row
+    row = next(x for x in head if x.split()[:2] == ["pageout", "pageout_ms"])
+    assert re.search(
+        r"1\d\d\.\d ± \d\.\d+ +1\d\d\.\d ± \d\.\d+ +-1\d\.\d\d%"
+        r" +better +\[0\.8\d\d, 0\.8\d\d\] +\d",
+        row,
+    ), row
     same = next(x for x in head if x.split()[0] == "pageout-4k")
     assert " n.s. " in same and "better" not in same
 
@@ -131,15 +166,19 @@ def test_zero_to_n_and_n_to_zero_are_said_as_such(trial):
     """0 -> N and N -> 0, never nan or inf, in every report."""
     out, text = trial
     assert "from 0" in text
-    row = next(x for x in text.splitlines()
-               if x.startswith("Mean") and "move_ms" in x)
+    row = next(
+        x for x in text.splitlines() if x.startswith("Mean") and "move_ms" in x
+    )
     assert "-100.00% (to 0)" in row
     for name in ("report.txt", "report.md", "report.html"):
         body = (out / name).read_text()
         assert not NAN_INF.search(body), (name, NAN_INF.search(body))
         assert "*0.00%*" not in body
-    ratio = next(x for x in text.splitlines() if x.startswith("Ratio")
-                 and "mthp_split_deferred" in x)
+    ratio = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("Ratio") and "mthp_split_deferred" in x
+    )
     assert "from 0 CI - " in ratio and "SIGNIFICANT, worse" in ratio
 
 
@@ -152,11 +191,14 @@ def test_results_json_is_json_and_diff_says_from_0(trial, tmp_path, capsys):
     reads them), and `foliolab diff` printed "inf*[inf,inf]" from it."""
     import shutil
     from foliolab import cli
+
     out, _ = trial
-    res = json.loads((out / "results.json").read_text(),
-                     parse_constant=_refuse)
-    row = next(r for r in res["summary"]
-               if r["metric"] == "mthp_split_deferred")
+    res = json.loads(
+        (out / "results.json").read_text(), parse_constant=_refuse
+    )
+    row = next(
+        r for r in res["summary"] if r["metric"] == "mthp_split_deferred"
+    )
     assert row["ratio"] is None and row["vanilla_mean"] == 0
     again = shutil.copytree(out, tmp_path / "again")
     assert cli.main(["diff", "--all", str(out), str(again)]) == 0
@@ -170,13 +212,21 @@ def test_one_sign_everywhere_and_the_legend_says_which(trial):
     """A metric that fell is negative in the headline, the text table,
     report.md, report.html and results.json alike, better or not."""
     out, text = trial
-    assert "+ = larger" in text and "+ = larger" in (
-        out / "report.md").read_text()
-    bogo = next(x for x in text.splitlines()
-                if x.startswith("Hmean") and "bogo_ops_per_s" in x)
+    assert (
+        "+ = larger" in text
+        and "+ = larger" in (out / "report.md").read_text()
+    )
+    bogo = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("Hmean") and "bogo_ops_per_s" in x
+    )
     assert re.search(r"\* \+1\d\.\d\d%\*$", bogo), bogo  # rose: +
-    shoot = next(x for x in text.splitlines()
-                 if x.startswith("Amean") and "tlb_shootdowns" in x)
+    shoot = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("Amean") and "tlb_shootdowns" in x
+    )
     assert re.search(r"\* -8\d\.\d\d%\*$", shoot), shoot  # fell: -
     md = (out / "report.md").read_text()
     assert re.search(r"`tlb_shootdowns`.*\| -8\d\.\d\d% better \|", md)
@@ -184,7 +234,7 @@ def test_one_sign_everywhere_and_the_legend_says_which(trial):
     res = json.loads((out / "results.json").read_text())
     row = next(r for r in res["summary"] if r["metric"] == "tlb_shootdowns")
     assert row["pct_change"] < 0 and row["verdict"] == "better"
-    assert row["better"] == "lower" and row["pct_diff"] > 0   # mmtests'
+    assert row["better"] == "lower" and row["pct_diff"] > 0  # mmtests'
 
 
 def test_a_metric_with_no_better_direction_is_a_change(trial):
@@ -196,13 +246,18 @@ def test_a_metric_with_no_better_direction_is_a_change(trial):
     res = json.loads((out / "results.json").read_text())
     scan = next(r for r in res["summary"] if r["metric"] == "scan_succeeded")
     assert scan["significant"] and scan["verdict"] == "changed"
-    assert {r["better"] for r in res["summary"]} == {"lower", "higher",
-                                                     "none"}
-    mean = next(x for x in text.splitlines() if x.startswith("Mean")
-                and "scan_succeeded" in x)
+    assert {r["better"] for r in res["summary"]} == {"lower", "higher", "none"}
+    mean = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("Mean") and "scan_succeeded" in x
+    )
     assert re.search(r"\* \+\d\d\.\d\d%\*.* changed$", mean), mean
-    reclaimed = next(x for x in text.splitlines() if x.startswith("Mean")
-                     and "reclaimed_mb" in x)
+    reclaimed = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("Mean") and "reclaimed_mb" in x
+    )
     assert "worse" not in reclaimed and "better" not in reclaimed
     md = (out / "report.md").read_text()
     row = next(x for x in md.splitlines() if "`scan_succeeded`" in x)
@@ -214,85 +269,125 @@ def test_a_metric_with_no_better_direction_is_a_change(trial):
 
 def test_reproduce_names_every_kernel_with_its_build(tmp_path):
     out = write_run(
-        tmp_path / "run", command=["foliolab", "compare", "--runs", "10"],
-        built={"vanilla": ({"commit": "9dc52e640653ab21", "release":
-                            "6.12.117"}, {}),
-               "patched": ({"commit": "c0ffee1234567890", "release":
-                            "6.12.117"}, {"series_sha": "abcdef0123456789"})})
+        tmp_path / "run",
+        command=["foliolab", "compare", "--runs", "10"],
+        built={
+            "vanilla": (
+                {"commit": "9dc52e640653ab21", "release": "6.12.117"},
+                {},
+            ),
+            "patched": (
+                {"commit": "c0ffee1234567890", "release": "6.12.117"},
+                {"series_sha": "abcdef0123456789"},
+            ),
+        },
+    )
     head = headline_of(report.write_report(out))
     assert head[-1] == (
         "  reproduce: foliolab compare --kernel vanilla=base --kernel "
-        "patched=base+/work/main/patches/6.12 --runs 10  # vanilla=base: "
-        "6.12.117, commit 9dc52e640653; patched=base+/work/main/patches/"
-        "6.12: 6.12.117, commit c0ffee123456, series sha abcdef0123456789")
+        "patched=base+/src/foliolab/patches/6.12 --runs 10  # vanilla=base: "
+        "6.12.117, commit 9dc52e640653; patched=base+/src/foliolab/patches/"
+        "6.12: 6.12.117, commit c0ffee123456, series sha abcdef0123456789"
+    )
     md = (out / "report.md").read_text()
-    assert "# patched=base+/work/main/patches/6.12: 6.12.117, commit " \
-           "c0ffee123456, series sha abcdef0123456789" in md
+    assert (
+        "# patched=base+/src/foliolab/patches/6.12: 6.12.117, commit "
+        "c0ffee123456, series sha abcdef0123456789" in md
+    )
 
 
 def test_reproduce_replaces_patches_by_the_kernels_it_named(tmp_path):
-    out = write_run(tmp_path / "run", command=[
-        "foliolab", "compare", "--patches", "none", "--runs", "10"],
-        specs={"vanilla": "base", "patched": "base"})
+    out = write_run(
+        tmp_path / "run",
+        command=["foliolab", "compare", "--patches", "none", "--runs", "10"],
+        specs={"vanilla": "base", "patched": "base"},
+    )
     head = headline_of(report.write_report(out))
-    assert head[-1] == ("  reproduce: foliolab compare --kernel vanilla=base "
-                        "--kernel patched=base --runs 10")
+    assert head[-1] == (
+        "  reproduce: foliolab compare --kernel vanilla=base "
+        "--kernel patched=base --runs 10"
+    )
 
 
 def test_an_aa_run_names_its_kernels_as_they_are(tmp_path):
-    out = write_run(tmp_path / "run", table={
-        ("pageout", "pageout_ms"): (180.0, 180.0)},
-        specs={"vanilla": "base", "patched": "base"})
+    out = write_run(
+        tmp_path / "run",
+        table={("pageout", "pageout_ms"): (180.0, 180.0)},
+        specs={"vanilla": "base", "patched": "base"},
+    )
     text = report.write_report(out)
-    assert text.splitlines()[0] == ("foliolab A/A comparison: vanilla=base "
-                                    "and patched=base, the same kernel")
+    assert text.splitlines()[0] == (
+        "foliolab A/A comparison: vanilla=base "
+        "and patched=base, the same kernel"
+    )
     head = headline_of(text)
-    assert head[0].startswith("Headline: A/A run, vanilla and patched are "
-                              "the same kernel (base)")
+    assert head[0].startswith(
+        "Headline: A/A run, vanilla and patched are the same kernel (base)"
+    )
     assert "patched against vanilla" not in text
     assert "patched vs vanilla" not in text
 
 
 def with_base_version(out, version="6.12.117-1~deb12u1"):
     env = json.loads((out / "environment.json").read_text())
-    env["base_version"] = version      # the default --base, always recorded
+    env["base_version"] = version  # the default --base, always recorded
     (out / "environment.json").write_text(json.dumps(env))
     return out
 
 
-@pytest.mark.parametrize("specs, title", [
-    ({"up": "debian:7.3", "next": "debian:7.3+patches/7.3"},
-     "foliolab comparison of up=debian:7.3, next=debian:7.3+patches/7.3 "
-     "(baseline up)"),
-    ({"a": "debian:7.3", "b": "debian:7.3"},
-     "foliolab A/A comparison: a=debian:7.3 and b=debian:7.3, the same "
-     "kernel"),
-    ({"up": "debian:7.3", "port": "base+patches/6.12"},
-     "foliolab comparison of up=debian:7.3, port=base+patches/6.12 "
-     "(base 6.12.117-1~deb12u1; baseline up)"),
-])
+@pytest.mark.parametrize(
+    "specs, title",
+    [
+        (
+            {"up": "debian:7.3", "next": "debian:7.3+patches/7.3"},
+            "foliolab comparison of up=debian:7.3, next=debian:7.3+patches/7.3 "
+            "(baseline up)",
+        ),
+        (
+            {"a": "debian:7.3", "b": "debian:7.3"},
+            "foliolab A/A comparison: a=debian:7.3 and b=debian:7.3, the same "
+            "kernel",
+        ),
+        (
+            {"up": "debian:7.3", "port": "base+patches/6.12"},
+            "foliolab comparison of up=debian:7.3, port=base+patches/6.12 "
+            "(base 6.12.117-1~deb12u1; baseline up)",
+        ),
+    ],
+)
 def test_the_title_names_the_base_only_when_a_kernel_is_built_on_it(
-        tmp_path, specs, title):
+    tmp_path, specs, title
+):
     """A run of debian:7.3 kernels said "(base 6.12.117-1~deb12u1)"."""
-    out = with_base_version(write_run(tmp_path / "run", names=tuple(specs),
-                                      specs=specs))
+    out = with_base_version(
+        write_run(tmp_path / "run", names=tuple(specs), specs=specs)
+    )
     assert report.write_report(out).splitlines()[0] == title
     base = "<li>base: " in (out / "report.html").read_text()
     assert base == ("(base " in title)
     assert base == ("- base: " in (out / "report.md").read_text())
 
 
-@pytest.mark.parametrize("base, value, text", [
-    (0.0, 12.0, "from 0"), (12.0, 0.0, "-100.00% (to 0)"),
-    (0.0, 0.0, "0.00%"), (100.0, 85.3, "-14.70%"), (100.0, 112.6, "+12.60%"),
-    (math.nan, 1.0, "-")])
+@pytest.mark.parametrize(
+    "base, value, text",
+    [
+        (0.0, 12.0, "from 0"),
+        (12.0, 0.0, "-100.00% (to 0)"),
+        (0.0, 0.0, "0.00%"),
+        (100.0, 85.3, "-14.70%"),
+        (100.0, 112.6, "+12.60%"),
+        (math.nan, 1.0, "-"),
+    ],
+)
 def test_change_cells(base, value, text):
     from foliolab.render import change_cell
+
     assert change_cell(base, value) == text
 
 
 def test_ratio_cells_are_never_inf_or_nan():
     from foliolab.render import fmt_ratio
+
     assert fmt_ratio(math.inf) == "from 0"
     assert fmt_ratio(math.nan) == "-" and fmt_ratio(None) == "-"
     assert fmt_ratio(0.0) == "0.000" and fmt_ratio(0.8531) == "0.853"
@@ -302,11 +397,23 @@ def test_a_run_without_valid_samples_says_so(tmp_path):
     out = write_run(tmp_path / "run")
     lines = (out / "samples.jsonl").read_text().splitlines()
     bad = ('"workload": "pageout"', '"workload": "ksm-rmap"')
-    (out / "samples.jsonl").write_text("".join(
-        (x.replace('"valid": true', '"valid": false')
-         if any(b in x for b in bad) else x) + "\n" for x in lines))
+    (out / "samples.jsonl").write_text(
+        "".join(
+            (
+                x.replace('"valid": true', '"valid": false')
+                if any(b in x for b in bad)
+                else x
+            )
+            + "\n"
+            for x in lines
+        )
+    )
     head = headline_of(report.write_report(out))
     assert "  no valid samples: pageout, ksm-rmap" in head
     assert [x.split()[0] for x in head[2:7]] == [
-        "pageout-4k", "pageout-lazyfree", "pageout-lazyfree", "dirty-tlb",
-        "dirty-tlb"]
+        "pageout-4k",
+        "pageout-lazyfree",
+        "pageout-lazyfree",
+        "dirty-tlb",
+        "dirty-tlb",
+    ]

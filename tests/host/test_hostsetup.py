@@ -10,17 +10,20 @@ from foliolab.errors import SetupError
 def test_runtime_depends_first_alternative_no_any_no_dev():
     assert hostsetup.runtime_depends(
         "libnuma1 (= 2.0.16-1), libc6-dev | libc-dev, python3:any, "
-        "libgbm1 (>= 8.1~0) | libfoo, libx:arm64") == [
-        "libnuma1", "libgbm1", "libx"]
+        "libgbm1 (>= 8.1~0) | libfoo, libx:arm64"
+    ) == ["libnuma1", "libgbm1", "libx"]
     assert hostsetup.runtime_depends("") == []
 
 
 def test_parse_stanzas():
-    text = ("Package: a\nVersion: 1\nDepends: b,\n c\n\n"
-            "Package: b\nArchitecture: all\n")
+    text = (
+        "Package: a\nVersion: 1\nDepends: b,\n c\n\n"
+        "Package: b\nArchitecture: all\n"
+    )
     assert hostsetup.parse_stanzas(text) == [
         {"Package": "a", "Version": "1", "Depends": "b,\nc"},
-        {"Package": "b", "Architecture": "all"}]
+        {"Package": "b", "Architecture": "all"},
+    ]
 
 
 def fake_archive(packages):
@@ -37,58 +40,93 @@ def fake_archive(packages):
             if s and (arch == "arm64") == (s.get("Architecture") != "all"):
                 out[name] = dict(s, Package=name)
         return out
+
     return show, asked
 
 
 def test_package_closure_follows_depends_once():
-    show, asked = fake_archive({
-        "stress-ng": {"Architecture": "arm64",
-                      "Depends": "libc6 (>= 2.36), libx11-6"},
-        "libx11-6": {"Architecture": "arm64",
-                     "Depends": "libc6, libx11-data"},
-        "libx11-data": {"Architecture": "all"},
-        "libc6": {"Architecture": "arm64", "Pre-Depends": "libgcc-s1",
-                  "Depends": "libc6"},
-        "libgcc-s1": {"Architecture": "arm64"},
-        "busybox-static": {"Architecture": "arm64"},
-    })
-    got = hostsetup.package_closure(["busybox-static", "stress-ng"], "arm64",
-                                    show)
-    assert got == {"busybox-static": "busybox-static:arm64",
-                   "stress-ng": "stress-ng:arm64",
-                   "libc6": "libc6:arm64", "libx11-6": "libx11-6:arm64",
-                   "libgcc-s1": "libgcc-s1:arm64",
-                   "libx11-data": "libx11-data"}
+    show, asked = fake_archive(
+        {
+            "stress-ng": {
+                "Architecture": "arm64",
+                "Depends": "libc6 (>= 2.36), libx11-6",
+            },
+            "libx11-6": {
+                "Architecture": "arm64",
+                "Depends": "libc6, libx11-data",
+            },
+            "libx11-data": {"Architecture": "all"},
+            "libc6": {
+                "Architecture": "arm64",
+                "Pre-Depends": "libgcc-s1",
+                "Depends": "libc6",
+            },
+            "libgcc-s1": {"Architecture": "arm64"},
+            "busybox-static": {"Architecture": "arm64"},
+        }
+    )
+    got = hostsetup.package_closure(
+        ["busybox-static", "stress-ng"], "arm64", show
+    )
+    assert got == {
+        "busybox-static": "busybox-static:arm64",
+        "stress-ng": "stress-ng:arm64",
+        "libc6": "libc6:arm64",
+        "libx11-6": "libx11-6:arm64",
+        "libgcc-s1": "libgcc-s1:arm64",
+        "libx11-data": "libx11-data",
+    }
     flat = [n for batch in asked for n in batch]
     assert flat.count("libc6:arm64") == 1
 
 
 def test_package_closure_names_what_it_cannot_find():
-    show, _ = fake_archive({"a": {"Architecture": "arm64",
-                                  "Depends": "virtual-thing"}})
+    show, _ = fake_archive(
+        {"a": {"Architecture": "arm64", "Depends": "virtual-thing"}}
+    )
     with pytest.raises(SetupError, match="no arm64 package virtual-thing"):
         hostsetup.package_closure(["a"], "arm64", show)
 
 
 def test_x86_users_pay_nothing(monkeypatch):
-    monkeypatch.setattr(hostsetup, "ensure_packages",
-                        lambda *a: pytest.fail("installed packages"))
-    monkeypatch.setattr(hostsetup, "ensure_guest_sysroot",
-                        lambda *a: pytest.fail("made a sysroot"))
+    monkeypatch.setattr(
+        hostsetup,
+        "ensure_packages",
+        lambda *a: pytest.fail("installed packages"),
+    )
+    monkeypatch.setattr(
+        hostsetup,
+        "ensure_guest_sysroot",
+        lambda *a: pytest.fail("made a sysroot"),
+    )
     hostsetup.ensure_arch(ARCHES["x86_64"])
-    assert not [p for p in hostsetup.APT_PACKAGES
-                if "aarch64" in p or "arm" in p]
+    assert not [
+        p for p in hostsetup.APT_PACKAGES if "aarch64" in p or "arm" in p
+    ]
 
 
 def test_arm64_first_use_installs_its_packages(monkeypatch):
     done = []
-    monkeypatch.setattr(hostsetup, "ensure_packages",
-                        lambda specs: done.append(("apt", specs)))
-    monkeypatch.setattr(hostsetup, "ensure_guest_sysroot",
-                        lambda arch: done.append(("sysroot", arch.name)))
+    monkeypatch.setattr(
+        hostsetup, "ensure_packages", lambda specs: done.append(("apt", specs))
+    )
+    monkeypatch.setattr(
+        hostsetup,
+        "ensure_guest_sysroot",
+        lambda arch: done.append(("sysroot", arch.name)),
+    )
     hostsetup.ensure_arch(ARCHES["arm64"])
-    assert done == [("apt", ["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross",
-                             "qemu-system-arm"]), ("sysroot", "arm64")]
+    assert done == [
+        (
+            "apt",
+            [
+                "gcc-aarch64-linux-gnu",
+                "libc6-dev-arm64-cross",
+                "qemu-system-arm",
+            ],
+        ),
+        ("sysroot", "arm64"),
+    ]
 
 
 def test_sysroot_is_not_redone_when_present(tmp_cache, monkeypatch):
@@ -97,7 +135,9 @@ def test_sysroot_is_not_redone_when_present(tmp_cache, monkeypatch):
     assert root == tmp_cache / "sysroot" / "arm64"
     root.mkdir(parents=True)
     (root / "packages").write_text(
-        "roots: " + " ".join(a64.guest_packages) + "\nbusybox.deb\n")
-    monkeypatch.setattr(hostsetup, "ensure_foreign_arch",
-                        lambda *a: pytest.fail("touched apt"))
+        "roots: " + " ".join(a64.guest_packages) + "\nbusybox.deb\n"
+    )
+    monkeypatch.setattr(
+        hostsetup, "ensure_foreign_arch", lambda *a: pytest.fail("touched apt")
+    )
     assert hostsetup.ensure_guest_sysroot(a64) == root

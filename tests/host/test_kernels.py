@@ -22,15 +22,18 @@ def series_dir(tmp_path, n=3):
     return d
 
 
-@pytest.mark.parametrize("arg, kind", [
-    ("b=base", SpecKind.BASE),
-    ("s1=base+patches/6.12", SpecKind.SERIES),
-    ("s1=base+patches/6.12:10", SpecKind.SERIES),
-    ("mine=git:/src/linux@mm-unstable", SpecKind.GIT),
-    ("img=image:/boot/vmlinuz", SpecKind.IMAGE),
-    ("up=debian:7.3", SpecKind.DEBIAN),
-    ("up=debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),
-])
+@pytest.mark.parametrize(
+    "arg, kind",
+    [
+        ("b=base", SpecKind.BASE),
+        ("s1=base+patches/6.12", SpecKind.SERIES),
+        ("s1=base+patches/6.12:10", SpecKind.SERIES),
+        ("mine=git:/src/linux@mm-unstable", SpecKind.GIT),
+        ("img=image:/boot/vmlinuz", SpecKind.IMAGE),
+        ("up=debian:7.3", SpecKind.DEBIAN),
+        ("up=debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),
+    ],
+)
 def test_spec_forms(arg, kind):
     k = kernels.parse_kernel(arg)
     assert k.kind is kind and k.name == arg.split("=")[0]
@@ -43,17 +46,20 @@ def test_series_prefix_and_git_ref_are_split_at_the_last_separator():
     assert g.repo == Path("/a@b/c") and g.ref == "v6.12"
 
 
-@pytest.mark.parametrize("arg, says", [
-    ("base", "is not NAME=SPEC"),
-    ("x=", "is not NAME=SPEC"),
-    ("bad name=base", "is not a short name"),
-    ("x=vanilla", "unknown SPEC"),
-    ("x=git:/src/linux", "is not git:PATH@REF"),
-    ("x=base+:3", "names no series directory"),
-    ("x=image:", "names no image"),
-    ("x=debian:", "is not a kernel version"),
-    ("x=debian:latest", "is not a kernel version"),
-])
+@pytest.mark.parametrize(
+    "arg, says",
+    [
+        ("base", "is not NAME=SPEC"),
+        ("x=", "is not NAME=SPEC"),
+        ("bad name=base", "is not a short name"),
+        ("x=vanilla", "unknown SPEC"),
+        ("x=git:/src/linux", "is not git:PATH@REF"),
+        ("x=base+:3", "names no series directory"),
+        ("x=image:", "names no image"),
+        ("x=debian:", "is not a kernel version"),
+        ("x=debian:latest", "is not a kernel version"),
+    ],
+)
 def test_bad_specs_say_what_is_wrong(arg, says):
     with pytest.raises(errors.UsageError, match=says):
         kernels.parse_kernel(arg)
@@ -61,8 +67,10 @@ def test_bad_specs_say_what_is_wrong(arg, says):
 
 def test_check_specs(tmp_path):
     d = series_dir(tmp_path, 3)
-    ok = [kernels.parse_kernel("b=base"),
-          kernels.parse_kernel(f"s=base+{d}:3")]
+    ok = [
+        kernels.parse_kernel("b=base"),
+        kernels.parse_kernel(f"s=base+{d}:3"),
+    ]
     kernels.check_specs(ok)
     assert len(ok[1].series().patches) == 3
     with pytest.raises(errors.UsageError, match="needs two or more"):
@@ -72,8 +80,9 @@ def test_check_specs(tmp_path):
     with pytest.raises(errors.UsageError, match="the series has 3"):
         kernels.check_specs([ok[0], kernels.parse_kernel(f"s=base+{d}:4")])
     with pytest.raises(errors.UsageError, match="does not exist"):
-        kernels.check_specs([ok[0], kernels.parse_kernel(
-            f"s=base+{tmp_path}/nope")])
+        kernels.check_specs(
+            [ok[0], kernels.parse_kernel(f"s=base+{tmp_path}/nope")]
+        )
 
 
 def test_check_image_specs(tmp_path):
@@ -98,6 +107,7 @@ def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
     """The image's .config must hold the lab's fragment: the error names
     the first option it lacks."""
     from foliolab.arch import get_arch
+
     img = tmp_path / "bzImage"
     img.write_bytes(b"kernel")
     (tmp_path / ".config").write_text("CONFIG_MMU=y\n")
@@ -107,49 +117,87 @@ def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
 
 
 def git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t",
-                    "-c", "user.email=t@t", *args], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_git_spec_checks_repo_and_ref(tmp_path):
     b = kernels.parse_kernel("b=base")
     with pytest.raises(errors.UsageError, match="is not a git repository"):
-        kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
+        kernels.check_specs(
+            [b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")]
+        )
     git(tmp_path, "init", "-q")
     (tmp_path / "f").write_text("1\n")
     git(tmp_path, "add", "f")
     git(tmp_path, "commit", "-q", "-m", "one")
     kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
     with pytest.raises(errors.UsageError, match="'nope' is not a commit"):
-        kernels.check_specs([b, kernels.parse_kernel(
-            f"g=git:{tmp_path}@nope")])
+        kernels.check_specs(
+            [b, kernels.parse_kernel(f"g=git:{tmp_path}@nope")]
+        )
 
 
 def test_patches_shorthand():
     v, p = kernels.from_patches(Path("patches/6.12"))
     assert (v.name, v.kind, p.name, p.kind) == (
-        "vanilla", SpecKind.BASE, "patched", SpecKind.SERIES)
+        "vanilla",
+        SpecKind.BASE,
+        "patched",
+        SpecKind.SERIES,
+    )
     v, p = kernels.from_patches(None)
-    assert p.kind is SpecKind.BASE          # A/A: one kernel, two names
+    assert p.kind is SpecKind.BASE  # A/A: one kernel, two names
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["compare", "--kernel", "a=base"], "needs two or more"),
-    (["compare", "--kernel", "a=base", "--kernel", "b=base",
-      "--patches", "none"], "--kernel and --patches both"),
-    (["compare", "--kernel", "a=base", "--kernel", "b=image:/nope/bz"],
-     "does not exist"),
-    (["compare", "--kernel", "a=base", "--kernel", "b=frob"],
-     "unknown SPEC"),
-    (["attribute", "--at", "4,99"], "has 25 patches"),
-    (["attribute", "--at", "10,4"], "increasing patch counts"),
-])
-def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
-                                            argv, says):
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["compare", "--kernel", "a=base"], "needs two or more"),
+        (
+            [
+                "compare",
+                "--kernel",
+                "a=base",
+                "--kernel",
+                "b=base",
+                "--patches",
+                "none",
+            ],
+            "--kernel and --patches both",
+        ),
+        (
+            ["compare", "--kernel", "a=base", "--kernel", "b=image:/nope/bz"],
+            "does not exist",
+        ),
+        (
+            ["compare", "--kernel", "a=base", "--kernel", "b=frob"],
+            "unknown SPEC",
+        ),
+        (["attribute", "--at", "4,99"], "has 25 patches"),
+        (["attribute", "--at", "10,4"], "increasing patch counts"),
+    ],
+)
+def test_kernel_errors_stop_before_any_work(
+    capsys, monkeypatch, tmp_path, argv, says
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel",
-                        lambda *a: pytest.fail("built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     out = tmp_path / "out"
     rc = cli.main([*argv, "--workloads", "pageout", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
@@ -159,60 +207,103 @@ def test_kernel_errors_stop_before_any_work(capsys, monkeypatch, tmp_path,
 
 
 def test_dry_run_prints_builds_and_boots_and_does_nothing(
-        capsys, monkeypatch, tmp_path, tmp_cache):
+    capsys, monkeypatch, tmp_path, tmp_cache
+):
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel",
-                        lambda *a: pytest.fail("built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     out = tmp_path / "out"
-    rc = cli.main(["compare", "--kernel", "a=base", "--kernel",
-                   f"b=base+{series_dir(tmp_path, 2)}:1", "--kernel",
-                   "c=base", "--workloads", "pageout", "--runs", "2",
-                   "--dry-run", "--out", str(out)])
+    rc = cli.main(
+        [
+            "compare",
+            "--kernel",
+            "a=base",
+            "--kernel",
+            f"b=base+{series_dir(tmp_path, 2)}:1",
+            "--kernel",
+            "c=base",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "2",
+            "--dry-run",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
-    boots = [line for line in text.splitlines()
-             if line.startswith("qemu-system-x86_64")]
-    assert [line.split("/raw/pageout/")[1].split("/")[0]
-            for line in boots] == ["a-000", "b-000", "c-000",
-                                   "c-001", "b-001", "a-001"]
+    boots = [
+        line
+        for line in text.splitlines()
+        if line.startswith("qemu-system-x86_64")
+    ]
+    assert [
+        line.split("/raw/pageout/")[1].split("/")[0] for line in boots
+    ] == ["a-000", "b-000", "c-000", "c-001", "b-001", "a-001"]
     assert text.count("\nmake -C") == 3
     assert not out.exists() and not tmp_cache.exists()
 
 
 def test_dry_run_names_the_build_directory_the_build_uses(
-        capsys, tmp_path, tmp_cache):
+    capsys, tmp_path, tmp_cache
+):
     """Every commit of the base's checkout (the base, base+DIR:0, a
     prefix) builds in the one `base` directory, incremental on the last
     one, and the dry run says so."""
     series = series_dir(tmp_path, 2)
-    rc = cli.main(["compare", "--kernel", "a=base", "--kernel",
-                   f"z=base+{series}:0", "--kernel",
-                   f"b=base+{series}:1", "--workloads",
-                   "pageout", "--runs", "1", "--dry-run"])
+    rc = cli.main(
+        [
+            "compare",
+            "--kernel",
+            "a=base",
+            "--kernel",
+            f"z=base+{series}:0",
+            "--kernel",
+            f"b=base+{series}:1",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "1",
+            "--dry-run",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     makes = [line for line in text.splitlines() if line.startswith("make ")]
     assert len(makes) == 3
-    assert all("O=" + str(tmp_cache / "build" / "x86_64-perf-base") in m
-               for m in makes)
+    assert all(
+        "O=" + str(tmp_cache / "build" / "x86_64-perf-base") in m
+        for m in makes
+    )
 
 
 # ---- SOURCE+DIR[:N]: a series on any source spec ---------------------------
 
-@pytest.mark.parametrize("source, kind", [
-    ("debian:7.3", SpecKind.DEBIAN),
-    ("debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),     # a '+' of its own
-    ("git:/src/linux@v7.3", SpecKind.GIT),
-    ("git:/src/a+b/linux@v7.3", SpecKind.GIT),       # a '+' in the path
-    ("git:/src/linux@mm+stuff", SpecKind.GIT),       # and in the ref
-])
+
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("debian:7.3", SpecKind.DEBIAN),
+        ("debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),  # a '+' of its own
+        ("git:/src/linux@v7.3", SpecKind.GIT),
+        ("git:/src/a+b/linux@v7.3", SpecKind.GIT),  # a '+' in the path
+        ("git:/src/linux@mm+stuff", SpecKind.GIT),  # and in the ref
+    ],
+)
 @pytest.mark.parametrize("prefix", [None, 4])
 def test_a_series_on_any_source(tmp_path, source, kind, prefix):
     d = series_dir(tmp_path, 4)
     tail = "" if prefix is None else f":{prefix}"
     k = kernels.parse_kernel(f"next={source}+{d}{tail}")
     assert (k.kind, k.series_dir, k.prefix, k.text) == (
-        SpecKind.SERIES, d, prefix, f"{source}+{d}{tail}")
+        SpecKind.SERIES,
+        d,
+        prefix,
+        f"{source}+{d}{tail}",
+    )
     assert (k.onto.kind, k.onto.text, k.onto.name) == (kind, source, "next")
     assert k.source_spec() is k.onto and not k.is_base()
     assert len(k.series().patches) == (prefix or 4)
@@ -223,7 +314,10 @@ def test_a_relative_series_directory_after_a_source(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     k = kernels.parse_kernel("next=debian:7.3+series:1")
     assert (k.series_dir, k.prefix, k.onto.debian_version) == (
-        Path("series"), 1, "7.3")
+        Path("series"),
+        1,
+        "7.3",
+    )
 
 
 def test_a_directory_of_patch_files_is_a_series_directory_too(tmp_path):
@@ -252,14 +346,16 @@ def test_base_and_base_dir_parse_as_they_always_did(tmp_path):
     kernel, build slot and kept commit are what they were."""
     d = series_dir(tmp_path, 3)
     k = kernels.parse_kernel(f"s=base+{d}:0")
-    assert k == kernels.KernelSpec("s", SpecKind.SERIES, f"base+{d}:0",
-                                   series_dir=d, prefix=0)
+    assert k == kernels.KernelSpec(
+        "s", SpecKind.SERIES, f"base+{d}:0", series_dir=d, prefix=0
+    )
     assert k.onto is None and k.is_base()
     assert k.source_spec().kind is SpecKind.BASE
     assert store.slot_of(k) == "base"
     assert store.slot_of(kernels.parse_kernel(f"s=base+{d}:2")) == "base"
     assert kernels.parse_kernel("b=base") == kernels.KernelSpec(
-        "b", SpecKind.BASE, "base")
+        "b", SpecKind.BASE, "base"
+    )
 
 
 def test_with_series_is_what_the_spec_parses_to(tmp_path):
@@ -268,32 +364,42 @@ def test_with_series_is_what_the_spec_parses_to(tmp_path):
         onto = kernels.parse_base(source)
         for prefix in (None, 2):
             tail = "" if prefix is None else f":{prefix}"
-            assert kernels.with_series(onto, "p", d, prefix) == \
-                kernels.parse_kernel(f"p={source}+{d}{tail}")
+            assert kernels.with_series(
+                onto, "p", d, prefix
+            ) == kernels.parse_kernel(f"p={source}+{d}{tail}")
 
 
-@pytest.mark.parametrize("spec, says", [
-    ("debian:7.3+{tmp}/nope", "{tmp}/nope is not a directory"),
-    ("debian:7.3+{tmp}/empty", "{tmp}/empty holds no `series` file or "
-                               ".patch files"),
-    ("debian:7.3+", "no series directory after its '+'"),
-    ("debian:7.3+{tmp}/s:", "{tmp}/s: is not a directory"),
-    ("debian:7.3+{tmp}/s+{tmp}/s", "{tmp}/s+{tmp}/s is not a directory"),
-    ("git:/src/linux@v1+{tmp}/a+b", "is ambiguous: git:/src/linux@v1 + "
-                                    "{tmp}/a+b or git:/src/linux@v1+{tmp}/a "
-                                    "+ b"),
-    ("git:/src/linux+{tmp}/s", "is not git:PATH@REF"),
-    ("image:/boot/x+{tmp}/s", None),       # an image takes no series
-])
-def test_a_series_spec_that_cannot_be_read_says_why(tmp_path, monkeypatch,
-                                                    spec, says):
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ("debian:7.3+{tmp}/nope", "{tmp}/nope is not a directory"),
+        (
+            "debian:7.3+{tmp}/empty",
+            "{tmp}/empty holds no `series` file or .patch files",
+        ),
+        ("debian:7.3+", "no series directory after its '+'"),
+        ("debian:7.3+{tmp}/s:", "{tmp}/s: is not a directory"),
+        ("debian:7.3+{tmp}/s+{tmp}/s", "{tmp}/s+{tmp}/s is not a directory"),
+        (
+            "git:/src/linux@v1+{tmp}/a+b",
+            "is ambiguous: git:/src/linux@v1 + "
+            "{tmp}/a+b or git:/src/linux@v1+{tmp}/a "
+            "+ b",
+        ),
+        ("git:/src/linux+{tmp}/s", "is not git:PATH@REF"),
+        ("image:/boot/x+{tmp}/s", None),  # an image takes no series
+    ],
+)
+def test_a_series_spec_that_cannot_be_read_says_why(
+    tmp_path, monkeypatch, spec, says
+):
     series_dir(tmp_path, 1).rename(tmp_path / "s")
     (tmp_path / "empty").mkdir()
     for name in ("a+b", "b"):
         d = tmp_path / "w" / name
         d.mkdir(parents=True)
         (d / "series").write_text("")
-    monkeypatch.chdir(tmp_path / "w")       # `b` is there, and so is `a+b`
+    monkeypatch.chdir(tmp_path / "w")  # `b` is there, and so is `a+b`
     spec = spec.replace("{tmp}", str(tmp_path))
     if "ambiguous" in (says or ""):
         spec = spec.replace(f"{tmp_path}/a+b", f"{tmp_path}/w/a+b")
@@ -318,7 +424,8 @@ def test_a_ref_with_a_plus_that_is_no_commit_names_both_readings(tmp_path):
     assert e.value.message == (
         f"kernel n: 'git:{tmp_path}@HEAD+patches/7.33' is neither a source "
         f"('HEAD+patches/7.33' is not a commit in {tmp_path}) nor "
-        "SOURCE+DIR (patches/7.33 is not a directory)")
+        "SOURCE+DIR (patches/7.33 is not a directory)"
+    )
 
 
 def test_the_tree_under_a_series_is_checked_too(tmp_path):
@@ -328,11 +435,17 @@ def test_the_tree_under_a_series_is_checked_too(tmp_path):
         kernels.check_spec(k)
 
 
-@pytest.mark.parametrize("text, says", [
-    ("image:/boot/bzImage", "--base image:/boot/bzImage: a series is put on "
-                            "base, git:PATH@REF or debian:VERSION"),
-    ("vanilla", "unknown SPEC"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (
+            "image:/boot/bzImage",
+            "--base image:/boot/bzImage: a series is put on "
+            "base, git:PATH@REF or debian:VERSION",
+        ),
+        ("vanilla", "unknown SPEC"),
+    ],
+)
 def test_a_base_is_a_source_spec(text, says):
     with pytest.raises(errors.UsageError, match=re.escape(says)):
         kernels.parse_base(text)
@@ -343,7 +456,11 @@ def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
     build of it); a Debian 6.12 tree is another checkout than the base's
     and never takes over `base`."""
     d = series_dir(tmp_path, 2)
-    assert store.slot_of(kernels.parse_kernel(
-        f"n=debian:7.3+{d}:1")) == "linux-7.3"
-    assert store.slot_of(kernels.parse_kernel(
-        f"n=debian:6.12+{d}")) == "linux-6.12"
+    assert (
+        store.slot_of(kernels.parse_kernel(f"n=debian:7.3+{d}:1"))
+        == "linux-7.3"
+    )
+    assert (
+        store.slot_of(kernels.parse_kernel(f"n=debian:6.12+{d}"))
+        == "linux-6.12"
+    )

@@ -13,20 +13,40 @@ from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
-from foliolab.manifest import (BuildRecord, HostRecord, KernelRecord,
-                               RunManifest, SeriesRecord, SpecRecord, plain)
+from foliolab.manifest import (
+    BuildRecord,
+    HostRecord,
+    KernelRecord,
+    RunManifest,
+    SeriesRecord,
+    SpecRecord,
+    plain,
+)
 
 
 def manifest(**kw):
-    d = dict(command=["foliolab", "compare"], foliolab="0.1.0 (x)",
-             started="2026-11-24T00:00:00+00:00", host=HostRecord(cpus=2),
-             arch="x86_64", accel="tcg", vcpus=2, cpu="max", numa_nodes=1,
-             config="perf", base_package="linux-source-6.12",
-             base_version="6.12.117-1~deb12u1", patches_label="x",
-             kernels=[], runs=2, samples_per_boot=1, workloads=["pageout"],
-             params={"pageout": {"size_mb": "256"}},
-             memory_mb={"pageout": 3072},
-             numa_nodes_per_workload={"pageout": 1})
+    d = dict(
+        command=["foliolab", "compare"],
+        foliolab="0.1.0 (x)",
+        started="2026-11-24T00:00:00+00:00",
+        host=HostRecord(cpus=2),
+        arch="x86_64",
+        accel="tcg",
+        vcpus=2,
+        cpu="max",
+        numa_nodes=1,
+        config="perf",
+        base_package="linux-source-6.12",
+        base_version="6.12.117-1~deb12u1",
+        patches_label="x",
+        kernels=[],
+        runs=2,
+        samples_per_boot=1,
+        workloads=["pageout"],
+        params={"pageout": {"size_mb": "256"}},
+        memory_mb={"pageout": 3072},
+        numa_nodes_per_workload={"pageout": 1},
+    )
     d.update(kw)
     return RunManifest(**d)
 
@@ -35,21 +55,38 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
     """The build's and the spec's fields go in as they are, so fields a
     later build.Kernel gains (a version, a package's sha256) are kept
     without a change here."""
+
     @dataclasses.dataclass(frozen=True)
     class NewerKernel(Kernel):
         version: str = "6.12.117"
         source: dict = dataclasses.field(
-            default_factory=lambda: {"deb_sha256": "ab12"})
+            default_factory=lambda: {"deb_sha256": "ab12"}
+        )
 
-    k = NewerKernel("a", "perf", "x86_64", Path("/b"), Path("/b/bzImage"),
-                    "c0ffee", "5ha", 12.5)
+    k = NewerKernel(
+        "a",
+        "perf",
+        "x86_64",
+        Path("/b"),
+        Path("/b/bzImage"),
+        "c0ffee",
+        "5ha",
+        12.5,
+    )
     spec = parse_kernel("a=base")
-    m = manifest(kernels=[KernelRecord(
-        "a", "base", SpecRecord.from_json(plain(spec)),
-        BuildRecord.from_json(plain(k)))])
+    m = manifest(
+        kernels=[
+            KernelRecord(
+                "a",
+                "base",
+                SpecRecord.from_json(plain(spec)),
+                BuildRecord.from_json(plain(k)),
+            )
+        ]
+    )
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
-    # SPEC §7's keys as before, and the records beside them
+    # results.json's keys as before, and the records beside them
     assert d["kernels"] == ["a"] and d["kernel_specs"] == {"a": "base"}
     assert d["commits"] == {"a": "c0ffee"} and d["config_sha"] == {"a": "5ha"}
     (rec,) = d["kernel_records"]
@@ -64,19 +101,31 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
     assert back.to_json() == d
 
 
-def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(
-        tmp_path):
-    series = SeriesRecord("patches/7.3", 4, "0123456789abcdef", "debian:7.3",
-                          "linux-source-7.3 7.3.4-1~bpo13+1", "c0ffee")
-    m = manifest(kernels=[
-        KernelRecord("up", "debian:7.3"),
-        KernelRecord("next", "debian:7.3+patches/7.3:4", series=series)])
+def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(tmp_path):
+    series = SeriesRecord(
+        "patches/7.3",
+        4,
+        "0123456789abcdef",
+        "debian:7.3",
+        "linux-source-7.3 7.3.4-1~bpo13+1",
+        "c0ffee",
+    )
+    m = manifest(
+        kernels=[
+            KernelRecord("up", "debian:7.3"),
+            KernelRecord("next", "debian:7.3+patches/7.3:4", series=series),
+        ]
+    )
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
     assert d["kernel_records"][1]["series"] == {
-        "directory": "patches/7.3", "patches": 4, "sha": "0123456789abcdef",
-        "onto": "debian:7.3", "tree": "linux-source-7.3 7.3.4-1~bpo13+1",
-        "commit": "c0ffee"}
+        "directory": "patches/7.3",
+        "patches": 4,
+        "sha": "0123456789abcdef",
+        "onto": "debian:7.3",
+        "tree": "linux-source-7.3 7.3.4-1~bpo13+1",
+        "commit": "c0ffee",
+    }
     back = RunManifest.read(tmp_path)
     assert back.kernel("next").series == series
     assert back.kernel("up").series is None
@@ -91,51 +140,100 @@ def test_a_run_from_before_the_manifest_reads(data):
 
 
 def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
-        tmp_path):
+    tmp_path,
+):
     """environment.json as a run wrote it when a kernel's spec, build,
     host and count were dicts in the manifest (a run of 2026-11-26, cut to
     one kernel): every field reads into its record and the file comes
     back key for key."""
     old = {
-        "foliolab": "0.1.0 (0df9abb)", "started": "2026-11-26T10:00:00+00:00",
+        "foliolab": "0.1.0 (0df9abb)",
+        "started": "2026-11-26T10:00:00+00:00",
         "host": {"kernel": "6.18.44", "cpus": 2, "machine": "x86_64"},
-        "arch": "x86_64", "accel": "tcg", "vcpus": 2, "cpu": "max",
-        "numa_nodes": 1, "config": "perf",
+        "arch": "x86_64",
+        "accel": "tcg",
+        "vcpus": 2,
+        "cpu": "max",
+        "numa_nodes": 1,
+        "config": "perf",
         "base_package": "linux-source-6.12",
-        "base_version": "6.12.117-1~deb12u1", "patches_label": "p",
-        "runs": 2, "samples_per_boot": 1, "workloads": ["pageout"],
+        "base_version": "6.12.117-1~deb12u1",
+        "patches_label": "p",
+        "runs": 2,
+        "samples_per_boot": 1,
+        "workloads": ["pageout"],
         "params": {"pageout": {"size_mb": "32"}},
         "memory_mb": {"pageout": 3072},
         "numa_nodes_per_workload": {"pageout": 1},
-        "fault_injection": None, "records_on": "port",
-        "executor": {"kind": "qemu", "device_type": "", "tags": [],
-                     "lava_version": "", "rounds_per_block": 0,
-                     "server": "", "artifacts_url": ""},
-        "count": {"plugin": "/c/libcounter.so", "plugin_api": 1,
-                  "mode": "per-vCPU", "roots": "per vCPU",
-                  "cmdline": "nokaslr"},
-        "qemu": "QEMU emulator version 7.2.22", "image": "ab12",
-        "patches": [], "attribution": {}, "extra_roots": [],
-        "timeout": None, "monitors": False, "errors": [], "failures": [],
-        "stopped": "", "resumed": [], "finished": "",
+        "fault_injection": None,
+        "records_on": "port",
+        "executor": {
+            "kind": "qemu",
+            "device_type": "",
+            "tags": [],
+            "lava_version": "",
+            "rounds_per_block": 0,
+            "server": "",
+            "artifacts_url": "",
+        },
+        "count": {
+            "plugin": "/c/libcounter.so",
+            "plugin_api": 1,
+            "mode": "per-vCPU",
+            "roots": "per vCPU",
+            "cmdline": "nokaslr",
+        },
+        "qemu": "QEMU emulator version 7.2.22",
+        "image": "ab12",
+        "patches": [],
+        "attribution": {},
+        "extra_roots": [],
+        "timeout": None,
+        "monitors": False,
+        "errors": [],
+        "failures": [],
+        "stopped": "",
+        "resumed": [],
+        "finished": "",
         "command_line": ["foliolab", "compare", "--count"],
-        "kernels": ["next"], "kernel_specs": {"next": "base+patches/7.3:4"},
-        "kernel_records": [{
-            "name": "next", "spec": "base+patches/7.3:4",
-            "given": {"name": "next", "kind": "series",
-                      "text": "base+patches/7.3:4",
-                      "series_dir": "patches/7.3", "prefix": 4,
-                      "repo": None, "ref": "", "image": None,
-                      "debian_version": "", "onto": None,
-                      "series_sha": "5e7e5"},
-            "built": {"variant": "next", "purpose": "perf",
-                      "arch": "x86_64", "build_dir": "/b",
-                      "image": "/b/bzImage", "commit": "c0ffee",
-                      "config_sha": "5ha", "elapsed": 12.5,
-                      "origin": "", "release": "6.12.117"},
-            "series": None}],
-        "commits": {"next": "c0ffee"}, "config_sha": {"next": "5ha"},
-        "build_seconds": {"next": 12.5}}
+        "kernels": ["next"],
+        "kernel_specs": {"next": "base+patches/7.3:4"},
+        "kernel_records": [
+            {
+                "name": "next",
+                "spec": "base+patches/7.3:4",
+                "given": {
+                    "name": "next",
+                    "kind": "series",
+                    "text": "base+patches/7.3:4",
+                    "series_dir": "patches/7.3",
+                    "prefix": 4,
+                    "repo": None,
+                    "ref": "",
+                    "image": None,
+                    "debian_version": "",
+                    "onto": None,
+                    "series_sha": "5e7e5",
+                },
+                "built": {
+                    "variant": "next",
+                    "purpose": "perf",
+                    "arch": "x86_64",
+                    "build_dir": "/b",
+                    "image": "/b/bzImage",
+                    "commit": "c0ffee",
+                    "config_sha": "5ha",
+                    "elapsed": 12.5,
+                    "origin": "",
+                    "release": "6.12.117",
+                },
+                "series": None,
+            }
+        ],
+        "commits": {"next": "c0ffee"},
+        "config_sha": {"next": "5ha"},
+        "build_seconds": {"next": 12.5},
+    }
     (tmp_path / "environment.json").write_text(json.dumps(old))
     m = RunManifest.read(tmp_path)
     assert m.host == HostRecord("6.18.44", 2, "x86_64")
@@ -154,7 +252,8 @@ def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
 
 
 def test_the_executor_kind_is_read_as_its_kind_and_written_as_its_text(
-        tmp_path):
+    tmp_path,
+):
     """environment.json keeps the kind's text; a manifest read back has
     the registry's kind (an old manifest without an executor ran QEMU),
     and a kind no executor has is a damaged run, named by its file."""
@@ -163,22 +262,25 @@ def test_the_executor_kind_is_read_as_its_kind_and_written_as_its_text(
     m.write(tmp_path)
     d = json.loads((tmp_path / "environment.json").read_text())
     assert d["executor"]["kind"] == "lava-local"
-    assert RunManifest.read(tmp_path).executor.kind is \
-        LavaLocalExecutor.kind
+    assert RunManifest.read(tmp_path).executor.kind is LavaLocalExecutor.kind
     del d["executor"]
     assert RunManifest.from_json(d).executor.kind is QemuExecutor.kind
     d["executor"] = {"kind": "pigeon"}
     (tmp_path / "environment.json").write_text(json.dumps(d))
-    with pytest.raises(DamagedRunError, match="environment.json: a field "
-                                              "has the wrong form"):
+    with pytest.raises(
+        DamagedRunError, match="environment.json: a field has the wrong form"
+    ):
         RunManifest.read(tmp_path)
 
 
-@pytest.mark.parametrize("text, says", [
-    ('{"workloads": ["pageout"], "kernels": 3}', "wrong form"),
-    ('["not", "a", "run"]', "not a JSON object"),
-    ('{"runs": 2}', "no workloads"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"workloads": ["pageout"], "kernels": 3}', "wrong form"),
+        ('["not", "a", "run"]', "not a JSON object"),
+        ('{"runs": 2}', "no workloads"),
+    ],
+)
 def test_a_damaged_manifest_is_named(tmp_path, text, says):
     (tmp_path / "environment.json").write_text(text)
     with pytest.raises(errors.DamagedRunError, match=says):
@@ -187,34 +289,50 @@ def test_a_damaged_manifest_is_named(tmp_path, text, says):
 
 # ---- reproduce: the command and kernels a report names ----------------------
 
+
 def test_a_written_command_for_a_run_that_recorded_none(data):
-    from foliolab import reproduce
+    from foliolab.analysis import reproduce
+
     m = RunManifest.read(data / "run-pageout-aa")
     assert reproduce.line(m) == (
         "foliolab compare --kernel vanilla=base --kernel patched=base "
         "--workloads pageout --runs 2 --arch x86_64 --config perf --count "
-        "--param pageout.size_mb=32")
+        "--param pageout.size_mb=32"
+    )
     assert reproduce.same_kernel(m)
     assert reproduce.kernel_note(m, "vanilla") == (
-        "vanilla=base: commit 9dc52e640653")
+        "vanilla=base: commit 9dc52e640653"
+    )
 
 
-@pytest.mark.parametrize("command, line", [
-    (["foliolab", "compare", "--patches", "none", "--runs", "4"],
-     "foliolab compare --kernel vanilla=base --kernel patched=base+p "
-     "--runs 4"),
-    (["foliolab", "compare", "--patches=p", "--runs", "4"],
-     "foliolab compare --kernel vanilla=base --kernel patched=base+p "
-     "--runs 4"),
-    (["foliolab", "compare", "--kernel", "a=base", "--runs", "4"],
-     "foliolab compare --kernel a=base --runs 4"),
-    (["foliolab", "attribute", "--at", "4", "--runs", "4"],
-     "foliolab attribute --at 4 --runs 4"),
-])
+@pytest.mark.parametrize(
+    "command, line",
+    [
+        (
+            ["foliolab", "compare", "--patches", "none", "--runs", "4"],
+            "foliolab compare --kernel vanilla=base --kernel patched=base+p "
+            "--runs 4",
+        ),
+        (
+            ["foliolab", "compare", "--patches=p", "--runs", "4"],
+            "foliolab compare --kernel vanilla=base --kernel patched=base+p "
+            "--runs 4",
+        ),
+        (
+            ["foliolab", "compare", "--kernel", "a=base", "--runs", "4"],
+            "foliolab compare --kernel a=base --runs 4",
+        ),
+        (
+            ["foliolab", "attribute", "--at", "4", "--runs", "4"],
+            "foliolab attribute --at 4 --runs 4",
+        ),
+    ],
+)
 def test_the_command_names_every_kernel(data, command, line):
     """A compare run's command with its kernels spelled out (--patches and
     the default mean this checkout's series); other commands as given."""
-    from foliolab import reproduce
+    from foliolab.analysis import reproduce
+
     m = RunManifest.read(data / "run-pageout-aa")
     m.command = command
     m.kernels[1].spec = "base+p"
@@ -223,4 +341,5 @@ def test_the_command_names_every_kernel(data, command, line):
     assert reproduce.line(m) == line
     assert not reproduce.same_kernel(m)
     assert reproduce.kernel_note(m, "patched") == (
-        "patched=base+p: 6.12.117, commit c0ffeec0ffee, series sha 5e7e5")
+        "patched=base+p: 6.12.117, commit c0ffeec0ffee, series sha 5e7e5"
+    )

@@ -4,7 +4,8 @@ demand), judged, and kept; a resumed run keeps its finished boots."""
 
 import pytest
 
-from foliolab import bootrecord, derive, measure
+from foliolab import bootrecord
+from foliolab.boot import derive, measure
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel
@@ -38,20 +39,38 @@ class FakeExecutor:
         self.order.append(kernel)
         self.jobs[kernel] = b.job
         if how == "panic":
-            return BootCapture(b.rundir, Ended.EXITED,
-                               b"Kernel panic - not syncing: x\n", "", 1.0)
-        return BootCapture(b.rundir, Ended.EXITED, b"", "@@ sample 0\n"
-                           "@@ exit 0\n", 1.0)
+            return BootCapture(
+                b.rundir,
+                Ended.EXITED,
+                b"Kernel panic - not syncing: x\n",
+                "",
+                1.0,
+            )
+        return BootCapture(
+            b.rundir, Ended.EXITED, b"", "@@ sample 0\n@@ exit 0\n", 1.0
+        )
 
 
 def fake_request(tmp_path, names, runs, outcome=lambda k: "ok", **kw):
-    kernels = {n: Kernel(n, "perf", "x86_64", tmp_path, tmp_path / n,
-                         n * 8, "c0ffee", 0.0) for n in names}
+    kernels = {
+        n: Kernel(
+            n, "perf", "x86_64", tmp_path, tmp_path / n, n * 8, "c0ffee", 0.0
+        )
+        for n in names
+    }
     spec = BootSpec(get_arch("x86_64"), tmp_path / names[0], accel="tcg")
     fake = FakeExecutor({n: k.image for n, k in kernels.items()}, outcome)
-    req = measure.RunRequest([WORKLOADS["pageout"]], {}, runs, kernels,
-                             tmp_path / "initrd", spec, tmp_path / "out",
-                             executor=fake, **kw)
+    req = measure.RunRequest(
+        [WORKLOADS["pageout"]],
+        {},
+        runs,
+        kernels,
+        tmp_path / "initrd",
+        spec,
+        tmp_path / "out",
+        executor=fake,
+        **kw,
+    )
     return req, fake
 
 
@@ -59,10 +78,14 @@ def test_n_kernels_are_interleaved_in_a_balanced_order(tmp_path):
     req, fake = fake_request(tmp_path, ["a", "b", "c"], runs=4)
     res = measure.run_workloads(req)
     assert "".join(fake.order) == "abccbaabccba"
-    positions = {n: [i % 3 for i, k in enumerate(fake.order) if k == n]
-                 for n in "abc"}
-    assert {n: sum(p) for n, p in positions.items()} == {"a": 4, "b": 4,
-                                                        "c": 4}
+    positions = {
+        n: [i % 3 for i, k in enumerate(fake.order) if k == n] for n in "abc"
+    }
+    assert {n: sum(p) for n, p in positions.items()} == {
+        "a": 4,
+        "b": 4,
+        "c": 4,
+    }
     assert not res.failures
     assert sorted({s.variant for s in res.samples}) == ["a", "b", "c"]
 
@@ -76,8 +99,12 @@ def test_two_kernels_keep_abba(tmp_path):
 def test_a_failing_kernel_is_given_up_after_three_boots(tmp_path):
     """Kernel b panics every time: after three boots it is given up, the
     other kernels' samples are all kept, and the failures are listed."""
-    req, fake = fake_request(tmp_path, ["a", "b", "c"], runs=5,
-                             outcome=lambda k: "panic" if k == "b" else "ok")
+    req, fake = fake_request(
+        tmp_path,
+        ["a", "b", "c"],
+        runs=5,
+        outcome=lambda k: "panic" if k == "b" else "ok",
+    )
     res = measure.run_workloads(req)
     assert fake.order.count("b") == measure.MAX_BOOT_FAILURES
     assert fake.order.count("a") == fake.order.count("c") == 5
@@ -91,21 +118,23 @@ def test_a_failing_kernel_is_given_up_after_three_boots(tmp_path):
 def test_the_samples_of_a_run_are_those_of_its_boots(tmp_path):
     """The samples a run appended as it went are the samples derived
     again from its boot directories, in the same order."""
-    req, fake = fake_request(tmp_path, ["a", "b", "c"], runs=3,
-                             outcome=lambda k: "panic" if k == "b" else "ok")
+    req, fake = fake_request(
+        tmp_path,
+        ["a", "b", "c"],
+        runs=3,
+        outcome=lambda k: "panic" if k == "b" else "ok",
+    )
     res = measure.run_workloads(req)
     live = derive.load_samples(req.out)
     again = derive.rederive(req.out)
     assert again == live == res.samples
-    jobs = [bootrecord.BootJob.read(d)
-            for d in bootrecord.boot_dirs(req.out)]
+    jobs = [bootrecord.BootJob.read(d) for d in bootrecord.boot_dirs(req.out)]
     assert [j.kernel for j in jobs] == fake.order
     assert {j.pass_ for j in jobs} == {bootrecord.Pass.TIMED}
 
 
 def test_fault_hits_every_kernel_but_the_baseline(tmp_path):
-    req, fake = fake_request(tmp_path, ["a", "b", "c"], runs=1,
-                             fault="panic")
+    req, fake = fake_request(tmp_path, ["a", "b", "c"], runs=1, fault="panic")
     measure.run_workloads(req)
     assert "FL_FAULT=\n" in fake.jobs["a"]
     assert "FL_FAULT=panic" in fake.jobs["b"]
@@ -121,8 +150,10 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     def stop_at_fourth(kernel):
         booted.append(kernel)
         return "stop" if len(booted) == 4 else "ok"
-    req, fake = fake_request(tmp_path, ["a", "b"], runs=4,
-                             outcome=stop_at_fourth)
+
+    req, fake = fake_request(
+        tmp_path, ["a", "b"], runs=4, outcome=stop_at_fourth
+    )
     with pytest.raises(Stop):
         measure.run_workloads(req)
     dirs = bootrecord.boot_dirs(req.out)
@@ -140,14 +171,15 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     key = lambda s: (s.variant, s.run, s.valid, s.values)  # noqa: E731
     assert sorted(map(key, res.samples)) == sorted(map(key, straight))
     assert sorted(map(key, derive.load_samples(req.out))) == sorted(
-        map(key, straight))
+        map(key, straight)
+    )
 
 
-def test_progress_gives_the_overall_position_and_an_eta(
-        tmp_path, tmp_cache):
+def test_progress_gives_the_overall_position_and_an_eta(tmp_path, tmp_cache):
     """60 s kept per pageout boot; the first of four boots takes 30 s:
     the three left take 3 x 60 s x 30/60 = 1:30."""
     from foliolab import timings
+
     for _ in range(3):
         timings.record_boot("x86_64", "pageout", "tcg", False, 1, 60.0)
     req, fake = fake_request(tmp_path, ["a", "b"], runs=2)
@@ -158,37 +190,54 @@ def test_progress_gives_the_overall_position_and_an_eta(
     measure.run_workloads(req)
     # a test's stand-in boots are not kept as the lab's times
     assert timings.Timings.load().boots == {
-        "x86_64/pageout/tcg/timed/1": [60.0, 60.0, 60.0]}
+        "x86_64/pageout/tcg/timed/1": [60.0, 60.0, 60.0]
+    }
 
 
 def test_monitor_files_are_kept_per_timed_boot(tmp_path):
     class WithMonitor(FakeExecutor):
         def capture(self, b):
             c = super().capture(b)
-            c.records = ("@@ sample 0\n@@ file monitor.vmstat\n== 1.0\n"
-                         "pgfault 1\n==.\n@@ end\n@@ exit 0\n")
+            c.records = (
+                "@@ sample 0\n@@ file monitor.vmstat\n== 1.0\n"
+                "pgfault 1\n==.\n@@ end\n@@ exit 0\n"
+            )
             return c
+
     req, fake = fake_request(tmp_path, ["a"], runs=1, monitors=True)
     req.executor = WithMonitor({"a": tmp_path / "a"})
     measure.run_workloads(req)
     (d,) = bootrecord.boot_dirs(req.out)
-    assert (d / "monitor-vmstat.txt").read_text().startswith(
-        "# foliolab monitor vmstat")
+    assert (
+        (d / "monitor-vmstat.txt")
+        .read_text()
+        .startswith("# foliolab monitor vmstat")
+    )
     assert not (d / "monitor-interrupts.txt").exists()
 
 
 def test_a_counting_boot_is_derived_again_with_the_roots_it_counted(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """compare --root: job.json keeps the roots, so `foliolab report`
     derives the extra roots' metrics again (not the workload's alone)."""
     rundir = tmp_path / "raw" / "khugepaged" / "a-000-count"
-    bootrecord.BootJob(0, "khugepaged", "a", bootrecord.Pass.COUNT, 0, 1,
-                       {}, "x86_64", ["hpage_collapse_scan_pmd",
-                                      "collapse_file"]).write(rundir)
+    bootrecord.BootJob(
+        0,
+        "khugepaged",
+        "a",
+        bootrecord.Pass.COUNT,
+        0,
+        1,
+        {},
+        "x86_64",
+        ["hpage_collapse_scan_pmd", "collapse_file"],
+    ).write(rundir)
     seen = []
     monkeypatch.setattr(bootrecord, "read_boot", lambda d: object())
-    monkeypatch.setattr(derive, "samples_from_boot",
-                        lambda w, *a: seen.append(w) or [])
+    monkeypatch.setattr(
+        derive, "samples_from_boot", lambda w, *a: seen.append(w) or []
+    )
     derive.samples_of_boot(tmp_path, rundir)
     (w,) = seen
     assert "collapse_file" in w.count_roots

@@ -3,9 +3,9 @@
 
 import logging
 
-from foliolab import monitors
+from foliolab.boot import monitors
 from foliolab.bootrecord import BootJob, Pass
-from foliolab.parse import parse_records
+from foliolab.guestdata.parse import parse_records
 from foliolab.render.monitors import monitor_figures
 
 VMSTAT = """# foliolab monitor vmstat (docs/manual.md, "Monitors")
@@ -64,10 +64,12 @@ def test_interrupts_are_summed_over_cpus_and_named():
 
 
 def test_damage_is_named_never_raised():
-    text = ("## sample 0\n== 1.0\npgfault 1\n== 2.0\npgfault 2\n==.\n"
-            "== x\npgfault 3\n==.\n== 4.0\npgfault ?!\n==.\n"
-            "== 5.0\npgfault \u00b2\n==.\n"
-            "stray line\n\x00\x01garbage\n## sample one\n")
+    text = (
+        "## sample 0\n== 1.0\npgfault 1\n== 2.0\npgfault 2\n==.\n"
+        "== x\npgfault 3\n==.\n== 4.0\npgfault ?!\n==.\n"
+        "== 5.0\npgfault \u00b2\n==.\n"
+        "stray line\n\x00\x01garbage\n## sample one\n"
+    )
     series = monitors.parse_monitor(text, "vmstat")
     problems = [p for s in series for p in s.problems]
     assert "line 4: a read cut short" in problems
@@ -80,10 +82,21 @@ def test_damage_is_named_never_raised():
 
 
 def test_the_guest_records_become_one_file_per_boot_and_monitor(tmp_path):
-    records = ["@@ sample 0", "@@ file monitor.vmstat",
-               *VMSTAT.splitlines()[2:], "@@ end", "@@ sample 1",
-               "@@ file monitor.vmstat", "== 5.0", "pgfault 1", "==.",
-               "@@ end", "@@ file vmstat.before", "pgfault 1", "@@ end"]
+    records = [
+        "@@ sample 0",
+        "@@ file monitor.vmstat",
+        *VMSTAT.splitlines()[2:],
+        "@@ end",
+        "@@ sample 1",
+        "@@ file monitor.vmstat",
+        "== 5.0",
+        "pgfault 1",
+        "==.",
+        "@@ end",
+        "@@ file vmstat.before",
+        "pgfault 1",
+        "@@ end",
+    ]
     samples = parse_records(records).samples
     written = monitors.write_monitors(tmp_path, samples)
     assert written == [tmp_path / "monitor-vmstat.txt"]
@@ -101,11 +114,25 @@ def _boot(run, workload, name, kernel, seq, files):
 
 
 def test_figures_per_workload_and_a_damaged_file_is_named(tmp_path, caplog):
-    _boot(tmp_path, "pageout", "a-000", "a", 0,
-          {"vmstat": VMSTAT, "interrupts": INTERRUPTS})
-    _boot(tmp_path, "pageout", "b-000", "b", 1,
-          {"vmstat": VMSTAT.replace("==.\n== 11", "== 11"),
-           "interrupts": "\x00\xff not a monitor file"})
+    _boot(
+        tmp_path,
+        "pageout",
+        "a-000",
+        "a",
+        0,
+        {"vmstat": VMSTAT, "interrupts": INTERRUPTS},
+    )
+    _boot(
+        tmp_path,
+        "pageout",
+        "b-000",
+        "b",
+        1,
+        {
+            "vmstat": VMSTAT.replace("==.\n== 11", "== 11"),
+            "interrupts": "\x00\xff not a monitor file",
+        },
+    )
     _boot(tmp_path, "ksm-rmap", "a-000", "a", 2, {})
     with caplog.at_level(logging.WARNING):
         figs = monitor_figures(tmp_path)
@@ -116,8 +143,10 @@ def test_figures_per_workload_and_a_damaged_file_is_named(tmp_path, caplog):
     assert "raw/pageout/b-000/monitor-interrupts.txt" in caption
     assert png.startswith(b"\x89PNG")
     # constant panels are named, not drawn
-    assert ("Zero throughout, not drawn: pages scanned /s (pgscan), pages "
-            "reclaimed /s (pgsteal).") in caption
+    assert (
+        "Zero throughout, not drawn: pages scanned /s (pgscan), pages "
+        "reclaimed /s (pgsteal)."
+    ) in caption
     assert "monitor-vmstat.txt" in caplog.text
 
 

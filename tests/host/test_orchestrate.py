@@ -12,7 +12,9 @@ import subprocess
 
 import pytest
 
-from foliolab import cli, derive, errors, orchestrate, rootcheck, runrecord
+from foliolab import cli, errors
+from foliolab.boot import derive
+from foliolab.run import orchestrate, rootcheck, record as runrecord
 from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended
@@ -39,8 +41,9 @@ class FakeExecutor:
                 self.booted += 1
                 if self.booted == self.signal_at:
                     os.kill(os.getpid(), signal.SIGTERM)
-                caps.append(BootCapture(b.rundir, Ended.EXITED, b"",
-                                        self.records, 1.0))
+                caps.append(
+                    BootCapture(b.rundir, Ended.EXITED, b"", self.records, 1.0)
+                )
             yield block, caps
 
 
@@ -49,13 +52,22 @@ def stand_in(tmp_path, commit="c0ffee"):
         kernels = {}
         for n in m.names:
             (tmp_path / n).mkdir(exist_ok=True)
-            kernels[n] = Kernel(n, "perf", "x86_64", tmp_path / n,
-                                tmp_path / n / "bzImage", commit, "5ha",
-                                0.0)
+            kernels[n] = Kernel(
+                n,
+                "perf",
+                "x86_64",
+                tmp_path / n,
+                tmp_path / n / "bzImage",
+                commit,
+                "5ha",
+                0.0,
+            )
         runrecord.record_builds(m, kernels, run.plan.resume)
-        spec = BootSpec(get_arch("x86_64"), kernels[m.names[0]].image,
-                        accel="tcg")
+        spec = BootSpec(
+            get_arch("x86_64"), kernels[m.names[0]].image, accel="tcg"
+        )
         return orchestrate.Machine(kernels, tmp_path / "initrd", spec)
+
     return prepare
 
 
@@ -63,12 +75,20 @@ def request(*argv):
     argv = list(argv)
     args = cli.build_parser().parse_args(argv)
     args.argv = argv
-    return measure_cmd._request(args, measure_cmd._kernel_args(args),
-                                args.patches, {})
+    return measure_cmd._request(
+        args, measure_cmd._kernel_args(args), args.patches, {}
+    )
 
 
-ARGS = ("compare", "--patches", "none", "--workloads", "pageout,ksm-rmap",
-        "--runs", "2")
+ARGS = (
+    "compare",
+    "--patches",
+    "none",
+    "--workloads",
+    "pageout,ksm-rmap",
+    "--runs",
+    "2",
+)
 
 
 @pytest.fixture
@@ -76,17 +96,20 @@ def records(data):
     return (data / "pageout-results.txt").read_text()
 
 
-def test_a_stopped_run_reports_what_finished_and_resumes(tmp_path, records,
-                                                         capsys):
+def test_a_stopped_run_reports_what_finished_and_resumes(
+    tmp_path, records, capsys
+):
     out = tmp_path / "run"
     req = request(*ARGS, "--out", str(out))
     with pytest.raises(errors.StoppedError) as stopped:
-        orchestrate.compare(req, stand_in(tmp_path),
-                            FakeExecutor(records, signal_at=3))
+        orchestrate.compare(
+            req, stand_in(tmp_path), FakeExecutor(records, signal_at=3)
+        )
     assert stopped.value.exit_code == 10
     assert stopped.value.hint.endswith(
         f"`foliolab compare --patches none --workloads pageout,ksm-rmap "
-        f"--runs 2 --out {out} --resume`")
+        f"--runs 2 --out {out} --resume`"
+    )
     m = json.loads((out / "environment.json").read_text())
     assert m["stopped"] == "SIGTERM"
     assert m["command_line"][:2] == ["foliolab", "compare"]
@@ -103,59 +126,90 @@ def test_a_stopped_run_reports_what_finished_and_resumes(tmp_path, records,
     orchestrate.compare(again, stand_in(tmp_path), fake)
     assert fake.booted == 6
     straight = tmp_path / "straight"
-    orchestrate.compare(request(*ARGS, "--out", str(straight)),
-                        stand_in(tmp_path), FakeExecutor(records))
+    orchestrate.compare(
+        request(*ARGS, "--out", str(straight)),
+        stand_in(tmp_path),
+        FakeExecutor(records),
+    )
 
     def summary(d):
-        return sorted((s.workload, s.variant, s.run, s.valid)
-                      for s in derive.load_samples(d))
+        return sorted(
+            (s.workload, s.variant, s.run, s.valid)
+            for s in derive.load_samples(d)
+        )
+
     assert summary(out) == summary(straight) and len(summary(out)) == 8
     m = json.loads((out / "environment.json").read_text())
     assert m["stopped"] == "" and len(m["resumed"]) == 1
     assert "MISSING" not in (out / "report.txt").read_text()
 
 
-@pytest.mark.parametrize("change, says", [
-    (("--runs", "3"), "has --runs 2, this asks for 3"),
-    (("--param", "pageout.size_mb=64"), "has parameters "
-     "pageout.size_mb=256, this asks for pageout.size_mb=64"),
-    (("--workloads", "pageout"), "has workloads pageout,ksm-rmap, this "
-     "asks for pageout"),
-    (("--count",), "has --count off, this asks for on"),
-    (("--patches", "patches/6.12"), "has kernels vanilla=base,patched=base, "
-     "this asks for vanilla=base,patched=base+"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (("--runs", "3"), "has --runs 2, this asks for 3"),
+        (
+            ("--param", "pageout.size_mb=64"),
+            "has parameters "
+            "pageout.size_mb=256, this asks for pageout.size_mb=64",
+        ),
+        (
+            ("--workloads", "pageout"),
+            "has workloads pageout,ksm-rmap, this asks for pageout",
+        ),
+        (("--count",), "has --count off, this asks for on"),
+        (
+            ("--patches", "patches/6.12"),
+            "has kernels vanilla=base,patched=base, "
+            "this asks for vanilla=base,patched=base+",
+        ),
+    ],
+)
 def test_resume_refuses_another_run(tmp_path, records, change, says):
     out = tmp_path / "run"
-    orchestrate.compare(request(*ARGS, "--out", str(out)),
-                        stand_in(tmp_path), FakeExecutor(records))
+    orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FakeExecutor(records),
+    )
     argv = list(ARGS) + ["--out", str(out), "--resume"]
     i = argv.index(change[0]) if change[0] in argv else len(argv)
-    argv[i:i + len(change)] = change
+    argv[i : i + len(change)] = change
     with pytest.raises(errors.UsageError, match=re.escape(says)) as e:
-        orchestrate.compare(request(*argv), stand_in(tmp_path),
-                            FakeExecutor(records))
+        orchestrate.compare(
+            request(*argv), stand_in(tmp_path), FakeExecutor(records)
+        )
     assert "[" not in str(e.value) and "{" not in str(e.value)
 
 
 def test_resume_refuses_other_builds(tmp_path, records):
     out = tmp_path / "run"
-    orchestrate.compare(request(*ARGS, "--out", str(out)),
-                        stand_in(tmp_path), FakeExecutor(records))
-    with pytest.raises(errors.UsageError,
-                       match="kernel vanilla is now commit d00d"):
-        orchestrate.compare(request(*ARGS, "--out", str(out), "--resume"),
-                            stand_in(tmp_path, commit="d00d"),
-                            FakeExecutor(records))
+    orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FakeExecutor(records),
+    )
+    with pytest.raises(
+        errors.UsageError, match="kernel vanilla is now commit d00d"
+    ):
+        orchestrate.compare(
+            request(*ARGS, "--out", str(out), "--resume"),
+            stand_in(tmp_path, commit="d00d"),
+            FakeExecutor(records),
+        )
 
 
 # --- damaged run directories: one line, never a traceback --------------------
 
+
 @pytest.fixture
 def finished(tmp_path, records):
     out = tmp_path / "run"
-    orchestrate.compare(request(*ARGS, "--out", str(out)),
-                        stand_in(tmp_path), FakeExecutor(records))
+    orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FakeExecutor(records),
+    )
     return out
 
 
@@ -209,56 +263,123 @@ def test_a_boot_without_its_record_is_counted_missing(finished, capsys):
     assert "MISSING: 1 of 2 boots of ksm-rmap/vanilla finished" in text
     results = json.loads((finished / "results.json").read_text())
     assert results["environment"]["missing_boots"] == [
-        "1 of 2 boots of ksm-rmap/vanilla finished"]
+        "1 of 2 boots of ksm-rmap/vanilla finished"
+    ]
     assert len(results["samples"]) < 8 * 10
 
 
 # --- bad input a new user tried: refused before anything is built ------------
 
+
 @pytest.fixture
 def kernel_less_repo(tmp_path):
     repo = tmp_path / "notlinux"
     repo.mkdir()
-    for argv in (["init", "-q"], ["-c", "user.name=t", "-c",
-                                   "user.email=t@t", "commit", "-q",
-                                   "--allow-empty", "-m", "x"]):
+    for argv in (
+        ["init", "-q"],
+        [
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    ):
         subprocess.run(["git", "-C", str(repo), *argv], check=True)
     return repo
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--workloads", ""], "names an empty workload"),
-    (["--workloads", "pageout,pageout"], "names pageout twice"),
-    (["--workloads", "pageout", "--lava-url", "https://lab"],
-     "--lava-url is an option of --executor lava, not of --executor qemu"),
-    (["--workloads", "pageout", "--lava-dtb", "/etc/hostname"],
-     "--lava-dtb is an option of --executor"),
-    (["--workloads", "pageout", "--lava-u", "https://lab"],
-     "--lava-url is an option of --executor lava, not of --executor qemu"),
-    (["--workloads", "pageout", "--artifacts-dir=/srv"],
-     "--artifacts-dir is an option of --executor lava, not of --executor "
-     "qemu"),
-    (["--workloads", "pageout", "--lava-tags", "x"],
-     "--lava-tags is an option of --executor"),
-    (["--workloads", "pageout", "--executor", "lava", "--lava-url",
-      "https://lab.example", "--artifacts-url", "https://f.example"],
-     "needs a token for https://lab.example"),
-    (["--workloads", "pageout", "--kernel", "a=base", "--kernel",
-      "b=git:{repo}@HEAD"], "is not a Linux kernel tree"),
-    (["--workloads", "pageout", "--resume"], "--resume finishes the run in "
-                                             "--out DIR"),
-    (["--workloads", "pageout", "--kernel", "a=base", "--kernel",
-      "b=debian:9.99"], "debian:9.99: Linux has no 9.99"),
-    (["--workloads", "pageout", "--count", "--root", "no such()"],
-     "--root 'no such()' is not a kernel function name"),
-    (["--workloads", "pageout", "--kernel", "a=debian:7.3", "--kernel",
-      "a=debian:7.3+patches/7.3"], "kernel name 'a' given twice"),
-])
-def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
-                                                kernel_less_repo, monkeypatch,
-                                                argv, says):
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--workloads", ""], "names an empty workload"),
+        (["--workloads", "pageout,pageout"], "names pageout twice"),
+        (
+            ["--workloads", "pageout", "--lava-url", "https://lab"],
+            "--lava-url is an option of --executor lava, not of --executor qemu",
+        ),
+        (
+            ["--workloads", "pageout", "--lava-dtb", "/etc/hostname"],
+            "--lava-dtb is an option of --executor",
+        ),
+        (
+            ["--workloads", "pageout", "--lava-u", "https://lab"],
+            "--lava-url is an option of --executor lava, not of --executor qemu",
+        ),
+        (
+            ["--workloads", "pageout", "--artifacts-dir=/srv"],
+            "--artifacts-dir is an option of --executor lava, not of --executor "
+            "qemu",
+        ),
+        (
+            ["--workloads", "pageout", "--lava-tags", "x"],
+            "--lava-tags is an option of --executor",
+        ),
+        (
+            [
+                "--workloads",
+                "pageout",
+                "--executor",
+                "lava",
+                "--lava-url",
+                "https://lab.example",
+                "--artifacts-url",
+                "https://f.example",
+            ],
+            "needs a token for https://lab.example",
+        ),
+        (
+            [
+                "--workloads",
+                "pageout",
+                "--kernel",
+                "a=base",
+                "--kernel",
+                "b=git:{repo}@HEAD",
+            ],
+            "is not a Linux kernel tree",
+        ),
+        (
+            ["--workloads", "pageout", "--resume"],
+            "--resume finishes the run in --out DIR",
+        ),
+        (
+            [
+                "--workloads",
+                "pageout",
+                "--kernel",
+                "a=base",
+                "--kernel",
+                "b=debian:9.99",
+            ],
+            "debian:9.99: Linux has no 9.99",
+        ),
+        (
+            ["--workloads", "pageout", "--count", "--root", "no such()"],
+            "--root 'no such()' is not a kernel function name",
+        ),
+        (
+            [
+                "--workloads",
+                "pageout",
+                "--kernel",
+                "a=debian:7.3",
+                "--kernel",
+                "a=debian:7.3+patches/7.3",
+            ],
+            "kernel name 'a' given twice",
+        ),
+    ],
+)
+def test_trial_bad_inputs_stop_before_any_build(
+    capsys, tmp_path, tmp_cache, kernel_less_repo, monkeypatch, argv, says
+):
     monkeypatch.delenv("LAVA_TOKEN", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))       # no lavacli config
+    monkeypatch.setenv("HOME", str(tmp_path))  # no lavacli config
     argv = [a.replace("{repo}", str(kernel_less_repo)) for a in argv]
     out = [] if "--resume" in argv else ["--out", str(tmp_path / "o")]
     rc = cli.main(["compare", "--runs", "4", *out, *argv])
@@ -266,61 +387,107 @@ def test_trial_bad_inputs_stop_before_any_build(capsys, tmp_path, tmp_cache,
     assert rc == errors.UsageError.exit_code
     assert len(err) == 1 and says in err[0], err
     assert not (tmp_path / "o").exists()
-    assert not tmp_cache.exists()           # nothing fetched or built
+    assert not tmp_cache.exists()  # nothing fetched or built
 
 
 def _system_map(d, *functions):
     d.mkdir(parents=True, exist_ok=True)
-    (d / "System.map").write_text("".join(
-        f"ffffffff8{i:07x} T {f}\n" for i, f in enumerate(functions)))
+    (d / "System.map").write_text(
+        "".join(f"ffffffff8{i:07x} T {f}\n" for i, f in enumerate(functions))
+    )
     return d
 
 
 def test_a_root_no_kept_kernel_has_stops_before_anything(
-        capsys, tmp_path, monkeypatch):
+    capsys, tmp_path, monkeypatch
+):
     """--count --root no_such_fn, the kernels kept from an earlier run:
     their System.maps answer at once, before QEMU's source is fetched for
     the counter or anything is built."""
     from foliolab import counting
     from foliolab.kernel import store
-    maps = {"base": _system_map(tmp_path / "k", "try_to_unmap",
-                                "shrink_folio_list")}
-    monkeypatch.setattr(store, "kept_kernel",
-                        lambda k, arch, purpose: (maps["base"], "c0ffee"))
-    monkeypatch.setattr(counting, "build_plugin",
-                        lambda arch: pytest.fail("built the counter"))
-    monkeypatch.setattr(orchestrate, "prepare",
-                        lambda *a: pytest.fail("prepared the kernels"))
+
+    maps = {
+        "base": _system_map(
+            tmp_path / "k", "try_to_unmap", "shrink_folio_list"
+        )
+    }
+    monkeypatch.setattr(
+        store, "kept_kernel", lambda k, arch, purpose: (maps["base"], "c0ffee")
+    )
+    monkeypatch.setattr(
+        counting, "build_plugin", lambda arch: pytest.fail("built the counter")
+    )
+    monkeypatch.setattr(
+        orchestrate, "prepare", lambda *a: pytest.fail("prepared the kernels")
+    )
     out = tmp_path / "o"
-    rc = cli.main(["compare", "--patches", "none", "--workloads", "pageout",
-                   "--runs", "4", "--count", "--root", "no_such_fn",
-                   "--out", str(out)])
+    rc = cli.main(
+        [
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "4",
+            "--count",
+            "--root",
+            "no_such_fn",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code
-    assert err == ["foliolab: error: --root no_such_fn: no kernel of the "
-                   "run has this function (vanilla, patched); check its "
-                   "spelling in System.map (a static function may carry a "
-                   "suffix such as .isra.0)"]
+    assert err == [
+        "foliolab: error: --root no_such_fn: no kernel of the "
+        "run has this function (vanilla, patched); check its "
+        "spelling in System.map (a static function may carry a "
+        "suffix such as .isra.0)"
+    ]
     assert not out.exists()
 
 
-def test_a_root_is_checked_before_the_counter_is_built(tmp_path,
-                                                       monkeypatch):
+def test_a_root_is_checked_before_the_counter_is_built(tmp_path, monkeypatch):
     """Kernels not kept: once built, their System.maps are read before the
     counter plugin (whose header may come from QEMU's source package)."""
     from foliolab import counting
-    monkeypatch.setattr(counting, "build_plugin",
-                        lambda arch: pytest.fail("built the counter"))
-    req = request("compare", "--patches", "none", "--workloads", "pageout",
-                  "--runs", "4", "--count", "--root", "no_such_fn")
-    built = {n: Kernel(n, "perf", "x86_64", _system_map(
-        tmp_path / n, "try_to_unmap", "shrink_folio_list"),
-        tmp_path / n / "bzImage", "c0ffee", "5ha", 0.0)
-        for n in ("vanilla", "patched")}
-    with pytest.raises(errors.UsageError, match="--root no_such_fn: no "
-                                                "kernel of the run"):
-        orchestrate._counters(get_arch("x86_64"), built, req.workloads,
-                              req.roots)
+
+    monkeypatch.setattr(
+        counting, "build_plugin", lambda arch: pytest.fail("built the counter")
+    )
+    req = request(
+        "compare",
+        "--patches",
+        "none",
+        "--workloads",
+        "pageout",
+        "--runs",
+        "4",
+        "--count",
+        "--root",
+        "no_such_fn",
+    )
+    built = {
+        n: Kernel(
+            n,
+            "perf",
+            "x86_64",
+            _system_map(tmp_path / n, "try_to_unmap", "shrink_folio_list"),
+            tmp_path / n / "bzImage",
+            "c0ffee",
+            "5ha",
+            0.0,
+        )
+        for n in ("vanilla", "patched")
+    }
+    with pytest.raises(
+        errors.UsageError, match="--root no_such_fn: no kernel of the run"
+    ):
+        orchestrate._counters(
+            get_arch("x86_64"), built, req.workloads, req.roots
+        )
 
 
 @pytest.fixture
@@ -332,17 +499,32 @@ def two_commits(tmp_path):
     (repo / "mm").mkdir(parents=True)
 
     def git(*argv):
-        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t",
-                               "-c", "user.email=t@t", *argv], check=True,
-                              capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            [
+                "git",
+                "-C",
+                str(repo),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                *argv,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
     git("init", "-q")
     (repo / "mm" / "rmap.c").write_text(
-        "void try_to_unmap(void) {}\nvoid collapse_single_pmd(void) {}\n")
+        "void try_to_unmap(void) {}\nvoid collapse_single_pmd(void) {}\n"
+    )
     git("add", "-A")
     git("commit", "-q", "-m", "up")
     git("tag", "up")
     (repo / "mm" / "vmscan.c").write_text(
-        "static int folio_unmap_for_reclaim(void) { return 0; }\n")
+        "static int folio_unmap_for_reclaim(void) { return 0; }\n"
+    )
     git("add", "-A")
     git("commit", "-q", "-m", "next")
     series = tmp_path / "series"
@@ -357,87 +539,165 @@ def _source_only(monkeypatch, two_commits):
     finds it in the cache): nothing else may be prepared or built."""
     from foliolab import counting
     from foliolab.kernel import source, store, trees
+
     repo, up, nxt, _ = two_commits
     onto = source.Onto(f"git:{repo}@up", f"{repo} {up[:12]}", up)
-    monkeypatch.setattr(trees, "series_trees", lambda specs: {
-        k.name: source.Tree(k.name, repo, nxt, "d1935", onto=onto)
-        for k in specs if k.kind.value == "series"})
+    monkeypatch.setattr(
+        trees,
+        "series_trees",
+        lambda specs: {
+            k.name: source.Tree(k.name, repo, nxt, "d1935", onto=onto)
+            for k in specs
+            if k.kind.value == "series"
+        },
+    )
     monkeypatch.setattr(store, "kept_kernel", lambda *a: (None, ""))
-    monkeypatch.setattr(counting, "build_plugin",
-                        lambda arch: pytest.fail("built the counter"))
-    monkeypatch.setattr(orchestrate, "prepare",
-                        lambda *a: pytest.fail("prepared the kernels"))
+    monkeypatch.setattr(
+        counting, "build_plugin", lambda arch: pytest.fail("built the counter")
+    )
+    monkeypatch.setattr(
+        orchestrate, "prepare", lambda *a: pytest.fail("prepared the kernels")
+    )
 
 
 def test_a_root_no_source_has_stops_before_any_build(
-        capsys, tmp_path, monkeypatch, two_commits):
+    capsys, tmp_path, monkeypatch, two_commits
+):
     """--count --root no_such_fn, no kernel built yet: the name is looked
     for in the kernels' source (the series' tree, the clone's commit)
     before anything is built or QEMU's source is fetched."""
     _source_only(monkeypatch, two_commits)
     repo, _, _, series = two_commits
     out = tmp_path / "o"
-    rc = cli.main(["compare", "--kernel", f"up=git:{repo}@up", "--kernel",
-                   f"next=git:{repo}@up+{series}", "--workloads", "pageout",
-                   "--runs", "4", "--count", "--root", "no_such_fn",
-                   "--out", str(out)])
+    rc = cli.main(
+        [
+            "compare",
+            "--kernel",
+            f"up=git:{repo}@up",
+            "--kernel",
+            f"next=git:{repo}@up+{series}",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "4",
+            "--count",
+            "--root",
+            "no_such_fn",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code
-    assert err[-1] == ("foliolab: error: --root no_such_fn: no kernel of "
-                       "the run has this function (up, next: not in their "
-                       "source); check its spelling in System.map (a static "
-                       "function may carry a suffix such as .isra.0)")
+    assert err[-1] == (
+        "foliolab: error: --root no_such_fn: no kernel of "
+        "the run has this function (up, next: not in their "
+        "source); check its spelling in System.map (a static "
+        "function may carry a suffix such as .isra.0)"
+    )
     assert "Traceback" not in "\n".join(err) and not out.exists()
 
 
-@pytest.mark.parametrize("root", [
-    "folio_unmap_for_reclaim",          # the series' own function
-    "try_to_unmap.isra.0",              # a compiler's suffix
-    "hpage_collapse_scan_pmd",          # the lab's name, 7.3 renamed it
-])
+@pytest.mark.parametrize(
+    "root",
+    [
+        "folio_unmap_for_reclaim",  # the series' own function
+        "try_to_unmap.isra.0",  # a compiler's suffix
+        "hpage_collapse_scan_pmd",  # the lab's name, 7.3 renamed it
+    ],
+)
 def test_a_root_in_some_kernels_source_waits_for_their_system_map(
-        tmp_path, monkeypatch, two_commits, root):
+    tmp_path, monkeypatch, two_commits, root
+):
     _source_only(monkeypatch, two_commits)
     from foliolab.kernel import trees
+
     repo, _, _, series = two_commits
-    req = request("compare", "--kernel", f"up=git:{repo}@up", "--kernel",
-                  f"next=git:{repo}@up+{series}", "--workloads", "pageout",
-                  "--runs", "4", "--count", "--root", root)
-    rootcheck.check_in_source(req.specs, req.roots,
-                              trees.series_trees(req.specs))
+    req = request(
+        "compare",
+        "--kernel",
+        f"up=git:{repo}@up",
+        "--kernel",
+        f"next=git:{repo}@up+{series}",
+        "--workloads",
+        "pageout",
+        "--runs",
+        "4",
+        "--count",
+        "--root",
+        root,
+    )
+    rootcheck.check_in_source(
+        req.specs, req.roots, trees.series_trees(req.specs)
+    )
 
 
 def test_a_root_is_not_refused_when_a_kernels_source_is_not_at_hand(
-        tmp_path, monkeypatch, two_commits, caplog):
+    tmp_path, monkeypatch, two_commits, caplog
+):
     """debian:7.3 is not unpacked before its build: its System.map says."""
     _source_only(monkeypatch, two_commits)
-    req = request("compare", "--kernel", "up=debian:7.3", "--kernel",
-                  f"next=git:{two_commits[0]}@up", "--workloads", "pageout",
-                  "--runs", "4", "--count", "--root", "no_such_fn")
+    req = request(
+        "compare",
+        "--kernel",
+        "up=debian:7.3",
+        "--kernel",
+        f"next=git:{two_commits[0]}@up",
+        "--workloads",
+        "pageout",
+        "--runs",
+        "4",
+        "--count",
+        "--root",
+        "no_such_fn",
+    )
     with caplog.at_level("INFO", "foliolab"):
         rootcheck.check_in_source(req.specs, req.roots, {})
-    assert "checked against the kernels' System.map once they are built" \
+    assert (
+        "checked against the kernels' System.map once they are built"
         in caplog.text
+    )
 
 
 def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
     (tmp_path / "o").mkdir()
-    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "4",
-                   "--out", str(tmp_path / "o"), "--resume"])
+    rc = cli.main(
+        [
+            "compare",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "4",
+            "--out",
+            str(tmp_path / "o"),
+            "--resume",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1
     assert "holds no foliolab results" in err[0]
 
 
 def test_too_few_runs_are_warned_of(caplog, tmp_path):
-    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "3",
-                   "--patches", "none", "--dry-run"])
+    rc = cli.main(
+        [
+            "compare",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "3",
+            "--patches",
+            "none",
+            "--dry-run",
+        ]
+    )
     assert rc == 0
     assert "with --runs 3 no row can be significant" in caplog.text
 
 
-def test_a_damaged_boot_is_booted_again_as_its_line_says(finished, records,
-                                                         tmp_path, capsys):
+def test_a_damaged_boot_is_booted_again_as_its_line_says(
+    finished, records, tmp_path, capsys
+):
     boot = finished / "raw" / "pageout" / "patched-001"
     (boot / "boot.json").write_text("{")
     again = request(*ARGS, "--out", str(finished), "--resume")
@@ -455,9 +715,13 @@ def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
     from foliolab.kernel import source
     from foliolab.paths import DEFAULT_PATCHES
-    m = runrecord.start_manifest(request(
-        "compare", "--workloads", "pageout", "--runs", "4").stages())
+
+    m = runrecord.start_manifest(
+        request("compare", "--workloads", "pageout", "--runs", "4").stages()
+    )
     assert m.kernel("vanilla").series_sha == ""
     assert "series_sha" not in m.kernel("vanilla").to_json()["given"]
-    assert m.kernel("patched").series_sha == \
-        source.read_series(DEFAULT_PATCHES).digest
+    assert (
+        m.kernel("patched").series_sha
+        == source.read_series(DEFAULT_PATCHES).digest
+    )

@@ -14,8 +14,18 @@ from samerun import assert_same_run
 
 pytestmark = pytest.mark.qemu
 
-SMALL = ["--workloads", "pageout", "--runs", "1", "--patches", "none",
-         "--param", "size_mb=32", "--accel", "tcg"]
+SMALL = [
+    "--workloads",
+    "pageout",
+    "--runs",
+    "1",
+    "--patches",
+    "none",
+    "--param",
+    "size_mb=32",
+    "--accel",
+    "tcg",
+]
 
 
 def load(out):
@@ -34,22 +44,27 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
         assert vals[(variant, "mthp_swpout")]["value"] == 32 * 1024 // 64
     assert res["environment"]["accel"] == "tcg"
     assert res["environment"]["base_version"] == "6.12.117-1~deb12u1"
-    assert (out / "report.md").exists() and (out / "plots" / "pageout.png").exists()
+    assert (out / "report.md").exists() and (
+        out / "plots" / "pageout.png"
+    ).exists()
     assert not res["environment"]["errors"]
     # the monitors (on by default) kept their reads of each timed window
-    from foliolab import monitors
+    from foliolab.boot import monitors
     from foliolab.render.monitors import monitor_figures
+
     reads = []
     for variant in ("vanilla", "patched"):
         for m in monitors.MONITORS:
-            (s,) = monitors.read_monitor(out / "raw" / "pageout" /
-                                         f"{variant}-000", m)
+            (s,) = monitors.read_monitor(
+                out / "raw" / "pageout" / f"{variant}-000", m
+            )
             assert s.readings and not s.problems, (variant, m, s.problems)
             reads.append(len(s.readings))
     # 32 MiB may take less than a second: a rate needs two reads (and
     # then pgfault moves at least, by pageout's own faults)
     assert [c.split(":")[0] for c, _ in monitor_figures(out)] == (
-        ["pageout"] if max(reads) > 1 else []), reads
+        ["pageout"] if max(reads) > 1 else []
+    ), reads
 
 
 def test_guest_panic_is_reported_and_nothing_is_lost(tmp_path, capsys):
@@ -59,10 +74,11 @@ def test_guest_panic_is_reported_and_nothing_is_lost(tmp_path, capsys):
     assert rc == errors.BenchmarkError.exit_code
     assert "foliolab: error: 1 boot(s) failed" in err
     res = load(out)
-    by_variant = {s["variant"]: s for s in res["samples"]
-                  if s["metric"] == "pageout_ms"}
-    assert by_variant["vanilla"]["valid"]          # kept, still valid
-    assert "patched" not in by_variant              # never measured
+    by_variant = {
+        s["variant"]: s for s in res["samples"] if s["metric"] == "pageout_ms"
+    }
+    assert by_variant["vanilla"]["valid"]  # kept, still valid
+    assert "patched" not in by_variant  # never measured
     (bad,) = res["invalid"]
     assert bad["variant"] == "patched" and "panic" in bad["reasons"][0]
     console = out / "raw" / "pageout" / "patched-000" / "console.log"
@@ -71,19 +87,41 @@ def test_guest_panic_is_reported_and_nothing_is_lost(tmp_path, capsys):
 
 def test_guest_hang_hits_the_host_timeout(tmp_path, capsys):
     out = tmp_path / "r"
-    rc = cli.main(["compare", *SMALL, "--out", str(out), "--fault", "hang",
-                   "--timeout", "40"])
+    rc = cli.main(
+        [
+            "compare",
+            *SMALL,
+            "--out",
+            str(out),
+            "--fault",
+            "hang",
+            "--timeout",
+            "40",
+        ]
+    )
     assert rc == errors.BenchmarkError.exit_code
     res = load(out)
     (bad,) = res["invalid"]
     assert "timeout" in bad["reasons"][0]
-    assert any(s["variant"] == "vanilla" and s["valid"]
-               for s in res["samples"])
+    assert any(
+        s["variant"] == "vanilla" and s["valid"] for s in res["samples"]
+    )
 
 
 def test_run_command_in_guest(capsys):
-    rc = cli.main(["run", "--variant", "vanilla", "--accel", "tcg", "--",
-                   "sh", "-c", "grep -c . /proc/vmstat; exit 7"])
+    rc = cli.main(
+        [
+            "run",
+            "--variant",
+            "vanilla",
+            "--accel",
+            "tcg",
+            "--",
+            "sh",
+            "-c",
+            "grep -c . /proc/vmstat; exit 7",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 7
     assert int(out.split()[0]) > 100
@@ -95,8 +133,11 @@ SMOKE = {
     "dirty-tlb": ["seconds=5", "total_mb=256"],
     "file-reclaim": ["size_mb=64"],
     # hot2 goes on until it is collapsed, whatever the number
-    "khugepaged": ["size_mb=8", "accesses=50000000",
-                   "after_collapse=20000000"],
+    "khugepaged": [
+        "size_mb=8",
+        "accesses=50000000",
+        "after_collapse=20000000",
+    ],
     "ksm-rmap": ["vmas=2000", "move=2"],
 }
 
@@ -104,9 +145,12 @@ SMOKE = {
 def guest_panics(invalid):
     """The invalid samples whose boot ended in a guest kernel panic, read
     from each boot's own boot.json (the judge's status, not its prose)."""
-    return [i for i in invalid
-            if json.loads((Path(i["rundir"]) / "boot.json").read_text())
-            ["status"] == "panic"]
+    return [
+        i
+        for i in invalid
+        if json.loads((Path(i["rundir"]) / "boot.json").read_text())["status"]
+        == "panic"
+    ]
 
 
 @pytest.mark.parametrize("workload", sorted(SMOKE))
@@ -114,9 +158,22 @@ def test_workload_smoke(workload, tmp_path):
     params = [a for p in SMOKE[workload] for a in ("--param", p)]
 
     def one_try(out):
-        rc = cli.main(["compare", "--workloads", workload, "--runs", "1",
-                       "--patches", "none", "--accel", "tcg", *params,
-                       "--out", str(out)])
+        rc = cli.main(
+            [
+                "compare",
+                "--workloads",
+                workload,
+                "--runs",
+                "1",
+                "--patches",
+                "none",
+                "--accel",
+                "tcg",
+                *params,
+                "--out",
+                str(out),
+            ]
+        )
         return rc, load(out)
 
     out = tmp_path / "r"
@@ -134,8 +191,12 @@ def test_workload_smoke(workload, tmp_path):
     assert res["invalid"] == [], res["invalid"]
     assert rc == 0
     from foliolab.workloads import WORKLOADS
-    primary = [m.key for m in WORKLOADS[workload].metrics
-               if m.primary and not m.counted]
+
+    primary = [
+        m.key
+        for m in WORKLOADS[workload].metrics
+        if m.primary and not m.counted
+    ]
     got = {(s["variant"], s["metric"]) for s in res["samples"]}
     for variant in ("vanilla", "patched"):
         for key in primary:
@@ -147,9 +208,22 @@ def test_count_pageout_exact_invlpg(tmp_path):
     of 64K folios must count exactly 16 x 512 invlpg in every counting
     sample, and the counts must be repeatable enough to flag noise."""
     out = tmp_path / "r"
-    rc = cli.main(["compare", "--workloads", "pageout", "--runs", "2",
-                   "--patches", "none", "--param", "size_mb=32", "--count",
-                   "--out", str(out)])
+    rc = cli.main(
+        [
+            "compare",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "2",
+            "--patches",
+            "none",
+            "--param",
+            "size_mb=32",
+            "--count",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     res = load(out)
     assert res["environment"]["accel"] == "tcg"
@@ -157,7 +231,7 @@ def test_count_pageout_exact_invlpg(tmp_path):
     for s in res["samples"]:
         by.setdefault(s["metric"], []).append(s)
     folios = 32 * 1024 // 64
-    assert len(by["tlb_flush_insns"]) == 4          # 2 runs x 2 variants
+    assert len(by["tlb_flush_insns"]) == 4  # 2 runs x 2 variants
     for s in by["tlb_flush_insns"]:
         assert s["valid"] and s["value"] == 16 * folios
     assert {s["value"] for s in by["folios_counted"]} == {folios}
@@ -170,8 +244,19 @@ def test_count_pageout_exact_invlpg(tmp_path):
 
 
 def test_run_count_prints_exact_counts(capsys):
-    rc = cli.main(["run", "--variant", "vanilla", "--count", "--root",
-                   "do_madvise", "--", "pageout", "8"])
+    rc = cli.main(
+        [
+            "run",
+            "--variant",
+            "vanilla",
+            "--count",
+            "--root",
+            "do_madvise",
+            "--",
+            "pageout",
+            "8",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert "kernel_insns" in text and "do_madvise and its callees" in text
@@ -181,13 +266,13 @@ def test_run_count_prints_exact_counts(capsys):
 
 def _root_line(text, root):
     """(insns, calls, switches) of a root in `run --count`'s output."""
-    line = next(x for x in text.splitlines()
-                if f"{root} and its callees" in x)
+    line = next(x for x in text.splitlines() if f"{root} and its callees" in x)
     assert "switched out inside" in line, line
     insns = int(line.split()[0].replace(",", ""))
     calls = int(line.split(" calls, ")[0].split("(")[-1].replace(",", ""))
-    switches = int(line.split("switched out inside ")[1].split()[0]
-                   .replace(",", ""))
+    switches = int(
+        line.split("switched out inside ")[1].split()[0].replace(",", "")
+    )
     return insns, calls, switches
 
 
@@ -202,9 +287,24 @@ def test_a_root_follows_its_task_across_a_sleep(capsys):
     over 44-60 switches; per vCPU 839 M); it was 0 when the counter parked
     roots and never handed them back."""
     dd = "dd if=/dev/zero of=/dev/null bs=4k count=300000"
-    rc = cli.main(["run", "--variant", "vanilla", "--count", "--root",
-                   "hrtimer_nanosleep", "--root", "kthread", "--top", "1",
-                   "--", "sh", "-c", f"{dd} & {dd} & sleep 1; wait"])
+    rc = cli.main(
+        [
+            "run",
+            "--variant",
+            "vanilla",
+            "--count",
+            "--root",
+            "hrtimer_nanosleep",
+            "--root",
+            "kthread",
+            "--top",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            f"{dd} & {dd} & sleep 1; wait",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     insns, calls, switches = _root_line(text, "hrtimer_nanosleep")
@@ -222,20 +322,30 @@ def _local_commit(clone, path, text):
     import subprocess
 
     def git(*args, stdin=None, env=None):
-        return subprocess.run(["git", "-C", str(clone), *args], input=stdin,
-                              capture_output=True, text=True, check=True,
-                              env={**os.environ, **(env or {})}
-                              ).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(clone), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **(env or {})},
+        ).stdout.strip()
+
     old = git("show", f"HEAD:{path}")
     blob = git("hash-object", "-w", "--stdin", stdin=old + "\n" + text)
     index = {"GIT_INDEX_FILE": str(clone / ".git" / "foliolab-index")}
     git("read-tree", "HEAD", env=index)
     git("update-index", "--cacheinfo", f"100644,{blob},{path}", env=index)
     tree = git("write-tree", env=index)
-    ident = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    commit = git("commit-tree", tree, "-p", "HEAD", "-m", "local change",
-                 env=ident)
+    ident = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    commit = git(
+        "commit-tree", tree, "-p", "HEAD", "-m", "local change", env=ident
+    )
     git("update-ref", "refs/heads/local", commit)
     return commit
 
@@ -248,32 +358,66 @@ def test_three_kernels_base_image_and_git(tmp_path):
 
     from foliolab.kernel import build, source
     from foliolab.arch import get_arch
+
     arch = get_arch("x86_64")
     base = build.build_kernel(source.prepare_vanilla(), arch, "perf")
     clone = tmp_path / "linux"
-    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout",
-                    str(source.prepare_base()), str(clone)], check=True)
-    commit = _local_commit(clone, "mm/vmscan.c",
-                           "/* foliolab: a user's local commit */\n")
+    subprocess.run(
+        [
+            "git",
+            "clone",
+            "-q",
+            "--shared",
+            "--no-checkout",
+            str(source.prepare_base()),
+            str(clone),
+        ],
+        check=True,
+    )
+    commit = _local_commit(
+        clone, "mm/vmscan.c", "/* foliolab: a user's local commit */\n"
+    )
     out = tmp_path / "r"
-    rc = cli.main(["compare", "--kernel", "base=base",
-                   "--kernel", f"img=image:{base.image}",
-                   "--kernel", f"mine=git:{clone}@local",
-                   "--workloads", "pageout", "--runs", "1",
-                   "--param", "size_mb=32", "--param", "profile=0",
-                   "--accel", "tcg", "--out", str(out)])
+    rc = cli.main(
+        [
+            "compare",
+            "--kernel",
+            "base=base",
+            "--kernel",
+            f"img=image:{base.image}",
+            "--kernel",
+            f"mine=git:{clone}@local",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "1",
+            "--param",
+            "size_mb=32",
+            "--param",
+            "profile=0",
+            "--accel",
+            "tcg",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     res = load(out)
     env = res["environment"]
     assert env["kernels"] == ["base", "img", "mine"]
     assert env["commits"]["mine"] == commit
     assert env["commits"]["img"].startswith("image:")
-    ok = {s["variant"] for s in res["samples"]
-          if s["metric"] == "pageout_ms" and s["valid"]}
+    ok = {
+        s["variant"]
+        for s in res["samples"]
+        if s["metric"] == "pageout_ms" and s["valid"]
+    }
     assert ok == {"base", "img", "mine"}
-    assert [(r["baseline"], r["kernel"]) for r in res["summary"]
-            if r["metric"] == "pageout_ms"] == [("base", "img"),
-                                                ("base", "mine")]
+    assert [
+        (r["baseline"], r["kernel"])
+        for r in res["summary"]
+        if r["metric"] == "pageout_ms"
+    ] == [("base", "img"), ("base", "mine")]
     # the clone is as it was: no checkout, no new refs but its own
     assert not (clone / "mm").exists()
     # foliolab report derives the same samples again from the raw boots
@@ -286,11 +430,16 @@ def test_records_on_the_console_give_the_same_samples(tmp_path):
     """The board path under QEMU: the guest frames its records onto the
     console (no results port used), the host recovers them, and the
     samples are as valid and carry the same metrics as through the port."""
-    from foliolab import derive
+    from foliolab.boot import derive
     from foliolab.workloads import WORKLOADS
+
     out = tmp_path / "r"
-    assert cli.main(["compare", *SMALL, "--records-on", "console",
-                     "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            ["compare", *SMALL, "--records-on", "console", "--out", str(out)]
+        )
+        == 0
+    )
     samples = derive.load_samples(out)
     assert len(samples) == 2 and all(s.valid for s in samples)
     timed = {m.key for m in WORKLOADS["pageout"].metrics if not m.counted}
@@ -302,8 +451,10 @@ def test_records_on_the_console_give_the_same_samples(tmp_path):
     assert load(out)["environment"]["records_on"] == "console"
 
 
-@pytest.mark.skipif(__import__("os").geteuid() != 0,
-                    reason="LAVA's lava-run refuses to run unless root")
+@pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="LAVA's lava-run refuses to run unless root",
+)
 def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
     """One ABBA block as a LAVA job run by LAVA's dispatcher here, and the
     same boots by foliolab's QEMU: the samples agree in count, validity
@@ -311,8 +462,16 @@ def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
     runs = {}
     for executor in ("lava-local", "qemu"):
         out = tmp_path / executor
-        argv = ["compare", *SMALL, "--runs", "2", "--executor", executor,
-                "--out", str(out)]
+        argv = [
+            "compare",
+            *SMALL,
+            "--runs",
+            "2",
+            "--executor",
+            executor,
+            "--out",
+            str(out),
+        ]
         assert cli.main(argv) == 0
         runs[executor] = out
     assert_same_run(runs["lava-local"], runs["qemu"], samples=4)

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import cli, errors, sincespec
+from foliolab import cli, errors
+from foliolab.series import sincespec
 from foliolab.kernel import debian, source
-from foliolab import stablehistory as sh
+from foliolab.series import stablehistory as sh
 
 MAKEFILE = "VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = {}\nEXTRAVERSION =\n"
 
@@ -83,8 +84,8 @@ static int walk_one(struct folio *folio)
 PATCH1_C = BASE_C.replace(
     "#include <linux/mm.h>\n",
     "#include <linux/mm.h>\n\nstatic void note(struct folio *folio)\n"
-    "{\n\tfolio_get(folio);\n}\n").replace(
-    "\treturn nr;\n", "\tnote(folio);\n\treturn nr;\n")
+    "{\n\tfolio_get(folio);\n}\n",
+).replace("\treturn nr;\n", "\tnote(folio);\n\treturn nr;\n")
 
 # 0002: the removed call back, re-wrapped, with a comment between its
 # tokens, inside a new condition.
@@ -93,7 +94,8 @@ PATCH2_C = PATCH1_C.replace(
     "\t\tfolio_lock(folio);\n"
     "\t\tif (folio_test_lazyfree(folio) &&\n"
     "\t\t    unmap_huge_pmd_locked(vma, addr, /* the PMD */\n"
-    "\t\t\t\t\t  pmd, folio)) goto done;\n")
+    "\t\t\t\t\t  pmd, folio)) goto done;\n",
+)
 
 # A patch that adds code looking like what was removed, and is not it:
 # another call with the same arguments and goto, then the removed early
@@ -104,7 +106,8 @@ LOOKALIKE_C = PATCH1_C.replace(
     "\t\tfolio_lock(folio);\n"
     "\t\tif (try_lock_pmd(vma, addr, pmd, folio))\n"
     "\t\t\tgoto done;\n"
-    "\t\tif (!ret)\n\t\t\treturn false;\n")
+    "\t\tif (!ret)\n\t\t\treturn false;\n",
+)
 
 
 def _commit(repo: Path, files: dict[str, str], message: str) -> None:
@@ -121,11 +124,17 @@ def make_stable(tmp_path: Path, series_texts: list[str]) -> tuple[Path, Path]:
     repo = tmp_path / "stable"
     repo.mkdir()
     source.git(repo, "init", "-q", "-b", "stable")
-    _commit(repo, {"Makefile": MAKEFILE.format(3), "mm/rmap.c": OLD_C},
-            "Linux 1.2.3")
+    _commit(
+        repo,
+        {"Makefile": MAKEFILE.format(3), "mm/rmap.c": OLD_C},
+        "Linux 1.2.3",
+    )
     source.git(repo, "tag", "v1.2.3")
-    _commit(repo, {"Makefile": MAKEFILE.format(5), "mm/rmap.c": BASE_C},
-            "Linux 1.2.5")
+    _commit(
+        repo,
+        {"Makefile": MAKEFILE.format(5), "mm/rmap.c": BASE_C},
+        "Linux 1.2.5",
+    )
     source.git(repo, "tag", "v1.2.5")
     _commit(repo, {"Makefile": MAKEFILE.format(7)}, "Linux 1.2.7")
     source.git(repo, "tag", "v1.2.7")
@@ -141,29 +150,42 @@ def make_stable(tmp_path: Path, series_texts: list[str]) -> tuple[Path, Path]:
 
 def snapshot(repo: Path, tag: str) -> sincespec.Snapshot:
     commit = source.resolve_ref(repo, tag)
-    return sincespec.Snapshot(tag, repo, commit,
-                              sincespec.release_of_makefile(repo, commit))
+    return sincespec.Snapshot(
+        tag, repo, commit, sincespec.release_of_makefile(repo, commit)
+    )
 
 
 def history_of(repo: Path, series: Path) -> sh.HistoryReport:
-    return sh.check_series(source.read_series(series),
-                           snapshot(repo, "v1.2.3"), snapshot(repo, "v1.2.5"))
+    return sh.check_series(
+        source.read_series(series),
+        snapshot(repo, "v1.2.3"),
+        snapshot(repo, "v1.2.5"),
+    )
 
 
-RESTORED = ('0002 mm/rmap.c unmap_one() restored +17-18 <- v1.2.3 '
-            'mm/rmap.c:10-14 -"if (unmap_huge_pmd_locked(vma, addr, pmd, '
-            'folio)) goto done; if (!ret) return..."')
-TOUCHES_1 = ('0001 mm/rmap.c walk_one() touches +27 <- v1.2.3 '
-             'mm/rmap.c:24 -"int nr = folio_nr_pages(folio);"')
-TOUCHES_2 = ('0002 mm/rmap.c unmap_one() touches +16-18 <- v1.2.3 '
-             'mm/rmap.c:10-14 -"if (unmap_huge_pmd_locked(vma, ad..."')
+RESTORED = (
+    "0002 mm/rmap.c unmap_one() restored +17-18 <- v1.2.3 "
+    'mm/rmap.c:10-14 -"if (unmap_huge_pmd_locked(vma, addr, pmd, '
+    'folio)) goto done; if (!ret) return..."'
+)
+TOUCHES_1 = (
+    "0001 mm/rmap.c walk_one() touches +27 <- v1.2.3 "
+    'mm/rmap.c:24 -"int nr = folio_nr_pages(folio);"'
+)
+TOUCHES_2 = (
+    "0002 mm/rmap.c unmap_one() touches +16-18 <- v1.2.3 "
+    'mm/rmap.c:10-14 -"if (unmap_huge_pmd_locked(vma, ad..."'
+)
 
 
 def test_a_rewrapped_restored_call_is_named_with_its_stable_lines(tmp_path):
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     report = history_of(repo, series)
-    assert [f.line() for f in report.findings] == [TOUCHES_1, RESTORED,
-                                                   TOUCHES_2]
+    assert [f.line() for f in report.findings] == [
+        TOUCHES_1,
+        RESTORED,
+        TOUCHES_2,
+    ]
     assert (report.touched, report.changed, report.changes) == (1, 1, 2)
     with pytest.raises(errors.HistoryError, match="patch 0002 restores"):
         report.raise_if_restored()
@@ -173,19 +195,23 @@ def test_lookalike_code_is_not_a_restoration(tmp_path):
     repo, series = make_stable(tmp_path, [PATCH1_C, LOOKALIKE_C])
     report = history_of(repo, series)
     assert [f.kind for f in report.findings] == [sh.Kind.TOUCHES] * 2
-    report.raise_if_restored()          # touches only: no error
+    report.raise_if_restored()  # touches only: no error
 
 
-@pytest.mark.parametrize("code, enough", [
-    ("return false;", False),
-    ("}", False),
-    ("if (!ret) return false; }", False),
-    ("(vma, addr, pmd, folio)) goto done; if (!ret) return false;", False),
-    ("unmap_huge_pmd_locked(vma, addr, pmd, folio)) goto done;", True),
-    ("folio_unlock(folio); folio_put(folio); }", True),
-])
+@pytest.mark.parametrize(
+    "code, enough",
+    [
+        ("return false;", False),
+        ("}", False),
+        ("if (!ret) return false; }", False),
+        ("(vma, addr, pmd, folio)) goto done; if (!ret) return false;", False),
+        ("unmap_huge_pmd_locked(vma, addr, pmd, folio)) goto done;", True),
+        ("folio_unlock(folio); folio_put(folio); }", True),
+    ],
+)
 def test_what_is_enough_to_be_a_restoration(code, enough):
-    from foliolab import csource
+    from foliolab.series import csource
+
     assert sh.substantial(csource.tokens(code)) is enough
 
 
@@ -194,7 +220,8 @@ def test_code_the_tree_already_has_is_not_restored_again(tmp_path):
     new: its tokens were in the function before it."""
     rewrapped = PATCH2_C.replace(
         "addr, /* the PMD */\n\t\t\t\t\t  pmd, folio)) goto done;\n",
-        "addr, pmd, folio))\n\t\t\tgoto done;\n")
+        "addr, pmd, folio))\n\t\t\tgoto done;\n",
+    )
     assert rewrapped != PATCH2_C
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C, rewrapped])
     report = history_of(repo, series)
@@ -216,18 +243,28 @@ def pinned(monkeypatch):
     def use(repo: Path) -> None:
         base = snapshot(repo, "v1.2.5")
         monkeypatch.setattr(sincespec, "pinned_release", lambda: base.release)
-        monkeypatch.setattr(sincespec, "pinned_base",
-                            lambda: calls.append(1) or base)
+        monkeypatch.setattr(
+            sincespec, "pinned_base", lambda: calls.append(1) or base
+        )
+
     use.calls = calls
     return use
 
 
-def test_the_command_prints_a_line_a_finding_and_fails(tmp_path, capsys,
-                                                       pinned):
+def test_the_command_prints_a_line_a_finding_and_fails(
+    tmp_path, capsys, pinned
+):
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)
-    rc, out, err = run(capsys, "check", "--patches", str(series),
-                       "--since", f"git:{repo}@v1.2.3", "--history-only")
+    rc, out, err = run(
+        capsys,
+        "check",
+        "--patches",
+        str(series),
+        "--since",
+        f"git:{repo}@v1.2.3",
+        "--history-only",
+    )
     assert rc == errors.HistoryError.exit_code == 13
     lines = out.splitlines()
     assert lines[1:-1] == [TOUCHES_1, RESTORED, TOUCHES_2]
@@ -238,29 +275,54 @@ def test_the_command_prints_a_line_a_finding_and_fails(tmp_path, capsys,
 def test_touches_alone_pass(tmp_path, capsys, pinned):
     repo, series = make_stable(tmp_path, [PATCH1_C])
     pinned(repo)
-    rc, out, _ = run(capsys, "check", "--patches", str(series),
-                     "--since", f"git:{repo}@v1.2.3", "--history-only")
+    rc, out, _ = run(
+        capsys,
+        "check",
+        "--patches",
+        str(series),
+        "--since",
+        f"git:{repo}@v1.2.3",
+        "--history-only",
+    )
     assert rc == 0
-    assert out.splitlines()[1:] == [TOUCHES_1,
-                                    "history: 0 restored, 1 touches"]
+    assert out.splitlines()[1:] == [
+        TOUCHES_1,
+        "history: 0 restored, 1 touches",
+    ]
 
 
-@pytest.mark.parametrize("since, message", [
-    ("git:{repo}@v9.9", "'v9.9' is not a commit in"),
-    ("git:{repo}@v1.2.7", "is Linux 1.2.7, not older than the base's 1.2.5"),
-    ("git:{repo}@v1.2.5", "is Linux 1.2.5, not older than the base's 1.2.5"),
-    ("git:{tmp}/nowhere@v1.2.3", "is not a git repository"),
-    ("git:{repo}", "is not git:PATH@REF"),
-    ("v1.2.3", "is not a tree spec"),
-    ("debian:latest", "debian:latest is not a kernel version"),
-])
-def test_bad_since_is_one_line_before_anything_else(tmp_path, capsys, pinned,
-                                                    since, message):
+@pytest.mark.parametrize(
+    "since, message",
+    [
+        ("git:{repo}@v9.9", "'v9.9' is not a commit in"),
+        (
+            "git:{repo}@v1.2.7",
+            "is Linux 1.2.7, not older than the base's 1.2.5",
+        ),
+        (
+            "git:{repo}@v1.2.5",
+            "is Linux 1.2.5, not older than the base's 1.2.5",
+        ),
+        ("git:{tmp}/nowhere@v1.2.3", "is not a git repository"),
+        ("git:{repo}", "is not git:PATH@REF"),
+        ("v1.2.3", "is not a tree spec"),
+        ("debian:latest", "debian:latest is not a kernel version"),
+    ],
+)
+def test_bad_since_is_one_line_before_anything_else(
+    tmp_path, capsys, pinned, since, message
+):
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)
-    rc, out, err = run(capsys, "check", "--patches", str(series), "--since",
-                       since.format(repo=repo, tmp=tmp_path),
-                       "--history-only")
+    rc, out, err = run(
+        capsys,
+        "check",
+        "--patches",
+        str(series),
+        "--since",
+        since.format(repo=repo, tmp=tmp_path),
+        "--history-only",
+    )
     assert rc == errors.UsageError.exit_code
     assert out == "" and pinned.calls == []
     (line,) = err.splitlines()
@@ -273,38 +335,49 @@ def test_history_only_needs_since(capsys):
 
 
 def _archive(monkeypatch, have: list[str]) -> None:
-    monkeypatch.setattr(debian, "update_lists", lambda force=False, looking_for=None: None)
+    monkeypatch.setattr(
+        debian, "update_lists", lambda force=False, looking_for=None: None
+    )
     monkeypatch.setattr(debian, "_lists_age", lambda: 0.0)
     monkeypatch.setattr(debian, "versions", lambda name: have)
-    monkeypatch.setattr(debian, "prepare", lambda pkg: pytest.fail(
-        f"fetched {pkg}"))
+    monkeypatch.setattr(
+        debian, "prepare", lambda pkg: pytest.fail(f"fetched {pkg}")
+    )
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("6.12.999", "linux-source-6.12 6.12.999 is not in Debian's archive"),
-    ("6.12.118", "is Linux 6.12.118, not older than the base's 6.12.117"),
-    ("6.12", "is Linux 6.12.118, not older than the base's 6.12.117"),
-])
-def test_a_debian_since_is_checked_before_it_is_fetched(monkeypatch, spec,
-                                                        message):
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("6.12.999", "linux-source-6.12 6.12.999 is not in Debian's archive"),
+        ("6.12.118", "is Linux 6.12.118, not older than the base's 6.12.117"),
+        ("6.12", "is Linux 6.12.118, not older than the base's 6.12.117"),
+    ],
+)
+def test_a_debian_since_is_checked_before_it_is_fetched(
+    monkeypatch, spec, message
+):
     _archive(monkeypatch, ["6.12.118-1", "6.12.107-1", "6.12.107-1~deb12u1"])
     with pytest.raises(errors.UsageError, match=message):
-        sincespec.resolve(sincespec.parse(f"debian:{spec}"),
-                          sincespec.Release(6, 12, 117))
+        sincespec.resolve(
+            sincespec.parse(f"debian:{spec}"), sincespec.Release(6, 12, 117)
+        )
 
 
 def test_the_pinned_base_release_is_its_upstream_part():
-    assert sincespec.release_of_debian("6.12.117-1~deb12u1") == \
-        sincespec.Release(6, 12, 117)
+    assert sincespec.release_of_debian(
+        "6.12.117-1~deb12u1"
+    ) == sincespec.Release(6, 12, 117)
     assert sincespec.Release(6, 12, 107) < sincespec.Release(6, 12, 117)
 
 
-def test_without_history_only_the_history_comes_first(tmp_path, capsys,
-                                                      pinned, monkeypatch):
+def test_without_history_only_the_history_comes_first(
+    tmp_path, capsys, pinned, monkeypatch
+):
     """The findings are printed before anything is built, the usual
     checks still run, and the restoration fails the command after them."""
-    from foliolab import seriescheck
+    from foliolab.series import check as seriescheck
     from foliolab.kernel import trees
+
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)
     seen = []
@@ -312,13 +385,24 @@ def test_without_history_only_the_history_comes_first(tmp_path, capsys,
     def checks(spec, *args):
         seen.append(capsys.readouterr().out)
         ok = seriescheck.Step(True, "ok")
-        return [seriescheck.PatchCheck(i, p.name, ok, ok, ok)
-                for i, p in enumerate(spec.series().patches, 1)]
+        return [
+            seriescheck.PatchCheck(i, p.name, ok, ok, ok)
+            for i, p in enumerate(spec.series().patches, 1)
+        ]
+
     monkeypatch.setattr(seriescheck, "check_series", checks)
     # the apply check needs the real base; this series is for the small one
     monkeypatch.setattr(trees, "tree_of", lambda spec: None)
-    rc, out, err = run(capsys, "check", "--patches", str(series), "--since",
-                       f"git:{repo}@v1.2.3", "--out", str(tmp_path / "out"))
+    rc, out, err = run(
+        capsys,
+        "check",
+        "--patches",
+        str(series),
+        "--since",
+        f"git:{repo}@v1.2.3",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert RESTORED in seen[0].splitlines()
     assert "all 2 patches pass" in out
     assert rc == errors.HistoryError.exit_code and "0002 restores" in err

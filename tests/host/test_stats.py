@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from foliolab import stats
+from foliolab.analysis import stats
 
 
 def test_summary_fields():
@@ -14,7 +14,9 @@ def test_summary_fields():
 
 def test_harmonic_mean_for_rates():
     assert stats.mean([1.0, 4.0], harmonic=True) == pytest.approx(1.6)
-    assert stats.summarize([1.0, 4.0], harmonic=True).mean == pytest.approx(1.6)
+    assert stats.summarize([1.0, 4.0], harmonic=True).mean == pytest.approx(
+        1.6
+    )
 
 
 def test_pct_diff_positive_is_better():
@@ -44,9 +46,12 @@ def test_aa_false_positive_rate_at_most_5_percent():
 
 def test_aa_rates_with_harmonic_mean():
     rng = np.random.default_rng(99)
-    hits = sum(stats.compare(rng.normal(50, 4, 10), rng.normal(50, 4, 10),
-                             harmonic=True, seed=t).significant
-               for t in range(200))
+    hits = sum(
+        stats.compare(
+            rng.normal(50, 4, 10), rng.normal(50, 4, 10), harmonic=True, seed=t
+        ).significant
+        for t in range(200)
+    )
     assert hits / 200 <= 0.05
 
 
@@ -66,8 +71,9 @@ def test_ci_contains_true_ratio_usually():
     rng = np.random.default_rng(3)
     inside = 0
     for t in range(100):
-        c = stats.compare(rng.normal(100, 5, 10), rng.normal(90, 4.5, 10),
-                          seed=t)
+        c = stats.compare(
+            rng.normal(100, 5, 10), rng.normal(90, 4.5, 10), seed=t
+        )
         inside += c.ci_low <= 0.9 <= c.ci_high
     assert inside >= 85
 

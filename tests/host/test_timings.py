@@ -15,14 +15,22 @@ def _store(cache, d):
 
 
 def test_estimate_takes_the_medians_of_a_stored_timing_file(tmp_cache):
-    _store(tmp_cache, {"version": 1,
-                       "builds": {"x86_64/perf": [100, 300, 200]},
-                       "boots": {"x86_64/pageout/tcg/timed/1": [10, 30, 20],
-                                 "x86_64/pageout/tcg/count/1": [40]}})
+    _store(
+        tmp_cache,
+        {
+            "version": 1,
+            "builds": {"x86_64/perf": [100, 300, 200]},
+            "boots": {
+                "x86_64/pageout/tcg/timed/1": [10, 30, 20],
+                "x86_64/pageout/tcg/count/1": [40],
+            },
+        },
+    )
     t = Timings.load()
     boots = [PlannedBootTime("pageout", False, 1)] * 3 + [
         PlannedBootTime("pageout", True, 1),
-        PlannedBootTime("pageout", False, 2)]     # 2 samples: 2 x 20
+        PlannedBootTime("pageout", False, 2),
+    ]  # 2 samples: 2 x 20
     e = timings.estimate(t, "x86_64", "perf", "tcg", 2, boots)
     assert (e.builds, e.build_s, e.boots, e.boot_s) == (2, 400, 5, 140)
     assert e.defaults == []
@@ -33,16 +41,27 @@ def test_estimate_takes_the_medians_of_a_stored_timing_file(tmp_cache):
 def test_kinds_not_measured_take_defaults_and_say_so(tmp_cache):
     """A boot not measured takes its workload's declared TCG time (a
     third of it under KVM)."""
-    e = timings.estimate(Timings.load(), "x86_64", "perf", "kvm", 1,
-                         [PlannedBootTime("ksm-rmap", False, 1, 9.6, 12.1)])
+    e = timings.estimate(
+        Timings.load(),
+        "x86_64",
+        "perf",
+        "kvm",
+        1,
+        [PlannedBootTime("ksm-rmap", False, 1, 9.6, 12.1)],
+    )
     assert e.build_s == timings.DEFAULT_BUILD_S
     assert e.boot_s == 9.6 / 3
     # vanilla, then patched in its directory (incremental)
     two = timings.estimate(Timings.load(), "x86_64", "perf", "tcg", 2, [])
-    assert two.build_s == (timings.DEFAULT_BUILD_S +
-                           timings.DEFAULT_NEXT_BUILD_S)
-    assert timings.estimate(Timings.load(), "x86_64", "perf", "tcg", 0,
-                            []).build_s == 0
+    assert two.build_s == (
+        timings.DEFAULT_BUILD_S + timings.DEFAULT_NEXT_BUILD_S
+    )
+    assert (
+        timings.estimate(
+            Timings.load(), "x86_64", "perf", "tcg", 0, []
+        ).build_s
+        == 0
+    )
     assert e.defaults == ["builds (x86_64/perf)", "ksm-rmap boots"]
     assert "defaults for builds (x86_64/perf), ksm-rmap boots" in e.line()
 
@@ -56,30 +75,44 @@ def test_records_keep_the_newest_few(tmp_cache):
     assert t.builds == {"arm64/debug": [99.9]}
 
 
-def test_a_damaged_timing_file_gives_defaults_and_a_warning(tmp_cache,
-                                                             caplog):
+def test_a_damaged_timing_file_gives_defaults_and_a_warning(tmp_cache, caplog):
     tmp_cache.mkdir()
     (tmp_cache / timings.TIMINGS).write_text('{"builds": {"x": ["a"]}')
     with caplog.at_level(logging.WARNING):
         assert Timings.load() == Timings()
     assert "timings.json is damaged" in caplog.text
-    timings.record_build("x86_64", "perf", 5)     # rewritten whole
+    timings.record_build("x86_64", "perf", 5)  # rewritten whole
     assert Timings.load().builds == {"x86_64/perf": [5.0]}
 
 
 def test_dry_run_prints_builds_boots_and_the_estimate(capsys, tmp_cache):
-    _store(tmp_cache, {"builds": {},
-                       "boots": {"x86_64/pageout/tcg/timed/1": [60]}})
-    rc = cli.main(["compare", "--patches", "none", "--workloads",
-                   "pageout", "--runs", "3", "--accel", "tcg", "--dry-run"])
+    _store(
+        tmp_cache,
+        {"builds": {}, "boots": {"x86_64/pageout/tcg/timed/1": [60]}},
+    )
+    rc = cli.main(
+        [
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            "pageout",
+            "--runs",
+            "3",
+            "--accel",
+            "tcg",
+            "--dry-run",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "6 boots" in out
     # no base tree in this cache: the kernels' commits are not known
     assert "# kernel vanilla: not known to be kept, counted as a build" in out
-    assert ("# estimate: 22:15 wall time (2 build(s) 16:00, 6 boot(s) 6:00)"
-            ", defaults for builds (x86_64/perf) (not measured here yet)"
-            in out)
+    assert (
+        "# estimate: 22:15 wall time (2 build(s) 16:00, 6 boot(s) 6:00)"
+        ", defaults for builds (x86_64/perf) (not measured here yet)" in out
+    )
 
 
 def test_clock():
@@ -87,14 +120,14 @@ def test_clock():
     assert timings.clock(3725) == "1:02:05"
 
 
-def test_a_near_noop_build_is_not_recorded(tmp_path, tmp_cache,
-                                           monkeypatch):
+def test_a_near_noop_build_is_not_recorded(tmp_path, tmp_cache, monkeypatch):
     """A build of the same commit again compiles a handful of objects in
     seconds: recording it would pull the median, and the next estimate,
     far below what the next real kernel costs."""
     from foliolab.arch import get_arch
     from foliolab.kernel import build, kconfig, source
-    compiled = iter([1700, 12, 1100])       # fresh, near no-op, series
+
+    compiled = iter([1700, 12, 1100])  # fresh, near no-op, series
     monkeypatch.setattr(build.hostsetup, "ensure_arch", lambda arch: None)
     monkeypatch.setattr(source, "checkout", lambda tree: None)
 
@@ -114,8 +147,9 @@ def test_a_near_noop_build_is_not_recorded(tmp_path, tmp_cache,
     monkeypatch.setattr(source.Tree, "version", lambda self: (6, 12))
     for commit in ("a" * 40, "b" * 40, "c" * 40):
         tree = source.Tree("patched", source.base_repo(), commit, "d")
-        build._build_checked_out(tree, get_arch("x86_64"), "perf",
-                                 tmp_path / "out", ())
+        build._build_checked_out(
+            tree, get_arch("x86_64"), "perf", tmp_path / "out", ()
+        )
     assert len(Timings.load().builds["x86_64/perf"]) == 2
     assert timings.is_real_build(170, 1700)
     assert not timings.is_real_build(169, 1700)

@@ -3,7 +3,7 @@ series."""
 
 import pytest
 
-from foliolab import unidiff
+from foliolab.series import unidiff
 
 PATCH = """\
 From 1 Mon Sep 17 00:00:00 2001
@@ -36,8 +36,10 @@ new file mode 100644
 
 def test_a_format_patch_reads_as_its_files():
     files = unidiff.parse(PATCH)
-    assert [(f.old_path, f.new_path) for f in files] == [("a.c", "a.c"),
-                                                         (None, "new.c")]
+    assert [(f.old_path, f.new_path) for f in files] == [
+        ("a.c", "a.c"),
+        (None, "new.c"),
+    ]
     (hunk,) = files[0].hunks
     assert (hunk.old_start, hunk.old_len, hunk.new_len) == (3, 3, 4)
     assert hunk.new_lines() == ["three", "FOUR", "four and a half", "five"]
@@ -48,12 +50,24 @@ def test_a_hunk_applies_where_its_lines_are_and_places_them():
     old = ["zero", "one", "two", "three", "four", "five", "six"]
     # the file has one more line on top than the patch expects
     applied = unidiff.apply(old, unidiff.parse(PATCH)[0])
-    assert applied.lines == ["zero", "one", "two", "three", "FOUR",
-                             "four and a half", "five", "six"]
+    assert applied.lines == [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "FOUR",
+        "four and a half",
+        "five",
+        "six",
+    ]
     placed = applied.hunks[0]
     assert [(p.kind, p.old_no, p.new_no) for p in placed] == [
-        (" ", 4, 4), ("-", 5, None), ("+", None, 5), ("+", None, 6),
-        (" ", 6, 7)]
+        (" ", 4, 4),
+        ("-", 5, None),
+        ("+", None, 5),
+        ("+", None, 6),
+        (" ", 6, 7),
+    ]
     assert unidiff.apply([], unidiff.parse(PATCH)[1]).lines == ["only"]
 
 

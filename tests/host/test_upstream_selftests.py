@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import suiteresults, upstream_selftests as up
+from foliolab.suite import results as suiteresults
+from foliolab.kernel import upstream_selftests as up
 from foliolab.kernel import debian
 from foliolab.arch import ARCHES
 from foliolab.errors import SourceError, UsageError
@@ -33,23 +34,32 @@ def test_compile_argv_is_static_against_73_headers():
 
 
 def test_compile_argv_extra_sources_and_no_numa():
-    argv = up.compile_argv("gcc", up.TESTS["uffd-wp-mremap"], Path("/s"),
-                           Path("/h"), Path("/o"))
+    argv = up.compile_argv(
+        "gcc", up.TESTS["uffd-wp-mremap"], Path("/s"), Path("/h"), Path("/o")
+    )
     assert "uffd-wp-mremap.c" in argv and "uffd-common.c" in argv
     assert "-lnuma" not in argv
 
 
 def test_required_tests_are_in_the_group():
-    for name in ("rmap", "ksm_functional_tests", "khugepaged", "droppable",
-                 "uffd-wp-mremap", "cow"):
+    for name in (
+        "rmap",
+        "ksm_functional_tests",
+        "khugepaged",
+        "droppable",
+        "uffd-wp-mremap",
+        "cow",
+    ):
         assert name in up.TESTS
 
 
 def test_guest_commands_run_beside_the_612_kselftests():
     plan = up.Plan(SOURCE, ("rmap", "khugepaged-mthp"))
     cmds = plan.guest_commands(slowdown=2)
-    assert cmds == {"upstream.rmap": ("rmap", 1800),
-                    "upstream.khugepaged-mthp": ("khugepaged -s 2", 1800)}
+    assert cmds == {
+        "upstream.rmap": ("rmap", 1800),
+        "upstream.khugepaged-mthp": ("khugepaged -s 2", 1800),
+    }
     # run where they are: ksm_functional_tests execs ./ksm_functional_tests
     assert up.GUEST_DIR == "upstream"
 
@@ -67,11 +77,13 @@ def test_selection():
 def _no_source(monkeypatch):
     def fail():
         raise SourceError("apt-get update failed")
+
     monkeypatch.setattr(up, "source", fail)
 
 
 def test_default_leaves_the_group_out_when_the_source_cannot_be_had(
-        monkeypatch, caplog):
+    monkeypatch, caplog
+):
     _no_source(monkeypatch)
     assert up.plan(None, X86) is None
     assert "upstream selftests left out" in caplog.text
@@ -79,8 +91,10 @@ def test_default_leaves_the_group_out_when_the_source_cannot_be_had(
 
 def test_asked_for_and_unavailable_is_one_usage_error(monkeypatch):
     _no_source(monkeypatch)
-    with pytest.raises(UsageError, match="--upstream-selftests: "
-                       "linux-source-7.3 .* cannot be had"):
+    with pytest.raises(
+        UsageError,
+        match="--upstream-selftests: linux-source-7.3 .* cannot be had",
+    ):
         up.plan(("rmap",), X86)
 
 
@@ -101,8 +115,10 @@ def test_other_arch_left_out_by_default_refused_when_asked(monkeypatch):
 def test_cli_rejects_an_unknown_test_before_any_work(capsys, monkeypatch):
     from foliolab import cli
     from foliolab.kernel import build
-    monkeypatch.setattr(build, "build_kernel",
-                        lambda *a: pytest.fail("built a kernel"))
+
+    monkeypatch.setattr(
+        build, "build_kernel", lambda *a: pytest.fail("built a kernel")
+    )
     rc = cli.main(["test", "--upstream-selftests", "rmap,nosuch"])
     err = capsys.readouterr().err
     assert rc == UsageError.exit_code
@@ -112,6 +128,7 @@ def test_cli_rejects_an_unknown_test_before_any_work(capsys, monkeypatch):
 def test_cli_only_leaves_the_group_out_by_default(monkeypatch):
     from foliolab import cli
     from foliolab.commands import test as test_cmd
+
     monkeypatch.setattr(up, "source", lambda: pytest.fail("fetched 7.3"))
     args = cli.build_parser().parse_args(["test", "--only", "anon_swap"])
     assert test_cmd._upstream_plan(args) is None
@@ -119,18 +136,31 @@ def test_cli_only_leaves_the_group_out_by_default(monkeypatch):
 
 # -- comparison -------------------------------------------------------------
 
+
 def test_case_passing_on_vanilla_must_pass_even_if_program_failed():
     # on 6.12 the program fails as a whole (a case for a newer feature);
     # its other cases are still compared
-    base = {"upstream.rmap": {"": "fail", "1:migrate.anon": "pass",
-                              "5:migrate.ksm_and_mremap": "pass",
-                              "6:newer": "fail"}}
-    now = {"upstream.rmap": {"": "fail", "1:migrate.anon": "pass",
-                             "5:migrate.ksm_and_mremap": "fail",
-                             "6:newer": "fail"}}
+    base = {
+        "upstream.rmap": {
+            "": "fail",
+            "1:migrate.anon": "pass",
+            "5:migrate.ksm_and_mremap": "pass",
+            "6:newer": "fail",
+        }
+    }
+    now = {
+        "upstream.rmap": {
+            "": "fail",
+            "1:migrate.anon": "pass",
+            "5:migrate.ksm_and_mremap": "fail",
+            "6:newer": "fail",
+        }
+    }
     got = {v.name: v for v in up.compare(now, base, ("rmap",))}
-    assert got["kselftest.upstream.rmap.5:migrate.ksm_and_mremap"].status \
+    assert (
+        got["kselftest.upstream.rmap.5:migrate.ksm_and_mremap"].status
         == "fail"
+    )
     assert got["kselftest.upstream.rmap"].status == "fail"
     assert "kselftest.upstream.rmap.6:newer" not in got
 
@@ -152,10 +182,16 @@ def test_whole_program_passing_on_vanilla_must_pass():
 
 def test_missing_and_unrecorded_programs_fail():
     base = {"upstream.rmap": {"": "pass"}}
-    got = {v.name: v for v in up.compare({"upstream.cow": {"": "pass"}},
-                                         base, ("rmap", "cow"))}
+    got = {
+        v.name: v
+        for v in up.compare(
+            {"upstream.cow": {"": "pass"}}, base, ("rmap", "cow")
+        )
+    }
     assert got["kselftest.upstream.rmap"].detail == "did not run"
-    assert "not in the vanilla baseline" in got["kselftest.upstream.cow"].detail
+    assert (
+        "not in the vanilla baseline" in got["kselftest.upstream.cow"].detail
+    )
     (v,) = up.compare({}, None, ("rmap",))
     assert v.status == "fail" and "--record-baseline" in v.detail
 
@@ -164,11 +200,14 @@ def test_unselected_programs_of_the_baseline_are_not_required():
     base = {"upstream.rmap": {"": "pass"}, "upstream.cow": {"": "pass"}}
     got = up.compare({"upstream.rmap": {"": "pass"}}, base, ("rmap",))
     assert [(v.name, v.status) for v in got] == [
-        ("kselftest.upstream.rmap", "pass")]
+        ("kselftest.upstream.rmap", "pass")
+    ]
 
 
 def test_baseline_round_trip(tmp_path):
-    b = up.Baseline("linux-source-7.3 X", {"y": {"upstream.rmap": {"": "pass"}}})
+    b = up.Baseline(
+        "linux-source-7.3 X", {"y": {"upstream.rmap": {"": "pass"}}}
+    )
     b.save(tmp_path / "b.json")
     assert up.Baseline.load(tmp_path / "b.json") == b
     assert up.Baseline.load(tmp_path / "none.json") is None
@@ -176,8 +215,9 @@ def test_baseline_round_trip(tmp_path):
 
 def test_baseline_per_arch():
     assert up.baseline_path(X86).name == "upstream-selftests-vanilla.json"
-    assert up.baseline_path(ARM64).name == \
-        "upstream-selftests-vanilla-arm64.json"
+    assert (
+        up.baseline_path(ARM64).name == "upstream-selftests-vanilla-arm64.json"
+    )
 
 
 def _boot(lru, kselftests):
@@ -187,16 +227,25 @@ def _boot(lru, kselftests):
 def test_suite_compares_each_mglru_setting_with_its_own(tmp_path, monkeypatch):
     path = tmp_path / "up.json"
     monkeypatch.setattr(up, "baseline_path", lambda arch: path)
-    vanilla = [_boot("y", {"upstream.rmap": {"": "pass", "1:a": "pass"},
-                           "cow": {"": "pass"}}),
-               _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}})]
+    vanilla = [
+        _boot(
+            "y",
+            {
+                "upstream.rmap": {"": "pass", "1:a": "pass"},
+                "cow": {"": "pass"},
+            },
+        ),
+        _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}}),
+    ]
     suiteresults.compare_upstream(vanilla, X86, True, ("rmap",))
     data = json.loads(path.read_text())
     assert data["package"] == up.package_label()
     assert set(data["mglru"]) == {"y", "n"}
-    assert "cow" not in data["mglru"]["y"]      # the 6.12 group's own
-    port = [_boot("y", {"upstream.rmap": {"": "fail", "1:a": "fail"}}),
-            _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}})]
+    assert "cow" not in data["mglru"]["y"]  # the 6.12 group's own
+    port = [
+        _boot("y", {"upstream.rmap": {"": "fail", "1:a": "fail"}}),
+        _boot("n", {"upstream.rmap": {"": "fail", "1:a": "fail"}}),
+    ]
     suiteresults.compare_upstream(port, X86, False, ("rmap",))
     assert any(c.status == "fail" for c in port[0].checks)
     # MGLRU off failed on vanilla too: not a regression
@@ -214,16 +263,22 @@ def test_suite_refuses_a_baseline_of_another_package(tmp_path, monkeypatch):
 
 
 def test_harness_output_of_rmap_is_read_per_case():
-    text = ("TAP version 13\n1..2\n# Starting 2 tests from 1 test cases.\n"
-            "#  RUN           migrate.ksm ...\n#            OK  migrate.ksm\n"
-            "ok 1 migrate.ksm\n#  RUN           migrate.ksm_and_mremap ...\n"
-            "not ok 2 migrate.ksm_and_mremap\n@@ exitcode upstream.rmap 1\n")
+    text = (
+        "TAP version 13\n1..2\n# Starting 2 tests from 1 test cases.\n"
+        "#  RUN           migrate.ksm ...\n#            OK  migrate.ksm\n"
+        "ok 1 migrate.ksm\n#  RUN           migrate.ksm_and_mremap ...\n"
+        "not ok 2 migrate.ksm_and_mremap\n@@ exitcode upstream.rmap 1\n"
+    )
     r = suiteresults.kselftest_results(text)
-    assert r == {"1:migrate.ksm": "pass", "2:migrate.ksm_and_mremap": "fail",
-                 "": "fail"}
+    assert r == {
+        "1:migrate.ksm": "pass",
+        "2:migrate.ksm_and_mremap": "fail",
+        "": "fail",
+    }
 
 
 # -- build ------------------------------------------------------------------
+
 
 def test_build_reads_the_73_tree_only_and_is_kept(tmp_cache, monkeypatch):
     calls = []
@@ -239,30 +294,43 @@ def test_build_reads_the_73_tree_only_and_is_kept(tmp_cache, monkeypatch):
         if argv[:2] == ["git", "-C"]:
             Path(argv[argv.index("-o") + 1]).write_text("tar")
         return subprocess.CompletedProcess(argv, 0, "", "")
+
     monkeypatch.setattr(up.proc, "run", fake_run)
     bins = up.build(SOURCE, X86)
     out = tmp_cache / "upstream-selftests" / "x86_64"
     assert bins == out / "bin"
     hdr = next(a for a, _ in calls if "headers_install" in a)
     # the shared tree gets no build output: O= and the headers go to ours
-    assert f"O={out / 'kbuild'}" in hdr and f"INSTALL_HDR_PATH={out / 'hdr'}" in hdr
+    assert (
+        f"O={out / 'kbuild'}" in hdr
+        and f"INSTALL_HDR_PATH={out / 'hdr'}" in hdr
+    )
     gcc = [(a, cwd) for a, cwd in calls if a[0] == "gcc"]
     # khugepaged runs twice (-s 2) but is built once
     assert sorted(Path(a[-1]).name for a, _ in gcc) == sorted(
-        {t.program for t in up.TESTS.values()})
+        {t.program for t in up.TESTS.values()}
+    )
     assert all(cwd == out / "src" / up.MM for _, cwd in gcc)
-    assert "No liburing" in (out / "src" / up.MM / "local_config.h_gen"
-                             ).read_text()
+    assert (
+        "No liburing"
+        in (out / "src" / up.MM / "local_config.h_gen").read_text()
+    )
     n = len(calls)
     up.build(SOURCE, X86)
-    assert len(calls) == n                      # kept: same commit and tests
+    assert len(calls) == n  # kept: same commit and tests
 
 
 def test_ci_subset_in_the_makefile_names_real_tests():
     from foliolab.paths import PROJECT_ROOT
-    line = next(l for l in (PROJECT_ROOT / "Makefile").read_text().splitlines()
-                if l.startswith("SUITE_ARGS ?="))
-    names = up.parse_selection(line.split("--upstream-selftests", 1)[1].split()[0])
+
+    line = next(
+        text
+        for text in (PROJECT_ROOT / "Makefile").read_text().splitlines()
+        if text.startswith("SUITE_ARGS ?=")
+    )
+    names = up.parse_selection(
+        line.split("--upstream-selftests", 1)[1].split()[0]
+    )
     # the seeds' paths CI keeps: S2/S4 migration and rmap walks (rmap,
     # with ksm_and_mremap), lazy-free reclaim (droppable), PTE bits
     # through a batched remap (uffd-wp-mremap)

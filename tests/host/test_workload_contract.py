@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab import derive, workloads
-from foliolab.derive import Sample
+from foliolab.boot import derive
+from foliolab import workloads
+from foliolab.boot.derive import Sample
 
 DATA = Path(__file__).parent / "data"
 # Real boots kept as run directories (each README names the foliolab run
@@ -28,10 +29,16 @@ CAPTURED_RUNS = (*workloads.fixtures(), DATA / "run-pageout-aa")
 
 def contract(s: Sample) -> dict:
     """What a sample's derive decides, without where the run lay."""
-    return {"workload": s.workload, "variant": s.variant, "run": s.run,
-            "values": s.values, "valid": s.valid, "reasons": s.reasons,
-            "count_window": s.count_window,
-            "roots_follow_tasks": s.roots_follow_tasks}
+    return {
+        "workload": s.workload,
+        "variant": s.variant,
+        "run": s.run,
+        "values": s.values,
+        "valid": s.valid,
+        "reasons": s.reasons,
+        "count_window": s.count_window,
+        "roots_follow_tasks": s.roots_follow_tasks,
+    }
 
 
 def derived(run: Path) -> list[dict]:
@@ -48,9 +55,13 @@ def captured() -> dict[Path, list[dict]]:
     return {run: derived(run) for run in CAPTURED_RUNS}
 
 
-@pytest.mark.parametrize("run", CAPTURED_RUNS,
-                         ids=[r.parent.name if r.name == "fixture" else r.name
-                              for r in CAPTURED_RUNS])
+@pytest.mark.parametrize(
+    "run",
+    CAPTURED_RUNS,
+    ids=[
+        r.parent.name if r.name == "fixture" else r.name for r in CAPTURED_RUNS
+    ],
+)
 def test_captured_boots_derive_the_expected_samples(run, captured):
     assert captured[run] == expected(run)
 
@@ -60,17 +71,22 @@ def test_every_workload_derives_every_metric_it_declares(name, captured):
     """Each workload has a captured timed boot, valid, with every timed
     metric it declares; its counting boots (when captured) are valid."""
     w = workloads.WORKLOADS[name]
-    mine = [s for run in captured.values() for s in run
-            if s["workload"] == name]
+    mine = [
+        s for run in captured.values() for s in run if s["workload"] == name
+    ]
     timed = [s for s in mine if s["count_window"] < 0]
-    assert timed, (f"no captured boot of {name}: copy a raw boot directory "
-                   f"of a foliolab run to its folder's fixture/raw/{name}/, "
-                   f"name the run in fixture/README.md, and write "
-                   f"expected.jsonl (see this module's docstring)")
+    assert timed, (
+        f"no captured boot of {name}: copy a raw boot directory "
+        f"of a foliolab run to its folder's fixture/raw/{name}/, "
+        f"name the run in fixture/README.md, and write "
+        f"expected.jsonl (see this module's docstring)"
+    )
     for s in mine:
         assert s["valid"], s["reasons"]
     for s in timed:
-        missing = {m.key for m in w.metrics if not m.counted} - set(s["values"])
+        missing = {m.key for m in w.metrics if not m.counted} - set(
+            s["values"]
+        )
         assert not missing, f"{name} declares but never derives {missing}"
 
 
@@ -79,4 +95,5 @@ if __name__ == "__main__":
         sys.exit(f"usage: python {sys.argv[0]} --write")
     for run in CAPTURED_RUNS:
         (run / "expected.jsonl").write_text(
-            "".join(json.dumps(s) + "\n" for s in derived(run)))
+            "".join(json.dumps(s) + "\n" for s in derived(run))
+        )

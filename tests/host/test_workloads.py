@@ -1,6 +1,7 @@
 import pytest
 
-from foliolab import parse, workloads
+from foliolab.guestdata import parse
+from foliolab import workloads
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads.model import with_roots
@@ -9,7 +10,9 @@ from foliolab.errors import UsageError
 
 def test_get_workloads():
     assert [w.name for w in workloads.get_workloads("pageout,pageout-4k")] == [
-        "pageout", "pageout-4k"]
+        "pageout",
+        "pageout-4k",
+    ]
     assert len(workloads.get_workloads(None)) == len(workloads.WORKLOADS)
     with pytest.raises(UsageError, match="unknown workload 'pagein'"):
         workloads.get_workloads("pageout,pagein")
@@ -18,11 +21,16 @@ def test_get_workloads():
 def test_params():
     wl = workloads.get_workloads("pageout,pageout-4k")
     p = workloads.parse_params(["pageout.size_mb=64", "profile=0"], wl)
-    assert p == {"pageout": {"size_mb": "64", "profile": "0"},
-                 "pageout-4k": {"profile": "0"}}
-    for bad, msg in (["size_mb"], "NAME=VALUE"), (["pageout.nope=1"], "no "
-                     "parameter 'nope'"), (["ksm.x=1"], "not being run"), (
-                     ["size_mb=1;reboot"], "bad value"):
+    assert p == {
+        "pageout": {"size_mb": "64", "profile": "0"},
+        "pageout-4k": {"profile": "0"},
+    }
+    for bad, msg in (
+        (["size_mb"], "NAME=VALUE"),
+        (["pageout.nope=1"], "no parameter 'nope'"),
+        (["ksm.x=1"], "not being run"),
+        (["size_mb=1;reboot"], "bad value"),
+    ):
         with pytest.raises(UsageError, match=msg):
             workloads.parse_params(bad, wl)
 
@@ -60,8 +68,9 @@ def test_job_script_exports_params():
 
 
 def test_derive_pageout_from_a_real_guest(data):
-    g = parse.parse_records((data / "pageout-results.txt").read_text()
-                            .splitlines())
+    g = parse.parse_records(
+        (data / "pageout-results.txt").read_text().splitlines()
+    )
     w = workloads.WORKLOADS["pageout"]
     d = w.derive(g.samples[0], w.resolve({}))
     assert d.invalid == []
@@ -72,8 +81,9 @@ def test_derive_pageout_from_a_real_guest(data):
 
 
 def test_derive_pageout_stage_times(data):
-    g = parse.parse_records((data / "pageout-results.txt").read_text()
-                            .splitlines())
+    g = parse.parse_records(
+        (data / "pageout-results.txt").read_text().splitlines()
+    )
     s = g.samples[0]
     # two CPUs' tables, as trace_stat/function* gives them
     s.files["ftrace_time"] = (
@@ -84,7 +94,8 @@ def test_derive_pageout_stage_times(data):
         "  Function     Hit    Time            Avg             s^2\n"
         "  try_to_unmap    96    99.75 us     1.03 us    1.0 us\n"
         "  try_to_unmap_flush  8    5.00 us     0.6 us    1.0 us\n"
-        "  __contpte_try_unfold    7    1.00 us     0.1 us    1.0 us\n")
+        "  __contpte_try_unfold    7    1.00 us     0.1 us    1.0 us\n"
+    )
     w = workloads.WORKLOADS["pageout"]
     d = w.derive(s, w.resolve({}))
     assert d.values["reclaim_ms"] == pytest.approx(0.9005)
@@ -99,8 +110,9 @@ def test_derive_pageout_stage_times(data):
 
 
 def test_derive_flags_wrong_folio_size(data):
-    g = parse.parse_records((data / "pageout-results.txt").read_text()
-                            .splitlines())
+    g = parse.parse_records(
+        (data / "pageout-results.txt").read_text().splitlines()
+    )
     w = workloads.WORKLOADS["pageout-4k"]
     d = w.derive(g.samples[0], w.resolve({}))
     assert any("large folios allocated in a 4K run" in r for r in d.invalid)
@@ -108,11 +120,14 @@ def test_derive_flags_wrong_folio_size(data):
 
 def test_derive_flags_missing_swap_oom_and_corruption():
     s = parse.GuestSample(
-        files={"vmstat.before": "oom_kill 0\npswpout 0\n",
-               "vmstat.after": "oom_kill 2\npswpout 10\n",
-               "meminfo.before": "SwapTotal:       0 kB\n"},
+        files={
+            "vmstat.before": "oom_kill 0\npswpout 0\n",
+            "vmstat.after": "oom_kill 2\npswpout 10\n",
+            "meminfo.before": "SwapTotal:       0 kB\n",
+        },
         metrics={"pageout_ms": 1.0, "verify_errors": 3, "swapped_pct": 100},
-        corrupt=["3 of 10 pages read back wrong"])
+        corrupt=["3 of 10 pages read back wrong"],
+    )
     w = workloads.WORKLOADS["pageout-4k"]
     d = w.derive(s, w.resolve({}))
     text = " | ".join(d.invalid)
@@ -123,12 +138,18 @@ def test_derive_flags_missing_swap_oom_and_corruption():
 def test_derive_pageout_lazyfree_wants_pages_dropped_not_swapped():
     def sample(dropped):
         return parse.GuestSample(
-            files={"vmstat.before": "oom_kill 0\npswpout 0\npglazyfreed 0\n",
-                   "vmstat.after": "oom_kill 0\npswpout 0\n"
-                                   "pglazyfreed 4096\n",
-                   "meminfo.before": "SwapTotal:  524288 kB\n"},
-            metrics={"pageout_ms": 1.0, "verify_errors": 0,
-                     "swapped_pct": 0, "dropped_pct": dropped})
+            files={
+                "vmstat.before": "oom_kill 0\npswpout 0\npglazyfreed 0\n",
+                "vmstat.after": "oom_kill 0\npswpout 0\npglazyfreed 4096\n",
+                "meminfo.before": "SwapTotal:  524288 kB\n",
+            },
+            metrics={
+                "pageout_ms": 1.0,
+                "verify_errors": 0,
+                "swapped_pct": 0,
+                "dropped_pct": dropped,
+            },
+        )
 
     w = workloads.WORKLOADS["pageout-lazyfree"]
     params = w.resolve({})
@@ -139,8 +160,9 @@ def test_derive_pageout_lazyfree_wants_pages_dropped_not_swapped():
     d = w.derive(sample(40), params)
     assert "only 40% dropped" in d.invalid
     # the same sample is invalid for the swapping variant
-    d = workloads.WORKLOADS["pageout"].derive(sample(100), params | {
-        "lazyfree": "0"})
+    d = workloads.WORKLOADS["pageout"].derive(
+        sample(100), params | {"lazyfree": "0"}
+    )
     assert "only 0% swapped out" in d.invalid
 
 
@@ -151,15 +173,22 @@ def test_derive_empty_sample_is_invalid():
 
 
 def test_derive_khugepaged_reports_both_kernels_statuses():
-    line = ("      khugepaged-55      [000] .....     1.5835{i:02d}: "
-            "mm_khugepaged_scan_pmd: mm=000000004cae397e, scan_pfn=0x10620a, "
-            "writable=1, referenced=0, none_or_zero=0, status={st}, "
-            "unmapped=0\n")
+    line = (
+        "      khugepaged-55      [000] .....     1.5835{i:02d}: "
+        "mm_khugepaged_scan_pmd: mm=000000004cae397e, scan_pfn=0x10620a, "
+        "writable=1, referenced=0, none_or_zero=0, status={st}, "
+        "unmapped=0\n"
+    )
     trace = "".join(line.format(i=i, st="page_lazyfree") for i in range(3))
     s = parse.GuestSample(
-        files={"khugepaged": "0 32\n10 20\n", "ftrace_events": trace,
-               "vmstat.before": "oom_kill 0\n", "vmstat.after": "oom_kill 0\n"},
-        metrics={"khugepaged_cpu_s": 0.44, "hot2_collapse_s": 7.0})
+        files={
+            "khugepaged": "0 32\n10 20\n",
+            "ftrace_events": trace,
+            "vmstat.before": "oom_kill 0\n",
+            "vmstat.after": "oom_kill 0\n",
+        },
+        metrics={"khugepaged_cpu_s": 0.44, "hot2_collapse_s": 7.0},
+    )
     w = workloads.WORKLOADS["khugepaged"]
     d = w.derive(s, w.resolve({"cold_reread": "1"}))
     assert d.values["scan_page_lazyfree"] == 3
@@ -175,35 +204,45 @@ def test_every_parameter_reaches_the_guest_script(name):
     """A workload's parameters go to the guest as FL_NAME: each must be read
     by its guest script (or the shared library), or it does nothing."""
     from foliolab.paths import GUEST_DIR
+
     w = workloads.WORKLOADS[name]
     guest = f"foliolab/workloads/{w.script}.sh"
-    assert guest in image.workload_scripts(), f"{name}: no guest script {guest}"
+    assert guest in image.workload_scripts(), (
+        f"{name}: no guest script {guest}"
+    )
     script = image.workload_scripts()[guest]
     import re
-    code = "\n".join(line.split("#", 1)[0] for line in (
-        script.read_text() + (GUEST_DIR / "lib.sh").read_text()
-    ).splitlines())     # comments do not count
+
+    code = "\n".join(
+        line.split("#", 1)[0]
+        for line in (
+            script.read_text() + (GUEST_DIR / "lib.sh").read_text()
+        ).splitlines()
+    )  # comments do not count
     for param in w.params:
-        assert re.search(rf"\bFL_{param.upper()}\b", code), \
+        assert re.search(rf"\bFL_{param.upper()}\b", code), (
             f"{name}.{param} never reaches {script.name}"
+        )
 
 
 def test_with_roots_counts_and_reports_the_extra_roots():
     w = workloads.WORKLOADS["khugepaged"]
-    more = with_roots(w, ("collapse_file", w.count_roots[0],
-                                    "collapse_file"))
+    more = with_roots(w, ("collapse_file", w.count_roots[0], "collapse_file"))
     assert more.count_roots == (*w.count_roots, "collapse_file")
     keys = {m.key for m in more.metrics} - {m.key for m in w.metrics}
-    assert keys == {"collapse_file_insns", "collapse_file_calls",
-                    "collapse_file_switches",
-                    "collapse_file_tlb_flush_insns",
-                    "collapse_file_ipis_sent"}
+    assert keys == {
+        "collapse_file_insns",
+        "collapse_file_calls",
+        "collapse_file_switches",
+        "collapse_file_tlb_flush_insns",
+        "collapse_file_ipis_sent",
+    }
     assert all(more.metric(k).counted for k in keys)
     assert with_roots(w, ()) is w
 
 
 def test_with_roots_refuses_more_roots_than_the_counter_follows():
-    w = workloads.WORKLOADS["pageout"]       # 2 roots of its own
+    w = workloads.WORKLOADS["pageout"]  # 2 roots of its own
     with pytest.raises(UsageError, match="would count 9 roots"):
         with_roots(w, tuple(f"f{i}" for i in range(7)))
 
@@ -232,15 +271,22 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     dirty-tlb boot (/work/results-73-count): a per-page figure divided by
     pswpout alone was 80 times too large, and by a different factor on
     each kernel."""
-    from foliolab import countwindows, derive
-    vmstat = ("pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"
-              "swpout_zero {2}\noom_kill 0\n")
+    from foliolab.guestdata import countwindows
+    from foliolab.boot import derive
+
+    vmstat = (
+        "pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"
+        "swpout_zero {2}\noom_kill 0\n"
+    )
     s = parse.GuestSample(
-        files={"vmstat.before": vmstat.format(0, 0, 0),
-               "vmstat.after": vmstat.format(100000, 416, 99373),
-               "meminfo.before": "SwapTotal:  524288 kB\n",
-               "stress-ng.yaml": ""},
-        metrics={})
+        files={
+            "vmstat.before": vmstat.format(0, 0, 0),
+            "vmstat.after": vmstat.format(100000, 416, 99373),
+            "meminfo.before": "SwapTotal:  524288 kB\n",
+            "stress-ng.yaml": "",
+        },
+        metrics={},
+    )
     w = workloads.WORKLOADS["dirty-tlb"]
     d = w.derive(s, w.resolve({}))
     assert d.values["pswpout"] == 416
@@ -256,8 +302,10 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
 def test_each_folders_guest_script_has_a_guest_path_of_its_own():
     """Scripts go into the guest as /foliolab/workloads/<script>.sh from
     every folder: two of one name would silently be one."""
-    from foliolab.paths import WORKLOADS_DIR
+
     scripts = image.workload_scripts()
     assert len(scripts) == len(list(WORKLOADS_DIR.glob("*/*.sh")))
-    assert {f"foliolab/workloads/{w.script}.sh"
-            for w in workloads.WORKLOADS.values()} == set(scripts)
+    assert {
+        f"foliolab/workloads/{w.script}.sh"
+        for w in workloads.WORKLOADS.values()
+    } == set(scripts)

@@ -15,7 +15,7 @@ from foliolab import proc
 from foliolab.errors import LavaError
 from foliolab.paths import cache_root
 
-LAVA_VERSION = "2023.01-2"     # Debian bookworm's lava-common
+LAVA_VERSION = "2023.01-2"  # Debian bookworm's lava-common
 
 
 def unpack_debs(packages: tuple[str, ...], into: Path) -> None:
@@ -28,9 +28,17 @@ def unpack_debs(packages: tuple[str, ...], into: Path) -> None:
     hint = "apt-get needs Debian bookworm's sources (apt-get update)"
     what = f"fetching {', '.join(packages)} {LAVA_VERSION}"
     try:
-        proc.run(["apt-get", "download", "-q",
-                  *(f"{p}={LAVA_VERSION}" for p in packages)],
-                 cwd=debs, error=LavaError, what=what)
+        proc.run(
+            [
+                "apt-get",
+                "download",
+                "-q",
+                *(f"{p}={LAVA_VERSION}" for p in packages),
+            ],
+            cwd=debs,
+            error=LavaError,
+            what=what,
+        )
         for deb in sorted(debs.glob("*.deb")):
             proc.run(["dpkg-deb", "-x", deb, tmp], error=LavaError, what=what)
     except LavaError as e:

@@ -30,18 +30,28 @@ import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import yaml
 
-from foliolab.executors.base import (BlockRequest, BootCapture, BootRequest,
-                                     BootSpec, Elsewhere, ExecutorKind,
-                                     ExecutorRecord, Flag, NotRun, Settled,
-                                     check_numa)
+from foliolab.executors.base import (
+    BlockRequest,
+    BootCapture,
+    BootRequest,
+    BootSpec,
+    Elsewhere,
+    ExecutorKind,
+    ExecutorRecord,
+    Flag,
+    NotRun,
+    Settled,
+    check_numa,
+)
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import LAVA_VERSION, lava_common_dir
 from foliolab.executors.lava.log import JobLog, captures, not_run
 
-QEMU = "qemu"                  # LAVA's QEMU device type
+QEMU = "qemu"  # LAVA's QEMU device type
 # LAVA's names for the guest architectures of its qemu device type
 QEMU_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 BOOT_ID_ARG = "foliolab.boot"
@@ -54,7 +64,7 @@ class Target:
 
     device_type: str = QEMU
     tags: tuple[str, ...] = ()
-    dtb: Path | None = None        # boards: the device tree to boot with
+    dtb: Path | None = None  # boards: the device tree to boot with
 
     @property
     def is_qemu(self) -> bool:
@@ -62,14 +72,18 @@ class Target:
 
     def check(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.device_type):
-            raise UsageError(f"--lava-device-type {self.device_type!r} is "
-                             "not a LAVA device type name",
-                             hint="e.g. qemu or bcm2711-rpi-4-b")
+            raise UsageError(
+                f"--lava-device-type {self.device_type!r} is "
+                "not a LAVA device type name",
+                hint="e.g. qemu or bcm2711-rpi-4-b",
+            )
         if not self.is_qemu and self.dtb is None:
-            raise UsageError(f"a {self.device_type} board boots with a "
-                             "device tree, and none was given",
-                             hint="add --lava-dtb FILE (the board's .dtb "
-                                  "from the kernel build)")
+            raise UsageError(
+                f"a {self.device_type} board boots with a "
+                "device tree, and none was given",
+                hint="add --lava-dtb FILE (the board's .dtb "
+                "from the kernel build)",
+            )
         if self.dtb is not None and not self.dtb.is_file():
             raise UsageError(f"--lava-dtb {self.dtb}: no such file")
 
@@ -77,23 +91,44 @@ class Target:
 JOBS_GROUP = "LAVA jobs"
 # The flags of every LAVA executor: the device its jobs run on.
 TARGET_FLAGS = (
-    Flag("--lava-device-type", JOBS_GROUP, dict(
-        default="qemu", metavar="TYPE",
-        help="LAVA device type to run on (default qemu; a board type such "
-             "as bcm2711-rpi-4-b boots by u-boot from TFTP)")),
-    Flag("--lava-tags", JOBS_GROUP, dict(
-        default="", metavar="TAG,...",
-        help="device tags the jobs ask for (e.g. one board, so that all "
-             "blocks run on one device)")),
-    Flag("--lava-dtb", JOBS_GROUP, dict(
-        type=Path, metavar="FILE", help="a board's device tree blob")),
+    Flag(
+        "--lava-device-type",
+        JOBS_GROUP,
+        dict(
+            default="qemu",
+            metavar="TYPE",
+            help="LAVA device type to run on (default qemu; a board type such "
+            "as bcm2711-rpi-4-b boots by u-boot from TFTP)",
+        ),
+    ),
+    Flag(
+        "--lava-tags",
+        JOBS_GROUP,
+        dict(
+            default="",
+            metavar="TAG,...",
+            help="device tags the jobs ask for (e.g. one board, so that all "
+            "blocks run on one device)",
+        ),
+    ),
+    Flag(
+        "--lava-dtb",
+        JOBS_GROUP,
+        dict(type=Path, metavar="FILE", help="a board's device tree blob"),
+    ),
 )
 # The executors whose jobs a lab runs: where its workers fetch artifacts.
-ARTIFACTS_URL_FLAG = Flag("--artifacts-url", JOBS_GROUP, dict(
-    default="", metavar="URL",
-    help="where the lab's workers fetch the artifacts (kernels, ramdisk, "
-         "job archives) from (default: their file:// URL, for a "
-         "dispatcher on this machine)"))
+ARTIFACTS_URL_FLAG = Flag(
+    "--artifacts-url",
+    JOBS_GROUP,
+    dict(
+        default="",
+        metavar="URL",
+        help="where the lab's workers fetch the artifacts (kernels, ramdisk, "
+        "job archives) from (default: their file:// URL, for a "
+        "dispatcher on this machine)",
+    ),
+)
 
 
 # Where every LAVA executor's boots run, as the manifest says it: LAVA's
@@ -101,7 +136,7 @@ ARTIFACTS_URL_FLAG = Flag("--artifacts-url", JOBS_GROUP, dict(
 # boots are named in the report by their device type ("lava qemu").
 LAVA_HERE = Elsewhere("lava", "LAVA's (see each job's log)")
 LAVA_LAB = Elsewhere("lava", "LAVA's (see each job's log)", by_device=True)
-TELLER = "lava"                 # who a LAVA boot's issues say told them
+TELLER = "lava"  # who a LAVA boot's issues say told them
 
 
 @dataclass(frozen=True)
@@ -110,25 +145,28 @@ class LavaOptions:
     and server.py's); a flag a command lacks keeps its default."""
 
     target: Target = field(default_factory=Target)
-    url: str = ""                   # --lava-url ("": lavacli's identity)
-    identity: str = "default"       # lavacli's identity
-    poll: float = 30.0              # seconds between asking the server
-    artifacts_url: str = ""         # where a lab's workers fetch them
-    artifacts_dir: Path | None = None   # default OUT/lava/artifacts
+    url: str = ""  # --lava-url ("": lavacli's identity)
+    identity: str = "default"  # lavacli's identity
+    poll: float = 30.0  # seconds between asking the server
+    artifacts_url: str = ""  # where a lab's workers fetch them
+    artifacts_dir: Path | None = None  # default OUT/lava/artifacts
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LavaOptions:
         d = cls()
         tags = getattr(args, "lava_tags", "")
         return cls(
-            Target(getattr(args, "lava_device_type", d.target.device_type),
-                   tuple(t for t in tags.split(",") if t),
-                   getattr(args, "lava_dtb", None)),
+            Target(
+                getattr(args, "lava_device_type", d.target.device_type),
+                tuple(t for t in tags.split(",") if t),
+                getattr(args, "lava_dtb", None),
+            ),
             url=getattr(args, "lava_url", d.url),
             identity=getattr(args, "lava_identity", d.identity),
             poll=getattr(args, "lava_poll", d.poll),
             artifacts_url=getattr(args, "artifacts_url", d.artifacts_url),
-            artifacts_dir=getattr(args, "artifacts_dir", d.artifacts_dir))
+            artifacts_dir=getattr(args, "artifacts_dir", d.artifacts_dir),
+        )
 
 
 class Artifacts:
@@ -140,7 +178,7 @@ class Artifacts:
         self.base_url = base_url.rstrip("/")
         directory.mkdir(parents=True, exist_ok=True)
 
-    def add(self, name: str, data: bytes) -> dict:
+    def add(self, name: str, data: bytes) -> dict[str, Any]:
         digest = hashlib.sha256(data).hexdigest()
         path = self.directory / f"{digest[:16]}-{name}"
         if not path.exists():
@@ -149,7 +187,7 @@ class Artifacts:
             tmp.replace(path)
         return {"url": f"{self.base_url}/{path.name}", "sha256sum": digest}
 
-    def add_file(self, path: Path) -> dict:
+    def add_file(self, path: Path) -> dict[str, Any]:
         return self.add(path.name, path.read_bytes())
 
 
@@ -158,11 +196,14 @@ def job_tar(job: str, boot_id: str) -> bytes:
     /foliolab/job.sh and the boot's name (fixed times: equal jobs give
     equal archives, stored once)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
-        for name, data, mode in (("foliolab", None, 0o755),
-                                 ("foliolab/job.sh", job.encode(), 0o755),
-                                 ("foliolab/boot-id",
-                                  (boot_id + "\n").encode(), 0o644)):
+    with tarfile.open(
+        fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT
+    ) as tf:
+        for name, data, mode in (
+            ("foliolab", None, 0o755),
+            ("foliolab/job.sh", job.encode(), 0o755),
+            ("foliolab/boot-id", (boot_id + "\n").encode(), 0o644),
+        ):
             info = tarfile.TarInfo(name)
             info.mode = mode
             info.mtime = 0
@@ -182,8 +223,13 @@ def kernel_args(boot: BootRequest, target: Target) -> list[str]:
     monitor to see its end; QEMU reboots after a second and, with
     -no-reboot, exits, so the next boot of the block has the CPUs."""
     args = [f"console={boot.spec.arch.console}"] if target.is_qemu else []
-    args += ["panic=1" if target.is_qemu else "panic=0", "oops=panic",
-             "rdinit=/init", *boot.spec.arch.boot_args, *boot.spec.cmdline]
+    args += [
+        "panic=1" if target.is_qemu else "panic=0",
+        "oops=panic",
+        "rdinit=/init",
+        *boot.spec.arch.boot_args,
+        *boot.spec.cmdline,
+    ]
     if target.is_qemu:
         # a board's arguments are one per job (see block_job); its boots
         # are named by their job archives instead
@@ -200,8 +246,10 @@ def kernel_args(boot: BootRequest, target: Target) -> list[str]:
 # the console.
 START = r"Run /init as init process|Kernel panic - not syncing"
 END = r"@@=end [0-9]+|---\[ end Kernel panic|Rebooting in [0-9]+ seconds"
-PATTERN = (r"@@= [0-9]+ [0-9]+ [0-9a-f]{8} @@ (?P<test_case_id>exit) "
-           r"(?P<measurement>[0-9]+)[\r\n]")
+PATTERN = (
+    r"@@= [0-9]+ [0-9]+ [0-9a-f]{8} @@ (?P<test_case_id>exit) "
+    r"(?P<measurement>[0-9]+)[\r\n]"
+)
 
 
 # Over a boot's own limit, for booting the kernel (and u-boot, TFTP).
@@ -210,26 +258,39 @@ BOOT_MARGIN = 600
 JOB_NAME_MAX = 200
 
 
-def _timeout(seconds: float) -> dict:
+def _timeout(seconds: float) -> dict[str, Any]:
     return {"minutes": max(1, int(-(-seconds // 60)))}
 
 
-def block_job(block: BlockRequest, target: Target, artifacts: Artifacts,
-              base_ramdisk: Path) -> dict:
+def block_job(
+    block: BlockRequest,
+    target: Target,
+    artifacts: Artifacts,
+    base_ramdisk: Path,
+) -> dict[str, Any]:
     """The LAVA job (as YAML-ready data) that runs ``block`` on ``target``.
     Its boots share one machine shape (a block is one workload): the job's
     head, each boot's deploy, boot and test, and the machine's context."""
     first = block.boots[0].spec
     check_numa(first)
-    files = _JobFiles(artifacts, artifacts.add_file(base_ramdisk),
-                      artifacts.add_file(target.dtb) if target.dtb else None)
+    files = _JobFiles(
+        artifacts,
+        artifacts.add_file(base_ramdisk),
+        artifacts.add_file(target.dtb) if target.dtb else None,
+    )
     job = _job_head(block, target)
-    job["actions"] = [action for i, boot in enumerate(block.boots)
-                      for action in _boot_actions(i, boot, target, files)]
+    job["actions"] = [
+        action
+        for i, boot in enumerate(block.boots)
+        for action in _boot_actions(i, boot, target, files)
+    ]
     if target.tags:
         job["tags"] = list(target.tags)
-    job["context"] = (_qemu_context(first) if target.is_qemu
-                      else _board_context(block, target))
+    job["context"] = (
+        _qemu_context(first)
+        if target.is_qemu
+        else _board_context(block, target)
+    )
     return job
 
 
@@ -239,63 +300,89 @@ class _JobFiles:
     tree, added once, and each kernel once however many boots run it."""
 
     artifacts: Artifacts
-    ramdisk: dict
-    dtb: dict | None
-    kernels: dict[Path, dict] = field(default_factory=dict)
+    ramdisk: dict[str, Any]
+    dtb: dict[str, Any] | None
+    kernels: dict[Path, dict[str, Any]] = field(default_factory=dict)
 
-    def kernel(self, image: Path) -> dict:
+    def kernel(self, image: Path) -> dict[str, Any]:
         if image not in self.kernels:
             self.kernels[image] = self.artifacts.add(
-                f"{image.parent.name}-{image.name}", image.read_bytes())
+                f"{image.parent.name}-{image.name}", image.read_bytes()
+            )
         return self.kernels[image]
 
-    def initrd(self, boot: BootRequest) -> dict:
+    def initrd(self, boot: BootRequest) -> dict[str, Any]:
         """The base ramdisk with the boot's job (its workload, parameters
         and id) laid over it."""
-        overlay = {**self.artifacts.add(
-            f"job-{boot.boot_id.replace('/', '-')}.tar",
-            job_tar(boot.job, boot.boot_id)), "format": "tar", "path": "/"}
-        return {**self.ramdisk, "format": "cpio.newc",
-                "overlays": {"foliolab": overlay}}
+        overlay = {
+            **self.artifacts.add(
+                f"job-{boot.boot_id.replace('/', '-')}.tar",
+                job_tar(boot.job, boot.boot_id),
+            ),
+            "format": "tar",
+            "path": "/",
+        }
+        return {
+            **self.ramdisk,
+            "format": "cpio.newc",
+            "overlays": {"foliolab": overlay},
+        }
 
 
-def _job_head(block: BlockRequest, target: Target) -> dict:
+def _job_head(block: BlockRequest, target: Target) -> dict[str, Any]:
     """The job's name, device, timeouts and the metadata that ties its log
     back to the block's boots."""
     limits = [b.spec.timeout for b in block.boots]
     total = sum(limits) + 15 * 60 * len(block.boots)
     return {
-        "job_name": (f"foliolab {block.name}: " + " ".join(
-            b.boot_id.split("/")[1] for b in block.boots))[:JOB_NAME_MAX],
+        "job_name": (
+            f"foliolab {block.name}: "
+            + " ".join(b.boot_id.split("/")[1] for b in block.boots)
+        )[:JOB_NAME_MAX],
         "device_type": target.device_type,
         "visibility": "public",
         "priority": "medium",
-        "timeouts": {"job": _timeout(total),
-                     "action": {"minutes": 15 + max(
-                         _timeout(t)["minutes"] for t in limits)},
-                     "connection": _timeout(BOOT_MARGIN)},
-        "metadata": {"foliolab.block": block.name,
-                     "foliolab.workload": block.workload,
-                     "foliolab.boots": ",".join(b.boot_id
-                                                for b in block.boots)},
+        "timeouts": {
+            "job": _timeout(total),
+            "action": {
+                "minutes": 15 + max(_timeout(t)["minutes"] for t in limits)
+            },
+            "connection": _timeout(BOOT_MARGIN),
+        },
+        "metadata": {
+            "foliolab.block": block.name,
+            "foliolab.workload": block.workload,
+            "foliolab.boots": ",".join(b.boot_id for b in block.boots),
+        },
     }
 
 
-def _boot_actions(i: int, boot: BootRequest, target: Target,
-                  files: _JobFiles) -> list[dict]:
+def _boot_actions(
+    i: int, boot: BootRequest, target: Target, files: _JobFiles
+) -> list[dict[str, Any]]:
     """One boot's deploy, boot and test, in a namespace of its own."""
     ns = f"boot{i:02d}"
     kernel, initrd = files.kernel(boot.spec.kernel), files.initrd(boot)
     if target.is_qemu:
         args = " ".join(kernel_args(boot, target))
-        deploy = {"to": "tmpfs", "images": {
-            "kernel": {**kernel,
-                       "image_arg": f'-kernel {{kernel}} -append "{args}"'},
-            "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"}}}
+        deploy: dict[str, Any] = {
+            "to": "tmpfs",
+            "images": {
+                "kernel": {
+                    **kernel,
+                    "image_arg": f'-kernel {{kernel}} -append "{args}"',
+                },
+                "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"},
+            },
+        }
         boot_action = {"method": "qemu", "media": "tmpfs"}
     else:
-        deploy = {"to": "tftp", "kernel": {**kernel, "type": "image"},
-                  "dtb": files.dtb, "ramdisk": {**initrd, "header": "u-boot"}}
+        deploy = {
+            "to": "tftp",
+            "kernel": {**kernel, "type": "image"},
+            "dtb": files.dtb,
+            "ramdisk": {**initrd, "header": "u-boot"},
+        }
         boot_action = {"method": "u-boot", "commands": "ramdisk"}
     return [
         {"deploy": {"namespace": ns, "timeout": {"minutes": 10}, **deploy}},
@@ -303,71 +390,94 @@ def _boot_actions(i: int, boot: BootRequest, target: Target,
         # waits on: shorter than the test's own limit, a long boot would
         # stop being watched without an error, and the next boot would
         # start beside it
-        {"boot": {"namespace": ns,
-                  "timeout": _timeout(boot.spec.timeout + BOOT_MARGIN),
-                  **boot_action}},
-        {"test": {"namespace": ns, "timeout": _timeout(boot.spec.timeout),
-                  "monitors": [{"name": f"foliolab-{i:02d}", "start": START,
-                                "end": END, "pattern": PATTERN}]}},
+        {
+            "boot": {
+                "namespace": ns,
+                "timeout": _timeout(boot.spec.timeout + BOOT_MARGIN),
+                **boot_action,
+            }
+        },
+        {
+            "test": {
+                "namespace": ns,
+                "timeout": _timeout(boot.spec.timeout),
+                "monitors": [
+                    {
+                        "name": f"foliolab-{i:02d}",
+                        "start": START,
+                        "end": END,
+                        "pattern": PATTERN,
+                    }
+                ],
+            }
+        },
     ]
 
 
-def _board_context(block: BlockRequest, target: Target) -> dict:
+def _board_context(block: BlockRequest, target: Target) -> dict[str, Any]:
     """u-boot takes the kernel arguments from the device's template and
     the job's context: one set for the block, which is one workload."""
     args = {" ".join(kernel_args(b, target)) for b in block.boots}
     if len(args) > 1:
-        raise LavaError(f"block {block.name}: its boots differ in "
-                        "kernel arguments, which a board job cannot give",
-                        hint="a foliolab bug: please report it")
+        raise LavaError(
+            f"block {block.name}: its boots differ in "
+            "kernel arguments, which a board job cannot give",
+            hint="a foliolab bug: please report it",
+        )
     return {"extra_kernel_args": args.pop()}
 
 
-def _qemu_context(first: BootSpec) -> dict:
+def _qemu_context(first: BootSpec) -> dict[str, Any]:
     """LAVA's qemu template gives -nographic, -m, -monitor and a user-mode
     NIC (always); the rest of the machine foliolab boots is added here.
     Its amd64 branch ignores the machine and cpu keys, so x86 passes them
     as options; arm64's branch takes them from the context."""
     arch, n = first.arch, first.numa_nodes
-    extra = [f"-smp {first.vcpus},sockets={n},"
-             f"cores={first.vcpus // n},threads=1", "-no-reboot"]
-    context: dict = {"arch": QEMU_ARCH[arch.name],
-                     "memory": first.memory_mb}
+    extra = [
+        f"-smp {first.vcpus},sockets={n},cores={first.vcpus // n},threads=1",
+        "-no-reboot",
+    ]
+    context: dict[str, Any] = {
+        "arch": QEMU_ARCH[arch.name],
+        "memory": first.memory_mb,
+    }
     machine = arch.qemu_machine[-1]
-    cpu = first.cpu or (arch.cpu_kvm if first.accel == "kvm"
-                        else arch.cpu_tcg)
+    cpu = first.cpu or (arch.cpu_kvm if first.accel == "kvm" else arch.cpu_tcg)
     if arch.name == "x86_64":
         extra += [f"-machine {machine}", f"-cpu {cpu}"]
     else:
         context.update(machine=machine, cpu=cpu)
     for j in range(n if n > 1 else 0):
-        extra += [f"-object memory-backend-ram,id=m{j},"
-                  f"size={first.memory_mb // n}M",
-                  f"-numa node,nodeid={j},memdev=m{j},"
-                  f"cpus={j * first.vcpus // n}-"
-                  f"{(j + 1) * first.vcpus // n - 1}"]
+        extra += [
+            f"-object memory-backend-ram,id=m{j},size={first.memory_mb // n}M",
+            f"-numa node,nodeid={j},memdev=m{j},"
+            f"cpus={j * first.vcpus // n}-"
+            f"{(j + 1) * first.vcpus // n - 1}",
+        ]
     context["extra_options"] = extra
     return context
 
 
-def write_job(path: Path, job: dict) -> None:
+def write_job(path: Path, job: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(job, sort_keys=False, width=1000))
 
 
-
-def validate(job: dict) -> None:
+def validate(job: dict[str, Any]) -> None:
     """Check ``job`` against LAVA's schema, as a server does on submit."""
     pkg = str(lava_common_dir())
     if pkg not in sys.path:
         sys.path.append(pkg)
     from lava_common.schemas import validate as lava_validate
     from voluptuous import Invalid
+
     try:
         lava_validate(job, strict=True)
     except Invalid as e:
-        raise LavaError(f"LAVA refuses job {job.get('job_name')!r}: {e}",
-                        hint="a foliolab bug: please report it") from e
+        raise LavaError(
+            f"LAVA refuses job {job.get('job_name')!r}: {e}",
+            hint="a foliolab bug: please report it",
+        ) from e
 
 
 JOBS_DIR = "lava/jobs"
@@ -383,14 +493,14 @@ class LavaJobs:
     """What every LAVA executor does: a block as a checked job on disk, and
     its log read back into captures of its boots."""
 
-    kind: ExecutorKind
+    kind: ClassVar[ExecutorKind]
     chosen_by_flag = True
     rounds_per_block = LAVA_ROUNDS_PER_BLOCK
-    flags: tuple[Flag, ...] = TARGET_FLAGS
-    results_port = False            # a LAVA job's records are on the
-                                    # console
+    flags: ClassVar[tuple[Flag, ...]] = TARGET_FLAGS
+    results_port = False  # a LAVA job's records are on the
+    # console
     # the kind its manifest names: who runs the jobs
-    record_kind: ExecutorKind | None = None
+    record_kind: ClassVar[ExecutorKind | None] = None
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> LavaOptions:
@@ -400,39 +510,51 @@ class LavaJobs:
     def check(cls, opts: LavaOptions, count: bool) -> None:
         """What every LAVA executor needs of its options."""
         if count:
-            raise UsageError(f"--count needs foliolab's QEMU plugin in the "
-                             f"QEMU that runs the guest; --executor "
-                             f"{cls.kind} runs LAVA's",
-                             hint="count with --executor qemu")
+            raise UsageError(
+                f"--count needs foliolab's QEMU plugin in the "
+                f"QEMU that runs the guest; --executor "
+                f"{cls.kind} runs LAVA's",
+                hint="count with --executor qemu",
+            )
         opts.target.check()
 
     @classmethod
     def record(cls, opts: LavaOptions) -> ExecutorRecord:
         """Its part of the run's manifest."""
-        return ExecutorRecord(cls.record_kind or cls.kind,
-                              device_type=opts.target.device_type,
-                              tags=list(opts.target.tags),
-                              lava_version=LAVA_VERSION,
-                              rounds_per_block=LAVA_ROUNDS_PER_BLOCK)
+        return ExecutorRecord(
+            cls.record_kind or cls.kind,
+            device_type=opts.target.device_type,
+            tags=list(opts.target.tags),
+            lava_version=LAVA_VERSION,
+            rounds_per_block=LAVA_ROUNDS_PER_BLOCK,
+        )
 
     @classmethod
-    def settle(cls, want: str, spec: BootSpec, image: Path, count: bool
-               ) -> Settled:
+    def settle(
+        cls, want: str, spec: BootSpec, image: Path, count: bool
+    ) -> Settled:
         """Nothing chosen here: the lab's QEMU, or its board, runs the
         boots as LAVA's device type says."""
         where = cls.kind.elsewhere
+        assert where is not None  # a LAVA kind's boots run elsewhere
         return Settled(where.accel, where.emulator, spec)
 
     @classmethod
     def dry_run_note(cls, opts: LavaOptions) -> str:
-        return (f"# executor {cls.kind}: each workload's two rounds are one "
-                f"LAVA job (device type {opts.target.device_type}); the QEMU "
-                "lines below are what the qemu executor would run for the "
-                "same boots")
+        return (
+            f"# executor {cls.kind}: each workload's two rounds are one "
+            f"LAVA job (device type {opts.target.device_type}); the QEMU "
+            "lines below are what the qemu executor would run for the "
+            "same boots"
+        )
 
-    def __init__(self, out: Path, target: Target,
-                 artifacts_dir: Path | None = None,
-                 artifacts_url: str = "") -> None:
+    def __init__(
+        self,
+        out: Path,
+        target: Target,
+        artifacts_dir: Path | None = None,
+        artifacts_url: str = "",
+    ) -> None:
         self.out = out
         self.target = target
         directory = artifacts_dir or out / ARTIFACTS_DIR
@@ -447,33 +569,43 @@ class LavaJobs:
             self._store = Artifacts(self.artifacts_dir, self.base_url)
         return self._store
 
-    def job(self, image: Path, block: BlockRequest) -> tuple[dict, Path]:
+    def job(
+        self, image: Path, block: BlockRequest
+    ) -> tuple[dict[str, Any], Path]:
         job = block_job(block, self.target, self.store, image)
         validate(job)
         path = self.out / JOBS_DIR / f"{block.name}.yaml"
         write_job(path, job)
         return job, path
 
-    def captures(self, block: BlockRequest, log_path: Path,
-                 log: JobLog | None = None) -> list[BootCapture]:
+    def captures(
+        self, block: BlockRequest, log_path: Path, log: JobLog | None = None
+    ) -> list[BootCapture]:
         """The block's boots from its job's log (``log``: the log at
         ``log_path``, if already read)."""
         if log is None:
             log = JobLog.read(log_path.read_text(errors="replace"))
         try:
-            return captures(log, [b.boot_id for b in block.boots],
-                            [b.rundir for b in block.boots],
-                            str(log_path), self.kind)
+            return captures(
+                log,
+                [b.boot_id for b in block.boots],
+                [b.rundir for b in block.boots],
+                str(log_path),
+                self.kind,
+            )
         except LavaError as e:
             # a log foliolab cannot place loses its own boots only
-            return self.not_run(block, NotRun.LOG_UNPLACED, e.message,
-                                str(log_path))
+            return self.not_run(
+                block, NotRun.LOG_UNPLACED, e.message, str(log_path)
+            )
 
-    def not_run(self, block: BlockRequest, reason: NotRun, why: str,
-                source: str) -> list[BootCapture]:
-        return not_run([b.rundir for b in block.boots], reason, why, source,
-                       self.kind)
+    def not_run(
+        self, block: BlockRequest, reason: NotRun, why: str, source: str
+    ) -> list[BootCapture]:
+        return not_run(
+            [b.rundir for b in block.boots], reason, why, source, self.kind
+        )
 
-    def journal(self, entry: dict) -> None:
+    def journal(self, entry: dict[str, Any]) -> None:
         with open(self.out / JOURNAL, "a") as f:
             f.write(json.dumps(entry) + "\n")

@@ -15,22 +15,29 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from foliolab.errors import LavaError
-from foliolab.executors.base import (BootCapture, Ended, ExecutorKind,
-                                     JobEnd, NotRun)
+from foliolab.executors.base import (
+    BootCapture,
+    Ended,
+    ExecutorKind,
+    JobEnd,
+    NotRun,
+)
 
 # Where each boot's console starts in a multi-boot log: the kernel banner.
 _BANNER = "Linux version "
 _CMDLINE_ID = re.compile(r"foliolab\.boot=([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 _BEGIN_ID = re.compile(r"@@=begin ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)")
 
+
 @dataclass
 class ConsoleLine:
     text: str
-    at: dt.datetime | None = None    # LAVA's timestamp, when it has one
+    at: dt.datetime | None = None  # LAVA's timestamp, when it has one
     # LAVA's namespace of a line it logged late, as "feedback": the
     # console of an earlier boot's connection, read when the job ends
     late_from: str = ""
@@ -41,7 +48,7 @@ class BootLog:
     """One boot's part of a job's console."""
 
     lines: list[ConsoleLine] = field(default_factory=list)
-    boot_id: str = ""               # from its kernel command line
+    boot_id: str = ""  # from its kernel command line
 
     @property
     def elapsed(self) -> float | None:
@@ -50,10 +57,11 @@ class BootLog:
 
     def console(self) -> bytes:
         return "".join(x.text + "\n" for x in self.lines).encode(
-            "utf-8", "replace")
+            "utf-8", "replace"
+        )
 
 
-def log_records(text: str) -> list[dict]:
+def log_records(text: str) -> list[dict[str, Any]]:
     """The records of a LAVA log: one per line, as lava-run writes them
     (JSON objects, one per line) or as a server's log download has them
     (the same objects as YAML list items, "- {...}"). Empty for a plain
@@ -69,7 +77,7 @@ def log_records(text: str) -> list[dict]:
     return out
 
 
-def _console(records: list[dict], text: str) -> list[ConsoleLine]:
+def _console(records: list[dict[str, Any]], text: str) -> list[ConsoleLine]:
     """The guest console in a LAVA log: its ``lvl: target`` records, or the
     whole text when it is a plain console capture."""
     if records:
@@ -77,27 +85,39 @@ def _console(records: list[dict], text: str) -> list[ConsoleLine]:
         # boot; what it reads from an earlier boot's connection later (at
         # the latest when the job ends) is "feedback" with the boot's
         # namespace: often the very line the monitor ended on, @@=end
-        return [ConsoleLine(r["msg"], _time(r.get("dt")),
-                            r.get("ns", "") if r["lvl"] == "feedback" else "")
-                for r in records
-                if isinstance(r.get("msg"), str) and (
-                    r.get("lvl") == "target" or (r.get("lvl") == "feedback"
-                                                 and r.get("ns")))]
+        return [
+            ConsoleLine(
+                r["msg"],
+                _time(r.get("dt")),
+                r.get("ns", "") if r["lvl"] == "feedback" else "",
+            )
+            for r in records
+            if isinstance(r.get("msg"), str)
+            and (
+                r.get("lvl") == "target"
+                or (r.get("lvl") == "feedback" and r.get("ns"))
+            )
+        ]
     return [ConsoleLine(line.rstrip("\r")) for line in text.splitlines()]
 
 
-def _job_end(records: list[dict]) -> tuple[JobEnd, str]:
+def _job_end(records: list[dict[str, Any]]) -> tuple[JobEnd, str]:
     """How LAVA says the job ended, and its words for an end other than
     complete ("Infrastructure: ...", "Job: ...", "Test: ...")."""
     for rec in records:
         msg = rec.get("msg")
-        if (rec.get("lvl") == "results" and isinstance(msg, dict)
-                and msg.get("definition") == "lava"
-                and msg.get("case") == "job"):
+        if (
+            rec.get("lvl") == "results"
+            and isinstance(msg, dict)
+            and msg.get("definition") == "lava"
+            and msg.get("case") == "job"
+        ):
             if msg.get("result") == "pass":
                 return JobEnd.COMPLETE, ""
-            why = (f"{msg.get('error_type', '?')}: "
-                   f"{msg.get('error_msg', 'no message')}")
+            why = (
+                f"{msg.get('error_type', '?')}: "
+                f"{msg.get('error_msg', 'no message')}"
+            )
             # LAVA's timeouts (of an action, a connection or the job) are
             # its exceptions' "... timed out after N seconds": the one
             # place foliolab reads LAVA's words
@@ -112,7 +132,7 @@ class JobLog:
 
     boots: list[BootLog]
     end: JobEnd
-    why: str                    # LAVA's words, for an end not complete
+    why: str  # LAVA's words, for an end not complete
 
     @classmethod
     def read(cls, text: str) -> JobLog:
@@ -125,9 +145,9 @@ class JobLog:
         return [b.boot_id for b in self.boots if b.boot_id]
 
 
-def _log_record(text: str) -> dict | None:
+def _log_record(text: str) -> dict[str, Any] | None:
     try:
-        rec = json.loads(text)      # lava-run writes JSON-compatible YAML
+        rec = json.loads(text)  # lava-run writes JSON-compatible YAML
     except ValueError:
         try:
             rec = yaml.safe_load(text)
@@ -136,7 +156,7 @@ def _log_record(text: str) -> dict | None:
     return rec if isinstance(rec, dict) else None
 
 
-def _time(value) -> dt.datetime | None:
+def _time(value: object) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
         return value
     try:
@@ -177,37 +197,67 @@ def split_boots(lines: list[ConsoleLine]) -> list[BootLog]:
     return boots
 
 
-def captures(log: JobLog, boot_ids: list[str], rundirs: list[Path],
-             source: str, executor: ExecutorKind) -> list[BootCapture]:
+def captures(
+    log: JobLog,
+    boot_ids: list[str],
+    rundirs: list[Path],
+    source: str,
+    executor: ExecutorKind,
+) -> list[BootCapture]:
     """The boots of one job from its log, in the job's order. A log whose
     boots are not the job's, in its order, is refused (LavaError); boots
     after the last one the log shows did not run."""
     parts = log.boots
     if len(parts) > len(boot_ids):
-        raise LavaError(f"{source}: {len(parts)} boots in a job of "
-                        f"{len(boot_ids)}",
-                        hint="a log holds one exported job's boots")
+        raise LavaError(
+            f"{source}: {len(parts)} boots in a job of {len(boot_ids)}",
+            hint="a log holds one exported job's boots",
+        )
     out = []
     for k, part in enumerate(parts):
         if part.boot_id and part.boot_id != boot_ids[k]:
-            raise LavaError(f"{source}: its boot {k + 1} is {part.boot_id}, "
-                            f"the job has {boot_ids[k]} there",
-                            hint="a log holds one exported job's boots in "
-                                 "their order")
-        out.append(BootCapture(rundirs[k], Ended.EXITED, part.console(),
-                               None, part.elapsed or 0.0, executor=executor,
-                               log=source))
+            raise LavaError(
+                f"{source}: its boot {k + 1} is {part.boot_id}, "
+                f"the job has {boot_ids[k]} there",
+                hint="a log holds one exported job's boots in their order",
+            )
+        out.append(
+            BootCapture(
+                rundirs[k],
+                Ended.EXITED,
+                part.console(),
+                None,
+                part.elapsed or 0.0,
+                executor=executor,
+                log=source,
+            )
+        )
     if out:
         # the boot the job ended in
         out[-1].job_end, out[-1].why = log.end, log.why
     why = log.why or "the job completed without this boot"
-    return out + not_run(rundirs[len(parts):], NotRun.JOB_ENDED, why,
-                         source, executor)
+    return out + not_run(
+        rundirs[len(parts) :], NotRun.JOB_ENDED, why, source, executor
+    )
 
 
-def not_run(rundirs: list[Path], reason: NotRun, why: str, source: str,
-            executor: ExecutorKind) -> list[BootCapture]:
+def not_run(
+    rundirs: list[Path],
+    reason: NotRun,
+    why: str,
+    source: str,
+    executor: ExecutorKind,
+) -> list[BootCapture]:
     """Boots a job never ran (its log has no console of them): recorded as
     such, never as samples."""
-    return [BootCapture(d, Ended.NOT_RUN, executor=executor, log=source,
-                        not_run=reason, why=why) for d in rundirs]
+    return [
+        BootCapture(
+            d,
+            Ended.NOT_RUN,
+            executor=executor,
+            log=source,
+            not_run=reason,
+            why=why,
+        )
+        for d in rundirs
+    ]

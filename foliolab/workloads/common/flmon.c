@@ -7,7 +7,7 @@
  * pinned to the last CPU, so that the timed task keeps its CPU and the
  * window holds as little of the sampler's kernel work as can be. Each read
  * is a block: "== UPTIME" (CLOCK_BOOTTIME, as /proc/uptime), the file's
- * text, "==." (foliolab/monitors.py parses them).
+ * text, "==." (foliolab/boot/monitors.py parses them).
  */
 #include "common.h"
 

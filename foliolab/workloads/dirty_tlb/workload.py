@@ -3,11 +3,17 @@ memory reclaimed to zram (dirty-tlb.sh)."""
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.parse import GuestSample
+from foliolab.guestdata import parse
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, counter_deltas
 from foliolab.workloads.model import (
-    Window, Derived, Metric, Param, Workload, count_metrics)
+    Window,
+    Derived,
+    Metric,
+    Param,
+    Workload,
+    count_metrics,
+)
 
 # The counting window this folder's workloads mark: FL_WIN_STRESS
 # in their C and shell (windows.py gathers every workload's window).
@@ -27,16 +33,23 @@ def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
     if irq:
         d.values["tlb_shootdowns"] = irq.get("TLB", 0)
         d.values["call_ipis"] = irq.get("CAL", 0)
-    for key in ("pgscan_anon", "pgsteal_anon", "pswpout",
-                "nr_tlb_remote_flush", "nr_tlb_remote_flush_received",
-                "pgactivate", "workingset_refault_anon"):
+    for key in (
+        "pgscan_anon",
+        "pgsteal_anon",
+        "pswpout",
+        "nr_tlb_remote_flush",
+        "nr_tlb_remote_flush_received",
+        "pgactivate",
+        "workingset_refault_anon",
+    ):
         if key in vm:
             d.values[key] = vm[key]
     # Folios reclaim hands back unwritten are activated; under MGLRU that
     # moves them to the youngest generation (issue 18, item 2).
     if vm.get("pgsteal_anon"):
-        d.values["pgactivate_per_steal"] = (vm.get("pgactivate", 0) /
-                                            vm["pgsteal_anon"])
+        d.values["pgactivate_per_steal"] = (
+            vm.get("pgactivate", 0) / vm["pgsteal_anon"]
+        )
     events = counter_deltas(s, "memcg_events", parse.parse_memcg)
     if events.get("oom_kill"):
         d.invalid.append(f"{events['oom_kill']} memcg OOM kill(s)")
@@ -51,18 +64,25 @@ def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
-def per_swapout(counted: dict[str, float], derived: dict[str, float],
-                roots: tuple[str, ...]) -> dict[str, float]:
+def per_swapout(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
     """The counted IPIs and TLB invalidations per page swapped out, every
     page reclaim swapped out, zero-filled ones included."""
     swapped = derived.get("swapped_out", derived.get("pswpout"))
     if not swapped:
         return {}
-    out = {"ipis_sent_per_swapout": counted["ipis_sent"] / swapped,
-           "tlb_flush_insns_per_swapout": counted["tlb_flush_insns"] / swapped}
+    out = {
+        "ipis_sent_per_swapout": counted["ipis_sent"] / swapped,
+        "tlb_flush_insns_per_swapout": counted["tlb_flush_insns"] / swapped,
+    }
     # what reclaim itself sent, without the workload's own IPIs
     for root in roots:
-        out[f"{root}_ipis_per_swapout"] = counted[f"{root}_ipis_sent"] / swapped
+        out[f"{root}_ipis_per_swapout"] = (
+            counted[f"{root}_ipis_sent"] / swapped
+        )
     return out
 
 
@@ -72,18 +92,26 @@ DIRTY_TLB = Workload(
     name="dirty-tlb",
     title="W1 dirty-tlb: stress-ng vm in a memcg, dirty anon reclaim",
     script="dirty-tlb",
-    params={"workers": Param.integer("4", "stress-ng vm workers (more than "
-                                "vCPUs)", 1, 64),
-            "total_mb": Param.integer("512", "--vm-bytes: the TOTAL over all "
-                                   "workers, MiB", 16, 2048),
-            "memcg_pct": Param.integer("25", "memory.max as percent of the "
-                                   "total", 1, 100),
-            "seconds": Param.integer("15", "stress-ng --timeout", 1, 3600),
-            "method": Param("write64", "--vm-method"),
-            "lru_gen": Param("y", "MGLRU on (y) or off (n); with "
-                                  "classic LRU the workers get "
-                                  "OOM-killed here",
-                             choices=("y", "n"))},
+    params={
+        "workers": Param.integer(
+            "4", "stress-ng vm workers (more than vCPUs)", 1, 64
+        ),
+        "total_mb": Param.integer(
+            "512", "--vm-bytes: the TOTAL over all workers, MiB", 16, 2048
+        ),
+        "memcg_pct": Param.integer(
+            "25", "memory.max as percent of the total", 1, 100
+        ),
+        "seconds": Param.integer("15", "stress-ng --timeout", 1, 3600),
+        "method": Param("write64", "--vm-method"),
+        "lru_gen": Param(
+            "y",
+            "MGLRU on (y) or off (n); with "
+            "classic LRU the workers get "
+            "OOM-killed here",
+            choices=("y", "n"),
+        ),
+    },
     metrics=(
         Metric("bogo_ops_per_s", "ops/s", "higher", "bogo ops/s"),
         Metric("tlb_shootdowns", "irqs", "lower", "TLB shootdowns"),
@@ -91,34 +119,79 @@ DIRTY_TLB = Workload(
         Metric("pgscan_anon", "pages", "higher", "pgscan_anon"),
         Metric("pgsteal_anon", "pages", "higher", "pgsteal_anon"),
         Metric("pswpout", "pages", "higher", "pswpout", primary=False),
-        Metric("swapped_out", "pages", "higher",
-               "pages swapped out, written or zero-filled (pswpout + "
-               "swpout_zero)", primary=False),
-        Metric("nr_tlb_remote_flush", "flushes", "lower",
-               "nr_tlb_remote_flush (sender)", primary=False),
-        Metric("nr_tlb_remote_flush_received", "flushes", "lower",
-               "nr_tlb_remote_flush_received", primary=False),
-        Metric("pgactivate", "pages", "lower", "pgactivate",
-               primary=False),
-        Metric("pgactivate_per_steal", "ratio", "lower",
-               "pgactivate per pgsteal_anon", primary=False),
-        Metric("workingset_refault_anon", "pages", "lower",
-               "workingset_refault_anon", primary=False),
-        *count_metrics(None, _ROOTS, (
-            Metric("ipis_sent_per_swapout", "IPIs", "lower",
-                   "counted: IPIs sent per page swapped out"),
-            Metric("tlb_flush_insns_per_swapout", "insns", "lower",
-                   "counted: TLB invalidations per page swapped out"),
-            Metric("shrink_folio_list_ipis_per_swapout", "IPIs", "lower",
-                   "counted: IPIs sent inside shrink_folio_list per page "
-                   "swapped out"),
-        )),
+        Metric(
+            "swapped_out",
+            "pages",
+            "higher",
+            "pages swapped out, written or zero-filled (pswpout + "
+            "swpout_zero)",
+            primary=False,
+        ),
+        Metric(
+            "nr_tlb_remote_flush",
+            "flushes",
+            "lower",
+            "nr_tlb_remote_flush (sender)",
+            primary=False,
+        ),
+        Metric(
+            "nr_tlb_remote_flush_received",
+            "flushes",
+            "lower",
+            "nr_tlb_remote_flush_received",
+            primary=False,
+        ),
+        Metric("pgactivate", "pages", "lower", "pgactivate", primary=False),
+        Metric(
+            "pgactivate_per_steal",
+            "ratio",
+            "lower",
+            "pgactivate per pgsteal_anon",
+            primary=False,
+        ),
+        Metric(
+            "workingset_refault_anon",
+            "pages",
+            "lower",
+            "workingset_refault_anon",
+            primary=False,
+        ),
+        *count_metrics(
+            None,
+            _ROOTS,
+            (
+                Metric(
+                    "ipis_sent_per_swapout",
+                    "IPIs",
+                    "lower",
+                    "counted: IPIs sent per page swapped out",
+                ),
+                Metric(
+                    "tlb_flush_insns_per_swapout",
+                    "insns",
+                    "lower",
+                    "counted: TLB invalidations per page swapped out",
+                ),
+                Metric(
+                    "shrink_folio_list_ipis_per_swapout",
+                    "IPIs",
+                    "lower",
+                    "counted: IPIs sent inside shrink_folio_list per page "
+                    "swapped out",
+                ),
+            ),
+        ),
     ),
-    derive=derive_dirty_tlb, timeout=240,
-    window=WINDOW, count_roots=_ROOTS, count_extra=per_swapout,
-    # 383 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+    derive=derive_dirty_tlb,
+    timeout=240,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_extra=per_swapout,
+    # 383 s / 20 boots in the trial of 2026-11-26 (TCG,
     # 1 sample a boot); its fixture: 21.4 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
-    tcg_boot_s=19.2, tcg_count_boot_s=24.2)
+    tcg_boot_s=19.2,
+    tcg_count_boot_s=24.2,
+)
 
 WORKLOADS = (DIRTY_TLB,)

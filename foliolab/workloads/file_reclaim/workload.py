@@ -4,11 +4,24 @@ file-reclaim.sh)."""
 
 from __future__ import annotations
 
-from foliolab.parse import GuestSample
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import (
-    STAGE_METRICS, UNMAP_UNIT, common_checks, copy_metrics, profile_calls, stage_times)
+    STAGE_METRICS,
+    UNMAP_UNIT,
+    common_checks,
+    copy_metrics,
+    profile_calls,
+    stage_times,
+)
 from foliolab.workloads.model import (
-    Window, NO_DIRECTION, Derived, Metric, Param, Workload, count_metrics)
+    Window,
+    NO_DIRECTION,
+    Derived,
+    Metric,
+    Param,
+    Workload,
+    count_metrics,
+)
 
 # The counting window this folder's workloads mark: FL_WIN_RECLAIM
 # in their C and shell (windows.py gathers every workload's window).
@@ -32,15 +45,20 @@ def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
             d.invalid.append(f"no {key} reported")
     large = s.metrics.get("large_folio_pct", 0)
     if large < 50:
-        d.invalid.append(f"no large folios: only {large:.0f}% of the mapped "
-                         "file in folios larger than 4K")
+        d.invalid.append(
+            f"no large folios: only {large:.0f}% of the mapped "
+            "file in folios larger than 4K"
+        )
     if s.metrics.get("mapped_pct", 0) < 99:
-        d.invalid.append(f"file only {s.metrics.get('mapped_pct', 0):.0f}% "
-                         "mapped")
+        d.invalid.append(
+            f"file only {s.metrics.get('mapped_pct', 0):.0f}% mapped"
+        )
     want = int(params["size_mb"]) * int(params["reclaim_pct"]) / 100
     if s.metrics.get("reclaimed_mb", 0) < 0.5 * want:
-        d.invalid.append(f"reclaimed {s.metrics.get('reclaimed_mb', 0):.0f} "
-                         f"of {want:.0f} MB asked")
+        d.invalid.append(
+            f"reclaimed {s.metrics.get('reclaimed_mb', 0):.0f} "
+            f"of {want:.0f} MB asked"
+        )
     for key in ("pgscan_file", "pgsteal_file"):
         if vm:
             d.values[key] = vm.get(key, 0)
@@ -55,46 +73,89 @@ FILE_RECLAIM = Workload(
     name="file-reclaim",
     title="W2 file-reclaim: memory.reclaim of mapped XFS large folios",
     script="file-reclaim",
-    params={"size_mb": Param.integer("512", "file size, MiB (XFS on brd)", 16,
-                               2048),
-            "reclaim_pct": Param.integer("80", "percent of the file reclaimed", 1,
-                               100),
-            # Readahead sizes the page cache folios XFS allocates: with
-            # the default 128 KiB most are order 5.
-            "readahead_kb": Param.integer("128", "read_ahead_kb of the ramdisk "
-                                       "when the file is read in", 4,
-                                16384),
-            "profile": Param.flag("1", "1: count try_to_unmap_one calls, "
-                                  "then time reclaim's stages, in "
-                                  "untimed passes")},
+    params={
+        "size_mb": Param.integer(
+            "512", "file size, MiB (XFS on brd)", 16, 2048
+        ),
+        "reclaim_pct": Param.integer(
+            "80", "percent of the file reclaimed", 1, 100
+        ),
+        # Readahead sizes the page cache folios XFS allocates: with
+        # the default 128 KiB most are order 5.
+        "readahead_kb": Param.integer(
+            "128",
+            "read_ahead_kb of the ramdisk when the file is read in",
+            4,
+            16384,
+        ),
+        "profile": Param.flag(
+            "1",
+            "1: count try_to_unmap_one calls, "
+            "then time reclaim's stages, in "
+            "untimed passes",
+        ),
+    },
     metrics=(
         Metric("reclaim_real_s", "s", "lower", "reclaim wall time"),
         Metric("reclaim_sys_s", "s", "lower", "reclaim system time"),
-        Metric("reclaimed_mb", "MiB", NO_DIRECTION, "memory reclaimed",
-               primary=False),
-        Metric("pgscan_file", "pages", "lower", "pgscan_file",
-               primary=False),
-        Metric("pgsteal_file", "pages", NO_DIRECTION, "pgsteal_file",
-               primary=False),
-        Metric("try_to_unmap_one_calls", "calls", "lower",
-               "try_to_unmap_one calls", primary=False),
-        *(m for m in STAGE_METRICS if m.key not in (
-            "swap_alloc_ms", "writeout_ms")),
-        Metric("large_folio_pct", "%", "higher",
-               "mapped pages in large folios before reclaim",
-               primary=False),
-        *(Metric(f"folios_order_{o}", "folios", NO_DIRECTION,
-                 f"order-{o} folios mapped before reclaim", primary=False)
-          for o in FOLIO_ORDERS),
+        Metric(
+            "reclaimed_mb",
+            "MiB",
+            NO_DIRECTION,
+            "memory reclaimed",
+            primary=False,
+        ),
+        Metric("pgscan_file", "pages", "lower", "pgscan_file", primary=False),
+        Metric(
+            "pgsteal_file",
+            "pages",
+            NO_DIRECTION,
+            "pgsteal_file",
+            primary=False,
+        ),
+        Metric(
+            "try_to_unmap_one_calls",
+            "calls",
+            "lower",
+            "try_to_unmap_one calls",
+            primary=False,
+        ),
+        *(
+            m
+            for m in STAGE_METRICS
+            if m.key not in ("swap_alloc_ms", "writeout_ms")
+        ),
+        Metric(
+            "large_folio_pct",
+            "%",
+            "higher",
+            "mapped pages in large folios before reclaim",
+            primary=False,
+        ),
+        *(
+            Metric(
+                f"folios_order_{o}",
+                "folios",
+                NO_DIRECTION,
+                f"order-{o} folios mapped before reclaim",
+                primary=False,
+            )
+            for o in FOLIO_ORDERS
+        ),
         *count_metrics(UNMAP_UNIT, _FILE_ROOTS),
     ),
-    derive=derive_file_reclaim, timeout=300, window=WINDOW,
-    count_roots=_FILE_ROOTS, count_unit=UNMAP_UNIT,
+    derive=derive_file_reclaim,
+    timeout=300,
+    window=WINDOW,
+    count_roots=_FILE_ROOTS,
+    count_unit=UNMAP_UNIT,
     # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
     cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
-    # 180 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+    # 180 s / 20 boots in the trial of 2026-11-26 (TCG,
     # 1 sample a boot); its fixture: 18.4 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
-    tcg_boot_s=9.0, tcg_count_boot_s=11.3)
+    tcg_boot_s=9.0,
+    tcg_count_boot_s=11.3,
+)
 
 WORKLOADS = (FILE_RECLAIM,)

@@ -3,13 +3,20 @@
 
 from __future__ import annotations
 
-from foliolab import parse
-from foliolab.countwindows import CountUnit
-from foliolab.parse import GuestSample
+from foliolab.guestdata import parse
+from foliolab.guestdata.countwindows import CountUnit
+from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
     Window,
-    COUNTING, NO_DIRECTION, Derived, Metric, Param, Workload, count_metrics)
+    COUNTING,
+    NO_DIRECTION,
+    Derived,
+    Metric,
+    Param,
+    Workload,
+    count_metrics,
+)
 
 # The counting window this folder's workloads mark: FL_WIN_MOVE
 # in their C and shell (windows.py gathers every workload's window).
@@ -19,20 +26,31 @@ WINDOW = Window(5, "MOVE", "move_pages() of the KSM pages")
 def derive_ksm_rmap(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     common_checks(s, d, need_swap=False)
-    copy_metrics(s, d, ("move_ms", "lock_wait_max_ms", "lock_wait_avg_ms",
-                        "ksm_merge_s", "vmas", "ksm_pages_shared",
-                        "verify_errors"))
+    copy_metrics(
+        s,
+        d,
+        (
+            "move_ms",
+            "lock_wait_max_ms",
+            "lock_wait_avg_ms",
+            "ksm_merge_s",
+            "vmas",
+            "ksm_pages_shared",
+            "verify_errors",
+        ),
+    )
     want = int(params["vmas"])
     if s.metrics.get("vmas", 0) < 0.95 * want:
-        d.invalid.append(f"only {s.metrics.get('vmas', 0):.0f} of {want} "
-                         "VMAs")
+        d.invalid.append(f"only {s.metrics.get('vmas', 0):.0f} of {want} VMAs")
     if s.metrics.get("moved_pct", 0) < 100:
-        d.invalid.append(f"only {s.metrics.get('moved_pct', 0):.0f}% of the "
-                         "pages migrated")
-    walks = parse.parse_graph_durations(s.files.get("ftrace_graph", ""),
-                                        "rmap_walk_ksm")
+        d.invalid.append(
+            f"only {s.metrics.get('moved_pct', 0):.0f}% of the pages migrated"
+        )
+    walks = parse.parse_graph_durations(
+        s.files.get("ftrace_graph", ""), "rmap_walk_ksm"
+    )
     if params.get(COUNTING) == "1":
-        pass        # no tracer in a counting boot: the plugin counts walks
+        pass  # no tracer in a counting boot: the plugin counts walks
     elif walks:
         d.values["rmap_walk_max_ms"] = max(walks)
         d.values["rmap_walk_avg_ms"] = sum(walks) / len(walks)
@@ -48,40 +66,67 @@ KSM_RMAP = Workload(
     name="ksm-rmap",
     title="W4 ksm-rmap: rmap_walk_ksm with many VMAs on one anon_vma",
     script="ksm-rmap",
-    params={"vmas": Param.integer("20000", "VMAs (one page each) sharing one "
-                                 "anon_vma", 1, 60000),
-            "move": Param.integer("8", "KSM pages migrated (each walks the "
-                             "rmap twice)", 1, 1000),
-            "pages_to_scan": Param.integer("20000", "ksm pages_to_scan", 1, 10**7),
-            "merge_timeout": Param.integer("120", "seconds to wait for KSM", 1,
-                                 3600)},
+    params={
+        "vmas": Param.integer(
+            "20000", "VMAs (one page each) sharing one anon_vma", 1, 60000
+        ),
+        "move": Param.integer(
+            "8", "KSM pages migrated (each walks the rmap twice)", 1, 1000
+        ),
+        "pages_to_scan": Param.integer("20000", "ksm pages_to_scan", 1, 10**7),
+        "merge_timeout": Param.integer(
+            "120", "seconds to wait for KSM", 1, 3600
+        ),
+    },
     metrics=(
-        Metric("rmap_walk_max_ms", "ms", "lower",
-               "KSM rmap walk maximum duration"),
-        Metric("rmap_walk_avg_ms", "ms", "lower",
-               "KSM rmap walk average duration"),
-        Metric("lock_wait_max_ms", "ms", "lower",
-               "anon_vma lock wait of another thread (max mprotect)"),
-        Metric("move_ms", "ms", "lower", "move_pages time",
-               primary=False),
-        Metric("lock_wait_avg_ms", "ms", "lower",
-               "mprotect time of another thread (average)",
-               primary=False),
-        Metric("rmap_walk_calls", "calls", "lower",
-               "rmap_walk_ksm calls traced", primary=False),
-        Metric("ksm_merge_s", "s", "lower", "time for KSM to merge",
-               primary=False),
-        Metric("vmas", "VMAs", NO_DIRECTION, "VMAs in the mapping",
-               primary=False),
-        *count_metrics(CountUnit("walk", "rmap_walk_ksm", False),
-                       ("rmap_walk_ksm",)),
+        Metric(
+            "rmap_walk_max_ms", "ms", "lower", "KSM rmap walk maximum duration"
+        ),
+        Metric(
+            "rmap_walk_avg_ms", "ms", "lower", "KSM rmap walk average duration"
+        ),
+        Metric(
+            "lock_wait_max_ms",
+            "ms",
+            "lower",
+            "anon_vma lock wait of another thread (max mprotect)",
+        ),
+        Metric("move_ms", "ms", "lower", "move_pages time", primary=False),
+        Metric(
+            "lock_wait_avg_ms",
+            "ms",
+            "lower",
+            "mprotect time of another thread (average)",
+            primary=False,
+        ),
+        Metric(
+            "rmap_walk_calls",
+            "calls",
+            "lower",
+            "rmap_walk_ksm calls traced",
+            primary=False,
+        ),
+        Metric(
+            "ksm_merge_s", "s", "lower", "time for KSM to merge", primary=False
+        ),
+        Metric(
+            "vmas", "VMAs", NO_DIRECTION, "VMAs in the mapping", primary=False
+        ),
+        *count_metrics(
+            CountUnit("walk", "rmap_walk_ksm", False), ("rmap_walk_ksm",)
+        ),
     ),
-    derive=derive_ksm_rmap, numa_nodes=2, timeout=600, window=WINDOW,
+    derive=derive_ksm_rmap,
+    numa_nodes=2,
+    timeout=600,
+    window=WINDOW,
     count_roots=("rmap_walk_ksm",),
     count_unit=CountUnit("walk", "rmap_walk_ksm", False),
-    # 192 s / 20 boots in the trial of 2026-11-26 (newcomer-trial.md, TCG,
+    # 192 s / 20 boots in the trial of 2026-11-26 (TCG,
     # 1 sample a boot); its fixture: 8.9 s. Counting: x1.26, the
     # pageout fixture's counting boots against its timed ones.
-    tcg_boot_s=9.6, tcg_count_boot_s=12.1)
+    tcg_boot_s=9.6,
+    tcg_count_boot_s=12.1,
+)
 
 WORKLOADS = (KSM_RMAP,)

@@ -1,0 +1,223 @@
+"""Statistics: pure functions, no I/O.
+
+Per metric and variant: n, mean (arithmetic for times and counts, harmonic
+for rates, as mmtests does), stddev, CoeffVar, min, median, max. Between
+variants: the patched/vanilla ratio of means with a percentile-bootstrap 95%
+CI and a two-sided Mann-Whitney U p-value.
+
+A row is significant only when the CI excludes 1 *and* p < 0.05. The
+bootstrap CI alone is somewhat narrow at n=10 (its A/A false-positive rate
+is above 5%); requiring the rank test too keeps it at or below 5%, which
+tests/host/test_stats.py checks by simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+BOOTSTRAP_RESAMPLES = 10000
+ALPHA = 0.05
+# Below this many samples per kernel a bootstrap CI is no interval at all
+# (two values resample to three means): the reports print none.
+MIN_N_FOR_CI = 3
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    stddev: float
+    coeffvar: float  # percent
+    min: float
+    median: float
+    max: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def mean(values: npt.ArrayLike, harmonic: bool = False) -> float:
+    a = np.asarray(values, dtype=float)
+    if harmonic:
+        if np.any(a <= 0):
+            return float("nan")
+        return float(len(a) / np.sum(1.0 / a))
+    return float(np.mean(a))
+
+
+def summarize(values: npt.ArrayLike, harmonic: bool = False) -> Summary:
+    a = np.asarray(values, dtype=float)
+    n = len(a)
+    if n == 0:
+        nan = float("nan")
+        return Summary(0, nan, nan, nan, nan, nan, nan)
+    m = mean(a, harmonic)
+    sd = float(np.std(a, ddof=1)) if n > 1 else 0.0
+    cv = 100.0 * sd / m if m else float("nan")
+    return Summary(
+        n, m, sd, cv, float(a.min()), float(np.median(a)), float(a.max())
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ratio: float  # patched mean / vanilla mean
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+
+
+def _mann_whitney_p(
+    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
+) -> float:
+    # scipy.stats takes ~0.4 s to import: a comparison pays it, not the
+    # start of every command (cli loads every command's module)
+    from scipy import stats as sps
+
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def _bootstrap_means(
+    a: npt.NDArray[np.float64], rng: np.random.Generator, harmonic: bool
+) -> npt.NDArray[np.float64]:
+    idx = rng.integers(0, len(a), size=(BOOTSTRAP_RESAMPLES, len(a)))
+    s = a[idx]
+    if harmonic:
+        return cast(npt.NDArray[np.float64], len(a) / np.sum(1.0 / s, axis=1))
+    return cast(npt.NDArray[np.float64], s.mean(axis=1))
+
+
+def compare(
+    vanilla: npt.ArrayLike,
+    patched: npt.ArrayLike,
+    harmonic: bool = False,
+    seed: int = 0,
+) -> Comparison:
+    """Ratio patched/vanilla with a 95% bootstrap CI and a rank-test p."""
+    a = np.asarray(vanilla, dtype=float)
+    b = np.asarray(patched, dtype=float)
+    nan = float("nan")
+    if len(a) < 2 or len(b) < 2:
+        ma, mb = (
+            mean(a, harmonic) if len(a) else nan,
+            mean(b, harmonic) if len(b) else nan,
+        )
+        return Comparison(mb / ma if ma else nan, nan, nan, nan, False)
+    ma, mb = mean(a, harmonic), mean(b, harmonic)
+    if ma == 0:
+        # A counter that is zero on vanilla: no ratio, only the rank test.
+        ratio = 1.0 if mb == 0 else math.inf
+        lo = hi = ratio
+    else:
+        ratio = mb / ma
+        rng = np.random.default_rng(seed)
+        ba = _bootstrap_means(a, rng, harmonic)
+        bb = _bootstrap_means(b, rng, harmonic)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = bb / ba
+        r = r[np.isfinite(r)]
+        lo, hi = (float(x) for x in np.percentile(r, [2.5, 97.5]))
+    if np.all(a == a[0]) and np.all(b == b[0]):
+        p = 1.0 if a[0] == b[0] else 0.0
+    else:
+        p = _mann_whitney_p(a, b)
+    significant = bool((lo > 1 or hi < 1) and p < ALPHA)
+    return Comparison(ratio, lo, hi, p, significant)
+
+
+def pct_diff(vanilla_mean: float, patched_mean: float, better: str) -> float:
+    """mmtests' %diff: positive means patched is better; for a metric with
+    no better direction (``better`` neither "lower" nor "higher"),
+    positive means larger, as pct_change."""
+    if not vanilla_mean:
+        return 0.0
+    if better == "lower":
+        return 100.0 - patched_mean * 100.0 / vanilla_mean
+    return patched_mean * 100.0 / vanilla_mean - 100.0
+
+
+def pct_change(base_mean: float, mean: float) -> float | None:
+    """LKP's %change: ``mean`` against ``base_mean``, + = larger whatever
+    the better direction; None when the base is 0 (a change from 0 has no
+    percentage)."""
+    if (
+        not base_mean
+        or not math.isfinite(base_mean)
+        or not math.isfinite(mean)
+    ):
+        return None
+    return 100.0 * (mean / base_mean - 1.0)
+
+
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact Mann-Whitney test can give for
+    samples of these sizes (complete separation, no ties): 2 / C(n_a +
+    n_b, n_a). At 3 vs 3 that is 0.1, so no row can be significant."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def constant(values: Sequence[float]) -> bool:
+    """Two or more values, all equal: an exact count that repeats."""
+    return len(values) >= 2 and all(v == values[0] for v in values)
+
+
+def runs_needed(alpha: float = ALPHA) -> int:
+    """The fewest runs per kernel at which a row can reach ``alpha``."""
+    n = 1
+    while min_p_value(n, n) >= alpha:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The ratio of two kernels over rounds of an interleaved run: the
+    geometric mean of the per-round ratios with a bootstrap 95% CI over
+    rounds. Pairing removes what the two boots of one round share (the
+    host's state at the time), so it is often tighter than the unpaired
+    ratio of means."""
+
+    n: int
+    ratio: float
+    ci_low: float
+    ci_high: float
+
+
+def paired_ratio(pairs: list[tuple[float, float]], seed: int = 0) -> Paired:
+    """``pairs``: (baseline, other) per round, both positive."""
+    nan = float("nan")
+    r = np.asarray([b / a for a, b in pairs if a > 0 and b > 0], dtype=float)
+    if len(r) < 2:
+        return Paired(
+            len(r),
+            float(np.exp(np.mean(np.log(r)))) if len(r) else nan,
+            nan,
+            nan,
+        )
+    logs = np.log(r)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(logs), size=(BOOTSTRAP_RESAMPLES, len(logs)))
+    boot = np.exp(logs[idx].mean(axis=1))
+    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+    return Paired(len(r), float(np.exp(logs.mean())), lo, hi)
+
+
+def trend(values: list[float]) -> tuple[float, float]:
+    """Spearman's rho of ``values`` against their order, and its p: a
+    steady drift of the host over a run shows as a trend in the
+    baseline's samples."""
+    if len(values) < 4 or len(set(values)) < 2:
+        return 0.0, 1.0
+    from scipy import stats as sps  # see _mann_whitney_p()
+
+    res = sps.spearmanr(range(len(values)), values)
+    return float(res.statistic), float(res.pvalue)

@@ -1,0 +1,204 @@
+"""Reports from saved results: terminal table, report.md, report.html,
+results.json, PNGs.
+
+Everything here reads the run directory only: OUT/environment.json (the
+run's manifest) and the raw boots under OUT/raw/ (through ``derive``;
+OUT/samples.jsonl for runs from before job.json), so `foliolab report OUT`
+redoes every sample, table and plot without rebuilding or rebooting
+anything. The analysis is analyse.py's, the drawing render/'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from foliolab.analysis.analyse import Analysis, analyse
+from foliolab.boot.derive import Sample, run_samples
+from foliolab.manifest import RunManifest
+from foliolab.render import plots
+from foliolab.render.html import Figures, Section, html_figures, html_report
+from foliolab.render.monitors import monitor_report
+from foliolab.render.markdown import markdown_report
+from foliolab.render.text import text_report
+
+log = logging.getLogger("foliolab")
+
+
+def results_json(a: Analysis) -> dict[str, Any]:
+    """results.json: results.json's environment, samples and summary, and what
+    was added since (invalid samples, counting, attribution)."""
+    env = a.m.to_json()
+    env["host_line"] = a.host_line
+    env["missing_boots"] = a.missing
+    results = {
+        "environment": env,
+        "samples": [r for s in a.samples for r in s.rows()],
+        "summary": [r.as_json() for wa in a.workloads for r in wa.rows],
+        "invalid": [
+            {
+                "workload": s.workload,
+                "variant": s.variant,
+                "run": s.run,
+                "reasons": s.reasons,
+                "rundir": s.rundir,
+            }
+            for s in a.samples
+            if not s.valid
+        ],
+        "counting": {k: c.as_dict() for k, c in a.counts.items()},
+        "headline": dataclasses.asdict(a.headline),
+    }
+    if a.m.attribution:
+        results["attribution"] = [
+            r.as_json() for wa in a.workloads for r in wa.steps
+        ]
+    return results
+
+
+def _save(out: Path, name: str, data: bytes | None) -> bytes | None:
+    if data:
+        (out / "plots").mkdir(parents=True, exist_ok=True)
+        (out / "plots" / name).write_bytes(data)
+    return data
+
+
+def _plots(a: Analysis, out: Path) -> Figures:
+    """Draw the plots once: into plots/ (report.md links them) and into
+    the Figures report.html carries inline."""
+    figures = Figures()
+    try:
+        figures.overview = _save(out, "overview.png", plots.forest(a))
+        figures.overview_notes = plots.forest_notes(a)
+    except Exception as e:  # a plot must never cost the results
+        log.warning("overview plot failed: %s", e)
+    for wa in a.workloads:
+        name, mine = wa.workload.name, []
+        try:
+            figures.notes[name] = plots.figure_notes(wa, a.samples, a.names)
+            data = _save(
+                out,
+                f"{name}.png",
+                plots.workload_figure(wa, a.samples, a.names),
+            )
+            if data:
+                mine.append(
+                    (
+                        f"{name}: primary and significant metrics, "
+                        "each its ratio to the baseline's mean and "
+                        "its values per kernel",
+                        data,
+                    )
+                )
+            data = (
+                _save(
+                    out,
+                    f"{name}-profile.png",
+                    plots.profile_figure(wa.workload, wa.counts),
+                )
+                if wa.counts
+                else None
+            )
+            if data:
+                mine.append((f"{name}: differential profile", data))
+        except Exception as e:  # a plot must never cost the results
+            log.warning("plot for %s failed: %s", name, e)
+        figures.workloads[name] = mine
+    return figures
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity as None: results.json is
+    JSON (a parser in a browser or jq refuses NaN and Infinity). A ratio
+    from 0 is null there; its means say it (0 -> N)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return finite(dataclasses.asdict(value))
+    return value
+
+
+# What results.json has always held (docs/manual.md, "How a comparison runs").
+RESULTS_KEYS = ("environment", "samples", "summary")
+
+
+def damaged_results(out: Path) -> str | None:
+    """What is wrong with OUT/results.json, or None if it reads (or is not
+    there yet: a run's first report writes it)."""
+    path = out / "results.json"
+    if not path.exists():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        return f"not valid JSON: {e.msg}, line {e.lineno} column {e.colno}"
+    except (OSError, UnicodeDecodeError) as e:
+        return str(e)
+    if not isinstance(d, dict) or any(k not in d for k in RESULTS_KEYS):
+        return "no " + ", ".join(RESULTS_KEYS) + " in it"
+    return None
+
+
+def _say_if_damaged(out: Path) -> None:
+    """One line when the results.json about to be rewritten was damaged:
+    the report is rebuilt from the run's own records, not from it."""
+    why = damaged_results(out)
+    if why:
+        source = (
+            "the boots under raw/"
+            if (out / "raw").is_dir()
+            else "samples.jsonl"
+        )
+        log.warning(
+            "foliolab: %s was damaged (%s); rebuilt from "
+            "environment.json and %s",
+            out / "results.json",
+            why,
+            source,
+        )
+
+
+def write_report(out: Path, samples: list[Sample] | None = None) -> str:
+    """(Re)write results.json, report.md, report.html and plots/; return
+    the text table.
+    ``samples``: the run's, as it derived them (else derived again)."""
+    m = RunManifest.read(out)
+    _say_if_damaged(out)
+    if samples is None:
+        samples = run_samples(out)
+    a = analyse(out, m, samples)
+    (out / "results.json").write_text(
+        json.dumps(
+            finite(results_json(a)), indent=1, default=str, allow_nan=False
+        )
+        + "\n"
+    )
+    (out / "report.md").write_text(markdown_report(a))
+    figures = _plots(a, out)
+    # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
+    # shows its monitors: only in the HTML page, beside the tables
+    try:
+        monitors, notes = monitor_report(out)
+    except Exception as e:  # a figure must never cost the report
+        log.warning("WARNING: the monitors' figures could not be drawn: %s", e)
+        monitors, notes = [], []
+    heading = "Monitors (per second of each timed window)"
+    extra = [
+        Section(
+            "monitors",
+            heading,
+            html_figures(heading, monitors, "monitors", notes, level=2),
+        )
+    ]
+    (out / "report.html").write_text(html_report(a, figures, extra))
+    text = text_report(a)
+    (out / "report.txt").write_text(text)
+    return text
