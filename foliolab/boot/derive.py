@@ -216,14 +216,16 @@ def rederive(out: Path) -> list[Sample] | None:
     return [s for d in dirs for s in samples_of_boot(out, d)]
 
 
-def run_samples(out: Path) -> list[Sample]:
+def run_samples(out: Path, dest: Path | None = None) -> list[Sample]:
     """Every sample of the run in ``out``, derived again from its raw boots
-    (samples.jsonl rewritten), or read from samples.jsonl for runs from
-    before job.json."""
+    (samples.jsonl rewritten, in ``dest`` if given), or read from
+    samples.jsonl for runs from before job.json."""
     samples = rederive(out)
     if samples is None:
-        return load_samples(out)
-    write_samples(out, samples)
+        samples = load_samples(out)
+        if dest is None or dest == out:
+            return samples
+    write_samples(dest or out, samples)
     return samples
 
 

@@ -197,6 +197,11 @@ def _request(
             "--resume finishes the run in --out DIR",
             hint="give the --out of the interrupted run",
         )
+    if args.resume and args.force:
+        raise UsageError(
+            "--resume keeps the run in --out, --force deletes it",
+            hint="give one of them",
+        )
     _warn_small_runs(args.runs)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "%Y%m%d-%H%M%S"
@@ -224,6 +229,7 @@ def _request(
         records_on=args.records_on,
         executor=executors.options(args, args.argv),
         resume=args.resume,
+        force=args.force,
         command=["foliolab", *args.argv],
         monitors=args.monitors,
     )

@@ -198,6 +198,12 @@ def measure(s: argparse.ArgumentParser) -> None:
         "finished boots are kept, the rest run (the same "
         "kernels, workloads and parameters)",
     )
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="--out DIR holds a run: delete its boots and samples and "
+        "start anew (without it such an --out is refused)",
+    )
 
 
 def machine(p: argparse.ArgumentParser) -> None:

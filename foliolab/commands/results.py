@@ -12,6 +12,7 @@ from foliolab.render import report
 from foliolab import workloads
 from foliolab.commands import Command
 from foliolab.errors import UsageError
+from foliolab.paths import unwritable
 
 
 def _diff_options(s: argparse.ArgumentParser) -> None:
@@ -39,7 +40,17 @@ def _workloads_options(s: argparse.ArgumentParser) -> None:
 
 
 def _report_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("dir", type=Path)
+    s.add_argument(
+        "dir", type=Path, help="the run directory (compare's --out)"
+    )
+    s.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write samples.jsonl, results.json, the reports and plots "
+        "into DIR and only read the run (a read-only or shared run); "
+        "default: into the run itself",
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -48,12 +59,19 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"{args.dir}: no such directory",
             hint="give the --out directory of a compare run",
         )
+    dest = args.out or args.dir
+    if args.out is None and unwritable(args.dir):
+        raise UsageError(
+            f"{args.dir}: the run cannot be written "
+            f"({unwritable(args.dir)}), and its report is written into it",
+            hint="give --out DIR to write the report elsewhere",
+        )
     if (args.dir / bisectrecord.RECORD).exists():
         record = bisectrecord.Record.read(args.dir)
-        (args.dir / bisectrecord.TEXT).write_text(bisectrecord.render(record))
+        (dest / bisectrecord.TEXT).write_text(bisectrecord.render(record))
         print(bisectrecord.render(record), end="")
         return 0
-    print(report.write_report(args.dir))
+    print(report.write_report(args.dir, dest=dest))
     return 0
 
 

@@ -166,15 +166,22 @@ def _say_if_damaged(out: Path) -> None:
         )
 
 
-def write_report(out: Path, samples: list[Sample] | None = None) -> str:
+def write_report(
+    run: Path, samples: list[Sample] | None = None, dest: Path | None = None
+) -> str:
     """(Re)write results.json, report.md, report.html and plots/; return
     the text table.
-    ``samples``: the run's, as it derived them (else derived again)."""
-    m = RunManifest.read(out)
-    _say_if_damaged(out)
+    ``samples``: the run's, as it derived them (else derived again).
+    ``dest``: where all of it goes (default the run): the run is then
+    only read, so a read-only or shared run can be reported."""
+    out = dest or run
+    out.mkdir(parents=True, exist_ok=True)
+    m = RunManifest.read(run)
+    if out == run:
+        _say_if_damaged(run)
     if samples is None:
-        samples = run_samples(out)
-    a = analyse(out, m, samples)
+        samples = run_samples(run, out)
+    a = analyse(run, m, samples)
     (out / "results.json").write_text(
         json.dumps(
             finite(results_json(a)), indent=1, default=str, allow_nan=False
@@ -186,7 +193,7 @@ def write_report(out: Path, samples: list[Sample] | None = None) -> str:
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
     # shows its monitors: only in the HTML page, beside the tables
     try:
-        monitors, notes = monitor_report(out)
+        monitors, notes = monitor_report(run)
     except Exception as e:  # a figure must never cost the report
         log.warning("WARNING: the monitors' figures could not be drawn: %s", e)
         monitors, notes = [], []

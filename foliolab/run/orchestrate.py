@@ -103,16 +103,8 @@ def check(run: RunStages) -> Executor:
             plan.count,
             plan.out,
         )
-    elif (
-        not run.dry_run
-        and (plan.out / "raw").exists()
-        and any((plan.out / "raw").iterdir())
-    ):
-        log.warning(
-            "%s holds an earlier run: its boots are cleared (use "
-            "--resume to finish it instead)",
-            plan.out,
-        )
+    else:
+        _check_out_free(plan.out, plan.replace, run.dry_run)
     # last, the one check that does work (fetching, unpacking, applying);
     # a dry run changes nothing, so it applies nothing
     if not run.dry_run:
@@ -120,6 +112,46 @@ def check(run: RunStages) -> Executor:
         if not roots_checked:
             rootcheck.check_in_source(specs, plan.roots, trees)
     return executor
+
+
+def held_run(out: Path) -> str | None:
+    """What run ``out`` already holds, in words, or None: a manifest, a
+    boot or a samples file is a run (finished or not)."""
+    raw = out / "raw"
+    boots = sum(1 for _ in raw.glob("*/*/boot.json")) if raw.is_dir() else 0
+    has_raw = raw.is_dir() and any(raw.iterdir())
+    manifest = out / "environment.json"
+    if not (manifest.exists() or has_raw or (out / "samples.jsonl").exists()):
+        return None
+    finished = False
+    if manifest.exists():
+        try:
+            m = RunManifest.read(out)
+        except FoliolabError:
+            return "a run whose manifest cannot be read"
+        finished = bool(m.finished) and not m.stopped
+    state = "a finished run" if finished else "an unfinished run"
+    return f"{state} ({boots} boot{'s' if boots != 1 else ''} recorded)"
+
+
+def _check_out_free(out: Path, replace: bool, dry_run: bool) -> None:
+    """A new run never deletes another: --out of a directory that holds a
+    run is refused unless --force asks for its boots to be replaced."""
+    held = held_run(out)
+    if held is None:
+        return
+    if not replace:
+        raise UsageError(
+            f"--out {out} holds {held}",
+            hint="finish it with --resume, give another --out, or "
+            "replace it with --force",
+        )
+    log.warning(
+        "%s holds %s: --force %s its boots and samples",
+        out,
+        held,
+        "would delete" if dry_run else "deletes",
+    )
 
 
 # ---- kernels, image, machine ---------------------------------------------

@@ -96,6 +96,7 @@ class BootPlan:
     fault: str = ""  # injected into all but the baseline
     monitors: bool = False
     resume: bool = False  # keep the boots that have a boot.json
+    replace: bool = False  # --force: an earlier run in ``out`` is deleted
 
     def boots(self, counted: bool) -> list[PlannedBoot]:
         """Every boot in boot order (with its counting boot if
@@ -157,6 +158,7 @@ class Request:
     records_on: str = "port"  # "port" or "console" (as on a board)
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
     resume: bool = False  # finish the run in ``out``
+    force: bool = False  # replace a run already in ``out``
     command: list[str] = field(default_factory=list)
     monitors: bool = False  # sample vmstat/interrupts each second
 
@@ -215,6 +217,7 @@ class Request:
                 fault=self.fault,
                 monitors=self.monitors,
                 resume=self.resume,
+                replace=self.force,
             ),
             executor=self.executor,
             command=tuple(self.command),

@@ -725,3 +725,89 @@ def test_the_manifest_keeps_each_series_sha():
         m.kernel("patched").series_sha
         == source.read_series(DEFAULT_PATCHES).digest
     )
+
+
+# ---- a reused --out ---------------------------------------------------------
+
+
+def _tree_bytes(out):
+    """Every file under ``out`` with its bytes: what must not change."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_a_finished_run_in_out_is_refused_and_kept(
+    finished, capsys, tmp_cache, dry
+):
+    """compare --out of a finished run, without --resume: one line, exit 2,
+    every byte of the run as it was, nothing in the cache."""
+    before = _tree_bytes(finished)
+    rc = cli.main([*ARGS, "--out", str(finished), *dry])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1, err
+    assert "holds a finished run (8 boots recorded)" in err[0]
+    assert "--resume" in err[0] and "--force" in err[0]
+    assert _tree_bytes(finished) == before
+    assert not tmp_cache.exists()
+
+
+def test_an_interrupted_run_in_out_is_refused(
+    tmp_path, records, capsys, tmp_cache
+):
+    out = tmp_path / "run"
+    with pytest.raises(errors.StoppedError):
+        orchestrate.compare(
+            request(*ARGS, "--out", str(out)),
+            stand_in(tmp_path),
+            FakeExecutor(records, signal_at=3),
+        )
+    before = _tree_bytes(out)
+    capsys.readouterr()
+    rc = cli.main([*ARGS, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1, err
+    assert "holds an unfinished run (2 boots recorded)" in err[0]
+    assert _tree_bytes(out) == before
+
+
+def test_boots_without_a_manifest_in_out_are_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    (out / "raw" / "pageout" / "vanilla-001").mkdir(parents=True)
+    rc = cli.main([*ARGS, "--out", str(out), "--dry-run"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1, err
+    assert "holds an unfinished run (0 boots recorded)" in err[0]
+
+
+def test_force_replaces_the_run_in_out(finished, records, tmp_path, caplog):
+    fake = FakeExecutor(records)
+    with caplog.at_level("WARNING", "foliolab"):
+        orchestrate.compare(
+            request(*ARGS, "--out", str(finished), "--force"),
+            stand_in(tmp_path),
+            fake,
+        )
+    assert "--force deletes its boots and samples" in caplog.text
+    assert fake.booted == 8
+    assert len(derive.load_samples(finished)) == 8
+
+
+def test_resume_and_force_together_are_refused(finished, capsys):
+    rc = cli.main([*ARGS, "--out", str(finished), "--resume", "--force"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1, err
+    assert "--resume keeps the run in --out, --force deletes it" in err[0]
+
+
+def test_an_empty_out_is_a_new_run(tmp_path, records):
+    out = tmp_path / "empty"
+    out.mkdir()
+    fake = FakeExecutor(records)
+    orchestrate.compare(
+        request(*ARGS, "--out", str(out)), stand_in(tmp_path), fake
+    )
+    assert fake.booted == 8

@@ -597,3 +597,69 @@ def test_diff_reads_summary_rows_old_and_new(row, cell):
         }
     )
     assert r.kernel == "patched" and diff._cell(r) == cell
+
+
+def _bytes_under(d):
+    return {
+        str(p.relative_to(d)): p.read_bytes()
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_report_out_writes_elsewhere_and_only_reads_the_run(
+    tmp_path, data, capsys
+):
+    """report RUN --out DIR: the run's bytes as they were; DIR gets the
+    very reports `report RUN` writes into a copy of the run."""
+    import shutil
+
+    run, inplace = tmp_path / "run", tmp_path / "inplace"
+    shutil.copytree(data / "run-pageout-aa", run)
+    shutil.copytree(data / "run-pageout-aa", inplace)
+    before = _bytes_under(run)
+    dest = tmp_path / "elsewhere"
+    assert cli.main(["report", str(run), "--out", str(dest)]) == 0
+    assert _bytes_under(run) == before
+    assert cli.main(["report", str(inplace)]) == 0
+    for name in ("report.txt", "report.md"):
+        assert (dest / name).read_bytes() == (inplace / name).read_bytes()
+    # the samples name their boots' directories: the run's, not DIR's
+    moved = (inplace / "samples.jsonl").read_text()
+    assert (dest / "samples.jsonl").read_text() == moved.replace(
+        str(inplace), str(run)
+    )
+    a = json.loads((dest / "results.json").read_text())
+    b = json.loads((inplace / "results.json").read_text())
+    assert a["summary"] == b["summary"] and a["samples"] == b["samples"]
+    assert sorted(p.name for p in (dest / "plots").iterdir()) == sorted(
+        p.name for p in (inplace / "plots").iterdir()
+    )
+
+
+def test_report_of_a_run_it_cannot_write_asks_for_out(
+    tmp_path, data, capsys, monkeypatch
+):
+    """A run on a read-only mount (root writes through file modes, so the
+    mount's refusal is stood in for): one line naming --out, nothing
+    written."""
+    import shutil
+
+    from foliolab.commands import results
+
+    run = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", run)
+    before = _bytes_under(run)
+    monkeypatch.setattr(
+        results,
+        "unwritable",
+        lambda p: "read-only file system" if p == run else None,
+    )
+    rc = cli.main(["report", str(run)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.UsageError.exit_code and len(err) == 1, err
+    assert "cannot be written (read-only file system)" in err[0]
+    assert "give --out DIR" in err[0]
+    assert _bytes_under(run) == before
+    assert cli.main(["report", str(run), "--out", str(tmp_path / "o")]) == 0
+    assert _bytes_under(run) == before
