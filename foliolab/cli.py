@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import NoReturn
 from foliolab import __version__
 from foliolab.arch import get_arch
 from foliolab.commands import bisect, kernel, measure, results, run, test
-from foliolab.errors import FoliolabError, Stop, StoppedError, UsageError
+from foliolab.errors import FoliolabError, Stop, UsageError, stop_on_sigterm
 from foliolab.paths import unwritable
 
 log = logging.getLogger("foliolab")
@@ -115,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
+    nodes = getattr(args, "numa_nodes", 1) or 1
+    if nodes > 1 and getattr(args, "vcpus", nodes) % nodes:
+        raise UsageError(
+            f"--numa-nodes {nodes}: {args.vcpus} vCPUs do not split into "
+            f"{nodes} nodes",
+            hint="give --vcpus a multiple of --numa-nodes",
+        )
     if hasattr(args, "arch"):
         arch = get_arch(args.arch)
         if hasattr(args, "accel"):
@@ -138,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         format="%(message)s", level=logging.INFO, stream=sys.stderr
     )
+    stop_on_sigterm()
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
@@ -153,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         print("foliolab: interrupted", file=sys.stderr)
         return 130
     except Stop as s:
-        # a stop signal outside a measuring run (before it, or after)
+        # a stop signal outside a measuring run (before it, or after):
+        # one line, and the exit status a shell gives the signal's death
         print(f"foliolab: stopped by {s.signame}", file=sys.stderr)
-        return StoppedError.exit_code
+        return 128 + signal.Signals[s.signame].value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -131,15 +132,25 @@ class Stop(BaseException):
         self.signame = signame
 
 
+def _raise_stop(signum: int, frame: FrameType | None) -> NoReturn:
+    raise Stop(signal.Signals(signum).name)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends any command as SIGINT does, in one line printed by
+    cli.py (its default would end the process without a word)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_stop)
+
+
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
     """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
     so the boot under way is ended and what finished is reported."""
-
-    def stop(signum: int, frame: FrameType | None) -> NoReturn:
-        raise Stop(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {
+        s: signal.signal(s, _raise_stop)
+        for s in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         yield
     finally:

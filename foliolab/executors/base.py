@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from foliolab.arch import Arch
 from foliolab.bootrecord import HostLoad
 from foliolab.counting import Counter
-from foliolab.errors import BootError
+from foliolab.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def check_numa(spec: BootSpec) -> None:
     """The machine's vCPUs and memory must split evenly into its nodes."""
     n = spec.numa_nodes
     if n > 1 and (spec.vcpus % n or spec.memory_mb % n):
-        raise BootError(
+        raise UsageError(
             f"cannot split {spec.vcpus} vCPUs and "
             f"{spec.memory_mb} MiB into {n} NUMA nodes",
             hint="use vCPU and memory counts divisible by the node count",

@@ -555,3 +555,47 @@ def test_a_test_kernel_not_name_spec_is_refused_before_apt(
         "foliolab: error: --kernel 'debian:7.3' is not NAME=SPEC"
     )
     assert not tmp_cache.exists()
+
+
+def test_numa_nodes_that_do_not_divide_the_vcpus_are_a_usage_error(capsys):
+    rc = cli.main(
+        [
+            "compare",
+            "--workloads",
+            "pageout",
+            "--numa-nodes",
+            "8",
+            "--vcpus",
+            "2",
+            "--dry-run",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert "--numa-nodes 8: 2 vCPUs do not split into 8 nodes" in err[0]
+
+
+def test_sigterm_ends_a_command_in_one_line(tmp_path):
+    """SIGTERM outside a measuring run: one line, 128 + 15, as SIGINT
+    gives one line and 130 (a command stood in for by a long sleep)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import time\n"
+        "from foliolab import cli\n"
+        "cli.HANDLERS['workloads'] = lambda a: time.sleep(60)\n"
+        "raise SystemExit(cli.main(['workloads']))\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143
+    assert err.strip().splitlines() == ["foliolab: stopped by SIGTERM"]

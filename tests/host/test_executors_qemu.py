@@ -8,7 +8,7 @@ from foliolab.kernel import kconfig
 from foliolab.executors import qemu
 from foliolab.executors.base import BootRequest
 from foliolab.arch import ARCHES, get_arch
-from foliolab.errors import BootError, SetupError, UsageError
+from foliolab.errors import SetupError, UsageError
 
 X86 = ARCHES["x86_64"]
 
@@ -83,7 +83,7 @@ def test_a_cpu_model_without_its_qemu_is_host_setup(tmp_path):
 
 
 def test_qemu_argv_bad_numa():
-    with pytest.raises(BootError, match="NUMA"):
+    with pytest.raises(UsageError, match="NUMA"):
         qemu.qemu_argv(
             spec(vcpus=1, numa_nodes=2), Path("i"), Path("c"), Path("r")
         )
