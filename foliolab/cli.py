@@ -21,7 +21,7 @@ from foliolab import __version__
 from foliolab.arch import get_arch
 from foliolab.commands import bisect, kernel, measure, results, run, test
 from foliolab.errors import FoliolabError, Stop, UsageError, stop_on_sigterm
-from foliolab.paths import unwritable
+from foliolab.paths import cache_root, unwritable
 
 log = logging.getLogger("foliolab")
 
@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
+    cache = cache_root()
+    if cache.exists() and not cache.is_dir():
+        raise UsageError(
+            f"the cache {cache} is a file, not a directory",
+            hint="point FOLIOLAB_CACHE at a directory, or unset it "
+            "(default ~/.cache/foliolab)",
+        )
     nodes = getattr(args, "numa_nodes", 1) or 1
     if nodes > 1 and getattr(args, "vcpus", nodes) % nodes:
         raise UsageError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
-from foliolab.errors import UsageError
+from foliolab.errors import DamagedRunError, UsageError
 from foliolab.manifest import VARIANTS
 
 # The environment keys whose differences a reader needs to see.
@@ -98,8 +98,24 @@ class Run:
                 hint="give the --out directories of finished "
                 "runs (foliolab report DIR writes it)",
             )
-        r = json.loads(path.read_text())
-        env = r["environment"]
+        try:
+            r = json.loads(path.read_text())
+            env = r["environment"]
+        except (
+            json.JSONDecodeError,
+            UnicodeDecodeError,
+            KeyError,
+            TypeError,
+        ) as e:
+            what = (
+                f"no {e} in it"
+                if isinstance(e, KeyError)
+                else "not valid JSON"
+            )
+            raise DamagedRunError(
+                f"{path}: {what}",
+                hint=f"write it again from the run: foliolab report {out}",
+            ) from None
         return cls(
             str(out),
             env,

@@ -4,6 +4,7 @@ measured run takes) and the types of their values."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from foliolab.kernel import kconfig
@@ -11,6 +12,14 @@ from foliolab.arch import ARCHES
 from foliolab.paths import DEFAULT_PATCHES
 
 FAULTS = ("panic", "hang")
+
+
+# Bounds of the counts a run takes: far above any run that finishes here
+# (ten runs of the seven workloads take hours under TCG), low enough that
+# a typo is an error and not a plan of a hundred million boots.
+MAX_RUNS = 1000
+MAX_SAMPLES_PER_BOOT = 100
+MAX_VCPUS = 64  # QEMU's TCG guest here; the machine has 2 cores
 
 
 def patches_arg(value: str) -> Path | None:
@@ -27,6 +36,20 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
     return n
+
+
+def at_most(limit: int) -> Callable[[str], int]:
+    """A count from 1 to ``limit``: a dry run of any accepted value
+    answers in seconds (--runs 100000000 had a dry run plan boots for
+    minutes, growing to gigabytes)."""
+
+    def count(value: str) -> int:
+        n = positive_int(value)
+        if n > limit:
+            raise argparse.ArgumentTypeError(f"{value!r} is more than {limit}")
+        return n
+
+    return count
 
 
 def directory(value: str) -> Path:
@@ -124,13 +147,13 @@ def measure(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--runs",
-        type=positive_int,
+        type=at_most(MAX_RUNS),
         default=10,
         help="samples per kernel and workload (default 10)",
     )
     s.add_argument(
         "--samples-per-boot",
-        type=positive_int,
+        type=at_most(MAX_SAMPLES_PER_BOOT),
         default=1,
         help="samples taken in one boot (default 1: a fresh "
         "boot per sample, see docs/manual.md)",
@@ -215,8 +238,8 @@ def machine(p: argparse.ArgumentParser) -> None:
         help="auto: KVM only if a short probe boot is fast, else "
         "TCG (default auto)",
     )
-    g.add_argument("--vcpus", type=positive_int, default=2)
-    g.add_argument("--numa-nodes", type=positive_int, default=1)
+    g.add_argument("--vcpus", type=at_most(MAX_VCPUS), default=2)
+    g.add_argument("--numa-nodes", type=at_most(MAX_VCPUS), default=1)
     g.add_argument(
         "--cpu",
         default="",

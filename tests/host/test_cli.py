@@ -599,3 +599,41 @@ def test_sigterm_ends_a_command_in_one_line(tmp_path):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 143
     assert err.strip().splitlines() == ["foliolab: stopped by SIGTERM"]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--runs", "100000000"], "'100000000' is more than 1000"),
+        (["--samples-per-boot", "1000"], "'1000' is more than 100"),
+        (["--vcpus", "4096"], "'4096' is more than 64"),
+    ],
+)
+def test_counts_have_bounds(argv, says, capsys):
+    """A count beyond its bound is refused at once, so no dry run plans
+    a hundred million boots."""
+    rc = cli.main(["compare", "--workloads", "pageout", "--dry-run", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and says in err[-1], err
+
+
+def test_a_cache_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "file"
+    f.write_text("")
+    monkeypatch.setenv("FOLIOLAB_CACHE", str(f))
+    for argv in (["compare", "--workloads", "pageout"], ["workloads"]):
+        rc = cli.main([*argv, "--dry-run"] if argv[0] == "compare" else argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1, err
+        assert f"the cache {f} is a file, not a directory" in err[0]
+
+
+@pytest.mark.parametrize("text", ['{"environment"', "[1, 2]", "{}"])
+def test_diff_of_a_damaged_results_json_is_one_line(tmp_path, capsys, text):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(text)
+    rc = cli.main(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == errors.DamagedRunError.exit_code and len(err) == 1, err
+    assert "results.json: " in err[0] and "foliolab report" in err[0]
