@@ -51,6 +51,14 @@ def _report_options(s: argparse.ArgumentParser) -> None:
         "into DIR and only read the run (a read-only or shared run); "
         "default: into the run itself",
     )
+    s.add_argument(
+        "--mail",
+        action="store_true",
+        help="print the report for a mail (plain text within 80 "
+        "columns: kernels, lead metrics and exact counts with the CI "
+        "that decides, the command that reproduces the run) and write "
+        "nothing",
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -59,6 +67,14 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"{args.dir}: no such directory",
             hint="give the --out directory of a compare run",
         )
+    if args.mail:
+        if args.out is not None:
+            raise UsageError(
+                "--mail writes nothing, --out says where to write",
+                hint="give one of them",
+            )
+        print(report.mail_text(args.dir), end="")
+        return 0
     dest = args.out or args.dir
     if args.out is None and unwritable(args.dir):
         raise UsageError(

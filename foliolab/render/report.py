@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from foliolab.analysis.analyse import Analysis, analyse
-from foliolab.boot.derive import Sample, run_samples
+from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
 from foliolab.manifest import RunManifest
 from foliolab.render import plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
 from foliolab.render.monitors import monitor_report
+from foliolab.render.mail import mail_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.text import text_report
 
@@ -209,3 +210,13 @@ def write_report(
     text = text_report(a)
     (out / "report.txt").write_text(text)
     return text
+
+
+def mail_text(run: Path) -> str:
+    """The run's report for a mail (render/mail.py), derived as `report`
+    derives it, with nothing written: a read-only run gives it too."""
+    m = RunManifest.read(run)
+    samples = rederive(run)
+    if samples is None:
+        samples = load_samples(run)
+    return mail_report(analyse(run, m, samples), run)
