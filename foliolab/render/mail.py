@@ -3,10 +3,9 @@
 
 It says which kernels ran (spec, commit, config hash) and on what guest,
 then for each kernel against the baseline a table: every workload's lead
-metrics and its exact counts, each kernel's mean, the ratio with the one
-95% CI that decides its significance (paired where the run paired its
-boots, else the plain one) at a precision that shows the interval's
-width, and the verdict; last, the command that reproduces the run,
+metrics and its exact counts, each kernel's mean, the ratio with the
+95% CI that decides its significance (with p) at a precision that shows
+the interval's width, and the verdict; last, the command that reproduces the run,
 wrapped with backslashes. Nothing in it depends on the clone it was
 made in or on the time it was made: the same run gives the same text.
 """
@@ -49,12 +48,12 @@ def _g(x: float, digits: int) -> str:
 
 
 def decisive_ci(r: StatRow) -> tuple[float, float] | None:
-    """The interval that decides the row's significance: the paired one
-    where the run paired its boots, else the plain one; None without."""
+    """The interval that decides the row's significance (with p < 0.05):
+    the bootstrap CI of the ratio of means; None where there is none.
+    The paired CI, where boots were paired, is in results.json and the
+    HTML report."""
     if r.exact or not r.ci_known:
         return None
-    if r.paired.n >= stats.MIN_N_FOR_CI:
-        return r.paired.ci_low, r.paired.ci_high
     return r.ci_low, r.ci_high
 
 
@@ -65,13 +64,10 @@ def ratio_cell(r: StatRow) -> str:
     if r.exact:
         return f"{_g(r.ratio, _digits_apart([r.ratio, 1.0]))} exact"
     ci = decisive_ci(r)
-    ratio = (
-        r.paired.ratio if ci and r.paired.n >= stats.MIN_N_FOR_CI else r.ratio
-    )
     if ci is None:
-        return f"{_g(ratio, 3)} (n<{stats.MIN_N_FOR_CI})"
+        return f"{_g(r.ratio, 3)} (n<{stats.MIN_N_FOR_CI})"
     d = _digits_apart([ci[0], ci[1]])
-    return f"{_g(ratio, d)} [{_g(ci[0], d)}, {_g(ci[1], d)}]"
+    return f"{_g(r.ratio, d)} [{_g(ci[0], d)}, {_g(ci[1], d)}]"
 
 
 def verdict_cell(r: StatRow) -> str:
@@ -216,9 +212,9 @@ def mail_report(a: Analysis, run: Path) -> str:
         lines += ["", *comparison_lines(a, kernel)]
     lines += [
         "",
-        "verdict: better or worse where the 95% CI of the ratio excludes 1",
-        "(paired by boot round where the run paired them); exact: every",
-        "sample of both kernels gave the same count, so no test is needed.",
+        "verdict: better or worse where the 95% bootstrap CI of the ratio",
+        "excludes 1 and Mann-Whitney p < 0.05; exact: every sample of both",
+        "kernels gave the same count, so no test is needed.",
         "",
         "Reproduce:",
         *("  " + x for x in wrapped(command(m), WIDTH - 2)),
