@@ -153,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         format="%(message)s", level=logging.INFO, stream=sys.stderr
     )
-    stop_on_sigterm()
+    with stop_on_sigterm():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)

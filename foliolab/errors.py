@@ -136,11 +136,19 @@ def _raise_stop(signum: int, frame: FrameType | None) -> NoReturn:
     raise Stop(signal.Signals(signum).name)
 
 
-def stop_on_sigterm() -> None:
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
     """SIGTERM ends any command as SIGINT does, in one line printed by
-    cli.py (its default would end the process without a word)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_stop)
+    cli.py (its default would end the process without a word); the
+    process's own handler is back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 @contextlib.contextmanager

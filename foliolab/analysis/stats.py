@@ -58,7 +58,10 @@ def summarize(values: npt.ArrayLike, harmonic: bool = False) -> Summary:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan)
     m = mean(a, harmonic)
-    sd = float(np.std(a, ddof=1)) if n > 1 else 0.0
+    # equal values have no spread: np.std's rounding would give 1e-17,
+    # which reports printed as a CoeffVar of 1.3e-14%
+    same = bool(a.min() == a.max())
+    sd = float(np.std(a, ddof=1)) if n > 1 and not same else 0.0
     cv = 100.0 * sd / m if m else float("nan")
     return Summary(
         n, m, sd, cv, float(a.min()), float(np.median(a)), float(a.max())

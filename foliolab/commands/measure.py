@@ -13,6 +13,7 @@ from foliolab.run import orchestrate
 from foliolab.analysis import stats
 from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
+from foliolab.render.text import head_of
 from foliolab.errors import UsageError
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
@@ -244,12 +245,16 @@ def _compare(
     req = _request(args, specs, patches, attribution)
     out = req.out
     text = orchestrate.compare(req)
-    print(text, end="" if args.dry_run else "\n")
-    if not args.dry_run:
-        print(
-            f"results: {out}/report.html, {out}/report.md, "
-            f"{out}/results.json, {out}/plots/"
-        )
+    if args.dry_run:
+        print(text, end="")
+        return 0
+    # the headline ends the run's output, not a report that scrolls it
+    # away: the whole report is a file
+    print(head_of(text))
+    print(
+        f"full report: {out}/report.txt (also report.html, report.md, "
+        f"results.json, plots/; `foliolab report {out} --mail` for a mail)"
+    )
     return 0
 
 

@@ -5,12 +5,15 @@ one model, Table, that the text and the markdown renderers both draw."""
 from __future__ import annotations
 
 import math
+import shlex
+import textwrap
 from html import escape
 from dataclasses import dataclass, field
 
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, RunManifest
+from foliolab.paths import PROJECT_ROOT
 from foliolab.analysis.reproduce import same_kernel
 from foliolab.analysis.workloadstats import StatRow
 
@@ -89,7 +92,7 @@ class Table:
 # pct_change): + = larger than the baseline, as LKP's %change; whether
 # larger is better is the metric's own (lower, higher, or none).
 SIGN = (
-    "%change: + = larger than the baseline, whatever is better; each "
+    "%change: + = larger than the baseline, whatever is better;\neach "
     "metric's better direction is given (lower, higher, or none: a "
     "change, neither better nor worse)"
 )
@@ -267,3 +270,49 @@ def profile_table(
             f"{r.calls[base]:.0f}/{r.calls[other]:.0f}",
         )
     return t
+
+
+def for_reader(arg: str) -> str:
+    """A path in the clone said relative to it, so a reader of the report
+    can use it: ``base+/abs/clone/patches/7.3`` is ``base+patches/7.3``."""
+    return arg.replace(str(PROJECT_ROOT) + "/", "")
+
+
+def wrapped_command(cmd: list[str], width: int) -> list[str]:
+    """``cmd`` as shell lines within ``width`` joined by backslashes, an
+    option and its value on one line, paths in the clone relative to it."""
+    words: list[str] = []
+    i = 0
+    while i < len(cmd):
+        word = shlex.quote(for_reader(cmd[i]))
+        nxt = cmd[i + 1] if i + 1 < len(cmd) else ""
+        if word.startswith("--") and "=" not in word and nxt:
+            if not nxt.startswith("--"):
+                word += " " + shlex.quote(for_reader(nxt))
+                i += 1
+        words.append(word)
+        i += 1
+    lines, line = [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = "    " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def wrap_prose(line: str, width: int) -> list[str]:
+    """A line of words within ``width``: its continuation lines indented
+    two more than it; a line that fits, or one word too long, as it is."""
+    if len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    return textwrap.wrap(
+        line,
+        width,
+        initial_indent="",
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]

@@ -10,6 +10,7 @@ that reproduces the run with its kernels as built.
 
 from __future__ import annotations
 
+import shlex
 from html import escape
 
 from foliolab.analysis import stats
@@ -21,6 +22,8 @@ from foliolab.render import (
     fmt,
     fmt_p,
     verdict_class,
+    wrap_prose,
+    wrapped_command,
 )
 
 HOW = (
@@ -29,7 +32,11 @@ HOW = (
 )
 
 
-def title(h: Headline) -> str:
+# The narrow table's columns (headline.table(narrow=True)).
+HOW_NARROW = "means; 95% CI of the ratio; Mann-Whitney p"
+
+
+def title(h: Headline, narrow: bool = False) -> str:
     """The headline's first line: who against whom, and how to read it."""
     kernels = h.names or ["?"]
     if h.same_kernel:
@@ -41,7 +48,7 @@ def title(h: Headline) -> str:
         who = f"{kernels[1]} against {kernels[0]}"
     else:
         who = f"each kernel against the baseline {kernels[0]}"
-    return f"Headline: {who} ({HOW})"
+    return f"Headline: {who} ({HOW_NARROW if narrow else HOW})"
 
 
 def _spread(mean: float, sd: float, n: int) -> str:
@@ -75,9 +82,11 @@ def _p(r: HeadlineRow) -> str:
     return "exact" if r.exact else fmt_p(r.p_value)
 
 
-def table(h: Headline) -> Table:
+def table(h: Headline, narrow: bool = False) -> Table:
     """The rows as a table; with three kernels or more a row per kernel
-    and metric, named in a column of its own."""
+    and metric, named in a column of its own. ``narrow``: for a terminal
+    the full table does not fit, each kernel's mean alone (no sd, no
+    %change, no unit: the workload's table has them)."""
     kernels = h.names or ["baseline"]
     two = len(kernels) == 2
     heads = [
@@ -86,7 +95,7 @@ def table(h: Headline) -> Table:
         *([] if two else ["kernel"]),
         kernels[0],
         kernels[1] if two else "kernel's",
-        "%change",
+        *([] if narrow else ["%change"]),
         "verdict",
         "95% CI",
         "p",
@@ -94,11 +103,20 @@ def table(h: Headline) -> Table:
     cells = [
         [
             r.workload,
-            f"{r.metric} ({r.unit})",
+            r.metric if narrow else f"{r.metric} ({r.unit})",
             *([] if two else [r.kernel]),
-            _spread(r.base_mean, r.base_sd, r.n_base),
-            _spread(r.mean, r.sd, r.n),
-            change_cell(r.base_mean, r.mean),
+            *(
+                [
+                    fmt(r.base_mean) if r.n_base else "-",
+                    fmt(r.mean) if r.n else "-",
+                ]
+                if narrow
+                else [
+                    _spread(r.base_mean, r.base_sd, r.n_base),
+                    _spread(r.mean, r.sd, r.n),
+                    change_cell(r.base_mean, r.mean),
+                ]
+            ),
             _verdict(r),
             _ci(r),
             _p(r),
@@ -124,7 +142,7 @@ def _counts(o: OtherChanges) -> str:
         for n, word in (
             (o.better, "better"),
             (o.worse, "worse"),
-            (o.changed, "changed, with no better direction"),
+            (o.changed, "changed"),
         )
         if n
     ]
@@ -141,7 +159,7 @@ def others_line(h: Headline) -> str:
         text = "other significant changes: " + ", ".join(
             f"{o.kernel} {_counts(o)}" for o in h.others
         )
-    return text + "; every metric is in its workload's table below"
+    return text + "; every metric is in its table below"
 
 
 def reproduce_line(h: Headline) -> str:
@@ -150,13 +168,31 @@ def reproduce_line(h: Headline) -> str:
     return f"reproduce: {h.reproduce}{built}"
 
 
-def lines(h: Headline) -> list[str]:
-    """The headline as text, its title first."""
+def reproduce_lines(h: Headline, width: int) -> list[str]:
+    """The command wrapped within ``width`` with backslashes, then each
+    kernel as built on a shell comment line of its own."""
+    cmd = wrapped_command(shlex.split(h.reproduce), width - 4)
+    return [
+        "reproduce:",
+        *(f"  {x}" for x in cmd),
+        *(f"  # {k}" for k in h.kernels),
+    ]
+
+
+def lines(h: Headline, width: int = 100) -> list[str]:
+    """The headline as text within ``width`` (but for a table row wider
+    than it), its title first."""
     rows = table(h).text() if h.rows else []
-    out = [title(h), *(f"  {x}" for x in rows)]
+    narrow = bool(rows) and max(len(x) for x in rows) + 2 > width
+    if narrow:
+        rows = table(h, narrow=True).text()
+    out = [*wrap_prose(title(h, narrow), width), *(f"  {x}" for x in rows)]
     if h.no_samples:
         out.append(f"  no valid samples: {', '.join(h.no_samples)}")
-    return out + [f"  {others_line(h)}", f"  {reproduce_line(h)}"]
+    out += wrap_prose(f"  {others_line(h)}", width)
+    if h.reproduce:  # a paragraph of its own after the results
+        out += ["", *reproduce_lines(h, width)]
+    return out
 
 
 def markdown(h: Headline) -> list[str]:

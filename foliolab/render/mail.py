@@ -4,24 +4,23 @@
 It says which kernels ran (spec, commit, config hash) and on what guest,
 then for each kernel against the baseline a table: every workload's lead
 metrics and its exact counts, each kernel's mean, the ratio with the
-95% CI that decides its significance (with p) at a precision that shows
-the interval's width, and the verdict; last, the command that reproduces the run,
-wrapped with backslashes. Nothing in it depends on the clone it was
-made in or on the time it was made: the same run gives the same text.
+95% CI that decides its significance (with p) at a precision that
+shows the interval's width, and the verdict; last, the command that
+reproduces the run, wrapped with backslashes. Nothing in it depends on
+the clone it was made in or on the time it was made: the same run gives
+the same text.
 """
 
 from __future__ import annotations
 
 import math
-import shlex
 from pathlib import Path
 
 from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.reproduce import command
 from foliolab.analysis.workloadstats import StatRow
-from foliolab.paths import PROJECT_ROOT
-from foliolab.render import fmt
+from foliolab.render import fmt, for_reader, wrapped_command
 
 WIDTH = 80
 
@@ -142,47 +141,12 @@ def comparison_lines(a: Analysis, kernel: str) -> list[str]:
     return lines
 
 
-def _relative(arg: str) -> str:
-    """A path in the clone said relative to it, so a reader can use it;
-    ``base+/abs/clone/patches/7.3`` becomes ``base+patches/7.3``."""
-    root = str(PROJECT_ROOT) + "/"
-    return arg.replace(root, "")
-
-
-def wrapped(cmd: list[str], width: int = WIDTH) -> list[str]:
-    """``cmd`` as shell lines within ``width``, joined by backslashes, an
-    option and its value kept on one line."""
-    words: list[str] = []
-    i = 0
-    while i < len(cmd):
-        w = shlex.quote(_relative(cmd[i]))
-        nxt = cmd[i + 1] if i + 1 < len(cmd) else ""
-        if (
-            w.startswith("--")
-            and "=" not in w
-            and nxt
-            and not nxt.startswith("--")
-        ):
-            w += " " + shlex.quote(_relative(nxt))
-            i += 1
-        words.append(w)
-        i += 1
-    lines, line = [], ""
-    for w in words:
-        if line and len(line) + 1 + len(w) + 2 > width:
-            lines.append(line + " \\")
-            line = "    " + w
-        else:
-            line = f"{line} {w}" if line else w
-    return lines + [line]
-
-
 def kernel_lines(a: Analysis) -> list[str]:
     lines = ["Kernels:"]
     for k in a.m.kernels:
         commit = k.commit[:12] if k.commit else "?"
         config = k.config_sha[:12] if k.config_sha else "?"
-        lines.append(f"  {k.name}: {_relative(k.spec)}")
+        lines.append(f"  {k.name}: {for_reader(k.spec)}")
         lines.append(f"    commit {commit}, config sha {config}")
     return lines
 
@@ -217,7 +181,7 @@ def mail_report(a: Analysis, run: Path) -> str:
         "kernels gave the same count, so no test is needed.",
         "",
         "Reproduce:",
-        *("  " + x for x in wrapped(command(m), WIDTH - 2)),
+        *("  " + x for x in wrapped_command(command(m), WIDTH - 2)),
     ]
     return "\n".join(_fit(line) for line in lines) + "\n"
 

@@ -22,6 +22,7 @@ from foliolab.render import (
     p_cell,
     profile_table,
     title,
+    wrap_prose,
 )
 from foliolab.analysis.workloadstats import StatRow, StepRow
 
@@ -82,29 +83,35 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
             f"CI {ci_cell(row)} p={p_cell(row)} "
             f"n={row.base.n}/{row.other.n} {better_words(better)}"
             f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
-            + (
-                f"; paired {row.paired.ratio:.3f} "
-                f"[{row.paired.ci_low:.3f}, {row.paired.ci_high:.3f}]"
-                if row.paired.n >= stats.MIN_N_FOR_CI and not row.exact
-                else ""
-            )
         )
     return lines
 
 
+# A counter line's metric column: a longer name gets a line of its own,
+# so a two-kernel report stays within REPORT_WIDTH.
+COUNTER_NAME_W = 30
+# report.txt's width: a terminal's, and what a reply on a list can take
+# quoted (LKP's reports are about 100 columns).
+REPORT_WIDTH = 100
+
+
 def counter_line(rows: list[StatRow], width: int = 28) -> str:
-    """One line per secondary metric: means, %change, ratio CI, p and
-    the verdict of a significant change per kernel."""
+    """A secondary metric: the means, each kernel's %change, the 95% CI
+    of the ratio that decides significance (with p) and the verdict."""
     first = rows[0]
-    line = f"{'Mean':<9} {first.metric:<{width}} {fmt(first.base.mean):>12}"
+    name_w = min(width, COUNTER_NAME_W)
+    name = first.metric
+    head, label = "", "Mean"
+    if len(name) > name_w:
+        head, name, label = f"{'Mean':<9} {name}\n", "", ""
+    line = f"{label:<9} {name:<{name_w}} {fmt(first.base.mean):>12}"
     for row in rows:
         diff = diff_cell(row.base.mean, row.other.mean, row.significant)
         line += (
-            f" {'':10} {fmt(row.other.mean):>12} {diff}  "
-            f"CI {ci_cell(row):<14} p={p_cell(row):<7} "
-            f"{row.verdict:<7}"
+            f" {fmt(row.other.mean):>12} {diff}  {ci_cell(row):<16} "
+            f"{row.verdict}"
         )
-    return line.rstrip()
+    return head + line.rstrip()
 
 
 def attribution_lines(rows: list[StepRow], steps: dict[str, int]) -> list[str]:
@@ -174,7 +181,7 @@ def text_report(a: Analysis) -> str:
     lines = [
         title(m),
         "",
-        *headline.lines(a.headline),
+        *headline.lines(a.headline, REPORT_WIDTH),
         "",
         "guest: " + guest(m) + executor_note(m),
         legend(names),
@@ -193,7 +200,10 @@ def text_report(a: Analysis) -> str:
         for group in wa.primary:
             lines += metric_lines(group, width) + [""]
         if wa.secondary:
-            lines.append("Counters and secondary metrics (mean per sample):")
+            lines.append(
+                "Counters and secondary metrics (mean per sample; %change; "
+                "95% CI of the ratio):"
+            )
             lines += [counter_line(g, width) for g in wa.secondary] + [""]
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
@@ -218,4 +228,37 @@ def text_report(a: Analysis) -> str:
     lines += [f"FAILED BOOT: {f}" for f in m.failures]
     if a.host_line:
         lines.append(a.host_line)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(within(lines)).rstrip() + "\n"
+
+
+def within(lines: list[str], width: int = REPORT_WIDTH) -> list[str]:
+    """Every line within ``width``: prose wrapped with its continuation
+    indented (a legend's embedded line breaks kept); a table's row cut
+    at a space, its tail on the next line under its first value."""
+    out = []
+    for line in "\n".join(lines).split("\n"):
+        if "   " not in line.strip():
+            out += wrap_prose(line, width)
+            continue
+        # a row: its tail past the width on a line of its own, under the
+        # first column's values (a Ratio line's verdict, say)
+        while len(line) > width:
+            cut = line.rfind(" ", 0, width)
+            if cut <= 10:
+                break
+            out.append(line[:cut].rstrip())
+            line = " " * 10 + line[cut:].lstrip()
+        out.append(line)
+    return out
+
+
+def head_of(report: str) -> str:
+    """The opening of a text report: its title and headline, up to the
+    guest line text_report writes after them (what `compare` prints at
+    its end, with the path of the whole report)."""
+    head = []
+    for line in report.splitlines():
+        if line.startswith("guest: "):
+            break
+        head.append(line)
+    return "\n".join(head).rstrip() + "\n"

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from foliolab import cli
+from foliolab import render
 from foliolab.render import mail
 
 
@@ -101,7 +102,7 @@ def test_a_long_command_wraps_within_the_width():
         ]
         + ["--count", "--runs", "2", "--no-monitors"]
     )
-    lines = mail.wrapped(cmd, 78)
+    lines = render.wrapped_command(cmd, 78)
     assert all(len(x) <= 78 for x in lines)
     assert " ".join(x.rstrip(" \\").strip() for x in lines).split() == [
         w for a in cmd for w in a.split()
@@ -113,4 +114,4 @@ def test_a_path_in_the_clone_is_said_relative_to_it():
     from foliolab.paths import PROJECT_ROOT
 
     spec = f"next=debian:7.3+{PROJECT_ROOT}/patches/7.3"
-    assert mail._relative(spec) == "next=debian:7.3+patches/7.3"
+    assert render.for_reader(spec) == "next=debian:7.3+patches/7.3"

@@ -375,7 +375,7 @@ def test_headline_names_each_significant_change(tmp_path):
         "better",
         "[0.790,",
     ]
-    assert "  reproduce: foliolab compare --kernel base=base --runs 5" in top
+    assert "  foliolab compare --kernel base=base --runs 5" in text
     md = (out / "report.md").read_text()
     assert md.index("## Headline") < md.index("## pageout")
     assert (

@@ -86,3 +86,10 @@ def test_identical_constant_counters_are_not_significant():
 def test_too_few_samples_no_ci():
     c = stats.compare([1.0], [2.0])
     assert not c.significant and np.isnan(c.ci_low)
+
+
+def test_equal_values_have_no_spread():
+    """0.1 three times: np.std's rounding gave a CoeffVar of ~1e-14%,
+    printed as float noise in the report."""
+    s = stats.summarize([0.1, 0.1, 0.1])
+    assert s.stddev == 0.0 and s.coeffvar == 0.0

@@ -17,6 +17,7 @@ from foliolab.workloads.checks import (
 from foliolab.workloads.model import (
     Window,
     Derived,
+    NO_DIRECTION,
     Metric,
     Param,
     Workload,
@@ -140,7 +141,7 @@ _PAGEOUT_METRICS = (
         primary=False,
     ),
     *STAGE_METRICS,
-    Metric("pswpout", "pages", "lower", "pswpout", primary=False),
+    Metric("pswpout", "pages", NO_DIRECTION, "pswpout", primary=False),
     Metric("mthp_swpout", "folios", "higher", "mTHP swpout", primary=False),
     Metric(
         "mthp_swpout_fallback",
