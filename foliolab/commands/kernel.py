@@ -116,6 +116,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     variants = (
         ["vanilla", "patched"] if args.variant == "both" else [args.variant]
     )
+    if "patched" in variants:
+        # the series read (its directory, `series` and every patch named)
+        # before the vanilla tree is unpacked, not after
+        source.read_series(args.patches)
     for tree in _trees(args, variants):
         k = build.build_kernel(tree, get_arch(args.arch), args.config)
         print(f"{tree.variant}: {k.image} ({k.elapsed:.0f} s)")

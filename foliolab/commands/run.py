@@ -71,6 +71,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             "foliolab run: no command given",
             hint="usage: foliolab run [options] -- CMD [ARGS]",
         )
+    for f in args.add:
+        if not f.is_file():
+            raise UsageError(
+                f"--add {f}: "
+                + ("a directory" if f.is_dir() else "no such file"),
+                hint="give --add a static binary to put in the guest",
+            )
     req = runcommand.CommandRequest(
         cmd,
         args.arch,

@@ -637,3 +637,21 @@ def test_diff_of_a_damaged_results_json_is_one_line(tmp_path, capsys, text):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.DamagedRunError.exit_code and len(err) == 1, err
     assert "results.json: " in err[0] and "foliolab report" in err[0]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["build", "--patches", "/nonexistent"], "does not exist"),
+        (["run", "--add", "/nonexistent", "--", "true"], "no such file"),
+        (["run", "--add", "/", "--", "true"], "--add /: a directory"),
+    ],
+)
+def test_a_bad_path_is_refused_before_any_work(argv, says, capsys, tmp_cache):
+    """Nothing unpacked or built first (build --patches /nonexistent
+    unpacked 1.17 GB of source before it answered)."""
+    rc = cli.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and says in err[0], err
+    assert not tmp_cache.exists() or not any(tmp_cache.rglob("*.unpack"))
+    assert not (tmp_cache / "linux").exists()
