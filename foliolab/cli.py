@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
+        if not argv:  # what there is to do, rather than what is missing
+            build_parser().print_help()
+            return UsageError.exit_code
         args = build_parser().parse_args(argv)
         args.argv = argv
         if args.verbose:

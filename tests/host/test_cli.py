@@ -655,3 +655,11 @@ def test_a_bad_path_is_refused_before_any_work(argv, says, capsys, tmp_cache):
     assert rc == 2 and len(err) == 1 and says in err[0], err
     assert not tmp_cache.exists() or not any(tmp_cache.rglob("*.unpack"))
     assert not (tmp_cache / "linux").exists()
+
+
+def test_foliolab_alone_lists_the_commands(capsys):
+    rc = cli.main([])
+    out = capsys.readouterr().out
+    assert rc == 2
+    for name in ("compare", "report", "test", "check", "run", "build"):
+        assert f"\n    {name} " in out, name
