@@ -109,7 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for c in COMMANDS:
-        c.options(sub.add_parser(c.name, help=c.help))
+        c.options(
+            sub.add_parser(
+                c.name,
+                help=c.help,
+                epilog=f"example:\n  {c.example}" if c.example else None,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
+        )
     defaults_in_help(p)
     return p
 

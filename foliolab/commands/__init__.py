@@ -19,3 +19,6 @@ class Command:
     help: str
     options: Callable[[argparse.ArgumentParser], None]
     handler: Callable[[argparse.Namespace], int]
+    # one command line as a user types it, shown under the command's
+    # --help (tests/host/test_cli.py parses every one)
+    example: str = ""

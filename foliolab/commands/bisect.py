@@ -124,5 +124,8 @@ COMMANDS = (
         "crosses a threshold (one counting boot per step)",
         _bisect_options,
         cmd_bisect,
+        example="foliolab bisect --repo ~/linux --good v7.2 --bad v7.3 "
+        "--workload pageout --metric try_to_unmap_insns_per_folio "
+        "--above 5000",
     ),
 )

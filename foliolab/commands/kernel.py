@@ -207,25 +207,35 @@ COMMANDS = (
         "install the host packages foliolab needs",
         _setup_options,
         cmd_setup,
+        example="foliolab setup --arch arm64",
     ),
     Command(
         "tree",
         "print the developer tree (base + series on branch dev) to work in",
         _tree_options,
         cmd_tree,
+        example="foliolab tree",
     ),
     Command(
         "export",
         "write the developer tree's commits to the series directory",
         _export_options,
         cmd_export,
+        example="foliolab export",
     ),
-    Command("build", "build kernels", _build_options, cmd_build),
+    Command(
+        "build",
+        "build kernels",
+        _build_options,
+        cmd_build,
+        example="foliolab build --variant patched --config debug",
+    ),
     Command(
         "check",
         "checkpatch each patch; build and boot base + patches "
         "1..i for every i",
         _check_options,
         cmd_check,
+        example="foliolab check --patches patches/7.3 --base debian:7.3",
     ),
 )

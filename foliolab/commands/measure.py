@@ -264,12 +264,15 @@ COMMANDS = (
         "full A/B (or N-kernel) comparison",
         _compare_options,
         cmd_compare,
+        example="foliolab compare --workloads pageout,dirty-tlb --runs 5 "
+        "--count",
     ),
     Command(
         "jobs",
         "a run's boots as LAVA jobs: export them, collect their logs",
         _jobs_options,
         cmd_jobs,
+        example="foliolab jobs export --out jobs --workloads pageout --runs 4",
     ),
     Command(
         "attribute",
@@ -277,5 +280,6 @@ COMMANDS = (
         "against the base in one interleaved run",
         _attribute_options,
         cmd_attribute,
+        example="foliolab attribute --at 4,10 --workloads pageout --runs 5",
     ),
 )

@@ -107,17 +107,20 @@ COMMANDS = (
         "compare the ratios of finished runs (e.g. series v1 vs v2)",
         _diff_options,
         cmd_diff,
+        example="foliolab diff results/v1 results/v2",
     ),
     Command(
         "workloads",
         "list every workload with its parameters and metrics",
         _workloads_options,
         cmd_workloads,
+        example="foliolab workloads pageout",
     ),
     Command(
         "report",
         "rewrite the report of a results DIR",
         _report_options,
         cmd_report,
+        example="foliolab report results/20261128-101500 --mail",
     ),
 )

@@ -136,6 +136,11 @@ def _print_counts(
 
 COMMANDS = (
     Command(
-        "run", "boot a built kernel and run CMD in it", _run_options, cmd_run
+        "run",
+        "boot a built kernel and run CMD in it",
+        _run_options,
+        cmd_run,
+        example="foliolab run --variant patched --add ./mytest -- mytest "
+        "--fast",
     ),
 )

@@ -218,6 +218,7 @@ COMMANDS = (
         "correctness suite on the debug kernel",
         _test_options,
         cmd_test,
+        example="foliolab test --config kasan --only ksm",
     ),
     Command(
         "coverage-reasons",
@@ -225,5 +226,6 @@ COMMANDS = (
         "series' coverage-reasons as they are now",
         _reasons_options,
         cmd_coverage_reasons,
+        example="foliolab coverage-reasons results/cov patches/6.12",
     ),
 )

@@ -663,3 +663,16 @@ def test_foliolab_alone_lists_the_commands(capsys):
     assert rc == 2
     for name in ("compare", "report", "test", "check", "run", "build"):
         assert f"\n    {name} " in out, name
+
+
+def test_every_command_has_an_example_that_parses():
+    """Each command's --help ends with an example; each example is a
+    command line the parser takes as it is."""
+    import shlex
+
+    from foliolab.cli import COMMANDS
+
+    for c in COMMANDS:
+        assert c.example.startswith(f"foliolab {c.name}"), c.name
+        args = cli.build_parser().parse_args(shlex.split(c.example)[1:])
+        assert args.command == c.name
