@@ -308,6 +308,26 @@ def resolve(spec: str) -> Package:
         # the lists may predate an upload
         update_lists(force=True, looking_for=name)
         have = versions(name)
+    return _picked(spec, name, exact, have)
+
+
+def resolve_known(spec: str) -> Package | None:
+    """resolve() against the package lists fetched before, fetching
+    nothing (what a dry run checks): None when there are none yet."""
+    name, exact = package_of(spec)
+    why = impossible(name)
+    if why:
+        raise UsageError(f"debian:{spec}: {why}", hint=_kernels_there())
+    if _lists_age() is None:
+        return None
+    return _picked(spec, name, exact, versions(name))
+
+
+def _picked(
+    spec: str, name: str, exact: str | None, have: list[str]
+) -> Package:
+    """The version of ``have`` that ``spec`` names, or one line saying
+    what the archive has instead."""
     if not have:
         raise UsageError(
             f"debian:{spec}: Debian's archive has no {name}",

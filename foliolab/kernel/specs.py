@@ -28,12 +28,15 @@ is trees.py's, its build and keeping store.py's.
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab.kernel import debian, source
 from foliolab.errors import UsageError
+
+log = logging.getLogger("foliolab")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 SPEC_FORMS = (
@@ -316,12 +319,16 @@ def find_beside(image: Path, name: str) -> Path | None:
     return None
 
 
-def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
+def check_specs(
+    specs: list[KernelSpec], count: bool = False, offline: bool = False
+) -> None:
     """Everything about the kernels that can be checked without building
     or applying: at least two, distinct names, paths that exist, series
     that read, prefixes within their series, refs that are commits,
     versions the archive has, images with their config (and System.map
-    when counting). Whether each series applies: trees.series_trees()."""
+    when counting). Whether each series applies: trees.series_trees().
+    ``offline`` (a dry run): Debian's archive is not asked, a debian:
+    version is checked against the package lists fetched before, if any."""
     if len(specs) < 2:
         raise UsageError(
             f"{len(specs)} kernel given; a comparison needs two or more",
@@ -336,17 +343,19 @@ def check_specs(specs: list[KernelSpec], count: bool = False) -> None:
             )
         seen.add(k.name)
     for k in specs:
-        check_spec(k, count)
+        check_spec(k, count, offline)
 
 
-def check_spec(k: KernelSpec, count: bool = False) -> None:
+def check_spec(
+    k: KernelSpec, count: bool = False, offline: bool = False
+) -> None:
     """One kernel's spec, checked without building."""
     if k.kind is SpecKind.SERIES:
         k.series()
         if k.onto is not None:
-            check_spec(k.onto, count)
+            check_spec(k.onto, count, offline)
     elif k.kind in (SpecKind.GIT, SpecKind.DEBIAN):
-        _check_source(k)
+        _check_source(k, offline)
     elif k.kind is SpecKind.IMAGE:
         assert k.image is not None  # an image: spec names its image
         if not k.image.is_file():
@@ -367,7 +376,7 @@ def check_spec(k: KernelSpec, count: bool = False) -> None:
             )
 
 
-def _check_source(k: KernelSpec) -> None:
+def _check_source(k: KernelSpec, offline: bool = False) -> None:
     """A git: ref that is a commit, a debian: version the archive has; when
     neither and the spec holds a '+', one line says it is no SOURCE+DIR
     either (split_series() found no series directory there)."""
@@ -375,6 +384,15 @@ def _check_source(k: KernelSpec) -> None:
         if k.kind is SpecKind.GIT:
             assert k.repo is not None  # a git: spec names its repository
             source.resolve_ref(k.repo, k.ref)
+        elif offline:
+            if debian.resolve_known(k.debian_version) is None:
+                log.info(
+                    "# kernel %s: debian:%s is looked up in Debian's "
+                    "archive when the run starts (a dry run fetches "
+                    "nothing)",
+                    k.name,
+                    k.debian_version,
+                )
         else:
             debian.resolve(k.debian_version)
     except UsageError as e:

@@ -86,7 +86,7 @@ def check(run: RunStages) -> Executor:
     counting.check_root_option(plan.roots, plan.count)
     executor = make_executor(run.executor, plan.out, plan.count)
     specs = list(wanted.specs)
-    kernels_mod.check_specs(specs, plan.count)
+    kernels_mod.check_specs(specs, plan.count, offline=run.dry_run)
     kernel_trees.check_git_trees(specs)
     roots_checked = rootcheck.check_kept(
         specs,

@@ -676,3 +676,38 @@ def test_every_command_has_an_example_that_parses():
         assert c.example.startswith(f"foliolab {c.name}"), c.name
         args = cli.build_parser().parse_args(shlex.split(c.example)[1:])
         assert args.command == c.name
+
+
+def test_a_dry_run_of_debian_kernels_fetches_nothing(
+    tmp_cache, monkeypatch, capsys, caplog
+):
+    """--dry-run with debian: specs and no package lists yet: no apt-get
+    update (it reached the network and took 14 s), one line per kernel
+    saying when it is looked up, and nothing in the cache."""
+    from foliolab.kernel import debian
+
+    def no_fetch(*a, **k):
+        raise AssertionError("a dry run fetched Debian's package lists")
+
+    monkeypatch.setattr(debian, "update_lists", no_fetch)
+    with caplog.at_level("INFO", "foliolab"):
+        rc = cli.main(
+            [
+                "compare",
+                "--kernel",
+                "up=debian:7.3",
+                "--kernel",
+                "next=debian:7.3+patches/7.3",
+                "--workloads",
+                "pageout",
+                "--runs",
+                "4",
+                "--dry-run",
+            ]
+        )
+    assert rc == 0, capsys.readouterr().err
+    assert (
+        "kernel next: debian:7.3 is looked up in Debian's archive when "
+        "the run starts (a dry run fetches nothing)" in caplog.text
+    )
+    assert not tmp_cache.exists()
