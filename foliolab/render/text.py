@@ -78,18 +78,22 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
         lines.append(line)
     for row in rows:
         who = f"{row.kernel:<12} " if len(rows) > 1 else ""
-        lines.append(
-            f"{'Ratio':<9} {key:<{width}} {who}{fmt_ratio(row.ratio)} "
+        rest = (
+            f"{who}{fmt_ratio(row.ratio)} "
             f"CI {ci_cell(row)} p={p_cell(row)} "
             f"n={row.base.n}/{row.other.n} {better_words(better)}"
             f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
         )
+        line = f"{'Ratio':<9} {key:<{width}} {rest}"
+        if len(line) > REPORT_WIDTH:  # the name's padding given up first
+            line = f"{'Ratio':<9} {key} {rest}"
+        lines.append(line)
     return lines
 
 
 # A counter line's metric column: a longer name gets a line of its own,
 # so a two-kernel report stays within REPORT_WIDTH.
-COUNTER_NAME_W = 30
+COUNTER_NAME_W = 26
 # report.txt's width: a terminal's, and what a reply on a list can take
 # quoted (LKP's reports are about 100 columns).
 REPORT_WIDTH = 100
@@ -107,10 +111,8 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
     line = f"{label:<9} {name:<{name_w}} {fmt(first.base.mean):>12}"
     for row in rows:
         diff = diff_cell(row.base.mean, row.other.mean, row.significant)
-        line += (
-            f" {fmt(row.other.mean):>12} {diff}  {ci_cell(row):<16} "
-            f"{row.verdict}"
-        )
+        ci = ci_cell(row)
+        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<14} {row.verdict}"
     return head + line.rstrip()
 
 
