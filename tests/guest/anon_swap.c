@@ -981,6 +981,137 @@ static void test_swapcache_pinned_4k(void)
 	ktap_result(ok, name);
 }
 
+#define PUTBACK_FOLIOS 4
+#define PUTBACK_PAGES (PUTBACK_FOLIOS * 16)
+
+/* The page at @addr is the first of a large folio, or one of its others. */
+static int folio_head(const void *addr)
+{
+	return !!(kpageflags_of(addr) & (1ULL << KPF_COMPOUND_HEAD));
+}
+
+static int folio_tail(const void *addr)
+{
+	return !!(kpageflags_of(addr) & (1ULL << KPF_COMPOUND_TAIL));
+}
+
+/*
+ * Whole 64K folios in the swap cache, mapped by all their 16 PTEs,
+ * exclusive, and pinned long-term: reclaim gets as far as the unmap (a
+ * folio already in the swap cache skips the pin check before
+ * add_to_swap()), clears the PTEs and then cannot mark the pages possibly
+ * shared, so it must put every PTE back; with the batched unmap that is one
+ * batch of 16, put back after the invalidation of its range is complete.
+ * To get there, the first page of each folio is mlock()ed (its own VMA)
+ * while memcg reclaim adds the folios to the swap cache: the unmap then
+ * stops at that page before it clears any PTE. munlock() merges the VMAs
+ * again. The put-back path must be the one taken: after MADV_PAGEOUT
+ * every page is still mapped, each folio still large and in the swap
+ * cache, and pgactivate has counted every page (shrink_folio_list()
+ * activates a folio whose unmap failed; MADV_PAGEOUT ignores references,
+ * so nothing else activates them). The pin must see what the process
+ * writes afterwards, every byte must read back, and once unpinned the
+ * folios must go to swap and come back intact.
+ */
+static void test_swapcache_pinned_64k(void)
+{
+	const char *name = "swapcache_64k_pinned_batch_put_back";
+	const size_t npages = PUTBACK_PAGES, len = npages * PAGE_SIZE;
+	struct pin_longterm_test pin = { 0 };
+	size_t cached = 0, kept = 0, large = 0;
+	char *buf, *got = malloc(len);
+	long act0, act;
+	uint64_t dst;
+	int gup, ok = 1;
+
+	gup = open(GUP_TEST, O_RDWR);
+	if (gup < 0) {
+		ktap_skip(name, "no " GUP_TEST " (CONFIG_GUP_TEST)");
+		return;
+	}
+	if (!got)
+		die("malloc");
+	memcg_enter(MEMCG);
+	folio_size(64);
+	buf = map_aligned(len, PMD_SIZE);
+	fill_pages(buf, npages, 103);
+	for (size_t f = 0; f < PUTBACK_FOLIOS; f++)
+		if (mlock(buf + f * 65536, PAGE_SIZE))
+			die("mlock");
+	for (int round = 0; round < RECLAIM_ROUNDS && cached < PUTBACK_FOLIOS;
+	     round++) {
+		reclaim_pass(round, 4 * len);
+		cached = 0;
+		for (size_t f = 0; f < PUTBACK_FOLIOS; f++)
+			cached += !!(kpageflags_of(buf + f * 65536) &
+				     (1ULL << KPF_SWAPCACHE));
+	}
+	for (size_t f = 0; f < PUTBACK_FOLIOS; f++)
+		if (munlock(buf + f * 65536, PAGE_SIZE))
+			die("munlock");
+	for (size_t pg = 0; pg < npages; pg++)
+		kept += !!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_PRESENT);
+	if (cached < PUTBACK_FOLIOS || kept < npages) {
+		/* the case below is not reached: no result, a failure */
+		ktap_diag("%s: %zu of %d folios in the swap cache, %zu of %zu "
+			  "pages mapped", name, cached, PUTBACK_FOLIOS, kept,
+			  npages);
+		ok = 0;
+	}
+	pin.addr = (uintptr_t)buf;
+	pin.size = len;
+	if (ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
+		die("PIN_LONGTERM_TEST_START");
+	act0 = proc_field("/proc/vmstat", "pgactivate");
+	if (madvise(buf, len, MADV_PAGEOUT))
+		ok = 0;
+	act = proc_field("/proc/vmstat", "pgactivate") - act0;
+	kept = cached = 0;
+	for (size_t pg = 0; pg < npages; pg++)
+		kept += !!(pagemap_entry(buf + pg * PAGE_SIZE) & PM_PRESENT);
+	for (size_t f = 0; f < PUTBACK_FOLIOS; f++) {
+		const char *head = buf + f * 65536;
+		int whole = folio_head(head);
+
+		for (size_t i = 1; i < 16; i++)
+			whole = whole && folio_tail(head + i * PAGE_SIZE);
+		large += whole;
+		cached += !!(kpageflags_of(head) & (1ULL << KPF_SWAPCACHE));
+	}
+	ktap_diag("%s: after MADV_PAGEOUT of the pinned folios: %zu of %zu "
+		  "pages mapped, %zu of %d folios large and %zu in the swap "
+		  "cache, pgactivate +%ld", name, kept, npages, large,
+		  PUTBACK_FOLIOS, cached, act);
+	if (kept != npages || large != PUTBACK_FOLIOS ||
+	    cached != PUTBACK_FOLIOS || act < (long)npages) {
+		ktap_diag("%s: the PTEs of the pinned folios were not put back",
+			  name);
+		ok = 0;
+	}
+	ok = all_verified(buf, npages, 103, name) && ok;
+	/* the pin must see what the process writes into its pages now */
+	for (size_t pg = 0; pg < npages; pg++)
+		((uint64_t *)(buf + pg * PAGE_SIZE))[9] = 0x70757462616bULL + pg;
+	dst = (uintptr_t)got;	/* the ioctl reads the address from here */
+	if (ioctl(gup, PIN_LONGTERM_TEST_READ, &dst) || memcmp(got, buf, len)) {
+		ktap_diag("%s: the pinned pages are no longer the process's",
+			  name);
+		ok = 0;
+	}
+	for (size_t pg = 0; pg < npages; pg++)
+		((uint64_t *)(buf + pg * PAGE_SIZE))[9] = pattern(pg, 9, 103);
+	ioctl(gup, PIN_LONGTERM_TEST_STOP);
+	close(gup);
+	/* unpinned, they go to swap and come back */
+	if (madvise(buf, len, MADV_PAGEOUT) || !all_swapped(buf, npages, name))
+		ok = 0;
+	ok = all_verified(buf, npages, 103, name) && ok;
+	munmap(buf, len);
+	free(got);
+	memcg_leave();
+	ktap_result(ok, name);
+}
+
 /*
  * Swap counted full when reclaim gives up on a folio: 64K folios, the
  * first page of the first one mlock()ed, reclaimed from the memcg with
@@ -1330,6 +1461,10 @@ FL_TEST(anon_swap, swapcache_4k_pinned_unmap_puts_pte_back, 300)
 FL_TEST(anon_swap, mthp_64k_stopped_by_mlock_frees_its_swap_when_full, 300)
 {
 	test_activate_frees_swap_when_full();
+}
+FL_TEST(anon_swap, swapcache_64k_pinned_batch_put_back, 300)
+{
+	test_swapcache_pinned_64k();
 }
 
 TEST_HARNESS_MAIN

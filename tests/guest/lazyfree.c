@@ -79,6 +79,88 @@ static void test_redirty(int kb, const char *name)
 	ktap_result(!lost && !wrong, name);
 }
 
+#define PUTBACK_FOLIOS 16
+#define PUTBACK_PAGES (PUTBACK_FOLIOS * 16)
+
+/*
+ * Lazy-free 64K folios, one page of each written again after MADV_FREE
+ * (the sixth: a batch merges a later PTE's dirty bit into the first), and
+ * with @clear_refs the process's soft-dirty bits cleared after that write
+ * (clear_refs 4 write-protects the PTEs and clears soft-dirty, but keeps
+ * the dirty bit). MADV_PAGEOUT finds each folio dirty when it clears its
+ * PTEs, makes it swap-backed again and must put all 16 PTEs back. The
+ * put-back path must be the one taken: every page still mapped, every
+ * folio large and swap-backed, and pgactivate counting every page (the
+ * failed unmap activates the folio; MADV_PAGEOUT ignores references). No
+ * page may lose its data: the written one holds the new data, the others
+ * the old (not zero: the folio was not discarded). With @clear_refs no
+ * page may come back soft-dirty: none of the PTEs was.
+ */
+static void test_redirty_put_back(int clear_refs, const char *name)
+{
+	const size_t n = PUTBACK_PAGES, sz = n * PAGE_SIZE;
+	char *buf = map_aligned(sz, PMD_SIZE);
+	size_t kept = 0, large = 0, backed = 0, dirty = 0, wrong = 0;
+	long act0, lazy0, act, lazy;
+	int ok = 1;
+
+	folio_size(64);
+	fill_pages(buf, n, 31);
+	if (madvise(buf, sz, MADV_FREE))
+		die("MADV_FREE");
+	for (size_t f = 0; f < PUTBACK_FOLIOS; f++)
+		fill_page(buf, f * 16 + 5, 32);
+	if (clear_refs)
+		write_str("/proc/self/clear_refs", "4");
+	act0 = proc_field("/proc/vmstat", "pgactivate");
+	lazy0 = proc_field("/proc/vmstat", "pglazyfreed");
+	if (madvise(buf, sz, MADV_PAGEOUT))
+		die("MADV_PAGEOUT");
+	act = proc_field("/proc/vmstat", "pgactivate") - act0;
+	lazy = proc_field("/proc/vmstat", "pglazyfreed") - lazy0;
+	for (size_t pg = 0; pg < n; pg++) {
+		uint64_t e = pagemap_entry(buf + pg * PAGE_SIZE);
+
+		kept += !!(e & PM_PRESENT);
+		dirty += !!(e & PM_SOFT_DIRTY);
+	}
+	for (size_t f = 0; f < PUTBACK_FOLIOS; f++) {
+		const char *head = buf + f * 65536;
+		uint64_t flags = kpageflags_of(head);
+		int whole = !!(flags & (1ULL << KPF_COMPOUND_HEAD));
+
+		for (size_t i = 1; i < 16; i++)
+			whole = whole && (kpageflags_of(head + i * PAGE_SIZE) &
+					  (1ULL << KPF_COMPOUND_TAIL));
+		large += whole;
+		backed += !!(flags & (1ULL << KPF_SWAPBACKED));
+	}
+	ktap_diag("%s: after MADV_PAGEOUT: %zu of %zu pages mapped, %zu soft-dirty; %zu of %d folios large, %zu swap-backed; pgactivate +%ld, pglazyfreed +%ld",
+		  name, kept, n, dirty, large, PUTBACK_FOLIOS, backed, act,
+		  lazy);
+	if (kept != n || large != PUTBACK_FOLIOS ||
+	    backed != PUTBACK_FOLIOS || act < (long)n) {
+		ktap_diag("%s: the PTEs of the redirtied folios were not put back",
+			  name);
+		ok = 0;
+	}
+	if (clear_refs && dirty) {
+		ktap_diag("%s: %zu pages came back soft-dirty, none was", name,
+			  dirty);
+		ok = 0;
+	}
+	for (size_t pg = 0; pg < n; pg++) {
+		int good = pg % 16 == 5 ? holds(buf, pg, 32) : holds(buf, pg, 31);
+
+		if (!good && wrong++ < 4)
+			ktap_diag("%s: page %zu does not hold its data", name, pg);
+	}
+	if (wrong)
+		ok = 0;
+	munmap(buf, sz);
+	ktap_result(ok, name);
+}
+
 /*
  * The reproducer for the restore bug that made read-only PTEs writable:
  * one 64K folio, its first half MADV_DONTFORK, fork, MADV_DOFORK (the VMAs
@@ -440,6 +522,14 @@ FL_TEST(lazyfree, clean_pmd_lazyfree_thp_split_before_unmap, 300)
 FL_TEST(lazyfree, pmd_lazyfree_reclaim_keeps_rss_peak, 300)
 {
 	test_rss_peak_kept();
+}
+FL_TEST(lazyfree, redirtied_64k_put_back_whole, 300)
+{
+	test_redirty_put_back(0, "redirtied_64k_put_back_whole");
+}
+FL_TEST(lazyfree, redirtied_64k_put_back_not_soft_dirty, 300)
+{
+	test_redirty_put_back(1, "redirtied_64k_put_back_not_soft_dirty");
 }
 
 int main(int argc, char **argv)
