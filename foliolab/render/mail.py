@@ -20,7 +20,7 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.reproduce import command
 from foliolab.analysis.workloadstats import StatRow
-from foliolab.render import fmt, for_reader, wrapped_command
+from foliolab.render import fmt, for_reader, wrap_prose, wrapped_command
 
 WIDTH = 80
 
@@ -153,14 +153,32 @@ def kernel_lines(a: Analysis) -> list[str]:
 
 def guest_lines(a: Analysis) -> list[str]:
     m = a.m
-    tcg = m.accel_label.lower().startswith("tcg")
     return [
-        f"Guest: {m.arch}, {m.accel_label}, {m.vcpus} vCPUs, config "
-        f"{m.config}",
-        "Times under TCG are emulated times; counts are exact."
-        if tcg
-        else f"Times are on {m.accel_label}.",
+        f"Guest: {m.arch}, {m.accel_label}, {m.vcpus} vCPUs, config {m.config}"
     ]
+
+
+def guest_timing(a: Analysis) -> str:
+    m = a.m
+    if m.accel_label.lower().startswith("tcg"):
+        return "times under TCG are emulated; counts are exact."
+    return f"times are on {m.accel_label}."
+
+
+def reader_command(cmd: list[str]) -> list[str]:
+    """The run's command as a reader reruns it: without where this run
+    was written (--out) and how it was finished (--resume, --force)."""
+    out, skip = [], False
+    for word in cmd:
+        if skip:
+            skip = False
+        elif word == "--out":
+            skip = True
+        elif word in ("--resume", "--force") or word.startswith("--out="):
+            continue
+        else:
+            out.append(word)
+    return out
 
 
 def mail_report(a: Analysis, run: Path) -> str:
@@ -168,8 +186,11 @@ def mail_report(a: Analysis, run: Path) -> str:
     m = a.m
     runs = f"{m.runs} run{'s' if m.runs != 1 else ''} per kernel"
     lines = [
-        f"foliolab run {run.name}: {', '.join(m.workloads)}; {runs}",
+        *wrap_prose(
+            f"foliolab run {run.name}: {', '.join(m.workloads)}", WIDTH
+        ),
         *guest_lines(a),
+        f"{runs}; " + guest_timing(a),
         *kernel_lines(a),
     ]
     for kernel in a.names[1:]:
@@ -181,7 +202,10 @@ def mail_report(a: Analysis, run: Path) -> str:
         "kernels gave the same count, so no test is needed.",
         "",
         "Reproduce:",
-        *("  " + x for x in wrapped_command(command(m), WIDTH - 2)),
+        *(
+            "  " + x
+            for x in wrapped_command(reader_command(command(m)), WIDTH - 2)
+        ),
     ]
     return "\n".join(_fit(line) for line in lines) + "\n"
 

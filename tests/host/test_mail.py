@@ -43,7 +43,10 @@ def test_the_mail_fits_80_columns_and_says_the_kernels(run, capsys):
     assert not any(x.endswith("~") for x in lines)  # nothing cut
     assert "  vanilla: base" in lines and "  patched: base" in lines
     assert "    commit 9dc52e640653, config sha f34ebeeb4fdf" in lines
-    assert "Times under TCG are emulated times; counts are exact." in lines
+    assert (
+        "2 runs per kernel; times under TCG are emulated; counts are exact."
+        in lines
+    )
     row = next(x for x in lines if x.split()[:1] == ["pageout_ms"])
     assert row.split()[1:3] == ["176.8", "194.0"] and "n.s." in row
     exact = next(
@@ -115,3 +118,25 @@ def test_a_path_in_the_clone_is_said_relative_to_it():
 
     spec = f"next=debian:7.3+{PROJECT_ROOT}/patches/7.3"
     assert render.for_reader(spec) == "next=debian:7.3+patches/7.3"
+
+
+def test_the_command_is_the_readers_not_where_the_run_was_written():
+    cmd = [
+        "foliolab",
+        "compare",
+        "--runs",
+        "2",
+        "--out",
+        "/x/run",
+        "--resume",
+        "--out=/y",
+        "--force",
+        "--count",
+    ]
+    assert mail.reader_command(cmd) == [
+        "foliolab",
+        "compare",
+        "--runs",
+        "2",
+        "--count",
+    ]
