@@ -14,6 +14,7 @@ from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+from foliolab.robot import command as robot
 
 
 def _setup_options(s: argparse.ArgumentParser) -> None:
@@ -52,6 +53,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--history-only", action="store_true",
                    help="with --since: only that check (no checkpatch, "
                         "build or boot)")
+    robot.options(s)
 
 
 def cmd_setup(args) -> int:
@@ -103,6 +105,7 @@ def cmd_check(args) -> int:
                          f"history; --base {args.base} is not that base",
                          hint="drop --base, or drop --since")
     since = _since_spec(args)
+    cells = robot.cells(args)
     if args.patches is None or not source.read_series(args.patches).patches:
         raise UsageError("the series is empty: nothing to check",
                          hint="give --patches DIR with patches in `series`")
@@ -114,9 +117,14 @@ def cmd_check(args) -> int:
     spec = kernels.with_series(kernels.parse_base(args.base), "patched",
                                args.patches)
     kernels.check_spec(spec)
-    trees.tree_of(spec)         # a series that does not apply: refused here
+    tree = trees.tree_of(spec)  # a series that does not apply: refused here
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "check-%Y%m%d-%H%M%S")
+    if cells is not None:
+        robot.check(args, tree, cells, out)
+        if history:
+            history.raise_if_restored()
+        return 0
     checks = seriescheck.check_series(spec, get_arch(args.arch),
                                       args.config, args.accel, out)
     for c in checks:
