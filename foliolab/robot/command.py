@@ -27,6 +27,9 @@ def options(s: argparse.ArgumentParser) -> None:
                    type=lambda v: [c for c in v.split(",") if c],
                    help="only these cells (ARCH/CONFIG, ARCH for all of "
                         "its cells, * matches; default: the whole matrix)")
+    g.add_argument("--robot-jobs", type=int, default=run.jobs(),
+                   metavar="N", help="make -jN for each compile (default: "
+                                     "the cores, at most 2)")
 
 
 def cells(args) -> tuple[matrix.Cell, ...] | None:
@@ -41,6 +44,8 @@ def cells(args) -> tuple[matrix.Cell, ...] | None:
     if args.history_only:
         raise UsageError("--robot and --history-only are two different "
                          "checks", hint="give one of them")
+    if args.robot_jobs < 1:
+        raise UsageError(f"--robot-jobs {args.robot_jobs}: give 1 or more")
     return matrix.select(args.robot_cells)
 
 
@@ -50,7 +55,7 @@ def check(args, tree: source.Tree, chosen: tuple[matrix.Cell, ...],
     text``), the time of each cell and the notes; a finding is an
     error."""
     series = source.read_series(args.patches)
-    report = run.check(tree, series.patches, chosen, out)
+    report = run.check(tree, series.patches, chosen, out, args.robot_jobs)
     for line in report.lines():
         print(line)
     print(f"robot: {len(report.findings)} new diagnostic(s) on "
