@@ -17,25 +17,29 @@ from foliolab.robot import matrix, objects, run
 
 # ---- reading diagnostics ---------------------------------------------
 
-GCC = """\
-  CC      mm/vmscan.o
-../src/mm/vmscan.c: In function 'shrink_folio_list':
-../src/mm/vmscan.c:1203:7: warning: unused variable 'nr' [-Wunused-variable]
- 1203 |   int nr;
-      |       ^~
-../src/include/linux/rmap.h:850:1: warning: no previous prototype for 'f' [-Wmissing-prototypes]
-../src/mm/vmscan.c:1300:3: note: in expansion of macro 'X'
-/abs/src/mm/rmap.c:77:9: error: 'x' undeclared (first use in this function)
-make[3]: *** [scripts/Makefile.build:229: mm/rmap.o] Error 1
-mm/rmap.o: warning: objtool: try_to_unmap_one+0x10: call without frame pointer
-"""
+GCC = (
+    "  CC      mm/vmscan.o\n"
+    "../src/mm/vmscan.c: In function 'shrink_folio_list':\n"
+    "../src/mm/vmscan.c:1203:7: warning: unused variable 'nr' "
+    "[-Wunused-variable]\n"
+    " 1203 |   int nr;\n"
+    "      |       ^~\n"
+    "../src/include/linux/rmap.h:850:1: warning: no previous prototype "
+    "for 'f' [-Wmissing-prototypes]\n"
+    "../src/mm/vmscan.c:1300:3: note: in expansion of macro 'X'\n"
+    "/abs/src/mm/rmap.c:77:9: error: 'x' undeclared (first use in this "
+    "function)\n"
+    "make[3]: *** [scripts/Makefile.build:229: mm/rmap.o] Error 1\n"
+    "mm/rmap.o: warning: objtool: try_to_unmap_one+0x10: call without "
+    "frame pointer\n")
 
-SPARSE = """\
-  CHECK   mm/rmap.c
-/abs/src/mm/rmap.c:120:17: warning: incorrect type in argument 1 (different address spaces)
-/abs/src/mm/rmap.c:120:17:    expected void const volatile [noderef] __user *ptr
-/abs/src/mm/rmap.c:120:17:    got int *p
-"""
+SPARSE = (
+    "  CHECK   mm/rmap.c\n"
+    "/abs/src/mm/rmap.c:120:17: warning: incorrect type in argument 1 "
+    "(different address spaces)\n"
+    "/abs/src/mm/rmap.c:120:17:    expected void const volatile [noderef] "
+    "__user *ptr\n"
+    "/abs/src/mm/rmap.c:120:17:    got int *p\n")
 
 
 def paths():
