@@ -134,10 +134,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             drop=("CONFIG_ACPI_NUMA", "CONFIG_X86_64_ACPI_NUMA",
                   "CONFIG_NUMA_MIGRATION", "CONFIG_NUMA_BALANCING"),
             help="!NUMA"),
-    Variant("no-migration", off=("CONFIG_MIGRATION", "CONFIG_COMPACTION"),
+    # COMPACTION selects MIGRATION, and TRANSPARENT_HUGEPAGE selects
+    # COMPACTION (6.12 and 7.3): a kernel without migration has neither
+    Variant("no-migration", off=("CONFIG_MIGRATION", "CONFIG_COMPACTION",
+                                 "CONFIG_TRANSPARENT_HUGEPAGE"),
             drop=("CONFIG_NUMA_MIGRATION", "CONFIG_NUMA_BALANCING",
-                  "CONFIG_CMA", "CONFIG_MEMORY_FAILURE"),
-            help="!MIGRATION (and !COMPACTION, which selects it)"),
+                  "CONFIG_CMA", "CONFIG_MEMORY_FAILURE",
+                  "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE", "CONFIG_THP_SWAP",
+                  "CONFIG_ARM64_CONTPTE"),
+            help="!MIGRATION (and !COMPACTION and !THP, which select it)"),
     Variant("mm-debug", on=MM_DEBUG_ON, wants=MM_DEBUG_WANTS,
             help="DEBUG_VM and every other mm debug option"),
     Variant("mm", help="every mm feature the architecture has"),

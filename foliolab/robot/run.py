@@ -250,12 +250,13 @@ def cc_of(cell: Cell) -> str:
 def make_argv(cell: Cell, srctree: Path, out: Path, jobs: int,
               *args: str) -> list[str]:
     argv = ["make", "-C", str(srctree), f"O={out}",
-            f"ARCH={cell.arch.linux_arch}", f"-j{jobs}",
-            f"HOSTCC={build.HOSTCC}"]
+            f"ARCH={cell.arch.linux_arch}", f"-j{jobs}"]
     if cell.compiler == CLANG:
+        # LLVM= makes the host's tools clang's and links with lld
         argv += [f"LLVM=-{CLANG_VERSION}", f"CC=ccache {cc_of(cell)}"]
     else:
-        argv += [f"CROSS_COMPILE={cell.arch.cross_compile}",
+        argv += [f"HOSTCC={build.HOSTCC}",
+                 f"CROSS_COMPILE={cell.arch.cross_compile}",
                  f"CC=ccache {cc_of(cell)}"]
     # W=1 has kbuild run kernel-doc on every .c file it compiles: 0.15 s
     # of CPU a file, 13 s of the 72 s of compiling 7.3's mm/ for x86_64

@@ -423,3 +423,24 @@ def test_bad_robot_input_is_one_line_before_any_work(tmp_cache, capsys,
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
     assert not Path(tmp_cache).exists()
+
+
+def test_without_migration_there_is_no_compaction_or_thp(tmp_path):
+    cfg = matrix.cell_config(cell("x86_64/no-migration"), (7, 3),
+                             configs(tmp_path))
+    for opt in ("MIGRATION", "COMPACTION", "TRANSPARENT_HUGEPAGE"):
+        assert cfg.musts[f"CONFIG_{opt}"] == "n"
+    assert "CONFIG_THP_SWAP" not in cfg.musts
+
+
+def test_make_lines_per_compiler():
+    src, out = Path("/src"), Path("/out")
+    gcc = run.make_argv(cell("arm/mm"), src, out, 2, "W=1", "mm/")
+    assert "CROSS_COMPILE=arm-linux-gnueabihf-" in gcc
+    assert "CC=ccache arm-linux-gnueabihf-gcc" in gcc
+    assert "cmd_checkdoc=" in gcc and gcc[-2:] == ["W=1", "mm/"]
+    clang = run.make_argv(cell("x86_64/perf-clang"), src, out, 2)
+    assert "LLVM=-19" in clang and "CC=ccache clang-19" in clang
+    # clang's build links the host's tools with lld: no gcc for them
+    assert not any(a.startswith(("HOSTCC=", "CROSS_COMPILE="))
+                   for a in clang)
