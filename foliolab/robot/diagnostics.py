@@ -42,15 +42,15 @@ class Diagnostic:
     def key(self) -> tuple[str, str, str, str, str]:
         """What makes two diagnostics the same, whatever their line
         numbers (see the module's docstring)."""
-        return (self.tool, self.file, self.severity, _mask_lines(
-            self.message), self.source)
+        return (self.tool, self.file, self.severity, normal(self.message),
+                self.source)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
     def text(self) -> str:
         extra = f" ({self.detail})" if self.detail else ""
-        return f"{self.severity}: {self.message}{extra}"
+        return f"{self.severity}: {self.message.translate(_QUOTES)}{extra}"
 
     def to_json(self) -> dict:
         return {"tool": self.tool, "file": self.file, "line": self.line,
@@ -67,8 +67,14 @@ class Diagnostic:
 _LINE_REF = re.compile(r"(\S+\.[chS]):\d+(?::\d+)?")
 
 
-def _mask_lines(message: str) -> str:
-    return _LINE_REF.sub(r"\1:#", message)
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'"})
+
+
+def normal(message: str) -> str:
+    """A message as it is compared: gcc's quotes as in the C locale (a
+    UTF-8 one gives typographic quotes, and kbuild unexports LC_ALL), and
+    line numbers of other places masked."""
+    return _LINE_REF.sub(r"\1:#", message.translate(_QUOTES))
 
 
 # file:line[:col]: severity: message  (gcc, clang, sparse)
@@ -120,7 +126,7 @@ def parse_compiler(text: str, tool: str,
             out.append(Diagnostic(
                 tool, paths(m.group("file")), int(m.group("line")),
                 ERROR if sev.endswith("error") else WARNING,
-                m.group("msg").strip()))
+                m.group("msg").strip().translate(_QUOTES)))
             continue
         m = _SPARSE_MORE.match(line)
         if m and out and tool == "sparse":

@@ -269,7 +269,9 @@ def make_argv(cell: Cell, srctree: Path, out: Path, jobs: int,
 
 def make_env() -> dict[str, str]:
     env = build.make_env()
-    env["LC_ALL"] = "C"          # ASCII quotes in messages
+    # ASCII quotes in gcc's messages: kbuild unexports LC_ALL, so LANG
+    # and the categories themselves must say C
+    env.update(LC_ALL="C", LANG="C", LC_MESSAGES="C", LC_CTYPE="C")
     return env
 
 

@@ -444,3 +444,13 @@ def test_make_lines_per_compiler():
     # clang's build links the host's tools with lld: no gcc for them
     assert not any(a.startswith(("HOSTCC=", "CROSS_COMPILE="))
                    for a in clang)
+
+
+def test_typographic_quotes_are_the_c_locales():
+    utf8 = dg.parse_compiler(
+        "mm/ksm.c:3:13: warning: variable \u2018x\u2019 set but not used\n",
+        "gcc")
+    assert utf8[0].message == "variable 'x' set but not used"
+    a = diag(3, "int x;", "variable \u2018x\u2019 set but not used")
+    b = diag(4, "int x;", "variable 'x' set but not used")
+    assert dg.added([a], [b]) == []
