@@ -4,12 +4,13 @@ each result cached, and the diagnostics each patch adds.
 The series' commits come from the tree foliolab applied it to (applied
 once; prefix i is the i-th commit). The robot checks them out in a git
 worktree of its own in the cache, so the lab's build checkout, which
-other commands build from at the same time, is never moved. Prefixes are
-visited in order and every cell keeps its build directory (its .config
-and ``make prepare`` output): from one prefix to the next, make compiles
+other commands build from at the same time, is never moved. Every cell
+keeps its build directory (its .config and ``make prepare`` output) and
+visits its prefixes in order: from one prefix to the next, make compiles
 again only the objects whose sources the checkout rewrote.
 
-A cell's result on a tree (its diagnostics, with the text of each line
+Cells run one after the other: a run stopped halfway leaves whole cells
+in the cache. A cell's result on a tree (its diagnostics, with the text of each line
 they point at) is kept in the cache under the hash of the tree's
 content, the cell's config, the compiler's and sparse's versions and
 what it compiled: a run that stops is resumed by running it again, and a
@@ -573,17 +574,19 @@ class Robot:
         with lock:
             for prefix in s.prefixes:
                 kdoc[prefix.index] = self.kernel_doc(prefix)
-                for cell in self.cells:
-                    if (prefix.index not in cell.prefixes(n)
-                            or cell.name in self.broken):
-                        continue
+            # a cell at a time, its prefixes in order: a run stopped
+            # halfway has whole cells in the cache, which a run of those
+            # cells reports at once
+            for cell in self.cells:
+                for i in cell.prefixes(n):
                     try:
-                        results[(cell.name, prefix.index)] = \
-                            self.cell_on(cell, prefix)
+                        results[(cell.name, i)] = \
+                            self.cell_on(cell, s.prefixes[i])
                     except (ConfigError, BuildError) as e:
                         # the others still run; the run fails at the end
                         self.broken[cell.name] = e.one_line()
                         log.info("robot: %s: %s", cell.name, e.one_line())
+                        break
             checkpatch = {p.index: self.checkpatch(p.patch)
                           for p in s.prefixes[1:]}
         findings = self._findings(results, kdoc, checkpatch)
