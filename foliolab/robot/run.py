@@ -195,6 +195,7 @@ class CellTime:
     cached: list[int] = field(default_factory=list)
     objects: int = 0
     cpu_s: float = 0.0      # its compilers' and make's CPU time
+    cached_s: float = 0.0   # what the cached results took when made
 
 
     @property
@@ -203,12 +204,24 @@ class CellTime:
 
     def row(self) -> str:
         done = sorted(self.compile_s)
-        parts = f"prefixes {','.join(str(i) for i in done) or '-'}"
+        parts = f"compiled {_ranges(done) or '-'}"
         if self.cached:
-            parts += f"; cached {','.join(str(i) for i in self.cached)}"
-        return (f"{self.cell:22s} {self.total:5.0f} s, CPU {self.cpu_s:5.0f}"
-                f" s (prepare {self.prepare_s:.0f} s; {self.objects} "
-                f"objects; {parts})")
+            parts += (f"; cached {_ranges(sorted(self.cached))} "
+                      f"({self.cached_s:.0f} s when made)")
+        return (f"{self.cell:20s} {self.total:5.0f} s, CPU "
+                f"{self.cpu_s:5.0f} s (prepare {self.prepare_s:.0f} s; "
+                f"{self.objects} objects; {parts})")
+
+
+def _ranges(nums: list[int]) -> str:
+    """[0, 1, 2, 3, 12] -> 0-3,12"""
+    runs: list[list[int]] = []
+    for n in nums:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
 
 
 @dataclass
@@ -416,13 +429,40 @@ class Robot:
                               f"first {miss[0]}",
                               hint="fix the cell in foliolab/robot/"
                                    "matrix.py", log_path=out / ".config")
-        if lack:
-            self._note(f"{cell.name}: {self._version_text()} has no "
-                       + ", ".join(k[len('CONFIG_'):] for k in lack))
+        lacks = (f"{cell.name}: {self._version_text()} has no "
+                 + ", ".join(k[len('CONFIG_'):] for k in lack)) if lack \
+            else ""
+        if lacks:
+            self._note(lacks)
         self._make(cell, out / "prepare.log", "make prepare", "prepare")
-        self._enabled[cell.name] = self._enabled_objects(cell, out)
+        enabled = self._enabled_objects(cell, out)
+        self._enabled[cell.name] = enabled
+        (out / "robot-enabled.json").write_text(json.dumps(
+            {"key": self._enabled_key(cell), "objects": sorted(enabled),
+             "note": lacks}))
         self._prepared.add(cell.name)
         self.times[cell.name].prepare_s += time.monotonic() - t0
+
+    def _enabled_key(self, cell: Cell) -> str:
+        cfg = cell_config(cell, self.series.version)
+        tops = self.selection(cell.arch.srcarch).top_dirs()
+        return (cfg.text() + f"# base {self.series.prefixes[0].tree}\n"
+                + f"# tops {' '.join(tops)}\n")
+
+    def _known_enabled(self, cell: Cell) -> set[str] | None:
+        """The objects the cell's config compiles as its last preparation
+        found them, when config, base and directories are the same: a
+        rerun whose results are all cached runs no make."""
+        try:
+            d = json.loads((self.build_dir(cell) / "robot-enabled.json")
+                           .read_text())
+        except (OSError, ValueError):
+            return None
+        if d.get("key") != self._enabled_key(cell):
+            return None
+        if d.get("note"):
+            self._note(d["note"])
+        return set(d.get("objects", []))
 
     def _version_text(self) -> str:
         return f"{self.series.version[0]}.{self.series.version[1]}"
@@ -469,7 +509,7 @@ class Robot:
 
     def _plan(self, cell: Cell, prefix: Prefix) -> tuple[str, list[str]]:
         sel = self.selection(cell.arch.srcarch)
-        enabled = self._enabled.get(cell.name)
+        enabled = self._enabled.get(cell.name) or self._known_enabled(cell)
         if enabled is None:
             # not prepared yet: the cache key needs the targets, which
             # need the config's objects
@@ -489,6 +529,7 @@ class Robot:
         ct = self.times[cell.name]
         if got is not None:
             ct.cached.append(prefix.index)
+            ct.cached_s += got.elapsed
             return got
         self._checkout(prefix)
         self._prepare(cell)
@@ -643,6 +684,7 @@ class Robot:
                        "compile_s": {str(k): round(v, 1)
                                      for k, v in t.compile_s.items()},
                        "cpu_s": round(t.cpu_s, 1),
+                       "cached_s": round(t.cached_s, 1),
                        "cached": t.cached, "objects": t.objects}
                       for t in self.times.values()],
             "notes": self.notes, "broken": self.broken,

@@ -454,3 +454,13 @@ def test_typographic_quotes_are_the_c_locales():
     a = diag(3, "int x;", "variable \u2018x\u2019 set but not used")
     b = diag(4, "int x;", "variable 'x' set but not used")
     assert dg.added([a], [b]) == []
+
+
+def test_a_cells_row_says_what_it_compiled_and_what_was_cached():
+    t = run.CellTime("x86_64/perf", prepare_s=20, compile_s={4: 30.0,
+                                                             5: 10.0},
+                     cached=[0, 1, 2, 3, 12], objects=89, cpu_s=70,
+                     cached_s=300)
+    row = t.row()
+    assert "compiled 4-5" in row and "cached 0-3,12 (300 s" in row
+    assert row.split()[1] == "60"           # prepare + this run's compiles
