@@ -9,12 +9,13 @@ keeps its build directory (its .config and ``make prepare`` output) and
 visits its prefixes in order: from one prefix to the next, make compiles
 again only the objects whose sources the checkout rewrote.
 
-Cells run one after the other: a run stopped halfway leaves whole cells
-in the cache. A cell's result on a tree (its diagnostics, with the text of each line
-they point at) is kept in the cache under the hash of the tree's
-content, the cell's config, the compiler's and sparse's versions and
-what it compiled: a run that stops is resumed by running it again, and a
-second series that shares a prefix with the first compiles it once.
+Cells run one after the other: a run stopped halfway leaves whole
+cells in the cache. A cell's result on a tree (its diagnostics, with
+the text of each line they point at) is kept in the cache under the
+hash of the tree's content, the cell's config, the compiler's and
+sparse's versions and what it compiled: a run that stops is resumed by
+running it again, and a second series that shares a prefix with the
+first compiles it once.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ It makes the robot's worktree of the base, applies the patch, and
 compiles mm/ of the base and then mm/ksm.o of the patch, with the real
 cache: 8.5 minutes the first time beside two other engineers' builds
 (load 8 to 10 on the 2 cores, 2026-11-28), about three on an idle
-machine, 9 s once its results are cached. This is the robot's share of CI; the whole matrix over
-patches/7.3 and patches/6.12 is a notebook run (docs/manual.md).
+machine, 9 s once its results are cached. This is the robot's share of
+CI; the whole matrix over patches/7.3 and patches/6.12 is a notebook
+run (docs/manual.md).
 Deselect with -m 'not robot'.
 """
 
