@@ -8,8 +8,8 @@ object, in the cell's config, of the directories of the .c files the
 series changes; and for each header the series changes, the .c files
 that include it directly, searched in the directories a change to an
 mm header breaks first (mm/, kernel/, fs/, ipc/, block/, lib/, init/ and
-the cell's own arch/ directory), at most MAX_INCLUDERS of them, the
-architecture's own and kernel/'s first. A file that reaches the header
+the cell's own arch/ directory), at most MAX_INCLUDERS of those the
+cell's config compiles, the architecture's own and kernel/'s first. A file that reaches the header
 only through another header is compiled when it is in mm/ or a changed
 file's directory (make follows the dependencies there), not otherwise:
 following every include chain of <linux/mm.h> is the whole kernel.
@@ -52,6 +52,8 @@ class Selection:
     # per changed header, the first file that includes it (mm/'s first):
     # what sparse checks a header in
     header_users: tuple[str, ...] = ()
+    # the header each of ``includers`` was found for (same order)
+    includer_headers: tuple[str, ...] = ()
 
     def top_dirs(self) -> tuple[str, ...]:
         """The top directories make's dry run must look into."""
@@ -136,6 +138,7 @@ def select(changed: Iterable[str], srcarch: str,
     dir_sources = sorted({posixpath.dirname(f) for f in c_files} -
                          {ALWAYS} - {d for d in _subdirs_of_always(c_files)})
     includers: list[str] = []
+    of: list[str] = []
     users: list[str] = []
     for h in headers:
         named = include_name(h, srcarch)
@@ -154,9 +157,11 @@ def select(changed: Iterable[str], srcarch: str,
         found = [f for f in found if f not in includers
                  and not _built_whole(f, dir_sources)]
         found.sort(key=lambda f: _priority(f, srcarch))
-        includers.extend(found[:MAX_INCLUDERS])
+        includers.extend(found)
+        of.extend([h] * len(found))
     return Selection((ALWAYS,), tuple(dir_sources), tuple(includers),
-                     tuple(c_files), tuple(headers), tuple(users))
+                     tuple(c_files), tuple(headers), tuple(users),
+                     tuple(of))
 
 
 def _ours(path: str, srcarch: str) -> bool:
@@ -182,17 +187,23 @@ def targets(sel: Selection, enabled: set[str],
             exists: Callable[[str], bool]) -> list[str]:
     """make's targets for a cell: mm/ whole, then every object of
     ``enabled`` (what the config compiles, as .o paths) that is in a
-    changed file's directory or includes a changed header, for the
-    sources that exist in the tree at hand."""
+    changed file's directory, then those that include a changed header,
+    at most MAX_INCLUDERS a header (the config has its say first: a file
+    it leaves out takes no place), for the sources that exist in the
+    tree at hand."""
     out = [d + "/" for d in sel.dirs]
     for obj in sorted(enabled):
         src = obj[:-2] + ".c"
         if posixpath.dirname(obj) in sel.dir_sources and exists(src):
             out.append(obj)
-    for src in sel.includers:
+    taken: dict[str, int] = {}
+    headers = sel.includer_headers or ("",) * len(sel.includers)
+    for src, header in zip(sel.includers, headers):
         obj = src[:-2] + ".o"
-        if obj in enabled and obj not in out and exists(src):
+        if obj in enabled and obj not in out and exists(src) and \
+                taken.get(header, 0) < MAX_INCLUDERS:
             out.append(obj)
+            taken[header] = taken.get(header, 0) + 1
     return out
 
 

@@ -279,14 +279,24 @@ def test_an_arch_header_selects_on_its_own_arch_only():
     assert x86.changed_c == ()
 
 
-def test_includers_are_capped(monkeypatch):
+def test_includers_are_capped_after_the_config_has_its_say(monkeypatch):
     many = {f"kernel/f{i:03d}.c": "#include <linux/swap.h>\n"
             for i in range(60)}
+    many.update({f"fs/g{i:03d}.c": "#include <linux/rmap.h>\n"
+                 for i in range(5)})
     monkeypatch.setattr(objects, "MAX_INCLUDERS", 7)
     sel = objects.select(
-        ["include/linux/swap.h"], "x86",
-        lambda w, d: sorted(many), lambda p: many[p])
-    assert sel.includers == tuple(sorted(many)[:7])
+        ["include/linux/swap.h", "include/linux/rmap.h"], "x86",
+        lambda w, d: sorted(f for f in many if w in many[f]),
+        lambda p: many[p])
+    assert len(sel.includers) == 65
+    # kernel/'s first ten are not in the config: they take no place
+    enabled = {f[:-2] + ".o" for f in many} - {
+        f"kernel/f{i:03d}.o" for i in range(10)}
+    got = objects.targets(sel, enabled, lambda p: True)
+    # headers in order (rmap.h, swap.h), each's files by priority
+    assert got == ["mm/"] + [f"fs/g{i:03d}.o" for i in range(5)] + [
+        f"kernel/f{i:03d}.o" for i in range(10, 17)]
 
 
 def test_targets_are_what_the_config_compiles_and_exists():
