@@ -126,18 +126,20 @@ class CellResult:
     objects: int            # objects compiled then
     log: str                # the make log
     cached: bool = False    # found in the cache by this run
+    cpu_s: float = 0.0      # make's and the compilers' CPU time then
 
     def to_json(self) -> dict:
         return {"cell": self.cell, "tree": self.tree,
                 "elapsed": round(self.elapsed, 1), "objects": self.objects,
-                "log": self.log,
+                "cpu_s": round(self.cpu_s, 1), "log": self.log,
                 "diagnostics": [d.to_json() for d in self.diagnostics]}
 
     @staticmethod
     def from_json(d: dict) -> CellResult:
         return CellResult(d["cell"], d["tree"], tuple(
             dg.Diagnostic.from_json(x) for x in d["diagnostics"]),
-            float(d["elapsed"]), int(d["objects"]), d["log"], True)
+            float(d["elapsed"]), int(d["objects"]), d["log"], True,
+            float(d.get("cpu_s", 0.0)))
 
 
 def cache_key(tree: str, cell: str, config: str, compilers: str,
@@ -197,6 +199,7 @@ class CellTime:
     objects: int = 0
     cpu_s: float = 0.0      # its compilers' and make's CPU time
     cached_s: float = 0.0   # what the cached results took when made
+    cached_cpu_s: float = 0.0
 
 
     @property
@@ -208,7 +211,8 @@ class CellTime:
         parts = f"compiled {_ranges(done) or '-'}"
         if self.cached:
             parts += (f"; cached {_ranges(sorted(self.cached))} "
-                      f"({self.cached_s:.0f} s when made)")
+                      f"({self.cached_s:.0f} s, CPU "
+                      f"{self.cached_cpu_s:.0f} s when made)")
         return (f"{self.cell:20s} {self.total:5.0f} s, CPU "
                 f"{self.cpu_s:5.0f} s (prepare {self.prepare_s:.0f} s; "
                 f"{self.objects} objects; {parts})")
@@ -531,6 +535,7 @@ class Robot:
         if got is not None:
             ct.cached.append(prefix.index)
             ct.cached_s += got.elapsed
+            ct.cached_cpu_s += got.cpu_s
             return got
         self._checkout(prefix)
         self._prepare(cell)
@@ -538,6 +543,7 @@ class Robot:
         logs = out / "robot-logs"
         logs.mkdir(exist_ok=True)
         t0 = time.monotonic()
+        cpu0 = ct.cpu_s
         logp = logs / f"{prefix.tree[:12]}-W1.log"
         self._make(cell, logp, "compile", "-k", "W=1", *targets,
                    check=False)
@@ -561,12 +567,13 @@ class Robot:
                                 self._line_reader(prefix.commit))
         elapsed = time.monotonic() - t0
         result = CellResult(cell.name, prefix.tree, tuple(diags), elapsed,
-                            count, str(logp))
+                            count, str(logp), cpu_s=ct.cpu_s - cpu0)
         self.cache.put(key, result)
         ct.compile_s[prefix.index] = elapsed
         ct.objects = max(ct.objects, count)
-        log.info("robot: %s on %s: %d objects, %d diagnostics, %.0f s",
-                 cell.name, prefix.label, count, len(diags), elapsed)
+        log.info("robot: %s on %s: %d objects, %d diagnostics, %.0f s "
+                 "(CPU %.0f s)", cell.name, prefix.label, count, len(diags),
+                 elapsed, result.cpu_s)
         return result
 
     # ---- the tree's own checks ----------------------------------------
@@ -686,6 +693,7 @@ class Robot:
                                      for k, v in t.compile_s.items()},
                        "cpu_s": round(t.cpu_s, 1),
                        "cached_s": round(t.cached_s, 1),
+                       "cached_cpu_s": round(t.cached_cpu_s, 1),
                        "cached": t.cached, "objects": t.objects}
                       for t in self.times.values()],
             "notes": self.notes, "broken": self.broken,
