@@ -558,7 +558,9 @@ class Robot:
                 sel, lambda f: (out / (f[:-2] + ".o")).exists())
             if files:
                 sp = logs / f"{prefix.tree[:12]}-sparse.log"
-                self._make(cell, sp, "sparse", "-k", "C=2",
+                # W=1 as the compile had it: other flags would make
+                # kbuild compile the objects again, twice
+                self._make(cell, sp, "sparse", "-k", "W=1", "C=2",
                            f"CF={SPARSE_FLAGS}",
                            *(f[:-2] + ".o" for f in files), check=False)
                 diags += dg.parse_compiler(sp.read_text(errors="replace"),
