@@ -164,3 +164,10 @@ def stop_signals() -> Iterator[None]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+class DiagnosticsError(FoliolabError):
+    """The robot's checks (``foliolab check --robot``) found diagnostics
+    that a patch of the series adds."""
+
+    exit_code = 14

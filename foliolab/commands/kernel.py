@@ -16,6 +16,7 @@ from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+from foliolab.robot import command as robot
 
 
 def _setup_options(s: argparse.ArgumentParser) -> None:
@@ -64,6 +65,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --since: only that check (no checkpatch, build or boot)",
     )
+    robot.options(s)
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -140,6 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             hint="drop --base, or drop --since",
         )
     since = _since_spec(args)
+    cells = robot.cells(args)
     if args.patches is None or not source.read_series(args.patches).patches:
         raise UsageError(
             "the series is empty: nothing to check",
@@ -158,10 +161,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         kernels.parse_base(args.base), "patched", args.patches
     )
     kernels.check_spec(spec)
-    trees.tree_of(spec)  # a series that does not apply: refused here
+    tree = trees.tree_of(spec)  # a series that does not apply: refused here
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "check-%Y%m%d-%H%M%S"
     )
+    if cells is not None:
+        robot.check(args, tree, cells, out)
+        if history:
+            history.raise_if_restored()
+        return 0
     checks = seriescheck.check_series(
         spec, get_arch(args.arch), args.config, args.accel, out
     )

@@ -41,6 +41,7 @@ LAYERS = (
     "render",
     "run",
     "series",
+    "robot",
     "coverage",
     "suite",
     "bisect",

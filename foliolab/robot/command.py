@@ -1,0 +1,105 @@
+"""``foliolab check --robot``: the options, their check before any work,
+and what the command prints.
+
+Kept here rather than in commands/ so that ``check`` itself only adds the
+options and hands over: the robot's whole surface is this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from foliolab.errors import BuildError, DiagnosticsError, UsageError
+from foliolab.kernel import source
+from foliolab.robot import matrix, run
+
+
+def options(s: argparse.ArgumentParser) -> None:
+    g = s.add_argument_group("the kernel test robot's checks (--robot)")
+    g.add_argument(
+        "--robot",
+        action="store_true",
+        help="instead of building and booting each prefix: "
+        "compile the series on the robot's matrix of "
+        "architectures and configs with W=1, sparse, "
+        "kernel-doc and checkpatch --strict, and report "
+        "what each patch adds (see docs/manual.md)",
+    )
+    g.add_argument(
+        "--robot-cells",
+        metavar="CELL,...",
+        type=lambda v: [c for c in v.split(",") if c],
+        help="only these cells (ARCH/CONFIG, ARCH for all of "
+        "its cells, * matches; default: the whole matrix)",
+    )
+    g.add_argument(
+        "--robot-jobs",
+        type=int,
+        default=run.jobs(),
+        metavar="N",
+        help="make -jN for each compile (default: the cores, at most 2)",
+    )
+
+
+def cells(args: argparse.Namespace) -> tuple[matrix.Cell, ...] | None:
+    """The cells asked for (None without --robot), checked before any
+    work: an unknown cell, or --robot beside an option it has no use for,
+    is one line."""
+    if not args.robot:
+        if args.robot_cells:
+            raise UsageError(
+                "--robot-cells picks the robot's cells: it needs --robot",
+                hint="add --robot",
+            )
+        return None
+    if args.history_only:
+        raise UsageError(
+            "--robot and --history-only are two different checks",
+            hint="give one of them",
+        )
+    if args.robot_jobs < 1:
+        raise UsageError(f"--robot-jobs {args.robot_jobs}: give 1 or more")
+    return matrix.select(args.robot_cells)
+
+
+def check(
+    args: argparse.Namespace,
+    tree: source.Tree,
+    chosen: tuple[matrix.Cell, ...],
+    out: Path,
+) -> int:
+    """Run the robot, print each finding (``patch: cell: file:line:
+    text``), the time of each cell and the notes; a finding is an
+    error."""
+    series = source.read_series(args.patches)
+    report = run.check(tree, series.patches, chosen, out, args.robot_jobs)
+    for line in report.lines():
+        print(line)
+    print(
+        f"robot: {len(report.findings)} new diagnostic(s) on "
+        f"{len(report.times)} cells in {report.elapsed:.0f} s; "
+        f"per cell (this run):"
+    )
+    for t in report.times:
+        print("  " + t.row())
+    for note in report.notes:
+        print(f"  note: {note}")
+    for name, why in report.broken.items():
+        print(f"  broken: {name}: {why}")
+    print(f"robot: written to {out}")
+    if report.broken:
+        name = next(iter(report.broken))
+        raise BuildError(
+            f"the robot could not compile on "
+            f"{len(report.broken)} cell(s), first {name}",
+            hint=report.broken[name],
+        )
+    if report.findings:
+        first = report.findings[0]
+        raise DiagnosticsError(
+            f"the robot found {len(report.findings)} diagnostic(s) the "
+            f"series adds, first {first.patch} on {first.cell}",
+            hint=f"see the lines above or {out / 'robot.txt'}",
+        )
+    return 0
