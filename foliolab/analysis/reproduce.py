@@ -25,15 +25,20 @@ def _names_kernels(argv: list[str]) -> bool:
     return any(a == "--kernel" or a.startswith("--kernel=") for a in argv)
 
 
-def _without_patches(argv: list[str]) -> list[str]:
-    """``argv`` without its --patches option (and value)."""
+def without_options(
+    argv: list[str], valued: tuple[str, ...], flags: tuple[str, ...] = ()
+) -> list[str]:
+    """``argv`` without the options ``valued`` (with their value, given
+    as ``--opt VALUE`` or ``--opt=VALUE``) and the ``flags``."""
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
-        elif a == "--patches":
+        elif a in valued:
             skip = True
-        elif not a.startswith("--patches="):
+        elif a not in flags and not a.startswith(
+            tuple(f"{o}=" for o in valued)
+        ):
             out.append(a)
     return out
 
@@ -81,7 +86,7 @@ def command(m: RunManifest) -> list[str]:
         return written(m)
     if argv[1:2] != ["compare"] or _names_kernels(argv):
         return argv
-    argv = _without_patches(argv)
+    argv = without_options(argv, ("--patches",))
     return argv[:2] + kernel_options(m) + argv[2:]
 
 

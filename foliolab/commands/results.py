@@ -76,10 +76,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(report.mail_text(args.dir), end="")
         return 0
     dest = args.out or args.dir
-    if args.out is None and unwritable(args.dir):
+    why = unwritable(args.dir) if args.out is None else None
+    if why:
         raise UsageError(
             f"{args.dir}: the run cannot be written "
-            f"({unwritable(args.dir)}), and its report is written into it",
+            f"({why}), and its report is written into it",
             hint="give --out DIR to write the report elsewhere",
         )
     if (args.dir / bisectrecord.RECORD).exists():

@@ -297,10 +297,7 @@ def impossible(name: str) -> str | None:
 def resolve(spec: str) -> Package:
     """``debian:SPEC`` -> the package version it names, checked against the
     archive; a UsageError lists the versions that are there."""
-    name, exact = package_of(spec)
-    why = impossible(name)
-    if why:
-        raise UsageError(f"debian:{spec}: {why}", hint=_kernels_there())
+    name, exact = _possible(spec)
     update_lists(looking_for=name)
     have = versions(name)
     age = _lists_age() or 0.0
@@ -314,13 +311,20 @@ def resolve(spec: str) -> Package:
 def resolve_known(spec: str) -> Package | None:
     """resolve() against the package lists fetched before, fetching
     nothing (what a dry run checks): None when there are none yet."""
+    name, exact = _possible(spec)
+    if _lists_age() is None:
+        return None
+    return _picked(spec, name, exact, versions(name))
+
+
+def _possible(spec: str) -> tuple[str, str | None]:
+    """The package and exact version ``spec`` names, refused in one line
+    when no Debian package could be it."""
     name, exact = package_of(spec)
     why = impossible(name)
     if why:
         raise UsageError(f"debian:{spec}: {why}", hint=_kernels_there())
-    if _lists_age() is None:
-        return None
-    return _picked(spec, name, exact, versions(name))
+    return name, exact
 
 
 def _picked(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
-from foliolab.analysis.reproduce import command
+from foliolab.analysis.reproduce import command, without_options
 from foliolab.analysis.workloadstats import StatRow
 from foliolab.render import fmt, for_reader, wrap_prose, wrapped_command
 
@@ -168,17 +168,7 @@ def guest_timing(a: Analysis) -> str:
 def reader_command(cmd: list[str]) -> list[str]:
     """The run's command as a reader reruns it: without where this run
     was written (--out) and how it was finished (--resume, --force)."""
-    out, skip = [], False
-    for word in cmd:
-        if skip:
-            skip = False
-        elif word == "--out":
-            skip = True
-        elif word in ("--resume", "--force") or word.startswith("--out="):
-            continue
-        else:
-            out.append(word)
-    return out
+    return without_options(cmd, ("--out",), ("--resume", "--force"))
 
 
 def mail_report(a: Analysis, run: Path) -> str:

@@ -10,6 +10,7 @@ import pytest
 from foliolab import cli
 from foliolab import render
 from foliolab.render import mail
+from runfiles import bytes_under
 
 
 @pytest.fixture
@@ -19,23 +20,15 @@ def run(tmp_path, data):
     return out
 
 
-def _bytes_under(d):
-    return {
-        str(p.relative_to(d)): p.read_bytes()
-        for p in sorted(d.rglob("*"))
-        if p.is_file()
-    }
-
-
 def _mail(run, capsys):
     assert cli.main(["report", str(run), "--mail"]) == 0
     return capsys.readouterr().out
 
 
 def test_the_mail_fits_80_columns_and_says_the_kernels(run, capsys):
-    before = _bytes_under(run)
+    before = bytes_under(run)
     text = _mail(run, capsys)
-    assert _bytes_under(run) == before  # nothing written
+    assert bytes_under(run) == before  # nothing written
     lines = text.splitlines()
     assert lines and all(len(x) <= 80 for x in lines), [
         x for x in lines if len(x) > 80

@@ -19,6 +19,7 @@ from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
 from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel
+from runfiles import bytes_under
 
 
 class FakeExecutor:
@@ -730,28 +731,19 @@ def test_the_manifest_keeps_each_series_sha():
 # ---- a reused --out ---------------------------------------------------------
 
 
-def _tree_bytes(out):
-    """Every file under ``out`` with its bytes: what must not change."""
-    return {
-        str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.rglob("*"))
-        if p.is_file()
-    }
-
-
 @pytest.mark.parametrize("dry", [[], ["--dry-run"]])
 def test_a_finished_run_in_out_is_refused_and_kept(
     finished, capsys, tmp_cache, dry
 ):
     """compare --out of a finished run, without --resume: one line, exit 2,
     every byte of the run as it was, nothing in the cache."""
-    before = _tree_bytes(finished)
+    before = bytes_under(finished)
     rc = cli.main([*ARGS, "--out", str(finished), *dry])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
     assert "holds a finished run (8 boots recorded)" in err[0]
     assert "--resume" in err[0] and "--force" in err[0]
-    assert _tree_bytes(finished) == before
+    assert bytes_under(finished) == before
     assert not tmp_cache.exists()
 
 
@@ -765,13 +757,13 @@ def test_an_interrupted_run_in_out_is_refused(
             stand_in(tmp_path),
             FakeExecutor(records, signal_at=3),
         )
-    before = _tree_bytes(out)
+    before = bytes_under(out)
     capsys.readouterr()
     rc = cli.main([*ARGS, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
     assert "holds an unfinished run (2 boots recorded)" in err[0]
-    assert _tree_bytes(out) == before
+    assert bytes_under(out) == before
 
 
 def test_boots_without_a_manifest_in_out_are_refused(tmp_path, capsys):

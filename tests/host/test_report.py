@@ -10,6 +10,7 @@ from foliolab.boot import derive
 from foliolab.analysis import diff
 from foliolab.render import report
 from foliolab.workloads import WORKLOADS
+from runfiles import bytes_under
 
 
 def write_run(out, names, values, attribution=None, specs=None):
@@ -599,14 +600,6 @@ def test_diff_reads_summary_rows_old_and_new(row, cell):
     assert r.kernel == "patched" and diff._cell(r) == cell
 
 
-def _bytes_under(d):
-    return {
-        str(p.relative_to(d)): p.read_bytes()
-        for p in sorted(d.rglob("*"))
-        if p.is_file()
-    }
-
-
 def test_report_out_writes_elsewhere_and_only_reads_the_run(
     tmp_path, data, capsys
 ):
@@ -617,10 +610,10 @@ def test_report_out_writes_elsewhere_and_only_reads_the_run(
     run, inplace = tmp_path / "run", tmp_path / "inplace"
     shutil.copytree(data / "run-pageout-aa", run)
     shutil.copytree(data / "run-pageout-aa", inplace)
-    before = _bytes_under(run)
+    before = bytes_under(run)
     dest = tmp_path / "elsewhere"
     assert cli.main(["report", str(run), "--out", str(dest)]) == 0
-    assert _bytes_under(run) == before
+    assert bytes_under(run) == before
     assert cli.main(["report", str(inplace)]) == 0
     for name in ("report.txt", "report.md"):
         assert (dest / name).read_bytes() == (inplace / name).read_bytes()
@@ -649,7 +642,7 @@ def test_report_of_a_run_it_cannot_write_asks_for_out(
 
     run = tmp_path / "run"
     shutil.copytree(data / "run-pageout-aa", run)
-    before = _bytes_under(run)
+    before = bytes_under(run)
     monkeypatch.setattr(
         results,
         "unwritable",
@@ -660,6 +653,6 @@ def test_report_of_a_run_it_cannot_write_asks_for_out(
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
     assert "cannot be written (read-only file system)" in err[0]
     assert "give --out DIR" in err[0]
-    assert _bytes_under(run) == before
+    assert bytes_under(run) == before
     assert cli.main(["report", str(run), "--out", str(tmp_path / "o")]) == 0
-    assert _bytes_under(run) == before
+    assert bytes_under(run) == before
