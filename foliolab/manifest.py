@@ -287,6 +287,11 @@ class RunManifest:
     extra_roots: list[str] = field(default_factory=list)
     timeout: float | None = None
     monitors: bool = False  # vmstat/interrupts sampled (monitors.py)
+    # --sweep: workload -> parameter -> its values, in the order swept
+    # (each point is a workload of its own in ``workloads``)
+    sweeps: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # the vCPUs of the points of a vCPU sweep (the others: ``vcpus``)
+    vcpus_per_workload: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     stopped: str = ""  # the signal that stopped the run

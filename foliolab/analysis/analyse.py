@@ -15,10 +15,11 @@ from pathlib import Path
 
 from foliolab.analysis.countanalysis import CountAnalysis, analyse_counts
 from foliolab.boot.derive import Sample
+from foliolab.analysis.growth import GrowthTable, growth_tables
 from foliolab.analysis.headline import Headline, headline
 from foliolab.manifest import RunManifest
 from foliolab.analysis.runboots import boot_cost_line, host_line, missing_boots
-from foliolab.workloads import WORKLOADS
+from foliolab.workloads import find
 from foliolab.workloads.model import with_roots
 from foliolab.analysis.workloadstats import (
     WorkloadAnalysis,
@@ -40,6 +41,8 @@ class Analysis:
     host_line: str = ""
     missing: list[str] = field(default_factory=list)  # unfinished boots
     headline: Headline = field(default_factory=lambda: Headline([], ""))
+    # a sweep's points read together (compare --sweep)
+    growth: list[GrowthTable] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -52,7 +55,7 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
     counts = analyse_counts(out, samples, names)
     workloads = []
     for name in m.workloads:
-        w = WORKLOADS.get(name)
+        w = find(name)
         if w is None:
             continue
         w = with_roots(w, tuple(m.extra_roots))
@@ -77,4 +80,7 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         host_line(out),
         missing,
         headline(workloads, m),
+        growth_tables(
+            [wa.workload for wa in workloads], m.params, samples, names
+        ),
     )

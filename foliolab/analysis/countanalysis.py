@@ -20,7 +20,7 @@ from pathlib import Path
 from foliolab.guestdata import countwindows
 from foliolab.boot.derive import Sample
 from foliolab.manifest import VARIANTS
-from foliolab.workloads import WORKLOADS
+from foliolab.workloads import find
 
 
 # How many functions a differential profile shows per workload.
@@ -118,7 +118,7 @@ def _counting_windows(
     cache: dict[str, list[countwindows.Window]] = {}
     pairs = []
     for s in samples:
-        w = WORKLOADS.get(s.workload)
+        w = find(s.workload)
         if not s.counts or not s.valid or w is None:
             continue
         if s.counts not in cache:

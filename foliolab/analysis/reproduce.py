@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from foliolab.manifest import RunManifest
-from foliolab.workloads import WORKLOADS
+from foliolab.workloads import find
 
 
 def kernel_options(m: RunManifest) -> list[str]:
@@ -48,7 +48,8 @@ def _changed_params(m: RunManifest) -> list[str]:
     leave at its default."""
     out = []
     for w, values in m.params.items():
-        defaults = WORKLOADS[w].params if w in WORKLOADS else {}
+        known = find(w)
+        defaults = known.params if known is not None else {}
         for k, v in values.items():
             if k not in defaults or defaults[k].default != v:
                 out += ["--param", f"{w}.{k}={v}"]

@@ -19,7 +19,7 @@ from foliolab import bootrecord
 from foliolab.guestdata import countwindows, parse
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
-from foliolab.workloads import WORKLOADS
+from foliolab.workloads import find
 from foliolab.workloads.model import COUNTING, Workload, with_roots
 
 log = logging.getLogger("foliolab")
@@ -190,7 +190,7 @@ def samples_of_boot(out: Path, rundir: Path) -> list[Sample]:
     (none if the boot never finished or its workload is unknown here)."""
     job = BootJob.read(rundir)
     res = bootrecord.read_boot(rundir)
-    w = WORKLOADS.get(job.workload)
+    w = find(job.workload)
     if res is None or w is None:
         return []
     w = with_roots(w, tuple(job.count_roots))  # compare's --root too

@@ -148,10 +148,12 @@ def boot_spec(
     timeout: float | None = None,
 ) -> BootSpec:
     """How to boot one sample set of ``w``: the machine of the run with
-    the workload's memory, NUMA nodes, time limit and kernel arguments."""
+    the workload's memory, NUMA nodes, time limit and kernel arguments
+    (and a vCPU sweep's point its own vCPUs)."""
     return replace(
         base,
         kernel=kernel,
+        vcpus=w.vcpus or base.vcpus,
         memory_mb=w.memory_mb,
         numa_nodes=w.nodes(base.numa_nodes),
         timeout=timeout or w.timeout * samples,
@@ -265,7 +267,7 @@ def run_workloads(req: RunRequest) -> RunResult:
 def planned_time(b: PlannedBoot) -> timings.PlannedBootTime:
     """What an estimate of ``b``'s time needs of it."""
     return timings.PlannedBootTime(
-        b.workload.name,
+        b.workload.base_name,  # a sweep's points share their workload's
         b.what is Pass.COUNT,
         b.samples,
         b.workload.tcg_boot_s,
@@ -418,7 +420,7 @@ def _record(
     if req.record_times and res.clean:
         timings.record_boot(
             req.spec.arch.name,
-            w.name,
+            w.base_name,
             req.spec.accel,
             counted,
             b.samples,

@@ -18,6 +18,7 @@ from foliolab.errors import UsageError
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.run.stages import Request
+from foliolab.workloads import sweep
 from foliolab.workloads.model import with_roots
 
 log = logging.getLogger("foliolab")
@@ -191,6 +192,10 @@ def _request(
 ) -> Request:
     wl = workloads.get_workloads(args.workloads)
     params = workloads.parse_params(args.param, wl)
+    sweeps = sweep.parse_sweeps(
+        args.sweep, wl, params, args.numa_nodes, options.MAX_VCPUS
+    )
+    wl, params = sweep.expand(wl, params, sweeps)
     roots = tuple(args.root)  # their --count: orchestrate.check
     wl = [with_roots(w, roots) for w in wl]
     if args.resume and args.out is None:

@@ -165,6 +165,17 @@ def measure(s: argparse.ArgumentParser) -> None:
         metavar="[WORKLOAD.]NAME=VALUE",
         help="override a workload parameter (repeatable)",
     )
+    s.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="[WORKLOAD.]PARAM=V1,V2,...",
+        help="run the workload at each value, each a point of its own "
+        "(WORKLOAD@PARAM=V), and report how each kernel's cost grows "
+        "with PARAM: a table, a log-log plot and the growth exponent; "
+        "PARAM may be vcpus (repeatable: two sweeps of one workload "
+        "make every combination; see docs/manual.md)",
+    )
     s.add_argument("--config", choices=kconfig.PURPOSES, default="perf")
     s.add_argument(
         "--out",

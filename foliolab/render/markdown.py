@@ -7,6 +7,7 @@ from __future__ import annotations
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
+from foliolab.render import growth
 from foliolab.render import (
     Column,
     Table,
@@ -167,6 +168,7 @@ def markdown_report(a: Analysis) -> str:
     md = header(a)
     for error in a.m.errors:
         md.append(f"**ERROR:** {error}\n")
+    md += growth.markdown_lines(a.growth)
     for wa in a.workloads:
         w = wa.workload
         md += [

@@ -25,6 +25,7 @@ import numpy as np
 
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.analysis.growth import GrowthTable
 from foliolab.boot.derive import Sample
 from foliolab.render import fmt
 from foliolab.workloads.model import Workload
@@ -551,5 +552,53 @@ def profile_figure(w: Workload, a: CountAnalysis) -> bytes | None:
     )
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(f"{w.name}: where the kernels' work differs", fontsize=9)
+    fig.tight_layout()
+    return png(fig)
+
+
+def growth_figure(t: GrowthTable) -> bytes | None:
+    """A growth table on log-log axes: each kernel's mean per point (a
+    marker, joined), and its fitted power law (dashed) with the exponent
+    in the legend. None when no kernel has two points above 0."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    drawn = 0
+    for i, k in enumerate(t.kernels):
+        pts = [
+            (p.value, m)
+            for p in t.points
+            if (m := p.means.get(k)) is not None and m > 0 and p.value > 0
+        ]
+        if len(pts) < 2:
+            continue
+        drawn += 1
+        xs, ys = zip(*pts)
+        e = t.exponents[k]
+        label = k if e.slope is None else f"{k}: exponent {e.slope:.2f}"
+        ax.plot(xs, ys, "o-", color=kernel_colour(i), label=label)
+        if e.slope is not None:
+            # the fitted line through the points' geometric centre
+            lx = np.log(np.array(xs, dtype=float))
+            ly = np.log(np.array(ys, dtype=float))
+            c = float(ly.mean() - e.slope * lx.mean())
+            ax.plot(
+                xs,
+                np.exp(c + e.slope * lx),
+                "--",
+                color=kernel_colour(i),
+                linewidth=0.8,
+            )
+    if not drawn:
+        _plt().close(fig)
+        return None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks([p.value for p in t.points if p.value > 0])
+    ax.xaxis.set_major_formatter(_short)
+    ax.set_xlabel(t.param)
+    ax.set_ylabel(t.label, fontsize=8)
+    ax.set_title(f"{t.workload}: growth with {t.param}", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return png(fig)

@@ -14,13 +14,14 @@ import dataclasses
 import json
 import logging
 import math
+from html import escape
 from pathlib import Path
 from typing import Any
 
 from foliolab.analysis.analyse import Analysis, analyse
 from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
 from foliolab.manifest import RunManifest
-from foliolab.render import plots
+from foliolab.render import growth, plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.mail import mail_report
@@ -54,6 +55,8 @@ def results_json(a: Analysis) -> dict[str, Any]:
         "counting": {k: c.as_dict() for k, c in a.counts.items()},
         "headline": dataclasses.asdict(a.headline),
     }
+    if a.growth:
+        results["growth"] = [t.as_json() for t in a.growth]
     if a.m.attribution:
         results["attribution"] = [
             r.as_json() for wa in a.workloads for r in wa.steps
@@ -200,16 +203,50 @@ def write_report(
         monitors, notes = [], []
     heading = "Monitors (per second of each timed window)"
     extra = [
+        *_growth_section(a, out),
         Section(
             "monitors",
             heading,
             html_figures(heading, monitors, "monitors", notes, level=2),
-        )
+        ),
     ]
     (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)
     return text
+
+
+def _growth_section(a: Analysis, out: Path) -> list[Section]:
+    """The sweep's growth tables and their log-log plots (plots/growth-*),
+    as the HTML page's section; none for a run without a sweep."""
+    if not a.growth:
+        return []
+    parts = [f"<p>{escape(growth.INTRO)}</p>"]
+    for t in a.growth:
+        try:
+            data = _save(out, growth.plot_name(t), plots.growth_figure(t))
+        except Exception as e:  # a plot must never cost the results
+            log.warning("growth plot %s failed: %s", growth.plot_name(t), e)
+            data = None
+        summary = "".join(
+            f"<li>{escape(line.strip())}</li>"
+            for line in growth.summary_lines(t)[1:]
+        )
+        parts.append(
+            f"<h3>{escape(growth.heading(t))}</h3>"
+            + growth.table(t).html("growth")
+            + f"<ul>{summary}</ul>"
+            + (html_figures("", [(growth.heading(t), data)]) if data else "")
+        )
+    return [
+        Section(
+            "growth",
+            "Growth",
+            '<section id="growth"><h2>Growth</h2>'
+            + "".join(parts)
+            + "</section>",
+        )
+    ]
 
 
 def mail_text(run: Path) -> str:

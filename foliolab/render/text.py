@@ -8,6 +8,7 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import RunManifest
+from foliolab.render import growth
 from foliolab.render import (
     Column,
     Table,
@@ -191,6 +192,7 @@ def text_report(a: Analysis) -> str:
     ]
     lines += [f"ERROR: {e}" for e in m.errors]
     lines += [f"MISSING: {x}" for x in a.missing]
+    lines += growth.text_lines(a.growth)
     for wa in a.workloads:
         w = wa.workload
         lines.append(f"== {w.name}: {w.title}")

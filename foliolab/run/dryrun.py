@@ -24,8 +24,11 @@ def start_block(
     """The few lines a run starts with: its kernels (to build or found),
     its boots, the estimate and where the results go."""
     n = len(plan.boots(counted=False))
+    points = sum(1 for w in plan.workloads if w.sweep_of)
     boots = (
-        f"{len(plan.workloads)} workload(s) x {plan.runs} run(s) x "
+        f"{len(plan.workloads)} workload(s)"
+        + (f" ({points} of them sweep points)" if points else "")
+        + f" x {plan.runs} run(s) x "
         f"{len(kernels.specs)} kernels = {n} boots"
         + (f" (+{n} counting)" if plan.count else "")
     )

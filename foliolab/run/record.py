@@ -13,6 +13,7 @@ import datetime as dt
 import logging
 import os
 import platform
+from collections.abc import Sequence
 from typing import Any
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from foliolab.manifest import (
 )
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run.stages import RunStages
+from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
 
@@ -47,6 +49,7 @@ def differences(
             [f"{k.name}={k.spec}" for k in m.kernels],
             [f"{k.name}={k.spec}" for k in now.kernels],
         ),
+        ("--sweep", m.sweeps, now.sweeps),
         ("workloads", m.workloads, now.workloads),
         ("parameters", m.params, now.params),
         ("--runs", m.runs, now.runs),
@@ -183,7 +186,23 @@ def start_manifest(run: RunStages) -> RunManifest:
         extra_roots=list(plan.roots),
         timeout=plan.timeout,
         monitors=plan.monitors,
+        sweeps=swept(plan.workloads),
+        vcpus_per_workload={
+            w.name: w.vcpus for w in plan.workloads if w.vcpus
+        },
     )
+
+
+def swept(workloads: Sequence[Workload]) -> dict[str, dict[str, list[str]]]:
+    """What the manifest keeps of the run's sweeps: each swept workload's
+    parameters and their values, from its points."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for w in workloads:
+        for k, v in w.point:
+            values = out.setdefault(w.sweep_of, {}).setdefault(k, [])
+            if v not in values:
+                values.append(v)
+    return out
 
 
 def _given(k: kernels_mod.KernelSpec) -> SpecRecord:

@@ -21,8 +21,9 @@ from foliolab.workloads.dirty_tlb import workload as dirty_tlb
 from foliolab.workloads.file_reclaim import workload as file_reclaim
 from foliolab.workloads.khugepaged import workload as khugepaged
 from foliolab.workloads.ksm_rmap import workload as ksm_rmap
-from foliolab.workloads.model import Workload
+from foliolab.workloads.model import MACHINE_VCPUS, Workload
 from foliolab.workloads.pageout import workload as pageout
+from foliolab.workloads.sweep import parse_point_name, point
 
 
 def _registry(*folders: ModuleType) -> dict[str, Workload]:
@@ -41,6 +42,19 @@ def _registry(*folders: ModuleType) -> dict[str, Workload]:
 FOLDERS = (pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
 # Every workload by name.
 WORKLOADS = _registry(*FOLDERS)
+
+
+def find(name: str) -> Workload | None:
+    """A workload by name, or a sweep point by its name (``NAME@P=V``,
+    sweep.py): what a run directory's boots and samples name. None for
+    a name this checkout does not know."""
+    base, values = parse_point_name(name)
+    w = WORKLOADS.get(base)
+    if w is None or not values:
+        return w
+    if any(k not in w.params and k != MACHINE_VCPUS for k, _ in values):
+        return None
+    return point(w, values)
 
 
 def fixtures() -> list[Path]:

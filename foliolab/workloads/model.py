@@ -106,6 +106,32 @@ class Param:
         return cls(default, help, choices=("0", "1"))
 
 
+@dataclass(frozen=True)
+class Growth:
+    """A metric whose growth with a parameter a sweep of that parameter
+    is about (what a seed claims: the saving grows with the folio's
+    order, with the CPUs, with the VMAs). ``per_param_unit`` > 0: the
+    metric is per item the parameter counts in units of that size (a
+    folio of ``folio_kb`` KiB holds ``folio_kb / 4`` pages): the sweep
+    reports it per such unit (value * per_param_unit / parameter)."""
+
+    param: str  # a workload parameter, or MACHINE_VCPUS
+    metric: str
+    per: str = ""  # the unit after scaling, e.g. "page" ("": as is)
+    per_param_unit: float = 0.0
+
+    def value(self, metric_value: float, param_value: float) -> float:
+        """The metric at one point, as the sweep reports it."""
+        if self.per_param_unit > 0:
+            return metric_value * self.per_param_unit / param_value
+        return metric_value
+
+
+# The machine parameter a sweep may vary besides a workload's own:
+# the guest's vCPUs (a point boots with that many).
+MACHINE_VCPUS = "vcpus"
+
+
 @dataclass
 class Derived:
     values: dict[str, float] = field(default_factory=dict)
@@ -148,6 +174,35 @@ class Workload:
     # below says where its figures come from.
     tcg_boot_s: float = 45.0
     tcg_count_boot_s: float = 56.0
+    # What a sweep (compare --sweep) reports the growth of, by parameter;
+    # a parameter with none declared: the workload's primary metrics.
+    growth: tuple[Growth, ...] = ()
+    # Parameters that follow the vCPUs in a vCPU sweep (dirty-tlb's
+    # workers): the values for n vCPUs, unless --param fixes them.
+    follow_vcpus: Callable[[int], dict[str, str]] | None = None
+    # A point of a sweep: the workload it is a point of ("": none), the
+    # values swept to, and the vCPUs it boots with (0: the run's).
+    sweep_of: str = ""
+    point: tuple[tuple[str, str], ...] = ()
+    vcpus: int = 0
+
+    @property
+    def base_name(self) -> str:
+        """The workload a sweep point is of (itself if not a point): the
+        name its boot times are kept under."""
+        return self.sweep_of or self.name
+
+    def point_value(self, param: str) -> str | None:
+        """The value ``param`` was swept to at this point, or None."""
+        return dict(self.point).get(param)
+
+    def growth_for(self, param: str) -> tuple[Growth, ...]:
+        """What a sweep of ``param`` reports: the growth declared for it,
+        else each primary metric as it is."""
+        declared = tuple(g for g in self.growth if g.param == param)
+        return declared or tuple(
+            Growth(param, m.key) for m in self.metrics if m.primary
+        )
 
     def metric(self, key: str) -> Metric:
         for m in self.metrics:

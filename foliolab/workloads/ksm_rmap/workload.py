@@ -12,6 +12,7 @@ from foliolab.workloads.model import (
     COUNTING,
     NO_DIRECTION,
     Derived,
+    Growth,
     Metric,
     Param,
     Workload,
@@ -127,6 +128,12 @@ KSM_RMAP = Workload(
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.6,
     tcg_count_boot_s=12.1,
+    # S4's claim: a walk visits the VMA at the page's index instead of
+    # every VMA on the anon_vma, O(n) -> O(1) in the VMAs.
+    growth=(
+        Growth("vmas", "kernel_insns_per_walk"),
+        Growth("vmas", "rmap_walk_avg_ms"),
+    ),
 )
 
 WORKLOADS = (KSM_RMAP,)

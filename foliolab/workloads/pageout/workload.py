@@ -17,6 +17,7 @@ from foliolab.workloads.checks import (
 from foliolab.workloads.model import (
     Window,
     Derived,
+    Growth,
     NO_DIRECTION,
     Metric,
     Param,
@@ -185,6 +186,18 @@ _PAGEOUT_LAZYFREE_METRICS = (
     Metric("dropped_pct", "%", "higher", "pages dropped", primary=False),
 )
 
+# What a folio-size sweep is about (S0, S2): rmap work per page, which a
+# batched unmap makes fall with the order; the walk's steps per folio
+# (one per PTE unbatched, one per folio batched); TLB invalidations per
+# page; and the time of the whole MADV_PAGEOUT (the same memory at every
+# size), under TCG.
+_FOLIO_GROWTH = (
+    Growth("folio_kb", "try_to_unmap_insns_per_folio", "page", 4),
+    Growth("folio_kb", "page_vma_mapped_walk_per_folio"),
+    Growth("folio_kb", "tlb_flush_insns_per_folio", "page", 4),
+    Growth("folio_kb", "pageout_ms"),
+)
+
 PAGEOUT = Workload(
     name="pageout",
     title="W0 pageout: MADV_PAGEOUT of 64K anon folios",
@@ -202,6 +215,7 @@ PAGEOUT = Workload(
     # against its timed ones.
     tcg_boot_s=10.0,
     tcg_count_boot_s=12.6,
+    growth=_FOLIO_GROWTH,
 )
 PAGEOUT_4K = Workload(
     name="pageout-4k",
@@ -252,6 +266,7 @@ PAGEOUT_LAZYFREE = Workload(
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.1,
     tcg_count_boot_s=11.5,
+    growth=_FOLIO_GROWTH,
 )
 
 WORKLOADS = (PAGEOUT, PAGEOUT_4K, PAGEOUT_LAZYFREE)

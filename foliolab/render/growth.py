@@ -1,0 +1,123 @@
+"""A sweep's growth tables (analysis/growth.py) as the reports show them:
+per table, a row per point with each kernel's mean and its ratio to the
+baseline, then each kernel's growth exponent with its interval and where
+a kernel crosses the baseline; the same Table in text, markdown and HTML,
+and a log-log plot per table (render/plots.py draws it)."""
+
+from __future__ import annotations
+
+from foliolab.analysis.growth import Exponent, GrowthTable
+from foliolab.render import Column, Table, fmt, fmt_ratio
+
+# What every growth section opens with, so the exponent is read right.
+INTRO = (
+    "Growth with the swept parameters (compare --sweep): each point is "
+    "a workload of its own (WORKLOAD@PARAM=VALUE); mean per point, ratio "
+    "to the baseline; growth exponent = slope of log(cost) on "
+    "log(parameter), least squares over every valid sample, 95% "
+    "interval (t); 0 = flat, 1 = linear. With exact counts the interval "
+    "says how far the points are from one power law."
+)
+
+
+def heading(t: GrowthTable) -> str:
+    """``pageout by folio_kb: try_to_unmap ... per page (exact count)``."""
+    at = ", ".join(f"{k}={v}" for k, v in t.fixed)
+    kind = "exact count" if t.counted else "time under TCG or rate"
+    return (
+        f"{t.workload} by {t.param}{f' at {at}' if at else ''}: "
+        f"{t.label} ({kind}; {t.better} is better)"
+        if t.better in ("lower", "higher")
+        else f"{t.workload} by {t.param}: {t.label} ({kind})"
+    )
+
+
+def table(t: GrowthTable) -> Table:
+    """A row per point: the parameter, each kernel's mean, each other
+    kernel's ratio to the baseline."""
+    others = t.kernels[1:]
+    out = Table(
+        [Column(t.param, 10)]
+        + [Column(k, 13) for k in t.kernels]
+        + [Column(f"{k}/{t.baseline}", 11) for k in others]
+    )
+    for p in t.points:
+        out.add(
+            fmt(p.value),
+            *(fmt(p.means.get(k)) for k in t.kernels),
+            *(fmt_ratio(p.ratio(k, t.baseline)) for k in others),
+        )
+    return out
+
+
+def exponent_text(e: Exponent) -> str:
+    """``-0.71 [-0.74, -0.68] (6 values, 12 samples)``, or why none."""
+    if e.slope is None:
+        return f"none ({e.why})"
+    interval = (
+        f" [{e.lo:.3f}, {e.hi:.3f}]"
+        if e.lo is not None and e.hi is not None
+        else ""
+    )
+    note = f"; {e.why}" if e.why else ""
+    return (
+        f"{e.slope:.3f}{interval} ({e.points} values, {e.samples} "
+        f"samples{note})"
+    )
+
+
+def crossing_text(t: GrowthTable, kernel: str) -> str:
+    x = t.crossings.get(kernel)
+    lo, hi = fmt(t.points[0].value), fmt(t.points[-1].value)
+    if x is None:
+        return (
+            f"{kernel} does not cross {t.baseline} between {t.param} "
+            f"{lo} and {hi}"
+        )
+    return f"{kernel} crosses {t.baseline} at {t.param} ~ {fmt(x)}"
+
+
+def summary_lines(t: GrowthTable) -> list[str]:
+    """The exponents and crossings under a table."""
+    width = max(len(k) for k in t.kernels)
+    return [
+        "growth exponent (95% interval):",
+        *(
+            f"  {k:<{width}}  {exponent_text(t.exponents[k])}"
+            for k in t.kernels
+        ),
+        *(crossing_text(t, k) for k in t.kernels[1:]),
+    ]
+
+
+def text_lines(tables: list[GrowthTable]) -> list[str]:
+    if not tables:
+        return []
+    out = ["== Growth", INTRO, ""]
+    for t in tables:
+        out += [heading(t), *table(t).text(), *summary_lines(t), ""]
+    return out
+
+
+def markdown_lines(tables: list[GrowthTable]) -> list[str]:
+    if not tables:
+        return []
+    out = ["## Growth", "", INTRO, ""]
+    for t in tables:
+        out += [
+            f"### {heading(t)}",
+            "",
+            *table(t).markdown(),
+            "",
+            *(f"- {line.strip()}" for line in summary_lines(t)[1:]),
+            "",
+            f"![{plot_name(t)}](plots/{plot_name(t)})",
+            "",
+        ]
+    return out
+
+
+def plot_name(t: GrowthTable) -> str:
+    """The table's plot's file under plots/."""
+    fixed = "".join(f"-{k}={v}" for k, v in t.fixed)
+    return f"growth-{t.workload}-{t.param}{fixed}-{t.metric}.png"

@@ -1,0 +1,344 @@
+"""compare --sweep: the sweep's points (workloads/sweep.py), the growth
+analysis (analysis/growth.py: the exponent fit on known power laws with
+noise, the crossing) and what a run with a sweep plans, records, refuses
+and reports."""
+
+import json
+import math
+import random
+
+import pytest
+
+from foliolab import errors, workloads
+from foliolab.analysis.growth import crossing, fit_exponent, growth_tables
+from foliolab.analysis.growth import GrowthPoint
+from foliolab.boot.derive import Sample
+from foliolab.bootrecord import BootStatus
+from foliolab.run import orchestrate
+from foliolab.run import record as runrecord
+from foliolab.workloads import sweep
+from foliolab.workloads.model import MACHINE_VCPUS
+
+from test_orchestrate import FakeExecutor, request, stand_in
+
+
+def noisy_power_law(exponent, xs, per_point=3, sigma=0.02, seed=1):
+    rng = random.Random(seed)
+    out_x, out_y = [], []
+    for x in xs:
+        for _ in range(per_point):
+            out_x.append(x)
+            out_y.append(7.0 * x**exponent * math.exp(rng.gauss(0, sigma)))
+    return out_x, out_y
+
+
+VMAS = [1000, 2000, 5000, 10000, 20000, 60000]
+
+
+@pytest.mark.parametrize("exponent", [1.0, 0.0, -0.75, 0.5])
+def test_the_fit_finds_a_known_exponent_inside_its_interval(exponent):
+    e = fit_exponent(*noisy_power_law(exponent, VMAS))
+    assert e.slope is not None and e.lo is not None and e.hi is not None
+    assert e.lo < exponent < e.hi
+    assert abs(e.slope - exponent) < 0.03
+    assert e.points == 6 and e.samples == 18
+    # 2% noise over a factor of 60 pins the slope to a few hundredths
+    assert e.hi - e.lo < 0.05
+
+
+def test_the_interval_excludes_a_wrong_exponent():
+    """A test that can fail: linear data is not flat, nor O(1)."""
+    e = fit_exponent(*noisy_power_law(1.0, VMAS))
+    assert e.lo is not None and not e.lo <= 0.0 <= e.hi
+    assert not e.lo <= 0.9 <= e.hi
+
+
+def test_an_exact_power_law_has_an_interval_of_no_width():
+    xs = [16, 64, 256, 1024]
+    e = fit_exponent(xs, [5.0 * x**-0.5 for x in xs])
+    assert e.slope == pytest.approx(-0.5)
+    assert e.lo == pytest.approx(-0.5) and e.hi == pytest.approx(-0.5)
+
+
+def test_two_samples_give_a_slope_and_no_interval():
+    e = fit_exponent([2, 4], [10.0, 40.0])
+    assert e.slope == pytest.approx(2.0)
+    assert e.lo is None and "no interval" in e.why
+
+
+def test_values_at_or_below_zero_are_left_out_and_said():
+    e = fit_exponent([2, 4, 8, 16], [0.0, 4.0, 8.0, 16.0])
+    assert e.slope == pytest.approx(1.0) and e.samples == 3
+    assert "1 sample(s) at or below 0 left out" in e.why
+    e = fit_exponent([2, 4], [0.0, 0.0])
+    assert e.slope is None and "fewer than two" in e.why
+
+
+def point(value, base, other):
+    return GrowthPoint(value, f"w@p={value}", {"a": base, "b": other}, {})
+
+
+def test_a_crossing_is_found_between_points_on_log_axes():
+    points = (point(1, 10, 20), point(4, 10, 5), point(16, 10, 1))
+    # ratio 2 at 1, 0.5 at 4: log ratio crosses 0 halfway on log x
+    assert crossing(points, "b", "a") == pytest.approx(2.0)
+    assert crossing((point(1, 10, 5), point(4, 10, 1)), "b", "a") is None
+
+
+# ---- the sweep's points --------------------------------------------------
+
+
+def parse(items, names="pageout,dirty-tlb,ksm-rmap", params=(), numa=1):
+    wl = workloads.get_workloads(names)
+    p = workloads.parse_params(list(params), wl)
+    return wl, p, sweep.parse_sweeps(items, wl, p, numa, 64)
+
+
+def test_points_are_workloads_of_their_own_in_sweep_order():
+    wl, p, sweeps = parse(["pageout.folio_kb=16,2048", "vcpus=2,8"])
+    points, params = sweep.expand(wl, p, sweeps)
+    names = [w.name for w in points]
+    assert names == [
+        "pageout@folio_kb=16,vcpus=2",
+        "pageout@folio_kb=16,vcpus=8",
+        "pageout@folio_kb=2048,vcpus=2",
+        "pageout@folio_kb=2048,vcpus=8",
+        "dirty-tlb@vcpus=2",
+        "dirty-tlb@vcpus=8",
+        "ksm-rmap@vcpus=2",
+        "ksm-rmap@vcpus=8",
+    ]
+    by = {w.name: w for w in points}
+    big = by["pageout@folio_kb=2048,vcpus=8"]
+    assert big.sweep_of == "pageout" and big.vcpus == 8
+    assert big.resolve(params[big.name])["folio_kb"] == "2048"
+    # dirty-tlb's workers follow the vCPUs, two each
+    assert by["dirty-tlb@vcpus=8"].resolve({})["workers"] == "16"
+    assert set(params) == set(by)
+
+
+def test_a_fixed_parameter_does_not_follow_the_vcpus():
+    wl, p, sweeps = parse(
+        ["dirty-tlb.vcpus=2,8"], "dirty-tlb", ["dirty-tlb.workers=3"]
+    )
+    points, params = sweep.expand(wl, p, sweeps)
+    assert [w.resolve(params[w.name])["workers"] for w in points] == [
+        "3",
+        "3",
+    ]
+
+
+def test_a_point_found_by_its_name_is_the_point():
+    wl, p, sweeps = parse(["pageout.folio_kb=16,256"], "pageout")
+    points, _ = sweep.expand(wl, p, sweeps)
+    for w in points:
+        found = workloads.find(w.name)
+        assert found is not None
+        assert (found.name, found.point, found.sweep_of) == (
+            w.name,
+            w.point,
+            "pageout",
+        )
+        assert found.resolve({}) == w.resolve({})
+    assert workloads.find("pageout@no_such=1") is None
+    assert workloads.find("pageout") is workloads.WORKLOADS["pageout"]
+
+
+@pytest.mark.parametrize(
+    "items, names, params, says",
+    [
+        (["pageout.folio_kb=3,16"], "pageout", (), "bad value '3'"),
+        (["pageout.folio_kb=16"], "pageout", (), "two different values"),
+        (["pageout.folio_kb=16,16"], "pageout", (), "two different values"),
+        (["pageout.folio_kb"], "pageout", (), "is not [WORKLOAD.]PARAM"),
+        (["khugepaged.vmas=1,2"], "pageout", (), "is not being run"),
+        (["pageout.vmas=1,2"], "pageout", (), "no selected workload"),
+        (["vcpus=2,65"], "pageout", (), "bad vCPU count '65'"),
+        (["vcpus=0,2"], "pageout", (), "bad vCPU count '0'"),
+        # ksm-rmap boots with 2 NUMA nodes: 3 vCPUs do not split
+        (["vcpus=2,3"], "ksm-rmap", (), "cannot be split"),
+        (
+            ["pageout.folio_kb=16,64"],
+            "pageout",
+            ("pageout.folio_kb=64",),
+            "--param and --sweep both set pageout.folio_kb",
+        ),
+        (
+            ["pageout.size_mb=1,2", "pageout.size_mb=3,4"],
+            "pageout",
+            (),
+            "sweeps pageout.size_mb twice",
+        ),
+        (
+            [
+                "pageout.size_mb=" + ",".join(map(str, range(1, 10))),
+                "vcpus=" + ",".join(map(str, range(1, 9))),
+            ],
+            "pageout",
+            (),
+            "makes 72 points",
+        ),
+    ],
+)
+def test_a_bad_sweep_is_one_line(items, names, params, says):
+    with pytest.raises(errors.UsageError) as e:
+        parse(items, names, params)
+    assert says in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_bad_sweep_is_refused_before_anything_is_built(tmp_path):
+    """Through the command line: exit 2, one line, no run directory."""
+    from foliolab import cli
+
+    out = tmp_path / "run"
+    rc = cli.main(
+        [
+            "compare",
+            "--workloads",
+            "pageout",
+            "--sweep",
+            "pageout.folio_kb=16,3",
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 2 and not out.exists()
+
+
+# ---- a run with a sweep --------------------------------------------------
+
+SWEEP_ARGS = (
+    "compare",
+    "--patches",
+    "none",
+    "--workloads",
+    "pageout",
+    "--runs",
+    "2",
+    "--sweep",
+    "pageout.size_mb=64,256",
+)
+
+
+def test_a_sweep_is_interleaved_recorded_and_resumed(
+    tmp_path, data, monkeypatch
+):
+    records = (data / "pageout-results.txt").read_text()
+    out = tmp_path / "run"
+    req = request(*SWEEP_ARGS, "--out", str(out))
+    boots = req.stages().plan.boots(counted=False)
+    # each point's rounds interleave the kernels, ABBA, as any workload's
+    assert [(b.workload.name, b.kernel) for b in boots] == [
+        ("pageout@size_mb=64", "vanilla"),
+        ("pageout@size_mb=64", "patched"),
+        ("pageout@size_mb=64", "patched"),
+        ("pageout@size_mb=64", "vanilla"),
+        ("pageout@size_mb=256", "vanilla"),
+        ("pageout@size_mb=256", "patched"),
+        ("pageout@size_mb=256", "patched"),
+        ("pageout@size_mb=256", "vanilla"),
+    ]
+    with pytest.raises(errors.StoppedError):
+        orchestrate.compare(
+            req, stand_in(tmp_path), FakeExecutor(records, signal_at=6)
+        )
+    m = json.loads((out / "environment.json").read_text())
+    assert m["sweeps"] == {"pageout": {"size_mb": ["64", "256"]}}
+    assert m["workloads"] == ["pageout@size_mb=64", "pageout@size_mb=256"]
+    assert m["params"]["pageout@size_mb=256"]["size_mb"] == "256"
+    job = json.loads(
+        (out / "raw/pageout@size_mb=64/vanilla-000/job.json").read_text()
+    )
+    assert job["params"]["size_mb"] == "64"
+
+    # another sweep is not this run
+    with pytest.raises(errors.UsageError, match="has --sweep"):
+        orchestrate.compare(
+            request(
+                *SWEEP_ARGS[:-1],
+                "pageout.size_mb=64,128",
+                "--out",
+                str(out),
+                "--resume",
+            ),
+            stand_in(tmp_path),
+            FakeExecutor(records),
+        )
+    fake = FakeExecutor(records)
+    orchestrate.compare(
+        request(*SWEEP_ARGS, "--out", str(out), "--resume"),
+        stand_in(tmp_path),
+        fake,
+    )
+    assert fake.booted == 3  # boots 1-5 were kept
+    results = json.loads((out / "results.json").read_text())
+    # no growth declared for size_mb: each primary metric's
+    tables = [t for t in results["growth"] if t["metric"] == "pageout_ms"]
+    assert [p["value"] for p in tables[0]["points"]] == [64, 256]
+    assert tables[0]["exponents"]["vanilla"]["samples"] == 4
+    text = (out / "report.txt").read_text()
+    assert "== Growth" in text and "pageout by size_mb" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert any(
+        p.name.startswith("growth-pageout-size_mb")
+        for p in (out / "plots").iterdir()
+    )
+
+
+def test_the_manifest_keeps_a_vcpu_sweeps_machines(tmp_path):
+    req = request(
+        "compare",
+        "--patches",
+        "none",
+        "--workloads",
+        "dirty-tlb",
+        "--sweep",
+        "vcpus=2,4",
+        "--out",
+        str(tmp_path / "r"),
+    )
+    m = runrecord.start_manifest(req.stages())
+    assert m.sweeps == {"dirty-tlb": {MACHINE_VCPUS: ["2", "4"]}}
+    assert m.vcpus_per_workload == {
+        "dirty-tlb@vcpus=2": 2,
+        "dirty-tlb@vcpus=4": 4,
+    }
+
+
+def sample(workload, variant, run, values):
+    return Sample(workload, variant, run, values, True, [], BootStatus.OK, "")
+
+
+def test_growth_reports_per_page_where_the_metric_is_per_folio():
+    """try_to_unmap's instructions per folio, flat per page on one kernel
+    (linear per folio) and falling on the other."""
+    wl, p, sweeps = parse(["pageout.folio_kb=16,64,256"], "pageout")
+    points, params = sweep.expand(wl, p, sweeps)
+    samples = []
+    for w in points:
+        kb = int(w.resolve({})["folio_kb"])
+        pages = kb // 4
+        for run in range(2):
+            samples += [
+                sample(
+                    w.name,
+                    "up",
+                    run,
+                    {"try_to_unmap_insns_per_folio": 1000.0 * pages},
+                ),
+                sample(
+                    w.name,
+                    "next",
+                    run,
+                    {"try_to_unmap_insns_per_folio": 1000.0 * pages**0.25},
+                ),
+            ]
+    tables = growth_tables(points, params, samples, ["up", "next"])
+    t = next(t for t in tables if t.metric == "try_to_unmap_insns_per_folio")
+    assert t.label.endswith("per page")
+    assert [p.means["up"] for p in t.points] == [1000.0] * 3
+    assert t.exponents["up"].slope == pytest.approx(0.0, abs=1e-9)
+    assert t.exponents["next"].slope == pytest.approx(-0.75)
+    assert t.points[0].ratio("next", "up") == pytest.approx(4**0.25 / 4)
+    assert t.crossings["next"] is None
