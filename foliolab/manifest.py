@@ -314,6 +314,9 @@ class RunManifest:
         d: dict[str, Any] = plain(self)
         d.pop("kernels")
         d["command_line"] = d.pop("command")
+        for key in ("sweeps", "vcpus_per_workload"):
+            if not d[key]:  # a run without a sweep reads as before them
+                del d[key]
         d["accel"] = self.accel_label
         d["kernels"] = self.names
         d["kernel_specs"] = {k.name: k.spec for k in self.kernels}

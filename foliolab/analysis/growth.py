@@ -76,6 +76,7 @@ class GrowthTable:
     fixed: tuple[tuple[str, str], ...]  # other swept parameters' values
     metric: str  # the metric's key
     label: str  # the metric as the table heads it (with its scaling)
+    unit: str  # the metric's (before scaling)
     counted: bool  # an exact count (compare --count)
     better: str
     kernels: tuple[str, ...]  # baseline first
@@ -94,6 +95,7 @@ class GrowthTable:
             "fixed": dict(self.fixed),
             "metric": self.metric,
             "label": self.label,
+            "unit": self.unit,
             "counted": self.counted,
             "better": self.better,
             "kernels": list(self.kernels),
@@ -239,10 +241,10 @@ def _table(
     try:
         metric = group[0].metric(g.metric)
         label, better, counted = metric.label, metric.better, metric.counted
+        unit = metric.unit
     except KeyError:
-        label, better, counted = g.metric, "lower", False
-    if g.per:
-        label = f"{label}, per {g.per}"
+        label, better, counted, unit = g.metric, "lower", False, ""
+    label = g.label or label
     rows = []
     fits: dict[str, tuple[list[float], list[float]]] = {
         k: ([], []) for k in kernels
@@ -273,6 +275,7 @@ def _table(
         fixed,
         g.metric,
         label,
+        unit,
         counted,
         better,
         tuple(kernels),

@@ -11,24 +11,42 @@ from foliolab.render import Column, Table, fmt, fmt_ratio
 
 # What every growth section opens with, so the exponent is read right.
 INTRO = (
-    "Growth with the swept parameters (compare --sweep): each point is "
-    "a workload of its own (WORKLOAD@PARAM=VALUE); mean per point, ratio "
-    "to the baseline; growth exponent = slope of log(cost) on "
-    "log(parameter), least squares over every valid sample, 95% "
-    "interval (t); 0 = flat, 1 = linear. With exact counts the interval "
-    "says how far the points are from one power law."
+    "Each point is a workload of its own (WORKLOAD@PARAM=VALUE, its "
+    "section below); a row per point: each kernel's mean, its ratio to "
+    "the baseline. Growth exponent: the slope of log(cost) on "
+    "log(parameter) over every valid sample, with its 95% interval "
+    "(0 = flat, 1 = linear); with exact counts the interval says how far "
+    "the points are from one power law. Times are times under the "
+    "run's accelerator (see guest:)."
 )
 
 
+# Units that are a time or a rate: under TCG, a time under TCG.
+TIMES = ("ms", "s", "us", "ns")
+
+
+def kind(t: GrowthTable) -> str:
+    """What the table's figures are: an exact count, a time (under the
+    run's accelerator), a rate, or a tally in the metric's unit."""
+    if t.counted:
+        return "exact count"
+    if t.unit in TIMES:
+        return f"time, {t.unit}"
+    if t.unit.endswith("/s"):
+        return f"rate, {t.unit}"
+    return t.unit or "value"
+
+
 def heading(t: GrowthTable) -> str:
-    """``pageout by folio_kb: try_to_unmap ... per page (exact count)``."""
+    """``pageout by folio_kb: try_to_unmap() instructions per page (exact
+    count; lower is better)``."""
     at = ", ".join(f"{k}={v}" for k, v in t.fixed)
-    kind = "exact count" if t.counted else "time under TCG or rate"
+    better = (
+        f"; {t.better} is better" if t.better in ("lower", "higher") else ""
+    )
     return (
         f"{t.workload} by {t.param}{f' at {at}' if at else ''}: "
-        f"{t.label} ({kind}; {t.better} is better)"
-        if t.better in ("lower", "higher")
-        else f"{t.workload} by {t.param}: {t.label} ({kind})"
+        f"{t.label} ({kind(t)}{better})"
     )
 
 
@@ -86,14 +104,18 @@ def summary_lines(t: GrowthTable) -> list[str]:
             f"  {k:<{width}}  {exponent_text(t.exponents[k])}"
             for k in t.kernels
         ),
-        *(crossing_text(t, k) for k in t.kernels[1:]),
+        *(
+            crossing_text(t, k)
+            for k in t.kernels[1:]
+            if sum(p.ratio(k, t.baseline) is not None for p in t.points) > 1
+        ),
     ]
 
 
 def text_lines(tables: list[GrowthTable]) -> list[str]:
     if not tables:
         return []
-    out = ["== Growth", INTRO, ""]
+    out = ["== Growth with the swept parameters (compare --sweep)", INTRO, ""]
     for t in tables:
         out += [heading(t), *table(t).text(), *summary_lines(t), ""]
     return out

@@ -117,7 +117,7 @@ class Growth:
 
     param: str  # a workload parameter, or MACHINE_VCPUS
     metric: str
-    per: str = ""  # the unit after scaling, e.g. "page" ("": as is)
+    label: str = ""  # as the sweep's table heads it ("": the metric's)
     per_param_unit: float = 0.0
 
     def value(self, metric_value: float, param_value: float) -> float:

@@ -581,20 +581,25 @@ def test_sigterm_ends_a_command_in_one_line(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     code = (
         "import time\n"
         "from foliolab import cli\n"
-        "cli.HANDLERS['workloads'] = lambda a: time.sleep(60)\n"
+        "def command(args):\n"
+        "    print('started', flush=True)\n"
+        "    time.sleep(60)\n"
+        "cli.HANDLERS['workloads'] = command\n"
         "raise SystemExit(cli.main(['workloads']))\n"
     )
     p = subprocess.Popen(
         [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2)
+    # the signal when the command runs, not while Python still starts (a
+    # loaded machine takes seconds to import)
+    assert p.stdout is not None and p.stdout.readline() == "started\n"
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 143

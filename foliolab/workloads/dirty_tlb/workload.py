@@ -198,9 +198,17 @@ DIRTY_TLB = Workload(
     # more CPUs an IPI reaches; its workers follow the vCPUs (two each,
     # as the default's 4 on 2), so every CPU has reclaim to do.
     growth=(
-        Growth(MACHINE_VCPUS, "ipis_sent_per_swapout"),
-        Growth(MACHINE_VCPUS, "tlb_flush_insns_per_swapout"),
-        Growth(MACHINE_VCPUS, "bogo_ops_per_s"),
+        Growth(
+            MACHINE_VCPUS,
+            "ipis_sent_per_swapout",
+            "IPIs sent per page swapped out",
+        ),
+        Growth(
+            MACHINE_VCPUS,
+            "tlb_flush_insns_per_swapout",
+            "TLB invalidations per page swapped out",
+        ),
+        Growth(MACHINE_VCPUS, "bogo_ops_per_s", "stress-ng's work rate"),
     ),
     follow_vcpus=lambda n: {"workers": str(2 * n)},
 )

@@ -131,8 +131,12 @@ KSM_RMAP = Workload(
     # S4's claim: a walk visits the VMA at the page's index instead of
     # every VMA on the anon_vma, O(n) -> O(1) in the VMAs.
     growth=(
-        Growth("vmas", "kernel_insns_per_walk"),
-        Growth("vmas", "rmap_walk_avg_ms"),
+        Growth(
+            "vmas",
+            "kernel_insns_per_walk",
+            "instructions per rmap_walk_ksm()",
+        ),
+        Growth("vmas", "rmap_walk_avg_ms", "rmap_walk_ksm() average"),
     ),
 )
 

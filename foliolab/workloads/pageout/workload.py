@@ -192,10 +192,24 @@ _PAGEOUT_LAZYFREE_METRICS = (
 # page; and the time of the whole MADV_PAGEOUT (the same memory at every
 # size), under TCG.
 _FOLIO_GROWTH = (
-    Growth("folio_kb", "try_to_unmap_insns_per_folio", "page", 4),
-    Growth("folio_kb", "page_vma_mapped_walk_per_folio"),
-    Growth("folio_kb", "tlb_flush_insns_per_folio", "page", 4),
-    Growth("folio_kb", "pageout_ms"),
+    Growth(
+        "folio_kb",
+        "try_to_unmap_insns_per_folio",
+        "try_to_unmap() instructions per page",
+        4,
+    ),
+    Growth(
+        "folio_kb",
+        "page_vma_mapped_walk_per_folio",
+        "page_vma_mapped_walk() calls per folio",
+    ),
+    Growth(
+        "folio_kb",
+        "tlb_flush_insns_per_folio",
+        "TLB invalidations per page",
+        4,
+    ),
+    Growth("folio_kb", "pageout_ms", "MADV_PAGEOUT of the whole size"),
 )
 
 PAGEOUT = Workload(
