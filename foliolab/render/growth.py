@@ -112,6 +112,33 @@ def summary_lines(t: GrowthTable) -> list[str]:
     ]
 
 
+def short_exponent(e: Exponent) -> str:
+    if e.slope is None:
+        return "none"
+    if e.lo is None or e.hi is None:
+        return f"{e.slope:.2f}"
+    return f"{e.slope:.2f} [{e.lo:.2f}, {e.hi:.2f}]"
+
+
+def headline_lines(tables: list[GrowthTable]) -> list[str]:
+    """The exponents alone, a line per table, for the headline (what a
+    run prints at its end): the tables are further down."""
+    if not tables:
+        return []
+    return [
+        "",
+        "Growth exponents (slope of log(cost) on log(parameter), 95% "
+        "interval; tables under == Growth):",
+        *(
+            f"  {t.workload} by {t.param}, {t.label}: "
+            + "; ".join(
+                f"{k} {short_exponent(t.exponents[k])}" for k in t.kernels
+            )
+            for t in tables
+        ),
+    ]
+
+
 def text_lines(tables: list[GrowthTable]) -> list[str]:
     if not tables:
         return []

@@ -185,6 +185,7 @@ def text_report(a: Analysis) -> str:
         title(m),
         "",
         *headline.lines(a.headline, REPORT_WIDTH),
+        *growth.headline_lines(a.growth),
         "",
         "guest: " + guest(m) + executor_note(m),
         legend(names),

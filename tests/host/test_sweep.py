@@ -14,6 +14,7 @@ from foliolab.analysis.growth import crossing, fit_exponent, growth_tables
 from foliolab.analysis.growth import GrowthPoint
 from foliolab.boot.derive import Sample
 from foliolab.bootrecord import BootStatus
+from foliolab.render.text import head_of
 from foliolab.run import orchestrate
 from foliolab.run import record as runrecord
 from foliolab.workloads import sweep
@@ -279,6 +280,10 @@ def test_a_sweep_is_interleaved_recorded_and_resumed(
     assert tables[0]["exponents"]["vanilla"]["samples"] == 4
     text = (out / "report.txt").read_text()
     assert "== Growth" in text and "pageout by size_mb" in text
+    # the exponents are in the head `compare` prints at its end
+    assert "pageout by size_mb, MADV_PAGEOUT time: vanilla 0.00" in (
+        head_of(text)
+    )
     assert max(len(line) for line in text.splitlines()) <= 100
     assert any(
         p.name.startswith("growth-pageout-size_mb")
