@@ -9,6 +9,7 @@ from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import RunManifest
 from foliolab.render import (
+    PAIRED_MARK,
     Column,
     Table,
     change_cell,
@@ -78,9 +79,11 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
         lines.append(line)
     for row in rows:
         who = f"{row.kernel:<12} " if len(rows) > 1 else ""
+        # the CI that decides (StatRow.decisive), said in words here
+        kind = "paired CI" if row.decisive == "paired" else "CI"
         rest = (
-            f"{who}{fmt_ratio(row.ratio)} "
-            f"CI {ci_cell(row)} p={p_cell(row)} "
+            f"{who}{fmt_ratio(row.decisive_ratio)} "
+            f"{kind} {ci_cell(row, mark=False)} p={p_cell(row)} "
             f"n={row.base.n}/{row.other.n} {better_words(better)}"
             f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
         )
@@ -112,7 +115,7 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
     for row in rows:
         diff = diff_cell(row.base.mean, row.other.mean, row.significant)
         ci = ci_cell(row)
-        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<14} {row.verdict}"
+        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<15} {row.verdict}"
     return head + line.rstrip()
 
 
@@ -204,7 +207,15 @@ def text_report(a: Analysis) -> str:
         if wa.secondary:
             lines.append(
                 "Counters and secondary metrics (mean per sample; %change; "
-                "95% CI of the ratio):"
+                "95% CI of the ratio"
+                + (
+                    f", {PAIRED_MARK}[...] paired over rounds"
+                    if any(
+                        r.decisive == "paired" for g in wa.secondary for r in g
+                    )
+                    else ""
+                )
+                + "):"
             )
             lines += [counter_line(g, width) for g in wa.secondary] + [""]
         if wa.zero:
