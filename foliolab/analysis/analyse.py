@@ -16,6 +16,7 @@ from pathlib import Path
 from foliolab.analysis.countanalysis import CountAnalysis, analyse_counts
 from foliolab.boot.derive import Sample
 from foliolab.analysis.headline import Headline, headline
+from foliolab.analysis.kernelsummary import WorkloadCost, workload_cost
 from foliolab.manifest import RunManifest
 from foliolab.analysis.runboots import boot_cost_line, host_line, missing_boots
 from foliolab.workloads import WORKLOADS
@@ -40,6 +41,8 @@ class Analysis:
     host_line: str = ""
     missing: list[str] = field(default_factory=list)  # unfinished boots
     headline: Headline = field(default_factory=lambda: Headline([], ""))
+    # per workload, each kernel's mean window (kernelsummary.py)
+    costs: dict[str, WorkloadCost] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -69,6 +72,11 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
             )
         )
     missing = missing_boots(m, out) if (out / "raw").is_dir() else []
+    costs = {
+        w: c
+        for w in m.workloads
+        if (c := workload_cost(w, samples, names)) is not None
+    }
     return Analysis(
         m,
         samples,
@@ -77,4 +85,5 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         host_line(out),
         missing,
         headline(workloads, m),
+        costs,
     )

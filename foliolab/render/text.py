@@ -7,6 +7,7 @@ import math
 from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.analysis.kernelsummary import WorkloadCost
 from foliolab.manifest import RunManifest
 from foliolab.render import (
     PAIRED_MARK,
@@ -181,6 +182,78 @@ def profile_lines(a: CountAnalysis) -> list[str]:
     return lines
 
 
+# The per-kernel summary's columns: its row names, then each kernel's.
+COST_LABEL_W = 24
+COST_VALUE_W = 13
+
+
+def _cost_cell(x: float | None) -> str:
+    return fmt(x)
+
+
+def cost_lines(c: WorkloadCost, accel_label: str) -> list[str]:
+    """compare-kernels' per-kernel summary: the workload's User, System
+    and Elapsed time and reclaim's vmstat counters, each the kernel's
+    mean per sample, kernels side by side (in blocks that fit
+    REPORT_WIDTH)."""
+    tcg = accel_label.lower().startswith("tcg")
+    clock = "times under TCG: emulated" if tcg else f"times on {accel_label}"
+    rows: list[tuple[str, list[str]]] = []
+    if c.has_times:
+        for label, attr in (
+            ("User (s)", "user_s"),
+            ("System (s)", "sys_s"),
+            ("Elapsed (s)", "elapsed_s"),
+        ):
+            rows.append(
+                (label, [_cost_cell(getattr(k, attr)) for k in c.kernels])
+            )
+    for counter in c.counters:
+        rows.append(
+            (counter, [_cost_cell(k.counters.get(counter)) for k in c.kernels])
+        )
+    if any(k.scanned for k in c.kernels):
+        rows.append(
+            (
+                # mmtests' "Reclaim efficiency": stolen per scanned
+                "pgsteal/pgscan %",
+                [
+                    "-" if e is None else f"{e:.2f}"
+                    for e in (k.efficiency_pct for k in c.kernels)
+                ],
+            )
+        )
+    rows.append(("samples", [str(k.n) for k in c.kernels]))
+    lines = [f"Per kernel, mean per sample of the timed window ({clock}):"]
+    per_block = max(1, (REPORT_WIDTH - COST_LABEL_W) // COST_VALUE_W)
+    names = [k.kernel for k in c.kernels]
+    for start in range(0, len(names), per_block):
+        cols = slice(start, start + per_block)
+        lines.append(
+            " " * COST_LABEL_W
+            + "".join(
+                f"{n[: COST_VALUE_W - 1]:>{COST_VALUE_W}}" for n in names[cols]
+            )
+        )
+        for label, cells in rows:
+            lines.append(
+                f"{label:<{COST_LABEL_W}}"
+                + "".join(f"{x:>{COST_VALUE_W}}" for x in cells[cols])
+            )
+    if not c.has_times:
+        lines.append(
+            "(no User/System/Elapsed: these samples predate the guest's "
+            "times record)"
+        )
+    elif any(k.n_times < k.n for k in c.kernels):
+        lines.append(
+            "(User/System/Elapsed from "
+            + ", ".join(f"{k.kernel} {k.n_times} of {k.n}" for k in c.kernels)
+            + " samples; the others predate the times record)"
+        )
+    return lines
+
+
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
     lines = [
@@ -218,6 +291,9 @@ def text_report(a: Analysis) -> str:
                 + "):"
             )
             lines += [counter_line(g, width) for g in wa.secondary] + [""]
+        cost = a.costs.get(w.name)
+        if cost is not None:
+            lines += cost_lines(cost, m.accel_label) + [""]
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
         if wa.constant:
