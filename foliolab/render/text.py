@@ -254,6 +254,14 @@ def cost_lines(c: WorkloadCost, accel_label: str) -> list[str]:
     return lines
 
 
+# Under the legend, where some row's paired CI decides (StatRow.decisive).
+PAIRED_LEGEND = (
+    f"where a row says paired CI (or {PAIRED_MARK}[...]): the rounds pair, "
+    "and the paired CI of the per-round ratios with Wilcoxon's signed-rank "
+    "p < 0.05 decide instead"
+)
+
+
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
     lines = [
@@ -263,6 +271,13 @@ def text_report(a: Analysis) -> str:
         "",
         "guest: " + guest(m) + executor_note(m),
         legend(names),
+        *(
+            [PAIRED_LEGEND]
+            if any(
+                r.decisive == "paired" for wa in a.workloads for r in wa.rows
+            )
+            else []
+        ),
         "",
     ]
     lines += [f"ERROR: {e}" for e in m.errors]

@@ -172,6 +172,7 @@ def test_a_row_gives_each_kernels_mean_sd_change_ci_and_p(trial):
     # the run pairs its rounds: the paired CI decides, and the title
     # says what the mark means
     assert "p[...] paired" in head[0]
+    assert "where a row says paired CI (or p[...]): the rounds pair" in text
     md = (out / "report.md").read_text()
     row = next(x for x in md.splitlines() if x.startswith("| pageout |"))
     assert re.search(
