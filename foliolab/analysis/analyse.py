@@ -17,6 +17,7 @@ from foliolab.analysis.countanalysis import CountAnalysis, analyse_counts
 from foliolab.boot.derive import Sample
 from foliolab.analysis.growth import GrowthTable, growth_tables
 from foliolab.analysis.headline import Headline, headline
+from foliolab.analysis.kernelsummary import WorkloadCost, workload_cost
 from foliolab.manifest import RunManifest
 from foliolab.analysis.runboots import boot_cost_line, host_line, missing_boots
 from foliolab.workloads import find
@@ -41,6 +42,8 @@ class Analysis:
     host_line: str = ""
     missing: list[str] = field(default_factory=list)  # unfinished boots
     headline: Headline = field(default_factory=lambda: Headline([], ""))
+    # per workload, each kernel's mean window (kernelsummary.py)
+    costs: dict[str, WorkloadCost] = field(default_factory=dict)
     # a sweep's points read together (compare --sweep)
     growth: list[GrowthTable] = field(default_factory=list)
 
@@ -72,6 +75,11 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
             )
         )
     missing = missing_boots(m, out) if (out / "raw").is_dir() else []
+    costs = {
+        w: c
+        for w in m.workloads
+        if (c := workload_cost(w, samples, names)) is not None
+    }
     return Analysis(
         m,
         samples,
@@ -80,6 +88,7 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         host_line(out),
         missing,
         headline(workloads, m),
+        costs,
         growth_tables(
             [wa.workload for wa in workloads], m.params, samples, names
         ),

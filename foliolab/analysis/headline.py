@@ -18,7 +18,11 @@ from functools import partial
 
 from foliolab.analysis import reproduce
 from foliolab.manifest import RunManifest
-from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
+from foliolab.analysis.workloadstats import (
+    Decisive,
+    StatRow,
+    WorkloadAnalysis,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class Change:
     base_value: float
     value: float
     verdict: str = ""  # better | worse | changed (no direction)
+    # the ratio, CI and p above: paired or of the means, as decided
+    decisive: Decisive = "plain"
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ class HeadlineRow:
     exact: bool
     significant: bool
     verdict: str  # better | worse | changed | ""
+    # which CI and p the row has: the one that decides (StatRow.decisive)
+    decisive: Decisive = "plain"
 
 
 @dataclass(frozen=True)
@@ -129,14 +137,14 @@ def _change(r: StatRow) -> Change:
         r.primary,
         r.pct_change,
         r.improved,
-        r.ratio,
-        r.ci_low,
-        r.ci_high,
-        r.p_value,
+        r.decisive_ratio,
+        *r.decisive_ci,
+        r.decisive_p,
         r.exact,
         r.base.mean,
         r.other.mean,
         r.verdict,
+        r.decisive,
     )
 
 
@@ -178,6 +186,7 @@ def _finite(x: float) -> float | None:
 
 def headline_row(r: StatRow) -> HeadlineRow:
     ci = r.ci_known and _finite(r.ratio) is not None
+    ci_low, ci_high = r.decisive_ci
     return HeadlineRow(
         r.workload,
         r.metric,
@@ -193,12 +202,13 @@ def headline_row(r: StatRow) -> HeadlineRow:
         r.other.n,
         r.pct_change,
         _finite(r.ratio),
-        _finite(r.ci_low) if ci else None,
-        _finite(r.ci_high) if ci else None,
-        None if r.exact else _finite(r.p_value),
+        _finite(ci_low) if ci else None,
+        _finite(ci_high) if ci else None,
+        None if r.exact else _finite(r.decisive_p),
         r.exact,
         r.significant,
         r.verdict,
+        r.decisive,
     )
 
 

@@ -12,13 +12,34 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.boot.derive import Sample
 from foliolab.manifest import VARIANTS
 from foliolab.workloads.model import Workload
+
+
+# Which interval decides a row's significance, and is the one report.txt
+# and the mail show: "paired" (the per-round ratios, with the signed-rank
+# test) where the rounds pair every sample, "plain" (the ratio of means,
+# with the Mann-Whitney test) elsewhere. results.json and the HTML keep
+# both.
+Decisive = Literal["paired", "plain"]
+
+
+def decides(
+    paired: stats.Paired, rounds: int, n_base: int, n_other: int
+) -> Decisive:
+    """The paired CI decides where each kernel's samples are its boots of
+    the same ``rounds`` (one sample per boot; a kernel that lost a sample
+    lost its round), every pair has a ratio (no zero) and there are
+    enough rounds for the signed-rank test to reach ALPHA."""
+    pairs_all = paired.n == rounds == min(n_base, n_other)
+    if pairs_all and rounds >= stats.PAIRED_MIN_ROUNDS:
+        return "paired"
+    return "plain"
 
 
 @dataclass(frozen=True)
@@ -40,6 +61,7 @@ class StatRow:
     mean_kind: str  # "amean" | "hmean"
     paired: stats.Paired
     min_p: float  # the smallest p these sizes allow
+    decisive: Decisive = "plain"
 
     # results.json's names: vanilla is the baseline, patched the row's kernel
     @property
@@ -57,6 +79,24 @@ class StatRow:
     @property
     def p_value(self) -> float:
         return self.comparison.p_value
+
+    @property
+    def decisive_ratio(self) -> float:
+        """The ratio beside the deciding CI: the paired one's geometric
+        mean of per-round ratios, or the ratio of means."""
+        return self.paired.ratio if self.decisive == "paired" else self.ratio
+
+    @property
+    def decisive_ci(self) -> tuple[float, float]:
+        if self.decisive == "paired":
+            return self.paired.ci_low, self.paired.ci_high
+        return self.ci_low, self.ci_high
+
+    @property
+    def decisive_p(self) -> float:
+        if self.decisive == "paired":
+            return self.paired.p_value
+        return self.p_value
 
     @property
     def exact(self) -> bool:
@@ -82,7 +122,11 @@ class StatRow:
     def significant(self) -> bool:
         if self.exact:
             return self.base.min != self.other.min
-        return self.ci_known and self.comparison.significant
+        if not self.ci_known:
+            return False
+        if self.decisive == "paired":
+            return self.paired.significant
+        return self.comparison.significant
 
     @property
     def pct_change(self) -> float | None:
@@ -92,6 +136,8 @@ class StatRow:
 
     @property
     def improved(self) -> bool:
+        if self.decisive == "paired":  # the direction its CI decided
+            return (self.paired.ratio < 1) == (self.better == "lower")
         return (self.other.mean < self.base.mean) == (self.better == "lower")
 
     @property
@@ -143,6 +189,8 @@ class StatRow:
             "paired_ratio": self.paired.ratio,
             "paired_ci_low": self.paired.ci_low,
             "paired_ci_high": self.paired.ci_high,
+            "paired_p_value": self.paired.p_value,
+            "decisive": self.decisive,
             "min_p": self.min_p,
             "exact": self.exact,
             "ci_known": self.ci_known,
@@ -229,9 +277,11 @@ def summarize_workload(
             sb = stats.summarize(b, m.is_rate)
             runs_a, runs_b = by_run[m.key][base], by_run[m.key][other]
             # the rounds as pairs: geometric mean of per-round ratios
+            rounds = [r for r in sorted(runs_a) if r in runs_b]
             paired = stats.paired_ratio(
-                [(runs_a[r], runs_b[r]) for r in sorted(runs_a) if r in runs_b]
+                [(runs_a[r], runs_b[r]) for r in rounds]
             )
+            decisive = decides(paired, len(rounds), sa.n, sb.n)
             rows.append(
                 StatRow(
                     w.name,
@@ -248,7 +298,10 @@ def summarize_workload(
                     stats.pct_diff(sa.mean, sb.mean, m.better),
                     "hmean" if m.is_rate else "amean",
                     paired,
-                    stats.min_p_value(sa.n, sb.n),
+                    stats.paired_min_p(paired.n)
+                    if decisive == "paired"
+                    else stats.min_p_value(sa.n, sb.n),
+                    decisive,
                 )
             )
     return rows

@@ -17,6 +17,7 @@ from typing import Any
 
 from foliolab import bootrecord
 from foliolab.guestdata import countwindows, parse
+from foliolab.guestdata.window import TimedWindow, timed_window
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
 from foliolab.workloads import find
@@ -45,9 +46,15 @@ class Sample:
     # A counting sample's roots followed their task across context
     # switches (countwindows.SwitchTracking); None: no roots were counted.
     roots_follow_tasks: bool | None = None
+    # A timed sample's window: User/System/Elapsed and reclaim's vmstat
+    # counters (report.txt's per-kernel summary); None for a counting
+    # sample and in samples.jsonl from before it was kept.
+    window: TimedWindow | None = None
 
     def __post_init__(self) -> None:
         self.boot = BootStatus(self.boot)  # as read from samples.jsonl
+        if isinstance(self.window, dict):  # as read from samples.jsonl
+            self.window = TimedWindow(**self.window)
 
     def rows(self) -> list[dict[str, Any]]:
         """The flat {workload, variant, run, metric, value, valid} rows."""
@@ -158,6 +165,7 @@ def samples_from_boot(
                 i if counted else -1,
                 res.cpu_s,
                 follow,
+                None if counted else timed_window(gs),
             )
         )
     return out_samples

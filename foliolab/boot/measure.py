@@ -281,17 +281,32 @@ class RunEta:
     the workload's times on this host, or its declared time
     (timings.boot_seconds()); once boots of a workload have finished in
     this run, its estimate is scaled by how they compared with it (the
-    run's observed mean). One workload's speed never changes another's
-    estimate: khugepaged's 87 s boots say nothing of ksm-rmap's 10 s."""
+    run's observed mean). One workload's measured speed never changes
+    another's: khugepaged's 87 s boots say nothing of ksm-rmap's 10 s.
+    But a workload estimated from defaults (never measured here) is
+    scaled by how this run's boots compared with their defaults: that
+    ratio is the machine's, not the workload's, and from boot 1 on it is
+    measured (a machine 4x slower than the defaults' says so at boot 1,
+    not when each workload has had its first boot)."""
 
     def __init__(self, req: RunRequest, boots: list[PlannedBoot]) -> None:
         t = timings.Timings.load()
         arch, accel = req.spec.arch.name, req.spec.accel
-        self.expected = {
-            b.seq: timings.boot_seconds(t, arch, accel, planned_time(b))[0]
+        estimated = {
+            b.seq: timings.boot_seconds(t, arch, accel, planned_time(b))
             for b in boots
         }
+        self.expected = {seq: s for seq, (s, _) in estimated.items()}
+        self.from_defaults = {
+            seq for seq, (_, measured) in estimated.items() if not measured
+        }
         self.workload = {b.seq: b.workload.name for b in boots}
+        self.seqs: dict[str, list[int]] = {}
+        for b in boots:
+            self.seqs.setdefault(b.workload.name, []).append(b.seq)
+        # per workload, the same for boots estimated from defaults
+        self.default_seen: dict[str, float] = {}
+        self.default_seen_expected: dict[str, float] = {}
         self.left = set(self.expected)
         self.total = len(boots)
         self.done = 0
@@ -307,7 +322,18 @@ class RunEta:
 
     def factor(self, workload: str) -> float:
         exp = self.seen_expected.get(workload, 0.0)
-        return self.seen[workload] / exp if exp > 0 else 1.0
+        if exp > 0:
+            return self.seen[workload] / exp
+        if any(s in self.from_defaults for s in self.seqs[workload]):
+            return self.machine_factor()
+        return 1.0
+
+    def machine_factor(self) -> float:
+        """This run's boots against their defaults (the boots estimated
+        from defaults only): how much slower this machine is."""
+        exp = sum(self.default_seen_expected.values())
+        seen = sum(self.default_seen.values())
+        return seen / exp if exp > 0 else 1.0
 
     def step(
         self,
@@ -326,6 +352,11 @@ class RunEta:
             self.seen_expected[w] = (
                 self.seen_expected.get(w, 0.0) + self.expected[seq]
             )
+            if seq in self.from_defaults:
+                self.default_seen[w] = self.default_seen.get(w, 0.0) + elapsed
+                self.default_seen_expected[w] = (
+                    self.default_seen_expected.get(w, 0.0) + self.expected[seq]
+                )
         return (
             f"boot {self.done} of {self.total}, ETA "
             f"{timings.clock(self.left_s())}"

@@ -84,9 +84,25 @@ fl_monitor_ship() {
 	rm -f $FL_MON.vmstat $FL_MON.interrupts
 }
 
+# fl_times TAG: the shell's and its waited-for children's user and system
+# time (the `times` builtin: what mmtests' `time` gives a benchmark) and
+# the uptime, shipped as times.TAG; the host's delta of the children's
+# line is the window's User and System time, of the uptime its Elapsed.
+# Builtins only: a fork here would be counted in the window.
+fl_times() {
+	read -r _fl_up _fl_idle < /proc/uptime
+	echo "@@ file times.$1"
+	times
+	echo "uptime $_fl_up"
+	echo "@@ end"
+}
+
 # fl_snap TAG [CGROUP]: ship the counters the host diffs around a sample;
-# the monitors start after "before" and stop before "after".
+# the monitors start after "before" and stop before "after". The times
+# are read last before the window and first after it, before the monitor
+# is stopped and waited for (its CPU time is not the workload's).
 fl_snap() {
+	[ "$1" = after ] && fl_times after
 	[ "$1" = after ] && fl_monitor_stop
 	fl_file "vmstat.$1" /proc/vmstat
 	fl_file "interrupts.$1" /proc/interrupts
@@ -101,7 +117,7 @@ fl_snap() {
 		fl_file "memcg_stat.$1" "$2/memory.stat"
 	fi
 	case "$1" in
-	before) fl_monitor_start ;;
+	before) fl_monitor_start; fl_times before ;;
 	after) fl_monitor_ship ;;
 	esac
 }

@@ -216,21 +216,34 @@ def change_cell(base_mean: float, mean: float, digits: int = 2) -> str:
     return f"{text} (to 0)" if mean == 0 else text
 
 
-def ci_cell(r: StatRow) -> str:
-    """A StatRow's 95% CI as a table shows it: none for exact rows (no
-    spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
+# Before a CI in a compact cell: the paired CI (per-round ratios), which
+# decides that row (StatRow.decisive); a plain one has no mark.
+PAIRED_MARK = "p"
+
+
+def ci_cell(r: StatRow, plain: bool = False, mark: bool = True) -> str:
+    """A StatRow's 95% CI as a table shows it: the one that decides its
+    significance (marked PAIRED_MARK where paired, if ``mark``), or with
+    ``plain`` the bootstrap CI of the ratio of means; none for exact rows
+    (no spread), below MIN_N_FOR_CI samples (saying why) and from 0 (no
     ratio)."""
     if r.exact:
         return "exact"
     if not r.ci_known:
         return f"none (n<{stats.MIN_N_FOR_CI})"
-    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
+    low, high = (r.ci_low, r.ci_high) if plain else r.decisive_ci
+    if not (math.isfinite(low) and math.isfinite(high)):
         return "-"
-    return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    paired = not plain and mark and r.decisive == "paired"
+    return f"{PAIRED_MARK if paired else ''}[{low:.3f}, {high:.3f}]"
 
 
-def p_cell(r: StatRow) -> str:
-    return "exact" if r.exact else fmt_p(r.p_value)
+def p_cell(r: StatRow, plain: bool = False) -> str:
+    """The p that decides with ci_cell()'s CI (or, ``plain``, the
+    Mann-Whitney p of the ratio of means)."""
+    if r.exact:
+        return "exact"
+    return fmt_p(r.p_value if plain else r.decisive_p)
 
 
 def verdict_class(verdict: str) -> str:

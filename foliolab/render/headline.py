@@ -20,6 +20,7 @@ from foliolab.render import (
     Table,
     change_cell,
     fmt,
+    PAIRED_MARK,
     fmt_p,
     verdict_class,
     wrap_prose,
@@ -34,6 +35,14 @@ HOW = (
 
 # The narrow table's columns (headline.table(narrow=True)).
 HOW_NARROW = "means; 95% CI of the ratio; Mann-Whitney p"
+# Where a row's paired CI decides (analysis.workloadstats.decides()):
+# its p is then Wilcoxon's signed-rank test's (docs/manual.md).
+HOW_PLAIN = "95% CI of the ratio; Mann-Whitney p"
+HOW_PAIRED = f"95% CI of the ratio, {PAIRED_MARK}[...] paired; rank-test p"
+
+
+def paired(h: Headline) -> bool:
+    return any(r.decisive == "paired" and r.ci_low is not None for r in h.rows)
 
 
 def title(h: Headline, narrow: bool = False) -> str:
@@ -48,7 +57,10 @@ def title(h: Headline, narrow: bool = False) -> str:
         who = f"{kernels[1]} against {kernels[0]}"
     else:
         who = f"each kernel against the baseline {kernels[0]}"
-    return f"Headline: {who} ({HOW_NARROW if narrow else HOW})"
+    how = HOW_NARROW if narrow else HOW
+    if paired(h):
+        how = how.replace(HOW_PLAIN, HOW_PAIRED)
+    return f"Headline: {who} ({how})"
 
 
 def _spread(mean: float, sd: float, n: int) -> str:
@@ -73,9 +85,10 @@ def _ci(r: HeadlineRow) -> str:
     if r.ci_low is None:
         return f"none (n<{stats.MIN_N_FOR_CI})"
     assert r.ci_high is not None  # a CI has both its ends
+    mark = PAIRED_MARK if r.decisive == "paired" else ""
     if r.ci_high < 0.1:  # a cut to a few per cent or less
-        return f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
-    return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+        return f"{mark}[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+    return f"{mark}[{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
 def _p(r: HeadlineRow) -> str:

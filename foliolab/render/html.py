@@ -146,6 +146,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
             Column("ratio"),
             Column("95% CI"),
             Column("p"),
+            Column("decides"),
             Column("CoeffVar"),
             Column("n"),
         ]
@@ -167,8 +168,11 @@ def _cells(r: StatRow) -> list[str]:
         fmt(r.other.mean),
         verdict_change(r),
         fmt_ratio(r.ratio),
-        ci_cell(r),
-        p_cell(r),
+        # the ratio of means' CI and p here; the paired ones are in the
+        # full table, and "decides" says which of the two did
+        ci_cell(r, plain=True),
+        p_cell(r, plain=True),
+        r.decisive if r.ci_known else "-",
         f"{fmt(r.base.coeffvar)}% / {fmt(r.other.coeffvar)}%",
         f"{r.base.n}/{r.other.n}",
     ]

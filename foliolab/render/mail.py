@@ -20,7 +20,13 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.reproduce import command, without_options
 from foliolab.analysis.workloadstats import StatRow
-from foliolab.render import fmt, for_reader, wrap_prose, wrapped_command
+from foliolab.render import (
+    PAIRED_MARK,
+    fmt,
+    for_reader,
+    wrap_prose,
+    wrapped_command,
+)
 
 WIDTH = 80
 
@@ -47,13 +53,13 @@ def _g(x: float, digits: int) -> str:
 
 
 def decisive_ci(r: StatRow) -> tuple[float, float] | None:
-    """The interval that decides the row's significance (with p < 0.05):
-    the bootstrap CI of the ratio of means; None where there is none.
-    The paired CI, where boots were paired, is in results.json and the
-    HTML report."""
+    """The interval that decides the row's significance (with p < 0.05),
+    as analysis decided it (StatRow.decisive): the paired CI where the
+    rounds pair, else the bootstrap CI of the ratio of means; None where
+    there is none. The other is in results.json and the HTML report."""
     if r.exact or not r.ci_known:
         return None
-    return r.ci_low, r.ci_high
+    return r.decisive_ci
 
 
 def ratio_cell(r: StatRow) -> str:
@@ -66,7 +72,8 @@ def ratio_cell(r: StatRow) -> str:
     if ci is None:
         return f"{_g(r.ratio, 3)} (n<{stats.MIN_N_FOR_CI})"
     d = _digits_apart([ci[0], ci[1]])
-    return f"{_g(r.ratio, d)} [{_g(ci[0], d)}, {_g(ci[1], d)}]"
+    mark = PAIRED_MARK if r.decisive == "paired" else ""
+    return f"{_g(r.decisive_ratio, d)} {mark}[{_g(ci[0], d)}, {_g(ci[1], d)}]"
 
 
 def verdict_cell(r: StatRow) -> str:
@@ -185,11 +192,8 @@ def mail_report(a: Analysis, run: Path) -> str:
     ]
     for kernel in a.names[1:]:
         lines += ["", *comparison_lines(a, kernel)]
+    lines += ["", *verdict_legend(a)]
     lines += [
-        "",
-        "verdict: better or worse where the 95% bootstrap CI of the ratio",
-        "excludes 1 and Mann-Whitney p < 0.05; exact: every sample of both",
-        "kernels gave the same count, so no test is needed.",
         "",
         "Reproduce:",
         *(
@@ -198,6 +202,30 @@ def mail_report(a: Analysis, run: Path) -> str:
         ),
     ]
     return "\n".join(_fit(line) for line in lines) + "\n"
+
+
+VERDICT_PLAIN = [
+    "verdict: better or worse where the 95% bootstrap CI of the ratio",
+    "excludes 1 and Mann-Whitney p < 0.05; exact: every sample of both",
+    "kernels gave the same count, so no test is needed.",
+]
+VERDICT_PAIRED = [
+    f"{PAIRED_MARK}[...]: the rounds pair (each kernel booted once a round),",
+    "so the CI is the bootstrap CI of the geometric mean of the per-round",
+    "ratios, and it decides with Wilcoxon's signed-rank p < 0.05.",
+]
+
+
+def verdict_legend(a: Analysis) -> list[str]:
+    """How a verdict was reached: the plain test's words, and the paired
+    one's where a row the mail shows was decided by it."""
+    paired = any(
+        decisive_ci(r) is not None and r.decisive == "paired"
+        for k in a.names[1:]
+        for _, rows in _shown_rows(a, k)
+        for r in rows
+    )
+    return VERDICT_PLAIN + (VERDICT_PAIRED if paired else [])
 
 
 def _fit(line: str) -> str:

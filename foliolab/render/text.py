@@ -7,9 +7,11 @@ import math
 from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.analysis.kernelsummary import WorkloadCost
 from foliolab.manifest import RunManifest
 from foliolab.render import growth
 from foliolab.render import (
+    PAIRED_MARK,
     Column,
     Table,
     change_cell,
@@ -79,9 +81,11 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
         lines.append(line)
     for row in rows:
         who = f"{row.kernel:<12} " if len(rows) > 1 else ""
+        # the CI that decides (StatRow.decisive), said in words here
+        kind = "paired CI" if row.decisive == "paired" else "CI"
         rest = (
-            f"{who}{fmt_ratio(row.ratio)} "
-            f"CI {ci_cell(row)} p={p_cell(row)} "
+            f"{who}{fmt_ratio(row.decisive_ratio)} "
+            f"{kind} {ci_cell(row, mark=False)} p={p_cell(row)} "
             f"n={row.base.n}/{row.other.n} {better_words(better)}"
             f"{'  SIGNIFICANT, ' + row.verdict if row.significant else ''}"
         )
@@ -113,7 +117,7 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
     for row in rows:
         diff = diff_cell(row.base.mean, row.other.mean, row.significant)
         ci = ci_cell(row)
-        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<14} {row.verdict}"
+        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<15} {row.verdict}"
     return head + line.rstrip()
 
 
@@ -179,6 +183,86 @@ def profile_lines(a: CountAnalysis) -> list[str]:
     return lines
 
 
+# The per-kernel summary's columns: its row names, then each kernel's.
+COST_LABEL_W = 24
+COST_VALUE_W = 13
+
+
+def _cost_cell(x: float | None) -> str:
+    return fmt(x)
+
+
+def cost_lines(c: WorkloadCost, accel_label: str) -> list[str]:
+    """compare-kernels' per-kernel summary: the workload's User, System
+    and Elapsed time and reclaim's vmstat counters, each the kernel's
+    mean per sample, kernels side by side (in blocks that fit
+    REPORT_WIDTH)."""
+    tcg = accel_label.lower().startswith("tcg")
+    clock = "times under TCG: emulated" if tcg else f"times on {accel_label}"
+    rows: list[tuple[str, list[str]]] = []
+    if c.has_times:
+        for label, attr in (
+            ("User (s)", "user_s"),
+            ("System (s)", "sys_s"),
+            ("Elapsed (s)", "elapsed_s"),
+        ):
+            rows.append(
+                (label, [_cost_cell(getattr(k, attr)) for k in c.kernels])
+            )
+    for counter in c.counters:
+        rows.append(
+            (counter, [_cost_cell(k.counters.get(counter)) for k in c.kernels])
+        )
+    if any(k.scanned for k in c.kernels):
+        rows.append(
+            (
+                # mmtests' "Reclaim efficiency": stolen per scanned
+                "pgsteal/pgscan %",
+                [
+                    "-" if e is None else f"{e:.2f}"
+                    for e in (k.efficiency_pct for k in c.kernels)
+                ],
+            )
+        )
+    rows.append(("samples", [str(k.n) for k in c.kernels]))
+    lines = [f"Per kernel, mean per sample of the timed window ({clock}):"]
+    per_block = max(1, (REPORT_WIDTH - COST_LABEL_W) // COST_VALUE_W)
+    names = [k.kernel for k in c.kernels]
+    for start in range(0, len(names), per_block):
+        cols = slice(start, start + per_block)
+        lines.append(
+            " " * COST_LABEL_W
+            + "".join(
+                f"{n[: COST_VALUE_W - 1]:>{COST_VALUE_W}}" for n in names[cols]
+            )
+        )
+        for label, cells in rows:
+            lines.append(
+                f"{label:<{COST_LABEL_W}}"
+                + "".join(f"{x:>{COST_VALUE_W}}" for x in cells[cols])
+            )
+    if not c.has_times:
+        lines.append(
+            "(no User/System/Elapsed: these samples predate the guest's "
+            "times record)"
+        )
+    elif any(k.n_times < k.n for k in c.kernels):
+        lines.append(
+            "(User/System/Elapsed from "
+            + ", ".join(f"{k.kernel} {k.n_times} of {k.n}" for k in c.kernels)
+            + " samples; the others predate the times record)"
+        )
+    return lines
+
+
+# Under the legend, where some row's paired CI decides (StatRow.decisive).
+PAIRED_LEGEND = (
+    f"where a row says paired CI (or {PAIRED_MARK}[...]): the rounds pair, "
+    "and the paired CI of the per-round ratios with Wilcoxon's signed-rank "
+    "p < 0.05 decide instead"
+)
+
+
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
     lines = [
@@ -189,6 +273,13 @@ def text_report(a: Analysis) -> str:
         "",
         "guest: " + guest(m) + executor_note(m),
         legend(names),
+        *(
+            [PAIRED_LEGEND]
+            if any(
+                r.decisive == "paired" for wa in a.workloads for r in wa.rows
+            )
+            else []
+        ),
         "",
     ]
     lines += [f"ERROR: {e}" for e in m.errors]
@@ -207,9 +298,20 @@ def text_report(a: Analysis) -> str:
         if wa.secondary:
             lines.append(
                 "Counters and secondary metrics (mean per sample; %change; "
-                "95% CI of the ratio):"
+                "95% CI of the ratio"
+                + (
+                    f", {PAIRED_MARK}[...] paired over rounds"
+                    if any(
+                        r.decisive == "paired" for g in wa.secondary for r in g
+                    )
+                    else ""
+                )
+                + "):"
             )
             lines += [counter_line(g, width) for g in wa.secondary] + [""]
+        cost = a.costs.get(w.name)
+        if cost is not None:
+            lines += cost_lines(cost, m.accel_label) + [""]
         if wa.zero:
             lines += [f"Zero in every sample: {', '.join(wa.zero)}", ""]
         if wa.constant:

@@ -21,6 +21,7 @@ from foliolab.executors import HERE, here
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.boot.measure import boot_once
+from foliolab.run import rootcheck
 from foliolab.workloads.windows import RUN
 
 
@@ -68,6 +69,11 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
     _check_command(req)
     arch = get_arch(req.arch)
     src = trees.variant_tree(req.variant, req.patches, req.kernel)
+    if req.count:
+        # the source is there now: an unknown root is refused before the
+        # build, not after it (the System.map check below stays for
+        # what git could not say)
+        rootcheck.check_in_tree(src, req.roots)
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
     # booted and counted from its own copy, as the suite and compare do:
     # another command building in the same slot replaces the slot's image

@@ -5,9 +5,12 @@ QEMU command lines, with nothing built, written or booted."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from foliolab import timings
+from foliolab.analysis import stats
 from foliolab.kernel import build
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store
@@ -33,7 +36,8 @@ def start_block(
         + (f" (+{n} counting)" if plan.count else "")
     )
     try:
-        *kept, est = _plan_time(kernels, plan, machine)
+        # a run keeps its probe: the next estimate here needs none
+        *kept, est = _plan_time(kernels, plan, machine, keep=True)
     except FoliolabError as e:  # an estimate never stops a run
         kept, est = [], f"# estimate: none ({e.one_line()})"
     return (
@@ -111,9 +115,15 @@ def _accel(machine: MachineShape) -> str:
 
 
 def _plan_time(
-    kernels: KernelsWanted, plan: BootPlan, machine: MachineShape
+    kernels: KernelsWanted,
+    plan: BootPlan,
+    machine: MachineShape,
+    keep: bool = False,
 ) -> list[str]:
-    """The dry run's builds (kept or to build) and its time estimate."""
+    """The dry run's builds (kept or to build) and its time estimate,
+    with a shorter run where it is long (the estimate last). On a
+    machine with no measured builds or boots, the defaults are scaled by
+    a probe of it (timings.calibrated(); kept if ``keep``)."""
     lines, to_build = [], set()
     for k in kernels.specs:
         kept, key = store.kept_kernel(k, kernels.arch, kernels.config)
@@ -127,15 +137,63 @@ def _plan_time(
         else:
             to_build.add(key)  # kernels of one commit: one build
             lines.append(f"# kernel {k.name}: to build")
-    est = timings.estimate(
-        timings.Timings.load(),
-        kernels.arch.name,
-        kernels.config,
-        _accel(machine),
-        len(to_build),
-        [planned_time(b) for b in plan.boots(counted=plan.count)],
-    )
+    t = timings.calibrated(timings.Timings.load(), keep)
+
+    def estimate(p: BootPlan) -> timings.Estimate:
+        return timings.estimate(
+            t,
+            kernels.arch.name,
+            kernels.config,
+            _accel(machine),
+            len(to_build),
+            [planned_time(b) for b in p.boots(counted=p.count)],
+        )
+
+    est = estimate(plan)
+    if est.long:
+        lines.append(shorter_run_line(plan, est, estimate))
     return lines + [est.line()]
+
+
+def shorter_plans(plan: BootPlan) -> list[tuple[str, BootPlan]]:
+    """Shorter runs of ``plan``, longest first, with the options that
+    ask for them: the fewest runs at which a row can be significant,
+    then also fewer workloads (the first ones given), then exact counts
+    alone (two runs with --count: a count that repeats exactly needs no
+    more)."""
+    out = []
+    runs = stats.runs_needed()
+    if plan.runs > runs:
+        plan = replace(plan, runs=runs)
+        out.append((f"--runs {runs}", plan))
+    names = [w.name for w in plan.workloads]
+    for k in range(len(names) - 1, 0, -1):
+        fewer = replace(plan, workloads=plan.workloads[:k])
+        out.append(
+            (f"--runs {plan.runs} --workloads {','.join(names[:k])}", fewer)
+        )
+    counts = replace(plan, runs=2, count=True, workloads=plan.workloads[:1])
+    out.append((f"--count --runs 2 --workloads {names[0]}", counts))
+    return out
+
+
+def shorter_run_line(
+    plan: BootPlan,
+    est: timings.Estimate,
+    estimate: Callable[[BootPlan], timings.Estimate],
+) -> str:
+    """One line before the first build: the run is long, and the longest
+    shorter run within timings.LONG_RUN_S (else the shortest) with its
+    estimate."""
+    tried = [(opts, estimate(p).total_s) for opts, p in shorter_plans(plan)]
+    fits = [x for x in tried if x[1] <= timings.LONG_RUN_S]
+    opts, seconds = (
+        fits[0] if fits else min(tried, key=lambda x: x[1], default=("", 0))
+    )
+    head = f"# long run: {timings.clock(est.total_s)}"
+    if not opts:
+        return head
+    return f"{head}; a shorter one: {opts} ({timings.clock(seconds)})"
 
 
 def boot_argv(spec: BootSpec, rundir: Path) -> list[str]:

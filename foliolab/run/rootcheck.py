@@ -93,6 +93,30 @@ def check_in_source(
             )
 
 
+def check_in_tree(tree: source.Tree, roots: Sequence[str]) -> None:
+    """`foliolab run --count`'s roots in its one kernel's source, once
+    the tree is there and before it is built: a name the source lacks as
+    a word is no function of it (the build took minutes before the
+    System.map said so). Where git cannot say, the System.map decides
+    after the build, as before."""
+    if not roots:
+        return
+    wanted = {r: _source_names(r) for r in roots}
+    found = source.words_at(
+        tree.path, tree.commit, set().union(*wanted.values())
+    )
+    if found is None:
+        return
+    for root, names in wanted.items():
+        if not names & found:
+            raise UsageError(
+                f"--root {root}: the {tree.variant} kernel has no such "
+                f"function (not in its source, commit {tree.commit[:12]})",
+                hint="check its spelling in System.map (a static "
+                "function may carry a suffix such as .isra.0)",
+            )
+
+
 def _source_names(root: str) -> set[str]:
     """The names a root's function has in C: without a compiler's suffix
     (.isra.0, .constprop.0), and each name a kernel renamed it to."""

@@ -22,3 +22,16 @@ def data():
 def no_real_cache_by_accident(monkeypatch):
     """Keep the project root importable; tests pick caches explicitly."""
     yield paths
+
+
+@pytest.fixture(autouse=True)
+def no_calibration_probe(monkeypatch):
+    """Estimates in tests use the defaults as declared: the calibration
+    probe (timings.probe(), a few seconds of compiling) would make them
+    this machine's and its time. test_calibration.py gives it a fake
+    compiler."""
+    from foliolab import timings
+
+    real = timings.probe
+    monkeypatch.setattr(timings, "probe", lambda runner=None: None)
+    return real

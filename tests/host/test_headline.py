@@ -166,14 +166,18 @@ def test_a_row_gives_each_kernels_mean_sd_change_ci_and_p(trial):
     assert all(len(x) <= 100 for x in head)
     row = next(x for x in head if x.split()[:2] == ["pageout", "pageout_ms"])
     assert re.search(
-        r"1\d\d\.\d +1\d\d\.\d +better +\[0\.8\d\d, 0\.8\d\d\] +\d",
+        r"1\d\d\.\d +1\d\d\.\d +better +p\[0\.8\d\d, 0\.8\d\d\] +\d",
         row,
     ), row
+    # the run pairs its rounds: the paired CI decides, and the title
+    # says what the mark means
+    assert "p[...] paired" in head[0]
+    assert "where a row says paired CI (or p[...]): the rounds pair" in text
     md = (out / "report.md").read_text()
     row = next(x for x in md.splitlines() if x.startswith("| pageout |"))
     assert re.search(
         r"1\d\d\.\d ± \d\.\d+ \| 1\d\d\.\d ± \d\.\d+ \| -1\d\.\d\d%"
-        r" \| better \| \[0\.8\d\d, 0\.8\d\d\] \| \d",
+        r" \| better \| p\[0\.8\d\d, 0\.8\d\d\] \| \d",
         row,
     ), row
     same = next(x for x in head if x.split()[0] == "pageout-4k")
