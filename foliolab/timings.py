@@ -15,9 +15,9 @@ import json
 import logging
 import shutil
 import statistics
+import resource
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -64,13 +64,14 @@ RUN_OVERHEAD_S = 15.0  # image, manifest, report
 # single-threaded integer work, so one figure scales both defaults.
 PROBE_RUNS = 3
 PROBE_FLAGS = ("-O2", "-g", "-fno-strict-aliasing", "-fno-common", "-c")
-# The probe's median on a machine of the kind the defaults were measured
-# on (2 cores shared with other sessions' kernel builds, load average 8
-# to 9: 0.86 s and 0.95 s, 2026-11-28). The defaults' own machine (the
-# trials of 2026-11-26, "both under load") was not probed: that the two
-# match is an assumption, checked only when a calibrated estimate meets
-# its run's real time.
-REFERENCE_PROBE_S = 0.9
+# The probe's median in CPU seconds (the compiler's user + system time,
+# which other work on the machine changes little, unlike its wall time:
+# 1.7-2.6 s of wall for 0.58-0.67 s of CPU at load average 6) on this
+# lab's machine, 2 cores shared with kernel builds, 2026-11-28: 0.62 s.
+# The defaults' own machine (the trials of 2026-11-26, "both under
+# load") was not probed: that the two match is an assumption, checked
+# only when a calibrated estimate meets its run's real time.
+REFERENCE_PROBE_S = 0.62
 # A factor outside these is the probe disturbed, not the machine.
 MIN_FACTOR, MAX_FACTOR = 0.25, 8.0
 # An estimate above this says so before the first build and names a
@@ -413,9 +414,14 @@ Runner = Callable[[list[str], Path], float]
 
 
 def _timed_run(argv: list[str], cwd: Path) -> float:
-    started = time.monotonic()
+    """The CPU seconds ``argv`` took (user + system): the machine's
+    speed, not how busy it is at the moment."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, cwd=cwd, check=True, capture_output=True)
-    return time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (
+        after.ru_stime - before.ru_stime
+    )
 
 
 def probe(runner: Runner = _timed_run) -> Calibration | None:
