@@ -6,13 +6,16 @@ and reports."""
 import json
 import math
 import random
+import shutil
 
 import pytest
 
 from foliolab import errors, workloads
 from foliolab.analysis.growth import crossing, fit_exponent, growth_tables
 from foliolab.analysis.growth import GrowthPoint
+from foliolab.boot import derive
 from foliolab.boot.derive import Sample
+from foliolab.render import report
 from foliolab.bootrecord import BootStatus
 from foliolab.render.text import head_of
 from foliolab.run import orchestrate
@@ -347,3 +350,134 @@ def test_growth_reports_per_page_where_the_metric_is_per_folio():
     assert t.exponents["next"].slope == pytest.approx(-0.75)
     assert t.points[0].ratio("next", "up") == pytest.approx(4**0.25 / 4)
     assert t.crossings["next"] is None
+
+
+# ---- a recorded sweep ------------------------------------------------------
+
+# Cut from a real sweep (/lab/runs/sweep-612, 2026-11-28: 6.12 against
+# 6.12 + patches/6.12, --count --runs 1): the points 16K and 2M of pageout,
+# each a timed and a counting boot per kernel, with the run's own samples.
+RECORDED = "runs/sweep-612-pageout"
+
+
+class Replay:
+    """An executor giving each boot what the recorded run captured of it
+    (its console, its records and, for a counting boot, the counts the
+    plugin wrote into its directory)."""
+
+    kind = "replay"
+    rounds_per_block = 0
+
+    def __init__(self, recorded):
+        self.recorded = recorded
+        self.booted = []
+
+    def run(self, image, blocks):
+        from foliolab.executors.base import BootCapture, Ended
+
+        for block in blocks:
+            caps = []
+            for b in block.boots:
+                src = self.recorded / "raw" / b.boot_id
+                self.booted.append(b.boot_id)
+                if (src / "counts.txt").exists():
+                    b.rundir.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(src / "counts.txt", b.rundir / "counts.txt")
+                boot = json.loads((src / "boot.json").read_text())
+                caps.append(
+                    BootCapture(
+                        b.rundir,
+                        Ended.EXITED,
+                        (src / "console.log").read_bytes(),
+                        (src / "results.txt").read_text(),
+                        boot["elapsed"],
+                    )
+                )
+            yield block, caps
+
+
+def key(s):
+    return (s.workload, s.variant, s.run, s.valid, sorted(s.values.items()))
+
+
+def recorded_copy(data, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(data / RECORDED, run)
+    return run
+
+
+def test_a_recorded_sweep_derives_again_to_its_own_samples(data, tmp_path):
+    run = recorded_copy(data, tmp_path)
+    recorded = derive.load_samples(run)
+    assert len(recorded) == 8
+    assert sorted(map(key, derive.rederive(run))) == sorted(map(key, recorded))
+    report.write_report(run)
+    first = (
+        (run / "results.json").read_bytes(),
+        (run / "report.txt").read_bytes(),
+    )
+    report.write_report(run)
+    assert (
+        (run / "results.json").read_bytes(),
+        (run / "report.txt").read_bytes(),
+    ) == first
+    growth = json.loads(first[0])["growth"]
+    walk = next(
+        t for t in growth if t["metric"] == "page_vma_mapped_walk_per_folio"
+    )
+    # the walk stops at every PTE of a folio unbatched (4 + 1 at 16K; a
+    # 2M folio's PMD split, then 512 + 2) and once per batch with the series
+    assert [p["means"] for p in walk["points"]] == [
+        {"vanilla": 5.0, "patched": 1.0},
+        {"vanilla": 514.0, "patched": 2.0},
+    ]
+
+
+def test_a_recorded_sweep_stopped_and_resumed_gives_the_same_samples(
+    data, tmp_path
+):
+    """The run stopped after the 16K point: its 2M point's boots have no
+    boot.json. Resumed with the recorded boots given back, only the 2M
+    point's four boots run, and the samples are the recorded run's."""
+    from foliolab.arch import get_arch
+    from foliolab.boot import measure
+    from foliolab.counting import Counter
+    from foliolab.executors.base import BootSpec
+    from foliolab.kernel.build import Kernel
+    from foliolab.manifest import RunManifest
+
+    run = recorded_copy(data, tmp_path)
+    recorded = derive.load_samples(run)
+    for boot in (run / "raw" / "pageout@folio_kb=2048").iterdir():
+        (boot / "boot.json").unlink()
+    m = RunManifest.read(run)
+    points = [workloads.find(n) for n in m.workloads]
+    kernels = {
+        n: Kernel(n, "perf", "x86_64", tmp_path, tmp_path / "bz", "c", "s", 0)
+        for n in m.names
+    }
+    replay = Replay(data / RECORDED)
+    result = measure.run_workloads(
+        measure.RunRequest(
+            points,
+            {w.name: m.params[w.name] for w in points},
+            m.runs,
+            kernels,
+            tmp_path / "initrd",
+            BootSpec(get_arch("x86_64"), tmp_path / "bz"),
+            run,
+            counters={n: Counter(tmp_path, tmp_path) for n in m.names},
+            executor=replay,
+            resume=True,
+        )
+    )
+    assert result.kept == 4 and sorted(replay.booted) == [
+        "pageout@folio_kb=2048/patched-000",
+        "pageout@folio_kb=2048/patched-000-count",
+        "pageout@folio_kb=2048/vanilla-000",
+        "pageout@folio_kb=2048/vanilla-000-count",
+    ]
+    assert sorted(map(key, result.samples)) == sorted(map(key, recorded))
+    assert sorted(map(key, derive.load_samples(run))) == sorted(
+        map(key, recorded)
+    )
