@@ -594,7 +594,16 @@ def growth_figure(t: GrowthTable) -> bytes | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks([p.value for p in t.points if p.value > 0])
-    ax.xaxis.set_major_formatter(_short)
+    ax.xaxis.set_minor_formatter("")
+    # a parameter's values as given (1024, not 1.02K), but 60K VMAs short
+    ax.xaxis.set_major_formatter(
+        lambda v, _pos: f"{v:g}" if v < 10000 else _short(v)
+    )
+    # a log axis spanning less than a decade has no major label: the
+    # minor ones say where the values are
+    ax.yaxis.set_major_formatter(_short)
+    ax.yaxis.set_minor_formatter(_short)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel(t.param)
     ax.set_ylabel(t.label, fontsize=8)
     ax.set_title(f"{t.workload}: growth with {t.param}", fontsize=9)
