@@ -300,10 +300,13 @@ class RunEta:
         self.from_defaults = {
             seq for seq, (_, measured) in estimated.items() if not measured
         }
-        self.workload = {b.seq: b.workload.name for b in boots}
+        # by workload, a sweep's points together: what its first points
+        # took is the best guess for the others (each point alone would
+        # start from the workload's kept times at every new point)
+        self.workload = {b.seq: b.workload.base_name for b in boots}
         self.seqs: dict[str, list[int]] = {}
         for b in boots:
-            self.seqs.setdefault(b.workload.name, []).append(b.seq)
+            self.seqs.setdefault(b.workload.base_name, []).append(b.seq)
         # per workload, the same for boots estimated from defaults
         self.default_seen: dict[str, float] = {}
         self.default_seen_expected: dict[str, float] = {}

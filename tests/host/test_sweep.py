@@ -481,3 +481,32 @@ def test_a_recorded_sweep_stopped_and_resumed_gives_the_same_samples(
     assert sorted(map(key, derive.load_samples(run))) == sorted(
         map(key, recorded)
     )
+
+
+def test_the_eta_carries_a_points_speed_to_its_workloads_next_points(
+    tmp_path, tmp_cache
+):
+    """The first boot of a sweep took twice its estimate (pageout's times
+    on this host): the points not yet begun are estimated twice as long
+    too, not at the workload's kept times again."""
+    from types import SimpleNamespace
+
+    from foliolab import timings
+    from foliolab.arch import get_arch
+    from foliolab.boot import measure
+    from foliolab.executors.base import BootSpec
+
+    for _ in range(3):
+        timings.record_boot("x86_64", "pageout", "tcg", False, 1, 10.0)
+    wl, p, sweeps = parse(["pageout.folio_kb=16,64"], "pageout")
+    points, params = sweep.expand(wl, p, sweeps)
+    req = SimpleNamespace(
+        spec=BootSpec(get_arch("x86_64"), tmp_path, accel="tcg")
+    )
+    boots = measure.plan(points, params, ("a", "b"), 1, 1, False)
+    eta = measure.RunEta(req, boots)
+    first = eta.expected[boots[0].seq]
+    assert first == 10.0
+    assert all(eta.expected[b.seq] == first for b in boots)
+    eta.step(boots[0], 2 * first)
+    assert eta.left_s() == pytest.approx(3 * 2 * first)
