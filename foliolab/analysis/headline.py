@@ -265,7 +265,11 @@ def other_changes(
 
 
 def headline(workloads: list[WorkloadAnalysis], m: RunManifest) -> Headline:
-    shown = headline_metrics(workloads)
+    # a sweep's points lead with their growth exponents (render/growth.py),
+    # not with a row each; their significant changes are still counted
+    shown = headline_metrics(
+        [wa for wa in workloads if not wa.workload.sweep_of]
+    )
     rows = {
         (r.workload, r.metric, r.kernel): r
         for wa in workloads

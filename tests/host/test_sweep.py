@@ -283,7 +283,9 @@ def test_a_sweep_is_interleaved_recorded_and_resumed(
     assert tables[0]["exponents"]["vanilla"]["samples"] == 4
     text = (out / "report.txt").read_text()
     assert "== Growth" in text and "pageout by size_mb" in text
-    # the exponents are in the head `compare` prints at its end
+    # the exponents are in the head `compare` prints at its end, and the
+    # points are not a headline row each
+    assert "pageout@size_mb=64 " not in head_of(text)
     assert "pageout by size_mb, MADV_PAGEOUT time: vanilla 0.00" in (
         head_of(text)
     )
