@@ -738,10 +738,12 @@ static void run_on_cpu(int cpu)
  * every page of the parent intact; then reclaim without failures swaps
  * everything out, every sharer reads its data, and swap and memcg swap
  * charge come back (a count left raised by the failed batch keeps its
- * entry for good). The parent reclaims on CPU 0 and the children run on
- * CPU 1, so that each child's mm is in use on another CPU and reclaim
- * defers the TLB flush of its PTEs (x86 defers only then): the batch put
- * back is one whose invalidation is still pending.
+ * entry for good). The parent reclaims on CPU 0 and child 13 runs alone
+ * on CPU 1, where its mm stays loaded while it sleeps (lazy TLB), so
+ * reclaim defers the TLB flush of its PTEs (x86 defers only for an mm in
+ * use on another CPU, and a CPU leaves an mm's cpumask when it switches
+ * to another): the batch put back is one whose invalidation is pending.
+ * The other children run on CPU 2 (CPU 0 on a 2-CPU guest).
  */
 static void test_extend_table_alloc_failure(void)
 {
@@ -752,7 +754,9 @@ static void test_extend_table_alloc_failure(void)
 	int ok = 1, ready[2], go[2], first_kept = -1;
 	pid_t pids[SHARERS];
 	unsigned long start, end;
-	int other_cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* the child whose batch fails, alone on CPU 1 (see above) */
+	const int failing = EXT_UPPER_ONLY + 5;
 	cpu_set_t was;
 	char *buf;
 
@@ -792,7 +796,8 @@ static void test_extend_table_alloc_failure(void)
 			size_t bad = 0;
 			char c;
 
-			run_on_cpu(other_cpu);
+			if (ncpus > 1)
+				run_on_cpu(i == failing ? 1 : ncpus > 2 ? 2 : 0);
 			/* zap, not DONTFORK: the VMA stays whole (see above) */
 			for (size_t f = 0; upper_only && f < SHARED_PAGES / 16; f++)
 				if (madvise(buf + f * 65536, 32768, MADV_DONTNEED))
