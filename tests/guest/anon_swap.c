@@ -738,12 +738,12 @@ static void run_on_cpu(int cpu)
  * every page of the parent intact; then reclaim without failures swaps
  * everything out, every sharer reads its data, and swap and memcg swap
  * charge come back (a count left raised by the failed batch keeps its
- * entry for good). The parent reclaims on CPU 0 and child 13 runs alone
- * on CPU 1, where its mm stays loaded while it sleeps (lazy TLB), so
- * reclaim defers the TLB flush of its PTEs (x86 defers only for an mm in
- * use on another CPU, and a CPU leaves an mm's cpumask when it switches
- * to another): the batch put back is one whose invalidation is pending.
- * The other children run on CPU 2 (CPU 0 on a 2-CPU guest).
+ * entry for good). The parent reclaims on CPU 0 while child 13 spins
+ * alone on CPU 1, so its mm is in use on another CPU and reclaim defers
+ * the TLB flush of its PTEs (x86 defers only then, and a CPU leaves an
+ * mm's cpumask when it switches to another or idles): the batch put back
+ * is one whose invalidation is pending. The other children sleep on CPU 2
+ * (CPU 0 on a 2-CPU guest).
  */
 static void test_extend_table_alloc_failure(void)
 {
@@ -757,6 +757,7 @@ static void test_extend_table_alloc_failure(void)
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	/* the child whose batch fails, alone on CPU 1 (see above) */
 	const int failing = EXT_UPPER_ONLY + 5;
+	volatile int *spin;
 	cpu_set_t was;
 	char *buf;
 
@@ -786,6 +787,11 @@ static void test_extend_table_alloc_failure(void)
 	folio_size(64);
 	buf = map_aligned(SHARED_SIZE, PMD_SIZE);
 	fill_pages(buf, SHARED_PAGES, 71);
+	spin = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (spin == MAP_FAILED)
+		die("mmap");
+	*spin = 1;
 	if (pipe(ready) || pipe(go))
 		die("pipe");
 	for (int i = 0; i < SHARERS; i++) {
@@ -802,8 +808,11 @@ static void test_extend_table_alloc_failure(void)
 			for (size_t f = 0; upper_only && f < SHARED_PAGES / 16; f++)
 				if (madvise(buf + f * 65536, 32768, MADV_DONTNEED))
 					_exit(3);
-			if (write(ready[1], "r", 1) != 1 ||
-			    read(go[0], &c, 1) != 1)
+			if (write(ready[1], "r", 1) != 1)
+				_exit(2);
+			while (i == failing && *spin)
+				;
+			if (read(go[0], &c, 1) != 1)
 				_exit(2);
 			for (size_t pg = 0; pg < SHARED_PAGES; pg++)
 				if (!upper_only || pg % 16 >= 8)
@@ -821,6 +830,7 @@ static void test_extend_table_alloc_failure(void)
 	}
 	make_it_fail(0, 0);
 	failed = failslab_disarm(EXT_FAIL_TIMES);
+	*spin = 0;
 	for (int i = 0; i < SHARERS; i++) {
 		int upper_only = i < EXT_UPPER_ONLY;
 		size_t mapped = upper_only ? SHARED_PAGES / 2 : SHARED_PAGES;
@@ -853,6 +863,7 @@ static void test_extend_table_alloc_failure(void)
 		  swapped, SHARED_PAGES);
 	ok = all_swapped(buf, SHARED_PAGES, name) && ok;
 	ok = sharers_done(name, buf, 71, pids, ready, go, before) && ok;
+	munmap((void *)spin, PAGE_SIZE);
 	sched_setaffinity(0, sizeof(was), &was);
 	ktap_result(ok, name);
 }
