@@ -435,8 +435,12 @@ def run_suite(
             * repeat
             + 2 * stress.total_seconds,
             counter=counter,
+            # null_blk (debug config): one memory-backed device, an
+            # asynchronous swap device for vmscan's guest test; a kernel
+            # without null_blk ignores the parameters
             cmdline=kconfig.debug_cmdline(purpose)
             + ("brd.rd_nr=1", "brd.rd_size=1048576")
+            + ("null_blk.memory_backed=1", "null_blk.gb=1")
             + append,
         )
         log.info(

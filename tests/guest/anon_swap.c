@@ -529,33 +529,6 @@ static void test_swapoff_mthp(void)
 #define FAIL_TIMES 100000
 
 /*
- * [*start, *end) of kernel function @fn's text, from /proc/kallsyms (the
- * next text symbol's address ends it); 0 if it is not there.
- */
-static int ksym_range(const char *fn, unsigned long *start,
-		      unsigned long *end)
-{
-	FILE *f = fopen("/proc/kallsyms", "r");
-	unsigned long a, found = 0, next = ~0UL;
-	char name[256], type;
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%lx %c %255s%*[^\n]", &a, &type, name) == 3)
-		if (!strcmp(name, fn))
-			found = a;
-	rewind(f);
-	while (found && fscanf(f, "%lx %c %255s%*[^\n]", &a, &type,
-			       name) == 3)
-		if ((type == 't' || type == 'T') && a > found && a < next)
-			next = a;
-	fclose(f);
-	*start = found;
-	*end = next;
-	return found && next != ~0UL;
-}
-
-/*
  * Make the reclaiming task's non-sleeping page allocations fail, but only
  * those made under add_swap_count_continuation() (the stack trace filter):
  * anything else that fails, zram's first try at storing a page for one,
@@ -691,6 +664,207 @@ static void test_continuation_alloc_failure(int kb, const char *name)
 	swapped = memcg_reclaim_all(buf, SHARED_PAGES);
 	ok = all_swapped(buf, SHARED_PAGES, name) && ok;
 	ok = sharers_done(name, buf, 67, pids, ready, go, before) && ok;
+	ktap_result(ok, name);
+}
+
+/*
+ * Of the pages child @pid maps at @buf (both halves of each 64K folio, or
+ * with @upper_only the second halves): how many are present (*present)
+ * and how many swapped out (*swapped), read from its pagemap. A mapped
+ * page is one or the other; the rest are PTEs left none.
+ */
+static size_t child_pages_none(pid_t pid, const char *buf, int upper_only,
+			       size_t *present, size_t *swapped)
+{
+	char path[64];
+	size_t none = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	*present = *swapped = 0;
+	for (size_t pg = 0; pg < SHARED_PAGES; pg++) {
+		uint64_t ent;
+		off_t off = ((uintptr_t)buf / PAGE_SIZE + pg) * sizeof(ent);
+
+		if (upper_only && pg % 16 < 8)
+			continue;
+		if (pread(fd, &ent, sizeof(ent), off) != sizeof(ent))
+			die("pread pagemap");
+		if (ent & (1ULL << 63))
+			(*present)++;
+		else if (ent & (1ULL << 62))
+			(*swapped)++;
+		else
+			none++;
+	}
+	close(fd);
+	return none;
+}
+
+/* Run this task on CPU @cpu only. */
+static void run_on_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+}
+
+/* the first children that map only the second half of each 64K folio */
+#define EXT_UPPER_ONLY 8
+#define EXT_FAIL_TIMES 100000
+
+/*
+ * The swap table's counterpart of the continuation failure above (7.x): a
+ * slot's count lives in the table up to SWP_TB_COUNT_MAX (15 on 64-bit),
+ * and raising it to that needs the cluster's extend table, which
+ * swap_dup_entries_cluster() allocates with GFP_ATOMIC after dropping the
+ * cluster lock. Here that allocation fails (failslab, for the reclaiming
+ * task, with swap_dup_entries_cluster() on the stack). 64K folios shared
+ * with SHARERS children, the first EXT_UPPER_ONLY of which zap the first
+ * half of each folio; the rmap walk visits the parent, then the children
+ * in fork order (see above). After the parent and those 8, the first
+ * halves' counts are at 1 and the second halves' at 9; at the 6th full
+ * mapping (child 13) they are at 6 and 14: its batch of 16 raises 8
+ * counts, fails at the 9th, must drop those 8 again and have its 16 PTEs
+ * put back, and the folio stays in memory. Asserted: failures used; in every child each
+ * page it maps present or swapped out, none left cleared (from its
+ * pagemap), and some child's pages all still present (the walk stopped);
+ * every page of the parent intact; then reclaim without failures swaps
+ * everything out, every sharer reads its data, and swap and memcg swap
+ * charge come back (a count left raised by the failed batch keeps its
+ * entry for good). The parent reclaims on CPU 0 while child 13 spins
+ * alone on CPU 1, so its mm is in use on another CPU and reclaim defers
+ * the TLB flush of its PTEs (x86 defers only then, and a CPU leaves an
+ * mm's cpumask when it switches to another or idles): the batch put back
+ * is one whose invalidation is pending. The other children sleep on CPU 2
+ * (CPU 0 on a 2-CPU guest).
+ */
+static void test_extend_table_alloc_failure(void)
+{
+	const char *name = "swap_count_extend_table_alloc_failure_puts_batch_back";
+	const char *fn = "swap_dup_entries_cluster";
+	long before = swap_free_kb(), failed = 0;
+	size_t none = 0, present, swapped;
+	int ok = 1, ready[2], go[2], first_kept = -1;
+	pid_t pids[SHARERS];
+	unsigned long start, end;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* the child whose batch fails, alone on CPU 1 (see above) */
+	const int failing = EXT_UPPER_ONLY + 5;
+	volatile int *spin;
+	cpu_set_t was;
+	char *buf;
+
+	/*
+	 * Kernels before the swap table (6.x) overflow a count into
+	 * continuation pages, which the cases above make fail. An empty
+	 * kallsyms is a broken setup, and fails below instead.
+	 */
+	if (!ksym_range("swap_retry_table_alloc", &start, &end) &&
+	    ksym_range("try_to_unmap", &start, &end)) {
+		ktap_skip(name, "this kernel has no swap table extend table "
+			  "(no swap_retry_table_alloc in /proc/kallsyms)");
+		return;
+	}
+	if (!ksym_range(fn, &start, &end))
+		fn = "folio_dup_swap_pages";	/* where it is inlined */
+	if (!failslab_usable(fn)) {
+		ktap_skip(name, "no " FAILSLAB " with require-start "
+			  "(CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_STACKTRACE_FILTER) "
+			  "or no swap_dup_entries_cluster in /proc/kallsyms");
+		return;
+	}
+	if (sched_getaffinity(0, sizeof(was), &was))
+		die("sched_getaffinity");
+	run_on_cpu(0);
+	memcg_enter(MEMCG);
+	folio_size(64);
+	buf = map_aligned(SHARED_SIZE, PMD_SIZE);
+	fill_pages(buf, SHARED_PAGES, 71);
+	spin = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (spin == MAP_FAILED)
+		die("mmap");
+	*spin = 1;
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	for (int i = 0; i < SHARERS; i++) {
+		int upper_only = i < EXT_UPPER_ONLY;
+
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			size_t bad = 0;
+			char c;
+
+			if (ncpus > 1)
+				run_on_cpu(i == failing ? 1 : ncpus > 2 ? 2 : 0);
+			/* zap, not DONTFORK: the VMA stays whole (see above) */
+			for (size_t f = 0; upper_only && f < SHARED_PAGES / 16; f++)
+				if (madvise(buf + f * 65536, 32768, MADV_DONTNEED))
+					_exit(3);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(2);
+			while (i == failing && *spin)
+				;
+			if (read(go[0], &c, 1) != 1)
+				_exit(2);
+			for (size_t pg = 0; pg < SHARED_PAGES; pg++)
+				if (!upper_only || pg % 16 >= 8)
+					bad += !page_holds(buf, pg, 71);
+			_exit(bad ? 1 : 0);
+		}
+	}
+	sharers_ready(ready);
+	failslab_arm(fn, EXT_FAIL_TIMES);
+	make_it_fail(0, 1);
+	/* the classic LRU may need a few passes to reach the shared folios */
+	for (int round = 0; round < RECLAIM_ROUNDS && failed <= 0; round++) {
+		reclaim_pass(round, 4 * SHARED_SIZE);
+		failed = EXT_FAIL_TIMES - read_long(FAILSLAB "times");
+	}
+	make_it_fail(0, 0);
+	failed = failslab_disarm(EXT_FAIL_TIMES);
+	*spin = 0;
+	for (int i = 0; i < SHARERS; i++) {
+		int upper_only = i < EXT_UPPER_ONLY;
+		size_t mapped = upper_only ? SHARED_PAGES / 2 : SHARED_PAGES;
+
+		none += child_pages_none(pids[i], buf, upper_only, &present,
+					 &swapped);
+		if (first_kept < 0 && present == mapped)
+			first_kept = i;
+	}
+	ktap_diag("%s: %ld extend table allocations failed; the first child with every page still mapped: %d (of %d); %zu mapped pages left cleared",
+		  name, failed, first_kept, SHARERS, none);
+	if (failed <= 0) {
+		ktap_diag("%s: no allocation was made to fail", name);
+		ok = 0;
+	}
+	if (first_kept < 0) {
+		ktap_diag("%s: every sharer lost some PTEs although no batch could raise its counts",
+			  name);
+		ok = 0;
+	}
+	if (none) {
+		ktap_diag("%s: a batch whose counts could not be raised was not put back",
+			  name);
+		ok = 0;
+	}
+	ok = all_verified(buf, SHARED_PAGES, 71, name) && ok;
+
+	swapped = memcg_reclaim_all(buf, SHARED_PAGES);
+	ktap_diag("%s: without failures %zu of %lu pages swapped out", name,
+		  swapped, SHARED_PAGES);
+	ok = all_swapped(buf, SHARED_PAGES, name) && ok;
+	ok = sharers_done(name, buf, 71, pids, ready, go, before) && ok;
+	munmap((void *)spin, PAGE_SIZE);
+	sched_setaffinity(0, sizeof(was), &was);
 	ktap_result(ok, name);
 }
 
@@ -1453,6 +1627,10 @@ FL_TEST(anon_swap, swap_count_continuation_alloc_failure_4k, 600)
 {
 	test_continuation_alloc_failure(4,
 		"swap_count_continuation_alloc_failure_4k");
+}
+FL_TEST(anon_swap, swap_count_extend_table_alloc_failure_puts_batch_back, 600)
+{
+	test_extend_table_alloc_failure();
 }
 FL_TEST(anon_swap, swapcache_4k_pinned_unmap_puts_pte_back, 300)
 {

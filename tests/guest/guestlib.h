@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for foliolab's guest tests: mTHP sizes, pagemap bits and a
- * private memcg to reclaim from.
+ * Helpers for foliolab's guest tests: mTHP sizes, pagemap bits, a
+ * private memcg to reclaim from and failslab.
  */
 #ifndef FOLIOLAB_GUESTLIB_H
 #define FOLIOLAB_GUESTLIB_H
@@ -187,6 +187,97 @@ static inline void memcg_reclaim(const char *name, size_t bytes)
 	if (write(fd, amount, strlen(amount)) < 0 && errno != EAGAIN)
 		ktap_diag("memory.reclaim: %s", strerror(errno));
 	close(fd);
+}
+
+/*
+ * [*start, *end) of kernel function @fn's text, from /proc/kallsyms (the
+ * next text symbol's address ends it); 0 if it is not there.
+ */
+static inline int ksym_range(const char *fn, unsigned long *start,
+			     unsigned long *end)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned long a, found = 0, next = ~0UL;
+	char name[256], type;
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%lx %c %255s%*[^\n]", &a, &type, name) == 3)
+		if (!strcmp(name, fn))
+			found = a;
+	rewind(f);
+	while (found && fscanf(f, "%lx %c %255s%*[^\n]", &a, &type,
+			       name) == 3)
+		if ((type == 't' || type == 'T') && a > found && a < next)
+			next = a;
+	fclose(f);
+	*start = found;
+	*end = next;
+	return found && next != ~0UL;
+}
+
+#define FAILSLAB "/sys/kernel/debug/failslab/"
+
+/*
+ * Make failslab fail the first @times slab allocations, sleeping ones too,
+ * made by a task whose /proc/PID/make-it-fail is 1 (the caller sets it)
+ * with the text of kernel function @fn on its stack: a test's failures
+ * then land only on the path it forces. 0, with nothing armed, if there is
+ * no failslab with a stack trace filter (CONFIG_FAILSLAB,
+ * CONFIG_FAULT_INJECTION_STACKTRACE_FILTER) or no @fn in /proc/kallsyms.
+ */
+static inline int failslab_arm(const char *fn, long times)
+{
+	unsigned long start, end;
+	char val[32];
+
+	if (access(FAILSLAB "probability", W_OK) ||
+	    access(FAILSLAB "require-start", W_OK) ||
+	    !ksym_range(fn, &start, &end))
+		return 0;
+	snprintf(val, sizeof(val), "%lu", start);
+	write_str(FAILSLAB "require-start", val);
+	snprintf(val, sizeof(val), "%lu", end);
+	write_str(FAILSLAB "require-end", val);
+	write_str(FAILSLAB "task-filter", "Y");
+	write_str(FAILSLAB "ignore-gfp-wait", "N");
+	write_str(FAILSLAB "cache-filter", "N");
+	write_str(FAILSLAB "verbose", "0");
+	write_str(FAILSLAB "space", "0");
+	write_str(FAILSLAB "interval", "1");
+	snprintf(val, sizeof(val), "%ld", times);
+	write_str(FAILSLAB "times", val);
+	write_str(FAILSLAB "probability", "100");
+	return 1;
+}
+
+/* Could failslab_arm(@fn, ...) arm failslab? */
+static inline int failslab_usable(const char *fn)
+{
+	unsigned long start, end;
+
+	return !access(FAILSLAB "probability", W_OK) &&
+	       !access(FAILSLAB "require-start", W_OK) &&
+	       ksym_range(fn, &start, &end);
+}
+
+/* How many of failslab_arm()'s @times failures were used, and disarm it. */
+static inline long failslab_disarm(long times)
+{
+	write_str(FAILSLAB "probability", "0");
+	return times - read_long(FAILSLAB "times");
+}
+
+/* Set task @pid's make-it-fail (0: this task). */
+static inline void make_it_fail(pid_t pid, int on)
+{
+	char path[64];
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/make-it-fail", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/make-it-fail");
+	write_str(path, on ? "1" : "0");
 }
 
 #endif

@@ -8,13 +8,15 @@
  * smart scan, merged again, unmerged and merged again still migrate (the
  * rmap_item's remembered page index follows them). A merge that fails
  * (one page held by a pipe) is retried in every scan, and a page COWed from
- * a KSM page without a change merges again in the next scan. A KSM page
+ * a KSM page without a change merges again in the next scan, and so does a
+ * pair whose merge failed for want of a stable node (failslab). A KSM page
  * poisoned with MADV_HWPOISON in a process of many VMAs, moved by mremap()
  * and forked, gets both processes killed early (collect_procs_ksm() finds them at the
  * page's index). All data is verified in every process.
  */
 #include "guestlib.h"
 
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -543,6 +545,141 @@ static void test_cow_unchanged_remerges(void)
 	finish_runs(buf, pages, n, 2, PAIR_SEED, ok, name);
 }
 
+/* ksmd's pid, from /proc/PID/comm; 0 if there is no ksmd. */
+static pid_t ksmd_pid(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t pid = 0;
+
+	while (d && !pid && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "ksmd\n"))
+			pid = atoi(e->d_name);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return pid;
+}
+
+#define STABLE_PAIRS 32
+#define STABLE_SEED 0x73746e6f6465
+#define STABLE_FAIL_TIMES 100000
+
+/*
+ * A pair merged into a KSM page whose stable node cannot be allocated:
+ * stable_tree_insert() returns NULL and cmp_and_merge_page() must break
+ * both pages out of the KSM page again (break_cow()), each rmap_item
+ * given back the checksum of the content, so that the pair merges in the
+ * first full scan after the failures stop (as in 6.12; 7.3.4 zeroes the
+ * checksum there and takes one scan more). failslab fails ksmd's slab
+ * allocations (make-it-fail of ksmd) made inside cmp_and_merge_page(), or
+ * the scan thread it is inlined into; so that the only ones left are the
+ * stable nodes, every rmap_item is allocated before: each pair's second
+ * page differs in one word through two scans and is made identical only
+ * when the failures start. Asserted: failslab's failures used, every
+ * pair merged (ksm_merge_with_ksm_page, error 0, both pages) and no page
+ * left in a KSM page while they lasted, every byte afterwards, and the
+ * merge one scan later.
+ */
+static void test_stable_node_alloc_failure(void)
+{
+	const char *name = "ksm_stable_node_alloc_failure_breaks_cow";
+	const size_t n = 2 * STABLE_PAIRS;
+	const char *fn = "cmp_and_merge_page";
+	char *buf, **pages;
+	long failed, merges, scans;
+	size_t merged, bad;
+	pid_t ksmd = ksmd_pid();
+	unsigned long start, end;
+	int ok = 1;
+
+	if (!ksym_range(fn, &start, &end))
+		fn = "ksm_scan_thread";
+	if (!ksmd) {
+		ktap_skip(name, "no ksmd in /proc (CONFIG_KSM)");
+		return;
+	}
+	if (!failslab_usable(fn)) {
+		ktap_skip(name, "no " FAILSLAB " with require-start "
+			  "(CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_STACKTRACE_FILTER) "
+			  "or no cmp_and_merge_page/ksm_scan_thread in /proc/kallsyms");
+		return;
+	}
+	buf = map_aligned(n * PAGE_SIZE, PMD_SIZE);
+	pages = page_list(buf, n);
+	fill_runs(buf, n, 2, STABLE_SEED);
+	for (size_t pg = 1; pg < n; pg += 2)
+		((uint64_t *)pages[pg])[0] ^= 1;	/* unique for now */
+	write_str(KSM "smart_scan", "0");	/* every item, every scan */
+	write_str(KSM "pages_to_scan", "20000");
+	write_str(KSM "sleep_millisecs", "0");
+	madvise(buf, n * PAGE_SIZE, MADV_MERGEABLE);
+	full_scans(2);			/* rmap_items allocated, checksums kept */
+	if (ksm_count(pages, n)) {
+		ktap_diag("%s: %zu pages merged before the pairs were identical",
+			  name, ksm_count(pages, n));
+		ok = 0;
+	}
+
+	for (size_t pg = 1; pg < n; pg += 2)
+		((uint64_t *)pages[pg])[0] ^= 1;	/* the pairs now match */
+	write_str(TRACING "trace", "");
+	write_str(MERGE_EVENT, "1");
+	failslab_arm(fn, STABLE_FAIL_TIMES);
+	make_it_fail(ksmd, 1);
+	/* the first scan records the second pages' checksums, the next merge */
+	if (!full_scans(3)) {
+		ktap_diag("%s: ksmd made no 3 full scans", name);
+		ok = 0;
+	}
+	make_it_fail(ksmd, 0);
+	failed = failslab_disarm(STABLE_FAIL_TIMES);
+	write_str(MERGE_EVENT, "0");
+	merges = trace_lines_with("ksm_merge_with_ksm_page", "error 0");
+	merged = ksm_count(pages, n);
+	ktap_diag("%s: %ld slab allocations failed, %ld page merges, %zu of %zu pages in a KSM page",
+		  name, failed, merges, merged, n);
+	if (failed < STABLE_PAIRS || merges < 2 * STABLE_PAIRS) {
+		ktap_diag("%s: the pairs were not merged with their stable nodes failing",
+			  name);
+		ok = 0;
+	}
+	if (merged) {
+		ktap_diag("%s: a failed stable tree insert left pages in a KSM page",
+			  name);
+		ok = 0;
+	}
+	bad = check_runs(buf, n, 2, STABLE_SEED);
+	if (bad) {
+		ktap_diag("%s: %zu pages wrong after the failures", name, bad);
+		ok = 0;
+	}
+
+	scans = one_full_scan();
+	merged = ksm_count(pages, n);
+	ktap_diag("%s: %zu of %zu pages merged after %ld full scan(s) without failures",
+		  name, merged, n, scans);
+	if (scans != 1 || merged != n) {
+		ktap_diag("%s: the pairs did not merge in the first scan (checksum lost by break_cow()?)",
+			  name);
+		ok = 0;
+	}
+	write_str(KSM "sleep_millisecs", "0");
+	write_str(KSM "smart_scan", "1");
+	madvise(buf, n * PAGE_SIZE, MADV_UNMERGEABLE);
+	finish_runs(buf, pages, n, 2, STABLE_SEED, ok, name);
+}
+
 /* Many one-page VMAs on one anon_vma, merged, all moved, all verified. */
 static void test_many_vmas(size_t n)
 {
@@ -770,6 +907,10 @@ FL_TEST(ksm, ksm_failed_merge_retried_every_scan, 300)
 FL_TEST(ksm, ksm_cow_unchanged_remerged_next_scan, 300)
 {
 	test_cow_unchanged_remerges();
+}
+FL_TEST(ksm, ksm_stable_node_alloc_failure_breaks_cow, 300)
+{
+	test_stable_node_alloc_failure();
 }
 /* FL_KSM_VMAS one-page VMAs (default 20000; 0: skip, it takes minutes) */
 FL_TEST(ksm, ksm_many_vmas_move_pages, 1800)

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -631,6 +632,90 @@ static void unmount_xfs(void)
 	umount(XFS_DIR);
 }
 
+#define NULLB "/dev/nullb0"
+#define ASYNC_PAGES 1024
+
+/*
+ * Anonymous pages paged out to a swap device whose writes are not
+ * synchronous (null_blk, memory-backed): reclaim queues the writes of a
+ * pass and submits them at its end, so pageout() returns with each write
+ * still under way and the folio is handed back under writeback
+ * (pageout_one()'s "goto keep"), to be freed by a later pass. zram, the
+ * suite's swap, completes every write before pageout() returns. The
+ * device gets the highest swap priority for the case. Asserted: every page
+ * swapped out; SwapCached up by at least half of them (the folios kept
+ * under writeback; after zram's synchronous writes they are freed at
+ * once); every byte read back through the swap cache, then paged out
+ * again, the swap cache reclaimed and read back from the device, then
+ * brought in by swapoff.
+ */
+static void test_async_swap_pageout(void)
+{
+	const char *name = "anon_pageout_to_async_swap_keeps_data";
+	const char *mb = "/sys/module/null_blk/parameters/memory_backed";
+	char *buf, backed[8] = "";
+	long cached0, cached;
+	size_t out;
+	FILE *f;
+	int ok = 1;
+
+	f = fopen(mb, "r");
+	if (f) {
+		if (!fgets(backed, sizeof(backed), f))
+			backed[0] = 0;
+		fclose(f);
+	}
+	if (access(NULLB, W_OK) || backed[0] != 'Y') {
+		ktap_skip(name, "no memory-backed " NULLB
+			  " (CONFIG_BLK_DEV_NULL_BLK, null_blk.memory_backed=1)");
+		return;
+	}
+	if (system("mkswap " NULLB " > /dev/null") ||
+	    swapon(NULLB, SWAP_FLAG_PREFER | SWAP_FLAG_PRIO_MASK)) {
+		ktap_diag("%s: mkswap or swapon " NULLB " failed", name);
+		ktap_result(0, name);
+		return;
+	}
+	folio_size(4);
+	buf = map_aligned(ASYNC_PAGES * PAGE_SIZE, PMD_SIZE);
+	fill_pages(buf, ASYNC_PAGES, 53);
+	cached0 = proc_field("/proc/meminfo", "SwapCached");
+	if (madvise(buf, ASYNC_PAGES * PAGE_SIZE, MADV_PAGEOUT))
+		die("MADV_PAGEOUT");
+	cached = proc_field("/proc/meminfo", "SwapCached") - cached0;
+	out = count_swapped(buf, ASYNC_PAGES);
+	ktap_diag("%s: %zu of %d pages swapped out, SwapCached +%ld kB",
+		  name, out, ASYNC_PAGES, cached);
+	if (out != ASYNC_PAGES) {
+		ktap_diag("%s: not every page went to swap", name);
+		ok = 0;
+	}
+	if (cached < ASYNC_PAGES / 2 * (long)(PAGE_SIZE / 1024)) {
+		ktap_diag("%s: the folios were not kept under writeback", name);
+		ok = 0;
+	}
+	ok = all_verified(buf, ASYNC_PAGES, 53, name) && ok;
+	/* clean swap cache folios now: freed without a write, read back */
+	for (int i = 0; i < 10 && count_swapped(buf, ASYNC_PAGES) < ASYNC_PAGES;
+	     i++)
+		madvise(buf, ASYNC_PAGES * PAGE_SIZE, MADV_PAGEOUT);
+	ok = all_swapped(buf, ASYNC_PAGES, name) && ok;
+	/* free the unmapped swap cache folios, so the reads go to the device */
+	for (int i = 0; i < 5; i++)
+		memcg_reclaim(MEMCG, 2 * ASYNC_PAGES * PAGE_SIZE);
+	ktap_diag("%s: SwapCached %ld kB before the read back", name,
+		  proc_field("/proc/meminfo", "SwapCached"));
+	ok = all_verified(buf, ASYNC_PAGES, 53, name) && ok;
+	madvise(buf, ASYNC_PAGES * PAGE_SIZE, MADV_PAGEOUT);
+	if (swapoff(NULLB)) {
+		ktap_diag("%s: swapoff " NULLB " failed", name);
+		ok = 0;
+	}
+	ok = all_verified(buf, ASYNC_PAGES, 53, name) && ok;
+	munmap(buf, ASYNC_PAGES * PAGE_SIZE);
+	ktap_result(ok, name);
+}
+
 FL_TEST(vmscan, sweep_anon_file_stamps_survive_reclaim, 300)
 {
 	test_sweep();
@@ -656,6 +741,10 @@ FL_TEST(vmscan, shmem_punch_hole_during_pageout_keeps_data, 300)
 FL_TEST(vmscan, shmem_pageout_refused_by_swap_max_keeps_data, 300)
 {
 	test_shmem_pageout_refused();
+}
+FL_TEST(vmscan, anon_pageout_to_async_swap_keeps_data, 300)
+{
+	test_async_swap_pageout();
 }
 
 int main(int argc, char **argv)
