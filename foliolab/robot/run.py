@@ -868,9 +868,18 @@ class Robot:
             if cell.name in self.broken:
                 continue
             if cell.per_prefix:
+                # A prefix's compile is incremental: it says only what the
+                # objects it recompiled say. An object a header change
+                # recompiles at prefix i (lib/vsprintf.o, say) repeats its
+                # old warnings, which prefix i-1, not recompiling it, did
+                # not print: so prefix i is held against everything the
+                # base and the prefixes before it said, not against i-1's
+                # log alone.
+                earlier: list[dg.Diagnostic] = []
                 for i in range(1, n + 1):
+                    earlier += results[(cell.name, i - 1)].diagnostics
                     for d in dg.added(
-                        results[(cell.name, i - 1)].diagnostics,
+                        earlier,
                         results[(cell.name, i)].diagnostics,
                     ):
                         found.append(

@@ -446,6 +446,33 @@ def test_findings_per_prefix_and_for_the_whole_series(tmp_path, tmp_cache):
     assert [f.whole for f in found] == [False, True, False]
 
 
+def test_an_old_warning_of_an_object_recompiled_later_is_not_new(
+    tmp_path, tmp_cache
+):
+    """Prefix 1 recompiles only rmap.o; prefix 2's header change
+    recompiles vsprintf.o, whose warning the base's full compile had: not
+    new. A warning prefix 1 added is said once, not again when prefix 3
+    recompiles its object."""
+    series = fake_series(tmp_path, 3)
+    x86 = cell("x86_64/perf")
+    robot = run.Robot(series, (x86,), tmp_path / "out")
+    old = diag(
+        1683, "va_format(", "candidate for gnu_printf", "lib/vsprintf.c"
+    )
+    new1 = diag(30, "int v1;", "unused 'v1'", "mm/rmap.c")
+    results = {
+        (x86.name, 0): result(x86.name, 0, old),
+        (x86.name, 1): result(x86.name, 1, new1),
+        (x86.name, 2): result(x86.name, 2, old),
+        (x86.name, 3): result(x86.name, 3, new1, old),
+    }
+    kdoc = {i: [] for i in range(4)}
+    found = robot._findings(results, kdoc, {1: [], 2: [], 3: []})
+    assert [f.line() for f in found] == [
+        "0001: x86_64/perf: mm/rmap.c:30: warning: unused 'v1'",
+    ]
+
+
 def test_the_cache_key_follows_tree_config_compiler_and_targets():
     base = dict(
         tree="t",
