@@ -7,7 +7,7 @@ and a log-log plot per table (render/plots.py draws it)."""
 from __future__ import annotations
 
 from foliolab.analysis.growth import Exponent, GrowthTable
-from foliolab.render import Column, Table, fmt, fmt_ratio
+from foliolab.render import Column, Table, fmt, fmt_ratio, wrap_prose
 
 # What every growth section opens with, so the exponent is read right.
 INTRO = (
@@ -35,6 +35,15 @@ def kind(t: GrowthTable) -> str:
     if t.unit.endswith("/s"):
         return f"rate, {t.unit}"
     return t.unit or "value"
+
+
+# A mail has no sections below and no guest line to point to.
+MAIL_INTRO = (
+    "How the cost grows: each point ran as a workload of its own; a row "
+    "per point gives each kernel's mean and its ratio to the baseline. "
+    "Growth exponent: the slope of log(cost) on log(parameter) over every "
+    "valid sample, with its 95% interval (0 = flat, 1 = linear)."
+)
 
 
 def heading(t: GrowthTable) -> str:
@@ -170,3 +179,20 @@ def plot_name(t: GrowthTable) -> str:
     """The table's plot's file under plots/."""
     fixed = "".join(f"-{k}={v}" for k, v in t.fixed)
     return f"growth-{t.workload}-{t.param}{fixed}-{t.metric}.png"
+
+
+def mail_lines(tables: list[GrowthTable], width: int) -> list[str]:
+    """The growth tables for a mail: each heading wrapped to ``width``,
+    its rows and its exponents (a row is narrower than a mail's line
+    for up to three kernels)."""
+    if not tables:
+        return []
+    out = wrap_prose(MAIL_INTRO, width)
+    for t in tables:
+        out += [
+            "",
+            *wrap_prose(heading(t), width),
+            *table(t).text(),
+            *(x for line in summary_lines(t) for x in wrap_prose(line, width)),
+        ]
+    return out

@@ -20,6 +20,7 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.reproduce import command, without_options
 from foliolab.analysis.workloadstats import StatRow
+from foliolab.render import growth
 from foliolab.render import (
     PAIRED_MARK,
     fmt,
@@ -192,6 +193,8 @@ def mail_report(a: Analysis, run: Path) -> str:
     ]
     for kernel in a.names[1:]:
         lines += ["", *comparison_lines(a, kernel)]
+    if a.growth:
+        lines += ["", *growth.mail_lines(a.growth, WIDTH)]
     lines += ["", *verdict_legend(a)]
     lines += [
         "",

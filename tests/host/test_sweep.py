@@ -423,6 +423,9 @@ def test_a_recorded_sweep_derives_again_to_its_own_samples(data, tmp_path):
         (run / "results.json").read_bytes(),
         (run / "report.txt").read_bytes(),
     ) == first
+    mail = report.mail_text(run)
+    assert "How the cost grows" in mail and "growth exponent" in mail
+    assert max(len(line) for line in mail.splitlines()) <= 80
     growth = json.loads(first[0])["growth"]
     walk = next(
         t for t in growth if t["metric"] == "page_vma_mapped_walk_per_folio"
