@@ -157,11 +157,19 @@ def _marker(r: StatRow) -> tuple[str, str]:
     return "o", ""
 
 
+def _drawn(r: StatRow) -> tuple[float, float, float]:
+    """The ratio and CI a plot draws: the ones that decide the row's
+    verdict (paired or plain), as the tables show and the colour says."""
+    low, high = r.decisive_ci
+    return r.decisive_ratio, low, high
+
+
 def _whiskers(r: StatRow, floor: float) -> list[list[float]]:
-    """The CI as errorbar's distances from the ratio; on a log axis a
-    CI's low end at or below 0 is drawn to the axis' floor."""
-    low = r.ci_low if r.ci_low > floor else floor
-    return [[max(r.ratio - low, 0.0)], [max(r.ci_high - r.ratio, 0.0)]]
+    """The deciding CI as errorbar's distances from its ratio; on a log
+    axis a CI's low end at or below 0 is drawn to the axis' floor."""
+    ratio, ci_low, ci_high = _drawn(r)
+    low = ci_low if ci_low > floor else floor
+    return [[max(ratio - low, 0.0)], [max(ci_high - ratio, 0.0)]]
 
 
 def _no_ratio(r: StatRow) -> str:
@@ -220,18 +228,17 @@ def draw_forest(a: Analysis) -> Any:
     if not rows:
         return None
     values = [
-        v
-        for r in rows
-        for v in ([r.ratio, r.ci_low, r.ci_high] if r.ci_known else [r.ratio])
+        v for r in rows for v in (_drawn(r) if r.ci_known else [_drawn(r)[0]])
     ]
     lo, hi = _log_limits(values)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.5))
     for y, r in enumerate(reversed(rows)):
         m, word = _marker(r)
-        if r.ci_known and all(math.isfinite(v) for v in (r.ci_low, r.ci_high)):
+        ratio, ci_low, ci_high = _drawn(r)
+        if r.ci_known and all(math.isfinite(v) for v in (ci_low, ci_high)):
             ax.errorbar(
-                r.ratio,
+                ratio,
                 y,
                 xerr=_whiskers(r, lo),
                 fmt=m,
@@ -240,7 +247,7 @@ def draw_forest(a: Analysis) -> Any:
             )
         else:
             ax.plot(
-                r.ratio,
+                ratio,
                 y,
                 m,
                 color=colour(r),
@@ -248,7 +255,7 @@ def draw_forest(a: Analysis) -> Any:
             )
         note = f"  {word}" if word else ""
         ax.annotate(
-            f"{ratio_text(r.ratio)}{note}",
+            f"{ratio_text(ratio)}{note}",
             (1.0, y),
             xycoords=("axes fraction", "data"),
             xytext=(4, 0),
@@ -365,9 +372,7 @@ def _ratio_panel(
     }
     rows = {r.kernel: r for r in group}
     values = [v for vs in per.values() for v in vs] + [
-        v
-        for r in group
-        for v in ([r.ratio, r.ci_low, r.ci_high] if r.ci_known else [r.ratio])
+        v for r in group for v in (_drawn(r) if r.ci_known else [_drawn(r)[0]])
     ]
     log = _wants_log(values)
     lo, hi = _log_limits(values) if log else _ratio_limits(values)
@@ -381,15 +386,14 @@ def _ratio_panel(
             color=kernel_colour(i),
         )
         row = rows.get(name)
-        if row is None or not math.isfinite(row.ratio):
+        if row is None or not math.isfinite(_drawn(row)[0]):
             continue
         m, _ = _marker(row)
-        if row.ci_known and all(
-            math.isfinite(v) for v in (row.ci_low, row.ci_high)
-        ):
+        ratio, ci_low, ci_high = _drawn(row)
+        if row.ci_known and all(math.isfinite(v) for v in (ci_low, ci_high)):
             ax.errorbar(
                 i + 0.25,
-                row.ratio,
+                ratio,
                 yerr=_whiskers(row, lo if log else -math.inf),
                 fmt=m,
                 color=colour(row),
@@ -398,7 +402,7 @@ def _ratio_panel(
         else:
             ax.plot(
                 i + 0.25,
-                row.ratio,
+                ratio,
                 m,
                 color=colour(row),
                 fillstyle="full" if row.exact else "none",

@@ -4,6 +4,7 @@ CI decides and is the one report.txt and the mail show; elsewhere the
 bootstrap CI of the ratio of means. Decided once, in analysis
 (StatRow.decisive); results.json keeps both."""
 
+import pytest
 import numpy as np
 
 from foliolab.analysis import stats
@@ -95,3 +96,20 @@ def test_a_lost_round_still_pairs_but_a_zero_does_not():
     assert r.paired.n == 6 and r.decisive == "paired"
     z = row(base, [0.0] + [b * 0.9 for b in base[1:]])
     assert z.paired.n == 7 and z.decisive == "plain"
+
+
+def test_the_plots_draw_the_ci_that_decides():
+    """A row decided by its paired CI is coloured by that verdict, so its
+    whiskers are the paired CI's, around the paired ratio, not the plain
+    CI that crosses 1."""
+    from foliolab.render import plots
+
+    base = [100.0, 150, 80, 200, 120, 90, 170, 110]
+    noise = [1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01]
+    r = row(base, [b * 0.95 * e for b, e in zip(base, noise)])
+    assert r.decisive == "paired" and plots.colour(r) == "tab:green"
+    low, high = r.decisive_ci
+    (below,), (above,) = plots._whiskers(r, 0.0)
+    assert below == pytest.approx(r.paired.ratio - low)
+    assert above == pytest.approx(high - r.paired.ratio)
+    assert r.paired.ratio + above < 1 < r.ci_high
