@@ -39,6 +39,7 @@ from foliolab.kernel import build, source
 from foliolab.paths import cache_root
 from foliolab.robot import diagnostics as dg
 from foliolab.robot import objects
+from foliolab.series import check as series_check
 from foliolab.robot.matrix import CLANG, CLANG_VERSION, Cell, cell_config
 
 log = logging.getLogger("foliolab")
@@ -792,18 +793,7 @@ class Robot:
         series' files again in the next run."""
         if self._at is None:
             self._checkout(self.series.tip)
-        cp = proc.run(
-            [
-                "perl",
-                "scripts/checkpatch.pl",
-                "--strict",
-                "--ignore",
-                "UNKNOWN_COMMIT_ID",
-                patch.resolve(),
-            ],
-            cwd=self.worktree,
-            check=False,
-        )
+        cp = series_check.checkpatch(self.worktree, patch)
         return dg.parse_checkpatch(cp.stdout, patch.name)
 
     # ---- the whole run ------------------------------------------------

@@ -13,6 +13,8 @@ tree ready for ``foliolab compare``.
 
 from __future__ import annotations
 
+import subprocess
+
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -61,13 +63,13 @@ class PatchCheck:
         )
 
 
-def run_checkpatch(repo: Path, patch: Path) -> Step:
-    """Passed ("ok"), or checkpatch's summary line when it finds anything
-    at all."""
+def checkpatch(repo: Path, patch: Path) -> subprocess.CompletedProcess[str]:
+    """``scripts/checkpatch.pl --strict`` of the tree ``repo`` on ``patch``
+    (check and check --robot both run it so)."""
     # The base is Debian's source tarball imported into git, without
     # upstream history: every upstream commit a message cites is unknown to
     # it. checkpatch still checks how such a reference is written.
-    res = proc.run(
+    return proc.run(
         [
             "perl",
             "scripts/checkpatch.pl",
@@ -79,6 +81,12 @@ def run_checkpatch(repo: Path, patch: Path) -> Step:
         cwd=repo,
         check=False,
     )
+
+
+def run_checkpatch(repo: Path, patch: Path) -> Step:
+    """Passed ("ok"), or checkpatch's summary line when it finds anything
+    at all."""
+    res = checkpatch(repo, patch)
     total = [ln for ln in res.stdout.splitlines() if ln.startswith("total:")]
     summary = total[-1] if total else (res.stderr.strip() or "no summary")
     if res.returncode == 0 and "0 errors, 0 warnings, 0 checks" in summary:
