@@ -160,12 +160,16 @@ def shorter_plans(plan: BootPlan) -> list[tuple[str, BootPlan]]:
     ask for them: the fewest runs at which a row can be significant,
     then also fewer workloads (the first ones given), then exact counts
     alone (two runs with --count: a count that repeats exactly needs no
-    more)."""
+    more). A run with a sweep is offered fewer runs only: its points are
+    not names --workloads takes, and its --sweep options name its
+    workloads."""
     out = []
     runs = stats.runs_needed()
     if plan.runs > runs:
         plan = replace(plan, runs=runs)
         out.append((f"--runs {runs}", plan))
+    if any(w.sweep_of for w in plan.workloads):
+        return out
     names = [w.name for w in plan.workloads]
     for k in range(len(names) - 1, 0, -1):
         fewer = replace(plan, workloads=plan.workloads[:k])

@@ -147,3 +147,33 @@ def test_a_long_run_names_a_shorter_one_before_the_first_build(
     assert int(m) < 31  # within the half hour: the longest such
     short = start("--runs", "2", "--workloads", "pageout").splitlines()
     assert not any(x.startswith("# long run") for x in short)
+
+
+def test_a_long_sweep_is_offered_fewer_runs_not_its_points_as_workloads(
+    tmp_path, tmp_cache
+):
+    """--workloads takes no sweep point (pageout@folio_kb=16): a long
+    sweep's shorter run keeps its workloads and its sweeps."""
+    from test_orchestrate import request
+
+    run = request(
+        "compare",
+        "--patches",
+        "none",
+        "--accel",
+        "tcg",
+        "--workloads",
+        "pageout,ksm-rmap",
+        "--sweep",
+        "pageout.folio_kb=16,64,256",
+        "--runs",
+        "10",
+        "--out",
+        str(tmp_path / "run"),
+    ).stages()
+    offered = dryrun.shorter_plans(run.plan)
+    assert [opts for opts, _ in offered] == ["--runs 4"]
+    lines = dryrun.start_block(run.kernels, run.plan, run.machine)
+    assert "@" not in "".join(
+        x for x in lines.splitlines() if x.startswith("# long run")
+    )
