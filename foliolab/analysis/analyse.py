@@ -89,7 +89,5 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         missing,
         headline(workloads, m),
         costs,
-        growth_tables(
-            [wa.workload for wa in workloads], m.params, samples, names
-        ),
+        growth_tables([wa.workload for wa in workloads], samples, names),
     )

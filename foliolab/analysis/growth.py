@@ -23,7 +23,7 @@ from statistics import fmean
 from scipy import stats as sps
 
 from foliolab.boot.derive import Sample
-from foliolab.workloads.model import MACHINE_VCPUS, Growth, Workload
+from foliolab.workloads.model import Growth, Workload
 
 # The interval of a fitted exponent.
 CONFIDENCE = 0.95
@@ -177,22 +177,17 @@ def crossing(
     return None
 
 
-def _param_value(w: Workload, param: str, params: dict[str, str]) -> float:
-    """A point's value of ``param`` as a number (NaN: not a number): the
-    value it was swept to, else the one it ran with."""
-    if param == MACHINE_VCPUS:
-        text = str(w.vcpus)
-    else:
-        text = w.point_value(param) or params.get(param, "")
+def _param_value(w: Workload, param: str) -> float:
+    """The value point ``w`` swept ``param`` to (vCPUs too), as a number
+    (NaN: not a number)."""
     try:
-        return float(text)
+        return float(w.point_value(param) or "")
     except ValueError:
         return math.nan
 
 
 def growth_tables(
     workloads: list[Workload],
-    params: dict[str, dict[str, str]],
     samples: list[Sample],
     kernels: list[str],
 ) -> list[GrowthTable]:
@@ -220,7 +215,6 @@ def growth_tables(
                             fixed,
                             g,
                             group,
-                            params,
                             samples,
                             kernels,
                         )
@@ -234,7 +228,6 @@ def _table(
     fixed: tuple[tuple[str, str], ...],
     g: Growth,
     group: list[Workload],
-    params: dict[str, dict[str, str]],
     samples: list[Sample],
     kernels: list[str],
 ) -> GrowthTable:
@@ -250,7 +243,7 @@ def _table(
         k: ([], []) for k in kernels
     }
     for w in group:
-        x = _param_value(w, param, params.get(w.name, {}))
+        x = _param_value(w, param)
         means: dict[str, float | None] = {}
         counts: dict[str, int] = {}
         for k in kernels:

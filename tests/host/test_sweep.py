@@ -344,7 +344,7 @@ def test_growth_reports_per_page_where_the_metric_is_per_folio():
                     {"try_to_unmap_insns_per_folio": 1000.0 * pages**0.25},
                 ),
             ]
-    tables = growth_tables(points, params, samples, ["up", "next"])
+    tables = growth_tables(points, samples, ["up", "next"])
     t = next(t for t in tables if t.metric == "try_to_unmap_insns_per_folio")
     assert t.label.endswith("per page")
     assert [p.means["up"] for p in t.points] == [1000.0] * 3
