@@ -104,6 +104,14 @@ class Finished:
     cpu_s: float  # its user + system CPU time
 
 
+def children_cpu_s() -> float:
+    """The user + system CPU seconds of every child this process has
+    waited for so far: a command's own, as the difference before and
+    after it (one command at a time)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_until(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -123,7 +131,7 @@ def run_until(
     log.debug("$ %s", shlex.join(args))
     full_env = dict(os.environ)
     full_env.update(env or {})
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0 = children_cpu_s()
     t0 = time.monotonic()
     with open(output, "w") as out:
         try:
@@ -147,8 +155,7 @@ def run_until(
         except BaseException:
             _end(p, grace)
             raise
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    cpu = children_cpu_s() - cpu0
     return Finished(rc, timed_out, time.monotonic() - t0, round(cpu, 2))
 
 

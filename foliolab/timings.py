@@ -15,13 +15,13 @@ import json
 import logging
 import shutil
 import statistics
-import resource
 import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from foliolab import proc
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -409,19 +409,16 @@ def probe_source() -> str:
 
 PROBE_FUNCTIONS = 120
 
-# (argv, cwd) -> seconds it took; a test gives a fake one
+# (argv, cwd) -> the CPU seconds it took; a test gives a fake one
 Runner = Callable[[list[str], Path], float]
 
 
 def _timed_run(argv: list[str], cwd: Path) -> float:
     """The CPU seconds ``argv`` took (user + system): the machine's
     speed, not how busy it is at the moment."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = proc.children_cpu_s()
     subprocess.run(argv, cwd=cwd, check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (
-        after.ru_stime - before.ru_stime
-    )
+    return proc.children_cpu_s() - before
 
 
 def probe(runner: Runner = _timed_run) -> Calibration | None:

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import re
-import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -631,14 +630,11 @@ class Robot:
         argv = make_argv(
             cell, self.worktree, self.build_dir(cell), self.jobs, *args
         )
-        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu0 = proc.children_cpu_s()
         rc = proc.run(
             argv, env=make_env(), log_path=logp, check=False, error=BuildError
         ).returncode
-        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.times[cell.name].cpu_s += (
-            ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime
-        )
+        self.times[cell.name].cpu_s += proc.children_cpu_s() - cpu0
         if rc != 0 and check:
             raise BuildError(
                 f"robot cell {cell.name}: {what} failed (exit {rc})",
