@@ -188,10 +188,6 @@ COST_LABEL_W = 24
 COST_VALUE_W = 13
 
 
-def _cost_cell(x: float | None) -> str:
-    return fmt(x)
-
-
 def cost_lines(c: WorkloadCost, accel_label: str) -> list[str]:
     """compare-kernels' per-kernel summary: the workload's User, System
     and Elapsed time and reclaim's vmstat counters, each the kernel's
@@ -206,12 +202,10 @@ def cost_lines(c: WorkloadCost, accel_label: str) -> list[str]:
             ("System (s)", "sys_s"),
             ("Elapsed (s)", "elapsed_s"),
         ):
-            rows.append(
-                (label, [_cost_cell(getattr(k, attr)) for k in c.kernels])
-            )
+            rows.append((label, [fmt(getattr(k, attr)) for k in c.kernels]))
     for counter in c.counters:
         rows.append(
-            (counter, [_cost_cell(k.counters.get(counter)) for k in c.kernels])
+            (counter, [fmt(k.counters.get(counter)) for k in c.kernels])
         )
     if any(k.scanned for k in c.kernels):
         rows.append(
