@@ -58,6 +58,15 @@ class GrowthPoint:
     workload: str  # the point's name (its boots: raw/<name>/)
     means: dict[str, float | None]  # kernel -> mean (None: no samples)
     counts: dict[str, int]  # kernel -> valid samples with the metric
+    # What the cost is fitted against: the parameter's value, or the
+    # mean of the measured quantity (Growth.against) over every sample
+    # of the point, all kernels'.
+    x: float = math.nan
+
+    @property
+    def at(self) -> float:
+        """The point on the fit's axis."""
+        return self.value if math.isnan(self.x) else self.x
 
     def ratio(self, kernel: str, baseline: str) -> float | None:
         """``kernel``'s mean over the baseline's at this point."""
@@ -73,6 +82,7 @@ class GrowthTable:
 
     workload: str  # the workload swept
     param: str
+    against: str  # the measured axis (Growth.against), "": the parameter
     fixed: tuple[tuple[str, str], ...]  # other swept parameters' values
     metric: str  # the metric's key
     label: str  # the metric as the table heads it (with its scaling)
@@ -88,10 +98,16 @@ class GrowthTable:
     def baseline(self) -> str:
         return self.kernels[0]
 
+    @property
+    def axis(self) -> str:
+        """What the exponent is fitted against."""
+        return self.against or self.param
+
     def as_json(self) -> dict[str, object]:
         return {
             "workload": self.workload,
             "param": self.param,
+            "against": self.axis,
             "fixed": dict(self.fixed),
             "metric": self.metric,
             "label": self.label,
@@ -102,6 +118,7 @@ class GrowthTable:
             "points": [
                 {
                     "value": p.value,
+                    "at": p.at,
                     "workload": p.workload,
                     "means": p.means,
                     "n": p.counts,
@@ -160,16 +177,16 @@ def fit_exponent(xs: list[float], ys: list[float]) -> Exponent:
 def crossing(
     points: tuple[GrowthPoint, ...], kernel: str, baseline: str
 ) -> float | None:
-    """The parameter value where ``kernel``'s mean crosses the baseline's
-    (its ratio passes 1 between two neighbouring points, interpolated on
-    log axes); None if it never does."""
+    """The value on the fit's axis where ``kernel``'s mean crosses the
+    baseline's (its ratio passes 1 between two neighbouring points,
+    interpolated on log axes); None if it never does."""
     prev: tuple[float, float] | None = None
     for p in points:
         r = p.ratio(kernel, baseline)
-        if r is None or r <= 0 or p.value <= 0:
+        if r is None or r <= 0 or not p.at > 0:
             prev = None
             continue
-        here = (math.log(p.value), math.log(r))
+        here = (math.log(p.at), math.log(r))
         if prev is not None and prev[1] * here[1] < 0:
             (x0, y0), (x1, y1) = prev, here
             return math.exp(x0 + (x1 - x0) * (0 - y0) / (y1 - y0))
@@ -246,25 +263,32 @@ def _table(
         x = _param_value(w, param)
         means: dict[str, float | None] = {}
         counts: dict[str, int] = {}
+        measured: list[float] = []
         for k in kernels:
-            values = [
-                g.value(s.values[g.metric], x)
+            mine = [
+                s
                 for s in samples
                 if s.workload == w.name
                 and s.variant == k
                 and s.valid
                 and g.metric in s.values
+                and (not g.against or g.against in s.values)
             ]
+            values = [g.value(s.values[g.metric], x) for s in mine]
+            xs = [s.values[g.against] if g.against else x for s in mine]
             means[k] = fmean(values) if values else None
             counts[k] = len(values)
-            fits[k][0].extend([x] * len(values))
+            fits[k][0].extend(xs)
             fits[k][1].extend(values)
-        rows.append(GrowthPoint(x, w.name, means, counts))
+            measured += xs
+        at = fmean(measured) if g.against and measured else math.nan
+        rows.append(GrowthPoint(x, w.name, means, counts, at))
     rows.sort(key=lambda p: p.value)
     points = tuple(rows)
     return GrowthTable(
         base,
         param,
+        g.against,
         fixed,
         g.metric,
         label,

@@ -53,8 +53,9 @@ def heading(t: GrowthTable) -> str:
     better = (
         f"; {t.better} is better" if t.better in ("lower", "higher") else ""
     )
+    against = f", against {t.against} as measured" if t.against else ""
     return (
-        f"{t.workload} by {t.param}{f' at {at}' if at else ''}: "
+        f"{t.workload} by {t.param}{f' at {at}' if at else ''}{against}: "
         f"{t.label} ({kind(t)}{better})"
     )
 
@@ -63,14 +64,17 @@ def table(t: GrowthTable) -> Table:
     """A row per point: the parameter, each kernel's mean, each other
     kernel's ratio to the baseline."""
     others = t.kernels[1:]
+    measured = [Column(t.against, 10)] if t.against else []
     out = Table(
         [Column(t.param, 10)]
+        + measured
         + [Column(k, 13) for k in t.kernels]
         + [Column(f"{k}/{t.baseline}", 11) for k in others]
     )
     for p in t.points:
         out.add(
             fmt(p.value),
+            *([fmt(p.at)] if t.against else []),
             *(fmt(p.means.get(k)) for k in t.kernels),
             *(fmt_ratio(p.ratio(k, t.baseline)) for k in others),
         )
@@ -95,13 +99,14 @@ def exponent_text(e: Exponent) -> str:
 
 def crossing_text(t: GrowthTable, kernel: str) -> str:
     x = t.crossings.get(kernel)
-    lo, hi = fmt(t.points[0].value), fmt(t.points[-1].value)
+    ats = sorted(p.at for p in t.points)
+    lo, hi = fmt(ats[0]), fmt(ats[-1])
     if x is None:
         return (
-            f"{kernel} does not cross {t.baseline} between {t.param} "
+            f"{kernel} does not cross {t.baseline} between {t.axis} "
             f"{lo} and {hi}"
         )
-    return f"{kernel} crosses {t.baseline} at {t.param} ~ {fmt(x)}"
+    return f"{kernel} crosses {t.baseline} at {t.axis} ~ {fmt(x)}"
 
 
 def summary_lines(t: GrowthTable) -> list[str]:

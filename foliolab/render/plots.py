@@ -568,11 +568,11 @@ def growth_figure(t: GrowthTable) -> bytes | None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     drawn = 0
     for i, k in enumerate(t.kernels):
-        pts = [
-            (p.value, m)
+        pts = sorted(
+            (p.at, m)
             for p in t.points
-            if (m := p.means.get(k)) is not None and m > 0 and p.value > 0
-        ]
+            if (m := p.means.get(k)) is not None and m > 0 and p.at > 0
+        )
         if len(pts) < 2:
             continue
         drawn += 1
@@ -597,20 +597,22 @@ def growth_figure(t: GrowthTable) -> bytes | None:
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xticks([p.value for p in t.points if p.value > 0])
+    ax.set_xticks([p.at for p in t.points if p.at > 0])
     ax.xaxis.set_minor_formatter("")
     # a parameter's values as given (1024, not 1.02K), but 60K VMAs short
     ax.xaxis.set_major_formatter(
-        lambda v, _pos: f"{v:g}" if v < 10000 else _short(v)
+        lambda v, _pos: (
+            _short(v) if v >= 10000 else f"{v:.4g}" if t.against else f"{v:g}"
+        )
     )
     # a log axis spanning less than a decade has no major label: the
     # minor ones say where the values are
     ax.yaxis.set_major_formatter(_short)
     ax.yaxis.set_minor_formatter(_short)
     ax.tick_params(axis="y", which="minor", labelsize=7)
-    ax.set_xlabel(t.param)
+    ax.set_xlabel(t.axis if not t.against else f"{t.against} (measured)")
     ax.set_ylabel(t.label, fontsize=8)
-    ax.set_title(f"{t.workload}: growth with {t.param}", fontsize=9)
+    ax.set_title(f"{t.workload}: growth with {t.axis}", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

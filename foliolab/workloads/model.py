@@ -113,12 +113,18 @@ class Growth:
     order, with the CPUs, with the VMAs). ``per_param_unit`` > 0: the
     metric is per item the parameter counts in units of that size (a
     folio of ``folio_kb`` KiB holds ``folio_kb / 4`` pages): the sweep
-    reports it per such unit (value * per_param_unit / parameter)."""
+    reports it per such unit (value * per_param_unit / parameter).
+
+    ``against``: where the parameter only steers what the cost grows
+    with (readahead steers the size of the page cache folios), the
+    metric each sample measures that quantity by; the exponent is then
+    fitted against it, sample by sample, not against the parameter."""
 
     param: str  # a workload parameter, or MACHINE_VCPUS
     metric: str
     label: str = ""  # as the sweep's table heads it ("": the metric's)
     per_param_unit: float = 0.0
+    against: str = ""  # a metric of the sample ("": the parameter)
 
     def value(self, metric_value: float, param_value: float) -> float:
         """The metric at one point, as the sweep reports it."""

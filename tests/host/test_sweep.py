@@ -16,6 +16,7 @@ from foliolab.analysis.growth import GrowthPoint
 from foliolab.boot import derive
 from foliolab.boot.derive import Sample
 from foliolab.render import report
+from foliolab.render import growth as report_growth
 from foliolab.bootrecord import BootStatus
 from foliolab.render.text import head_of
 from foliolab.run import orchestrate
@@ -352,6 +353,61 @@ def test_growth_reports_per_page_where_the_metric_is_per_folio():
     assert t.exponents["next"].slope == pytest.approx(-0.75)
     assert t.points[0].ratio("next", "up") == pytest.approx(4**0.25 / 4)
     assert t.crossings["next"] is None
+
+
+def test_a_sweep_steering_the_folio_size_is_fitted_against_the_size_measured():
+    """file-reclaim's readahead only steers the folio size: the exponent
+    is of the cost on the size each sample measured, not on the setting.
+    Here the settings 16, 64 and 256 KiB give folios of 16, 32 and 32 KiB
+    and a cost per page that is 1000 / pages on next: against the setting
+    the fit would be about -0.25, against the size it is -1."""
+    wl, p, sweeps = parse(
+        ["file-reclaim.readahead_kb=16,64,256"], "file-reclaim"
+    )
+    points, params = sweep.expand(wl, p, sweeps)
+    got = {16: 16.0, 64: 32.0, 256: 32.0}
+    samples = []
+    for w in points:
+        kb = got[int(w.resolve({})["readahead_kb"])]
+        for run in range(2):
+            for variant, cost in (("up", 80.0), ("next", 1000 * 4 / kb)):
+                samples.append(
+                    sample(
+                        w.name,
+                        variant,
+                        run,
+                        {
+                            "try_to_unmap_insns_per_page": cost,
+                            "reclaimed_folio_kb": kb,
+                        },
+                    )
+                )
+    tables = growth_tables(points, samples, ["up", "next"])
+    t = next(t for t in tables if t.metric == "try_to_unmap_insns_per_page")
+    assert (t.param, t.against, t.axis) == (
+        "readahead_kb",
+        "reclaimed_folio_kb",
+        "reclaimed_folio_kb",
+    )
+    assert [(p.value, p.at) for p in t.points] == [
+        (16, 16.0),
+        (64, 32.0),
+        (256, 32.0),
+    ]
+    assert t.exponents["up"].slope == pytest.approx(0.0, abs=1e-9)
+    assert t.exponents["next"].slope == pytest.approx(-1.0)
+    # next crosses up where 4000 / kb = 80: at 50 KiB, outside 16-32
+    assert t.crossings["next"] is None
+    text = "\n".join(report_growth.text_lines(tables))
+    assert "against reclaimed_folio_kb as measured" in text
+    assert "between reclaimed_folio_kb 16 and 32" in text
+    # a sample without the measured size is not fitted at a guessed one
+    samples.append(
+        sample(points[0].name, "next", 9, {"try_to_unmap_insns_per_page": 1.0})
+    )
+    again = growth_tables(points, samples, ["up", "next"])
+    t2 = next(t for t in again if t.metric == "try_to_unmap_insns_per_page")
+    assert t2.exponents["next"].samples == t.exponents["next"].samples
 
 
 # ---- a recorded sweep ------------------------------------------------------

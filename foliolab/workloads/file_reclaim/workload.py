@@ -17,6 +17,7 @@ from foliolab.workloads.model import (
     Window,
     NO_DIRECTION,
     Derived,
+    Growth,
     Metric,
     Param,
     Workload,
@@ -68,6 +69,50 @@ def derive_file_reclaim(s: GuestSample, params: dict[str, str]) -> Derived:
 
 
 _FILE_ROOTS = ("try_to_unmap", "folio_referenced", "shrink_folio_list")
+
+# The guest's base page, KiB (configs ask for 4K pages on every arch).
+PAGE_KB = 4
+
+
+def per_page(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The counted unmap work per file page reclaimed, and the size of
+    the folios reclaim unmapped, measured: pages reclaimed (pgsteal_file,
+    the mapped file is all reclaim finds in the memcg) over the folios
+    try_to_unmap() was called for. Readahead only steers the folio size
+    (a folio-size sweep is fitted against this, not against the
+    setting)."""
+    pages = derived.get("pgsteal_file")
+    folios = counted.get(f"{UNMAP_UNIT.name}s_counted")
+    if not pages or not folios:
+        return {}
+    out = {
+        "reclaimed_folio_kb": PAGE_KB * pages / folios,
+        "try_to_unmap_insns_per_page": counted["try_to_unmap_insns"] / pages,
+        "tlb_flush_insns_per_page": counted["try_to_unmap_tlb_flush_insns"]
+        / pages,
+    }
+    return out
+
+
+# What a sweep of readahead_kb (the page cache folio size) is about (S2):
+# unmap work per page against the folio size measured at each point.
+_FOLIO_GROWTH = (
+    Growth(
+        "readahead_kb",
+        "try_to_unmap_insns_per_page",
+        against="reclaimed_folio_kb",
+    ),
+    Growth(
+        "readahead_kb",
+        "tlb_flush_insns_per_page",
+        against="reclaimed_folio_kb",
+    ),
+    Growth("readahead_kb", "reclaim_real_s", against="reclaimed_folio_kb"),
+)
 
 FILE_RECLAIM = Workload(
     name="file-reclaim",
@@ -142,13 +187,42 @@ FILE_RECLAIM = Workload(
             )
             for o in FOLIO_ORDERS
         ),
-        *count_metrics(UNMAP_UNIT, _FILE_ROOTS),
+        *count_metrics(
+            UNMAP_UNIT,
+            _FILE_ROOTS,
+            (
+                Metric(
+                    "reclaimed_folio_kb",
+                    "KiB",
+                    NO_DIRECTION,
+                    "counted: KiB reclaimed per folio try_to_unmap() "
+                    "was called for",
+                    primary=False,
+                ),
+                Metric(
+                    "try_to_unmap_insns_per_page",
+                    "insns",
+                    "lower",
+                    "counted: try_to_unmap (callees included) per file "
+                    "page reclaimed",
+                ),
+                Metric(
+                    "tlb_flush_insns_per_page",
+                    "insns",
+                    "lower",
+                    "counted: TLB invalidations in try_to_unmap per file "
+                    "page reclaimed",
+                    primary=False,
+                ),
+            ),
+        ),
     ),
     derive=derive_file_reclaim,
     timeout=300,
     window=WINDOW,
     count_roots=_FILE_ROOTS,
     count_unit=UNMAP_UNIT,
+    count_extra=per_page,
     # brd allocates lazily: 2 GiB is a ceiling, not a reservation.
     cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
     # 180 s / 20 boots in the trial of 2026-11-26 (TCG,
@@ -156,6 +230,7 @@ FILE_RECLAIM = Workload(
     # pageout fixture's counting boots against its timed ones.
     tcg_boot_s=9.0,
     tcg_count_boot_s=11.3,
+    growth=_FOLIO_GROWTH,
 )
 
 WORKLOADS = (FILE_RECLAIM,)
