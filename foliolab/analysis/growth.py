@@ -225,17 +225,11 @@ def growth_tables(
                 groups.setdefault(fixed, []).append(w)
             for fixed, group in groups.items():
                 for g in group[0].growth_for(param):
-                    out.append(
-                        _table(
-                            base,
-                            param,
-                            fixed,
-                            g,
-                            group,
-                            samples,
-                            kernels,
-                        )
-                    )
+                    t = _table(base, param, fixed, g, group, samples, kernels)
+                    # a metric of another setting (dirty-tlb's threads
+                    # report no stress-ng rate): no table
+                    if any(n for p in t.points for n in p.counts.values()):
+                        out.append(t)
     return out
 
 

@@ -68,8 +68,9 @@ def test_captured_boots_derive_the_expected_samples(run, captured):
 
 @pytest.mark.parametrize("name", list(workloads.WORKLOADS))
 def test_every_workload_derives_every_metric_it_declares(name, captured):
-    """Each workload has a captured timed boot, valid, with every timed
-    metric it declares; its counting boots (when captured) are valid."""
+    """Each workload has a captured timed boot, valid, and every timed
+    metric it declares comes from one of them; its counting boots (when
+    captured) are valid."""
     w = workloads.WORKLOADS[name]
     mine = [
         s for run in captured.values() for s in run if s["workload"] == name
@@ -83,11 +84,11 @@ def test_every_workload_derives_every_metric_it_declares(name, captured):
     )
     for s in mine:
         assert s["valid"], s["reasons"]
-    for s in timed:
-        missing = {m.key for m in w.metrics if not m.counted} - set(
-            s["values"]
-        )
-        assert not missing, f"{name} declares but never derives {missing}"
+    # a metric of one setting (dirty-tlb's stress-ng rate, its threaded
+    # writer's) is derived by that setting's boot
+    derived_somewhere = {k for s in timed for k in s["values"]}
+    missing = {m.key for m in w.metrics if not m.counted} - derived_somewhere
+    assert not missing, f"{name} declares but never derives {missing}"
 
 
 if __name__ == "__main__":

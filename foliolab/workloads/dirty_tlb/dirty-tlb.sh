@@ -14,15 +14,25 @@ fl_sample() {
 	fl_fault
 	fl_snap before $CG
 	flmark begin $FL_WIN_STRESS
-	(cd /tmp && sh -c "echo \$\$ > $CG/cgroup.procs; exec stress-ng \
-		--vm $FL_WORKERS --vm-bytes ${FL_TOTAL_MB}M --vm-keep \
-		--vm-method $FL_METHOD --no-rand-seed --no-madvise \
-		--timeout ${FL_SECONDS}s --metrics --yaml /tmp/stress-ng.yaml") \
-		> /tmp/stress-ng.out 2>&1 ||
-		fl_invalid "stress-ng exited with $?"
+	if [ "$FL_WRITER" = threads ]; then
+		# one mm, its threads on every CPU (dirtythreads.c); its
+		# records go to the results port as they are
+		sh -c "echo \$\$ > $CG/cgroup.procs; exec dirtythreads \
+			$FL_WORKERS $FL_TOTAL_MB $FL_SECONDS" ||
+			fl_invalid "dirtythreads exited with $?"
+	else
+		(cd /tmp && sh -c "echo \$\$ > $CG/cgroup.procs; exec stress-ng \
+			--vm $FL_WORKERS --vm-bytes ${FL_TOTAL_MB}M --vm-keep \
+			--vm-method $FL_METHOD --no-rand-seed --no-madvise \
+			--timeout ${FL_SECONDS}s --metrics --yaml /tmp/stress-ng.yaml") \
+			> /tmp/stress-ng.out 2>&1 ||
+			fl_invalid "stress-ng exited with $?"
+	fi
 	flmark end $FL_WIN_STRESS
 	fl_snap after $CG
-	fl_file stress-ng.yaml /tmp/stress-ng.yaml
-	fl_file stress-ng.out /tmp/stress-ng.out
+	if [ "$FL_WRITER" != threads ]; then
+		fl_file stress-ng.yaml /tmp/stress-ng.yaml
+		fl_file stress-ng.out /tmp/stress-ng.out
+	fi
 	rmdir $CG
 }

@@ -12,6 +12,7 @@ from foliolab.workloads.model import (
     Growth,
     MACHINE_VCPUS,
     Metric,
+    NO_DIRECTION,
     Param,
     Workload,
     count_metrics,
@@ -25,12 +26,19 @@ WINDOW = Window(3, "STRESS", "the stress-ng run (flmark)")
 def derive_dirty_tlb(s: GuestSample, params: dict[str, str]) -> Derived:
     d = Derived()
     vm = common_checks(s, d, need_swap=True)
-    sng = parse.parse_stress_ng_yaml(s.files.get("stress-ng.yaml", ""))
-    vmr = sng.get("vm", {})
-    if "bogo-ops-per-second-real-time" in vmr:
-        d.values["bogo_ops_per_s"] = vmr["bogo-ops-per-second-real-time"]
+    if params.get("writer") == "threads":
+        for key in ("pages_written_per_s", "writer_cpus"):
+            if key in s.metrics:
+                d.values[key] = s.metrics[key]
+            else:
+                d.invalid.append(f"dirtythreads reported no {key}")
     else:
-        d.invalid.append("stress-ng reported no vm metrics")
+        sng = parse.parse_stress_ng_yaml(s.files.get("stress-ng.yaml", ""))
+        vmr = sng.get("vm", {})
+        if "bogo-ops-per-second-real-time" in vmr:
+            d.values["bogo_ops_per_s"] = vmr["bogo-ops-per-second-real-time"]
+        else:
+            d.invalid.append("stress-ng reported no vm metrics")
     irq = counter_deltas(s, "interrupts", parse.parse_interrupts)
     if irq:
         d.values["tlb_shootdowns"] = irq.get("TLB", 0)
@@ -106,6 +114,16 @@ DIRTY_TLB = Workload(
         ),
         "seconds": Param.integer("15", "stress-ng --timeout", 1, 3600),
         "method": Param("write64", "--vm-method"),
+        # stress-ng's vm workers are processes: on a kernel that drops a
+        # CPU from an mm's cpumask at each switch (x86 6.12), a flush
+        # reaches only the one or two CPUs a worker last ran on. Threads
+        # share one mm, whose mask keeps every CPU they run on.
+        "writer": Param(
+            "processes",
+            "processes: stress-ng's vm workers, a process each; threads: "
+            "dirtythreads, the workers as threads of one process (one mm)",
+            choices=("processes", "threads"),
+        ),
         "lru_gen": Param(
             "y",
             "MGLRU on (y) or off (n); with "
@@ -116,6 +134,19 @@ DIRTY_TLB = Workload(
     },
     metrics=(
         Metric("bogo_ops_per_s", "ops/s", "higher", "bogo ops/s"),
+        Metric(
+            "pages_written_per_s",
+            "pages/s",
+            "higher",
+            "writer=threads: pages written per second, all threads",
+        ),
+        Metric(
+            "writer_cpus",
+            "CPUs",
+            NO_DIRECTION,
+            "writer=threads: CPUs the threads were seen on",
+            primary=False,
+        ),
         Metric("tlb_shootdowns", "irqs", "lower", "TLB shootdowns"),
         Metric("call_ipis", "irqs", "lower", "Function call IPIs"),
         Metric("pgscan_anon", "pages", "higher", "pgscan_anon"),
@@ -209,6 +240,9 @@ DIRTY_TLB = Workload(
             "TLB invalidations per page swapped out",
         ),
         Growth(MACHINE_VCPUS, "bogo_ops_per_s", "stress-ng's work rate"),
+        Growth(
+            MACHINE_VCPUS, "pages_written_per_s", "dirtythreads' work rate"
+        ),
     ),
     follow_vcpus=lambda n: {"workers": str(2 * n)},
 )

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dirtythreads WORKERS TOTAL_MB SECONDS: dirty-tlb's threaded writer.
+ *
+ * One private anonymous mapping of TOTAL_MB, and WORKERS threads that each
+ * write a word into every page of their own slice of it, pass after pass,
+ * for SECONDS. stress-ng's vm workers are a process each, and a kernel that
+ * drops a CPU from an mm's cpumask when it switches away from the mm (x86
+ * on 6.12) flushes such a worker's TLB on one or two CPUs however many the
+ * machine has. Threads share one mm, so every CPU they run on stays in its
+ * mask and a flush of a page reclaim unmapped reaches them all: the case
+ * the batched flush of dirty folios is about on any kernel.
+ *
+ * Reports the pages written per second (all threads) and how many CPUs
+ * the threads were seen on; each thread checks, before it writes a page
+ * again, that the page still holds what it wrote there last (a page
+ * reclaim swapped out and a fault brought back), and reports a mismatch
+ * as corruption.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common.h"
+
+/* Check the deadline and the CPU once per this many pages. */
+#define PAGES_PER_CHECK 256
+
+struct writer {
+	pthread_t thread;
+	unsigned long id;
+	uint64_t *base;		/* the slice, one word per page used */
+	size_t pages;
+	double deadline_ms;
+	unsigned long written;
+	unsigned long bad;
+};
+
+static atomic_ulong cpus_seen;	/* a bit per CPU below 64 */
+
+static void *write_slice(void *arg)
+{
+	struct writer *w = arg;
+	const size_t stride = PAGE_SIZE / sizeof(uint64_t);
+	uint64_t pass = 0;
+
+	while (now_ms() < w->deadline_ms) {
+		for (size_t i = 0; i < w->pages; i++) {
+			uint64_t *word = w->base + i * stride;
+			uint64_t want = pass ? (w->id << 48 | (pass - 1) << 24 | i) : 0;
+
+			if (*word != want)
+				w->bad++;
+			*word = w->id << 48 | pass << 24 | i;
+			w->written++;
+			if (i % PAGES_PER_CHECK)
+				continue;
+			int cpu = sched_getcpu();
+
+			if (cpu >= 0 && cpu < 64)
+				atomic_fetch_or(&cpus_seen, 1UL << cpu);
+			if (now_ms() >= w->deadline_ms)
+				return NULL;
+		}
+		pass++;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long workers, total_mb, seconds, written = 0, bad = 0;
+	struct writer *w;
+	size_t pages, slice;
+	double t0, t1;
+	char *map;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: dirtythreads WORKERS TOTAL_MB SECONDS\n");
+		return 2;
+	}
+	workers = strtoul(argv[1], NULL, 10);
+	total_mb = strtoul(argv[2], NULL, 10);
+	seconds = strtoul(argv[3], NULL, 10);
+	pages = total_mb * (1UL << 20) / PAGE_SIZE;
+	if (!workers || !seconds || pages < workers) {
+		fprintf(stderr, "dirtythreads: nothing to write\n");
+		return 2;
+	}
+	slice = pages / workers;
+	map = map_aligned(pages * PAGE_SIZE, PAGE_SIZE);
+	w = calloc(workers, sizeof(*w));
+	if (!w)
+		die("calloc");
+	t0 = now_ms();
+	for (unsigned long i = 0; i < workers; i++) {
+		w[i].id = i + 1;
+		w[i].base = (uint64_t *)(map + i * slice * PAGE_SIZE);
+		w[i].pages = slice;
+		w[i].deadline_ms = t0 + seconds * 1e3;
+		if (pthread_create(&w[i].thread, NULL, write_slice, &w[i]))
+			die("pthread_create");
+	}
+	for (unsigned long i = 0; i < workers; i++) {
+		pthread_join(w[i].thread, NULL);
+		written += w[i].written;
+		bad += w[i].bad;
+	}
+	t1 = now_ms();
+	metric("pages_written_per_s", written / ((t1 - t0) / 1e3));
+	metric("writer_cpus", __builtin_popcountl(atomic_load(&cpus_seen)));
+	if (bad)
+		printf("@@ corrupt dirtythreads: %lu page(s) lost their word\n",
+		       bad);
+	return 0;
+}
