@@ -255,27 +255,30 @@ def _table(
     }
     for w in group:
         x = _param_value(w, param)
+        here = [s for s in samples if s.workload == w.name and s.valid]
+        # the point's measured value: every sample of it that measured
+        # it (a counting pass does), all kernels'; a sample that did not
+        # (a timed pass) is placed there
+        measured = [s.values[g.against] for s in here if g.against in s.values]
+        at = fmean(measured) if g.against and measured else math.nan
         means: dict[str, float | None] = {}
         counts: dict[str, int] = {}
-        measured: list[float] = []
         for k in kernels:
             mine = [
                 s
-                for s in samples
-                if s.workload == w.name
-                and s.variant == k
-                and s.valid
+                for s in here
+                if s.variant == k
                 and g.metric in s.values
-                and (not g.against or g.against in s.values)
+                and (not g.against or not math.isnan(at))
             ]
             values = [g.value(s.values[g.metric], x) for s in mine]
-            xs = [s.values[g.against] if g.against else x for s in mine]
+            xs = [
+                s.values.get(g.against, at) if g.against else x for s in mine
+            ]
             means[k] = fmean(values) if values else None
             counts[k] = len(values)
             fits[k][0].extend(xs)
             fits[k][1].extend(values)
-            measured += xs
-        at = fmean(measured) if g.against and measured else math.nan
         rows.append(GrowthPoint(x, w.name, means, counts, at))
     rows.sort(key=lambda p: p.value)
     points = tuple(rows)

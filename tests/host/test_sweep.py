@@ -401,13 +401,34 @@ def test_a_sweep_steering_the_folio_size_is_fitted_against_the_size_measured():
     text = "\n".join(report_growth.text_lines(tables))
     assert "against reclaimed_folio_kb as measured" in text
     assert "between reclaimed_folio_kb 16 and 32" in text
-    # a sample without the measured size is not fitted at a guessed one
+    # a timed sample, which measures no size, is placed at its point's
+    # measured size; at a point where nothing measured it, it is left out
     samples.append(
         sample(points[0].name, "next", 9, {"try_to_unmap_insns_per_page": 1.0})
     )
     again = growth_tables(points, samples, ["up", "next"])
     t2 = next(t for t in again if t.metric == "try_to_unmap_insns_per_page")
-    assert t2.exponents["next"].samples == t.exponents["next"].samples
+    assert t2.exponents["next"].samples == t.exponents["next"].samples + 1
+    assert t2.points[0].at == 16.0 and t2.points[0].counts["next"] == 3
+    last = points[-1].name
+    unmeasured = [
+        sample(
+            s.workload,
+            s.variant,
+            s.run,
+            {k: v for k, v in s.values.items() if k != "reclaimed_folio_kb"},
+        )
+        if s.workload == last
+        else s
+        for s in samples
+    ]
+    t3 = next(
+        t
+        for t in growth_tables(points, unmeasured, ["up", "next"])
+        if t.metric == "try_to_unmap_insns_per_page"
+    )
+    assert t3.points[-1].counts == {"up": 0, "next": 0}
+    assert t3.exponents["next"].samples == t2.exponents["next"].samples - 2
 
 
 # ---- a recorded sweep ------------------------------------------------------

@@ -104,14 +104,21 @@ _FOLIO_GROWTH = (
     Growth(
         "readahead_kb",
         "try_to_unmap_insns_per_page",
+        "try_to_unmap() instructions per page",
         against="reclaimed_folio_kb",
     ),
     Growth(
         "readahead_kb",
         "tlb_flush_insns_per_page",
+        "TLB invalidations in try_to_unmap() per page",
         against="reclaimed_folio_kb",
     ),
-    Growth("readahead_kb", "reclaim_real_s", against="reclaimed_folio_kb"),
+    Growth(
+        "readahead_kb",
+        "reclaim_real_s",
+        "memory.reclaim of 80% of the file",
+        against="reclaimed_folio_kb",
+    ),
 )
 
 FILE_RECLAIM = Workload(
