@@ -17,7 +17,7 @@ and no interval.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import fmean
 
 from scipy import stats as sps
@@ -58,15 +58,24 @@ class GrowthPoint:
     workload: str  # the point's name (its boots: raw/<name>/)
     means: dict[str, float | None]  # kernel -> mean (None: no samples)
     counts: dict[str, int]  # kernel -> valid samples with the metric
-    # What the cost is fitted against: the parameter's value, or the
-    # mean of the measured quantity (Growth.against) over every sample
-    # of the point, all kernels'.
-    x: float = math.nan
+    # A table fitted against a measured quantity (Growth.against): each
+    # kernel's mean of it at this point, over the samples that measured
+    # it (a counting pass does); empty where none did.
+    against: bool = False
+    measured: dict[str, float] = field(default_factory=dict)
 
     @property
     def at(self) -> float:
-        """The point on the fit's axis."""
-        return self.value if math.isnan(self.x) else self.x
+        """The point on the fit's axis: the parameter's value, or the
+        quantity measured (all kernels' mean; NaN: nothing measured it)."""
+        if not self.against:
+            return self.value
+        return fmean(self.measured.values()) if self.measured else math.nan
+
+    def measured_alike(self, within: float = 0.01) -> bool:
+        """Every kernel measured the same quantity here, within a share."""
+        v = list(self.measured.values())
+        return not v or max(v) - min(v) <= within * max(abs(x) for x in v)
 
     def ratio(self, kernel: str, baseline: str) -> float | None:
         """``kernel``'s mean over the baseline's at this point."""
@@ -118,7 +127,8 @@ class GrowthTable:
             "points": [
                 {
                     "value": p.value,
-                    "at": p.at,
+                    "at": None if math.isnan(p.at) else p.at,
+                    "measured": p.measured,
                     "workload": p.workload,
                     "means": p.means,
                     "n": p.counts,
@@ -181,9 +191,11 @@ def crossing(
     baseline's (its ratio passes 1 between two neighbouring points,
     interpolated on log axes); None if it never does."""
     prev: tuple[float, float] | None = None
-    for p in points:
+    # in the axis' order (a measured quantity need not follow the
+    # parameter); a point where nothing measured it is not on the axis
+    for p in sorted((p for p in points if p.at > 0), key=lambda p: p.at):
         r = p.ratio(kernel, baseline)
-        if r is None or r <= 0 or not p.at > 0:
+        if r is None or r <= 0:
             prev = None
             continue
         here = (math.log(p.at), math.log(r))
@@ -227,8 +239,11 @@ def growth_tables(
                 for g in group[0].growth_for(param):
                     t = _table(base, param, fixed, g, group, samples, kernels)
                     # a metric of another setting (dirty-tlb's threads
-                    # report no stress-ng rate): no table
-                    if any(n for p in t.points for n in p.counts.values()):
+                    # report no stress-ng rate): no table; a table whose
+                    # axis nothing measured stays, to say so
+                    if t.against and all(not p.measured for p in t.points):
+                        out.append(t)
+                    elif any(n for p in t.points for n in p.counts.values()):
                         out.append(t)
     return out
 
@@ -256,11 +271,20 @@ def _table(
     for w in group:
         x = _param_value(w, param)
         here = [s for s in samples if s.workload == w.name and s.valid]
-        # the point's measured value: every sample of it that measured
-        # it (a counting pass does), all kernels'; a sample that did not
-        # (a timed pass) is placed there
-        measured = [s.values[g.against] for s in here if g.against in s.values]
-        at = fmean(measured) if g.against and measured else math.nan
+        # each kernel's measured value here (a counting pass measures it);
+        # a sample of that kernel that did not measure it (a timed pass)
+        # is placed at it, and left out where that kernel measured nothing
+        measured = {
+            k: fmean(xs)
+            for k in kernels
+            if (
+                xs := [
+                    s.values[g.against]
+                    for s in here
+                    if s.variant == k and g.against and g.against in s.values
+                ]
+            )
+        }
         means: dict[str, float | None] = {}
         counts: dict[str, int] = {}
         for k in kernels:
@@ -269,17 +293,20 @@ def _table(
                 for s in here
                 if s.variant == k
                 and g.metric in s.values
-                and (not g.against or not math.isnan(at))
+                and (not g.against or k in measured)
             ]
             values = [g.value(s.values[g.metric], x) for s in mine]
             xs = [
-                s.values.get(g.against, at) if g.against else x for s in mine
+                s.values.get(g.against, measured[k]) if g.against else x
+                for s in mine
             ]
             means[k] = fmean(values) if values else None
             counts[k] = len(values)
             fits[k][0].extend(xs)
             fits[k][1].extend(values)
-        rows.append(GrowthPoint(x, w.name, means, counts, at))
+        rows.append(
+            GrowthPoint(x, w.name, means, counts, bool(g.against), measured)
+        )
     rows.sort(key=lambda p: p.value)
     points = tuple(rows)
     return GrowthTable(
@@ -294,6 +321,21 @@ def _table(
         better,
         tuple(kernels),
         points,
-        {k: fit_exponent(*fits[k]) for k in kernels},
+        {
+            k: (
+                fit_exponent(*fits[k])
+                if not g.against or any(p.measured for p in points)
+                else Exponent(
+                    None,
+                    None,
+                    None,
+                    0,
+                    0,
+                    f"no sample measured {g.against} (a counting pass "
+                    "does: compare --count)",
+                )
+            )
+            for k in kernels
+        },
         {k: crossing(points, k, kernels[0]) for k in kernels[1:]},
     )

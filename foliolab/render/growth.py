@@ -6,6 +6,8 @@ and a log-log plot per table (render/plots.py draws it)."""
 
 from __future__ import annotations
 
+import math
+
 from foliolab.analysis.growth import Exponent, GrowthTable
 from foliolab.render import Column, Table, fmt, fmt_ratio, wrap_prose
 
@@ -64,17 +66,33 @@ def table(t: GrowthTable) -> Table:
     """A row per point: the parameter, each kernel's mean, each other
     kernel's ratio to the baseline."""
     others = t.kernels[1:]
-    measured = [Column(t.against, 10)] if t.against else []
+    # the measured axis: one column, or one per kernel where the kernels
+    # measured different values at some point
+    apart = bool(t.against) and not all(p.measured_alike() for p in t.points)
+    axis = (
+        [f"{t.against}[{k}]" for k in t.kernels]
+        if apart
+        else [t.against]
+        if t.against
+        else []
+    )
     out = Table(
         [Column(t.param, 10)]
-        + measured
+        + [Column(a, 10) for a in axis]
         + [Column(k, 13) for k in t.kernels]
         + [Column(f"{k}/{t.baseline}", 11) for k in others]
     )
     for p in t.points:
+        at = None if math.isnan(p.at) else p.at
         out.add(
             fmt(p.value),
-            *([fmt(p.at)] if t.against else []),
+            *(
+                [fmt(p.measured.get(k)) for k in t.kernels]
+                if apart
+                else [fmt(at)]
+                if t.against
+                else []
+            ),
             *(fmt(p.means.get(k)) for k in t.kernels),
             *(fmt_ratio(p.ratio(k, t.baseline)) for k in others),
         )
@@ -99,7 +117,9 @@ def exponent_text(e: Exponent) -> str:
 
 def crossing_text(t: GrowthTable, kernel: str) -> str:
     x = t.crossings.get(kernel)
-    ats = sorted(p.at for p in t.points)
+    ats = sorted(p.at for p in t.points if p.at > 0)
+    if not ats:
+        return f"{kernel}: no point on the {t.axis} axis"
     lo, hi = fmt(ats[0]), fmt(ats[-1])
     if x is None:
         return (

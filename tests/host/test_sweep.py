@@ -429,6 +429,72 @@ def test_a_sweep_steering_the_folio_size_is_fitted_against_the_size_measured():
     )
     assert t3.points[-1].counts == {"up": 0, "next": 0}
     assert t3.exponents["next"].samples == t2.exponents["next"].samples - 2
+    # shown as measured nowhere, not at its setting
+    assert math.isnan(t3.points[-1].at)
+    assert t3.points[-1].value == 256
+    assert "between reclaimed_folio_kb 16 and 32" in "\n".join(
+        report_growth.text_lines([t3])
+    )
+
+
+def test_each_kernel_is_placed_at_the_size_it_measured():
+    """Two kernels that reclaim different folio sizes at one setting: each
+    kernel's samples, timed ones too, sit at its own size, and the table
+    gives a size column per kernel."""
+    wl, p, sweeps = parse(["file-reclaim.readahead_kb=16,256"], "file-reclaim")
+    points, params = sweep.expand(wl, p, sweeps)
+    size = {("up", 16): 4.0, ("up", 256): 4.0, ("next", 16): 16.0}
+    size[("next", 256)] = 256.0
+    samples = []
+    for w in points:
+        ra = int(w.resolve({})["readahead_kb"])
+        for k in ("up", "next"):
+            kb = size[(k, ra)]
+            cost = 1000 * 4 / kb
+            samples.append(
+                sample(
+                    w.name,
+                    k,
+                    0,
+                    {
+                        "try_to_unmap_insns_per_page": cost,
+                        "reclaimed_folio_kb": kb,
+                    },
+                )
+            )
+            # a timed pass: no size of its own
+            samples.append(
+                sample(w.name, k, 1, {"try_to_unmap_insns_per_page": cost})
+            )
+    (t,) = [
+        t
+        for t in growth_tables(points, samples, ["up", "next"])
+        if t.metric == "try_to_unmap_insns_per_page"
+    ]
+    assert t.points[1].measured == {"up": 4.0, "next": 256.0}
+    # next: 250 at 16 KiB, 15.6 at 256 KiB, every sample at its own size
+    assert t.exponents["next"].slope == pytest.approx(-1.0)
+    assert t.exponents["next"].lo == pytest.approx(-1.0)
+    text = "\n".join(report_growth.text_lines([t]))
+    assert (
+        "reclaimed_folio_kb[up]" in text and "reclaimed_folio_kb[next]" in text
+    )
+
+
+def test_a_size_nothing_measured_is_said_not_dropped():
+    """Without --count no sample measures the folio size: the table stays,
+    and its exponents say why they are missing."""
+    wl, p, sweeps = parse(["file-reclaim.readahead_kb=16,256"], "file-reclaim")
+    points, params = sweep.expand(wl, p, sweeps)
+    samples = [
+        sample(w.name, k, 0, {"reclaim_real_s": 0.1})
+        for w in points
+        for k in ("up", "next")
+    ]
+    tables = growth_tables(points, samples, ["up", "next"])
+    t = next(t for t in tables if t.metric == "reclaim_real_s")
+    assert t.exponents["up"].slope is None
+    assert "compare --count" in t.exponents["up"].why
 
 
 # ---- a recorded sweep ------------------------------------------------------

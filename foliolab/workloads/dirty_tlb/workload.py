@@ -121,7 +121,8 @@ DIRTY_TLB = Workload(
         "writer": Param(
             "processes",
             "processes: stress-ng's vm workers, a process each; threads: "
-            "dirtythreads, the workers as threads of one process (one mm)",
+            "dirtythreads, the workers as threads of one process (one mm), "
+            "writing one word a page (method does not apply)",
             choices=("processes", "threads"),
         ),
         "lru_gen": Param(

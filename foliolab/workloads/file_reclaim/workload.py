@@ -202,8 +202,9 @@ FILE_RECLAIM = Workload(
                     "reclaimed_folio_kb",
                     "KiB",
                     NO_DIRECTION,
-                    "counted: KiB reclaimed per folio try_to_unmap() "
-                    "was called for",
+                    "counted: KiB reclaimed (pgsteal_file) per "
+                    "try_to_unmap() call: the folio size, where the file "
+                    "is all mapped and every unmapped folio is freed",
                     primary=False,
                 ),
                 Metric(
