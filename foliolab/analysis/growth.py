@@ -112,6 +112,11 @@ class GrowthTable:
         """What the exponent is fitted against."""
         return self.against or self.param
 
+    @property
+    def unmeasured(self) -> bool:
+        """Fitted against a measured quantity no sample measured."""
+        return bool(self.against) and not any(p.measured for p in self.points)
+
     def as_json(self) -> dict[str, object]:
         return {
             "workload": self.workload,
@@ -241,9 +246,9 @@ def growth_tables(
                     # a metric of another setting (dirty-tlb's threads
                     # report no stress-ng rate): no table; a table whose
                     # axis nothing measured stays, to say so
-                    if t.against and all(not p.measured for p in t.points):
-                        out.append(t)
-                    elif any(n for p in t.points for n in p.counts.values()):
+                    if t.unmeasured or any(
+                        n for p in t.points for n in p.counts.values()
+                    ):
                         out.append(t)
     return out
 
@@ -274,17 +279,21 @@ def _table(
         # each kernel's measured value here (a counting pass measures it);
         # a sample of that kernel that did not measure it (a timed pass)
         # is placed at it, and left out where that kernel measured nothing
-        measured = {
-            k: fmean(xs)
-            for k in kernels
-            if (
-                xs := [
-                    s.values[g.against]
-                    for s in here
-                    if s.variant == k and g.against and g.against in s.values
-                ]
-            )
-        }
+        measured = (
+            {
+                k: fmean(xs)
+                for k in kernels
+                if (
+                    xs := [
+                        s.values[g.against]
+                        for s in here
+                        if s.variant == k and g.against in s.values
+                    ]
+                )
+            }
+            if g.against
+            else {}
+        )
         means: dict[str, float | None] = {}
         counts: dict[str, int] = {}
         for k in kernels:
@@ -309,6 +318,15 @@ def _table(
         )
     rows.sort(key=lambda p: p.value)
     points = tuple(rows)
+    unmeasured = Exponent(
+        None,
+        None,
+        None,
+        0,
+        0,
+        f"no sample measured {g.against} (a counting pass does: "
+        "compare --count)",
+    )
     return GrowthTable(
         base,
         param,
@@ -323,17 +341,9 @@ def _table(
         points,
         {
             k: (
-                fit_exponent(*fits[k])
-                if not g.against or any(p.measured for p in points)
-                else Exponent(
-                    None,
-                    None,
-                    None,
-                    0,
-                    0,
-                    f"no sample measured {g.against} (a counting pass "
-                    "does: compare --count)",
-                )
+                unmeasured
+                if g.against and not any(p.measured for p in points)
+                else fit_exponent(*fits[k])
             )
             for k in kernels
         },

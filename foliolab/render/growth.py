@@ -6,9 +6,7 @@ and a log-log plot per table (render/plots.py draws it)."""
 
 from __future__ import annotations
 
-import math
-
-from foliolab.analysis.growth import Exponent, GrowthTable
+from foliolab.analysis.growth import Exponent, GrowthPoint, GrowthTable
 from foliolab.render import Column, Table, fmt, fmt_ratio, wrap_prose
 
 # What every growth section opens with, so the exponent is read right.
@@ -69,13 +67,16 @@ def table(t: GrowthTable) -> Table:
     # the measured axis: one column, or one per kernel where the kernels
     # measured different values at some point
     apart = bool(t.against) and not all(p.measured_alike() for p in t.points)
-    axis = (
-        [f"{t.against}[{k}]" for k in t.kernels]
-        if apart
-        else [t.against]
-        if t.against
-        else []
-    )
+    if apart:
+        axis = [f"{t.against}[{k}]" for k in t.kernels]
+    else:
+        axis = [t.against] if t.against else []
+
+    def axis_cells(p: GrowthPoint) -> list[str]:
+        if apart:
+            return [fmt(p.measured.get(k)) for k in t.kernels]
+        return [fmt(p.at)] if t.against else []  # fmt: NaN -> "-"
+
     out = Table(
         [Column(t.param, 10)]
         + [Column(a, 10) for a in axis]
@@ -83,16 +84,9 @@ def table(t: GrowthTable) -> Table:
         + [Column(f"{k}/{t.baseline}", 11) for k in others]
     )
     for p in t.points:
-        at = None if math.isnan(p.at) else p.at
         out.add(
             fmt(p.value),
-            *(
-                [fmt(p.measured.get(k)) for k in t.kernels]
-                if apart
-                else [fmt(at)]
-                if t.against
-                else []
-            ),
+            *axis_cells(p),
             *(fmt(p.means.get(k)) for k in t.kernels),
             *(fmt_ratio(p.ratio(k, t.baseline)) for k in others),
         )
