@@ -436,20 +436,11 @@ def run_suite(
             + 2 * stress.total_seconds,
             counter=counter,
             # null_blk (debug config): one memory-backed device, an
-            # asynchronous swap device for vmscan's guest test, whose
-            # writes complete by a timer 100 ms after submission so that
-            # reclaim always finds them under way (the test's comment says
-            # why); queue depth for a whole pageout, so that no write
-            # waits for a tag; a kernel without null_blk ignores these
+            # asynchronous swap device for vmscan's guest test; a kernel
+            # without null_blk ignores the parameters
             cmdline=kconfig.debug_cmdline(purpose)
             + ("brd.rd_nr=1", "brd.rd_size=1048576")
-            + (
-                "null_blk.memory_backed=1",
-                "null_blk.gb=1",
-                "null_blk.irqmode=2",
-                "null_blk.completion_nsec=100000000",
-                "null_blk.hw_queue_depth=1024",
-            )
+            + ("null_blk.memory_backed=1", "null_blk.gb=1")
             + append,
         )
         log.info(
