@@ -173,7 +173,7 @@ static void *check_and_stamp(void *arg)
  * the reclaimer sends SIGUSR1 (blocked since before the fork) or
  * MAX_SECONDS have passed.
  */
-#define MAX_SECONDS (6 * SECONDS)
+#define MAX_SECONDS (12 * SECONDS)
 static int cached_writers(char *map, int ncpu)
 {
 	struct timespec limit = { .tv_sec = MAX_SECONDS };
