@@ -60,10 +60,6 @@ APT_PACKAGES = [
 REPORT_PACKAGES = ["chromium"]
 
 
-def _package_name(spec: str) -> str:
-    return spec.split("=", 1)[0]
-
-
 def installed_version(package: str) -> str | None:
     cp = proc.run(
         ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],

@@ -43,10 +43,6 @@ DEFAULT_NEXT_BUILD_S = 360.0
 # A boot's default is its workload's declared TCG time (its workload.py,
 # Workload.tcg_boot_s); KVM takes about a third of that.
 KVM_FACTOR = 1 / 3
-# A counting boot against its timed one, when a workload has measured one
-# kind only: the pageout fixture (tests/host/data/run-pageout-aa), 9.5 s
-# counting against 7.5 s timed.
-COUNT_FACTOR = 1.26
 # Objects a fresh build compiles, per (arch, purpose), before this host
 # has counted one (build.py's {arch}-{purpose}.objects): read from the
 # lead's cache of 2026-11-26 (/root/lead-cache/build/*.objects), 6.12-7.3

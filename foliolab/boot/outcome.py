@@ -77,11 +77,6 @@ def scan(text: str) -> list[tuple[IssueKind, str]]:
     return found
 
 
-def scan_console(text: str) -> list[str]:
-    """The kernel issues of a console as boot.json lists them."""
-    return [f"{kind.value}: {line}" for kind, line in scan(text)]
-
-
 def records_from_console(console: bytes) -> tuple[str, str, list[str]]:
     """A console that carried the records: (the records as the results
     port would have had them, the kernel's own text to scan for issues,

@@ -24,14 +24,6 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Excluded:
-    """A line the config compiles out, and the condition that does."""
-
-    line: int  # 1-based
-    condition: str  # e.g. "#ifdef CONFIG_ARM64"
-
-
 def _strip_comment(text: str) -> str:
     return re.sub(r"/\*.*?(\*/|$)|//.*$", "", text).strip()
 

@@ -93,8 +93,6 @@ LEGEND = {
     LineState.NO_DATA: "its object's coverage data was missing or damaged "
     "(never counted as not run)",
 }
-# the states counted apart, each line with its reason
-APART = (LineState.NOT_BUILT, LineState.NOT_PROFILED, LineState.NO_DATA)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,6 @@ from foliolab.series.lines import (
     series_map,
 )
 
-PURPOSE = "coverage"
 # Where a run keeps what its data is read against, and writes the report.
 SUBDIR = "coverage"
 # Top-level directories that are no part of the kernel image: never

@@ -239,10 +239,3 @@ def monitor_report(run_dir: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
                 )
             )
     return out, notes
-
-
-def monitor_figures(run_dir: Path) -> list[tuple[str, bytes]]:
-    """(caption, PNG) per workload whose timed boots have monitor files
-    with a rate to draw (monitor_report also says why the others have
-    none)."""
-    return monitor_report(run_dir)[0]

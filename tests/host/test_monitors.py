@@ -6,7 +6,7 @@ import logging
 from foliolab.boot import monitors
 from foliolab.bootrecord import BootJob, Pass
 from foliolab.guestdata.parse import parse_records
-from foliolab.render.monitors import monitor_figures
+from foliolab.render.monitors import monitor_report
 
 VMSTAT = """# foliolab monitor vmstat (docs/manual.md, "Monitors")
 ## sample 0
@@ -135,7 +135,7 @@ def test_figures_per_workload_and_a_damaged_file_is_named(tmp_path, caplog):
     )
     _boot(tmp_path, "ksm-rmap", "a-000", "a", 2, {})
     with caplog.at_level(logging.WARNING):
-        figs = monitor_figures(tmp_path)
+        figs, _ = monitor_report(tmp_path)
     assert len(figs) == 1
     caption, png = figs[0]
     assert caption.startswith("pageout:")
@@ -152,6 +152,6 @@ def test_figures_per_workload_and_a_damaged_file_is_named(tmp_path, caplog):
 
 def test_a_run_without_monitors_has_no_figures(tmp_path):
     _boot(tmp_path, "pageout", "a-000", "a", 0, {})
-    assert monitor_figures(tmp_path) == []
+    assert monitor_report(tmp_path) == ([], [])
     (tmp_path / "raw" / "pageout" / "a-000" / "job.json").write_text("{")
-    assert monitor_figures(tmp_path) == []
+    assert monitor_report(tmp_path) == ([], [])

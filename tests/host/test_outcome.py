@@ -45,19 +45,29 @@ from foliolab.boot.outcome import IssueKind
         ),
     ],
 )
-def test_scan_console_finds_issues(line, kind):
+def test_scan_console_finds_issues(tmp_path, line, kind):
     text = "[ 0.0] Linux version 6.12\n" + line + "\n"
     assert IssueKind(kind) in {k for k, _ in outcome.scan(text)}
-    issues = outcome.scan_console(text)
+    # as boot.json lists them: the kind, then its line
+    issues = judge_console(tmp_path, text.encode()).issues
     assert any(i.startswith(kind + ":") for i in issues), issues
 
 
-def test_scan_console_clean_boot(data):
-    assert outcome.scan_console((data / "console-ok.log").read_text()) == []
+def test_scan_console_clean_boot(tmp_path, data):
+    console = (data / "console-ok.log").read_bytes()
+    assert judge_console(tmp_path, console).issues == []
 
 
 def judge(tmp_path, **kw):
     return outcome.judge(BootCapture(tmp_path / "b", **kw))
+
+
+def judge_console(tmp_path, console):
+    """A boot that exited 0 on the results port, judged on its console:
+    its issues are the console's only."""
+    return judge(
+        tmp_path, ended=Ended.EXITED, console=console, records="@@ exit 0\n"
+    )
 
 
 @pytest.mark.parametrize(

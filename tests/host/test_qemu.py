@@ -50,7 +50,7 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
     assert not res["environment"]["errors"]
     # the monitors (on by default) kept their reads of each timed window
     from foliolab.boot import monitors
-    from foliolab.render.monitors import monitor_figures
+    from foliolab.render.monitors import monitor_report
 
     reads = []
     for variant in ("vanilla", "patched"):
@@ -62,7 +62,7 @@ def test_build_boot_and_one_pageout_sample(tmp_path):
             reads.append(len(s.readings))
     # 32 MiB may take less than a second: a rate needs two reads (and
     # then pgfault moves at least, by pageout's own faults)
-    assert [c.split(":")[0] for c, _ in monitor_figures(out)] == (
+    assert [c.split(":")[0] for c, _ in monitor_report(out)[0]] == (
         ["pageout"] if max(reads) > 1 else []
     ), reads
 
