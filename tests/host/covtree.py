@@ -1,8 +1,8 @@
 """A small C tree with a two-patch series, built with ``gcc --coverage``
 out of tree and run once, and the stand-ins for a coverage boot (the
 guest's record made by lib.sh under busybox, a run directory): what
-test_coverage.py and test_coveragerun.py measure changed-line coverage
-on without a kernel.
+test_coverage_lines.py and test_coverage_run.py measure changed-line
+coverage on without a kernel.
 """
 
 from __future__ import annotations
