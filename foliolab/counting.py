@@ -10,21 +10,24 @@ few root functions everything the task that entered them executed until
 they returned (on x86_64 across context switches: see
 countwindows.SwitchTracking).
 
-This module sets a count up: it builds the plugin, prepares its symbol
-file and checks the roots it is to follow. What the plugin writes is read
-in countwindows.py.
+This module sets a count up: it builds the plugin (against the
+installed QEMU's own plugin header, fetched from Debian's source
+package), prepares its symbol file and checks the roots it is to follow.
+What the plugin writes is read in countwindows.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import hostsetup, proc
+from foliolab import proc
 from foliolab.kernel import kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
@@ -103,9 +106,133 @@ def check_root_option(roots: Sequence[str], count: bool) -> None:
             )
 
 
+def installed_source_version(binary: str) -> tuple[str, str]:
+    """(source package, source version) of the Debian package owning
+    ``binary`` (a binNMU's binary version has a +bN the source lacks)."""
+    path = shutil.which(binary)
+    if not path:
+        raise SetupError(
+            f"{binary} is not installed", hint="run `foliolab setup`"
+        )
+    cp = proc.run(["dpkg-query", "-S", os.path.realpath(path)], check=False)
+    if cp.returncode != 0:
+        raise SetupError(
+            f"{path} does not come from a Debian package, so "
+            "its plugin header cannot be fetched",
+            hint="use Debian's QEMU 7.2 (foliolab setup)",
+        )
+    package = cp.stdout.split(":")[0].strip()
+    cp = proc.run(
+        [
+            "dpkg-query",
+            "-W",
+            "-f",
+            "${source:Package} ${source:Version}",
+            package,
+        ],
+        error=SetupError,
+    )
+    source, version = cp.stdout.split()
+    return source, version
+
+
+def qemu_plugin_header(binary: str) -> Path:
+    """QEMU's ``qemu-plugin.h`` for the installed ``binary``'s exact version.
+
+    No Debian binary package ships it, so it is taken from the source
+    package of the same version, fetched with a private apt configuration
+    (deb-src twins of the host's own Debian sources, lists in the cache):
+    the host's apt sources are never changed. Cached per version.
+    """
+    source, version = installed_source_version(binary)
+    out = cache_root() / "qemu-plugin" / version.replace(":", "_")
+    header = out / "qemu-plugin.h"
+    if header.exists():
+        return header
+    work = out / "apt"
+    parts = work / "sources.list.d"
+    lists = work / "lists"
+    (lists / "partial").mkdir(parents=True, exist_ok=True)
+    parts.mkdir(parents=True, exist_ok=True)
+    (work / "empty.list").write_text("")
+    found = False
+    for f in Path("/etc/apt/sources.list.d").glob("*.sources"):
+        text = f.read_text()
+        if "Types:" in text:
+            (parts / f.name).write_text(
+                re.sub(r"^Types:.*$", "Types: deb-src", text, flags=re.M)
+            )
+            found = True
+    if not found:
+        raise SetupError(
+            "no deb822 Debian sources in /etc/apt/sources.list.d"
+            " to fetch QEMU's source package from",
+            hint="add a Debian source or put qemu-plugin.h of "
+            f"QEMU {version} at {header}",
+        )
+    opts = [
+        "-o",
+        f"Dir::Etc::SourceList={work / 'empty.list'}",
+        "-o",
+        f"Dir::Etc::SourceParts={parts}",
+        "-o",
+        f"Dir::State::Lists={lists}",
+        "-o",
+        "APT::Sandbox::User=root",
+    ]
+    log.info(
+        "Fetching qemu-plugin.h from Debian's %s %s source package",
+        source,
+        version,
+    )
+    for argv in (
+        ["apt-get", "-q", *opts, "update"],
+        [
+            "apt-get",
+            "-q",
+            *opts,
+            "source",
+            "--download-only",
+            f"{source}={version}",
+        ],
+    ):
+        cp = proc.run(argv, cwd=work, check=False)
+        if cp.returncode != 0:
+            tail = (cp.stderr.strip().splitlines() or ["?"])[-1]
+            raise SetupError(
+                f"could not fetch {source} {version}'s source "
+                f"for qemu-plugin.h: {tail}",
+                hint="check the Debian mirror",
+            )
+    tarballs = sorted(work.glob(f"{source}_*.orig.tar.*"))
+    if not tarballs:
+        raise SetupError(f"no orig tarball of {source} {version} in {work}")
+    cp = proc.run(
+        [
+            "tar",
+            "-xf",
+            tarballs[0],
+            "-C",
+            work,
+            "--wildcards",
+            "*/include/qemu/qemu-plugin.h",
+        ],
+        check=False,
+    )
+    got = sorted(work.glob("*/include/qemu/qemu-plugin.h"))
+    if cp.returncode != 0 or not got:
+        raise SetupError(
+            f"{tarballs[0].name} has no include/qemu/qemu-plugin.h",
+            hint="QEMU built without plugin support?",
+        )
+    shutil.copy(got[0], header)
+    shutil.rmtree(work)
+    return header
+
+
 def build_plugin(arch: Arch) -> Path:
     """The plugin, compiled against the installed QEMU's own header."""
-    header = hostsetup.qemu_plugin_header(arch.qemu_binary)
+    header = qemu_plugin_header(arch.qemu_binary)
     text = header.read_text()
     m = re.search(r"#define QEMU_PLUGIN_VERSION (\d+)", text)
     if not m or int(m.group(1)) != PLUGIN_API:
