@@ -19,21 +19,53 @@ from typing import NoReturn
 
 from foliolab import __version__
 from foliolab.arch import get_arch
-from foliolab.commands import bisect, kernel, measure, results, run, test
+from foliolab.commands import (
+    Command,
+    bisect,
+    kernel,
+    measure,
+    results,
+    run,
+    test,
+)
 from foliolab.errors import FoliolabError, Stop, UsageError, stop_on_sigterm
 from foliolab.paths import cache_root, unwritable
 
 log = logging.getLogger("foliolab")
 
-# Every subcommand, in the order --help lists them.
-COMMANDS = (
-    *kernel.COMMANDS,
-    *measure.COMMANDS,
-    *run.COMMANDS,
-    *test.COMMANDS,
-    *results.COMMANDS[:2],
-    *bisect.COMMANDS,
-    *results.COMMANDS[2:],
+# Every subcommand by name, in the order --help lists them: the kernels,
+# measuring, running and testing them, then the results' commands with
+# bisect among them.
+ORDER = (
+    *("setup", "tree", "export", "build", "check"),
+    *("compare", "jobs", "attribute"),
+    "run",
+    *("test", "coverage-reasons"),
+    *("diff", "workloads"),
+    "bisect",
+    "report",
+)
+
+
+def _in_order(*groups: Sequence[Command]) -> tuple[Command, ...]:
+    """The commands of ``groups`` in ORDER; each must be named there once,
+    so a new command cannot go missing from --help."""
+    by_name = {c.name: c for g in groups for c in g}
+    given = sorted(c.name for g in groups for c in g)
+    if given != sorted(ORDER):
+        raise AssertionError(
+            f"cli.ORDER {sorted(ORDER)} is not the commands {given}"
+        )
+    return tuple(by_name[name] for name in ORDER)
+
+
+COMMANDS = _in_order(
+    kernel.COMMANDS,
+    measure.COMMANDS,
+    run.COMMANDS,
+    test.COMMANDS,
+    results.COMMANDS,
+    bisect.COMMANDS,
 )
 HANDLERS = {c.name: c.handler for c in COMMANDS}
 

@@ -716,3 +716,12 @@ def test_a_dry_run_of_debian_kernels_fetches_nothing(
         "the run starts (a dry run fetches nothing)" in caplog.text
     )
     assert not tmp_cache.exists()
+
+
+def test_help_lists_every_command_once_in_the_named_order():
+    assert [c.name for c in cli.COMMANDS] == list(cli.ORDER)
+    spare = cli.Command("spare", "a command ORDER does not name", None, None)
+    with pytest.raises(AssertionError, match="spare"):
+        cli._in_order(cli.COMMANDS, (spare,))
+    with pytest.raises(AssertionError, match="is not the commands"):
+        cli._in_order(cli.COMMANDS[:-1])
