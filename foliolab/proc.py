@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, Type
+from typing import IO, Any, Callable, Mapping, Sequence, Type
 
 from foliolab.errors import FoliolabError
 
@@ -129,24 +129,10 @@ def run_until(
     command at a time, so the children's CPU time is its own."""
     args = [str(a) for a in argv]
     log.debug("$ %s", shlex.join(args))
-    full_env = dict(os.environ)
-    full_env.update(env or {})
     cpu0 = children_cpu_s()
     t0 = time.monotonic()
     with open(output, "w") as out:
-        try:
-            p = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=full_env,
-            )
-        except FileNotFoundError as e:
-            raise error(
-                f"command not found: {args[0]}",
-                hint="run `make setup` to install host packages",
-            ) from e
+        p = _popen(args, out, env, error)
         timed_out = False
         try:
             rc = p.wait(timeout=timeout)
@@ -172,25 +158,10 @@ def run_lines(
     return its exit code. An interruption of the caller ends it."""
     args = [str(a) for a in argv]
     log.debug("$ %s", shlex.join(args))
-    full_env = dict(os.environ)
-    full_env.update(env or {})
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as logf:
         logf.write(f"$ {shlex.join(args)}\n")
-        try:
-            p = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=full_env,
-            )
-        except FileNotFoundError as e:
-            raise error(
-                f"command not found: {args[0]}",
-                hint="run `make setup` to install host packages",
-            ) from e
+        p = _popen(args, subprocess.PIPE, env, error, text=True)
         assert p.stdout is not None  # stdout=PIPE
         try:
             for line in p.stdout:
@@ -200,6 +171,35 @@ def run_lines(
         except BaseException:
             _end(p, 0.0)
             raise
+
+
+def _popen(
+    args: list[str],
+    stdout: IO[str] | int,
+    env: Mapping[str, str] | None,
+    error: Type[FoliolabError],
+    *,
+    text: bool = False,
+) -> subprocess.Popen[Any]:
+    """Start ``args`` in the background, with no input and its stderr
+    joined to ``stdout``, in our environment plus ``env``; a command that
+    is not installed raises ``error``."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    try:
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            text=text,
+            env=full_env,
+        )
+    except FileNotFoundError as e:
+        raise error(
+            f"command not found: {args[0]}",
+            hint="run `make setup` to install host packages",
+        ) from e
 
 
 def _end(p: subprocess.Popen[Any], grace: float) -> int:

@@ -66,3 +66,25 @@ def test_run_until_keeps_the_output_and_the_exit_code(tmp_path):
     )
     assert done.returncode == 3 and not done.timed_out
     assert (tmp_path / "o").read_text() == "hi\nerr\n"
+
+
+def test_run_lines_hands_each_line_over_and_logs_them(tmp_path):
+    lines = []
+    rc = proc.run_lines(
+        ["sh", "-c", 'echo "$WORD"; echo err >&2; exit 2'],
+        log_path=tmp_path / "build" / "log",
+        on_line=lines.append,
+        env={"WORD": "hi"},
+    )
+    assert rc == 2 and lines == ["hi\n", "err\n"]
+    assert (tmp_path / "build" / "log").read_text().endswith("hi\nerr\n")
+
+
+def test_run_lines_names_a_missing_command(tmp_path):
+    with pytest.raises(BootError, match="command not found: nosuch"):
+        proc.run_lines(
+            ["nosuch"],
+            log_path=tmp_path / "log",
+            on_line=print,
+            error=BootError,
+        )
