@@ -16,9 +16,7 @@ spread (exact) is drawn as a point without whiskers, marked so.
 
 from __future__ import annotations
 
-import io
 import math
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -28,148 +26,27 @@ from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.analysis.growth import GrowthTable
 from foliolab.boot.derive import Sample
 from foliolab.render import fmt
+from foliolab.render.plotparts import (
+    colour,
+    drawn_ratio,
+    kernel_colour,
+    log_axis,
+    log_limits,
+    marker,
+    png,
+    pyplot,
+    ratio_limits,
+    ratio_text,
+    short_label,
+    wants_log,
+    whiskers,
+)
 from foliolab.workloads.model import Workload
 from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
-# The least a ratio axis shows either side of 1.0: an A/A run's scatter
-# of a few parts in a thousand must not fill a panel as if it mattered.
-MIN_SPAN = 0.05
-# A workload's ratio or absolute axis turns logarithmic when its values
-# (all above 0) span more than this factor: a cut to 1/1000 must not sit
-# on the axis' 0 beside a baseline at 1.
-LOG_SPAN = 20
 # Metrics per row of a workload's figure (each a ratio and an absolute
 # panel).
 METRICS_PER_ROW = 2
-# Each kernel's samples, in colours the verdicts (green, red, blue, gray)
-# do not use.
-KERNEL_COLOURS = (
-    "tab:cyan",
-    "tab:orange",
-    "tab:purple",
-    "tab:brown",
-    "tab:pink",
-    "tab:olive",
-)
-
-
-def kernel_colour(i: int) -> str:
-    return KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
-
-
-def _plt() -> ModuleType:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    _plt().close(fig)
-    return buf.getvalue()
-
-
-def colour(r: StatRow) -> str:
-    if not r.significant:
-        return "tab:gray"
-    if not r.directed:
-        return "tab:blue"  # a change, neither better nor worse
-    return "tab:green" if r.improved else "tab:red"
-
-
-def _finite(values: list[float]) -> list[float]:
-    return [v for v in values if v is not None and math.isfinite(v)]
-
-
-def _ratio_limits(values: list[float]) -> tuple[float, float]:
-    finite = _finite(values)
-    lo = min(finite + [1 - MIN_SPAN])
-    hi = max(finite + [1 + MIN_SPAN])
-    pad = 0.05 * (hi - lo)
-    return lo - pad, hi + pad
-
-
-def _log_limits(
-    values: list[float], around_one: bool = True
-) -> tuple[float, float]:
-    """A log axis' limits: every value above 0, and (for a ratio) never
-    narrower than 1/1.05-1.05."""
-    pos = [v for v in _finite(values) if v > 0] or [1.0]
-    lo, hi = min(pos), max(pos)
-    if around_one:
-        lo, hi = min(lo, 1 / (1 + MIN_SPAN)), max(hi, 1 + MIN_SPAN)
-    pad = max(hi / lo, 1.01) ** 0.05
-    return lo / pad, hi * pad
-
-
-def _wants_log(values: list[float]) -> bool:
-    """All above 0 and spanning more than LOG_SPAN."""
-    finite = _finite(values)
-    return (
-        bool(finite)
-        and min(finite) > 0
-        and max(finite) / min(finite) > LOG_SPAN
-    )
-
-
-def _short(v: float, _pos: object = None) -> str:
-    """An axis label: 0.002, 0.5, 12, 1.38K, 522M."""
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
-        if abs(v) >= div:
-            return f"{v / div:.3g}{suffix}"
-    return f"{v:.3g}"
-
-
-def _log_axis(ax: Any, axis: str, lo: float, hi: float) -> None:
-    """Log scale on ``axis`` ("x" or "y") from lo to hi, labelled in plain
-    numbers (0.001, 0.01, 0.1, 1), never 10^-3."""
-    from matplotlib import ticker
-
-    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
-    a = ax.xaxis if axis == "x" else ax.yaxis
-    if hi / lo < 10:  # less than a decade: evenly spaced labels
-        a.set_major_locator(ticker.MaxNLocator(5))
-    else:
-        a.set_major_locator(
-            ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12)
-        )
-    a.set_major_formatter(ticker.FuncFormatter(_short))
-    a.set_minor_formatter(ticker.NullFormatter())
-
-
-def ratio_text(x: float) -> str:
-    """A ratio as the overview labels it: 0.853, 0.062, 0.0015."""
-    return f"{x:.3f}" if x >= 0.1 else f"{x:.3g}"
-
-
-def _marker(r: StatRow) -> tuple[str, str]:
-    """Marker and its legend word: exact rows a diamond, rows without a
-    CI a hollow circle."""
-    if r.exact:
-        return "D", "exact"
-    if not r.ci_known:
-        return "o", "no CI (n<3)"
-    return "o", ""
-
-
-def _drawn(r: StatRow) -> tuple[float, float, float]:
-    """The ratio and CI a plot draws: the ones that decide the row's
-    verdict (paired or plain), as the tables show and the colour says."""
-    low, high = r.decisive_ci
-    return r.decisive_ratio, low, high
-
-
-def _whiskers(r: StatRow, floor: float) -> list[list[float]]:
-    """The deciding CI as errorbar's distances from its ratio; on a log
-    axis a CI's low end at or below 0 is drawn to the axis' floor."""
-    ratio, ci_low, ci_high = _drawn(r)
-    low = ci_low if ci_low > floor else floor
-    return [[max(ratio - low, 0.0)], [max(ci_high - ratio, 0.0)]]
 
 
 def _no_ratio(r: StatRow) -> str:
@@ -228,19 +105,21 @@ def draw_forest(a: Analysis) -> Any:
     if not rows:
         return None
     values = [
-        v for r in rows for v in (_drawn(r) if r.ci_known else [_drawn(r)[0]])
+        v
+        for r in rows
+        for v in (drawn_ratio(r) if r.ci_known else [drawn_ratio(r)[0]])
     ]
-    lo, hi = _log_limits(values)
-    plt = _plt()
+    lo, hi = log_limits(values)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.5))
     for y, r in enumerate(reversed(rows)):
-        m, word = _marker(r)
-        ratio, ci_low, ci_high = _drawn(r)
+        m, word = marker(r)
+        ratio, ci_low, ci_high = drawn_ratio(r)
         if r.ci_known and all(math.isfinite(v) for v in (ci_low, ci_high)):
             ax.errorbar(
                 ratio,
                 y,
-                xerr=_whiskers(r, lo),
+                xerr=whiskers(r, lo),
                 fmt=m,
                 color=colour(r),
                 capsize=3,
@@ -269,7 +148,7 @@ def draw_forest(a: Analysis) -> Any:
         fontsize=7,
     )
     ax.axvline(1.0, color="black", linewidth=0.8)
-    _log_axis(ax, "x", lo, hi)
+    log_axis(ax, "x", lo, hi)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(
         f"ratio to the baseline {a.names[0]}, log scale, with "
@@ -372,10 +251,12 @@ def _ratio_panel(
     }
     rows = {r.kernel: r for r in group}
     values = [v for vs in per.values() for v in vs] + [
-        v for r in group for v in (_drawn(r) if r.ci_known else [_drawn(r)[0]])
+        v
+        for r in group
+        for v in (drawn_ratio(r) if r.ci_known else [drawn_ratio(r)[0]])
     ]
-    log = _wants_log(values)
-    lo, hi = _log_limits(values) if log else _ratio_limits(values)
+    log = wants_log(values)
+    lo, hi = log_limits(values) if log else ratio_limits(values)
     for i, name in enumerate(names):
         vals = per[name]
         ax.scatter(
@@ -386,15 +267,15 @@ def _ratio_panel(
             color=kernel_colour(i),
         )
         row = rows.get(name)
-        if row is None or not math.isfinite(_drawn(row)[0]):
+        if row is None or not math.isfinite(drawn_ratio(row)[0]):
             continue
-        m, _ = _marker(row)
-        ratio, ci_low, ci_high = _drawn(row)
+        m, _ = marker(row)
+        ratio, ci_low, ci_high = drawn_ratio(row)
         if row.ci_known and all(math.isfinite(v) for v in (ci_low, ci_high)):
             ax.errorbar(
                 i + 0.25,
                 ratio,
-                yerr=_whiskers(row, lo if log else -math.inf),
+                yerr=whiskers(row, lo if log else -math.inf),
                 fmt=m,
                 color=colour(row),
                 capsize=3,
@@ -409,7 +290,7 @@ def _ratio_panel(
             )
     ax.axhline(1.0, color="black", linewidth=0.8)
     if log:
-        _log_axis(ax, "y", lo, hi)
+        log_axis(ax, "y", lo, hi)
     else:
         ax.set_ylim(lo, hi)
     ax.set_xlim(-0.5, len(names) - 0.5)
@@ -434,7 +315,7 @@ def _absolute_panel(
     first = group[0]
     per = {k: _values(samples, first.workload, first.metric, k) for k in names}
     values = [v for vs in per.values() for v in vs]
-    log = _wants_log(values)
+    log = wants_log(values)
     tops = list(values)
     for i, name in enumerate(names):
         vals = per[name]
@@ -460,14 +341,14 @@ def _absolute_panel(
             )
             tops.append(mean + sd)
     if log:
-        _log_axis(ax, "y", *_log_limits(values, around_one=False))
+        log_axis(ax, "y", *log_limits(values, around_one=False))
     else:
         from matplotlib import ticker
 
         lo, hi = min(values), max(tops)
         if lo >= 0:
             ax.set_ylim(0, hi * 1.08 or 1)
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(_short))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(short_label))
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_xticks(range(len(names)), names, fontsize=7)
     ax.set_title(
@@ -497,7 +378,7 @@ def draw_workload(
     drawn, _ = _plan(wa, samples, names)
     if not drawn:
         return None
-    plt = _plt()
+    plt = pyplot()
     per_row = min(METRICS_PER_ROW, len(drawn))
     cols = 2 * per_row
     nrows = -(-len(drawn) // per_row)
@@ -534,7 +415,7 @@ def profile_figure(w: Workload, a: CountAnalysis) -> bytes | None:
     kernel saves work)."""
     if not a.profile:
         return None
-    plt = _plt()
+    plt = pyplot()
     base, other = a.names[0], a.names[-1]
     rows = a.profile[::-1]
     deltas = [r.delta(base, other) for r in rows]
@@ -564,7 +445,7 @@ def growth_figure(t: GrowthTable) -> bytes | None:
     """A growth table on log-log axes: each kernel's mean per point (a
     marker, joined), and its fitted power law (dashed) with the exponent
     in the legend. None when no kernel has two points above 0."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     drawn = 0
     for i, k in enumerate(t.kernels):
@@ -593,7 +474,7 @@ def growth_figure(t: GrowthTable) -> bytes | None:
                 linewidth=0.8,
             )
     if not drawn:
-        _plt().close(fig)
+        pyplot().close(fig)
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -602,13 +483,17 @@ def growth_figure(t: GrowthTable) -> bytes | None:
     # a parameter's values as given (1024, not 1.02K), but 60K VMAs short
     ax.xaxis.set_major_formatter(
         lambda v, _pos: (
-            _short(v) if v >= 10000 else f"{v:.4g}" if t.against else f"{v:g}"
+            short_label(v)
+            if v >= 10000
+            else f"{v:.4g}"
+            if t.against
+            else f"{v:g}"
         )
     )
     # a log axis spanning less than a decade has no major label: the
     # minor ones say where the values are
-    ax.yaxis.set_major_formatter(_short)
-    ax.yaxis.set_minor_formatter(_short)
+    ax.yaxis.set_major_formatter(short_label)
+    ax.yaxis.set_minor_formatter(short_label)
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel(t.axis if not t.against else f"{t.against} (measured)")
     ax.set_ylabel(t.label, fontsize=8)

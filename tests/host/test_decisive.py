@@ -102,14 +102,14 @@ def test_the_plots_draw_the_ci_that_decides():
     """A row decided by its paired CI is coloured by that verdict, so its
     whiskers are the paired CI's, around the paired ratio, not the plain
     CI that crosses 1."""
-    from foliolab.render import plots
+    from foliolab.render import plotparts
 
     base = [100.0, 150, 80, 200, 120, 90, 170, 110]
     noise = [1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01]
     r = row(base, [b * 0.95 * e for b, e in zip(base, noise)])
-    assert r.decisive == "paired" and plots.colour(r) == "tab:green"
+    assert r.decisive == "paired" and plotparts.colour(r) == "tab:green"
     low, high = r.decisive_ci
-    (below,), (above,) = plots._whiskers(r, 0.0)
+    (below,), (above,) = plotparts.whiskers(r, 0.0)
     assert below == pytest.approx(r.paired.ratio - low)
     assert above == pytest.approx(high - r.paired.ratio)
     assert r.paired.ratio + above < 1 < r.ci_high
