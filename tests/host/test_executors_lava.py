@@ -16,7 +16,7 @@ from foliolab.boot import derive, outcome
 from foliolab.run import orchestrate, record as runrecord
 from foliolab.guestdata import parse
 from foliolab.commands import measure as measure_cmd
-from foliolab.executors.lava import job as lava
+from foliolab.executors.lava import definition as lava
 from foliolab.executors.lava.log import JobLog
 from foliolab.executors.base import BlockRequest, BootRequest, BootSpec, JobEnd
 from foliolab.arch import get_arch
