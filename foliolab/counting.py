@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import proc
-from foliolab.kernel import kconfig, symbols
 from foliolab.arch import Arch
 from foliolab.errors import BootError, SetupError, UsageError
+from foliolab.kernel import kconfig, symbols
 from foliolab.paths import cache_root
 from foliolab.workloads.model import Workload
 

@@ -31,11 +31,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from foliolab.series import csource
 from foliolab.coverage import ifdefs
 from foliolab.coverage.gcovdata import FileCoverage, GcovData
+from foliolab.series import csource
 from foliolab.series.lines import PatchInfo, SeriesGroup, SeriesLines, group_of
-
 
 # class -> what it means (the reports' legend)
 REASON_CLASSES = {

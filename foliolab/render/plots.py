@@ -24,6 +24,7 @@ import numpy as np
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.analysis.growth import GrowthTable
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 from foliolab.boot.derive import Sample
 from foliolab.render import fmt
 from foliolab.render.plotparts import (
@@ -42,7 +43,6 @@ from foliolab.render.plotparts import (
     whiskers,
 )
 from foliolab.workloads.model import Workload
-from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 # Metrics per row of a workload's figure (each a ratio and an absolute
 # panel).
