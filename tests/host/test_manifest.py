@@ -13,6 +13,7 @@ from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
+from foliolab.run.record import given_record
 from foliolab.manifest import (
     BuildRecord,
     HostRecord,
@@ -79,7 +80,7 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
             KernelRecord(
                 "a",
                 "base",
-                SpecRecord.from_json(plain(spec)),
+                given_record(spec),
                 BuildRecord.from_json(plain(k)),
             )
         ]
@@ -240,7 +241,7 @@ def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
     assert m.count.cmdline == "nokaslr" and m.count.plugin_api == 1
     (k,) = m.kernels
     assert k.built.release == "6.12.117" and k.built.elapsed == 12.5
-    assert k.given.prefix == 4 and k.series_sha == "5e7e5"
+    assert k.given.fields["prefix"] == 4 and k.series_sha == "5e7e5"
     assert k.build_hash == ("c0ffee", "5ha")
     assert m.to_json() == old
 
