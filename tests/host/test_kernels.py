@@ -469,3 +469,13 @@ def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
         (f"n=debian:6.12+{d}", "linux-6.12"),
     ):
         assert kernels.parse_kernel(spec).source.slot() == slot
+
+
+def test_the_forms_help_names_are_the_registrys_in_their_old_words():
+    """SPEC's forms, as refusals and help say them, come from the
+    registered sources and read as they always did."""
+    assert kernels.SPEC_FORMS == (
+        "base, git:PATH@REF, debian:VERSION, any of these +DIR or "
+        "+DIR:N (a series on it), or image:PATH"
+    )
+    assert kernels.SOURCE_FORMS == "base, git:PATH@REF or debian:VERSION"
