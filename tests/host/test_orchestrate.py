@@ -549,7 +549,7 @@ def _source_only(monkeypatch, two_commits):
         lambda specs: {
             k.name: source.Tree(k.name, repo, nxt, "d1935", onto=onto)
             for k in specs
-            if k.kind.value == "series"
+            if k.applied is not None
         },
     )
     monkeypatch.setattr(store, "kept_kernel", lambda *a: (None, ""))
