@@ -46,14 +46,21 @@ from foliolab.kernel.sources.pinned import PinnedBase
 from foliolab.kernel.sources.series import SERIES_KIND, AppliedSeries
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-# the sources a series goes on, and those it does not
-_ONTO = [cls.form for cls in sources.REGISTERED if cls.takes_series]
-_ALONE = [cls.form for cls in sources.REGISTERED if not cls.takes_series]
-SPEC_FORMS = (
-    f"{', '.join(_ONTO)}, any of these +DIR or "
-    f"+DIR:N (a series on it), or {' or '.join(_ALONE)}"
-)
-SOURCE_FORMS = f"{', '.join(_ONTO[:-1])} or {_ONTO[-1]}"
+
+
+def forms(registered: tuple[type[Source], ...]) -> tuple[str, str]:
+    """How help and refusals name the specs of ``registered``: every
+    form, and those a series goes on."""
+    onto = [cls.form for cls in registered if cls.takes_series]
+    alone = [cls.form for cls in registered if not cls.takes_series]
+    return (
+        f"{', '.join(onto)}, any of these +DIR or "
+        f"+DIR:N (a series on it), or {' or '.join(alone)}",
+        f"{', '.join(onto[:-1])} or {onto[-1]}",
+    )
+
+
+SPEC_FORMS, SOURCE_FORMS = forms(sources.REGISTERED)
 
 
 @dataclass(frozen=True)

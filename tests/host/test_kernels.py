@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from foliolab import cli, errors
-from foliolab.kernel import specs as kernels
+from foliolab.kernel import sources, specs as kernels
 from foliolab.kernel.sources.base import SourceRecord, written
 from foliolab.kernel.sources.debian import DebianSource
 from foliolab.kernel.sources.git import GitSource
@@ -473,9 +473,13 @@ def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
 
 def test_the_forms_help_names_are_the_registrys_in_their_old_words():
     """SPEC's forms, as refusals and help say them, come from the
-    registered sources and read as they always did."""
-    assert kernels.SPEC_FORMS == (
+    registered sources; those of the first four read as they always
+    did."""
+    assert kernels.forms(sources.REGISTERED[:4]) == (
         "base, git:PATH@REF, debian:VERSION, any of these +DIR or "
-        "+DIR:N (a series on it), or image:PATH"
+        "+DIR:N (a series on it), or image:PATH",
+        "base, git:PATH@REF or debian:VERSION",
     )
-    assert kernels.SOURCE_FORMS == "base, git:PATH@REF or debian:VERSION"
+    assert (kernels.SPEC_FORMS, kernels.SOURCE_FORMS) == kernels.forms(
+        sources.REGISTERED
+    )
