@@ -18,7 +18,7 @@ import enum
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
@@ -107,36 +107,51 @@ def _open_json(record: object) -> dict[str, Any]:
 
 @dataclass
 class SpecRecord:
-    """A kernel's spec as parsed (kernel.specs.KernelSpec's fields, paths
-    as text), and a series' digest (the report's reproduce line names
-    it)."""
+    """A kernel's spec as parsed (kernel.sources' SourceRecord with the
+    kernel's name): its kind, the text given, the fields its kind has (as
+    written, paths as text: each source class writes its own), the
+    source a series goes on, and a series' digest (the report's
+    reproduce line names it)."""
 
     name: str = ""
     kind: str = ""
     text: str = ""
-    series_dir: str | None = None
-    prefix: int | None = None
-    repo: str | None = None
-    ref: str = ""
-    image: str | None = None
-    debian_version: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
     onto: SpecRecord | None = None
-    series_sha: str = ""  # SERIES: its patches' digest
-    more: dict[str, Any] = field(
-        default_factory=dict
-    )  # fields of a later spec
+    series_sha: str = ""  # a series: its patches' digest
+
+    # what environment.json holds besides the fields, in this order
+    _OWN: ClassVar[tuple[str, ...]] = (
+        "name",
+        "kind",
+        "text",
+        "onto",
+        "series_sha",
+    )
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> SpecRecord | None:
         if not d:
             return None
-        return _open_record(cls, d, onto=cls.from_json(d.get("onto")))
+        return cls(
+            d.get("name", ""),
+            d.get("kind", ""),
+            d.get("text", ""),
+            {k: v for k, v in d.items() if k not in cls._OWN},
+            cls.from_json(d.get("onto")),
+            d.get("series_sha", ""),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        d = _open_json(self)
+        d: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "text": self.text,
+        }
+        d.update(self.fields)
         d["onto"] = self.onto.to_json() if self.onto else None
-        if not self.series_sha:
-            del d["series_sha"]
+        if self.series_sha:
+            d["series_sha"] = self.series_sha
         return d
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from foliolab import hostsetup
 from foliolab.series import check as seriescheck, sincespec, stablehistory
-from foliolab.kernel import build, kconfig, source, specs as kernels, trees
+from foliolab.kernel import build, kconfig, source, sources
+from foliolab.kernel import specs as kernels, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
@@ -87,7 +88,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
-    path = source.dev_tree(source.read_series(args.patches))
+    path = source.dev_tree(sources.read_patches(args.patches))
     print(path)
     print(
         "# commit your changes on branch `dev` there, then run "
@@ -121,7 +122,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if "patched" in variants:
         # the series read (its directory, `series` and every patch named)
         # before the vanilla tree is unpacked, not after
-        source.read_series(args.patches)
+        sources.read_patches(args.patches)
     for tree in _trees(args, variants):
         k = build.build_kernel(tree, get_arch(args.arch), args.config)
         print(f"{tree.variant}: {k.image} ({k.elapsed:.0f} s)")
@@ -143,13 +144,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     since = _since_spec(args)
     cells = robot.cells(args)
-    if args.patches is None or not source.read_series(args.patches).patches:
+    if not sources.read_patches(args.patches).patches:
         raise UsageError(
             "the series is empty: nothing to check",
             hint="give --patches DIR with patches in `series`",
         )
     history = (
-        _check_history(since, source.read_series(args.patches))
+        _check_history(since, sources.read_patches(args.patches))
         if since
         else None
     )

@@ -38,7 +38,7 @@ from typing import Any
 
 from foliolab.coverage import reasons as coveragereasons, gcovdata, gcovrecord
 from foliolab.guestdata import parse
-from foliolab.kernel import kconfig, source
+from foliolab.kernel import kconfig, source, sources
 from foliolab.kernel import specs as kernels
 from foliolab.arch import Arch
 from foliolab.coverage.lines import (
@@ -489,9 +489,5 @@ def suite_series(
     (NAME=SOURCE+DIR[:N]) or ``--patches``' for the patched variant; the
     empty series for any other kernel (plan_for() refuses it)."""
     if kernel:
-        k = kernels.parse_kernel(kernel)
-        if k.kind is kernels.SpecKind.SERIES:
-            return k.series()
-    elif variant == "patched" and patches is not None:
-        return source.read_series(patches)
-    return source.Series(Path("/dev/null"), ())
+        return kernels.parse_kernel(kernel).series()
+    return sources.read_patches(patches if variant == "patched" else None)

@@ -2,6 +2,8 @@
 
 - specs.py: the kernel specs (``base``, ``git:PATH@REF``, ``debian:VERSION``,
   each ``+DIR[:N]``, ``image:PATH``), parsed and checked
+- sources/: each source a spec names, and each series input, as a class
+  in a registry (its form, checks, tree, build directory, record)
 - trees.py: a spec resolved to the source tree it builds from (a series
   applied, or found applied)
 - store.py: each kernel found kept, or built and kept; what --dry-run knows

@@ -73,7 +73,8 @@ def git(
 
 @dataclass(frozen=True)
 class Series:
-    """An ordered patch series read from a directory with a `series` file."""
+    """An ordered patch series, as a series input (kernel/sources/) reads
+    it: its patch files, and the directory they are in."""
 
     directory: Path
     patches: tuple[Path, ...]
@@ -84,38 +85,6 @@ class Series:
         for p in self.patches:
             h.update(p.name.encode() + b"\0" + p.read_bytes())
         return h.hexdigest()[:16]
-
-
-def read_series(directory: Path | None) -> Series:
-    """Read ``directory/series``; ``None`` means the empty series (A/A)."""
-    if directory is None:
-        return Series(Path("/dev/null"), ())
-    # absolute: git am runs in a scratch worktree, not here
-    directory = Path(directory).resolve()
-    if not directory.is_dir():
-        raise UsageError(
-            f"patch directory {directory} does not exist",
-            hint="give --patches DIR (with a `series` file) or --patches none",
-        )
-    series_file = directory / "series"
-    if not series_file.exists():
-        raise UsageError(
-            f"{series_file} is missing",
-            hint="list the patches in order, one per line",
-        )
-    patches = []
-    for line in series_file.read_text().splitlines():
-        name = line.split("#", 1)[0].strip()
-        if not name:
-            continue
-        p = directory / name
-        if not p.is_file():
-            raise UsageError(
-                f"{series_file} names {name}, which does not "
-                f"exist in {directory}"
-            )
-        patches.append(p)
-    return Series(directory, tuple(patches))
 
 
 def base_repo() -> Path:

@@ -46,14 +46,6 @@ RENAMES = (
 )
 
 
-def kernel_name(name: str, version: tuple[int, int]) -> str:
-    """What a kernel of ``version`` calls the lab's function ``name``."""
-    for r in RENAMES:
-        if r.name == name and version >= r.since:
-            return r.new
-    return name
-
-
 def lab_names(version: tuple[int, int]) -> dict[str, str]:
     """{kernel's name: lab's name} for the functions ``version`` renamed."""
     return {r.new: r.name for r in RENAMES if version >= r.since}

@@ -2,7 +2,8 @@
 
 The base's pinned tree, a git: commit fetched into the cache's
 repository, a debian: package unpacked as a commit, and a series applied
-on any of them (or found applied from an earlier run). Apart from
+on any of them (or found applied from an earlier run): each source's
+class (sources/) knows its own; this is where they are asked. Apart from
 specs.py because this is where the work starts: fetching, unpacking and
 applying, which a spec's parsing and checks never do; and apart from
 store.py because a tree is wanted on its own too (``check``, ``kernel
@@ -13,13 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from foliolab import proc
 from foliolab.errors import UsageError
-from foliolab.kernel import debian, source
+from foliolab.kernel import source, sources
 from foliolab.kernel.specs import (
     SOURCE_FORMS,
     KernelSpec,
-    SpecKind,
     check_spec,
     parse_kernel,
 )
@@ -28,59 +27,17 @@ from foliolab.kernel.specs import (
 def tree_of(k: KernelSpec) -> source.Tree:
     """The commit a source-built kernel is built from (a series applied,
     or found applied)."""
-    if k.kind is SpecKind.SERIES:
-        return _series_tree(k)
-    return _source_tree(k)[0]
+    if k.applied is None:
+        return k.source.tree(k.name)
+    return k.source.series_tree(k.name, k.series())
 
 
-def _source_tree(k: KernelSpec) -> tuple[source.Tree, source.Onto]:
-    """The tree of a base, git: or debian: spec, and what it is."""
-    if k.kind is SpecKind.BASE:
-        repo = source.prepare_base()
-        onto = source.base_onto(repo)
-        return source.Tree(k.name, repo, onto.commit, ""), onto
-    if k.kind is SpecKind.GIT:
-        assert k.repo is not None  # a git: spec names its repository
-        tree = source.prepare_git(k.name, k.repo, k.ref)
-        return tree, source.Onto(
-            k.text, f"{k.repo.resolve()} {tree.commit[:12]}", tree.commit
-        )
-    if k.kind is SpecKind.DEBIAN:
-        src = debian.prepare(debian.resolve(k.debian_version))
-        pkg = src.package
-        return (
-            source.Tree(k.name, src.tree, src.commit, "", src.describe()),
-            source.Onto(k.text, f"{pkg.name} {pkg.version}", src.commit),
-        )
-    raise ValueError(k.kind)
-
-
-def _series_tree(k: KernelSpec) -> source.Tree:
-    series = k.series()
-    if k.onto is None and series.patches:
-        return source.prepare_patched(series, k.name)
-    under, onto = _source_tree(k.source_spec())
-    return source.prepare_series(under, onto, series, k.name)
-
-
-def check_git_trees(specs: list[KernelSpec]) -> None:
-    """A git: kernel's commit (or the one its series goes on) must be a
-    kernel tree (its mm/ has rmap.c): said before anything is fetched or
-    built."""
-    for k in (s.source_spec() for s in specs):
-        if k.kind is not SpecKind.GIT:
-            continue
-        assert k.repo is not None  # a git: spec names its repository
-        cp = proc.run(
-            ["git", "-C", k.repo, "cat-file", "-e", f"{k.ref}:mm/rmap.c"],
-            check=False,
-        )
-        if cp.returncode != 0:
-            raise UsageError(
-                f"kernel {k.name}: {k.text} is not a Linux "
-                "kernel tree (no mm/rmap.c at that commit)",
-                hint="give git:PATH@REF of a kernel clone",
-            )
+def check_trees(specs: list[KernelSpec]) -> None:
+    """What each kernel's tree (or the one its series goes on) must be (a
+    git: commit's a kernel tree, its mm/ with rmap.c): said before
+    anything is fetched or built."""
+    for k in specs:
+        k.source.check_tree(k.name)
 
 
 def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
@@ -88,12 +45,12 @@ def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
     before any kernel is built: a patch that does not apply stops the
     whole request here, with one line naming the patch, the file and the
     tree (PatchApplyError)."""
-    return {k.name: tree_of(k) for k in specs if k.kind is SpecKind.SERIES}
+    return {k.name: tree_of(k) for k in specs if k.applied is not None}
 
 
 def source_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
     """The tree of every source-built kernel of ``specs``."""
-    return {k.name: tree_of(k) for k in specs if k.kind is not SpecKind.IMAGE}
+    return {k.name: tree_of(k) for k in specs if not k.source.prebuilt}
 
 
 def variant_tree(
@@ -104,7 +61,7 @@ def variant_tree(
     spec is refused before anything is built."""
     if kernel:
         k = parse_kernel(kernel)
-        if k.kind is SpecKind.IMAGE:
+        if k.source.prebuilt:
             raise UsageError(
                 f"--kernel {kernel}: this command builds the kernel it boots",
                 hint="give a source spec: "
@@ -115,4 +72,4 @@ def variant_tree(
         return tree_of(k)
     if variant == "vanilla" or patches is None:
         return source.prepare_vanilla()
-    return source.prepare_patched(source.read_series(patches))
+    return source.prepare_patched(sources.read_patches(patches))

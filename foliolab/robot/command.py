@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from foliolab.errors import BuildError, DiagnosticsError, UsageError
-from foliolab.kernel import source
+from foliolab.kernel import source, sources
 from foliolab.robot import matrix, run
 
 
@@ -72,7 +72,7 @@ def check(
     """Run the robot, print each finding (``patch: cell: file:line:
     text``), the time of each cell and the notes; a finding is an
     error."""
-    series = source.read_series(args.patches)
+    series = sources.read_patches(args.patches)
     report = run.check(tree, series.patches, chosen, out, args.robot_jobs)
     for line in report.lines():
         print(line)

@@ -11,8 +11,6 @@ from pathlib import Path
 
 from foliolab import timings
 from foliolab.analysis import stats
-from foliolab.kernel import build
-from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store
 from foliolab.errors import FoliolabError
 from foliolab.executors import HERE, ExecutorOptions, dry_run_note
@@ -68,25 +66,10 @@ def dry_run(
         lines.append(note)
     images: dict[str, Path] = {}
     for k in specs:
-        if k.kind is kernels_mod.SpecKind.IMAGE:
-            assert k.image is not None  # an image: spec names its image
-            images[k.name] = k.image
-            lines.append(
-                f"# kernel {k.name} = {k.text}: prebuilt, its "
-                ".config checked against the fragment"
-            )
-            continue
-        out = build.build_dir(arch, kernels.config, store.slot_of(k))
-        images[k.name] = out / arch.kernel_image
-        lines.append(
-            f"# kernel {k.name} = {k.text}: unless already kept "
-            "in the cache, checkout, then"
+        images[k.name], said = k.source.dry_run(
+            k.name, k.text, arch, kernels.config
         )
-        lines.append(
-            shlex.join(
-                build.make_argv(Path("<tree>"), out, arch, arch.make_target)
-            )
-        )
+        lines += said
     base = machine.boot_spec(images[specs[0].name], _accel(machine))
     rounds = -(-plan.runs // max(1, plan.samples_per_boot))
     for w in plan.workloads:

@@ -52,7 +52,7 @@ from foliolab.errors import (
 )
 from foliolab.executors import EXPORTER, HERE, make_executor
 from foliolab.executors.base import BootSpec, Executor, Exporter
-from foliolab.kernel import build, image, source
+from foliolab.kernel import build, image, sources
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store as kernel_store
 from foliolab.kernel import trees as kernel_trees
@@ -87,7 +87,7 @@ def check(run: RunStages) -> Executor:
     executor = make_executor(run.executor, plan.out, plan.count)
     specs = list(wanted.specs)
     kernels_mod.check_specs(specs, plan.count, offline=run.dry_run)
-    kernel_trees.check_git_trees(specs)
+    kernel_trees.check_trees(specs)
     roots_checked = rootcheck.check_kept(
         specs,
         list(plan.workloads),
@@ -164,7 +164,7 @@ def prepare_kernels(
     specs = list(wanted.specs)
     if wanted.patches is not None:
         m.patches = [
-            p.name for p in source.read_series(wanted.patches).patches
+            p.name for p in sources.read_patches(wanted.patches).patches
         ]
     trees = kernel_trees.source_trees(specs)
     record_series(m, specs, trees)

@@ -20,6 +20,7 @@ from pathlib import Path
 from foliolab import __version__, executors, hostsetup, proc
 from foliolab.kernel import build, source
 from foliolab.kernel import specs as kernels_mod
+from foliolab.kernel.sources.base import SourceRecord
 from foliolab.errors import UsageError
 from foliolab.manifest import (
     BuildRecord,
@@ -166,7 +167,8 @@ def start_manifest(run: RunStages) -> RunManifest:
         base_version=hostsetup.BASE_VERSION,
         patches_label=kernels.label,
         kernels=[
-            KernelRecord(k.name, k.text, _given(k)) for k in kernels.specs
+            KernelRecord(k.name, k.text, given_record(k))
+            for k in kernels.specs
         ],
         runs=plan.runs,
         samples_per_boot=plan.samples_per_boot,
@@ -205,14 +207,23 @@ def swept(workloads: Sequence[Workload]) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def _given(k: kernels_mod.KernelSpec) -> SpecRecord:
+def given_record(k: kernels_mod.KernelSpec) -> SpecRecord:
     """A kernel's spec as the manifest keeps it; a series with the sha of
     its patches (the report's reproduce line names it)."""
-    given = SpecRecord.from_json(plain(k))
-    assert given is not None  # a spec's record is never empty
-    if k.kind is kernels_mod.SpecKind.SERIES:
+    given = _spec_record(k.name, k.record())
+    if k.applied is not None:
         given.series_sha = k.series().digest
     return given
+
+
+def _spec_record(name: str, r: SourceRecord) -> SpecRecord:
+    return SpecRecord(
+        name,
+        r.kind,
+        r.text,
+        dict(r.fields),
+        _spec_record(name, r.onto) if r.onto else None,
+    )
 
 
 def record_series(
@@ -222,7 +233,7 @@ def record_series(
 ) -> None:
     """Each series kernel's series and the tree it was applied to."""
     for k in specs:
-        if k.kind is kernels_mod.SpecKind.SERIES:
+        if k.applied is not None:
             m.kernel(k.name).series = series_record(k, trees[k.name])
 
 
@@ -230,9 +241,10 @@ def series_record(
     k: kernels_mod.KernelSpec, tree: source.Tree
 ) -> SeriesRecord:
     series = k.series()
+    assert k.applied is not None  # only a series kernel has one
     assert tree.onto is not None  # a series' tree has the tree it is on
     return SeriesRecord(
-        str(k.series_dir),
+        k.applied.input.given,
         len(series.patches),
         series.digest,
         tree.onto.spec,

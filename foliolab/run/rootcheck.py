@@ -141,60 +141,44 @@ def _sources_at_hand(
         places.append(partial(source.words_at, tree.path, tree.commit))
         covered.add(name)
     onto = {
-        k.source_spec().text: trees[k.name]
+        k.source.text: trees[k.name]
         for k in specs
         if k.name in trees and trees[k.name].onto is not None
     }
     for k in specs:
         if k.name in covered:
             continue
-        if k.kind is kernels_mod.SpecKind.GIT:
-            assert k.repo is not None  # a git: spec names its repository
-            places.append(partial(source.words_at, k.repo, k.ref))
-        elif k.kind is kernels_mod.SpecKind.IMAGE:
-            assert k.image is not None  # an image: spec names its image
-            places.append(partial(_in_map, k.image))
+        at = None if k.applied else k.source.names_at()
+        if at is not None and at.system_map is not None:
+            places.append(partial(_in_map, at.system_map))
+        elif at is not None and at.repo is not None:
+            places.append(partial(source.words_at, at.repo, at.commit))
         elif k.text in onto:
             t = onto[k.text]
             assert t.onto is not None  # onto holds the trees that have one
             places.append(partial(source.words_at, t.path, t.onto.commit))
-        elif k.kind is kernels_mod.SpecKind.BASE and source.is_repository(
-            source.base_repo()
-        ):
-            places.append(
-                lambda ws: source.words_at(
-                    source.base_repo(), source.BASE_TAG, ws
-                )
-            )
         else:
             return None
     return places
 
 
-def _in_map(image: Path, words: Iterable[str]) -> set[str]:
-    """Which of ``words`` the System.map beside ``image`` names."""
-    return set(words) & _map_names(image)
-
-
-def _map_names(image: Path) -> set[str]:
-    """The text symbols of the System.map beside ``image`` (check_spec()
-    made sure of one), without a compiler's suffix."""
-    system_map = kernels_mod.find_beside(image, "System.map")
-    assert system_map is not None  # check_spec() made sure of one
+def _in_map(system_map: Path, words: Iterable[str]) -> set[str]:
+    """Which of ``words`` ``system_map`` names (without a compiler's
+    suffix)."""
     text = system_map.read_text()
-    return {n.split(".", 1)[0] for _, n in counting.text_symbols(text)}
+    return set(words) & {
+        n.split(".", 1)[0] for _, n in counting.text_symbols(text)
+    }
 
 
 def _kept_symbols(
     k: kernels_mod.KernelSpec, arch: Arch, config: str
 ) -> Path | None:
     """Where the kept build of ``k`` has its System.map, if it is kept."""
+    if k.source.prebuilt:
+        return k.source.prebuilt_symbols()
     try:
         kept, _ = kernel_store.kept_kernel(k, arch, config)
     except FoliolabError:
         return None
-    if kept is not None and k.kind is kernels_mod.SpecKind.IMAGE:
-        assert k.image is not None  # an image: spec names its image
-        system_map = kernels_mod.find_beside(k.image, "System.map")
-        return system_map.parent if system_map else None
     return kept

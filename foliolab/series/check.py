@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import subprocess
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import proc
@@ -108,7 +108,7 @@ def check_series(
         checks.append(pc)
         pc.checkpatch = run_checkpatch(checkout, patch)
         try:
-            tree = trees.tree_of(replace(spec, prefix=i))
+            tree = trees.tree_of(spec.with_prefix(i))
             kernel = build.build_kernel(
                 tree, arch, config, keep=rundir / f"{i:04d}" / "kernel"
             )

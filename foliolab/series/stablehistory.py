@@ -468,7 +468,7 @@ class HistoryReport:
             )
 
 
-def read_series(
+def patch_diffs(
     series: source.Series,
 ) -> list[tuple[Path, list[unidiff.FileDiff]]]:
     """Each patch with the files it changes."""
@@ -494,7 +494,7 @@ def check_series(
 ) -> HistoryReport:
     """Every patch of the series against the stable changes from
     ``since`` to ``base`` in the files the series touches."""
-    patches = read_series(series)
+    patches = patch_diffs(series)
     paths = sorted(
         {
             p

@@ -19,7 +19,7 @@ import pytest
 
 from foliolab.bisect import record as bisectrecord
 from foliolab import cli
-from foliolab.kernel import source
+from foliolab.kernel import source, sources
 from foliolab.paths import DEFAULT_PATCHES
 
 pytestmark = [pytest.mark.qemu, pytest.mark.bisect]
@@ -98,7 +98,7 @@ def series_repo(dest: Path, series: source.Series) -> Path:
 
 
 def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
-    series = source.read_series(DEFAULT_PATCHES)
+    series = sources.read_patches(DEFAULT_PATCHES)
     repo = series_repo(tmp_path / "linux", series)
     out = tmp_path / "bisect"
     assert (

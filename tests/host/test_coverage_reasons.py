@@ -21,7 +21,7 @@ from foliolab.coverage import (
 )
 from foliolab.coverage.lines import LineState
 from foliolab.coverage.reasons import ReasonsError
-from foliolab.kernel import source
+from foliolab.kernel import sources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -246,7 +246,7 @@ def test_a_malformed_file_is_one_line_naming_file_and_line(
 
 def test_the_file_changes_no_series_digest_and_no_patch_list(tmp_path):
     for d in ("6.12", "7.3"):
-        series = source.read_series(ROOT / "patches" / d)
+        series = sources.read_patches(ROOT / "patches" / d)
         assert all(p.name.endswith(".patch") for p in series.patches)
         copy = tmp_path / d
         copy.mkdir()
@@ -255,7 +255,7 @@ def test_the_file_changes_no_series_digest_and_no_patch_list(tmp_path):
         (copy / "series").write_text(
             (ROOT / "patches" / d / "series").read_text()
         )
-        assert source.read_series(copy).digest == series.digest
+        assert sources.read_patches(copy).digest == series.digest
 
 
 @pytest.mark.parametrize("d", ["6.12", "7.3"])

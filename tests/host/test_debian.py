@@ -16,7 +16,6 @@ from foliolab.kernel import (
     kconfig,
     source,
     specs as kernels,
-    store,
 )
 from foliolab.errors import UsageError
 
@@ -72,7 +71,7 @@ def test_a_newer_kernel_has_its_own_build_slot():
     assert build.slot_name(True, (7, 3)) == "linux-7.3"
     assert build.slot_name(False, (7, 3)) == "linux-7.3"
     up = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
-    assert store.slot_of(up) == "linux-7.3"
+    assert up.source.slot() == "linux-7.3"
 
 
 def test_a_since_fragment_applies_from_its_version_on(tmp_path):

@@ -7,9 +7,13 @@ from pathlib import Path
 import pytest
 
 from foliolab import cli, errors
-from foliolab.kernel import specs as kernels
-from foliolab.kernel import store
-from foliolab.kernel.specs import SpecKind
+from foliolab.kernel import sources, specs as kernels
+from foliolab.kernel.sources.base import SourceRecord, written
+from foliolab.kernel.sources.debian import DebianSource
+from foliolab.kernel.sources.git import GitSource
+from foliolab.kernel.sources.image import ImageSource
+from foliolab.kernel.sources.pinned import PinnedBase
+from foliolab.kernel.sources.series import AppliedSeries, DirSeries
 
 
 def series_dir(tmp_path, n=3):
@@ -25,25 +29,25 @@ def series_dir(tmp_path, n=3):
 @pytest.mark.parametrize(
     "arg, kind",
     [
-        ("b=base", SpecKind.BASE),
-        ("s1=base+patches/6.12", SpecKind.SERIES),
-        ("s1=base+patches/6.12:10", SpecKind.SERIES),
-        ("mine=git:/src/linux@mm-unstable", SpecKind.GIT),
-        ("img=image:/boot/vmlinuz", SpecKind.IMAGE),
-        ("up=debian:7.3", SpecKind.DEBIAN),
-        ("up=debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),
+        ("b=base", "base"),
+        ("s1=base+patches/6.12", "series"),
+        ("s1=base+patches/6.12:10", "series"),
+        ("mine=git:/src/linux@mm-unstable", "git"),
+        ("img=image:/boot/vmlinuz", "image"),
+        ("up=debian:7.3", "debian"),
+        ("up=debian:7.3.4-1~bpo13+1", "debian"),
     ],
 )
 def test_spec_forms(arg, kind):
     k = kernels.parse_kernel(arg)
-    assert k.kind is kind and k.name == arg.split("=")[0]
+    assert k.kind == kind and k.name == arg.split("=")[0]
 
 
 def test_series_prefix_and_git_ref_are_split_at_the_last_separator():
     k = kernels.parse_kernel("a=base+dir:with:colons:4")
-    assert k.series_dir == Path("dir:with:colons") and k.prefix == 4
+    assert k.applied == AppliedSeries(DirSeries(Path("dir:with:colons")), 4)
     g = kernels.parse_kernel("g=git:/a@b/c@v6.12")
-    assert g.repo == Path("/a@b/c") and g.ref == "v6.12"
+    assert g.source == GitSource("git:/a@b/c@v6.12", Path("/a@b/c"), "v6.12")
 
 
 @pytest.mark.parametrize(
@@ -113,7 +117,7 @@ def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
     (tmp_path / ".config").write_text("CONFIG_MMU=y\n")
     spec = kernels.parse_kernel(f"i=image:{img}")
     with pytest.raises(errors.ConfigError, match="first: CONFIG_"):
-        store.image_kernel(spec, get_arch("x86_64"), "perf")
+        spec.source.prebuilt_kernel("i", get_arch("x86_64"), "perf")
 
 
 def git(repo, *args):
@@ -154,12 +158,13 @@ def test_patches_shorthand():
     v, p = kernels.from_patches(Path("patches/6.12"))
     assert (v.name, v.kind, p.name, p.kind) == (
         "vanilla",
-        SpecKind.BASE,
+        "base",
         "patched",
-        SpecKind.SERIES,
+        "series",
     )
+    assert p.text == "base+patches/6.12"
     v, p = kernels.from_patches(None)
-    assert p.kind is SpecKind.BASE  # A/A: one kernel, two names
+    assert p.kind == "base"  # A/A: one kernel, two names
 
 
 @pytest.mark.parametrize(
@@ -286,11 +291,11 @@ def test_dry_run_names_the_build_directory_the_build_uses(
 @pytest.mark.parametrize(
     "source, kind",
     [
-        ("debian:7.3", SpecKind.DEBIAN),
-        ("debian:7.3.4-1~bpo13+1", SpecKind.DEBIAN),  # a '+' of its own
-        ("git:/src/linux@v7.3", SpecKind.GIT),
-        ("git:/src/a+b/linux@v7.3", SpecKind.GIT),  # a '+' in the path
-        ("git:/src/linux@mm+stuff", SpecKind.GIT),  # and in the ref
+        ("debian:7.3", "debian"),
+        ("debian:7.3.4-1~bpo13+1", "debian"),  # a '+' of its own
+        ("git:/src/linux@v7.3", "git"),
+        ("git:/src/a+b/linux@v7.3", "git"),  # a '+' in the path
+        ("git:/src/linux@mm+stuff", "git"),  # and in the ref
     ],
 )
 @pytest.mark.parametrize("prefix", [None, 4])
@@ -298,14 +303,14 @@ def test_a_series_on_any_source(tmp_path, source, kind, prefix):
     d = series_dir(tmp_path, 4)
     tail = "" if prefix is None else f":{prefix}"
     k = kernels.parse_kernel(f"next={source}+{d}{tail}")
-    assert (k.kind, k.series_dir, k.prefix, k.text) == (
-        SpecKind.SERIES,
-        d,
-        prefix,
+    assert (k.kind, k.applied, k.text) == (
+        "series",
+        AppliedSeries(DirSeries(d), prefix),
         f"{source}+{d}{tail}",
     )
-    assert (k.onto.kind, k.onto.text, k.onto.name) == (kind, source, "next")
-    assert k.source_spec() is k.onto and not k.is_base()
+    under = k.source_spec()
+    assert (under.kind, under.text, under.name) == (kind, source, "next")
+    assert under.source is k.source and under.applied is None
     assert len(k.series().patches) == (prefix or 4)
 
 
@@ -313,10 +318,9 @@ def test_a_relative_series_directory_after_a_source(tmp_path, monkeypatch):
     series_dir(tmp_path, 2)
     monkeypatch.chdir(tmp_path)
     k = kernels.parse_kernel("next=debian:7.3+series:1")
-    assert (k.series_dir, k.prefix, k.onto.debian_version) == (
-        Path("series"),
-        1,
-        "7.3",
+    assert (k.applied, k.source) == (
+        AppliedSeries(DirSeries(Path("series")), 1),
+        DebianSource("debian:7.3", "7.3"),
     )
 
 
@@ -327,7 +331,7 @@ def test_a_directory_of_patch_files_is_a_series_directory_too(tmp_path):
     d.mkdir()
     (d / "0001-a.patch").write_text("x\n")
     k = kernels.parse_kernel(f"n=git:/src/linux@v7.3+{d}")
-    assert k.kind is SpecKind.SERIES and k.series_dir == d
+    assert k.applied == AppliedSeries(DirSeries(d))
     with pytest.raises(errors.UsageError, match="series is missing"):
         k.series()
 
@@ -336,9 +340,10 @@ def test_without_a_series_directory_a_plus_is_the_sources_own(tmp_path):
     """A Debian version or a ref may hold '+': no directory of that name,
     no series."""
     k = kernels.parse_kernel("up=debian:7.3.4-1~bpo13+1")
-    assert k.kind is SpecKind.DEBIAN and k.debian_version == "7.3.4-1~bpo13+1"
+    assert k.applied is None
+    assert k.source == DebianSource(k.text, "7.3.4-1~bpo13+1")
     g = kernels.parse_kernel(f"g=git:{tmp_path}@topic+{tmp_path}/nope")
-    assert g.kind is SpecKind.GIT and g.ref == f"topic+{tmp_path}/nope"
+    assert g.applied is None and g.source.ref == f"topic+{tmp_path}/nope"
 
 
 def test_base_and_base_dir_parse_as_they_always_did(tmp_path):
@@ -347,14 +352,16 @@ def test_base_and_base_dir_parse_as_they_always_did(tmp_path):
     d = series_dir(tmp_path, 3)
     k = kernels.parse_kernel(f"s=base+{d}:0")
     assert k == kernels.KernelSpec(
-        "s", SpecKind.SERIES, f"base+{d}:0", series_dir=d, prefix=0
+        "s", f"base+{d}:0", PinnedBase(), AppliedSeries(DirSeries(d), 0)
     )
-    assert k.onto is None and k.is_base()
-    assert k.source_spec().kind is SpecKind.BASE
-    assert store.slot_of(k) == "base"
-    assert store.slot_of(kernels.parse_kernel(f"s=base+{d}:2")) == "base"
+    assert k.record() == SourceRecord(
+        "series", f"base+{d}:0", written(series_dir=str(d), prefix=0)
+    )
+    assert k.source_spec().kind == "base"
+    assert k.source.slot() == "base"
+    assert kernels.parse_kernel(f"s=base+{d}:2").source.slot() == "base"
     assert kernels.parse_kernel("b=base") == kernels.KernelSpec(
-        "b", SpecKind.BASE, "base"
+        "b", "base", PinnedBase()
     )
 
 
@@ -405,7 +412,8 @@ def test_a_series_spec_that_cannot_be_read_says_why(
         spec = spec.replace(f"{tmp_path}/a+b", f"{tmp_path}/w/a+b")
         says = says.replace("{tmp}", f"{tmp_path}/w")
     if says is None:
-        assert kernels.parse_kernel(f"x={spec}").kind is SpecKind.IMAGE
+        k = kernels.parse_kernel(f"x={spec}")
+        assert k.source == ImageSource(spec, Path(spec[len("image:") :]))
         return
     with pytest.raises(errors.UsageError) as e:
         kernels.parse_kernel(f"x={spec}")
@@ -456,11 +464,22 @@ def test_a_series_kernel_builds_where_its_tree_does(tmp_path):
     build of it); a Debian 6.12 tree is another checkout than the base's
     and never takes over `base`."""
     d = series_dir(tmp_path, 2)
-    assert (
-        store.slot_of(kernels.parse_kernel(f"n=debian:7.3+{d}:1"))
-        == "linux-7.3"
+    for spec, slot in (
+        (f"n=debian:7.3+{d}:1", "linux-7.3"),
+        (f"n=debian:6.12+{d}", "linux-6.12"),
+    ):
+        assert kernels.parse_kernel(spec).source.slot() == slot
+
+
+def test_the_forms_help_names_are_the_registrys_in_their_old_words():
+    """SPEC's forms, as refusals and help say them, come from the
+    registered sources; those of the first four read as they always
+    did."""
+    assert kernels.forms(sources.REGISTERED[:4]) == (
+        "base, git:PATH@REF, debian:VERSION, any of these +DIR or "
+        "+DIR:N (a series on it), or image:PATH",
+        "base, git:PATH@REF or debian:VERSION",
     )
-    assert (
-        store.slot_of(kernels.parse_kernel(f"n=debian:6.12+{d}"))
-        == "linux-6.12"
+    assert (kernels.SPEC_FORMS, kernels.SOURCE_FORMS) == kernels.forms(
+        sources.REGISTERED
     )

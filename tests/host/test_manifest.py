@@ -13,6 +13,7 @@ from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
+from foliolab.run.record import given_record
 from foliolab.manifest import (
     BuildRecord,
     HostRecord,
@@ -79,7 +80,7 @@ def test_a_kernel_is_recorded_with_every_field_its_classes_have(tmp_path):
             KernelRecord(
                 "a",
                 "base",
-                SpecRecord.from_json(plain(spec)),
+                given_record(spec),
                 BuildRecord.from_json(plain(k)),
             )
         ]
@@ -240,7 +241,7 @@ def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
     assert m.count.cmdline == "nokaslr" and m.count.plugin_api == 1
     (k,) = m.kernels
     assert k.built.release == "6.12.117" and k.built.elapsed == 12.5
-    assert k.given.prefix == 4 and k.series_sha == "5e7e5"
+    assert k.given.fields["prefix"] == 4 and k.series_sha == "5e7e5"
     assert k.build_hash == ("c0ffee", "5ha")
     assert m.to_json() == old
 
@@ -343,3 +344,70 @@ def test_the_command_names_every_kernel(data, command, line):
     assert reproduce.kernel_note(m, "patched") == (
         "patched=base+p: 6.12.117, commit c0ffeec0ffee, series sha 5e7e5"
     )
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "results-612-r7-count",
+        "results-73-r2-count",
+        "results-73-r2-count-b",
+        "sweep-612-pageout",
+    ],
+)
+def test_a_spec_is_recorded_as_the_recorded_runs_wrote_it(
+    data, monkeypatch, run
+):
+    """Each kernel's ``given`` reads back and is written again key for
+    key, in order; a spec parsed today is written as the run wrote it
+    (its series' sha aside: the series in patches/ has moved on)."""
+    root = Path(__file__).resolve().parents[2]
+    d = json.loads((data / "runs" / run / "environment.json").read_text())
+    monkeypatch.chdir(root)
+    for rec in d["kernel_records"]:
+        given = rec["given"]
+        back = SpecRecord.from_json(given)
+        assert json.dumps(back.to_json()) == json.dumps(given)
+        if (
+            given["kind"] == "series"
+            and not Path(given["series_dir"]).is_dir()
+        ):
+            continue  # a series of another machine
+        now = given_record(parse_kernel(f"{rec['name']}={rec['spec']}"))
+        now.series_sha = given.get("series_sha", "")
+        assert json.dumps(now.to_json()) == json.dumps(given)
+
+
+def test_every_source_writes_the_fields_it_always_wrote(tmp_path):
+    """The first sources' records keep one layout, whatever their kind: a
+    run recorded before reads back, and one recorded now reads as
+    before."""
+    img = tmp_path / "bzImage"
+    series = tmp_path / "s"
+    series.mkdir()
+    (series / "series").write_text("")
+    keys = [
+        "name",
+        "kind",
+        "text",
+        "series_dir",
+        "prefix",
+        "repo",
+        "ref",
+        "image",
+        "debian_version",
+        "onto",
+    ]
+    for spec, kind, own in (
+        ("base", "base", {}),
+        ("git:/src/linux@v7.3", "git", {"repo": "/src/linux", "ref": "v7.3"}),
+        ("debian:7.3", "debian", {"debian_version": "7.3"}),
+        (f"image:{img}", "image", {"image": str(img)}),
+        (f"base+{series}:0", "series", {"series_dir": str(series)}),
+    ):
+        d = given_record(parse_kernel(f"k={spec}")).to_json()
+        assert list(d)[: len(keys)] == keys and d["kind"] == kind
+        assert {k: d[k] for k in own} == own
+    d = given_record(parse_kernel(f"k=git:/src/linux@v7.3+{series}")).to_json()
+    assert d["onto"]["kind"] == "git" and d["onto"]["name"] == "k"
+    assert d["series_sha"] and d["prefix"] is None

@@ -549,7 +549,7 @@ def _source_only(monkeypatch, two_commits):
         lambda specs: {
             k.name: source.Tree(k.name, repo, nxt, "d1935", onto=onto)
             for k in specs
-            if k.kind.value == "series"
+            if k.applied is not None
         },
     )
     monkeypatch.setattr(store, "kept_kernel", lambda *a: (None, ""))
@@ -714,7 +714,7 @@ def test_a_damaged_boot_is_booted_again_as_its_line_says(
 
 def test_the_manifest_keeps_each_series_sha():
     """The report's reproduce line names the series a kernel applied."""
-    from foliolab.kernel import source
+    from foliolab.kernel import sources
     from foliolab.paths import DEFAULT_PATCHES
 
     m = runrecord.start_manifest(
@@ -724,7 +724,7 @@ def test_the_manifest_keeps_each_series_sha():
     assert "series_sha" not in m.kernel("vanilla").to_json()["given"]
     assert (
         m.kernel("patched").series_sha
-        == source.read_series(DEFAULT_PATCHES).digest
+        == sources.read_patches(DEFAULT_PATCHES).digest
     )
 
 

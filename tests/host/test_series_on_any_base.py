@@ -13,12 +13,14 @@ from foliolab.kernel import (
     build,
     image,
     source,
+    sources,
     specs as kernels,
     store,
     trees,
 )
 from foliolab.commands import measure as measure_cmd
 from foliolab.kernel.build import Kernel
+from foliolab.kernel.sources.debian import DebianSource
 from foliolab.manifest import SeriesRecord
 
 RMAP = "int a;\nint b;\nint c;\n"
@@ -203,7 +205,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
     head = git(clone, "rev-parse", "HEAD")
     spec = kernels.parse_kernel(f"b=git:{clone}@HEAD+{good}")
     tree = trees.tree_of(spec)
-    digest = source.read_series(good).digest
+    digest = sources.read_patches(good).digest
     assert (
         git(cache_repo, "rev-parse", f"refs/foliolab/series/{head}/{digest}")
         == tree.commit
@@ -213,7 +215,7 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
         git(cache_repo, "show", f"{tree.commit}:mm/rmap.c")
         == "int a;\nint B;\nint c;"
     )
-    assert tree.version() == (7, 3) and store.slot_of(spec) == "linux-7.3"
+    assert tree.version() == (7, 3) and spec.source.slot() == "linux-7.3"
     assert trees.tree_of(spec).commit == tree.commit  # found again
 
     req = measure_cmd._request(
@@ -264,7 +266,7 @@ def test_attribute_steps_through_the_series_on_its_base(good, monkeypatch):
         ("base", "debian:7.3"),
         ("p1", f"debian:7.3+{good}:1"),
     ]
-    assert specs[1].onto.debian_version == "7.3"
+    assert specs[1].source == DebianSource("debian:7.3", "7.3")
     plain = measure_cmd.attribute_specs(
         cli.build_parser().parse_args(
             ["attribute", "--at", "1", "--series", str(good)]

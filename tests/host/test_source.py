@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.kernel import source
+from foliolab.kernel import source, sources
+from foliolab.kernel.sources.series import DirSeries
 from foliolab.errors import PatchApplyError, UsageError
 
 
@@ -53,28 +54,29 @@ def make_series(repo, tmp_path, new_text, name="0001-x.patch"):
     return d
 
 
-def test_read_series_order_and_digest(repo, tmp_path):
+def test_a_series_folder_reads_in_order_with_its_digest(repo, tmp_path):
     d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
-    s = source.read_series(d)
+    s = DirSeries(d).read()
     assert [p.name for p in s.patches] == ["0001-x.patch"]
     assert len(s.digest) == 16
-    assert source.read_series(None).patches == ()
+    assert sources.read_patches(d) == s
+    assert sources.read_patches(None).patches == ()  # --patches none
 
 
-def test_read_series_errors(tmp_path):
+def test_a_series_folder_that_cannot_be_read_says_why(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
-        source.read_series(tmp_path / "nope")
+        DirSeries(tmp_path / "nope").read()
     (tmp_path / "s").mkdir()
     with pytest.raises(UsageError, match="series is missing"):
-        source.read_series(tmp_path / "s")
+        DirSeries(tmp_path / "s").read()
     (tmp_path / "s" / "series").write_text("0001-gone.patch\n")
     with pytest.raises(UsageError, match="0001-gone.patch"):
-        source.read_series(tmp_path / "s")
+        DirSeries(tmp_path / "s").read()
 
 
 def test_apply_series_ok(repo, tmp_path, tmp_cache):
     d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
-    source.apply_series(repo, source.read_series(d), "6.12.117-1~deb12u1")
+    source.apply_series(repo, sources.read_patches(d), "6.12.117-1~deb12u1")
     assert (repo / "rmap.c").read_text() == "int a;\nint B;\nint c;\n"
 
 
@@ -86,7 +88,7 @@ def test_patch_that_does_not_apply_names_patch_and_base(
     sh(repo, "git", "commit", "-q", "-am", "diverge")
     onto = "base (linux-source-6.12 6.12.117-1~deb12u1)"
     with pytest.raises(PatchApplyError) as e:
-        source.apply_series(repo, source.read_series(d), onto)
+        source.apply_series(repo, sources.read_patches(d), onto)
     msg = e.value.one_line()
     assert msg.startswith(
         f"{d}/0001-x.patch does not apply to rmap.c on "
@@ -128,7 +130,7 @@ def test_a_relative_series_directory_reads_as_absolute(tmp_path, monkeypatch):
     (tmp_path / "s" / "0001-a.patch").write_text("x\n")
     (tmp_path / "s" / "series").write_text("0001-a.patch\n")
     monkeypatch.chdir(tmp_path)
-    series = source.read_series(Path("s"))
+    series = sources.read_patches(Path("s"))
     assert all(p.is_absolute() for p in series.patches)
 
 
@@ -153,7 +155,7 @@ def test_the_failing_patch_is_named_as_the_user_gave_its_directory(
     (d / "series").write_text("0001-add.patch\n")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PatchApplyError) as e:
-        source.apply_series(repo, source.read_series(Path("series")), "X")
+        source.apply_series(repo, sources.read_patches(Path("series")), "X")
     assert e.value.message == (
         "series/0001-add.patch does not apply to "
         "new.c on X: already exists in index"
@@ -174,7 +176,7 @@ def test_a_series_on_the_base_is_kept_under_the_ref_it_always_was(
     again: a ref already there is taken as it is, nothing applied."""
     monkeypatch.setattr(source, "prepare_base", lambda: based(repo))
     d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
-    series = source.read_series(d)
+    series = sources.read_patches(d)
     t = source.prepare_patched(series)
     assert (
         source.series_ref(series.digest)
@@ -202,7 +204,7 @@ def test_a_series_on_another_tree_is_kept_per_tree_and_content(
     repo, tmp_path, tmp_cache
 ):
     d = make_series(repo, tmp_path, "int a;\nint B;\nint c;\n")
-    series = source.read_series(d)
+    series = sources.read_patches(d)
     head = source.git(repo, "rev-parse", "HEAD").stdout.strip()
     under = source.Tree("x", repo, head, "")
     onto = source.Onto("git:r@HEAD", f"{repo} {head[:12]}", head)

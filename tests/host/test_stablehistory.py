@@ -17,7 +17,7 @@ import pytest
 
 from foliolab import cli, errors
 from foliolab.series import sincespec
-from foliolab.kernel import debian, source
+from foliolab.kernel import debian, source, sources
 from foliolab.series import stablehistory as sh
 
 MAKEFILE = "VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = {}\nEXTRAVERSION =\n"
@@ -157,7 +157,7 @@ def snapshot(repo: Path, tag: str) -> sincespec.Snapshot:
 
 def history_of(repo: Path, series: Path) -> sh.HistoryReport:
     return sh.check_series(
-        source.read_series(series),
+        sources.read_patches(series),
         snapshot(repo, "v1.2.3"),
         snapshot(repo, "v1.2.5"),
     )
