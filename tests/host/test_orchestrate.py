@@ -102,12 +102,14 @@ def test_a_stopped_run_reports_what_finished_and_resumes(
 ):
     out = tmp_path / "run"
     req = request(*ARGS, "--out", str(out))
-    with pytest.raises(errors.StoppedError) as stopped:
-        orchestrate.compare(
-            req, stand_in(tmp_path), FakeExecutor(records, signal_at=3)
-        )
-    assert stopped.value.exit_code == 10
-    assert stopped.value.hint.endswith(
+    stopped = orchestrate.compare(
+        req, stand_in(tmp_path), FakeExecutor(records, signal_at=3)
+    )
+    # the error is the command's to raise, after it shows the report
+    assert isinstance(stopped, orchestrate.Finished)
+    assert isinstance(stopped.error, errors.StoppedError)
+    assert stopped.error.exit_code == 10
+    assert stopped.error.hint.endswith(
         f"`foliolab compare --patches none --workloads pageout,ksm-rmap "
         f"--runs 2 --out {out} --resume`"
     )
@@ -115,6 +117,7 @@ def test_a_stopped_run_reports_what_finished_and_resumes(
     assert m["stopped"] == "SIGTERM"
     assert m["command_line"][:2] == ["foliolab", "compare"]
     report = (out / "report.txt").read_text()
+    assert stopped.written.text == report
     # boots 1 and 2 finished; the 3rd was under way when it stopped
     assert "MISSING: 1 of 2 boots of pageout/patched finished" in report
     assert "MISSING: 0 of 2 boots of ksm-rmap/vanilla finished" in report
@@ -190,14 +193,13 @@ def test_resume_refuses_other_builds(tmp_path, records):
         stand_in(tmp_path),
         FakeExecutor(records),
     )
-    with pytest.raises(
-        errors.UsageError, match="kernel vanilla is now commit d00d"
-    ):
-        orchestrate.compare(
-            request(*ARGS, "--out", str(out), "--resume"),
-            stand_in(tmp_path, commit="d00d"),
-            FakeExecutor(records),
-        )
+    refused = orchestrate.compare(
+        request(*ARGS, "--out", str(out), "--resume"),
+        stand_in(tmp_path, commit="d00d"),
+        FakeExecutor(records),
+    )
+    assert isinstance(refused.error, errors.UsageError)
+    assert "kernel vanilla is now commit d00d" in str(refused.error)
 
 
 # --- damaged run directories: one line, never a traceback --------------------
@@ -751,12 +753,12 @@ def test_an_interrupted_run_in_out_is_refused(
     tmp_path, records, capsys, tmp_cache
 ):
     out = tmp_path / "run"
-    with pytest.raises(errors.StoppedError):
-        orchestrate.compare(
-            request(*ARGS, "--out", str(out)),
-            stand_in(tmp_path),
-            FakeExecutor(records, signal_at=3),
-        )
+    stopped = orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FakeExecutor(records, signal_at=3),
+    )
+    assert isinstance(stopped.error, errors.StoppedError)
     before = bytes_under(out)
     capsys.readouterr()
     rc = cli.main([*ARGS, "--out", str(out)])
