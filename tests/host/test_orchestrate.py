@@ -805,3 +805,98 @@ def test_an_empty_out_is_a_new_run(tmp_path, records):
         request(*ARGS, "--out", str(out)), stand_in(tmp_path), fake
     )
     assert fake.booted == 8
+
+
+# ---- what a run hands back, and what the command shows of it -----------------
+
+
+class FailingExecutor(FakeExecutor):
+    """As FakeExecutor, but every boot of the kernel ``patched`` times
+    out with nothing recorded."""
+
+    def run(self, image, blocks):
+        for block, caps in super().run(image, blocks):
+            yield (
+                block,
+                [
+                    BootCapture(c.rundir, Ended.TIMEOUT, b"", "", 1.0)
+                    if "patched" in str(c.rundir)
+                    else c
+                    for c in caps
+                ],
+            )
+
+
+def test_failed_boots_are_handed_back_not_printed(tmp_path, records, capsys):
+    out = tmp_path / "run"
+    done = orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FailingExecutor(records),
+    )
+    assert isinstance(done, orchestrate.Finished)
+    assert done.failures and all("patched" in f for f in done.failures)
+    assert isinstance(done.error, errors.BenchmarkError)
+    assert done.error.exit_code == 8
+    assert done.error.one_line() == (
+        f"{len(done.failures)} boot(s) failed; results so far are in "
+        f"{out}; log: {out / 'report.txt'}"
+    )
+    assert done.written.text == (out / "report.txt").read_text()
+    # the orchestrator printed nothing: the report, the lines a run
+    # starts with and the error are the command's to show
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert "# boots:" not in printed.err and "guest: " not in printed.err
+
+
+def stand_ins(monkeypatch, tmp_path, executor):
+    """`foliolab compare` with ``executor`` and stand-in kernels."""
+    real = orchestrate.compare
+
+    def compare(req, **kw):
+        return real(req, stand_in(tmp_path), executor, **kw)
+
+    monkeypatch.setattr(orchestrate, "compare", compare)
+
+
+def test_the_command_shows_the_report_then_the_error(
+    tmp_path, records, capsys, monkeypatch
+):
+    out = tmp_path / "run"
+    stand_ins(monkeypatch, tmp_path, FailingExecutor(records))
+    rc = cli.main([*ARGS, "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == errors.BenchmarkError.exit_code
+    assert printed.out == (out / "report.txt").read_text() + "\n"
+    assert "# boots: 2 workload(s) x 2 run(s) x 2 kernels" in printed.err
+    assert printed.err.splitlines()[-1].startswith(
+        "foliolab: error: 4 boot(s) failed; results so far are in"
+    )
+
+
+def test_the_command_ends_with_the_headline(
+    tmp_path, records, capsys, monkeypatch
+):
+    out = tmp_path / "run"
+    stand_ins(monkeypatch, tmp_path, FakeExecutor(records))
+    assert cli.main([*ARGS, "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    text = (out / "report.txt").read_text()
+    head = text[: text.index("\nguest: ")]
+    assert printed.out == (
+        f"{head}\nfull report: {out}/report.txt (also report.html, "
+        f"report.md, results.json, plots/; `foliolab report {out} "
+        "--mail` for a mail)\n"
+    )
+    assert f"# results: {out}" in printed.err
+
+
+def test_a_dry_run_is_planned(tmp_path, capsys):
+    out = tmp_path / "run"
+    planned = orchestrate.compare(
+        request(*ARGS, "--out", str(out), "--dry-run")
+    )
+    assert isinstance(planned, orchestrate.Planned)
+    assert planned.text.startswith("# dry run: 2 kernels, baseline vanilla")
+    assert capsys.readouterr().out == "" and not out.exists()
