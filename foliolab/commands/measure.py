@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import sys
 from pathlib import Path
 
 from foliolab import executors, workloads
@@ -13,7 +14,6 @@ from foliolab.run import orchestrate
 from foliolab.analysis import stats
 from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
-from foliolab.render.text import head_of
 from foliolab.errors import UsageError
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
@@ -122,7 +122,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_jobs(args: argparse.Namespace) -> int:
     if args.jobs_command == "collect":
-        print(orchestrate.collect(args.dir, args.logs), end="")
+        collected = orchestrate.collect(args.dir, args.logs)
+        print(
+            collected.written.text
+            + "".join(f"note: {n}\n" for n in collected.notes),
+            end="",
+        )
         return 0
     if args.dry_run or args.resume:
         raise UsageError(
@@ -249,13 +254,17 @@ def _compare(
 ) -> int:
     req = _request(args, specs, patches, attribution)
     out = req.out
-    text = orchestrate.compare(req)
-    if args.dry_run:
-        print(text, end="")
+    done = orchestrate.compare(req, say=sys.stderr.write)
+    if isinstance(done, orchestrate.Planned):
+        print(done.text, end="")
         return 0
+    if done.error is not None:
+        # the report of what finished, then why the run did not
+        print(done.written.text)
+        raise done.error
     # the headline ends the run's output, not a report that scrolls it
     # away: the whole report is a file
-    print(head_of(text))
+    print(*done.written.headline, sep="\n", end="\n\n")
     print(
         f"full report: {out}/report.txt (also report.html, report.md, "
         f"results.json, plots/; `foliolab report {out} --mail` for a mail)"

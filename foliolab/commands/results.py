@@ -88,7 +88,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         (dest / bisectrecord.TEXT).write_text(bisectrecord.render(record))
         print(bisectrecord.render(record), end="")
         return 0
-    print(report.write_report(args.dir, dest=dest))
+    print(report.write_report(args.dir, dest=dest).text)
     return 0
 
 

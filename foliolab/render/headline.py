@@ -175,12 +175,6 @@ def others_line(h: Headline) -> str:
     return text + "; every metric is in its table below"
 
 
-def reproduce_line(h: Headline) -> str:
-    """The command, then each kernel as built, as a shell comment."""
-    built = f"  # {'; '.join(h.kernels)}" if h.kernels else ""
-    return f"reproduce: {h.reproduce}{built}"
-
-
 def reproduce_lines(h: Headline, width: int) -> list[str]:
     """The command wrapped within ``width`` with backslashes, then each
     kernel as built on a shell comment line of its own."""

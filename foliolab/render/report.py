@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import math
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from foliolab.render.html import Figures, Section, html_figures, html_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.mail import mail_report
 from foliolab.render.markdown import markdown_report
-from foliolab.render.text import text_report
+from foliolab.render.text import head_lines, text_report
 
 log = logging.getLogger("foliolab")
 
@@ -64,19 +65,22 @@ def results_json(a: Analysis) -> dict[str, Any]:
     return results
 
 
-def _save(out: Path, name: str, data: bytes | None) -> bytes | None:
+def _save(
+    out: Path, name: str, data: bytes | None, files: list[Path]
+) -> bytes | None:
     if data:
         (out / "plots").mkdir(parents=True, exist_ok=True)
         (out / "plots" / name).write_bytes(data)
+        files.append(out / "plots" / name)
     return data
 
 
-def _plots(a: Analysis, out: Path) -> Figures:
+def _plots(a: Analysis, out: Path, files: list[Path]) -> Figures:
     """Draw the plots once: into plots/ (report.md links them) and into
     the Figures report.html carries inline."""
     figures = Figures()
     try:
-        figures.overview = _save(out, "overview.png", plots.forest(a))
+        figures.overview = _save(out, "overview.png", plots.forest(a), files)
         figures.overview_notes = plots.forest_notes(a)
     except Exception as e:  # a plot must never cost the results
         log.warning("overview plot failed: %s", e)
@@ -88,6 +92,7 @@ def _plots(a: Analysis, out: Path) -> Figures:
                 out,
                 f"{name}.png",
                 plots.workload_figure(wa, a.samples, a.names),
+                files,
             )
             if data:
                 mine.append(
@@ -103,6 +108,7 @@ def _plots(a: Analysis, out: Path) -> Figures:
                     out,
                     f"{name}-profile.png",
                     plots.profile_figure(wa.workload, wa.counts),
+                    files,
                 )
                 if wa.counts
                 else None
@@ -170,11 +176,23 @@ def _say_if_damaged(out: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Written:
+    """A report as write_report wrote it."""
+
+    text: str  # report.txt
+    # its opening (render/text.head_lines), the lines above its guest line
+    headline: tuple[str, ...]
+    # the report's files, in the order written (not samples.jsonl, which
+    # deriving the samples rewrites)
+    files: tuple[Path, ...]
+
+
 def write_report(
     run: Path, samples: list[Sample] | None = None, dest: Path | None = None
-) -> str:
-    """(Re)write results.json, report.md, report.html and plots/; return
-    the text table.
+) -> Written:
+    """(Re)write results.json, report.md, report.html, report.txt and
+    plots/; return what was written.
     ``samples``: the run's, as it derived them (else derived again).
     ``dest``: where all of it goes (default the run): the run is then
     only read, so a read-only or shared run can be reported."""
@@ -186,6 +204,7 @@ def write_report(
     if samples is None:
         samples = run_samples(run, out)
     a = analyse(run, m, samples)
+    files = [out / "results.json", out / "report.md"]
     (out / "results.json").write_text(
         json.dumps(
             finite(results_json(a)), indent=1, default=str, allow_nan=False
@@ -193,7 +212,7 @@ def write_report(
         + "\n"
     )
     (out / "report.md").write_text(markdown_report(a))
-    figures = _plots(a, out)
+    figures = _plots(a, out, files)
     # the guest's per-second /proc/vmstat and /proc/interrupts, as mmtests
     # shows its monitors: only in the HTML page, beside the tables
     try:
@@ -203,7 +222,7 @@ def write_report(
         monitors, notes = [], []
     heading = "Monitors (per second of each timed window)"
     extra = [
-        *_growth_section(a, out),
+        *_growth_section(a, out, files),
         Section(
             "monitors",
             heading,
@@ -213,10 +232,13 @@ def write_report(
     (out / "report.html").write_text(html_report(a, figures, extra))
     text = text_report(a)
     (out / "report.txt").write_text(text)
-    return text
+    files += [out / "report.html", out / "report.txt"]
+    return Written(text, tuple(head_lines(a)), tuple(files))
 
 
-def _growth_section(a: Analysis, out: Path) -> list[Section]:
+def _growth_section(
+    a: Analysis, out: Path, files: list[Path]
+) -> list[Section]:
     """The sweep's growth tables and their log-log plots (plots/growth-*),
     as the HTML page's section; none for a run without a sweep."""
     if not a.growth:
@@ -224,7 +246,9 @@ def _growth_section(a: Analysis, out: Path) -> list[Section]:
     parts = [f"<p>{escape(growth.INTRO)}</p>"]
     for t in a.growth:
         try:
-            data = _save(out, growth.plot_name(t), plots.growth_figure(t))
+            data = _save(
+                out, growth.plot_name(t), plots.growth_figure(t), files
+            )
         except Exception as e:  # a plot must never cost the results
             log.warning("growth plot %s failed: %s", growth.plot_name(t), e)
             data = None

@@ -257,13 +257,23 @@ PAIRED_LEGEND = (
 )
 
 
+def head_lines(a: Analysis) -> list[str]:
+    """The opening of report.txt: its title, the headline and the growth
+    exponents, each line within REPORT_WIDTH (what `compare` prints at
+    its end, before the path of the whole report)."""
+    return within(
+        [
+            title(a.m),
+            "",
+            *headline.lines(a.headline, REPORT_WIDTH),
+            *growth.headline_lines(a.growth),
+        ]
+    )
+
+
 def text_report(a: Analysis) -> str:
     m, names = a.m, a.names
     lines = [
-        title(m),
-        "",
-        *headline.lines(a.headline, REPORT_WIDTH),
-        *growth.headline_lines(a.growth),
         "",
         "guest: " + guest(m) + executor_note(m),
         legend(names),
@@ -329,7 +339,8 @@ def text_report(a: Analysis) -> str:
     lines += [f"FAILED BOOT: {f}" for f in m.failures]
     if a.host_line:
         lines.append(a.host_line)
-    return "\n".join(within(lines)).rstrip() + "\n"
+    # within() wraps each line alone: the head wrapped apart is the same
+    return "\n".join(head_lines(a) + within(lines)).rstrip() + "\n"
 
 
 def within(lines: list[str], width: int = REPORT_WIDTH) -> list[str]:
@@ -351,15 +362,3 @@ def within(lines: list[str], width: int = REPORT_WIDTH) -> list[str]:
             line = " " * 10 + line[cut:].lstrip()
         out.append(line)
     return out
-
-
-def head_of(report: str) -> str:
-    """The opening of a text report: its title and headline, up to the
-    guest line text_report writes after them (what `compare` prints at
-    its end, with the path of the whole report)."""
-    head = []
-    for line in report.splitlines():
-        if line.startswith("guest: "):
-            break
-        head.append(line)
-    return "\n".join(head).rstrip() + "\n"

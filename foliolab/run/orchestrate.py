@@ -9,6 +9,10 @@ are on disk and the report of what finished is written. ``--resume``
 checks the request against the manifest and runs only the boots that have
 no boot.json yet.
 
+The orchestrator prints nothing: it hands back what a run gave (Planned,
+Finished), and the command shows it; the few lines a run starts with are
+handed to the ``say`` the command passes.
+
 The request (stages.Request) is turned once into each stage's own input
 (stages.py: the kernels wanted, the machine's shape, the plan of boots,
 the executor's options), and each stage is given only its own. The stages
@@ -28,7 +32,6 @@ from foliolab.counting import Counter
 import logging
 import shlex
 import shutil
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -37,6 +40,7 @@ from pathlib import Path
 from foliolab import counting
 from foliolab.boot import outcome
 from foliolab.render import report
+from foliolab.render.report import Written
 from foliolab.run import rootcheck
 from foliolab.analysis import runboots
 from foliolab.boot.accel import settle
@@ -290,22 +294,54 @@ def _measure(
 Prepare = Callable[[RunStages, RunManifest], Machine]
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A dry run: what the run would do, said (dryrun.dry_run); nothing
+    built, written or booted."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A run that ended with its report written: the report, the boots
+    that failed, the notes of `jobs collect`, and what ended the run with
+    an error, for the command to raise once it has shown the report (a
+    stop signal as StoppedError, failed boots as BenchmarkError; None if
+    the run ended well)."""
+
+    written: Written
+    failures: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    error: BaseException | None = None
+
+
+def _quiet(text: str) -> None:
+    """A ``say`` that shows nothing (a caller with no user to tell)."""
+
+
 def compare(
-    req: Request, prepare: Prepare = prepare, executor: Executor | None = None
-) -> str:
-    """Run the whole comparison; return the text report. ``prepare`` makes
-    the kernels, image and machine, and ``executor`` runs the boots (by
-    default the one the request names; a test passes stand-ins). The
-    request is turned once into its stages' inputs; from there on each
-    stage is given its own."""
+    req: Request,
+    prepare: Prepare = prepare,
+    executor: Executor | None = None,
+    say: Callable[[str], object] = _quiet,
+) -> Planned | Finished:
+    """Run the whole comparison (or, for a dry run, only plan it).
+    ``prepare`` makes the kernels, image and machine, and ``executor``
+    runs the boots (by default the one the request names; a test passes
+    stand-ins). ``say`` is given the lines a real run starts with
+    (dryrun.start_block) before anything is built. The request is turned
+    once into its stages' inputs; from there on each stage is given its
+    own. A run that ends in an error with no report of what finished
+    raises it; with a report, the error is in Finished.error."""
     run = req.stages()
     plan = run.plan
     made = check(run)
     executor = executor or made
     if run.dry_run:
-        return dry_run(run.kernels, run.machine, plan, run.executor)
+        return Planned(dry_run(run.kernels, run.machine, plan, run.executor))
     m = _open(run)
-    sys.stderr.write(start_block(run.kernels, plan, run.machine))
+    say(start_block(run.kernels, plan, run.machine))
     result = None
     try:
         with stop_signals():
@@ -320,23 +356,28 @@ def compare(
         m.failures = result.failures
     except (Stop, FoliolabError, KeyboardInterrupt) as e:
         _record_end(m, e)
-        _report_what_finished(plan.out, m)
+        error: BaseException = e
         if isinstance(e, Stop):
-            raise StoppedError(
+            error = StoppedError(
                 f"stopped by {e.signame}; the report of the boots that "
                 f"finished is in {plan.out}",
                 hint=f"finish the run with `{_resume_line(run)}`",
-            ) from None
-        raise
-    text = _finish(plan.out, m, samples=result.samples)
+            )
+        written = _report_what_finished(plan.out, m)
+        if written is None:
+            if error is e:
+                raise
+            raise error from None
+        return Finished(written, tuple(m.failures), error=error)
+    written = _finish(plan.out, m, samples=result.samples)
+    failed = None
     if result.failures:
-        print(text)
-        raise BenchmarkError(
+        failed = BenchmarkError(
             f"{len(result.failures)} boot(s) failed; results "
             f"so far are in {plan.out}",
             log_path=plan.out / "report.txt",
         )
-    return text
+    return Finished(written, tuple(result.failures), error=failed)
 
 
 def _record_end(m: RunManifest, e: BaseException) -> None:
@@ -362,28 +403,23 @@ def _resume_line(run: RunStages) -> str:
     return shlex.join(cmd + ["--resume"])
 
 
-def _report_what_finished(out: Path, m: RunManifest) -> None:
-    """The report of a run that failed or was stopped, printed; a report
+def _report_what_finished(out: Path, m: RunManifest) -> Written | None:
+    """The report of a run that failed or was stopped, or None: a report
     that cannot be written (a damaged boot) must not hide why the run
     ended."""
     try:
-        _finish(out, m, print_report=True)
+        return _finish(out, m)
     except FoliolabError as e:
         log.warning("no report of what finished: %s", e.one_line())
+        return None
 
 
 def _finish(
-    out: Path,
-    m: RunManifest,
-    samples: list[Sample] | None = None,
-    print_report: bool = False,
-) -> str:
+    out: Path, m: RunManifest, samples: list[Sample] | None = None
+) -> Written:
     m.finished = utc_now()
     m.write(out)
-    text = report.write_report(out, samples)
-    if print_report:
-        print(text)
-    return text
+    return report.write_report(out, samples)
 
 
 # ---- jobs export and collect ---------------------------------------------
@@ -408,9 +444,10 @@ def export(req: Request, prepare: Prepare = prepare) -> str:
     return exporter.summary_of(result.boots)
 
 
-def collect(out: Path, logs: list[Path]) -> str:
+def collect(out: Path, logs: list[Path]) -> Finished:
     """`jobs collect`: LAVA logs read into the run directory ``out``; the
-    manifest's failed boots as the boots now on disk say; the report."""
+    manifest's failed boots as the boots now on disk say; the report, and
+    a note for each log that has one."""
     m = RunManifest.read(out)
     notes = []
     for captures, note in EXPORTER.collect(out, logs):
@@ -419,5 +456,4 @@ def collect(out: Path, logs: list[Path]) -> str:
         notes += [note] if note else []
     m.failures = runboots.failed_boots(out)
     m.write(out)
-    text = report.write_report(out)
-    return text + "".join(f"note: {n}\n" for n in notes)
+    return Finished(report.write_report(out), tuple(m.failures), tuple(notes))

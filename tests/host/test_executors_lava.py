@@ -357,7 +357,7 @@ def test_collect_reads_a_lava_log_into_samples(exported, data, tmp_path):
             ]
         )
     )
-    text = orchestrate.collect(out, [log])
+    text = orchestrate.collect(out, [log]).written.text
     assert "pageout_ms" in text
     samples = {
         s.rundir.rsplit("/", 2)[-2] + "/" + s.rundir.rsplit("/")[-1]: s

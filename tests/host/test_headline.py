@@ -119,7 +119,7 @@ def write_run(
 @pytest.fixture
 def trial(tmp_path):
     out = write_run(tmp_path / "run")
-    text = report.write_report(out)
+    text = report.write_report(out).text
     return out, text
 
 
@@ -304,7 +304,7 @@ def test_reproduce_names_every_kernel_with_its_build(tmp_path):
             ),
         },
     )
-    lines = reproduce_of(report.write_report(out))
+    lines = reproduce_of(report.write_report(out).text)
     assert all(len(x) <= 100 for x in lines)
     # the command wrapped with backslashes, then a comment per kernel
     # (its line wrapped as prose where it runs past the width)
@@ -332,7 +332,7 @@ def test_reproduce_replaces_patches_by_the_kernels_it_named(tmp_path):
         command=["foliolab", "compare", "--patches", "none", "--runs", "10"],
         specs={"vanilla": "base", "patched": "base"},
     )
-    assert reproduce_of(report.write_report(out)) == [
+    assert reproduce_of(report.write_report(out).text) == [
         "  foliolab compare --kernel vanilla=base "
         "--kernel patched=base --runs 10"
     ]
@@ -344,7 +344,7 @@ def test_an_aa_run_names_its_kernels_as_they_are(tmp_path):
         table={("pageout", "pageout_ms"): (180.0, 180.0)},
         specs={"vanilla": "base", "patched": "base"},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     assert text.splitlines()[0] == (
         "foliolab A/A comparison: vanilla=base "
         "and patched=base, the same kernel"
@@ -391,7 +391,7 @@ def test_the_title_names_the_base_only_when_a_kernel_is_built_on_it(
     out = with_base_version(
         write_run(tmp_path / "run", names=tuple(specs), specs=specs)
     )
-    assert report.write_report(out).splitlines()[0] == title
+    assert report.write_report(out).text.splitlines()[0] == title
     base = "<li>base: " in (out / "report.html").read_text()
     assert base == ("(base " in title)
     assert base == ("- base: " in (out / "report.md").read_text())
@@ -437,7 +437,7 @@ def test_a_run_without_valid_samples_says_so(tmp_path):
             for x in lines
         )
     )
-    head = headline_of(report.write_report(out))
+    head = headline_of(report.write_report(out).text)
     assert "  no valid samples: pageout, ksm-rmap" in head
     assert [x.split()[0] for x in head[2:7]] == [
         "pageout-4k",
@@ -456,7 +456,7 @@ def test_report_txt_is_within_100_columns(trial, data, tmp_path):
     out, text = trial
     run = tmp_path / "aa"
     shutil.copytree(data / "run-pageout-aa", run)
-    for body in (text, report.write_report(run)):
+    for body in (text, report.write_report(run).text):
         wide = [x for x in body.splitlines() if len(x) > 100]
         assert not wide, wide
 
@@ -464,10 +464,37 @@ def test_report_txt_is_within_100_columns(trial, data, tmp_path):
 def test_compare_ends_with_the_headline_not_the_report(trial):
     """What compare prints at its end: the title, the headline and the
     command; the workload tables stay in report.txt."""
-    from foliolab.render.text import head_of
-
-    _, text = trial
-    head = head_of(text)
+    out, _ = trial
+    head = "\n".join(report.write_report(out).headline)
     assert "Headline:" in head and "reproduce:" in head
     assert "== pageout" not in head and "guest:" not in head
     assert len(head.splitlines()) <= 20
+
+
+@pytest.mark.parametrize(
+    "run", ["run-pageout-aa", "runs/sweep-612-pageout", "trial"]
+)
+def test_the_headline_is_the_reports_opening(run, request, data, tmp_path):
+    """Written.headline is the lines of report.txt above its blank line
+    and guest line, as written: one function makes both."""
+    import shutil
+
+    if run == "trial":
+        out = request.getfixturevalue("trial")[0]
+    else:
+        out = tmp_path / "copy"
+        shutil.copytree(data / run, out)
+    written = report.write_report(out)
+    lines = written.text.splitlines()
+    guest = next(i for i, x in enumerate(lines) if x.startswith("guest: "))
+    assert lines[guest - 1] == ""
+    assert list(written.headline) == lines[: guest - 1]
+    assert written.headline[0].startswith("foliolab ")
+    assert (out / "report.txt").read_text() == written.text
+    assert written.files[-1] == out / "report.txt"
+    names = ("results.json", "report.md", "report.html", "report.txt")
+    assert {out / n for n in names} <= set(written.files)
+    plots = sorted((out / "plots").iterdir())
+    assert plots and sorted(set(written.files) - {out / n for n in names}) == (
+        plots
+    )

@@ -102,12 +102,14 @@ def test_a_stopped_run_reports_what_finished_and_resumes(
 ):
     out = tmp_path / "run"
     req = request(*ARGS, "--out", str(out))
-    with pytest.raises(errors.StoppedError) as stopped:
-        orchestrate.compare(
-            req, stand_in(tmp_path), FakeExecutor(records, signal_at=3)
-        )
-    assert stopped.value.exit_code == 10
-    assert stopped.value.hint.endswith(
+    stopped = orchestrate.compare(
+        req, stand_in(tmp_path), FakeExecutor(records, signal_at=3)
+    )
+    # the error is the command's to raise, after it shows the report
+    assert isinstance(stopped, orchestrate.Finished)
+    assert isinstance(stopped.error, errors.StoppedError)
+    assert stopped.error.exit_code == 10
+    assert stopped.error.hint.endswith(
         f"`foliolab compare --patches none --workloads pageout,ksm-rmap "
         f"--runs 2 --out {out} --resume`"
     )
@@ -115,6 +117,7 @@ def test_a_stopped_run_reports_what_finished_and_resumes(
     assert m["stopped"] == "SIGTERM"
     assert m["command_line"][:2] == ["foliolab", "compare"]
     report = (out / "report.txt").read_text()
+    assert stopped.written.text == report
     # boots 1 and 2 finished; the 3rd was under way when it stopped
     assert "MISSING: 1 of 2 boots of pageout/patched finished" in report
     assert "MISSING: 0 of 2 boots of ksm-rmap/vanilla finished" in report
@@ -190,14 +193,13 @@ def test_resume_refuses_other_builds(tmp_path, records):
         stand_in(tmp_path),
         FakeExecutor(records),
     )
-    with pytest.raises(
-        errors.UsageError, match="kernel vanilla is now commit d00d"
-    ):
-        orchestrate.compare(
-            request(*ARGS, "--out", str(out), "--resume"),
-            stand_in(tmp_path, commit="d00d"),
-            FakeExecutor(records),
-        )
+    refused = orchestrate.compare(
+        request(*ARGS, "--out", str(out), "--resume"),
+        stand_in(tmp_path, commit="d00d"),
+        FakeExecutor(records),
+    )
+    assert isinstance(refused.error, errors.UsageError)
+    assert "kernel vanilla is now commit d00d" in str(refused.error)
 
 
 # --- damaged run directories: one line, never a traceback --------------------
@@ -751,12 +753,12 @@ def test_an_interrupted_run_in_out_is_refused(
     tmp_path, records, capsys, tmp_cache
 ):
     out = tmp_path / "run"
-    with pytest.raises(errors.StoppedError):
-        orchestrate.compare(
-            request(*ARGS, "--out", str(out)),
-            stand_in(tmp_path),
-            FakeExecutor(records, signal_at=3),
-        )
+    stopped = orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FakeExecutor(records, signal_at=3),
+    )
+    assert isinstance(stopped.error, errors.StoppedError)
     before = bytes_under(out)
     capsys.readouterr()
     rc = cli.main([*ARGS, "--out", str(out)])
@@ -803,3 +805,98 @@ def test_an_empty_out_is_a_new_run(tmp_path, records):
         request(*ARGS, "--out", str(out)), stand_in(tmp_path), fake
     )
     assert fake.booted == 8
+
+
+# ---- what a run hands back, and what the command shows of it -----------------
+
+
+class FailingExecutor(FakeExecutor):
+    """As FakeExecutor, but every boot of the kernel ``patched`` times
+    out with nothing recorded."""
+
+    def run(self, image, blocks):
+        for block, caps in super().run(image, blocks):
+            yield (
+                block,
+                [
+                    BootCapture(c.rundir, Ended.TIMEOUT, b"", "", 1.0)
+                    if "patched" in str(c.rundir)
+                    else c
+                    for c in caps
+                ],
+            )
+
+
+def test_failed_boots_are_handed_back_not_printed(tmp_path, records, capsys):
+    out = tmp_path / "run"
+    done = orchestrate.compare(
+        request(*ARGS, "--out", str(out)),
+        stand_in(tmp_path),
+        FailingExecutor(records),
+    )
+    assert isinstance(done, orchestrate.Finished)
+    assert done.failures and all("patched" in f for f in done.failures)
+    assert isinstance(done.error, errors.BenchmarkError)
+    assert done.error.exit_code == 8
+    assert done.error.one_line() == (
+        f"{len(done.failures)} boot(s) failed; results so far are in "
+        f"{out}; log: {out / 'report.txt'}"
+    )
+    assert done.written.text == (out / "report.txt").read_text()
+    # the orchestrator printed nothing: the report, the lines a run
+    # starts with and the error are the command's to show
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert "# boots:" not in printed.err and "guest: " not in printed.err
+
+
+def stand_ins(monkeypatch, tmp_path, executor):
+    """`foliolab compare` with ``executor`` and stand-in kernels."""
+    real = orchestrate.compare
+
+    def compare(req, **kw):
+        return real(req, stand_in(tmp_path), executor, **kw)
+
+    monkeypatch.setattr(orchestrate, "compare", compare)
+
+
+def test_the_command_shows_the_report_then_the_error(
+    tmp_path, records, capsys, monkeypatch
+):
+    out = tmp_path / "run"
+    stand_ins(monkeypatch, tmp_path, FailingExecutor(records))
+    rc = cli.main([*ARGS, "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == errors.BenchmarkError.exit_code
+    assert printed.out == (out / "report.txt").read_text() + "\n"
+    assert "# boots: 2 workload(s) x 2 run(s) x 2 kernels" in printed.err
+    assert printed.err.splitlines()[-1].startswith(
+        "foliolab: error: 4 boot(s) failed; results so far are in"
+    )
+
+
+def test_the_command_ends_with_the_headline(
+    tmp_path, records, capsys, monkeypatch
+):
+    out = tmp_path / "run"
+    stand_ins(monkeypatch, tmp_path, FakeExecutor(records))
+    assert cli.main([*ARGS, "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    text = (out / "report.txt").read_text()
+    head = text[: text.index("\nguest: ")]
+    assert printed.out == (
+        f"{head}\nfull report: {out}/report.txt (also report.html, "
+        f"report.md, results.json, plots/; `foliolab report {out} "
+        "--mail` for a mail)\n"
+    )
+    assert f"# results: {out}" in printed.err
+
+
+def test_a_dry_run_is_planned(tmp_path, capsys):
+    out = tmp_path / "run"
+    planned = orchestrate.compare(
+        request(*ARGS, "--out", str(out), "--dry-run")
+    )
+    assert isinstance(planned, orchestrate.Planned)
+    assert planned.text.startswith("# dry run: 2 kernels, baseline vanilla")
+    assert capsys.readouterr().out == "" and not out.exists()

@@ -65,7 +65,7 @@ def test_three_kernel_report(tmp_path):
             "all": [50, 51, 49, 50, 52],
         },
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     header = next(
         line
         for line in text.splitlines()
@@ -103,7 +103,7 @@ def test_attribution_compares_each_step_with_the_one_before(tmp_path):
         },
         attribution={"p4": 4, "p10": 10},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     assert "base->p4" in text and "p4->p10" in text
     res = json.loads((out / "results.json").read_text())
     steps = {
@@ -124,7 +124,7 @@ def test_a_patches_run_reads_as_before(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     assert render.LEGEND.splitlines()[0] in text
     ratio = next(
         line for line in text.splitlines() if line.startswith("Ratio")
@@ -141,7 +141,7 @@ def test_too_few_runs_are_called_out(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [100, 101, 102], "patched": [50, 51, 52]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     assert "no row can be significant" in text and "--runs 4" in text
     row = next(
         r
@@ -163,7 +163,7 @@ def test_paired_ratio_and_drift(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": base, "patched": [0.9 * v for v in base]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     row = next(
         r
         for r in json.loads((out / "results.json").read_text())["summary"]
@@ -242,7 +242,7 @@ def test_report_rederives_a_captured_run(tmp_path, data):
 
     assert [key(s) for s in again] == [key(s) for s in live]
     assert all(s.valid for s in again)
-    text = report.write_report(out)
+    text = report.write_report(out).text
     assert "pageout_ms" in text and "Differential profile" in text
     # x86 has no contpte: its row would be zeros, so only its name is listed
     zero = next(
@@ -355,7 +355,7 @@ def test_headline_names_each_significant_change(tmp_path):
         "5",
     ]
     (out / "environment.json").write_text(json.dumps(env))
-    text = report.write_report(out)
+    text = report.write_report(out).text
     lines = text.splitlines()
     top = lines[: lines.index("guest: ? ? -cpu ? 0 vCPUs; config ? sha ?")]
     assert top[2].startswith(
@@ -397,7 +397,7 @@ def test_small_n_prints_no_interval(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [175.0, 179.0], "patched": [190.0, 198.0]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     ratio = next(
         line for line in text.splitlines() if line.startswith("Ratio")
     )
@@ -428,7 +428,7 @@ def test_counts_that_repeat_exactly_are_exact(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [512, 512, 512], "patched": [256, 256, 256]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     ratio = next(
         line for line in text.splitlines() if line.startswith("Ratio")
     )
@@ -460,7 +460,7 @@ def test_counts_that_repeat_exactly_are_exact(tmp_path):
 def test_runs_too_small_warns_before_anything_is_built(caplog, monkeypatch):
     from foliolab.run import orchestrate
 
-    def no_compare(req):
+    def no_compare(req, **_):
         raise AssertionError("compare started")
 
     monkeypatch.setattr(orchestrate, "compare", no_compare)
@@ -502,7 +502,7 @@ def test_tables_say_from_0_and_to_0_never_nan_or_inf(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [0, 0, 0, 0, 0], "patched": [5, 6, 5, 6, 5]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     ratio = next(x for x in text.splitlines() if x.startswith("Ratio"))
     assert ratio.split()[2] == "from" and "CI - " in ratio
     assert "*from 0*" in text
@@ -516,7 +516,7 @@ def test_tables_say_from_0_and_to_0_never_nan_or_inf(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [5, 6, 5, 6, 5], "patched": [0, 0, 0, 0, 0]},
     )
-    assert "-100.00% (to 0)" in report.write_report(out)
+    assert "-100.00% (to 0)" in report.write_report(out).text
 
 
 def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
@@ -526,7 +526,7 @@ def test_one_sign_in_the_tables_plus_is_larger(tmp_path):
         ["vanilla", "patched"],
         {"vanilla": [100, 101, 99, 100, 102], "patched": [90, 91, 89, 90, 92]},
     )
-    text = report.write_report(out)
+    text = report.write_report(out).text
     amean = next(x for x in text.splitlines() if x.startswith("Amean"))
     assert amean.endswith("*  -9.96%*")  # fell: -, though better
     md = (out / "report.md").read_text()

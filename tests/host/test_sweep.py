@@ -18,7 +18,6 @@ from foliolab.boot.derive import Sample
 from foliolab.render import report
 from foliolab.render import growth as report_growth
 from foliolab.bootrecord import BootStatus
-from foliolab.render.text import head_of
 from foliolab.run import orchestrate
 from foliolab.run import record as runrecord
 from foliolab.workloads import sweep
@@ -244,10 +243,10 @@ def test_a_sweep_is_interleaved_recorded_and_resumed(
         ("pageout@size_mb=256", "patched"),
         ("pageout@size_mb=256", "vanilla"),
     ]
-    with pytest.raises(errors.StoppedError):
-        orchestrate.compare(
-            req, stand_in(tmp_path), FakeExecutor(records, signal_at=6)
-        )
+    stopped = orchestrate.compare(
+        req, stand_in(tmp_path), FakeExecutor(records, signal_at=6)
+    )
+    assert isinstance(stopped.error, errors.StoppedError)
     m = json.loads((out / "environment.json").read_text())
     assert m["sweeps"] == {"pageout": {"size_mb": ["64", "256"]}}
     assert m["workloads"] == ["pageout@size_mb=64", "pageout@size_mb=256"]
@@ -271,11 +270,13 @@ def test_a_sweep_is_interleaved_recorded_and_resumed(
             FakeExecutor(records),
         )
     fake = FakeExecutor(records)
-    orchestrate.compare(
+    finished = orchestrate.compare(
         request(*SWEEP_ARGS, "--out", str(out), "--resume"),
         stand_in(tmp_path),
         fake,
     )
+    assert isinstance(finished, orchestrate.Finished)
+    assert finished.error is None
     assert fake.booted == 3  # boots 1-5 were kept
     results = json.loads((out / "results.json").read_text())
     # no growth declared for size_mb: each primary metric's
@@ -286,10 +287,9 @@ def test_a_sweep_is_interleaved_recorded_and_resumed(
     assert "== Growth" in text and "pageout by size_mb" in text
     # the exponents are in the head `compare` prints at its end, and the
     # points are not a headline row each
-    assert "pageout@size_mb=64 " not in head_of(text)
-    assert "pageout by size_mb, MADV_PAGEOUT time: vanilla 0.00" in (
-        head_of(text)
-    )
+    head = "\n".join(finished.written.headline)
+    assert "pageout@size_mb=64 " not in head
+    assert "pageout by size_mb, MADV_PAGEOUT time: vanilla 0.00" in head
     assert max(len(line) for line in text.splitlines()) <= 100
     assert any(
         p.name.startswith("growth-pageout-size_mb")
