@@ -45,7 +45,7 @@ class TestStatus(str, enum.Enum):
     DONE = "done"  # it ran and gives a value, not a verdict
 
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)
 
 
 @dataclass(frozen=True)
