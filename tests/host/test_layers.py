@@ -30,6 +30,7 @@ LAYERS = (
     "timings",
     "hostsetup",
     "bootrecord",
+    "testrecord",
     "guestdata",
     "workloads",
     "kernel",

@@ -1,0 +1,67 @@
+"""The one record of what any run tested (testrecord.py)."""
+
+import json
+import math
+
+import pytest
+
+from foliolab.errors import DamagedRunError
+from foliolab.testrecord import OUTCOMES, Outcomes, TestOutcome, TestStatus
+
+KERNELS = {"up": {"name": "up", "spec": {"text": "debian:7.3"}}}
+
+
+def test_outcomes_read_back_as_written(tmp_path):
+    rows = [
+        TestOutcome("suite.lru_gen-on.vmscan.case", TestStatus.PASS, "up"),
+        TestOutcome(
+            "suite.lru_gen-on.kselftest.mm.ksm",
+            TestStatus.FAIL,
+            "up",
+            duration_s=1.5,
+            log="console-on.log",
+            misc={"detail": "exit 1", "reruns": 2},
+        ),
+    ]
+    Outcomes("test", KERNELS, rows).write(tmp_path)
+    back = Outcomes.read(tmp_path)
+    assert back.command == "test"
+    assert list(back.tests) == rows
+    assert not (tmp_path / f"{OUTCOMES}.part").exists()
+
+
+@pytest.mark.parametrize(
+    "row, why",
+    [
+        ({"path": "a..b", "status": "pass"}, "empty part"),
+        ({"path": "a", "status": "maybe"}, "maybe"),
+        ({"path": "a", "status": "pass", "duration_s": "1"}, "not a number"),
+        ({"path": "a", "status": "pass", "duration_s": math.nan}, "not a"),
+        ({"path": "a", "status": "pass", "misc": {"x": [1]}}, "flat"),
+        ({"path": 3, "status": "pass"}, "not a string"),
+    ],
+)
+def test_a_damaged_row_names_the_file_and_what_is_wrong(tmp_path, row, why):
+    (tmp_path / OUTCOMES).write_text(
+        json.dumps(
+            {"schema": 1, "command": "test", "kernels": {}, "tests": [row]}
+        )
+    )
+    with pytest.raises(DamagedRunError, match=why) as e:
+        Outcomes.read(tmp_path)
+    assert str(tmp_path / OUTCOMES) in str(e.value)
+
+
+def test_a_test_on_a_kernel_the_run_has_not_is_refused():
+    with pytest.raises(ValueError, match="'next' is not one of the run's"):
+        Outcomes("test", KERNELS, [TestOutcome("a", TestStatus.PASS, "next")])
+
+
+def test_a_later_schema_and_a_missing_file_are_damage(tmp_path):
+    with pytest.raises(DamagedRunError, match="missing"):
+        Outcomes.read(tmp_path)
+    (tmp_path / OUTCOMES).write_text(
+        json.dumps({"schema": 2, "command": "x", "kernels": {}, "tests": []})
+    )
+    with pytest.raises(DamagedRunError, match="schema 2"):
+        Outcomes.read(tmp_path)
