@@ -89,10 +89,9 @@ def _known(
 
 
 def _open_record(cls: type[T], d: dict[str, Any], **typed: Any) -> T:
-    """A record whose class follows another's fields (SpecRecord,
-    BuildRecord) from its JSON: the fields it has (``typed``: those read
-    into records of their own), and the keys of a later version in its
-    ``more``."""
+    """A record whose class follows another's fields (BuildRecord) from
+    its JSON: the fields it has (``typed``: those read into records of
+    their own), and the keys of a later version in its ``more``."""
     known, more = _known(cls, d)
     known.pop("more", None)
     return cls(**{**known, **typed, "more": more})
