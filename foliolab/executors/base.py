@@ -328,10 +328,10 @@ class ExecutorClass(Protocol):
 
 
 class BootsHereClass(ExecutorClass, Protocol):
-    """The executor class that boots QEMU on this machine, one boot at a
-    time when asked (the registry's HERE): what the commands that boot one
-    kernel at a time (run, test, check, bisect) and a dry run ask of it
-    besides an ExecutorClass's."""
+    """The executor class that boots QEMU on this machine (the registry's
+    HERE): what every booting command (its machine's options), a dry run
+    (its command lines) and the KVM probe ask of it besides an
+    ExecutorClass's."""
 
     def check_machine(self, spec: BootSpec) -> None:
         """The machine's options (``--cpu``) checked, before anything is
