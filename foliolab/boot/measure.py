@@ -497,6 +497,9 @@ def boot_once(
         request = replace(
             request, spec=replace(request.spec, console_results=True)
         )
-    block = BlockRequest(request.boot_id.replace("/", "-"), "", (request,))
+    workload, _, _ = request.boot_id.partition("/")
+    block = BlockRequest(
+        request.boot_id.replace("/", "-"), workload, (request,)
+    )
     ((_, (captured,)),) = executor.run(image, [block])
     return outcome.judge(captured)

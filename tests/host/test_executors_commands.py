@@ -185,7 +185,7 @@ def test_boot_once_runs_the_boot_on_the_executor_it_is_given(stand, tmp_path):
         tmp_path / "initrd",
     )
     (block,) = ex.blocks
-    assert block.name == "suite-mglru-y"
+    assert block.name == "suite-mglru-y" and block.workload == "suite"
     (boot,) = block.boots
     assert boot.spec.console_results and not spec.console_results
     assert res.clean and res.exit_code == 0
