@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
-from foliolab.executors import kind_named
+from foliolab.executors import read_record
 from foliolab.executors.base import ExecutorKind, ExecutorRecord
 
 MANIFEST = "environment.json"
@@ -332,6 +332,7 @@ class RunManifest:
             if not d[key]:  # a run without a sweep reads as before them
                 del d[key]
         d["accel"] = self.accel_label
+        d["executor"] = self.executor.to_json()
         d["kernels"] = self.names
         d["kernel_specs"] = {k.name: k.spec for k in self.kernels}
         d["kernel_records"] = [k.to_json() for k in self.kernels]
@@ -365,9 +366,7 @@ class RunManifest:
                 "accel": "lava" if accel.startswith("lava ") else accel,
                 "host": _typed(HostRecord, d.get("host")) or HostRecord(),
                 "kernels": _kernel_records(d),
-                "executor": ExecutorRecord.from_json(
-                    d.get("executor"), kind_named
-                ),
+                "executor": read_record(d.get("executor")),
                 "count": _typed(CountRecord, d.get("count")),
                 "attribution": d.get("attribution") or {},
             }

@@ -1,7 +1,8 @@
 """The bisect's lab: the range of commits in the user's tree, and what
 builds and counts one of them. QemuLab builds each commit's kernel (or
 finds it in the kernel store) and counts it in one boot under QEMU TCG
-with the counting plugin; a test passes a stand-in Lab.
+with the counting plugin, on the executor the request names (one that
+can count: QEMU here); a test passes a stand-in Lab.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from foliolab.arch import get_arch
 from foliolab.bisect.record import BisectRequest, Measurement, StepStatus
 from foliolab.boot.derive import samples_from_boot
 from foliolab.errors import UsageError
-from foliolab.executors import here
+from foliolab.executors import make_executor
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.kernel import image, source, store
 from foliolab.kernel.build import Kernel
@@ -164,10 +165,13 @@ def _has_commit(repo: Path, sha: str) -> bool:
 
 class QemuLab:
     """The lab itself: each commit's kernel built (or found) in the kernel
-    store, counted in one boot under QEMU TCG with the counting plugin."""
+    store, counted in one boot under QEMU TCG with the counting plugin, on
+    the request's executor."""
 
     def __init__(self, req: BisectRequest, commits: list[Commit]):
         self.req = req
+        # every step counts with foliolab's plugin
+        self.executor = make_executor(req.executor, req.out, count=True)
         self.arch = get_arch(req.arch)
         fetch_range(req.repo, commits)
         self.image = image.build_image(self.arch).path
@@ -196,7 +200,7 @@ class QemuLab:
             counter=counter.with_roots(w.count_roots),
         )
         res = boot_once(
-            here(),
+            self.executor,
             BootRequest(
                 f"{w.name}/{rundir.name}",
                 spec,

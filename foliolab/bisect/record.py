@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
+from foliolab.executors import ExecutorOptions
 from foliolab.workloads.model import Workload
 
 RECORD = "bisect.json"
@@ -190,6 +191,8 @@ class BisectRequest:
     out: Path
     resume: bool = False
     command: list[str] = field(default_factory=list)
+    # who runs the counting boots (--executor and its flags)
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
     def key(self) -> BisectKey:
         return BisectKey(

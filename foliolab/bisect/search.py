@@ -58,6 +58,7 @@ from foliolab.errors import (
     UsageError,
     stop_signals,
 )
+from foliolab.executors import check_executor
 
 log = logging.getLogger("foliolab")
 
@@ -227,8 +228,10 @@ class Bisection:
 
 
 def check(req: BisectRequest) -> list[Commit]:
-    """Everything about the request that needs no build: the range, the
-    tree, the metric; the commits to bisect."""
+    """Everything about the request that needs no build: the executor
+    (one that counts), the range, the tree, the metric; the commits to
+    bisect."""
+    check_executor(req.executor, count=True)
     check_metric(req.workload, req.metric)
     commits = commit_range(req.repo, req.good, req.bad)
     check_kernel_tree(req.repo, commits)

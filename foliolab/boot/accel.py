@@ -1,9 +1,10 @@
 """The accelerator a run boots with, chosen before its boots: ``auto``
 is KVM only where a short probe boot is fast.
 
-The probe is a boot like any other, run by the executor here and judged
-(boot_once), so it lives above the executors: an executor's ``settle`` is
-given the accelerator already chosen.
+The probe is a boot like any other, judged (boot_once), run by the
+executor that boots QEMU here (the registry's HERE, made by
+make_executor as any executor is), so it lives above the executors: an
+executor's ``settle`` is given the accelerator already chosen.
 """
 
 from __future__ import annotations
@@ -44,11 +45,14 @@ def probe_kvm(spec: BootSpec, base_image: Path, limit: float = 20.0) -> bool:
     probe = replace(
         spec, accel="kvm", timeout=limit, vcpus=1, numa_nodes=1, memory_mb=512
     )
+    rundir = cache_root() / "kvm-probe.d"
+    # the question is this machine's, whoever runs the run's boots
+    here = executors.make_executor(
+        executors.ExecutorOptions.of(executors.HERE), rundir
+    )
     res = boot_once(
-        executors.here(),
-        BootRequest(
-            "kvm-probe", probe, "true\n", cache_root() / "kvm-probe.d"
-        ),
+        here,
+        BootRequest("probe/kvm", probe, "true\n", rundir),
         base_image,
     )
     ok = res.clean and res.exit_code == 0

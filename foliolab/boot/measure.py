@@ -487,9 +487,19 @@ def _failure(b: PlannedBoot, res: BootResult) -> str:
 def boot_once(
     executor: Executor, request: BootRequest, image: Path
 ) -> BootResult:
-    """One boot, run and judged (its boot.json written): for the commands
-    that boot one kernel at a time (run, test, check, bisect, the KVM
-    probe), with the executor here (executors.here())."""
-    block = BlockRequest(request.boot_id, "", (request,))
+    """One boot, run by ``executor`` and judged (its boot.json written):
+    for the commands that boot one kernel at a time (run, test, check,
+    bisect, the KVM probe), on the executor the user chose (the probe's
+    is QEMU here). An executor without a results port gets the records
+    framed on the console; the boot's block is named by its id
+    (WORKLOAD/NAME as WORKLOAD-NAME, a LAVA job's file name)."""
+    if not executor.results_port:
+        request = replace(
+            request, spec=replace(request.spec, console_results=True)
+        )
+    workload, _, _ = request.boot_id.partition("/")
+    block = BlockRequest(
+        request.boot_id.replace("/", "-"), workload, (request,)
+    )
     ((_, (captured,)),) = executor.run(image, [block])
     return outcome.judge(captured)

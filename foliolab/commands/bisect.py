@@ -8,7 +8,7 @@ import datetime as dt
 from pathlib import Path
 
 from foliolab.bisect import search as bisect, record as bisectrecord
-from foliolab import workloads
+from foliolab import executors, workloads
 from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
@@ -79,6 +79,7 @@ def _bisect_options(s: argparse.ArgumentParser) -> None:
         help="go on with the stopped bisect in --out DIR, "
         "reusing its counted steps",
     )
+    options.executor(s)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -111,6 +112,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         out,
         args.resume,
         ["foliolab", *args.argv],
+        executors.options(args, args.argv),
     )
     bisect.bisect(req)
     print(f"results: {out}/bisect.txt, {out}/bisect.json")

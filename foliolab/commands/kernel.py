@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from foliolab import hostsetup
+from foliolab import executors, hostsetup
 from foliolab.series import check as seriescheck, sincespec, stablehistory
 from foliolab.kernel import build, kconfig, source, sources
 from foliolab.kernel import specs as kernels, trees
@@ -66,6 +66,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --since: only that check (no checkpatch, build or boot)",
     )
+    options.executor(s)
     robot.options(s)
 
 
@@ -143,6 +144,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             hint="drop --base, or drop --since",
         )
     since = _since_spec(args)
+    executor = executors.options(args, args.argv)
+    executors.check_executor(executor)
     cells = robot.cells(args)
     if not sources.read_patches(args.patches).patches:
         raise UsageError(
@@ -172,7 +175,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             history.raise_if_restored()
         return 0
     checks = seriescheck.check_series(
-        spec, get_arch(args.arch), args.config, args.accel, out
+        spec, get_arch(args.arch), args.config, args.accel, out, executor
     )
     for c in checks:
         print(c.row())

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from foliolab import executors
 from foliolab.kernel import kconfig
 from foliolab.arch import ARCHES
 from foliolab.paths import DEFAULT_PATCHES
@@ -266,3 +267,11 @@ def machine(p: argparse.ArgumentParser) -> None:
         "of their own (default), or framed on the console "
         "as on a board or in a LAVA job",
     )
+
+
+def executor(p: argparse.ArgumentParser) -> None:
+    """Who runs the boots of test, check, run and bisect, as of compare:
+    ``--executor`` and every executor's own flags (executors.add_flags);
+    an executor that cannot run the command's boots is refused before
+    anything is built."""
+    executors.add_flags(p)

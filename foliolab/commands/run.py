@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from foliolab import executors
 from foliolab.guestdata import countwindows, parse
 from foliolab.run import command as runcommand
 from foliolab.kernel import kconfig
@@ -61,6 +62,7 @@ def _run_options(s: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --count: functions listed (default 25)",
     )
+    options.executor(s)
     s.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
 
 
@@ -96,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.count,
         tuple(args.root),
         args.kernel or "",
+        executors.options(args, args.argv),
     )
     res, variant = runcommand.boot_command(req)
     for line in parse.parse_records(res.records).output:

@@ -6,9 +6,11 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import counting
+from foliolab import counting, executors
 from foliolab.coverage import run as coveragerun
+from foliolab.suite import plan as suiteplan
 from foliolab.suite import run as suite
+from foliolab.suite.request import SuiteRequest
 from foliolab.kernel import upstream_selftests
 from foliolab.kernel import kconfig, specs, trees
 from foliolab.arch import get_arch
@@ -116,12 +118,37 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         type=options.directory,
         help="output directory (default results/test-<time>)",
     )
+    options.executor(s)
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    req = _request(args)
+    out = req.out
+    passed, summary = suite.run_suite(req)
+    print(summary, end="")
+    print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
+    if req.coverage:
+        print(
+            f"# coverage report: {out}/coverage.txt, coverage.json, "
+            "coverage.html"
+        )
+    if not passed:
+        raise FoliolabError(
+            f"correctness suite failed on the {req.tree.variant} "
+            f"{req.purpose} kernel",
+            log_path=out / "suite.ktap",
+        )
+    return 0
+
+
+def _request(args: argparse.Namespace) -> SuiteRequest:
+    """The suite's request, every option checked before anything is
+    built (the executor first among them, as compare's)."""
     if args.count:
         counting.check_accel(args.accel)
-    suite.check_only(tuple(args.only))
+    executor = executors.options(args, args.argv)
+    executors.check_executor(executor, args.count)
+    suiteplan.check_only(tuple(args.only))
     if args.record_baseline and (args.variant != "vanilla" or args.kernel):
         raise UsageError(
             "--record-baseline records vanilla's results",
@@ -131,6 +158,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         coveragerun.check_request(args.count, args.config, get_arch(args.arch))
     if args.kernel:  # its form, before the plan may ask apt
         specs.parse_kernel(args.kernel)
+    arch = get_arch(args.arch)
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
@@ -138,43 +166,29 @@ def cmd_test(args: argparse.Namespace) -> int:
         coverage = coveragerun.plan_for(
             tree,
             coveragerun.suite_series(args.kernel, args.variant, args.patches),
-            get_arch(args.arch),
+            arch,
         )
-    lru = {"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru]
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "test-%Y%m%d-%H%M%S"
     )
-    purpose = kconfig.COVERAGE if coverage else args.config
-    passed, summary = suite.run_suite(
-        tree,
-        get_arch(args.arch),
-        out,
-        lru,
-        not (args.no_kselftests or args.only),
-        args.record_baseline,
-        args.accel,
-        args.count,
-        tuple(args.append),
-        purpose,
-        suite.stress_plan(args.stress, args.stress_seeds),
-        tuple(args.only),
-        args.repeat,
-        upstream,
-        coverage,
+    return SuiteRequest(
+        tree=tree,
+        arch=arch,
+        out=out,
+        lru_gens={"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru],
+        kselftests=not (args.no_kselftests or args.only),
+        record_baseline=args.record_baseline,
+        accel=args.accel,
+        count=args.count,
+        append=tuple(args.append),
+        purpose=kconfig.COVERAGE if coverage else args.config,
+        stress=suiteplan.stress_plan(args.stress, args.stress_seeds),
+        only=tuple(args.only),
+        repeat=args.repeat,
+        upstream=upstream,
+        coverage=coverage,
+        executor=executor,
     )
-    print(summary, end="")
-    print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
-    if coverage:
-        print(
-            f"# coverage report: {out}/coverage.txt, coverage.json, "
-            "coverage.html"
-        )
-    if not passed:
-        raise FoliolabError(
-            f"correctness suite failed on the {tree.variant} {purpose} kernel",
-            log_path=out / "suite.ktap",
-        )
-    return 0
 
 
 def _upstream_plan(

@@ -20,14 +20,18 @@ its module: its
 ``summary`` for --help and whether ``--executor`` offers it
 (``chosen_by_flag``), ``rounds_per_block`` and ``run``; its command-line
 ``flags`` and the ``options`` it reads from them; their ``check`` (before
-anything is built); ``make``; ``record``, its part of the run's manifest;
-and ``dry_run_note``, how a dry run describes its boots. Adding an
-executor is one module with such a class and its line in REGISTERED.
+anything is built); ``make``; ``record``, its part of the run's manifest
+(its kind and details of its own), ``read_details``, those details read
+back, and ``report_note``, how a report says its boots ran; and
+``dry_run_note``, how a dry run describes its boots. Adding an executor
+is one module with such a class and its line in REGISTERED: every command
+that boots (compare, attribute, run, test, check, bisect) takes it with
+--executor.
 
 This module is the only one outside executors/ that names an executor:
 the rest of foliolab asks the registry for what it needs, by role (HERE,
-the executor that boots on this machine one boot at a time; EXPORTER,
-`jobs export`'s), never by module.
+the executor that boots QEMU on this machine; EXPORTER, `jobs export`'s),
+never by module, and makes an executor only through make_executor.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from foliolab.errors import UsageError
 from foliolab.executors.base import (
@@ -65,18 +70,13 @@ EXECUTORS = {cls.kind: cls for cls in REGISTERED}
 DEFAULT = REGISTERED[0]
 # a manifest without an executor ran the default, QEMU here
 assert DEFAULT.kind == QEMU_HERE and DEFAULT.kind.boots_here
-# The executor of the commands that boot one kernel at a time on this
-# machine (run, test, check, bisect, the KVM probe), whose machine
-# options every run checks and whose command lines a dry run says.
+# The executor that boots QEMU on this machine: whose machine options
+# every run checks, whose command lines a dry run says, and who runs the
+# KVM probe (which asks this machine, whoever runs the boots).
 HERE: BootsHereClass = QemuExecutor
 # `jobs export`'s executor: the jobs written, nothing run; `jobs collect`
 # reads their logs back.
 EXPORTER: ExporterClass = LavaExport
-
-
-def here() -> Executor:
-    """The executor here, made (it takes no options)."""
-    return HERE()
 
 
 def kind_named(text: str) -> ExecutorKind:
@@ -106,6 +106,11 @@ class ExecutorOptions:
     @property
     def kind(self) -> ExecutorKind:
         return self.executor.kind
+
+    @classmethod
+    def of(cls, executor: ExecutorClass) -> ExecutorOptions:
+        """``executor`` with its options' defaults (no flag given)."""
+        return cls(executor, executor.options(argparse.Namespace()))
 
 
 def add_flags(
@@ -184,20 +189,54 @@ def _check_given(opts: ExecutorOptions) -> None:
         )
 
 
+def check_executor(opts: ExecutorOptions, count: bool = False) -> None:
+    """The executor ``opts`` name checked, before anything is built: its
+    flags, and whether it can run the boots asked for (``count``: with
+    foliolab's counting plugin); one UsageError if not."""
+    _check_given(opts)
+    opts.executor.check(opts.own, count)
+
+
 def make_executor(
     opts: ExecutorOptions, out: Path, count: bool = False
 ) -> Executor:
     """The executor ``opts`` name, checked (before anything is built) and
-    made in one place."""
-    _check_given(opts)
-    cls = opts.executor
-    cls.check(opts.own, count)
-    return cls.make(opts.own, out)
+    made in one place; its files (a LAVA job's, its logs) go in ``out``."""
+    check_executor(opts, count)
+    return opts.executor.make(opts.own, out)
+
+
+def check_files(opts: ExecutorOptions, files: tuple[Path, ...]) -> None:
+    """Files to put in the guest (`run --add`) need an executor that
+    carries them; one UsageError before anything is built if not."""
+    if files and not opts.executor.carries_files:
+        raise UsageError(
+            f"--add {files[0]}: --executor {opts.kind} puts only the "
+            "job in the guest, not files of its own",
+            hint="add files with --executor qemu",
+        )
 
 
 def record(opts: ExecutorOptions) -> ExecutorRecord:
     """The executor's part of the run's manifest."""
     return opts.executor.record(opts.own)
+
+
+def read_record(d: dict[str, Any] | None) -> ExecutorRecord:
+    """environment.json's ``executor``, of a manifest of any version, read
+    back by the class of its kind: one from before the executor was
+    recorded ran QEMU here; a kind no executor has is a ValueError (the
+    manifest's reader names the file)."""
+    if not d:
+        return ExecutorRecord()
+    kind = kind_named(d.get("kind", DEFAULT.kind.text))
+    return ExecutorRecord(kind, **EXECUTORS[kind].read_details(d))
+
+
+def report_note(rec: ExecutorRecord) -> str:
+    """How the report says the boots ran, in the words of the class that
+    ran them ("": by foliolab's QEMU here)."""
+    return EXECUTORS[rec.kind].report_note(rec)
 
 
 def dry_run_note(opts: ExecutorOptions) -> str:

@@ -11,9 +11,8 @@ types, and names itself with an ExecutorKind declared in its own module.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import enum
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,44 +68,75 @@ class ExecutorKind:
 QEMU_HERE = ExecutorKind("qemu")
 
 
-@dataclass
+# A detail of an executor's record: what environment.json holds.
+Detail = str | int | list[str]
+# The keys of environment.json's ``executor`` after its ``kind``, in the
+# order the first manifests wrote them, each with what a record that has
+# no such detail writes: every record writes them all, so a manifest reads
+# the same whoever ran its boots (and an older foliolab reads a newer one);
+# a detail of another name follows them.
+RECORD_KEYS: dict[str, Detail] = {
+    "device_type": "",
+    "tags": [],
+    "lava_version": "",
+    "rounds_per_block": 0,
+    "server": "",
+    "artifacts_url": "",
+}
+# The detail that names the device a run's boots ran on, for a kind whose
+# report names its accelerator by it (Elsewhere.by_device).
+DEVICE = "device_type"
+
+
+@dataclass(init=False)
 class ExecutorRecord:
     """The executor's part of a run's manifest (environment.json's
-    ``executor``): each executor class writes its own (``record``); its
-    kind is written as its text."""
+    ``executor``): its kind, and details that are its class's own. The
+    class writes them (``record``), reads them back (``read_details``) and
+    says them in the report (``report_note``); no other module reads
+    them."""
 
-    kind: ExecutorKind = QEMU_HERE
-    device_type: str = ""  # a LAVA kind's: the lab's device type
-    tags: list[str] = field(default_factory=list)
-    lava_version: str = ""
-    rounds_per_block: int = 0
-    server: str = ""
-    artifacts_url: str = ""
+    kind: ExecutorKind
+    details: dict[str, Detail]
 
-    @classmethod
-    def from_json(
-        cls,
-        d: dict[str, Any] | None,
-        kind_named: Callable[[str], ExecutorKind],
-    ) -> ExecutorRecord:
-        """The record of a manifest of any version: one from before the
-        executor was recorded ran QEMU; a key this version does not know
-        is passed over; a kind the registry (``kind_named``) does not know
-        is a ValueError (the manifest's reader names the file)."""
-        if not d:
-            return cls()
-        names = {f.name for f in dataclasses.fields(cls)}
-        known = {k: v for k, v in d.items() if k in names}
-        known["kind"] = kind_named(known.get("kind", QEMU_HERE.text))
-        return cls(**known)
+    def __init__(
+        self, kind: ExecutorKind = QEMU_HERE, **details: Detail
+    ) -> None:
+        self.kind = kind
+        self.details = details
+
+    def to_json(self) -> dict[str, Detail]:
+        """As environment.json holds it: the kind as its text, then every
+        key of RECORD_KEYS (empty where the class has no such detail), then
+        the class's other details."""
+        keys = {
+            k: self.details.get(k, _copy(empty))
+            for k, empty in RECORD_KEYS.items()
+        }
+        return {"kind": self.kind.text, **keys, **self.details}
 
     def accel_label(self, accel: str) -> str:
         """The accelerator as the report names it: a lab's boots by the
         device type they ran on (the lab's own QEMU or a board)."""
         where = self.kind.elsewhere
         if where is not None and where.by_device:
-            return f"{where.accel} {self.device_type}"
+            return f"{where.accel} {self.details.get(DEVICE, '')}"
         return accel
+
+
+def _copy(value: Detail) -> Detail:
+    return list(value) if isinstance(value, list) else value
+
+
+def read_detail(d: dict[str, Any], key: str) -> Detail:
+    """Detail ``key`` of an executor record's JSON ``d``, of the type
+    RECORD_KEYS gives it (its empty value if ``d`` lacks it); for a
+    class's ``read_details``."""
+    empty = RECORD_KEYS[key]
+    value = d.get(key, empty)
+    if isinstance(empty, list):
+        return [str(v) for v in value] if isinstance(value, list) else []
+    return type(empty)(value)
 
 
 @dataclass(frozen=True)
@@ -254,6 +284,8 @@ class ExecutorClass(Protocol):
     chosen_by_flag: bool  # whether --executor offers it
     flags: tuple[Flag, ...]  # its command-line options
     results_port: bool  # records on a port of their own
+    # it puts a boot's extra files (`run --add`) in the guest
+    carries_files: bool
 
     def options(self, args: argparse.Namespace) -> object:
         """Its own options, read from its flags (a flag a command does
@@ -272,6 +304,16 @@ class ExecutorClass(Protocol):
         """Its part of the run's manifest."""
         ...
 
+    def read_details(self, d: dict[str, Any]) -> dict[str, Detail]:
+        """The details ``record`` wrote, read back from environment.json's
+        ``executor`` (a key it does not know is passed over)."""
+        ...
+
+    def report_note(self, rec: ExecutorRecord) -> str:
+        """How the report says the boots of ``rec`` ran, after the guest's
+        machine ("": as foliolab's QEMU here runs them)."""
+        ...
+
     def settle(
         self, want: str, spec: BootSpec, image: Path, count: bool
     ) -> Settled:
@@ -286,12 +328,10 @@ class ExecutorClass(Protocol):
 
 
 class BootsHereClass(ExecutorClass, Protocol):
-    """The executor class that boots QEMU on this machine, one boot at a
-    time when asked (the registry's HERE): what the commands that boot one
-    kernel at a time (run, test, check, bisect) and a dry run ask of it
-    besides an ExecutorClass's."""
-
-    def __call__(self) -> Executor: ...
+    """The executor class that boots QEMU on this machine (the registry's
+    HERE): what every booting command (its machine's options), a dry run
+    (its command lines) and the KVM probe ask of it besides an
+    ExecutorClass's."""
 
     def check_machine(self, spec: BootSpec) -> None:
         """The machine's options (``--cpu``) checked, before anything is
@@ -337,6 +377,10 @@ class Executor(Protocol):
     # the measuring half stop booting a kernel that keeps failing)
     @property
     def rounds_per_block(self) -> int: ...
+
+    # records on a port of their own (else framed on the console)
+    @property
+    def results_port(self) -> bool: ...
 
     def run(
         self, image: Path, blocks: Iterable[BlockRequest]

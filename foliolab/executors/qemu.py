@@ -9,8 +9,8 @@ left is judged by boot/outcome.py, as every executor's boots are.
 Every command that boots here (compare, attribute, run, test, check,
 bisect, the KVM probe) boots through QemuExecutor's ``run``: the
 measuring half's blocks, or one boot (boot/measure.py's ``boot_once``).
-The registry names it as the executor here (executors.HERE), so no
-other module does.
+It is the registry's default, and its executor here (executors.HERE), so
+no other module names it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Generator, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from foliolab import bootrecord, counting, proc
 from foliolab.kernel import image as image_mod
@@ -31,6 +31,7 @@ from foliolab.executors.base import (
     BlockRequest,
     BootCapture,
     BootSpec,
+    Detail,
     Ended,
     ExecutorRecord,
     Flag,
@@ -231,6 +232,7 @@ class QemuExecutor:
     flags: ClassVar[tuple[Flag, ...]] = ()  # the machine's options are every
     # booting command's (cli.py)
     results_port = True  # the records on a port of their own
+    carries_files = True  # `run --add`'s files go in the boot's initrd
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> NoOptions:
@@ -246,7 +248,16 @@ class QemuExecutor:
 
     @classmethod
     def record(cls, opts: NoOptions) -> ExecutorRecord:
-        return ExecutorRecord(cls.kind)
+        return ExecutorRecord(cls.kind)  # no details: QEMU here is the
+        # default every report assumes
+
+    @classmethod
+    def read_details(cls, d: dict[str, Any]) -> dict[str, Detail]:
+        return {}
+
+    @classmethod
+    def report_note(cls, rec: ExecutorRecord) -> str:
+        return ""  # the report's emulator line names this machine's QEMU
 
     @classmethod
     def dry_run_note(cls, opts: NoOptions) -> str:

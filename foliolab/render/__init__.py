@@ -10,6 +10,7 @@ import textwrap
 from html import escape
 from dataclasses import dataclass, field
 
+from foliolab import executors
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.manifest import VARIANTS, RunManifest
@@ -145,18 +146,9 @@ def title(m: RunManifest) -> str:
 
 
 def executor_note(m: RunManifest) -> str:
-    """How the boots ran, when not by foliolab's own QEMU here."""
-    ex = m.executor
-    if ex.kind.boots_here:
-        return ""
-    if not ex.lava_version:  # an executor of its own, not LAVA
-        return f"; boots run by the {ex.kind} executor"
-    where = ex.server or "this machine"
-    return (
-        f"; boots run as LAVA {ex.lava_version} jobs "
-        f"({ex.kind}, device type {ex.device_type or '?'}, "
-        f"{where}), records on the console"
-    )
+    """How the boots ran, when not by foliolab's QEMU here: in the words
+    of the executor class that ran them (the registry's)."""
+    return executors.report_note(m.executor)
 
 
 def fmt_count(x: float) -> str:

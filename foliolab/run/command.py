@@ -11,13 +11,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import counting
-from foliolab.boot.accel import choose_accel
+from foliolab.boot.accel import settle
 from foliolab.kernel import build, image, trees
 from foliolab.arch import get_arch
 from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
 from foliolab.guestdata.countwindows import MAX_ROOTS
-from foliolab.executors import HERE, here
+from foliolab.executors import (
+    HERE,
+    ExecutorOptions,
+    check_executor,
+    check_files,
+    make_executor,
+)
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.boot.measure import boot_once
@@ -46,6 +52,8 @@ class CommandRequest:
     count: bool = False
     roots: tuple[str, ...] = ()
     kernel: str = ""  # --kernel NAME=SPEC, instead of variant
+    # who runs the boot (--executor and its flags)
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
 
 def _check_command(req: CommandRequest) -> None:
@@ -61,6 +69,8 @@ def _check_command(req: CommandRequest) -> None:
         )
     if req.count:
         counting.check_accel(req.accel)
+    check_executor(req.executor, req.count)
+    check_files(req.executor, tuple(req.add))
 
 
 def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
@@ -75,6 +85,7 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         # what git could not say)
         rootcheck.check_in_tree(src, req.roots)
     rundir = Path(tempfile.mkdtemp(prefix="foliolab-run-"))
+    executor = make_executor(req.executor, rundir, req.count)
     # booted and counted from its own copy, as the suite and compare do:
     # another command building in the same slot replaces the slot's image
     kernel = build.build_kernel(
@@ -97,9 +108,11 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         cmdline=debug_cmdline(req.config) + req.append,
         console_results=req.console_results,
     )
-    spec = replace(
-        spec, accel=choose_accel(req.accel, spec, img.path, req.count)
-    )
+    # ``auto`` chosen here for an executor that boots here (a lab's QEMU
+    # or board chooses its own)
+    spec = settle(
+        req.executor.executor, req.accel, spec, img.path, req.count
+    ).spec
     job = shlex.join(req.cmd) + "\n"
     if req.count:
         have = counting.map_functions(kept)
@@ -126,8 +139,8 @@ def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
         )
     try:
         res = boot_once(
-            here(),
-            BootRequest("run", spec, job, rundir, tuple(req.add)),
+            executor,
+            BootRequest("run/run", spec, job, rundir, tuple(req.add)),
             img.path,
         )
     finally:

@@ -22,8 +22,8 @@ from foliolab import proc
 from foliolab.kernel import build, image, specs as kernels, trees
 from foliolab.arch import Arch, get_arch
 from foliolab.errors import FoliolabError
-from foliolab.executors import here
-from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.executors import ExecutorOptions, make_executor
+from foliolab.executors.base import BootRequest, BootSpec, Executor
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.boot.measure import boot_once
 
@@ -95,10 +95,17 @@ def run_checkpatch(repo: Path, patch: Path) -> Step:
 
 
 def check_series(
-    spec: kernels.KernelSpec, arch: Arch, config: str, accel: str, rundir: Path
+    spec: kernels.KernelSpec,
+    arch: Arch,
+    config: str,
+    accel: str,
+    rundir: Path,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> list[PatchCheck]:
     """Each patch of ``spec``'s series (``SOURCE+DIR``) checked on its
-    tree: checkpatch, then that tree with patches 1..i built and booted."""
+    tree: checkpatch, then that tree with patches 1..i built and booted
+    (by ``executor``, its files in ``rundir``)."""
+    booter = make_executor(executor, rundir)
     series = spec.series()
     checkout = trees.tree_of(spec.source_spec()).path
     img = image.build_image(arch)
@@ -116,12 +123,19 @@ def check_series(
             pc.build = Step(False, f"failed: {e.one_line()}")
             continue
         pc.build = Step(True, f"ok in {kernel.elapsed:.0f} s")
-        pc.boot = _boot(kernel, img.path, config, accel, rundir / f"{i:04d}")
+        pc.boot = _boot(
+            booter, kernel, img.path, config, accel, rundir / f"{i:04d}"
+        )
     return checks
 
 
 def _boot(
-    kernel: build.Kernel, img: Path, config: str, accel: str, rundir: Path
+    executor: Executor,
+    kernel: build.Kernel,
+    img: Path,
+    config: str,
+    accel: str,
+    rundir: Path,
 ) -> Step:
     """One boot of ``kernel`` running `true`."""
     spec = BootSpec(
@@ -134,7 +148,9 @@ def _boot(
         cmdline=debug_cmdline(config),
     )
     res = boot_once(
-        here(), BootRequest(rundir.name, spec, "true\n", rundir), img
+        executor,
+        BootRequest(f"check/{rundir.name}", spec, "true\n", rundir),
+        img,
     )
     if res.clean and res.exit_code == 0:
         return Step(True, f"ok in {res.elapsed:.1f} s")

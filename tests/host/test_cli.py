@@ -725,3 +725,37 @@ def test_help_lists_every_command_once_in_the_named_order():
         cli._in_order(cli.COMMANDS, (spare,))
     with pytest.raises(AssertionError, match="is not the commands"):
         cli._in_order(cli.COMMANDS[:-1])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["test"],
+        ["check"],
+        ["run"],
+        ["bisect", "--repo", "r", "--good", "a", "--bad", "b"]
+        + ["--workload", "pageout", "--metric", "kernel_insns"],
+    ],
+)
+def test_every_booting_command_takes_the_executor_as_compare_does(command):
+    """--executor with compare's choices and every executor's own flags:
+    the executor the user chose runs the command's boots."""
+    from foliolab import executors
+
+    parser = cli.build_parser()
+    compare = parser.parse_args(["compare", "--executor", "lava"])
+    args = parser.parse_args(
+        [
+            *command,
+            *("--executor", "lava", "--lava-url", "https://lab.example"),
+            *("--artifacts-url", "http://f.example", "--lava-tags", "a,b"),
+        ]
+    )
+    assert args.executor == compare.executor == "lava"
+    opts = executors.options(args, ["--lava-url", "--artifacts-url"])
+    assert opts.kind.text == "lava"
+    assert opts.own.url == "https://lab.example"
+    assert opts.own.target.tags == ("a", "b")
+    assert parser.parse_args(command).executor == "qemu"
+    with pytest.raises(Exception, match="invalid choice: 'lava-export'"):
+        parser.parse_args([*command, "--executor", "lava-export"])

@@ -293,6 +293,7 @@ def test_run_suite_with_coverage_reports_after_the_suite(
     results are written as ever, and the coverage report follows; a boot
     whose record is missing is one line of it."""
     from foliolab.suite import run as suite
+    from foliolab.suite.request import SuiteRequest
     from foliolab.kernel import build
     from foliolab.bootrecord import BootResult
 
@@ -349,7 +350,7 @@ def test_run_suite_with_coverage_reports_after_the_suite(
             lines,
         )
 
-    monkeypatch.setattr(suite.build, "build_kernel", fake_build)
+    monkeypatch.setattr(build, "build_kernel", fake_build)
     monkeypatch.setattr(
         suite.image,
         "build_image",
@@ -362,7 +363,9 @@ def test_run_suite_with_coverage_reports_after_the_suite(
     )
     out = tmp_path / "out"
     passed, summary = suite.run_suite(
-        t, arch, out, kselftests=False, purpose="coverage", coverage=plan
+        SuiteRequest(
+            t, arch, out, kselftests=False, purpose="coverage", coverage=plan
+        )
     )
     assert passed
     assert seen["purpose"] == "coverage"

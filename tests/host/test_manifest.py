@@ -9,6 +9,7 @@ import pytest
 from foliolab import errors
 from foliolab.errors import DamagedRunError
 from foliolab.executors import QemuExecutor
+from foliolab.executors.base import ExecutorRecord
 from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
@@ -248,8 +249,87 @@ def test_a_manifest_of_the_untyped_records_reads_and_writes_as_before(
 
 def test_a_lab_run_names_its_accelerator_by_the_lab(tmp_path):
     m = manifest(accel="lava")
-    m.executor.kind, m.executor.device_type = LavaServerExecutor.kind, "qemu"
+    m.executor = ExecutorRecord(LavaServerExecutor.kind, device_type="qemu")
     assert m.to_json()["accel"] == "lava qemu"
+
+
+def _lava_opts(**kw):
+    from foliolab.executors.lava.job import LavaOptions, Target
+
+    return LavaOptions(Target("qemu", ("rpi",)), **kw)
+
+
+@pytest.mark.parametrize(
+    "cls, opts, details",
+    [
+        (QemuExecutor, None, {}),
+        (
+            LavaLocalExecutor,
+            {},
+            {"device_type": "qemu", "tags": ["rpi"], "rounds_per_block": 2},
+        ),
+        (
+            LavaServerExecutor,
+            {"url": "https://lab.example", "artifacts_url": "http://f.x/a"},
+            {
+                "device_type": "qemu",
+                "tags": ["rpi"],
+                "rounds_per_block": 2,
+                "server": "https://lab.example",
+                "artifacts_url": "http://f.x/a",
+            },
+        ),
+    ],
+)
+def test_each_executor_writes_its_record_as_before_and_reads_it_back(
+    tmp_path, cls, opts, details
+):
+    """An executor's record is its kind and its class's own details; in
+    environment.json it keeps the one shape every manifest has had (every
+    key, in its order, empty where the executor has no such detail), and
+    its class reads the details back."""
+    from foliolab.executors.lava.debs import LAVA_VERSION
+
+    rec = cls.record(cls.options(None) if opts is None else _lava_opts(**opts))
+    expected = {
+        "kind": cls.kind.text,
+        "device_type": "",
+        "tags": [],
+        "lava_version": LAVA_VERSION if details else "",
+        "rounds_per_block": 0,
+        "server": "",
+        "artifacts_url": "",
+        **details,
+    }
+    m = manifest()
+    m.executor = rec
+    m.write(tmp_path)
+    text = (tmp_path / "environment.json").read_text()
+    assert json.dumps(json.loads(text)["executor"]) == json.dumps(expected)
+    back = RunManifest.read(tmp_path).executor
+    assert back.kind is cls.kind and back.details == rec.details
+    assert back.to_json() == expected
+
+
+def test_the_report_says_how_the_boots_ran_in_their_executors_words():
+    """render asks the registry, which asks the class of the record's
+    kind: QEMU here says nothing, LAVA its version, device and server."""
+    from foliolab.executors.lava.debs import LAVA_VERSION
+    from foliolab.render import executor_note
+
+    m = manifest()
+    assert executor_note(m) == ""
+    m.executor = LavaLocalExecutor.record(_lava_opts())
+    assert executor_note(m) == (
+        f"; boots run as LAVA {LAVA_VERSION} jobs (lava-local, device type "
+        "qemu, this machine), records on the console"
+    )
+    m.executor = LavaServerExecutor.record(
+        _lava_opts(url="https://lab.example")
+    )
+    assert "(lava, device type qemu, https://lab.example)" in executor_note(m)
+    m.executor = ExecutorRecord(LavaServerExecutor.kind)
+    assert executor_note(m) == "; boots run by the lava executor"
 
 
 def test_the_executor_kind_is_read_as_its_kind_and_written_as_its_text(

@@ -480,3 +480,83 @@ def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
     assert env["records_on"] == "console"
     (job,) = (runs["lava-local"] / "lava" / "jobs").glob("pageout-0.yaml")
     assert (runs["lava-local"] / "lava" / "logs" / "pageout-0.log").is_file()
+
+
+# The suite's shortest case, one boot (MGLRU on) of the debug kernel.
+ONE_CASE = [
+    "--only",
+    "file_shmem.tmpfs_large_folios_swap_out_and_back",
+    "--mglru",
+    "on",
+    "--accel",
+    "tcg",
+]
+
+
+@pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="LAVA's lava-run refuses to run unless root",
+)
+def test_one_suite_case_through_lava_local_gives_what_qemu_gives(tmp_path):
+    """`test --executor lava-local`: the suite's boot is a LAVA job run by
+    LAVA's dispatcher here, its records read from the console; its checks
+    are the ones foliolab's QEMU gives for the same boot."""
+    checks = {}
+    for executor in ("lava-local", "qemu"):
+        out = tmp_path / executor
+        argv = ["test", *ONE_CASE, "--executor", executor, "--out", str(out)]
+        assert cli.main(argv) == 0
+        (boot,) = json.loads((out / "suite.json").read_text())["boots"]
+        checks[executor] = {(c["name"], c["status"]) for c in boot["checks"]}
+    assert checks["lava-local"] == checks["qemu"]
+    assert ("file_shmem.tmpfs_large_folios_swap_out_and_back", "pass") in (
+        checks["lava-local"]
+    )
+    lava = tmp_path / "lava-local" / "lava"
+    assert (lava / "jobs" / "suite-mglru-y.yaml").is_file()
+    assert (lava / "logs" / "suite-mglru-y.log").is_file()
+    console = (tmp_path / "lava-local" / "mglru-y" / "console.log").read_text(
+        errors="replace"
+    )
+    assert "@@=begin" in console and "@@=end" in console
+
+
+@pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="LAVA's lava-run refuses to run unless root",
+)
+def test_check_of_a_one_patch_series_boots_through_lava_local(
+    tmp_path, capsys
+):
+    """`check --executor lava-local` on the first patch of patches/6.12:
+    base plus that patch built and booted as a LAVA job here."""
+    from foliolab.kernel import source
+    from foliolab.paths import DEFAULT_PATCHES
+
+    first = source.read_series(DEFAULT_PATCHES).patches[0]
+    series = tmp_path / "one"
+    series.mkdir()
+    (series / first.name).write_bytes(first.read_bytes())
+    (series / "series").write_text(first.name + "\n")
+    out = tmp_path / "check"
+    cli.main(
+        [
+            "check",
+            "--patches",
+            str(series),
+            "--accel",
+            "tcg",
+            "--executor",
+            "lava-local",
+            "--out",
+            str(out),
+        ]
+    )
+    rows = capsys.readouterr().out
+    # checkpatch's verdict is the patch's; the boot is the executor's
+    assert "boot: ok in" in rows, rows
+    assert (out / "lava" / "jobs" / "check-0001.yaml").is_file()
+    assert (out / "lava" / "logs" / "check-0001.log").is_file()
+    assert "@@=end" in (out / "0001" / "console.log").read_text(
+        errors="replace"
+    )

@@ -1,7 +1,11 @@
 from pathlib import Path
 
 from foliolab import arch, bootrecord
-from foliolab.suite import run as suite, results as suiteresults
+from foliolab.suite import kselftests as suitebuild
+from foliolab.suite import plan as suite
+from foliolab.suite import results as suiteresults
+from foliolab.suite import run as suiterun
+from foliolab.suite.request import SuiteRequest
 from foliolab.arch import ARCHES
 from foliolab.paths import GUEST_DIR
 
@@ -226,7 +230,7 @@ def _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, arch):
     calls = []
     monkeypatch.setattr(source, "checkout", lambda tree: None)
     monkeypatch.setattr(
-        suite.proc, "run", lambda argv, **kw: calls.append(list(argv))
+        suitebuild.proc, "run", lambda argv, **kw: calls.append(list(argv))
     )
     mm = tmp_path / "tree/tools/testing/selftests/mm"
     mm.mkdir(parents=True)
@@ -242,7 +246,7 @@ def _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, arch):
         0.0,
     )
     with pytest.raises(BuildError, match="not built"):
-        suite.build_kselftests(tree, arch, kernel)
+        suitebuild.build_kselftests(tree, arch, kernel)
     return calls[-1], mm
 
 
@@ -275,9 +279,9 @@ def test_liburing_probe_of_another_compiler_is_dropped(tmp_path):
     mm = tmp_path
     for name in ("local_config.h", "local_config.mk"):
         (mm / name).write_text("probed by gcc")
-    suite._forget_other_probe(mm, ARCHES["x86_64"])  # gcc made it: kept
+    suitebuild._forget_other_probe(mm, ARCHES["x86_64"])  # gcc made it: kept
     assert (mm / "local_config.h").exists()
-    suite._forget_other_probe(mm, ARCHES["arm64"])
+    suitebuild._forget_other_probe(mm, ARCHES["arm64"])
     assert not (mm / "local_config.h").exists()
     assert not (mm / "local_config.mk").exists()
 
@@ -471,7 +475,7 @@ def test_kselftests_of_two_commits_never_share_a_directory(
                 f.write_text("#!/bin/sh\n")
                 f.chmod(0o755)
 
-    monkeypatch.setattr(suite.proc, "run", fake_make)
+    monkeypatch.setattr(suitebuild.proc, "run", fake_make)
     arch = ARCHES["x86_64"]
     dirs = []
     for commit in ("aaaa6120000000", "bbbb7300000000", "aaaa6120000000"):
@@ -489,7 +493,7 @@ def test_kselftests_of_two_commits_never_share_a_directory(
             "x",
             0.0,
         )
-        dirs.append(suite.build_kselftests(tree, arch, kernel))
+        dirs.append(suitebuild.build_kselftests(tree, arch, kernel))
     assert dirs[0] != dirs[1] and dirs[0] == dirs[2]
     assert dirs[0] == image.kselftest_dir(arch, "aaaa6120000000")
     assert len(built) == 2  # the third found the first one's build
@@ -652,7 +656,8 @@ def test_the_verdict_keeps_the_runs_before_the_last(tmp_path):
         },
     )
     tree = SimpleNamespace(variant="patched", commit="c0ffee")
-    suite._verdict([sb], tree, ARCHES["x86_64"], tmp_path, True, False, None)
+    req = SuiteRequest(tree, ARCHES["x86_64"], tmp_path, kselftests=True)
+    suiterun._verdict(req, [sb])
     boot = json.loads((tmp_path / "suite.json").read_text())["boots"][0]
     assert boot["kselftest_reruns"] == {
         "ksm_tests-unmerge": ["fail"],

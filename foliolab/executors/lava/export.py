@@ -38,9 +38,10 @@ from foliolab.executors.lava.job import (
 )
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.lava.log import JobLog, captures
+from foliolab.executors.lava.record import LavaRecord
 
 
-class LavaExport(LavaJobs):
+class LavaExport(LavaRecord, LavaJobs):
     """Writes each block's job and runs nothing."""
 
     kind = ExecutorKind("lava-export", LAVA_LAB, TELLER)
@@ -60,7 +61,7 @@ class LavaExport(LavaJobs):
     @classmethod
     def record(cls, opts: LavaOptions) -> ExecutorRecord:
         rec = super().record(opts)
-        rec.artifacts_url = opts.artifacts_url
+        rec.details["artifacts_url"] = opts.artifacts_url
         return rec
 
     def run(
@@ -71,7 +72,7 @@ class LavaExport(LavaJobs):
         yield from ()
 
     def record_into(self, rec: ExecutorRecord) -> None:
-        rec.artifacts_url = self.base_url
+        rec.details["artifacts_url"] = self.base_url
 
     def summary_of(self, boots: int) -> str:
         """What was written, for the user (``boots``: the run's)."""

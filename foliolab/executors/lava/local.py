@@ -46,6 +46,7 @@ from foliolab.executors.lava.job import (
     Target,
 )
 from foliolab.executors.lava.log import JobLog
+from foliolab.executors.lava.record import LavaRecord
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -261,7 +262,7 @@ def qemu_device(d: Dispatcher, context: dict[str, Any], kvm: bool) -> str:
     return d.device(dictionary, context)
 
 
-class LavaLocalExecutor(LavaJobs):
+class LavaLocalExecutor(LavaRecord, LavaJobs):
     """Each block a LAVA job, run by lava-run on this machine (KVM when
     the run's boots ask for it)."""
 

@@ -34,6 +34,7 @@ from foliolab.executors.base import (
     NotRun,
 )
 from foliolab.errors import LavaError, UsageError
+from foliolab.executors.lava.record import LavaRecord
 from foliolab.executors.lava.job import (
     ARTIFACTS_URL_FLAG,
     LAVA_LAB,
@@ -250,7 +251,7 @@ class Server:
                 time.sleep(self.poll * min(2**failures, 8))
 
 
-class LavaServerExecutor(LavaJobs):
+class LavaServerExecutor(LavaRecord, LavaJobs):
     """Each block a LAVA job on a lab: all submitted at once, collected as
     they finish; cancelled if foliolab is stopped."""
 
@@ -305,8 +306,8 @@ class LavaServerExecutor(LavaJobs):
     @classmethod
     def record(cls, opts: LavaOptions) -> ExecutorRecord:
         rec = super().record(opts)
-        rec.server = opts.url or f"lavacli:{opts.identity}"
-        rec.artifacts_url = opts.artifacts_url
+        rec.details["server"] = opts.url or f"lavacli:{opts.identity}"
+        rec.details["artifacts_url"] = opts.artifacts_url
         return rec
 
     def run(

@@ -1,0 +1,464 @@
+"""test, check, run and bisect boot on the executor the user chose, as
+compare does: ``--executor`` and its flags reach ``boot_once``, and an
+executor that cannot run the command's boots is refused in one line
+before anything is built.
+
+No kernel here: a stand-in executor class is put in the registry, and the
+builds are stood in for (tests/host/test_qemu.py boots them for real
+through LAVA's dispatcher).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from foliolab import cli, executors
+from foliolab.boot import measure
+from foliolab.bootrecord import BootResult
+from foliolab.executors.base import (
+    BootCapture,
+    BootRequest,
+    BootSpec,
+    Elsewhere,
+    Ended,
+    ExecutorKind,
+    ExecutorRecord,
+    NoOptions,
+    Settled,
+)
+from foliolab.arch import get_arch
+
+
+class Stand:
+    """An executor of its own, registered for the test: it boots nothing
+    and says so (records on the console, as a lab's)."""
+
+    kind = ExecutorKind("stand", Elsewhere("stand", "the stand's"))
+    summary = "a stand-in"
+    chosen_by_flag = True
+    flags = ()
+    results_port = False
+    carries_files = False
+    rounds_per_block = 0
+    made: list[Stand] = []
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.blocks: list = []
+
+    @classmethod
+    def options(cls, args: argparse.Namespace) -> NoOptions:
+        return NoOptions()
+
+    @classmethod
+    def check(cls, opts: NoOptions, count: bool) -> None:
+        if count:
+            from foliolab.errors import UsageError
+
+            raise UsageError("the stand cannot count")
+
+    @classmethod
+    def make(cls, opts: NoOptions, out: Path) -> Stand:
+        cls.made.append(cls(out))
+        return cls.made[-1]
+
+    @classmethod
+    def record(cls, opts: NoOptions) -> ExecutorRecord:
+        return ExecutorRecord(cls.kind)
+
+    @classmethod
+    def read_details(cls, d):
+        return {}
+
+    @classmethod
+    def report_note(cls, rec: ExecutorRecord) -> str:
+        return "; boots stood in for"
+
+    @classmethod
+    def settle(cls, want, spec, image, count) -> Settled:
+        return Settled("stand", "the stand's", spec)
+
+    @classmethod
+    def dry_run_note(cls, opts: NoOptions) -> str:
+        return ""
+
+    def run(self, image, blocks):
+        for block in blocks:
+            self.blocks.append(block)
+            yield (
+                block,
+                [
+                    BootCapture(b.rundir, Ended.EXITED, b"", "@@ exit 0\n")
+                    for b in block.boots
+                ],
+            )
+
+
+class Counts(Stand):
+    """A stand-in that counts (bisect's executors must)."""
+
+    kind = ExecutorKind("counts", Elsewhere("counts", "the counter's"))
+
+    @classmethod
+    def check(cls, opts: NoOptions, count: bool) -> None:
+        pass
+
+
+@pytest.fixture
+def stand(monkeypatch):
+    for cls in (Stand, Counts):
+        monkeypatch.setitem(executors.EXECUTORS, cls.kind, cls)
+    monkeypatch.setattr(Stand, "made", [])
+    return Stand
+
+
+@dataclass
+class Booted:
+    """What boot_once was handed, in one module."""
+
+    executors: list
+    requests: list
+
+
+def stand_in_boots(monkeypatch, module, clean: bool = True) -> Booted:
+    """``module``'s boot_once, recording its executor and request."""
+    seen = Booted([], [])
+
+    def boot_once(executor, request, image):
+        seen.executors.append(executor)
+        seen.requests.append(request)
+        request.rundir.mkdir(parents=True, exist_ok=True)
+        (request.rundir / "console.log").write_text("")
+        (request.rundir / "results.txt").write_text("")
+        return BootResult(
+            "ok" if clean else "panic",
+            0,
+            [],
+            request.rundir / "console.log",
+            request.rundir / "results.txt",
+            1.0,
+            [],
+        )
+
+    monkeypatch.setattr(module, "boot_once", boot_once)
+    return seen
+
+
+def nothing_built(monkeypatch) -> list[str]:
+    """Every build and image stood in by a record of its call."""
+    from foliolab.kernel import build, image, store, trees
+
+    calls: list[str] = []
+
+    def called(name):
+        def f(*a, **kw):
+            calls.append(name)
+            raise AssertionError(f"{name} called")
+
+        return f
+
+    monkeypatch.setattr(build, "build_kernel", called("build_kernel"))
+    monkeypatch.setattr(store, "build_and_keep", called("build_and_keep"))
+    monkeypatch.setattr(image, "build_image", called("build_image"))
+    monkeypatch.setattr(trees, "variant_tree", called("variant_tree"))
+    monkeypatch.setattr(trees, "tree_of", called("tree_of"))
+    return calls
+
+
+# ---- boot_once ---------------------------------------------------------------
+
+
+def test_boot_once_runs_the_boot_on_the_executor_it_is_given(stand, tmp_path):
+    """One block of one boot, named by the boot (WORKLOAD-NAME: a LAVA
+    job's file name); an executor without a results port gets the
+    records framed on the console."""
+    ex = Stand(tmp_path)
+    spec = BootSpec(get_arch("x86_64"), tmp_path / "bzImage")
+    res = measure.boot_once(
+        ex,
+        BootRequest("suite/mglru-y", spec, "true\n", tmp_path / "b"),
+        tmp_path / "initrd",
+    )
+    (block,) = ex.blocks
+    assert block.name == "suite-mglru-y" and block.workload == "suite"
+    (boot,) = block.boots
+    assert boot.spec.console_results and not spec.console_results
+    assert res.clean and res.exit_code == 0
+
+
+# ---- test --------------------------------------------------------------------
+
+
+def test_test_hands_the_chosen_executor_to_boot_once(
+    stand, tmp_path, monkeypatch
+):
+    from foliolab.commands import test as testcmd
+    from foliolab.kernel import build, image
+    from foliolab.suite import run as suite
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(
+        testcmd.trees,
+        "variant_tree",
+        lambda *a: SimpleNamespace(variant="vanilla", commit="c0ffee"),
+    )
+    monkeypatch.setattr(
+        build,
+        "build_kernel",
+        lambda *a, **kw: SimpleNamespace(image=tmp_path / "bzImage"),
+    )
+    monkeypatch.setattr(
+        image,
+        "build_image",
+        lambda arch, kselftests=None: SimpleNamespace(path=tmp_path / "i"),
+    )
+    seen = stand_in_boots(monkeypatch, suite)
+    cli.main(
+        [
+            "test",
+            "--executor",
+            "stand",
+            "--only",
+            "file_shmem",
+            "--mglru",
+            "on",
+            "--out",
+            str(out),
+        ]
+    )
+    assert seen.executors == Stand.made and len(Stand.made) == 1
+    assert Stand.made[0].out == out
+    assert [r.boot_id for r in seen.requests] == ["suite/mglru-y"]
+    assert (out / "suite.json").exists()
+
+
+# ---- check -------------------------------------------------------------------
+
+
+def test_check_hands_the_chosen_executor_to_boot_once(
+    stand, tmp_path, monkeypatch
+):
+    from foliolab.commands import kernel as kernelcmd
+    from foliolab.series import check as seriescheck
+
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-a.patch").write_text("Subject: [PATCH] a\n\n---\n")
+    (series / "series").write_text("0001-a.patch\n")
+    monkeypatch.setattr(kernelcmd.kernels, "check_spec", lambda spec: None)
+    monkeypatch.setattr(kernelcmd.trees, "tree_of", lambda spec: None)
+    monkeypatch.setattr(
+        seriescheck.trees,
+        "tree_of",
+        lambda spec: SimpleNamespace(path=tmp_path),
+    )
+    monkeypatch.setattr(
+        seriescheck,
+        "run_checkpatch",
+        lambda repo, patch: seriescheck.Step(True, "ok"),
+    )
+    monkeypatch.setattr(
+        seriescheck.image,
+        "build_image",
+        lambda arch, kselftests=None: SimpleNamespace(path=tmp_path / "i"),
+    )
+    monkeypatch.setattr(
+        seriescheck.build,
+        "build_kernel",
+        lambda tree, arch, config, keep=None: SimpleNamespace(
+            elapsed=1.0, arch="x86_64", image=tmp_path / "bzImage"
+        ),
+    )
+    seen = stand_in_boots(monkeypatch, seriescheck)
+    out = tmp_path / "out"
+    rc = cli.main(
+        [
+            "check",
+            "--patches",
+            str(series),
+            "--executor",
+            "stand",
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    assert seen.executors == Stand.made and Stand.made[0].out == out
+    assert [r.boot_id for r in seen.requests] == ["check/0001"]
+
+
+# ---- run ---------------------------------------------------------------------
+
+
+def test_run_hands_the_chosen_executor_to_boot_once(
+    stand, tmp_path, monkeypatch
+):
+    from foliolab.run import command as runcommand
+
+    monkeypatch.setattr(
+        runcommand.trees,
+        "variant_tree",
+        lambda *a: SimpleNamespace(variant="vanilla"),
+    )
+    monkeypatch.setattr(
+        runcommand.build,
+        "build_kernel",
+        lambda *a, **kw: SimpleNamespace(image=tmp_path / "k" / "bzImage"),
+    )
+    monkeypatch.setattr(
+        runcommand.image,
+        "build_image",
+        lambda arch: SimpleNamespace(path=tmp_path / "i"),
+    )
+    seen = stand_in_boots(monkeypatch, runcommand)
+    assert cli.main(["run", "--executor", "stand", "--", "true"]) == 0
+    assert seen.executors == Stand.made
+    (req,) = seen.requests
+    assert req.boot_id == "run/run" and req.spec.accel == "tcg"
+    assert Stand.made[0].out == req.rundir
+
+
+# ---- bisect ------------------------------------------------------------------
+
+
+def test_bisect_hands_the_chosen_executor_to_boot_once(
+    stand, tmp_path, monkeypatch
+):
+    """QemuLab makes the request's executor (one that counts) and counts
+    each commit's kernel on it."""
+    from foliolab.bisect import lab as bisectlab
+    from foliolab.bisect.record import BisectRequest, StepStatus, Threshold
+    from foliolab.bisect.record import Direction
+    from foliolab.workloads import WORKLOADS
+
+    w = WORKLOADS["pageout"]
+    req = BisectRequest(
+        tmp_path / "repo",
+        "good",
+        "bad",
+        w,
+        w.resolve({}),
+        "try_to_unmap_insns_per_folio",
+        Threshold(Direction.BELOW, 0.5, True),
+        "x86_64",
+        "perf",
+        tmp_path / "out",
+        executor=executors.ExecutorOptions.of(Counts),
+    )
+    monkeypatch.setattr(bisectlab, "fetch_range", lambda repo, commits: None)
+    monkeypatch.setattr(
+        bisectlab.image,
+        "build_image",
+        lambda arch: SimpleNamespace(path=tmp_path / "i"),
+    )
+    counter = SimpleNamespace(symbols={}, with_roots=lambda roots: None)
+    monkeypatch.setattr(
+        bisectlab.counting, "counter_for", lambda arch, d: counter
+    )
+    monkeypatch.setattr(
+        bisectlab.counting, "missing_functions", lambda s, roots: []
+    )
+    seen = stand_in_boots(monkeypatch, bisectlab, clean=False)
+    lab = bisectlab.QemuLab(req, [])
+    kernel = SimpleNamespace(build_dir=tmp_path, image=tmp_path / "bzImage")
+    m = lab.count(kernel, tmp_path / "out" / "0001")
+    assert m.status is StepStatus.BOOT_FAILED
+    assert len(Counts.made) == 1 and seen.executors == Counts.made
+
+
+def test_bisect_takes_the_executor_flags(stand, tmp_path, monkeypatch):
+    from foliolab.bisect import search
+
+    got = []
+
+    monkeypatch.setattr(
+        search, "bisect", lambda req, make_lab=None: got.append(req.executor)
+    )
+    argv = [
+        "bisect",
+        *("--repo", str(tmp_path), "--good", "a", "--bad", "b"),
+        *("--workload", "pageout", "--metric", "kernel_insns"),
+        *("--above", "1", "--executor", "counts"),
+    ]
+    assert cli.main(argv) == 0
+    assert got[0].executor is Counts
+
+
+# ---- refused before anything is built ----------------------------------------
+
+BOARD = [
+    "--executor",
+    "lava-local",
+    "--lava-device-type",
+    "bcm2711-rpi-4-b",
+    "--lava-dtb",
+    "/etc/hostname",
+]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["test", *BOARD], "runs LAVA's qemu device type"),
+        (["test", "--count", "--executor", "stand"], "the stand cannot count"),
+        (
+            ["test", "--lava-poll", "5"],
+            "--lava-poll is an option of --executor lava, "
+            "not of --executor qemu",
+        ),
+        (["check", "--patches", "SERIES", *BOARD], "runs LAVA's qemu"),
+        (["run", *BOARD, "--", "true"], "runs LAVA's qemu device type"),
+        (
+            ["run", "--count", "--executor", "stand", "--", "true"],
+            "the stand cannot count",
+        ),
+        (
+            ["run", "--add", "/etc/hostname", "--executor", "stand", "--"]
+            + ["true"],
+            "--add /etc/hostname: --executor stand puts only the job",
+        ),
+        (
+            [
+                "bisect",
+                *("--repo", "REPO", "--good", "a", "--bad", "b"),
+                *("--workload", "pageout", "--metric", "kernel_insns"),
+                *("--above", "1", "--executor", "stand"),
+            ],
+            "the stand cannot count",
+        ),
+        (
+            [
+                "bisect",
+                *("--repo", "REPO", "--good", "a", "--bad", "b"),
+                *("--workload", "pageout", "--metric", "kernel_insns"),
+                *("--above", "1", "--executor", "lava-local"),
+            ],
+            "--count needs foliolab's QEMU plugin",
+        ),
+    ],
+)
+def test_an_executor_that_cannot_run_the_boots_is_refused_before_any_build(
+    stand, tmp_path, monkeypatch, capsys, argv, message
+):
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-a.patch").write_text("Subject: [PATCH] a\n\n---\n")
+    (series / "series").write_text("0001-a.patch\n")
+    argv = [
+        str(series) if a == "SERIES" else str(tmp_path) if a == "REPO" else a
+        for a in argv
+    ]
+    calls = nothing_built(monkeypatch)
+    out = tmp_path / "o"
+    at = argv.index("--") if "--" in argv else len(argv)
+    rc = cli.main(
+        argv[:at] + ["--out", str(out)] * (argv[0] != "run") + argv[at:]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) <= 2
+    assert not calls and not out.exists() and not Stand.made
