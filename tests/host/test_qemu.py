@@ -530,10 +530,10 @@ def test_check_of_a_one_patch_series_boots_through_lava_local(
 ):
     """`check --executor lava-local` on the first patch of patches/6.12:
     base plus that patch built and booted as a LAVA job here."""
-    from foliolab.kernel import source
+    from foliolab.kernel import sources
     from foliolab.paths import DEFAULT_PATCHES
 
-    first = source.read_series(DEFAULT_PATCHES).patches[0]
+    first = sources.read_patches(DEFAULT_PATCHES).patches[0]
     series = tmp_path / "one"
     series.mkdir()
     (series / first.name).write_bytes(first.read_bytes())
