@@ -242,7 +242,7 @@ class Record:
             raise UsageError(
                 f"{path} is not a bisect record ({e})",
                 hint="give the --out of a foliolab bisect",
-            )
+            ) from None
 
 
 def render(r: Record) -> str:

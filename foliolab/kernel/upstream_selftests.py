@@ -209,7 +209,7 @@ def plan(selection: tuple[str, ...] | None, arch: Arch) -> Plan | None:
                 f"{PACKAGE.version} cannot be had ({e})",
                 hint="check the network to deb.debian.org, "
                 "or add --no-upstream-selftests",
-            )
+            ) from None
         log.warning(
             "upstream selftests left out: %s %s cannot be had (%s)",
             PACKAGE.name,
@@ -251,7 +251,7 @@ def build(src: debian.Source, arch: Arch) -> Path:
     )
     mm = unpacked / MM
     (mm / "local_config.h_gen").write_text(NO_LIBURING)
-    for name, test in TESTS.items():
+    for test in TESTS.values():
         if (bins / test.program).exists():
             continue  # khugepaged runs twice, is built once
         proc.run(
