@@ -14,16 +14,23 @@ format: add, don't rename).
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
 from foliolab.executors import read_record
-from foliolab.executors.base import ExecutorKind, ExecutorRecord
+from foliolab.executors.base import ExecutorRecord
+from foliolab.kernelrecord import (
+    BuildRecord,
+    KernelRecord,
+    SeriesRecord,
+    SpecRecord,
+    known_fields,
+    plain,
+)
 
 MANIFEST = "environment.json"
 DAMAGED = (
@@ -34,187 +41,6 @@ DAMAGED = (
 VARIANTS = ("vanilla", "patched")
 
 T = TypeVar("T")
-
-
-def plain(value: Any) -> Any:
-    """A dataclass's fields as JSON-ready values, whatever they are (paths
-    and enums as their text): a record of a kernel follows the fields its
-    classes have, whatever fields they gain."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, ExecutorKind):
-        return {
-            f.name: plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-        }
-    if isinstance(value, enum.Enum):
-        return plain(value.value)
-    if isinstance(value, ExecutorKind):
-        return value.text
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-@dataclass
-class SeriesRecord:
-    """A ``SOURCE+DIR[:N]`` kernel's series and the tree it was applied to
-    (the spec as given is its KernelRecord's ``spec``)."""
-
-    directory: str  # DIR as given
-    patches: int  # how many were applied (N, else all)
-    sha: str  # the series' digest (source.Series)
-    onto: str  # SOURCE as given: base, debian:7.3, ...
-    tree: str  # a package and version, or a clone
-    commit: str  # the commit it was applied to
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> SeriesRecord | None:
-        if not d:
-            return None
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
-
-
-def _known(
-    cls: type[Any], d: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``d`` split into the fields ``cls`` has and the rest."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return (
-        {k: v for k, v in d.items() if k in names},
-        {k: v for k, v in d.items() if k not in names},
-    )
-
-
-def _open_record(cls: type[T], d: dict[str, Any], **typed: Any) -> T:
-    """A record whose class follows another's fields (BuildRecord) from
-    its JSON: the fields it has (``typed``: those read into records of
-    their own), and the keys of a later version in its ``more``."""
-    known, more = _known(cls, d)
-    known.pop("more", None)
-    return cls(**{**known, **typed, "more": more})
-
-
-def _open_json(record: object) -> dict[str, Any]:
-    """Such a record's JSON: its fields, then the keys in its ``more``."""
-    d: dict[str, Any] = plain(record)
-    more = d.pop("more")
-    return {**d, **more}
-
-
-@dataclass
-class SpecRecord:
-    """A kernel's spec as parsed (kernel.sources' SourceRecord with the
-    kernel's name): its kind, the text given, the fields its kind has (as
-    written, paths as text: each source class writes its own), the
-    source a series goes on, and a series' digest (the report's
-    reproduce line names it)."""
-
-    name: str = ""
-    kind: str = ""
-    text: str = ""
-    fields: dict[str, Any] = field(default_factory=dict)
-    onto: SpecRecord | None = None
-    series_sha: str = ""  # a series: its patches' digest
-
-    # what environment.json holds besides the fields, in this order
-    _OWN: ClassVar[tuple[str, ...]] = (
-        "name",
-        "kind",
-        "text",
-        "onto",
-        "series_sha",
-    )
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> SpecRecord | None:
-        if not d:
-            return None
-        return cls(
-            d.get("name", ""),
-            d.get("kind", ""),
-            d.get("text", ""),
-            {k: v for k, v in d.items() if k not in cls._OWN},
-            cls.from_json(d.get("onto")),
-            d.get("series_sha", ""),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "name": self.name,
-            "kind": self.kind,
-            "text": self.text,
-        }
-        d.update(self.fields)
-        d["onto"] = self.onto.to_json() if self.onto else None
-        if self.series_sha:
-            d["series_sha"] = self.series_sha
-        return d
-
-
-@dataclass
-class BuildRecord:
-    """A kernel's build as the run recorded it: kernel.build.Kernel's
-    fields, paths as text; a field a later Kernel gains is kept in
-    ``more`` and written beside the others."""
-
-    variant: str = ""
-    purpose: str = ""
-    arch: str = ""
-    build_dir: str = ""
-    image: str = ""
-    commit: str = ""
-    config_sha: str = ""
-    elapsed: float = 0.0
-    origin: str = ""  # e.g. a Debian package's version
-    release: str = ""  # make kernelrelease
-    more: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> BuildRecord | None:
-        return _open_record(cls, d) if d else None
-
-    def to_json(self) -> dict[str, Any]:
-        return _open_json(self)
-
-
-@dataclass
-class KernelRecord:
-    """One kernel of the run, by the name the user gave it."""
-
-    name: str
-    spec: str  # SPEC as given
-    given: SpecRecord | None = None  # its KernelSpec
-    built: BuildRecord | None = None  # its build, once built
-    series: SeriesRecord | None = None  # SOURCE+DIR: what applied
-
-    @property
-    def commit(self) -> str:
-        return self.built.commit if self.built else ""
-
-    @property
-    def config_sha(self) -> str:
-        return self.built.config_sha if self.built else ""
-
-    @property
-    def series_sha(self) -> str:
-        return self.given.series_sha if self.given else ""
-
-    @property
-    def build_hash(self) -> tuple[str, str]:
-        """What makes two builds the same kernel."""
-        return self.commit, self.config_sha
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "spec": self.spec,
-            "given": self.given.to_json() if self.given else {},
-            "built": self.built.to_json() if self.built else {},
-            "series": plain(self.series),
-        }
 
 
 @dataclass
@@ -240,7 +66,7 @@ class CountRecord:
 def _typed(cls: type[T], d: dict[str, Any] | None) -> T | None:
     """A record of ``cls`` from its JSON, None for none; a key it does not
     know (a later version's) is passed over."""
-    return cls(**_known(cls, d)[0]) if d else None
+    return cls(**known_fields(cls, d)[0]) if d else None
 
 
 # What a manifest from before a field existed reads as, for the fields
@@ -325,14 +151,20 @@ class RunManifest:
         return self.executor.accel_label(self.accel)
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = plain(self)
+        # the fields in their order, the executor's record as its class
+        # writes it
+        d: dict[str, Any] = {
+            f.name: self.executor.to_json()
+            if f.name == "executor"
+            else plain(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+        }
         d.pop("kernels")
         d["command_line"] = d.pop("command")
         for key in ("sweeps", "vcpus_per_workload"):
             if not d[key]:  # a run without a sweep reads as before them
                 del d[key]
         d["accel"] = self.accel_label
-        d["executor"] = self.executor.to_json()
         d["kernels"] = self.names
         d["kernel_specs"] = {k.name: k.spec for k in self.kernels}
         d["kernel_records"] = [k.to_json() for k in self.kernels]
@@ -356,7 +188,7 @@ class RunManifest:
         from before --kernel, before the manifest had its records): each
         field from its own key, typed; what an old manifest lacks as
         OLD_MANIFEST says."""
-        fields, _ = _known(cls, d)
+        fields, _ = known_fields(cls, d)
         accel = d.get("accel", "?")
         return cls(
             **{

@@ -22,6 +22,7 @@ from typing import Any
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError
+from foliolab.kernelrecord import KernelRecord
 
 OUTCOMES = "outcomes.json"
 # the version of the file's shape; a reader refuses a later one
@@ -115,27 +116,28 @@ class TestOutcome:
 @dataclass(frozen=True)
 class Outcomes:
     """A run's tests and the kernels they ran on: what any command gives
-    the one writer. ``kernels`` maps a kernel's name to its record's JSON
-    (kernelrecord.KernelRecord.to_json()), ``command`` is the command that
-    ran (compare, test, check, bisect, coverage)."""
+    the one writer. ``command`` is the command that ran (compare, test,
+    check, bisect, coverage); a test's ``kernel`` names one of
+    ``kernels``."""
 
     command: str
-    kernels: Mapping[str, Mapping[str, Any]]
+    kernels: Sequence[KernelRecord]
     tests: Sequence[TestOutcome]
 
     def __post_init__(self) -> None:
+        names = [k.name for k in self.kernels]
         for t in self.tests:
-            if t.kernel and t.kernel not in self.kernels:
+            if t.kernel and t.kernel not in names:
                 raise ValueError(
                     f"{t.path}: kernel {t.kernel!r} is not one of the run's "
-                    f"({', '.join(self.kernels) or 'none'})"
+                    f"({', '.join(names) or 'none'})"
                 )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "command": self.command,
-            "kernels": {k: dict(v) for k, v in self.kernels.items()},
+            "kernels": [k.to_json() for k in self.kernels],
             "tests": [t.to_json() for t in self.tests],
         }
 
@@ -164,10 +166,10 @@ class Outcomes:
                     f"schema {d.get('schema')!r}, this version reads {SCHEMA}"
                 )
             kernels = d.get("kernels")
-            if not isinstance(kernels, dict) or not all(
-                isinstance(v, dict) for v in kernels.values()
+            if not isinstance(kernels, list) or not all(
+                isinstance(k, dict) for k in kernels
             ):
-                raise ValueError("kernels is not an object of records")
+                raise ValueError("kernels is not a list of records")
             tests = d.get("tests")
             if not isinstance(tests, list):
                 raise ValueError("tests is not a list")
@@ -175,7 +177,9 @@ class Outcomes:
             if not isinstance(command, str) or not command:
                 raise ValueError("it names no command")
             return cls(
-                command, kernels, [TestOutcome.from_json(t) for t in tests]
+                command,
+                [KernelRecord.from_json(k) for k in kernels],
+                [TestOutcome.from_json(t) for t in tests],
             )
-        except ValueError as e:
+        except (ValueError, KeyError, TypeError) as e:
             raise DamagedRunError(f"{path}: {e}", hint=HINT) from e

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
-from foliolab.manifest import VARIANTS, KernelRecord, RunManifest
+from foliolab.kernelrecord import KernelRecord
+from foliolab.manifest import VARIANTS, RunManifest
 from foliolab.render import growth
 from foliolab.render import (
     Column,

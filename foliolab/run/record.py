@@ -20,17 +20,14 @@ from pathlib import Path
 from foliolab import __version__, executors, hostsetup, proc
 from foliolab.kernel import build, source
 from foliolab.kernel import specs as kernels_mod
-from foliolab.kernel.sources.base import SourceRecord
 from foliolab.errors import UsageError
-from foliolab.manifest import (
-    BuildRecord,
-    HostRecord,
+from foliolab.kernelrecord import (
     KernelRecord,
-    RunManifest,
-    SeriesRecord,
-    SpecRecord,
-    plain,
+    build_record,
+    given_record,
+    series_record,
 )
+from foliolab.manifest import HostRecord, RunManifest
 from foliolab.paths import PROJECT_ROOT
 from foliolab.run.stages import RunStages
 from foliolab.workloads.model import Workload
@@ -207,25 +204,6 @@ def swept(workloads: Sequence[Workload]) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def given_record(k: kernels_mod.KernelSpec) -> SpecRecord:
-    """A kernel's spec as the manifest keeps it; a series with the sha of
-    its patches (the report's reproduce line names it)."""
-    given = _spec_record(k.name, k.record())
-    if k.applied is not None:
-        given.series_sha = k.series().digest
-    return given
-
-
-def _spec_record(name: str, r: SourceRecord) -> SpecRecord:
-    return SpecRecord(
-        name,
-        r.kind,
-        r.text,
-        dict(r.fields),
-        _spec_record(name, r.onto) if r.onto else None,
-    )
-
-
 def record_series(
     m: RunManifest,
     specs: list[kernels_mod.KernelSpec],
@@ -237,22 +215,6 @@ def record_series(
             m.kernel(k.name).series = series_record(k, trees[k.name])
 
 
-def series_record(
-    k: kernels_mod.KernelSpec, tree: source.Tree
-) -> SeriesRecord:
-    series = k.series()
-    assert k.applied is not None  # only a series kernel has one
-    assert tree.onto is not None  # a series' tree has the tree it is on
-    return SeriesRecord(
-        k.applied.input.given,
-        len(series.patches),
-        series.digest,
-        tree.onto.spec,
-        tree.onto.tree,
-        tree.onto.commit,
-    )
-
-
 def record_builds(
     m: RunManifest, kernels: dict[str, build.Kernel], resume: bool = False
 ) -> None:
@@ -260,7 +222,7 @@ def record_builds(
     if resume:
         _same_builds(m, kernels)
     for k in m.kernels:
-        k.built = BuildRecord.from_json(plain(kernels[k.name]))
+        k.built = build_record(kernels[k.name])
     shas = {k.name: k.config_sha for k in m.kernels}
     if len(set(shas.values())) > 1:
         log.warning(

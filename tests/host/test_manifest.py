@@ -14,16 +14,15 @@ from foliolab.executors.lava.local import LavaLocalExecutor
 from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.specs import parse_kernel
-from foliolab.run.record import given_record
-from foliolab.manifest import (
+from foliolab.kernelrecord import (
     BuildRecord,
-    HostRecord,
     KernelRecord,
-    RunManifest,
     SeriesRecord,
     SpecRecord,
+    given_record,
     plain,
 )
+from foliolab.manifest import HostRecord, RunManifest
 
 
 def manifest(**kw):

@@ -21,7 +21,7 @@ from foliolab.kernel import (
 from foliolab.commands import measure as measure_cmd
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.sources.debian import DebianSource
-from foliolab.manifest import SeriesRecord
+from foliolab.kernelrecord import SeriesRecord
 
 RMAP = "int a;\nint b;\nint c;\n"
 

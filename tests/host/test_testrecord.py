@@ -6,9 +6,10 @@ import math
 import pytest
 
 from foliolab.errors import DamagedRunError
+from foliolab.kernelrecord import KernelRecord
 from foliolab.testrecord import OUTCOMES, Outcomes, TestOutcome, TestStatus
 
-KERNELS = {"up": {"name": "up", "spec": {"text": "debian:7.3"}}}
+KERNELS = [KernelRecord("up", "debian:7.3")]
 
 
 def test_outcomes_read_back_as_written(tmp_path):
@@ -26,6 +27,9 @@ def test_outcomes_read_back_as_written(tmp_path):
     Outcomes("test", KERNELS, rows).write(tmp_path)
     back = Outcomes.read(tmp_path)
     assert back.command == "test"
+    assert [k.to_json() for k in back.kernels] == [
+        k.to_json() for k in KERNELS
+    ]
     assert list(back.tests) == rows
     assert not (tmp_path / f"{OUTCOMES}.part").exists()
 
@@ -44,7 +48,7 @@ def test_outcomes_read_back_as_written(tmp_path):
 def test_a_damaged_row_names_the_file_and_what_is_wrong(tmp_path, row, why):
     (tmp_path / OUTCOMES).write_text(
         json.dumps(
-            {"schema": 1, "command": "test", "kernels": {}, "tests": [row]}
+            {"schema": 1, "command": "test", "kernels": [], "tests": [row]}
         )
     )
     with pytest.raises(DamagedRunError, match=why) as e:
@@ -61,7 +65,7 @@ def test_a_later_schema_and_a_missing_file_are_damage(tmp_path):
     with pytest.raises(DamagedRunError, match="missing"):
         Outcomes.read(tmp_path)
     (tmp_path / OUTCOMES).write_text(
-        json.dumps({"schema": 2, "command": "x", "kernels": {}, "tests": []})
+        json.dumps({"schema": 2, "command": "x", "kernels": [], "tests": []})
     )
     with pytest.raises(DamagedRunError, match="schema 2"):
         Outcomes.read(tmp_path)
