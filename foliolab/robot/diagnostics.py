@@ -21,7 +21,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 from typing import Any
 
 ERROR = "error"
@@ -294,7 +293,3 @@ def added(
         else:
             new.append(d)
     return new
-
-
-def is_header(path: str) -> bool:
-    return PurePosixPath(path).suffix == ".h"
