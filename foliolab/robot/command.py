@@ -12,7 +12,7 @@ from pathlib import Path
 
 from foliolab.errors import BuildError, DiagnosticsError, UsageError
 from foliolab.kernel import source
-from foliolab.robot import matrix, run
+from foliolab.robot import matrix, run, toolchain
 
 
 def options(s: argparse.ArgumentParser) -> None:
@@ -36,7 +36,7 @@ def options(s: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--robot-jobs",
         type=int,
-        default=run.jobs(),
+        default=toolchain.jobs(),
         metavar="N",
         help="make -jN for each compile (default: the cores, at most 2)",
     )
