@@ -6,6 +6,7 @@ what a cached result is kept under."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from foliolab.robot import diagnostics as dg
 from foliolab.robot import (
     cache,
     checks,
+    command,
     matrix,
     objects,
     prefixes,
@@ -754,3 +756,18 @@ def test_a_new_tree_wide_check_is_one_object_in_the_registry(
     monkeypatch.setattr(Todo, "run", lambda *a: pytest.fail("ran again"))
     again = run.Robot(series, (), tmp_path / "out2").run()
     assert again.lines() == got.lines()
+
+
+def test_the_robots_options_are_one_request():
+    args = cli.build_parser().parse_args(
+        ["check", "--robot", "--robot-cells", "arm,x86_64/perf"]
+    )
+    request = command.RobotRequest.from_args(args)
+    assert request.robot and request.cells == ("arm", "x86_64/perf")
+    assert not request.history_only and request.jobs >= 1
+    assert [c.name for c in command.chosen_cells(request)] == [
+        "x86_64/perf",
+        "arm/mm",
+    ]
+    with pytest.raises(UsageError, match="give 1 or more"):
+        command.chosen_cells(dataclasses.replace(request, jobs=0))
