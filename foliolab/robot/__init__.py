@@ -17,6 +17,7 @@ that breaks !CONFIG_SWAP or i386 is sent back within hours of posting;
 - ``cache.py``: a result, kept under the hash of what made it;
 - ``toolchain.py``: the compilers, a cell's make command line, which
   cells a tree can be compiled on;
+- ``treecheck.py``: what a tree-wide check is;
 - ``checks.py``: the tree-wide checks (kernel-doc, checkpatch), each one
   object in one registry;
 - ``report.py``: what each patch adds, robot.txt and robot.json;

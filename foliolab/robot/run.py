@@ -48,6 +48,7 @@ from foliolab.robot.toolchain import (
     make_env,
     usable,
 )
+from foliolab.robot.treecheck import Reads, Said, TreeCheck
 
 log = logging.getLogger("foliolab")
 
@@ -436,14 +437,14 @@ class Robot:
     # ---- the tree-wide checks ---------------------------------------
 
     def tree_check(
-        self, check: checks.TreeCheck, prefix: Prefix
+        self, check: TreeCheck, prefix: Prefix
     ) -> list[dg.Diagnostic]:
         """What ``check`` says of ``prefix``: a check of the trees on the
         prefix checked out (or from the cache), with the text of each
         line it points at; a check of the patches on the tree at hand
         (the series' last prefix unless this run checked out none)."""
         inputs = check.inputs(self, prefix)
-        if check.reads is checks.Reads.PATCHES:
+        if check.reads is Reads.PATCHES:
             if self._at is None:
                 self._checkout(self.series.tip)
             return check.parse(check.run(self, prefix, inputs), prefix)
@@ -470,7 +471,7 @@ class Robot:
         )
         return diags
 
-    def _said(self, check: checks.TreeCheck) -> dict[int, list[dg.Diagnostic]]:
+    def _said(self, check: TreeCheck) -> dict[int, list[dg.Diagnostic]]:
         return {
             p.index: self.tree_check(check, p)
             for p in check.prefixes(self.series)
@@ -484,13 +485,13 @@ class Robot:
         n = s.patches
         registry = checks.CHECKS
         results: dict[tuple[str, int], CellResult] = {}
-        said: dict[checks.TreeCheck, dict[int, list[dg.Diagnostic]]] = {}
+        said: dict[TreeCheck, dict[int, list[dg.Diagnostic]]] = {}
         lock = locks.held(self.worktree)
         with lock:
             # the checks of the trees first (they check out each prefix),
-            # the checks of the patches after the cells (checks.Reads)
+            # the checks of the patches after the cells (treecheck.Reads)
             for check in registry:
-                if check.reads is checks.Reads.TREES:
+                if check.reads is Reads.TREES:
                     said[check] = self._said(check)
             # a cell at a time, its prefixes in order: a run stopped
             # halfway has whole cells in the cache, which a run of those
@@ -507,13 +508,13 @@ class Robot:
                         log.info("robot: %s: %s", cell.name, e.one_line())
                         break
             for check in registry:
-                if check.reads is checks.Reads.PATCHES:
+                if check.reads is Reads.PATCHES:
                     said[check] = self._said(check)
         found = report.findings(
             s,
             [c for c in self.cells if c.name not in self.broken],
             results,
-            [checks.Said(c, said[c]) for c in registry],
+            [Said(c, said[c]) for c in registry],
         )
         done = Report(
             found,

@@ -25,6 +25,7 @@ from foliolab.robot import (
     report,
     run,
     toolchain,
+    treecheck,
 )
 
 # ---- reading diagnostics ---------------------------------------------
@@ -430,7 +431,7 @@ def result(name, i, *diags):
 def said(kdoc, checkpatch):
     """What the two tree-wide checks said, in the registry's order."""
     by = {checks.KERNEL_DOC: kdoc, checks.CHECKPATCH: checkpatch}
-    return [checks.Said(c, by[c]) for c in checks.CHECKS]
+    return [treecheck.Said(c, by[c]) for c in checks.CHECKS]
 
 
 def test_findings_per_prefix_and_for_the_whole_series(tmp_path, tmp_cache):
@@ -690,11 +691,11 @@ def small_series(tmp_path):
     return prefixes.SeriesTrees(repo, tuple(made), (7, 3), "base")
 
 
-class Todo(checks.TreeCheck):
+class Todo(treecheck.TreeCheck):
     """A made-up check of the trees: each TODO in the changed files."""
 
     cell = "all/todo"
-    reads = checks.Reads.TREES
+    reads = treecheck.Reads.TREES
 
     def inputs(self, tree, prefix):
         return tree.changed()
@@ -714,11 +715,11 @@ class Todo(checks.TreeCheck):
         return found
 
 
-class Size(checks.TreeCheck):
+class Size(treecheck.TreeCheck):
     """A made-up check of the patches: a patch's size in lines."""
 
     cell = "all/size"
-    reads = checks.Reads.PATCHES
+    reads = treecheck.Reads.PATCHES
 
     def run(self, tree, prefix, inputs):
         return str(len(prefix.made_by().read_text().splitlines()))
