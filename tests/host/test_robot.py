@@ -429,9 +429,10 @@ def result(name, i, *diags):
 
 
 def said(kdoc, checkpatch):
-    """What the two tree-wide checks said, in the registry's order."""
+    """What kernel-doc and checkpatch said, in the registry's order (the
+    order of their findings on one patch and line)."""
     by = {checks.KERNEL_DOC: kdoc, checks.CHECKPATCH: checkpatch}
-    return [treecheck.Said(c, by[c]) for c in checks.CHECKS]
+    return [treecheck.Said(c, by[c]) for c in checks.CHECKS if c in by]
 
 
 def test_findings_per_prefix_and_for_the_whole_series(tmp_path, tmp_cache):
