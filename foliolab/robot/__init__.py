@@ -11,11 +11,22 @@ that breaks !CONFIG_SWAP or i386 is sent back within hours of posting;
 - ``objects.py``: what a series makes the robot compile (mm/, the
   directories of the .c files it changes, the files that include a
   header it changes);
-- ``diagnostics.py``: gcc, clang, sparse, kernel-doc and checkpatch
-  output read into diagnostics, and the ones a patch adds;
+- ``diagnostics.py``: gcc, clang and sparse output read into
+  diagnostics, and the ones a patch adds;
+- ``prefixes.py``: the series' prefixes (each one's commit and tree);
+- ``cache.py``: a result, kept under the hash of what made it;
+- ``toolchain.py``: the compilers, a cell's make command line, which
+  cells a tree can be compiled on;
+- ``treecheck.py``: what a tree-wide check is;
+- ``checks.py``: the tree-wide checks (kernel-doc, checkpatch), each one
+  object in one registry;
+- ``report.py``: what each patch adds, robot.txt and robot.json;
 - ``run.py``: one cell on one tree, prepared once and cached by the
-  tree, the config and the compiler; the whole matrix over a series.
+  tree, the config and the compiler; the whole matrix over a series;
+- ``command.py``: the options, read into one request, and what the
+  command prints.
 
 It imports only the modules of foliolab that stay where they are (errors,
-paths, proc, arch, locks, ui, hostsetup and kernel/).
+paths, proc, arch, locks, ui, hostsetup, kernel/ and series/'s
+checkpatch).
 """

@@ -8,11 +8,12 @@ options and hands over: the robot's whole surface is this package.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab.errors import BuildError, DiagnosticsError, UsageError
 from foliolab.kernel import source, sources
-from foliolab.robot import matrix, run
+from foliolab.robot import matrix, run, toolchain
 
 
 def options(s: argparse.ArgumentParser) -> None:
@@ -36,31 +37,60 @@ def options(s: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--robot-jobs",
         type=int,
-        default=run.jobs(),
+        default=toolchain.jobs(),
         metavar="N",
         help="make -jN for each compile (default: the cores, at most 2)",
     )
 
 
+@dataclass(frozen=True)
+class RobotRequest:
+    """What the command line asks of the robot, read from its options
+    once, where the command hands over."""
+
+    robot: bool  # --robot
+    cells: tuple[str, ...] | None  # --robot-cells: patterns of cells
+    jobs: int  # --robot-jobs
+    history_only: bool  # --history-only, which --robot refuses
+    patches: Path | None  # --patches: the series' directory
+
+    @staticmethod
+    def from_args(args: argparse.Namespace) -> RobotRequest:
+        return RobotRequest(
+            robot=args.robot,
+            cells=(
+                None if args.robot_cells is None else tuple(args.robot_cells)
+            ),
+            jobs=args.robot_jobs,
+            history_only=args.history_only,
+            patches=args.patches,
+        )
+
+
 def cells(args: argparse.Namespace) -> tuple[matrix.Cell, ...] | None:
+    """The cells ``check``'s options ask for (see ``chosen_cells``)."""
+    return chosen_cells(RobotRequest.from_args(args))
+
+
+def chosen_cells(request: RobotRequest) -> tuple[matrix.Cell, ...] | None:
     """The cells asked for (None without --robot), checked before any
     work: an unknown cell, or --robot beside an option it has no use for,
     is one line."""
-    if not args.robot:
-        if args.robot_cells:
+    if not request.robot:
+        if request.cells:
             raise UsageError(
                 "--robot-cells picks the robot's cells: it needs --robot",
                 hint="add --robot",
             )
         return None
-    if args.history_only:
+    if request.history_only:
         raise UsageError(
             "--robot and --history-only are two different checks",
             hint="give one of them",
         )
-    if args.robot_jobs < 1:
-        raise UsageError(f"--robot-jobs {args.robot_jobs}: give 1 or more")
-    return matrix.select(args.robot_cells)
+    if request.jobs < 1:
+        raise UsageError(f"--robot-jobs {request.jobs}: give 1 or more")
+    return matrix.select(request.cells)
 
 
 def check(
@@ -69,11 +99,21 @@ def check(
     chosen: tuple[matrix.Cell, ...],
     out: Path,
 ) -> int:
+    """``check --robot`` with its options (see ``run_request``)."""
+    return run_request(RobotRequest.from_args(args), tree, chosen, out)
+
+
+def run_request(
+    request: RobotRequest,
+    tree: source.Tree,
+    chosen: tuple[matrix.Cell, ...],
+    out: Path,
+) -> int:
     """Run the robot, print each finding (``patch: cell: file:line:
     text``), the time of each cell and the notes; a finding is an
     error."""
-    series = sources.read_patches(args.patches)
-    report = run.check(tree, series.patches, chosen, out, args.robot_jobs)
+    series = sources.read_patches(request.patches)
+    report = run.check(tree, series.patches, chosen, out, request.jobs)
     for line in report.lines():
         print(line)
     print(

@@ -1,5 +1,5 @@
-"""What the compilers and checkers say, read into diagnostics, and the ones
-a patch adds.
+"""What the compilers say, read into diagnostics, and the ones a patch
+adds (the tree-wide checks read their own output: checks.py).
 
 A diagnostic is a file, a line, a severity and a message (gcc and clang
 with W=1, sparse, objtool, kernel-doc, checkpatch). The robot reports a
@@ -21,7 +21,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 from typing import Any
 
 ERROR = "error"
@@ -194,67 +193,6 @@ def parse_compiler(
     return out
 
 
-# kernel-doc: "Warning: mm/vmscan.c:240 No description found for ..."
-# (7.3's Python kernel-doc), "mm/vmscan.c:240: warning: ..." (6.12's Perl)
-_KDOC = (
-    re.compile(
-        r"^(?P<sev>Warning|Error): (?P<file>[^\s:]+):(?P<line>\d+)"
-        r":? (?P<msg>.*)$"
-    ),
-    re.compile(
-        r"^(?P<file>[^\s:]+):(?P<line>\d+): (?P<sev>warning|error)"
-        r": (?P<msg>.*)$"
-    ),
-)
-
-
-def parse_kernel_doc(text: str) -> list[Diagnostic]:
-    """``scripts/kernel-doc -none -Wall`` output as diagnostics (each
-    once: 7.3's kernel-doc repeats a header's warnings per file)."""
-    out: dict[tuple[object, ...], Diagnostic] = {}
-    for line in text.splitlines():
-        for pat in _KDOC:
-            m = pat.match(line.strip())
-            if m:
-                d = Diagnostic(
-                    "kernel-doc",
-                    m.group("file"),
-                    int(m.group("line")),
-                    m.group("sev").lower(),
-                    m.group("msg").strip(),
-                )
-                out.setdefault((d.file, d.line, d.message), d)
-                break
-    return list(out.values())
-
-
-_CP_HEAD = re.compile(r"^(ERROR|WARNING|CHECK): (.*)$")
-_CP_FILE = re.compile(r"^#\d+: FILE: (\S+):(\d+):\s*$")
-
-
-def parse_checkpatch(text: str, patch: str) -> list[Diagnostic]:
-    """``checkpatch.pl --strict`` output as diagnostics: each on the file
-    and line its ``FILE:`` names, or on the patch itself (the commit
-    message)."""
-    out: list[Diagnostic] = []
-    head = None
-    for line in text.splitlines():
-        m = _CP_HEAD.match(line)
-        if m:
-            if head:
-                out.append(head)
-            head = Diagnostic(
-                "checkpatch", patch, 0, m.group(1).lower(), m.group(2).strip()
-            )
-            continue
-        m = _CP_FILE.match(line)
-        if m and head and head.file == patch:
-            head = replace(head, file=m.group(1), line=int(m.group(2)))
-    if head:
-        out.append(head)
-    return out
-
-
 def with_sources(
     diags: list[Diagnostic], read_line: Callable[[str, int], str]
 ) -> list[Diagnostic]:
@@ -294,7 +232,3 @@ def added(
         else:
             new.append(d)
     return new
-
-
-def is_header(path: str) -> bool:
-    return PurePosixPath(path).suffix == ".h"

@@ -327,7 +327,7 @@ def full_matrix() -> tuple[Cell, ...]:
 
 
 def select(
-    patterns: list[str] | None, cells: tuple[Cell, ...] | None = None
+    patterns: Sequence[str] | None, cells: tuple[Cell, ...] | None = None
 ) -> tuple[Cell, ...]:
     """The cells ``patterns`` name (``x86_64/no-thp``, ``arm``,
     ``*/mm-debug``, ``x86_64/*``), in the matrix's order; all with none.

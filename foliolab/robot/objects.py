@@ -49,7 +49,6 @@ class Selection:
     dir_sources: tuple[str, ...]  # directories, e.g. arch/arm64/mm
     includers: tuple[str, ...]
     changed_c: tuple[str, ...]  # the changed .c files (sparse)
-    changed_headers: tuple[str, ...]
     # per changed header, the first file that includes it (mm/'s first):
     # what sparse checks a header in
     header_users: tuple[str, ...] = ()
@@ -186,7 +185,6 @@ def select(
         tuple(dir_sources),
         tuple(includers),
         tuple(c_files),
-        tuple(headers),
         tuple(users),
         tuple(of),
     )

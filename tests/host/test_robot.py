@@ -6,14 +6,27 @@ what a cached result is kept under."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from foliolab import cli
+from foliolab import cli, proc
 from foliolab.errors import UsageError
+from foliolab.kernel import source
 from foliolab.robot import diagnostics as dg
-from foliolab.robot import matrix, objects, run
+from foliolab.robot import (
+    cache,
+    checks,
+    command,
+    matrix,
+    objects,
+    prefixes,
+    report,
+    run,
+    toolchain,
+    treecheck,
+)
 
 # ---- reading diagnostics ---------------------------------------------
 
@@ -80,7 +93,7 @@ def test_kernel_doc_both_formats_once_each():
         "include/linux/rmap.h:12: warning: Function parameter or "
         "struct member 'nr' not described in 'g'\n"
     )
-    got = dg.parse_kernel_doc(text)
+    got = checks.parse_kernel_doc(text)
     assert [(d.file, d.line) for d in got] == [
         ("mm/vmscan.c", 240),
         ("include/linux/rmap.h", 12),
@@ -98,7 +111,7 @@ def test_checkpatch_findings_on_their_file_or_the_patch():
         "#8: \n\n"
         "total: 0 errors, 2 warnings, 1 checks, 80 lines checked\n"
     )
-    got = dg.parse_checkpatch(text, "0003-x.patch")
+    got = checks.parse_checkpatch(text, "0003-x.patch")
     assert [(d.file, d.line, d.severity) for d in got] == [
         ("mm/rmap.c", 1830, "warning"),
         ("mm/vmscan.c", 12, "check"),
@@ -399,7 +412,7 @@ def test_a_diagnostic_of_the_whole_series_is_laid_to_its_patch():
 
 
 def fake_series(tmp_path, n):
-    prefixes = []
+    made = []
     for i in range(n + 1):
         patch = None
         if i:
@@ -407,18 +420,24 @@ def fake_series(tmp_path, n):
             patch.write_text(
                 f"--- a/mm/rmap.c\n+++ b/mm/rmap.c\n+\tint v{i};\n"
             )
-        prefixes.append(run.Prefix(i, f"c{i}", f"t{i}", patch))
-    return run.SeriesTrees(tmp_path, tuple(prefixes), (7, 3), "base")
+        made.append(prefixes.Prefix(i, f"c{i}", f"t{i}", patch))
+    return prefixes.SeriesTrees(tmp_path, tuple(made), (7, 3), "base")
 
 
 def result(name, i, *diags):
-    return run.CellResult(name, f"t{i}", tuple(diags), 1.0, 1, "")
+    return cache.CellResult(name, f"t{i}", tuple(diags), 1.0, 1, "")
+
+
+def said(kdoc, checkpatch):
+    """What kernel-doc and checkpatch said, in the registry's order (the
+    order of their findings on one patch and line)."""
+    by = {checks.KERNEL_DOC: kdoc, checks.CHECKPATCH: checkpatch}
+    return [treecheck.Said(c, by[c]) for c in checks.CHECKS if c in by]
 
 
 def test_findings_per_prefix_and_for_the_whole_series(tmp_path, tmp_cache):
     series = fake_series(tmp_path, 3)
     x86, arm = cell("x86_64/perf"), cell("arm/mm")
-    robot = run.Robot(series, (x86, arm), tmp_path / "out")
     old = diag(10, "int old;", file="mm/rmap.c")
     new2 = diag(30, "int v2;", "unused 'v2'", "mm/rmap.c")
     moved = diag(12, "int old;", file="mm/rmap.c")
@@ -436,7 +455,9 @@ def test_findings_per_prefix_and_for_the_whole_series(tmp_path, tmp_cache):
             "kernel-doc", "mm/rmap.c", 5, "warning", "No description found"
         )
     ]
-    found = robot._findings(results, kdoc, {1: [], 2: [], 3: []})
+    found = report.findings(
+        series, (x86, arm), results, said(kdoc, {1: [], 2: [], 3: []})
+    )
     assert [f.line() for f in found] == [
         "0002: x86_64/perf: mm/rmap.c:30: warning: unused 'v2'",
         # the whole series on arm: laid to the patch that added the line
@@ -455,7 +476,6 @@ def test_an_old_warning_of_an_object_recompiled_later_is_not_new(
     recompiles its object."""
     series = fake_series(tmp_path, 3)
     x86 = cell("x86_64/perf")
-    robot = run.Robot(series, (x86,), tmp_path / "out")
     old = diag(
         1683, "va_format(", "candidate for gnu_printf", "lib/vsprintf.c"
     )
@@ -467,7 +487,9 @@ def test_an_old_warning_of_an_object_recompiled_later_is_not_new(
         (x86.name, 3): result(x86.name, 3, new1, old),
     }
     kdoc = {i: [] for i in range(4)}
-    found = robot._findings(results, kdoc, {1: [], 2: [], 3: []})
+    found = report.findings(
+        series, (x86,), results, said(kdoc, {1: [], 2: [], 3: []})
+    )
     assert [f.line() for f in found] == [
         "0001: x86_64/perf: mm/rmap.c:30: warning: unused 'v1'",
     ]
@@ -482,8 +504,8 @@ def test_the_cache_key_follows_tree_config_compiler_and_targets():
         targets=["mm/"],
         checks="",
     )
-    key = run.cache_key(**base)
-    assert key == run.cache_key(**base)
+    key = cache.cache_key(**base)
+    assert key == cache.cache_key(**base)
     for field, other in (
         ("tree", "t2"),
         ("cell", "i386/mm"),
@@ -492,18 +514,36 @@ def test_the_cache_key_follows_tree_config_compiler_and_targets():
         ("targets", ["mm/", "kernel/fork.o"]),
         ("checks", "sparse"),
     ):
-        assert run.cache_key(**{**base, field: other}) != key, field
+        assert cache.cache_key(**{**base, field: other}) != key, field
+
+
+def test_the_cache_keys_are_the_ones_earlier_runs_kept_results_under():
+    """A result cached before is found again: the key of a cell's result
+    and of kernel-doc's, as the robot made them on 2026-11-29."""
+    assert (
+        cache.cache_key(
+            "t", "x86_64/perf", "CONFIG_SWAP=y\n", "gcc 12.2.0", ["mm/"], ""
+        )
+        == "5b28f6b117999ffc884fb9c6"
+    )
+    tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    kdoc = checks.KERNEL_DOC.cell
+    assert kdoc == "all/kernel-doc"
+    key = cache.cache_key(tree, kdoc, "", "", ["mm/rmap.c"], "")
+    assert key == "b44609b0e73f0cc20514e3b8"
 
 
 def test_a_result_comes_back_from_the_cache(tmp_path):
-    cache = run.ResultCache(tmp_path)
-    r = run.CellResult("arm/mm", "t", (diag(3, "int nr;"),), 12.5, 78, "/log")
-    assert cache.get("k") is None
-    cache.put("k", r)
-    got = cache.get("k")
+    kept = cache.ResultCache(tmp_path)
+    r = cache.CellResult(
+        "arm/mm", "t", (diag(3, "int nr;"),), 12.5, 78, "/log"
+    )
+    assert kept.get("k") is None
+    kept.put("k", r)
+    got = kept.get("k")
     assert got.cached and got.diagnostics == r.diagnostics
     (tmp_path / "k.json").write_text("{damaged")
-    assert cache.get("k") is None
+    assert kept.get("k") is None
 
 
 def test_clang_is_left_out_where_the_tree_needs_a_newer_one(
@@ -511,11 +551,11 @@ def test_clang_is_left_out_where_the_tree_needs_a_newer_one(
 ):
     series = fake_series(tmp_path, 1)
     cells = (cell("x86_64/perf"), cell("x86_64/perf-clang"))
-    monkeypatch.setattr(run, "min_llvm", lambda repo, c, a: (17, 0, 1))
-    keep, notes = run.usable(cells, series)
+    monkeypatch.setattr(toolchain, "min_llvm", lambda repo, c, a: (17, 0, 1))
+    keep, notes = toolchain.usable(cells, series)
     assert len(keep) == 2 and notes == []
-    monkeypatch.setattr(run, "min_llvm", lambda repo, c, a: (21, 0, 0))
-    keep, notes = run.usable(cells, series)
+    monkeypatch.setattr(toolchain, "min_llvm", lambda repo, c, a: (21, 0, 0))
+    keep, notes = toolchain.usable(cells, series)
     assert [c.name for c in keep] == ["x86_64/perf"]
     assert "needs LLVM 21.0.0" in notes[0]
 
@@ -563,11 +603,11 @@ def test_without_migration_there_is_no_compaction_or_thp(tmp_path):
 
 def test_make_lines_per_compiler():
     src, out = Path("/src"), Path("/out")
-    gcc = run.make_argv(cell("arm/mm"), src, out, 2, "W=1", "mm/")
+    gcc = toolchain.make_argv(cell("arm/mm"), src, out, 2, "W=1", "mm/")
     assert "CROSS_COMPILE=arm-linux-gnueabihf-" in gcc
     assert "CC=ccache arm-linux-gnueabihf-gcc" in gcc
     assert "cmd_checkdoc=" in gcc and gcc[-2:] == ["W=1", "mm/"]
-    clang = run.make_argv(cell("x86_64/perf-clang"), src, out, 2)
+    clang = toolchain.make_argv(cell("x86_64/perf-clang"), src, out, 2)
     assert "LLVM=-19" in clang and "CC=ccache clang-19" in clang
     # clang's build links the host's tools with lld: no gcc for them
     assert not any(a.startswith(("HOSTCC=", "CROSS_COMPILE=")) for a in clang)
@@ -585,7 +625,7 @@ def test_typographic_quotes_are_the_c_locales():
 
 
 def test_a_cells_row_says_what_it_compiled_and_what_was_cached():
-    t = run.CellTime(
+    t = report.CellTime(
         "x86_64/perf",
         prepare_s=20,
         compile_s={4: 30.0, 5: 10.0},
@@ -597,3 +637,139 @@ def test_a_cells_row_says_what_it_compiled_and_what_was_cached():
     row = t.row()
     assert "compiled 4-5" in row and "cached 0-3,12 (300 s" in row
     assert row.split()[1] == "60"  # prepare + this run's compiles
+
+
+# ---- the tree-wide checks: one object each -------------------------
+
+
+def git(repo, *args):
+    return source.git(repo, *args).stdout.strip()
+
+
+def small_series(tmp_path):
+    """A repository of a base and two patches, with stand-ins for the
+    tree's kernel-doc (silent) and checkpatch.pl (a warning on a patch
+    with XXX in it). Patch 1 adds a line above the base's TODO (moving
+    it down); patch 2 adds a TODO and an XXX."""
+    repo = tmp_path / "linux"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "mm").mkdir()
+    kdoc = repo / "scripts" / "kernel-doc"
+    kdoc.write_text("#!/bin/sh\nexit 0\n")
+    kdoc.chmod(0o755)
+    (repo / "scripts" / "checkpatch.pl").write_text(
+        "open(my $f, '<', $ARGV[-1]) or die;\n"
+        'while (<$f>) { print "WARNING: an XXX\\n" if /^\\+.*XXX/ }\n'
+    )
+    rmap = repo / "mm" / "rmap.c"
+    rmap.write_text("int a;\n/* TODO old */\n")
+    git(repo.parent, "init", "-q", str(repo))
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    texts = ["int z;\nint a;\n/* TODO old */\n"]
+    texts.append(texts[0] + "/* TODO new */ /* XXX */\n")
+    made = [
+        prefixes.Prefix(
+            0,
+            git(repo, "rev-parse", "HEAD"),
+            git(repo, "rev-parse", "HEAD^{tree}"),
+            None,
+        )
+    ]
+    for i, text in enumerate(texts, 1):
+        rmap.write_text(text)
+        git(repo, "commit", "-q", "-am", f"patch {i}")
+        patch = tmp_path / f"{i:04d}-p.patch"
+        patch.write_text(git(repo, "format-patch", "-1", "--stdout") + "\n")
+        made.append(
+            prefixes.Prefix(
+                i,
+                git(repo, "rev-parse", "HEAD"),
+                git(repo, "rev-parse", "HEAD^{tree}"),
+                patch,
+            )
+        )
+    return prefixes.SeriesTrees(repo, tuple(made), (7, 3), "base")
+
+
+class Todo(treecheck.TreeCheck):
+    """A made-up check of the trees: each TODO in the changed files."""
+
+    cell = "all/todo"
+    reads = treecheck.Reads.TREES
+
+    def inputs(self, tree, prefix):
+        return tree.changed()
+
+    def run(self, tree, prefix, inputs):
+        return proc.run(
+            ["grep", "-Hn", "TODO", *inputs], cwd=tree.worktree, check=False
+        ).stdout
+
+    def parse(self, output, prefix):
+        found = []
+        for line in output.splitlines():
+            file, n, _ = line.split(":", 2)
+            found.append(
+                dg.Diagnostic("todo", file, int(n), "warning", "TODO")
+            )
+        return found
+
+
+class Size(treecheck.TreeCheck):
+    """A made-up check of the patches: a patch's size in lines."""
+
+    cell = "all/size"
+    reads = treecheck.Reads.PATCHES
+
+    def run(self, tree, prefix, inputs):
+        return str(len(prefix.made_by().read_text().splitlines()))
+
+    def parse(self, output, prefix):
+        name = prefix.made_by().name
+        return [dg.Diagnostic("size", name, 0, "check", f"{output} lines")]
+
+
+def test_a_new_tree_wide_check_is_one_object_in_the_registry(
+    tmp_path, tmp_cache, monkeypatch
+):
+    """Two made-up checks added to CHECKS, and nothing else: the robot
+    runs them beside kernel-doc and checkpatch, and reports what each
+    patch adds by them (a check of the trees: the TODO patch 1 moved is
+    not new; a check of the patches: all it says)."""
+    series = small_series(tmp_path)
+    monkeypatch.setattr(checks, "CHECKS", (*checks.CHECKS, Todo(), Size()))
+    got = run.Robot(series, (), tmp_path / "out").run()
+    sizes = [
+        len(series.prefixes[i].made_by().read_text().splitlines())
+        for i in (1, 2)
+    ]
+    assert got.lines() == [
+        f"0001: all/size: 0001-p.patch: check: {sizes[0]} lines",
+        "0002: all/checkpatch: 0002-p.patch: warning: an XXX",
+        f"0002: all/size: 0002-p.patch: check: {sizes[1]} lines",
+        "0002: all/todo: mm/rmap.c:4: warning: TODO",
+    ]
+    assert (tmp_path / "out" / "robot.txt").read_text().splitlines() == (
+        got.lines()
+    )
+    # a check of the trees is kept under each tree: a second run takes
+    # it from the cache, without running it
+    monkeypatch.setattr(Todo, "run", lambda *a: pytest.fail("ran again"))
+    again = run.Robot(series, (), tmp_path / "out2").run()
+    assert again.lines() == got.lines()
+
+
+def test_the_robots_options_are_one_request():
+    args = cli.build_parser().parse_args(
+        ["check", "--robot", "--robot-cells", "arm,x86_64/perf"]
+    )
+    request = command.RobotRequest.from_args(args)
+    assert request.robot and request.cells == ("arm", "x86_64/perf")
+    assert not request.history_only and request.jobs >= 1
+    assert [c.name for c in command.chosen_cells(request)] == [
+        "x86_64/perf",
+        "arm/mm",
+    ]
+    with pytest.raises(UsageError, match="give 1 or more"):
+        command.chosen_cells(dataclasses.replace(request, jobs=0))
