@@ -124,8 +124,10 @@ def _test_options(s: argparse.ArgumentParser) -> None:
 def cmd_test(args: argparse.Namespace) -> int:
     req = _request(args)
     out = req.out
-    passed, summary = suite.run_suite(req)
-    print(summary, end="")
+    result = suite.run_suite(req)
+    result.outcomes().write(out)
+    passed = result.passed
+    print(result.summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
     if req.coverage:
         print(
@@ -188,7 +190,17 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         upstream=upstream,
         coverage=coverage,
         executor=executor,
+        kernel=_kernel_spec(args),
     )
+
+
+def _kernel_spec(args: argparse.Namespace) -> specs.KernelSpec:
+    """The suite's kernel as a spec, for its record: --kernel's, or
+    --variant's (vanilla=base, patched=base+DIR)."""
+    if args.kernel:
+        return specs.parse_kernel(args.kernel)
+    vanilla, patched = specs.from_patches(args.patches)
+    return vanilla if args.variant == "vanilla" else patched
 
 
 def _upstream_plan(

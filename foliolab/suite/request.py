@@ -11,6 +11,7 @@ from foliolab.arch import Arch
 from foliolab.coverage import run as coveragerun
 from foliolab.executors import ExecutorOptions
 from foliolab.kernel import source
+from foliolab.kernel.specs import KernelSpec
 from foliolab.kernel import upstream_selftests as upstream_mod
 from foliolab.suite.plan import StressPlan
 
@@ -44,3 +45,6 @@ class SuiteRequest:
     coverage: coveragerun.Plan | None = None
     # who runs the boots (--executor and its flags)
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+    # the spec that names the tree's kernel (--kernel, or --variant as
+    # vanilla=base, patched=base+DIR), for the run's record of it
+    kernel: KernelSpec | None = None

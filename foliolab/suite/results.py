@@ -13,10 +13,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from foliolab.guestdata import countwindows, parse
-from foliolab.kernel import upstream_selftests as upstream_mod
 from foliolab.arch import Arch
 from foliolab.bootrecord import BootResult
+from foliolab.guestdata import countwindows, parse
+from foliolab.kernel import upstream_selftests as upstream_mod
+from foliolab.kernelrecord import KernelRecord
+from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 from foliolab.workloads.windows import RUN
 
 log = logging.getLogger("foliolab")
@@ -47,6 +49,39 @@ class SuiteBoot:
     kselftest_reruns: dict[str, list[str]] = field(default_factory=dict)
     console: str = ""
     counts: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """A suite run: its verdict, its KTAP summary, its boots (each with
+    its checks) and the kernel it booted."""
+
+    passed: bool
+    summary: str
+    boots: tuple[SuiteBoot, ...]
+    kernel: KernelRecord
+
+    def tests(self) -> list[TestOutcome]:
+        """Every check of every boot, as the run's outcomes: path
+        ``suite.mglru-on.PROGRAM.CASE``, the boot's console as its log."""
+        return [
+            TestOutcome(
+                f"suite.mglru-{'on' if b.lru_gen == 'y' else 'off'}.{c.name}",
+                TestStatus(c.status),
+                self.kernel.name,
+                log=f"mglru-{b.lru_gen}/console.log",
+                misc={
+                    k: v
+                    for k, v in (("detail", c.detail), ("reruns", c.reruns))
+                    if v
+                },
+            )
+            for b in self.boots
+            for c in b.checks
+        ]
+
+    def outcomes(self) -> Outcomes:
+        return Outcomes("test", [self.kernel], self.tests())
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

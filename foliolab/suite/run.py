@@ -32,6 +32,7 @@ from foliolab.executors.base import BootRequest, BootSpec, Executor
 from foliolab.kernel import build as kbuild
 from foliolab.kernel import image, kconfig
 from foliolab.kernel import upstream_selftests as upstream_mod
+from foliolab.kernelrecord import KernelRecord, build_record, kernel_record
 from foliolab.suite.kselftests import build_kselftests
 from foliolab.suite.plan import (
     NOT_BUILT,
@@ -47,6 +48,7 @@ from foliolab.suite.request import SuiteRequest
 from foliolab.suite.results import (
     Check,
     SuiteBoot,
+    SuiteResult,
     compare_kselftests,
     compare_upstream,
     count_lines,
@@ -58,10 +60,11 @@ from foliolab.suite.results import (
 log = logging.getLogger("foliolab")
 
 
-def run_suite(req: SuiteRequest) -> tuple[bool, str]:
-    """Build, boot and judge; returns (passed, KTAP summary), the
-    coverage report's line added when ``req.coverage`` asks for one. The
-    executor is checked and made before anything is built."""
+def run_suite(req: SuiteRequest) -> SuiteResult:
+    """Build, boot and judge: the verdict, the KTAP summary (the coverage
+    report's line added when ``req.coverage`` asks for one), the boots and
+    the kernel's record. The executor is checked and made before anything
+    is built."""
     executor = make_executor(req.executor, req.out, req.count)
     built = build(req)
     boots = boot(req, built, executor)
@@ -76,7 +79,16 @@ def run_suite(req: SuiteRequest) -> tuple[bool, str]:
             )
             + "\n"
         )
-    return passed, summary
+    return SuiteResult(passed, summary, tuple(boots), _record(req, built))
+
+
+def _record(req: SuiteRequest, built: Built) -> KernelRecord:
+    """The suite's kernel as every command records one."""
+    if req.kernel is None:  # a request made without its spec (tests)
+        return KernelRecord(
+            req.tree.variant, "", built=build_record(built.kernel)
+        )
+    return kernel_record(req.kernel, req.tree, built.kernel)
 
 
 @dataclass(frozen=True)

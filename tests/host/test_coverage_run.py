@@ -23,6 +23,7 @@ from foliolab.coverage import (
 from foliolab.guestdata import parse
 from foliolab.arch import get_arch
 from foliolab.coverage.lines import LineState
+from foliolab.testrecord import TestStatus
 
 
 @pytest.fixture(scope="module")
@@ -362,12 +363,19 @@ def test_run_suite_with_coverage_reports_after_the_suite(
         lambda executor, r, image: fake_boot(r.spec, image, r.job, r.rundir),
     )
     out = tmp_path / "out"
-    passed, summary = suite.run_suite(
+    result = suite.run_suite(
         SuiteRequest(
             t, arch, out, kselftests=False, purpose="coverage", coverage=plan
         )
     )
-    assert passed
+    assert result.passed
+    summary = result.summary
+    (test,) = [
+        t
+        for t in result.tests()
+        if t.path == "suite.mglru-on.anon_swap.pageout_64k"
+    ]
+    assert test.status is TestStatus.PASS and test.log == "mglru-y/console.log"
     assert seen["purpose"] == "coverage"
     assert seen["make_vars"] == coveragerun.make_vars(("src",))
     # the suite boots its own copy of the image, kept in the run

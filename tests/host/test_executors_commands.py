@@ -32,6 +32,7 @@ from foliolab.executors.base import (
     Settled,
 )
 from foliolab.arch import get_arch
+from foliolab.testrecord import Outcomes
 
 
 class Stand:
@@ -207,11 +208,17 @@ def test_test_hands_the_chosen_executor_to_boot_once(
         "variant_tree",
         lambda *a: SimpleNamespace(variant="vanilla", commit="c0ffee"),
     )
-    monkeypatch.setattr(
-        build,
-        "build_kernel",
-        lambda *a, **kw: SimpleNamespace(image=tmp_path / "bzImage"),
+    kernel = build.Kernel(
+        variant="vanilla",
+        purpose="debug",
+        arch="x86_64",
+        build_dir=tmp_path,
+        image=tmp_path / "bzImage",
+        commit="c0ffee",
+        config_sha="5ha",
+        elapsed=1.0,
     )
+    monkeypatch.setattr(build, "build_kernel", lambda *a, **kw: kernel)
     monkeypatch.setattr(
         image,
         "build_image",
@@ -221,6 +228,8 @@ def test_test_hands_the_chosen_executor_to_boot_once(
     cli.main(
         [
             "test",
+            "--variant",
+            "vanilla",
             "--executor",
             "stand",
             "--only",
@@ -235,6 +244,17 @@ def test_test_hands_the_chosen_executor_to_boot_once(
     assert Stand.made[0].out == out
     assert [r.boot_id for r in seen.requests] == ["suite/mglru-y"]
     assert (out / "suite.json").exists()
+    # the run's record: the kernel as built, the boot's checks as tests
+    done = Outcomes.read(out)
+    assert done.command == "test"
+    (k,) = done.kernels
+    assert (k.name, k.spec, k.commit, k.config_sha) == (
+        "vanilla",
+        "base",
+        "c0ffee",
+        "5ha",
+    )
+    assert all(t.kernel == "vanilla" for t in done.tests)
 
 
 # ---- check -------------------------------------------------------------------
