@@ -14,14 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.analysis.countanalysis import CountAnalysis, analyse_counts
-from foliolab.boot.derive import Sample
 from foliolab.analysis.growth import GrowthTable, growth_tables
 from foliolab.analysis.headline import Headline, headline
 from foliolab.analysis.kernelsummary import WorkloadCost, workload_cost
-from foliolab.manifest import RunManifest
 from foliolab.analysis.runboots import boot_cost_line, host_line, missing_boots
-from foliolab.workloads import find
-from foliolab.workloads.model import with_roots
 from foliolab.analysis.workloadstats import (
     WorkloadAnalysis,
     attribution_rows,
@@ -29,6 +25,10 @@ from foliolab.analysis.workloadstats import (
     invalid_lines,
     summarize_workload,
 )
+from foliolab.boot.derive import Sample
+from foliolab.manifest import RunManifest
+from foliolab.workloads import find
+from foliolab.workloads.model import with_roots
 
 
 @dataclass

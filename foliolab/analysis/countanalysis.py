@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
-from foliolab.guestdata import countwindows
 from foliolab.boot.derive import Sample
+from foliolab.guestdata import countwindows
 from foliolab.manifest import VARIANTS
 from foliolab.workloads import find
-
 
 # How many functions a differential profile shows per workload.
 PROFILE_TOP = 10

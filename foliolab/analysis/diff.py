@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from foliolab.errors import DamagedRunError, UsageError
 from foliolab.manifest import VARIANTS

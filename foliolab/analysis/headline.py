@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from foliolab.analysis import reproduce
-from foliolab.manifest import RunManifest
 from foliolab.analysis.workloadstats import (
     Decisive,
     StatRow,
     WorkloadAnalysis,
 )
+from foliolab.manifest import RunManifest
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from foliolab.boot.derive import Sample
 from foliolab.manifest import VARIANTS
 from foliolab.workloads.model import Workload
 
-
 # Which interval decides a row's significance, and is the one report.txt
 # and the mail show: "paired" (the per-round ratios, with the signed-rank
 # test) where the rounds pair every sample, "plain" (the ratio of means,

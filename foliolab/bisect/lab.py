@@ -15,14 +15,13 @@ from foliolab import counting
 from foliolab.arch import get_arch
 from foliolab.bisect.record import BisectRequest, Measurement, StepStatus
 from foliolab.boot.derive import samples_from_boot
+from foliolab.boot.measure import boot_once, boot_spec
 from foliolab.errors import UsageError
 from foliolab.executors import make_executor
 from foliolab.executors.base import BootRequest, BootSpec
 from foliolab.kernel import image, source, store
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.boot.measure import boot_once, boot_spec
-
 
 # ---- the range --------------------------------------------------------------
 

@@ -15,13 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from foliolab import executors
+from foliolab.boot.measure import boot_once
 from foliolab.executors.base import (
     BootRequest,
     BootSpec,
     ExecutorClass,
     Settled,
 )
-from foliolab.boot.measure import boot_once
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from foliolab import bootrecord
-from foliolab.guestdata import countwindows, parse
-from foliolab.guestdata.window import TimedWindow, timed_window
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
 from foliolab.errors import DamagedRunError
+from foliolab.guestdata import countwindows, parse
+from foliolab.guestdata.window import TimedWindow, timed_window
 from foliolab.workloads import find
 from foliolab.workloads.model import COUNTING, Workload, with_roots
 

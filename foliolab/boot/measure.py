@@ -17,23 +17,23 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import asdict, dataclass, field, replace
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab import bootrecord, counting, timings
 from foliolab.boot import derive, monitors, outcome
-from foliolab.guestdata import parse
+from foliolab.boot.derive import Sample, samples_from_boot
+from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
+from foliolab.counting import Counter
 from foliolab.executors.base import (
     BlockRequest,
     BootRequest,
     BootSpec,
     Executor,
 )
-from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
+from foliolab.guestdata import parse
 from foliolab.kernel.build import Kernel
-from foliolab.counting import Counter
-from foliolab.boot.derive import Sample, samples_from_boot
 from foliolab.manifest import VARIANTS
 from foliolab.ui import Progress
 from foliolab.workloads.model import Workload

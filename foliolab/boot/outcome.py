@@ -15,9 +15,9 @@ import enum
 import json
 import re
 
-from foliolab.guestdata import parse
 from foliolab.bootrecord import BOOT_FILE, BootResult, BootStatus
 from foliolab.executors.base import BootCapture, Ended, JobEnd
+from foliolab.guestdata import parse
 
 
 class IssueKind(str, enum.Enum):

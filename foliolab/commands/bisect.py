@@ -7,11 +7,12 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab.bisect import search as bisect, record as bisectrecord
 from foliolab import executors, workloads
-from foliolab.kernel import kconfig
+from foliolab.bisect import record as bisectrecord
+from foliolab.bisect import search as bisect
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
+from foliolab.kernel import kconfig
 from foliolab.paths import PROJECT_ROOT
 
 

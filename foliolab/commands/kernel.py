@@ -10,14 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from foliolab import executors, hostsetup
-from foliolab.series import check as seriescheck, sincespec, stablehistory
-from foliolab.kernel import build, kconfig, source, sources
-from foliolab.kernel import specs as kernels, trees
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
+from foliolab.kernel import build, kconfig, source, sources, trees
+from foliolab.kernel import specs as kernels
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.robot import command as robot
+from foliolab.series import check as seriescheck
+from foliolab.series import sincespec, stablehistory
 
 
 def _setup_options(s: argparse.ArgumentParser) -> None:

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from foliolab import executors, workloads
-from foliolab.run import orchestrate
 from foliolab.analysis import stats
-from foliolab.kernel import specs as kernels
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
+from foliolab.kernel import specs as kernels
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
+from foliolab.run import orchestrate
 from foliolab.run.stages import Request
 from foliolab.workloads import sweep
 from foliolab.workloads.model import with_roots

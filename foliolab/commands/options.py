@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from foliolab import executors
-from foliolab.kernel import kconfig
 from foliolab.arch import ARCHES
+from foliolab.kernel import kconfig
 from foliolab.paths import DEFAULT_PATCHES
 
 FAULTS = ("panic", "hang")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab.bisect import record as bisectrecord
-from foliolab.analysis import diff
-from foliolab.render import report
 from foliolab import workloads
+from foliolab.analysis import diff
+from foliolab.bisect import record as bisectrecord
 from foliolab.commands import Command
 from foliolab.errors import UsageError
 from foliolab.paths import unwritable
+from foliolab.render import report
 
 
 def _diff_options(s: argparse.ArgumentParser) -> None:

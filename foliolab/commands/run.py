@@ -7,11 +7,11 @@ import argparse
 from pathlib import Path
 
 from foliolab import executors
-from foliolab.guestdata import countwindows, parse
-from foliolab.run import command as runcommand
-from foliolab.kernel import kconfig
 from foliolab.commands import Command, options
 from foliolab.errors import FoliolabError, UsageError
+from foliolab.guestdata import countwindows, parse
+from foliolab.kernel import kconfig
+from foliolab.run import command as runcommand
 from foliolab.workloads.windows import RUN
 
 

@@ -7,16 +7,15 @@ import datetime as dt
 from pathlib import Path
 
 from foliolab import counting, executors
+from foliolab.arch import get_arch
+from foliolab.commands import Command, options
 from foliolab.coverage import run as coveragerun
+from foliolab.errors import FoliolabError, UsageError
+from foliolab.kernel import kconfig, specs, trees, upstream_selftests
+from foliolab.paths import PROJECT_ROOT
 from foliolab.suite import plan as suiteplan
 from foliolab.suite import run as suite
 from foliolab.suite.request import SuiteRequest
-from foliolab.kernel import upstream_selftests
-from foliolab.kernel import kconfig, specs, trees
-from foliolab.arch import get_arch
-from foliolab.commands import Command, options
-from foliolab.errors import FoliolabError, UsageError
-from foliolab.paths import PROJECT_ROOT
 
 
 def _test_options(s: argparse.ArgumentParser) -> None:

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from foliolab.coverage.lines import (
+    REASON_CLASSES,
     LineResult,
     LineState,
-    REASON_CLASSES,
     Stale,
 )
 from foliolab.errors import UsageError

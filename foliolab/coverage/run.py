@@ -36,11 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foliolab.coverage import reasons as coveragereasons, gcovdata, gcovrecord
-from foliolab.guestdata import parse
-from foliolab.kernel import kconfig, source, sources
-from foliolab.kernel import specs as kernels
 from foliolab.arch import Arch
+from foliolab.coverage import gcovdata, gcovrecord
+from foliolab.coverage import html as coverage_html
+from foliolab.coverage import reasons as coveragereasons
 from foliolab.coverage.lines import (
     BuildFacts,
     CoverageReport,
@@ -51,7 +50,9 @@ from foliolab.coverage.lines import (
     other_arch,
 )
 from foliolab.errors import BuildError, FoliolabError, UsageError
-from foliolab.coverage import html as coverage_html
+from foliolab.guestdata import parse
+from foliolab.kernel import kconfig, source, sources
+from foliolab.kernel import specs as kernels
 from foliolab.series.lines import (
     PatchInfo,
     SeriesGroup,

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from foliolab import bootrecord, counting, proc
-from foliolab.kernel import image as image_mod
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (
     QEMU_HERE,
@@ -39,6 +38,7 @@ from foliolab.executors.base import (
     Settled,
     check_numa,
 )
+from foliolab.kernel import image as image_mod
 
 
 def qemu_argv(

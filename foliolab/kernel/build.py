@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab import hostsetup, locks, proc, timings
-from foliolab.kernel import kconfig, source
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, ConfigError
-from foliolab.paths import cache_root
+from foliolab.kernel import kconfig, source
 from foliolab.kernel.source import Tree
+from foliolab.paths import cache_root
 from foliolab.ui import Progress
 
 log = logging.getLogger("foliolab")

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import cast
 
 from foliolab import locks, proc
-from foliolab.kernel import source
 from foliolab.errors import SourceError, UsageError
+from foliolab.kernel import source
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import hostsetup, proc
-from foliolab.kernel import upstream_selftests
-from foliolab.kernel import source, symbols
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
+from foliolab.kernel import source, symbols, upstream_selftests
 from foliolab.paths import (
     GUEST_DIR,
     GUEST_TESTS_DIR,

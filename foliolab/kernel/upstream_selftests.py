@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import proc
-from foliolab.kernel import debian
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, FoliolabError, UsageError
+from foliolab.kernel import debian
 from foliolab.paths import PROJECT_ROOT, cache_root
 
 log = logging.getLogger("foliolab")

@@ -7,16 +7,16 @@ from __future__ import annotations
 import math
 import shlex
 import textwrap
-from html import escape
 from dataclasses import dataclass, field
+from html import escape
 
 from foliolab import executors
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
-from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.paths import PROJECT_ROOT
 from foliolab.analysis.reproduce import same_kernel
 from foliolab.analysis.workloadstats import StatRow
+from foliolab.manifest import VARIANTS, RunManifest
+from foliolab.paths import PROJECT_ROOT
 
 
 @dataclass(frozen=True)

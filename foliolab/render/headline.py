@@ -16,11 +16,11 @@ from html import escape
 from foliolab.analysis import stats
 from foliolab.analysis.headline import Headline, HeadlineRow, OtherChanges
 from foliolab.render import (
+    PAIRED_MARK,
     Column,
     Table,
     change_cell,
     fmt,
-    PAIRED_MARK,
     fmt_p,
     verdict_class,
     wrap_prose,

@@ -16,6 +16,7 @@ from html import escape
 
 from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 from foliolab.render import (
     Column,
     Table,
@@ -32,7 +33,6 @@ from foliolab.render import (
     verdict_class,
 )
 from foliolab.render.markdown import run_lines, verdict_change
-from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]

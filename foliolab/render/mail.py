@@ -20,11 +20,11 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.reproduce import command, without_options
 from foliolab.analysis.workloadstats import StatRow
-from foliolab.render import growth
 from foliolab.render import (
     PAIRED_MARK,
     fmt,
     for_reader,
+    growth,
     wrap_prose,
     wrapped_command,
 )

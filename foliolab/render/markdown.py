@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 from foliolab.kernelrecord import KernelRecord
 from foliolab.manifest import VARIANTS, RunManifest
-from foliolab.render import growth
 from foliolab.render import (
     Column,
     Table,
@@ -19,13 +19,13 @@ from foliolab.render import (
     fmt,
     fmt_ratio,
     fmt_small,
+    growth,
     headline,
     legend,
     p_cell,
     profile_table,
     uses_base,
 )
-from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
 
 
 def built_as(k: KernelRecord) -> str:

@@ -24,9 +24,9 @@ from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
 from foliolab.manifest import RunManifest
 from foliolab.render import growth, plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
-from foliolab.render.monitors import monitor_report
 from foliolab.render.mail import mail_report
 from foliolab.render.markdown import markdown_report
+from foliolab.render.monitors import monitor_report
 from foliolab.render.text import head_lines, text_report
 
 log = logging.getLogger("foliolab")

@@ -8,8 +8,8 @@ from foliolab.analysis import stats
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
 from foliolab.analysis.kernelsummary import WorkloadCost
+from foliolab.analysis.workloadstats import StatRow, StepRow
 from foliolab.manifest import RunManifest
-from foliolab.render import growth
 from foliolab.render import (
     PAIRED_MARK,
     Column,
@@ -20,6 +20,7 @@ from foliolab.render import (
     fmt,
     fmt_ratio,
     fmt_small,
+    growth,
     headline,
     legend,
     p_cell,
@@ -27,7 +28,6 @@ from foliolab.render import (
     title,
     wrap_prose,
 )
-from foliolab.analysis.workloadstats import StatRow, StepRow
 
 
 def guest(m: RunManifest) -> str:

@@ -18,7 +18,6 @@ from foliolab.robot.prefixes import Prefix
 from foliolab.robot.treecheck import Checkout, Reads, TreeCheck
 from foliolab.series import check as series_check
 
-
 # ---- kernel-doc ------------------------------------------------------
 
 # kernel-doc: "Warning: mm/vmscan.c:240 No description found for ..."

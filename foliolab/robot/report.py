@@ -12,9 +12,9 @@ from pathlib import Path
 from foliolab.robot import diagnostics as dg
 from foliolab.robot import objects
 from foliolab.robot.cache import CellResult
-from foliolab.robot.treecheck import Said
 from foliolab.robot.matrix import Cell
 from foliolab.robot.prefixes import SeriesTrees
+from foliolab.robot.treecheck import Said
 
 
 @dataclass(frozen=True)

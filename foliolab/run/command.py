@@ -11,12 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab import counting
-from foliolab.boot.accel import settle
-from foliolab.kernel import build, image, trees
 from foliolab.arch import get_arch
+from foliolab.boot.accel import settle
+from foliolab.boot.measure import boot_once
 from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
-from foliolab.guestdata.countwindows import MAX_ROOTS
 from foliolab.executors import (
     HERE,
     ExecutorOptions,
@@ -25,8 +24,9 @@ from foliolab.executors import (
     make_executor,
 )
 from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.guestdata.countwindows import MAX_ROOTS
+from foliolab.kernel import build, image, trees
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.boot.measure import boot_once
 from foliolab.run import rootcheck
 from foliolab.workloads.windows import RUN
 

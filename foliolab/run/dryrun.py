@@ -11,11 +11,11 @@ from pathlib import Path
 
 from foliolab import timings
 from foliolab.analysis import stats
-from foliolab.kernel import store
+from foliolab.boot.measure import boot_spec, planned_time
 from foliolab.errors import FoliolabError
 from foliolab.executors import HERE, ExecutorOptions, dry_run_note
 from foliolab.executors.base import BootSpec
-from foliolab.boot.measure import boot_spec, planned_time
+from foliolab.kernel import store
 from foliolab.run.stages import BootPlan, KernelsWanted, MachineShape
 
 

@@ -27,25 +27,22 @@ whose machine options every run checks.
 
 from __future__ import annotations
 
-from foliolab.boot.derive import Sample
-from foliolab.counting import Counter
 import logging
 import shlex
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
 from pathlib import Path
+from typing import cast
 
 from foliolab import counting
-from foliolab.boot import outcome
-from foliolab.render import report
-from foliolab.render.report import Written
-from foliolab.run import rootcheck
 from foliolab.analysis import runboots
-from foliolab.boot.accel import settle
 from foliolab.arch import Arch
-from foliolab.run.dryrun import dry_run, start_block
+from foliolab.boot import outcome
+from foliolab.boot.accel import settle
+from foliolab.boot.derive import Sample
+from foliolab.boot.measure import RunRequest, RunResult, run_workloads
+from foliolab.counting import Counter
 from foliolab.errors import (
     BenchmarkError,
     FoliolabError,
@@ -61,7 +58,10 @@ from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store as kernel_store
 from foliolab.kernel import trees as kernel_trees
 from foliolab.manifest import CountRecord, RunManifest
-from foliolab.boot.measure import RunRequest, RunResult, run_workloads
+from foliolab.render import report
+from foliolab.render.report import Written
+from foliolab.run import rootcheck
+from foliolab.run.dryrun import dry_run, start_block
 from foliolab.run.record import (
     differences,
     record_builds,

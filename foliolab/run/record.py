@@ -14,13 +14,13 @@ import logging
 import os
 import platform
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from foliolab import __version__, executors, hostsetup, proc
+from foliolab.errors import UsageError
 from foliolab.kernel import build, source
 from foliolab.kernel import specs as kernels_mod
-from foliolab.errors import UsageError
 from foliolab.kernelrecord import (
     KernelRecord,
     build_record,

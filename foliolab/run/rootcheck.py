@@ -7,8 +7,8 @@ built, before the counter is (counting.check_roots())."""
 from __future__ import annotations
 
 import logging
-from functools import partial
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 
 from foliolab import counting

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab.arch import Arch, get_arch
+from foliolab.boot.measure import PlannedBoot, plan
 from foliolab.executors import ExecutorOptions
 from foliolab.executors.base import BootSpec
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.kernel.specs import KernelSpec, describe, from_patches
-from foliolab.boot.measure import PlannedBoot, plan
 from foliolab.workloads.model import Workload
 
 

@@ -14,18 +14,18 @@ tree ready for ``foliolab compare``.
 from __future__ import annotations
 
 import subprocess
-
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from foliolab import proc
-from foliolab.kernel import build, image, specs as kernels, trees
 from foliolab.arch import Arch, get_arch
+from foliolab.boot.measure import boot_once
 from foliolab.errors import FoliolabError
 from foliolab.executors import ExecutorOptions, make_executor
 from foliolab.executors.base import BootRequest, BootSpec, Executor
+from foliolab.kernel import build, image, trees
+from foliolab.kernel import specs as kernels
 from foliolab.kernel.kconfig import debug_cmdline
-from foliolab.boot.measure import boot_once
 
 
 @dataclass(frozen=True)

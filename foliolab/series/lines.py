@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab.series import unidiff
 from foliolab.errors import FoliolabError
+from foliolab.series import unidiff
 
 # A base file's text by its path in the tree; None: the base has no such
 # file.

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import hostsetup
-from foliolab.kernel import debian, source
 from foliolab.errors import SourceError, UsageError
+from foliolab.kernel import debian, source
 
 FORMS = "debian:VERSION (e.g. debian:6.12.107) or git:PATH@REF"
 

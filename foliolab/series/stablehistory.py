@@ -26,11 +26,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from foliolab.series import csource, unidiff
 from foliolab import proc
-from foliolab.kernel import source
-from foliolab.series.csource import FunctionMap, Token
 from foliolab.errors import HistoryError, PatchApplyError, SourceError
+from foliolab.kernel import source
+from foliolab.series import csource, unidiff
+from foliolab.series.csource import FunctionMap, Token
 from foliolab.series.sincespec import Snapshot
 
 # A match is made of shingles: runs of this many consecutive tokens. Eight

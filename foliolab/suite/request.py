@@ -11,8 +11,8 @@ from foliolab.arch import Arch
 from foliolab.coverage import run as coveragerun
 from foliolab.executors import ExecutorOptions
 from foliolab.kernel import source
-from foliolab.kernel.specs import KernelSpec
 from foliolab.kernel import upstream_selftests as upstream_mod
+from foliolab.kernel.specs import KernelSpec
 from foliolab.suite.plan import StressPlan
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from foliolab.guestdata.countwindows import MAX_ROOTS, CountUnit
 from foliolab.errors import UsageError
+from foliolab.guestdata.countwindows import MAX_ROOTS, CountUnit
 from foliolab.guestdata.parse import GuestSample
-
 
 # The better direction of a metric that has none: an amount the workload
 # sets or a tally of outcomes, reported as a change, never as better or

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.coverage import run as coveragerun, gcovdata
-from foliolab.series import lines as serieslines
+from foliolab.coverage import gcovdata
+from foliolab.coverage import run as coveragerun
+from foliolab.coverage.lines import BuildFacts
 from foliolab.kernel import source
 from foliolab.paths import GUEST_DIR
-from foliolab.coverage.lines import BuildFacts
+from foliolab.series import lines as serieslines
 
 GIT = [
     "git",

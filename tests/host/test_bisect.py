@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from foliolab import cli, errors, workloads
 from foliolab.bisect import (
-    search as bisect,
     lab as bisectlab,
+)
+from foliolab.bisect import (
     record as bisectrecord,
 )
-from foliolab import cli, errors, workloads
+from foliolab.bisect import (
+    search as bisect,
+)
 from foliolab.bisect.record import (
     BisectRequest,
     Measurement,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.bisect import record as bisectrecord
 from foliolab import cli
+from foliolab.bisect import record as bisectrecord
 from foliolab.kernel import source, sources
 from foliolab.paths import DEFAULT_PATCHES
 

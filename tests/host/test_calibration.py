@@ -10,13 +10,12 @@ import json
 import shutil
 
 import pytest
+from test_eta import _run
 
 from foliolab import timings
 from foliolab.boot import measure
 from foliolab.run import dryrun
 from foliolab.timings import Calibration, PlannedBootTime, Timings
-
-from test_eta import _run
 
 
 def fake_compiler(seconds):

@@ -321,6 +321,7 @@ def test_compare_root_is_refused_before_any_work(
 
 def test_version_and_workloads_listing(capsys):
     import pytest as _pytest
+
     from foliolab import __version__
 
     with _pytest.raises(SystemExit) as e:
@@ -344,8 +345,8 @@ def only_line(err: str) -> str:
 
 
 def no_build(monkeypatch):
-    from foliolab.run import orchestrate
     from foliolab.kernel import build
+    from foliolab.run import orchestrate
 
     monkeypatch.setattr(
         build, "build_kernel", lambda *a: pytest.fail("built a kernel")

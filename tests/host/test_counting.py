@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.analysis import countanalysis
 from foliolab import counting, errors
-from foliolab.guestdata import countwindows
-from foliolab.render import text
+from foliolab.analysis import countanalysis
 from foliolab.boot.derive import Sample
+from foliolab.guestdata import countwindows
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
+from foliolab.render import text
 from foliolab.workloads import WORKLOADS, windows
 from foliolab.workloads.model import Window, Workload
 

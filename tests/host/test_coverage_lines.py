@@ -13,9 +13,11 @@ import json
 import covtree
 import pytest
 
-from foliolab.coverage import lines as coverage, run as coveragerun, ifdefs
-from foliolab.series import lines as serieslines
+from foliolab.coverage import ifdefs
+from foliolab.coverage import lines as coverage
+from foliolab.coverage import run as coveragerun
 from foliolab.coverage.lines import LineState
+from foliolab.series import lines as serieslines
 
 
 @pytest.fixture(scope="module")

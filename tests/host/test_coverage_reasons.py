@@ -16,7 +16,11 @@ import pytest
 from foliolab import cli
 from foliolab.coverage import (
     lines as coverage,
+)
+from foliolab.coverage import (
     reasons as coveragereasons,
+)
+from foliolab.coverage import (
     run as coveragerun,
 )
 from foliolab.coverage.lines import LineState

@@ -14,15 +14,19 @@ from pathlib import Path
 import covtree
 import pytest
 
+from foliolab.arch import get_arch
 from foliolab.coverage import (
-    lines as coverage,
-    run as coveragerun,
     gcovdata,
     gcovrecord,
 )
-from foliolab.guestdata import parse
-from foliolab.arch import get_arch
+from foliolab.coverage import (
+    lines as coverage,
+)
+from foliolab.coverage import (
+    run as coveragerun,
+)
 from foliolab.coverage.lines import LineState
+from foliolab.guestdata import parse
 from foliolab.testrecord import TestStatus
 
 
@@ -102,8 +106,8 @@ def test_damaged_or_missing_record_is_one_line_rest_whole(tree, tmp_path):
     text = (out / "coverage.txt").read_text()
     assert "problem: boot mglru-n: coverage record damaged" in text
     # and the suite's own results of the damaged boot are all there
-    from foliolab.suite import results as suiteresults
     from foliolab.bootrecord import BootResult
+    from foliolab.suite import results as suiteresults
 
     res = BootResult(
         "ok",
@@ -270,8 +274,8 @@ def test_build_passes_the_profiling_variable_to_make(
 
 
 def test_plan_for_the_series_of_the_tree(tree):
-    from foliolab.kernel import source
     from foliolab.errors import UsageError
+    from foliolab.kernel import source
 
     t, series = covtree.tree_and_series(tree)
     plan = coveragerun.plan_for(t, series, get_arch("x86_64"))
@@ -293,10 +297,10 @@ def test_run_suite_with_coverage_reports_after_the_suite(
     variable reaches the build, the job turns coverage on, the suite's
     results are written as ever, and the coverage report follows; a boot
     whose record is missing is one line of it."""
+    from foliolab.bootrecord import BootResult
+    from foliolab.kernel import build
     from foliolab.suite import run as suite
     from foliolab.suite.request import SuiteRequest
-    from foliolab.kernel import build
-    from foliolab.bootrecord import BootResult
 
     (tmp_path / "ship").mkdir()
     record = covtree.record(tree, tmp_path)

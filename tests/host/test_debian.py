@@ -10,14 +10,16 @@ import subprocess
 
 import pytest
 
+from foliolab.errors import UsageError
 from foliolab.kernel import (
     build,
     debian,
     kconfig,
     source,
+)
+from foliolab.kernel import (
     specs as kernels,
 )
-from foliolab.errors import UsageError
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ CI decides and is the one report.txt and the mail show; elsewhere the
 bootstrap CI of the ratio of means. Decided once, in analysis
 (StatRow.decisive); results.json keeps both."""
 
-import pytest
 import numpy as np
+import pytest
 
 from foliolab.analysis import stats
 from foliolab.analysis.workloadstats import StatRow, summarize_workload

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from foliolab.run import dryrun
-from foliolab.boot import measure
 from foliolab import timings
-from foliolab.kernel import build
 from foliolab.arch import get_arch
+from foliolab.boot import measure
 from foliolab.executors.base import BootSpec
+from foliolab.kernel import build
+from foliolab.run import dryrun
 from foliolab.workloads import WORKLOADS
 
 # seconds of the trial's 20 boots per workload (TCG, 1 sample a boot);

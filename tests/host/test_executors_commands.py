@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from foliolab import cli, executors
+from foliolab.arch import get_arch
 from foliolab.boot import measure
 from foliolab.bootrecord import BootResult
 from foliolab.executors.base import (
@@ -31,7 +32,6 @@ from foliolab.executors.base import (
     NoOptions,
     Settled,
 )
-from foliolab.arch import get_arch
 from foliolab.testrecord import Outcomes
 
 
@@ -352,8 +352,12 @@ def test_bisect_hands_the_chosen_executor_to_boot_once(
     """QemuLab makes the request's executor (one that counts) and counts
     each commit's kernel on it."""
     from foliolab.bisect import lab as bisectlab
-    from foliolab.bisect.record import BisectRequest, StepStatus, Threshold
-    from foliolab.bisect.record import Direction
+    from foliolab.bisect.record import (
+        BisectRequest,
+        Direction,
+        StepStatus,
+        Threshold,
+    )
     from foliolab.workloads import WORKLOADS
 
     w = WORKLOADS["pageout"]

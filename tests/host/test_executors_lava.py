@@ -12,16 +12,17 @@ from dataclasses import replace
 import pytest
 
 from foliolab import cli, errors
+from foliolab.arch import get_arch
 from foliolab.boot import derive, outcome
-from foliolab.run import orchestrate, record as runrecord
-from foliolab.guestdata import parse
 from foliolab.commands import measure as measure_cmd
+from foliolab.executors.base import BlockRequest, BootRequest, BootSpec, JobEnd
 from foliolab.executors.lava import definition as lava
 from foliolab.executors.lava.log import JobLog
-from foliolab.executors.base import BlockRequest, BootRequest, BootSpec, JobEnd
-from foliolab.arch import get_arch
+from foliolab.guestdata import parse
 from foliolab.kernel.build import Kernel
 from foliolab.paths import GUEST_DIR
+from foliolab.run import orchestrate
+from foliolab.run import record as runrecord
 from foliolab.workloads import WORKLOADS
 
 
@@ -596,8 +597,8 @@ def test_a_lab_gets_every_block_at_once_and_its_logs_become_samples(
 def test_a_run_that_stops_early_cancels_its_jobs_on_the_lab(tmp_path, lab):
     lab.stuck = {2}
     req = _lab_run(tmp_path, lab, runs=4)
-    from foliolab.executors.base import BlockRequest
     from foliolab.boot import measure as run
+    from foliolab.executors.base import BlockRequest
 
     boots = run.plan(req.workloads, {}, tuple(req.kernels), 4, 1, False)
     blocks = []
@@ -672,6 +673,7 @@ def test_the_board_job_passes_lava_run_validate(tmp_path):
     /etc/default file given in a private mount namespace); a job the
     device cannot run fails the same check."""
     import os
+
     from foliolab.executors.lava import local as lavalocal
 
     d = lavalocal.dispatcher()

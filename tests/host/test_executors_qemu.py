@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.kernel import kconfig
-from foliolab.executors import qemu
-from foliolab.executors.base import BootRequest
 from foliolab.arch import ARCHES, get_arch
 from foliolab.errors import SetupError, UsageError
+from foliolab.executors import qemu
+from foliolab.executors.base import BootRequest
+from foliolab.kernel import kconfig
 
 X86 = ARCHES["x86_64"]
 

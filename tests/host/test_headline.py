@@ -212,6 +212,7 @@ def test_results_json_is_json_and_diff_says_from_0(trial, tmp_path, capsys):
     """results.json held NaN and Infinity (no JSON parser but Python's
     reads them), and `foliolab diff` printed "inf*[inf,inf]" from it."""
     import shutil
+
     from foliolab import cli
 
     out, _ = trial

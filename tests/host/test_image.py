@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.kernel import image
 from foliolab.arch import ARCHES
 from foliolab.errors import ImageError
+from foliolab.kernel import image
 
 
 def test_cpio_is_readable_by_cpio(tmp_path):

@@ -1,8 +1,8 @@
 import pytest
 
-from foliolab.kernel import kconfig
 from foliolab.arch import ARCHES
 from foliolab.errors import ConfigError, UsageError
+from foliolab.kernel import kconfig
 from foliolab.paths import CONFIGS_DIR
 
 

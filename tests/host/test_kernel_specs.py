@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from foliolab import cli, errors
-from foliolab.kernel import sources, specs as kernels
+from foliolab.kernel import sources
+from foliolab.kernel import specs as kernels
 from foliolab.kernel.sources.base import SourceRecord, written
 from foliolab.kernel.sources.debian import DebianSource
 from foliolab.kernel.sources.git import GitSource

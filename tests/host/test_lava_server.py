@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from samerun import assert_same_run
 
 from foliolab import cli
 from foliolab.executors.lava import server as lavaserver
-from samerun import assert_same_run
 
 pytestmark = [
     pytest.mark.qemu,

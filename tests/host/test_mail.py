@@ -6,11 +6,10 @@ and nothing written."""
 import shutil
 
 import pytest
-
-from foliolab import cli
-from foliolab import render
-from foliolab.render import mail
 from runfiles import bytes_under
+
+from foliolab import cli, render
+from foliolab.render import mail
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ demand), judged, and kept; a resumed run keeps its finished boots."""
 import pytest
 
 from foliolab import bootrecord
-from foliolab.boot import derive, measure
 from foliolab.arch import get_arch
+from foliolab.boot import derive, measure
+from foliolab.errors import Stop
 from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel
-from foliolab.errors import Stop
 from foliolab.workloads import WORKLOADS
 
 

@@ -11,15 +11,16 @@ import signal
 import subprocess
 
 import pytest
+from runfiles import bytes_under
 
 from foliolab import cli, errors
-from foliolab.boot import derive
-from foliolab.run import orchestrate, rootcheck, record as runrecord
-from foliolab.commands import measure as measure_cmd
 from foliolab.arch import get_arch
+from foliolab.boot import derive
+from foliolab.commands import measure as measure_cmd
 from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel
-from runfiles import bytes_under
+from foliolab.run import orchestrate, rootcheck
+from foliolab.run import record as runrecord
 
 
 class FakeExecutor:

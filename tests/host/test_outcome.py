@@ -5,10 +5,9 @@ import json
 import pytest
 
 from foliolab.boot import outcome
+from foliolab.boot.outcome import IssueKind
 from foliolab.bootrecord import BootStatus, HostLoad, read_boot
 from foliolab.executors import EXECUTORS
-from foliolab.executors.lava.local import LavaLocalExecutor
-from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.base import (
     BootCapture,
     Ended,
@@ -16,7 +15,8 @@ from foliolab.executors.base import (
     JobEnd,
     NotRun,
 )
-from foliolab.boot.outcome import IssueKind
+from foliolab.executors.lava.local import LavaLocalExecutor
+from foliolab.executors.lava.server import LavaServerExecutor
 
 
 @pytest.mark.parametrize(
@@ -143,6 +143,7 @@ def test_judge_decides_the_status_from_the_capture(tmp_path, capture, status):
 def _framed(records: str, boot_id: str) -> bytes:
     import shutil
     import subprocess
+
     from foliolab.paths import GUEST_DIR
 
     return subprocess.run(

@@ -216,6 +216,7 @@ def test_scans_before(data):
 def _frame(records: bytes) -> bytes:
     import shutil
     import subprocess
+
     from foliolab.paths import GUEST_DIR
 
     busybox = shutil.which("busybox")
@@ -294,8 +295,9 @@ def test_console_records_cut_off():
 
 
 def test_console_records_name_their_boot():
-    import subprocess
     import shutil
+    import subprocess
+
     from foliolab.paths import GUEST_DIR
 
     framed = subprocess.run(

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from samerun import assert_same_run
 
 from foliolab import cli, errors
-from samerun import assert_same_run
 
 pytestmark = pytest.mark.qemu
 
@@ -356,8 +356,8 @@ def test_three_kernels_base_image_and_git(tmp_path):
     (a local change to mm/vmscan.c), built without touching the clone."""
     import subprocess
 
-    from foliolab.kernel import build, source
     from foliolab.arch import get_arch
+    from foliolab.kernel import build, source
 
     arch = get_arch("x86_64")
     base = build.build_kernel(source.prepare_vanilla(), arch, "perf")

@@ -4,13 +4,13 @@ drawing (render/), on runs written here and on captured guest output."""
 import json
 
 import pytest
+from runfiles import bytes_under
 
 from foliolab import cli, errors, render
-from foliolab.boot import derive
 from foliolab.analysis import diff
+from foliolab.boot import derive
 from foliolab.render import report
 from foliolab.workloads import WORKLOADS
-from runfiles import bytes_under
 
 
 def write_run(out, names, values, attribution=None, specs=None):

@@ -15,8 +15,8 @@ from html.parser import HTMLParser
 import pytest
 
 from foliolab.boot import monitors
-from foliolab.render import report
 from foliolab.manifest import RunManifest
+from foliolab.render import report
 
 
 def chromium() -> str:

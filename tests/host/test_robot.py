@@ -14,7 +14,6 @@ import pytest
 from foliolab import cli, proc
 from foliolab.errors import UsageError
 from foliolab.kernel import source
-from foliolab.robot import diagnostics as dg
 from foliolab.robot import (
     cache,
     checks,
@@ -27,6 +26,7 @@ from foliolab.robot import (
     toolchain,
     treecheck,
 )
+from foliolab.robot import diagnostics as dg
 
 # ---- reading diagnostics ---------------------------------------------
 

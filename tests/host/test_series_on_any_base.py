@@ -8,20 +8,23 @@ import subprocess
 import pytest
 
 from foliolab import cli, errors
-from foliolab.run import orchestrate, record as runrecord
+from foliolab.commands import measure as measure_cmd
 from foliolab.kernel import (
     build,
     image,
     source,
     sources,
-    specs as kernels,
     store,
     trees,
 )
-from foliolab.commands import measure as measure_cmd
+from foliolab.kernel import (
+    specs as kernels,
+)
 from foliolab.kernel.build import Kernel
 from foliolab.kernel.sources.debian import DebianSource
 from foliolab.kernelrecord import SeriesRecord
+from foliolab.run import orchestrate
+from foliolab.run import record as runrecord
 
 RMAP = "int a;\nint b;\nint c;\n"
 
@@ -320,8 +323,8 @@ def test_check_builds_each_prefix_on_its_base(
     tree with patches 1..i, each built (stood in here) and booted."""
     from types import SimpleNamespace
 
-    from foliolab.series import check as seriescheck
     from foliolab.arch import get_arch
+    from foliolab.series import check as seriescheck
 
     head = git(clone, "rev-parse", "HEAD")
     for text in ("int a;\nint B;\nint c;\n", "int a;\nint B;\nint C;\n"):

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from foliolab.errors import PatchApplyError, UsageError
 from foliolab.kernel import source, sources
 from foliolab.kernel.sources.series import DirSeries
-from foliolab.errors import PatchApplyError, UsageError
 
 
 def sh(cwd, *argv):
@@ -236,6 +236,7 @@ def test_a_checkout_is_built_by_one_command_at_a_time(tmp_path, monkeypatch):
     releases it, so make never compiles another command's commit."""
     import threading
     import time
+
     from foliolab.kernel import source
 
     monkeypatch.setenv("FOLIOLAB_CACHE", str(tmp_path / "cache"))

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from foliolab import cli, errors
-from foliolab.series import sincespec
 from foliolab.kernel import debian, source, sources
+from foliolab.series import sincespec
 from foliolab.series import stablehistory as sh
 
 MAKEFILE = "VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = {}\nEXTRAVERSION =\n"
@@ -375,8 +375,8 @@ def test_without_history_only_the_history_comes_first(
 ):
     """The findings are printed before anything is built, the usual
     checks still run, and the restoration fails the command after them."""
-    from foliolab.series import check as seriescheck
     from foliolab.kernel import trees
+    from foliolab.series import check as seriescheck
 
     repo, series = make_stable(tmp_path, [PATCH1_C, PATCH2_C])
     pinned(repo)

@@ -1,13 +1,13 @@
 from pathlib import Path
 
 from foliolab import arch, bootrecord
+from foliolab.arch import ARCHES
+from foliolab.paths import GUEST_DIR
 from foliolab.suite import kselftests as suitebuild
 from foliolab.suite import plan as suite
 from foliolab.suite import results as suiteresults
 from foliolab.suite import run as suiterun
 from foliolab.suite.request import SuiteRequest
-from foliolab.arch import ARCHES
-from foliolab.paths import GUEST_DIR
 
 
 def test_kselftest_results_tap_and_exit_code():
@@ -224,8 +224,8 @@ def test_kselftest_baseline_per_arch():
 def _kselftest_make_argv(tmp_path, tmp_cache, monkeypatch, arch):
     import pytest
 
-    from foliolab.kernel import build, source
     from foliolab.errors import BuildError
+    from foliolab.kernel import build, source
 
     calls = []
     monkeypatch.setattr(source, "checkout", lambda tree: None)
@@ -391,8 +391,9 @@ def test_judge_boot_names_repeated_runs():
 
 
 def test_only_names_are_checked_against_the_guest_sources():
-    from foliolab.errors import UsageError
     import pytest
+
+    from foliolab.errors import UsageError
 
     suite.check_only(("anon_swap", "ksm.ksm_failed_merge_retried_every_scan"))
     with pytest.raises(UsageError, match="no guest test program nosuch"):

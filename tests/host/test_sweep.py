@@ -9,21 +9,24 @@ import random
 import shutil
 
 import pytest
+from test_orchestrate import FakeExecutor, request, stand_in
 
 from foliolab import errors, workloads
-from foliolab.analysis.growth import crossing, fit_exponent, growth_tables
-from foliolab.analysis.growth import GrowthPoint
+from foliolab.analysis.growth import (
+    GrowthPoint,
+    crossing,
+    fit_exponent,
+    growth_tables,
+)
 from foliolab.boot import derive
 from foliolab.boot.derive import Sample
-from foliolab.render import report
-from foliolab.render import growth as report_growth
 from foliolab.bootrecord import BootStatus
+from foliolab.render import growth as report_growth
+from foliolab.render import report
 from foliolab.run import orchestrate
 from foliolab.run import record as runrecord
 from foliolab.workloads import sweep
 from foliolab.workloads.model import MACHINE_VCPUS
-
-from test_orchestrate import FakeExecutor, request, stand_in
 
 
 def noisy_power_law(exponent, xs, per_point=3, sigma=0.02, seed=1):

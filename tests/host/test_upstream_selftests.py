@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.suite import results as suiteresults
-from foliolab.kernel import upstream_selftests as up
-from foliolab.kernel import debian
 from foliolab.arch import ARCHES
 from foliolab.errors import SourceError, UsageError
+from foliolab.kernel import debian
+from foliolab.kernel import upstream_selftests as up
+from foliolab.suite import results as suiteresults
 
 X86, ARM64 = ARCHES["x86_64"], ARCHES["arm64"]
 SOURCE = debian.Source(up.PACKAGE, "ab" * 32, Path("/src/7.3"), "c0ffee")

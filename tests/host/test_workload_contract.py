@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from foliolab.boot import derive
 from foliolab import workloads
+from foliolab.boot import derive
 from foliolab.boot.derive import Sample
 
 DATA = Path(__file__).parent / "data"

@@ -1,11 +1,11 @@
 import pytest
 
-from foliolab.guestdata import parse
 from foliolab import workloads
+from foliolab.errors import UsageError
+from foliolab.guestdata import parse
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.workloads.model import with_roots
-from foliolab.errors import UsageError
 
 
 def test_get_workloads():
@@ -271,8 +271,8 @@ def test_dirty_tlb_counts_zero_filled_pages_as_swapped_out():
     dirty-tlb boot (/work/results-73-count): a per-page figure divided by
     pswpout alone was 80 times too large, and by a different factor on
     each kernel."""
-    from foliolab.guestdata import countwindows
     from foliolab.boot import derive
+    from foliolab.guestdata import countwindows
 
     vmstat = (
         "pgscan_anon {0}\npgsteal_anon {0}\npswpout {1}\n"

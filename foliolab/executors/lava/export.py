@@ -16,15 +16,15 @@ from typing import ClassVar
 
 import yaml
 
+from foliolab.errors import LavaError, UsageError
 from foliolab.executors.base import (
-    Flag,
     BlockRequest,
     BootCapture,
     Ended,
     ExecutorKind,
     ExecutorRecord,
+    Flag,
 )
-from foliolab.errors import LavaError, UsageError
 from foliolab.executors.lava.debs import LAVA_VERSION
 from foliolab.executors.lava.job import (
     ARTIFACTS_URL_FLAG,
@@ -36,9 +36,9 @@ from foliolab.executors.lava.job import (
     LavaOptions,
     Target,
 )
-from foliolab.executors.lava.server import LavaServerExecutor
 from foliolab.executors.lava.log import JobLog, captures
 from foliolab.executors.lava.record import LavaRecord
+from foliolab.executors.lava.server import LavaServerExecutor
 
 
 class LavaExport(LavaRecord, LavaJobs):

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from foliolab import proc
-from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.errors import LavaError, UsageError
+from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.executors.lava.debs import (
     LAVA_VERSION,
     lava_common_dir,

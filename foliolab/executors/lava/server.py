@@ -25,6 +25,7 @@ from typing import Any, ClassVar, cast
 import yaml
 
 from foliolab import __version__
+from foliolab.errors import LavaError, UsageError
 from foliolab.executors.base import (
     BlockRequest,
     BootCapture,
@@ -33,8 +34,6 @@ from foliolab.executors.base import (
     Flag,
     NotRun,
 )
-from foliolab.errors import LavaError, UsageError
-from foliolab.executors.lava.record import LavaRecord
 from foliolab.executors.lava.job import (
     ARTIFACTS_URL_FLAG,
     LAVA_LAB,
@@ -45,6 +44,7 @@ from foliolab.executors.lava.job import (
     LavaOptions,
     Target,
 )
+from foliolab.executors.lava.record import LavaRecord
 
 log = logging.getLogger("foliolab")
 

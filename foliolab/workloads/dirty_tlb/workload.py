@@ -7,13 +7,13 @@ from foliolab.guestdata import parse
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, counter_deltas
 from foliolab.workloads.model import (
-    Window,
+    MACHINE_VCPUS,
+    NO_DIRECTION,
     Derived,
     Growth,
-    MACHINE_VCPUS,
     Metric,
-    NO_DIRECTION,
     Param,
+    Window,
     Workload,
     count_metrics,
 )

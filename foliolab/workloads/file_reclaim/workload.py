@@ -14,12 +14,12 @@ from foliolab.workloads.checks import (
     stage_times,
 )
 from foliolab.workloads.model import (
-    Window,
     NO_DIRECTION,
     Derived,
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
     count_metrics,
 )

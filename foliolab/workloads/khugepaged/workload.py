@@ -7,11 +7,11 @@ from foliolab.guestdata import parse
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
-    Window,
     NO_DIRECTION,
     Derived,
     Metric,
     Param,
+    Window,
     Workload,
     count_metrics,
 )

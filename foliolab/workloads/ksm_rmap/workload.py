@@ -8,13 +8,13 @@ from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
-    Window,
     COUNTING,
     NO_DIRECTION,
     Derived,
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
     count_metrics,
 )

@@ -15,12 +15,12 @@ from foliolab.workloads.checks import (
     stage_times,
 )
 from foliolab.workloads.model import (
-    Window,
+    NO_DIRECTION,
     Derived,
     Growth,
-    NO_DIRECTION,
     Metric,
     Param,
+    Window,
     Workload,
     count_metrics,
 )
