@@ -178,9 +178,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     checks = seriescheck.check_series(
         spec, get_arch(args.arch), args.config, args.accel, out, executor
     )
+    result = seriescheck.SeriesCheck(tuple(checks), out)
+    out.mkdir(parents=True, exist_ok=True)
+    result.outcomes().write(out)
     for c in checks:
         print(c.row())
-    bad = [c for c in checks if not c.ok]
+    bad = result.bad
     if bad:
         raise BuildError(
             f"{len(bad)} of {len(checks)} patches fail the "
