@@ -171,7 +171,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         "check-%Y%m%d-%H%M%S"
     )
     if cells is not None:
-        robot.check(args, tree, cells, out)
+        robot.check(args, spec, tree, cells, out)
         if history:
             history.raise_if_restored()
         return 0
