@@ -171,16 +171,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         "check-%Y%m%d-%H%M%S"
     )
     if cells is not None:
-        robot.check(args, tree, cells, out)
+        robot.check(args, spec, tree, cells, out)
         if history:
             history.raise_if_restored()
         return 0
     checks = seriescheck.check_series(
         spec, get_arch(args.arch), args.config, args.accel, out, executor
     )
+    result = seriescheck.SeriesCheck(tuple(checks), out)
+    out.mkdir(parents=True, exist_ok=True)
+    result.outcomes().write(out)
     for c in checks:
         print(c.row())
-    bad = [c for c in checks if not c.ok]
+    bad = result.bad
     if bad:
         raise BuildError(
             f"{len(bad)} of {len(checks)} patches fail the "

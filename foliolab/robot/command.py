@@ -13,7 +13,12 @@ from pathlib import Path
 
 from foliolab.errors import BuildError, DiagnosticsError, UsageError
 from foliolab.kernel import source, sources
+from foliolab.kernel import specs as kernels
+from foliolab.kernelrecord import KernelRecord, kernel_record
 from foliolab.robot import matrix, run, toolchain
+from foliolab.robot.report import Report
+from foliolab.series.check import prefix_kernel
+from foliolab.testrecord import Outcomes
 
 
 def options(s: argparse.ArgumentParser) -> None:
@@ -95,25 +100,29 @@ def chosen_cells(request: RobotRequest) -> tuple[matrix.Cell, ...] | None:
 
 def check(
     args: argparse.Namespace,
+    spec: kernels.KernelSpec,
     tree: source.Tree,
     chosen: tuple[matrix.Cell, ...],
     out: Path,
 ) -> int:
     """``check --robot`` with its options (see ``run_request``)."""
-    return run_request(RobotRequest.from_args(args), tree, chosen, out)
+    return run_request(RobotRequest.from_args(args), spec, tree, chosen, out)
 
 
 def run_request(
     request: RobotRequest,
+    spec: kernels.KernelSpec,
     tree: source.Tree,
     chosen: tuple[matrix.Cell, ...],
     out: Path,
 ) -> int:
-    """Run the robot, print each finding (``patch: cell: file:line:
-    text``), the time of each cell and the notes; a finding is an
-    error."""
+    """Run the robot on ``spec``'s series (``tree``: its whole series
+    applied), print each finding (``patch: cell: file:line: text``), the
+    time of each cell and the notes; a finding is an error. The run's
+    outcomes go beside robot.txt (see ``outcomes``)."""
     series = sources.read_patches(request.patches)
     report = run.check(tree, series.patches, chosen, out, request.jobs)
+    outcomes(report, spec, tree, out).write(out)
     for line in report.lines():
         print(line)
     print(
@@ -143,3 +152,18 @@ def run_request(
             hint=f"see the lines above or {out / 'robot.txt'}",
         )
     return 0
+
+
+def outcomes(
+    report: Report, spec: kernels.KernelSpec, tree: source.Tree, out: Path
+) -> Outcomes:
+    """The robot's run as every command records one: a kernel per prefix
+    a cell or check ran on, named by its label (0000: the base, 0003:
+    the base and patches 1..3), with its spec and series (the robot
+    builds per cell: no build of its own; a test's misc has the cell's
+    arch and config); a test per cell and patch (``Report.tests``)."""
+    records: list[KernelRecord] = [
+        kernel_record(prefix_kernel(spec, p.index), tree if p.index else None)
+        for p in report.built()
+    ]
+    return Outcomes("check", records, report.tests(out))

@@ -1,10 +1,13 @@
 """What the robot reports: the diagnostics each patch adds (its
-findings), how long each cell took, and robot.txt and robot.json.
+findings), how long each cell took, and robot.txt and robot.json; and
+the same as the run's outcomes (``Report.tests``), a test per cell and
+patch.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,8 +16,9 @@ from foliolab.robot import diagnostics as dg
 from foliolab.robot import objects
 from foliolab.robot.cache import CellResult
 from foliolab.robot.matrix import Cell
-from foliolab.robot.prefixes import SeriesTrees
+from foliolab.robot.prefixes import Prefix, SeriesTrees
 from foliolab.robot.treecheck import Said
+from foliolab.testrecord import TestOutcome, TestStatus
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,20 @@ def _ranges(nums: list[int]) -> str:
     return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
 
 
+@dataclass(frozen=True)
+class CellRun:
+    """A cell, or a tree-wide check, on one prefix in this run (compiled,
+    or taken from the cache)."""
+
+    cell: str  # arm/mm, all/kernel-doc
+    prefix: int  # 0: the base
+    arch: str = ""  # a cell's; "" for a tree-wide check
+    config: str = ""  # a cell's variant: perf, mm, ...
+    whole: bool = False  # a cell of the base and the whole series only
+    log: str = ""  # its make log, if it has one
+    cached: bool = False
+
+
 @dataclass
 class Report:
     findings: list[Finding]
@@ -84,9 +102,121 @@ class Report:
     notes: list[str]
     elapsed: float
     broken: dict[str, str] = field(default_factory=dict)
+    # what ran, cell by cell (a broken cell: the prefixes it finished)
+    ran: list[CellRun] = field(default_factory=list)
+    # cells asked for and not run (their toolchain is unusable): why
+    skipped: dict[str, str] = field(default_factory=dict)
+    # the series' prefixes: the base and one a patch
+    prefixes: tuple[Prefix, ...] = ()
 
     def lines(self) -> list[str]:
         return [f.line() for f in self.findings]
+
+    def built(self) -> list[Prefix]:
+        """The prefixes a cell or a check ran on, in order: the
+        run's kernels."""
+        done = {r.prefix for r in self.ran}
+        return [p for p in self.prefixes if p.index in done]
+
+    def tests(self, out: Path) -> list[TestOutcome]:
+        """A test per cell (and tree-wide check) and patch, on the
+        kernel of the prefix that patch makes (the prefix's label, e.g.
+        0003; a cell of the whole series: the last prefix, whose
+        findings it lays to their patches): pass when the cell has no
+        finding of the patch, fail when it has (how many, the first's
+        line), error on every patch of a broken cell (its findings are
+        not reported), skip for a cell not run. The duration is the
+        compile of the prefix in this run (none when cached or for the
+        whole series); the log the cell's make log when it lies in
+        ``out``, else in the misc as build_log. The misc also has the
+        cell, its arch and config (the kernels have no build: the robot
+        builds per cell) and the patch's commit (its prefix's)."""
+        n = len(self.prefixes) - 1
+        if n < 1:
+            return []
+        tip = self.prefixes[n]
+        found: dict[tuple[str, str], list[Finding]] = {}
+        for f in self.findings:
+            found.setdefault((f.cell, f.patch), []).append(f)
+        compile_s = {t.cell: t.compile_s for t in self.times}
+        runs: dict[str, dict[int, CellRun]] = {}
+        for r in self.ran:
+            runs.setdefault(r.cell, {})[r.prefix] = r
+        tests = []
+        for cell in [*runs, *(c for c in self.broken if c not in runs)]:
+            by_prefix = runs.get(cell, {})
+            one = next(iter(by_prefix.values()), CellRun(cell, 0))
+            for p in self.prefixes[1:]:
+                ran = by_prefix.get(tip.index if one.whole else p.index)
+                misc: dict[str, str | int | float | bool] = {
+                    "cell": cell,
+                    "commit": p.commit,
+                }
+                if one.arch:
+                    misc.update(arch=one.arch, config=one.config)
+                if one.whole:
+                    misc["whole_series"] = True
+                if cell in self.broken or ran is None:
+                    # a broken cell's findings are not reported: none of
+                    # its patches has a verdict
+                    misc["why"] = self.broken.get(cell, "not run")
+                    tests.append(
+                        TestOutcome(
+                            outcome_path(cell, p.label),
+                            TestStatus.ERROR,
+                            self.prefixes[ran.prefix].label if ran else "",
+                            misc=misc,
+                        )
+                    )
+                    continue
+                mine = found.get((cell, p.label), [])
+                log = _under(ran.log, out)
+                if ran.log and not log:
+                    misc["build_log"] = ran.log
+                if ran.cached:
+                    misc["cached"] = True
+                if mine:
+                    misc.update(findings=len(mine), first=mine[0].line())
+                tests.append(
+                    TestOutcome(
+                        outcome_path(cell, p.label),
+                        TestStatus.FAIL if mine else TestStatus.PASS,
+                        self.prefixes[ran.prefix].label,
+                        None
+                        if one.whole
+                        else compile_s.get(cell, {}).get(ran.prefix),
+                        log,
+                        misc,
+                    )
+                )
+        for cell, why in self.skipped.items():
+            for p in self.prefixes[1:]:
+                tests.append(
+                    TestOutcome(
+                        outcome_path(cell, p.label),
+                        TestStatus.SKIP,
+                        misc={"cell": cell, "why": why},
+                    )
+                )
+        return tests
+
+
+def outcome_path(cell: str, label: str) -> str:
+    """``robot.<cell>.<patch>``: the cell's / as dots (x86_64/perf:
+    x86_64.perf), any character but a letter, digit, _ or - as _ (so a
+    cell's name never adds or empties a dotted part)."""
+    parts = [re.sub(r"[^A-Za-z0-9_-]", "_", c) or "_" for c in cell.split("/")]
+    return ".".join(["robot", *parts, label])
+
+
+def _under(log: str, out: Path) -> str:
+    """``log`` relative to ``out``, "" when it is elsewhere (or none)."""
+    if not log:
+        return ""
+    try:
+        return str(Path(log).resolve().relative_to(out.resolve()))
+    except ValueError:
+        return ""
 
 
 def findings(

@@ -88,6 +88,8 @@ class Robot:
         self.notes: list[str] = []
         # cells that could not be configured or prepared: why
         self.broken: dict[str, str] = {}
+        # cells asked for that this tree cannot be compiled on: why
+        self.skipped: dict[str, str] = {}
 
     # ---- the worktree -------------------------------------------------
 
@@ -516,12 +518,30 @@ class Robot:
             results,
             [Said(c, said[c]) for c in registry],
         )
+        ran = [
+            report.CellRun(
+                cell.name,
+                i,
+                cell.arch.name,
+                cell.variant.name,
+                not cell.per_prefix,
+                results[(cell.name, i)].log,
+                results[(cell.name, i)].cached,
+            )
+            for cell in self.cells
+            for i in cell.prefixes(n)
+            if (cell.name, i) in results
+        ]
+        ran += [report.CellRun(c.cell, i) for c in registry for i in said[c]]
         done = Report(
             found,
             list(self.times.values()),
             self.notes,
             time.monotonic() - t0,
             dict(self.broken),
+            ran,
+            dict(self.skipped),
+            s.prefixes,
         )
         report.write(self.out, s, self.cells, done)
         return done
@@ -543,9 +563,12 @@ def check(
             hint="give a series on a base (--patches DIR --base SPEC)",
         )
     series = series_trees(tree, tree.onto, patches)
-    cells, notes = usable(cells, series)
-    ensure_tools(cells)
-    robot = Robot(series, cells, out, jobs)
+    kept, notes = usable(cells, series)
+    ensure_tools(kept)
+    robot = Robot(series, kept, out, jobs)
     for n in notes:
         robot._note(n)
+    # usable() gives a note for each cell it leaves out, in their order
+    left_out = [c for c in cells if c not in kept]
+    robot.skipped = {c.name: n for c, n in zip(left_out, notes, strict=True)}
     return robot.run()

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from foliolab import cli, executors
+from foliolab import cli, errors, executors
 from foliolab.arch import get_arch
 from foliolab.boot import measure
 from foliolab.bootrecord import BootResult
@@ -260,22 +260,32 @@ def test_test_hands_the_chosen_executor_to_boot_once(
 # ---- check -------------------------------------------------------------------
 
 
-def test_check_hands_the_chosen_executor_to_boot_once(
-    stand, tmp_path, monkeypatch
-):
+def stand_in_check(tmp_path, monkeypatch, patches=1):
+    """``check`` on a series of ``patches`` patches, every stage stood
+    in for (checkpatch passes); its module, and the series' directory."""
     from foliolab.commands import kernel as kernelcmd
+    from foliolab.kernel import build, source
     from foliolab.series import check as seriescheck
 
     series = tmp_path / "series"
     series.mkdir()
-    (series / "0001-a.patch").write_text("Subject: [PATCH] a\n\n---\n")
-    (series / "series").write_text("0001-a.patch\n")
+    names = [f"{i:04d}-p{i}.patch" for i in range(1, patches + 1)]
+    for i, name in enumerate(names, 1):
+        (series / name).write_text(f"Subject: [PATCH] p{i}\n\n---\n")
+    (series / "series").write_text("".join(n + "\n" for n in names))
     monkeypatch.setattr(kernelcmd.kernels, "check_spec", lambda spec: None)
     monkeypatch.setattr(kernelcmd.trees, "tree_of", lambda spec: None)
+    onto = source.Onto("base", "linux 7.3", "ba5e")
     monkeypatch.setattr(
         seriescheck.trees,
         "tree_of",
-        lambda spec: SimpleNamespace(path=tmp_path),
+        lambda spec: source.Tree(
+            "patched",
+            tmp_path,
+            f"c{spec.applied.prefix if spec.applied else 0}",
+            "d1g",
+            onto=onto,
+        ),
     )
     monkeypatch.setattr(
         seriescheck,
@@ -290,10 +300,24 @@ def test_check_hands_the_chosen_executor_to_boot_once(
     monkeypatch.setattr(
         seriescheck.build,
         "build_kernel",
-        lambda tree, arch, config, keep=None: SimpleNamespace(
-            elapsed=1.0, arch="x86_64", image=tmp_path / "bzImage"
+        lambda tree, arch, config, keep=None: build.Kernel(
+            tree.variant,
+            "perf",
+            "x86_64",
+            tmp_path,
+            tmp_path / "bzImage",
+            tree.commit,
+            "5ha",
+            1.0,
         ),
     )
+    return seriescheck, series
+
+
+def test_check_hands_the_chosen_executor_to_boot_once(
+    stand, tmp_path, monkeypatch
+):
+    seriescheck, series = stand_in_check(tmp_path, monkeypatch)
     seen = stand_in_boots(monkeypatch, seriescheck)
     out = tmp_path / "out"
     rc = cli.main(
@@ -310,6 +334,77 @@ def test_check_hands_the_chosen_executor_to_boot_once(
     assert rc == 0
     assert seen.executors == Stand.made and Stand.made[0].out == out
     assert [r.boot_id for r in seen.requests] == ["check/0001"]
+    # the run's record: the prefix built, its checkpatch and its boot
+    done = Outcomes.read(out)
+    assert done.command == "check"
+    (k,) = done.kernels
+    assert (k.name, k.spec, k.commit, k.config_sha) == (
+        "0001",
+        f"base+{series}:1",
+        "c1",
+        "5ha",
+    )
+    assert k.series is not None and k.series.patches == 1
+    assert [(t.path, t.status.value, t.kernel) for t in done.tests] == [
+        ("check.0001.checkpatch", "pass", ""),
+        ("check.0001.boot", "pass", "0001"),
+    ]
+    assert done.tests[1].log == "0001/console.log"
+
+
+def test_check_records_a_failed_boot_and_checkpatch(
+    stand, tmp_path, monkeypatch
+):
+    """Patch 2's checkpatch finds something and its prefix panics; patch
+    3's does not build: each says so in the run's outcomes, which are
+    written although the command fails."""
+    seriescheck, series = stand_in_check(tmp_path, monkeypatch, 3)
+    monkeypatch.setattr(
+        seriescheck,
+        "run_checkpatch",
+        lambda repo, patch: (
+            seriescheck.Step(False, "total: 1 errors")
+            if patch.name.startswith("0002")
+            else seriescheck.Step(True, "ok")
+        ),
+    )
+    building = seriescheck.build.build_kernel
+
+    def build_kernel(tree, arch, config, keep=None):
+        if tree.commit == "c3":
+            raise errors.BuildError("make failed")
+        return building(tree, arch, config, keep)
+
+    monkeypatch.setattr(seriescheck.build, "build_kernel", build_kernel)
+    stand_in_boots(monkeypatch, seriescheck)
+    clean = seriescheck.boot_once
+    stand_in_boots(monkeypatch, seriescheck, clean=False)
+    panic = seriescheck.boot_once
+    monkeypatch.setattr(
+        seriescheck,
+        "boot_once",
+        lambda e, request, img: (
+            panic if request.boot_id == "check/0002" else clean
+        )(e, request, img),
+    )
+    out = tmp_path / "out"
+    rc = cli.main(
+        ["check", "--patches", str(series), "--executor", "stand"]
+        + ["--out", str(out)]
+    )
+    assert rc == errors.BuildError.exit_code
+    done = Outcomes.read(out)
+    assert [k.name for k in done.kernels] == ["0001", "0002"]
+    assert [(t.path, t.status.value, t.kernel) for t in done.tests] == [
+        ("check.0001.checkpatch", "pass", ""),
+        ("check.0001.boot", "pass", "0001"),
+        ("check.0002.checkpatch", "fail", ""),
+        ("check.0002.boot", "fail", "0002"),
+        ("check.0003.checkpatch", "pass", ""),
+        ("check.0003.boot", "error", ""),
+    ]
+    assert done.tests[3].log == "0002/console.log"
+    assert "make failed" in str(done.tests[5].misc["build"])
 
 
 # ---- run ---------------------------------------------------------------------

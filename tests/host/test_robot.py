@@ -773,3 +773,113 @@ def test_the_robots_options_are_one_request():
     ]
     with pytest.raises(UsageError, match="give 1 or more"):
         command.chosen_cells(dataclasses.replace(request, jobs=0))
+
+
+# ---- the run's outcomes ----------------------------------------------
+
+
+def test_the_robots_run_is_its_outcomes(tmp_path, tmp_cache, monkeypatch):
+    """check --robot on two patches, the cells stood in for: x86_64/perf
+    finds what patch 2 adds, arm/mm (the whole series) nothing, i386/mm
+    breaks on prefix 1, x86_64/perf-clang is left out, and the real
+    tree-wide checks find patch 2's XXX. outcomes.json has a kernel a
+    prefix and a test a cell and patch, each with its verdict."""
+    from foliolab.errors import BuildError
+    from foliolab.kernel import sources
+    from foliolab.kernel import specs as kernels
+    from foliolab.testrecord import Outcomes
+
+    series = small_series(tmp_path)
+    (tmp_path / "series").write_text("0001-p.patch\n0002-p.patch\n")
+    x86, arm, i386, clang = (
+        cell(n)
+        for n in ("x86_64/perf", "arm/mm", "i386/mm", "x86_64/perf-clang")
+    )
+    out = tmp_path / "out"
+    new2 = diag(30, "int v2;", "unused 'v2'", "mm/rmap.c")
+
+    def cell_on(robot, c, prefix):
+        i = prefix.index
+        if c == i386 and i:
+            raise BuildError("robot cell i386/mm: compile failed (exit 2)")
+        robot.times[c.name].compile_s[i] = 2.5
+        log = out / "logs" / f"{i}.log" if c == x86 else tmp_path / "x.log"
+        diags = (new2,) if c == x86 and i == 2 else ()
+        return cache.CellResult(c.name, prefix.tree, diags, 2.5, 1, str(log))
+
+    monkeypatch.setattr(run.Robot, "cell_on", cell_on)
+    monkeypatch.setattr(run, "series_trees", lambda *a: series)
+    monkeypatch.setattr(run, "ensure_tools", lambda cells: None)
+    monkeypatch.setattr(
+        run,
+        "usable",
+        lambda cells, s: (
+            tuple(c for c in cells if c != clang),
+            ["x86_64/perf-clang: not run: the tree needs LLVM 21"],
+        ),
+    )
+    tree = source.Tree(
+        "patched",
+        series.repo,
+        series.tip.commit,
+        "d1g",
+        onto=source.Onto("base", "linux 7.3", series.prefixes[0].commit),
+    )
+    spec = kernels.with_series(kernels.parse_base("base"), "patched", tmp_path)
+    request = command.RobotRequest(True, None, 1, False, tmp_path)
+    assert len(sources.read_patches(tmp_path).patches) == 2
+    with pytest.raises(BuildError, match="1 cell"):
+        command.run_request(request, spec, tree, (x86, arm, i386, clang), out)
+
+    done = Outcomes.read(out)
+    assert done.command == "check"
+    assert [k.name for k in done.kernels] == ["0000", "0001", "0002"]
+    assert [k.spec for k in done.kernels] == [
+        "base",
+        f"base+{tmp_path}:1",
+        f"base+{tmp_path}:2",
+    ]
+    assert done.kernels[2].series is not None
+    assert done.kernels[2].series.patches == 2
+    assert all(k.built is None for k in done.kernels)
+    got = [(t.path, t.status.value, t.kernel) for t in done.tests]
+    assert got == [
+        ("robot.x86_64.perf.0001", "pass", "0001"),
+        ("robot.x86_64.perf.0002", "fail", "0002"),
+        # the whole series: both patches judged on the last prefix
+        ("robot.arm.mm.0001", "pass", "0002"),
+        ("robot.arm.mm.0002", "pass", "0002"),
+        ("robot.i386.mm.0001", "error", ""),
+        ("robot.i386.mm.0002", "error", ""),
+        # the tree-wide checks, in the registry's order
+        ("robot.all.checkpatch.0001", "pass", "0001"),
+        ("robot.all.checkpatch.0002", "fail", "0002"),
+        ("robot.all.kernel-doc.0001", "pass", "0001"),
+        ("robot.all.kernel-doc.0002", "pass", "0002"),
+        ("robot.x86_64.perf-clang.0001", "skip", ""),
+        ("robot.x86_64.perf-clang.0002", "skip", ""),
+    ]
+    by = {t.path: t for t in done.tests}
+    failed = by["robot.x86_64.perf.0002"]
+    assert failed.misc["findings"] == 1
+    assert failed.misc["first"] == (
+        "0002: x86_64/perf: mm/rmap.c:30: warning: unused 'v2'"
+    )
+    assert (failed.misc["arch"], failed.misc["config"]) == ("x86_64", "perf")
+    assert failed.duration_s == 2.5 and failed.log == "logs/2.log"
+    assert by["robot.arm.mm.0001"].misc["build_log"] == str(tmp_path / "x.log")
+    assert "compile failed" in str(by["robot.i386.mm.0002"].misc["why"])
+    assert "LLVM 21" in str(by["robot.x86_64.perf-clang.0001"].misc["why"])
+    # robot.txt says the same findings, as it always has
+    assert (out / "robot.txt").read_text().splitlines() == [
+        "0002: all/checkpatch: 0002-p.patch: warning: an XXX",
+        "0002: x86_64/perf: mm/rmap.c:30: warning: unused 'v2'",
+    ]
+
+
+def test_a_cells_name_is_a_dotted_path_of_its_own():
+    assert report.outcome_path("x86_64/perf", "0003") == (
+        "robot.x86_64.perf.0003"
+    )
+    assert report.outcome_path("a.b/c d", "0001") == "robot.a_b.c_d.0001"
+    assert report.outcome_path("x//y", "0001") == "robot.x._.y.0001"

@@ -362,7 +362,9 @@ def test_check_builds_each_prefix_on_its_base(
     monkeypatch.setattr(
         seriescheck,
         "boot_once",
-        lambda *a: SimpleNamespace(clean=True, exit_code=0, elapsed=1.0),
+        lambda *a: SimpleNamespace(
+            clean=True, exit_code=0, elapsed=1.0, console=tmp_path / "c.log"
+        ),
     )
     spec = kernels.with_series(
         kernels.parse_base(f"git:{clone}@{head}"), "patched", d
