@@ -1,7 +1,8 @@
 """What a bisect asks and what it records: the request and its threshold,
 the metric it may count, each step's status and verdict, and the record
 on disk (bisect.json, rewritten after every step, and bisect.txt, its
-text).
+text) and the run's outcomes (outcomes.json: each step a test, each
+commit a kernel).
 
 The search over the range is search.py's; building and counting a commit
 is lab.py's.
@@ -12,11 +13,14 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from foliolab.errors import UsageError
 from foliolab.executors import ExecutorOptions
+from foliolab.kernelrecord import BuildRecord, KernelRecord
+from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 from foliolab.workloads.model import Workload
 
 RECORD = "bisect.json"
@@ -163,6 +167,23 @@ class Step:
         self.status = StepStatus(self.status)
         self.verdict = Verdict(self.verdict)
 
+    @property
+    def kernel(self) -> str:
+        """The name its commit's kernel has in the run's outcomes."""
+        return self.commit[:12]
+
+    @property
+    def test_status(self) -> TestStatus:
+        """Its verdict as a test's status: a commit that did not build or
+        boot is an error, one booted without a count is skipped."""
+        if self.status in (StepStatus.BUILD_FAILED, StepStatus.BOOT_FAILED):
+            return TestStatus.ERROR
+        return {
+            Verdict.GOOD: TestStatus.PASS,
+            Verdict.BAD: TestStatus.FAIL,
+            Verdict.SKIP: TestStatus.SKIP,
+        }[self.verdict]
+
 
 @dataclass(frozen=True)
 class BisectKey:
@@ -230,6 +251,55 @@ class Record:
         tmp.replace(out / RECORD)
         (out / TEXT).write_text(render(self))
 
+    def tests(self, out: Path) -> list[TestOutcome]:
+        """Every step as a test of the run in ``out``: path
+        ``bisect.<commit>``, its count, the limit and its verdict as misc,
+        its boot's console (when it booted) as its log."""
+        return [
+            TestOutcome(
+                f"bisect.{s.kernel}",
+                s.test_status,
+                s.kernel,
+                s.seconds,
+                _console(out, s),
+                {
+                    k: v
+                    for k, v in (
+                        ("metric", self.key.metric),
+                        ("value", s.count),
+                        ("limit", self.limit),
+                        ("threshold", self.threshold),
+                        ("verdict", s.verdict.value),
+                        ("detail", s.detail),
+                    )
+                    if v is not None and v != ""
+                },
+            )
+            for s in self.steps
+        ]
+
+    def kernels(self, built: Mapping[str, BuildRecord]) -> list[KernelRecord]:
+        """One kernel per commit tried, named as its step's test names it:
+        the commit of the bisected tree as its spec, and its build where
+        ``built`` (by commit) has it (none for a commit that did not
+        build)."""
+        seen: dict[str, KernelRecord] = {}
+        for s in self.steps:
+            seen.setdefault(
+                s.kernel,
+                KernelRecord(
+                    s.kernel,
+                    f"git:{self.key.repo}@{s.commit}",
+                    built=built.get(s.commit),
+                ),
+            )
+        return list(seen.values())
+
+    def outcomes(
+        self, out: Path, built: Mapping[str, BuildRecord]
+    ) -> Outcomes:
+        return Outcomes("bisect", self.kernels(built), self.tests(out))
+
     @classmethod
     def read(cls, out: Path) -> Record:
         path = out / RECORD
@@ -243,6 +313,17 @@ class Record:
                 f"{path} is not a bisect record ({e})",
                 hint="give the --out of a foliolab bisect",
             ) from None
+
+
+def _console(out: Path, s: Step) -> str:
+    """The step's console log relative to ``out``, if it booted."""
+    console = Path(s.rundir) / "console.log"
+    if not s.rundir or not console.is_file():
+        return ""
+    try:
+        return str(console.relative_to(out))
+    except ValueError:  # a step recorded under another --out
+        return str(console)
 
 
 def render(r: Record) -> str:

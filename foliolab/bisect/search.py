@@ -14,7 +14,8 @@ does: the next step is the open commit nearest the middle, and if only
 skipped commits are left the answer is the range they span.
 
 The run directory holds bisect.json (the request and every step: commit,
-subject, build and boot status, count, verdict) and bisect.txt, rewritten
+subject, build and boot status, count, verdict), bisect.txt and
+outcomes.json (each step as a test, each commit's kernel), rewritten
 after every step, and each step's boot under steps/; a stopped bisect
 keeps its finished steps and ``--resume`` reuses them. Builds are kept in
 the kernel store, so a rerun over the same commits builds nothing.
@@ -52,6 +53,7 @@ from foliolab.bisect.record import (
 )
 from foliolab.errors import (
     BenchmarkError,
+    DamagedRunError,
     FoliolabError,
     Stop,
     StoppedError,
@@ -59,6 +61,8 @@ from foliolab.errors import (
     stop_signals,
 )
 from foliolab.executors import check_executor
+from foliolab.kernelrecord import BuildRecord, build_record
+from foliolab.testrecord import Outcomes
 
 log = logging.getLogger("foliolab")
 
@@ -84,10 +88,20 @@ class Bisection:
         lab: Lab,
         record: Record,
         kept: dict[str, Step],
+        built: dict[str, BuildRecord] | None = None,
     ):
         self.req, self.commits, self.lab = req, commits, lab
         self.record, self.kept = record, kept
         self.good_count: float | None = None
+        # each commit's build, by commit, for the run's outcomes (a kept
+        # step's from the outcomes of the bisect it resumes)
+        self.built: dict[str, BuildRecord] = dict(built or {})
+
+    def write(self) -> None:
+        """The record (bisect.json, bisect.txt) and the outcomes it gives
+        (outcomes.json), so that a stopped bisect's agree."""
+        self.record.write(self.req.out)
+        self.record.outcomes(self.req.out, self.built).write(self.req.out)
 
     def step(self, position: int) -> Step:
         """Build and count the commit at ``position``; the step, printed
@@ -101,7 +115,7 @@ class Bisection:
         s.verdict = self._verdict(s)
         self.record.steps.append(s)
         self.record.wall_s = time.time() - self.record.started
-        self.record.write(self.req.out)
+        self.write()
         print(
             step_line(len(self.record.steps), s, len(self.commits)), flush=True
         )
@@ -115,6 +129,7 @@ class Bisection:
         except FoliolabError as e:
             m = Measurement(StepStatus.BUILD_FAILED, detail=e.one_line())
         else:
+            self.built[c.sha] = build_record(kernel)
             m = self.lab.count(kernel, rundir)
         return Step(
             position,
@@ -174,7 +189,7 @@ class Bisection:
 
     def _fail(self, what: str, hint: str) -> NoReturn:
         self.record.result = f"no answer: {what}"
-        self.record.write(self.req.out)
+        self.write()
         raise BenchmarkError(
             what, hint=f"{hint}; steps in {self.req.out / TEXT}"
         )
@@ -238,6 +253,16 @@ def check(req: BisectRequest) -> list[Commit]:
     return commits
 
 
+def _kept_builds(req: BisectRequest) -> dict[str, BuildRecord]:
+    """--resume: the builds the bisect in ``req.out`` recorded in its
+    outcomes, by commit (none from a bisect that wrote none)."""
+    try:
+        kernels = Outcomes.read(req.out).kernels
+    except DamagedRunError:
+        return {}
+    return {k.built.commit: k.built for k in kernels if k.built}
+
+
 def _kept_steps(req: BisectRequest) -> dict[str, Step]:
     """--resume: the counted steps of the bisect in ``req.out``."""
     if not (req.out / RECORD).exists():
@@ -268,6 +293,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     the finished steps written."""
     commits = check(req)
     kept = _kept_steps(req) if req.resume else {}
+    built = _kept_builds(req) if req.resume else {}
     if not req.resume and (req.out / RECORD).exists():
         log.warning(
             "%s holds an earlier bisect: it is replaced (use "
@@ -285,7 +311,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
         len(commits),
         started=time.time(),
     )
-    b = Bisection(req, commits, lab, record, kept)
+    b = Bisection(req, commits, lab, record, kept, built)
     print(
         f"# bisect {len(commits) - 1} commits after {req.good} up to "
         f"{req.bad}: {req.workload.name} {req.metric} "
@@ -299,7 +325,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     except Stop as s:
         record.stopped = s.signame
         record.wall_s = time.time() - record.started
-        record.write(req.out)
+        b.write()
         raise StoppedError(
             f"stopped by {s.signame}; the {len(record.steps)} "
             f"finished steps are in {req.out / RECORD}",
@@ -308,9 +334,9 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     except FoliolabError as e:
         if not record.result:  # an error of the lab, not ends()
             record.result = f"ended by an error: {e.one_line()}"
-            record.write(req.out)
+            b.write()
         raise
     print(b.answer(positions), flush=True)
     record.wall_s = time.time() - record.started
-    record.write(req.out)
+    b.write()
     return record

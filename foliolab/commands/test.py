@@ -124,7 +124,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     req = _request(args)
     out = req.out
     result = suite.run_suite(req)
-    result.outcomes().write(out)
+    coveragerun.with_coverage(result.outcomes(), out, req.coverage).write(out)
     passed = result.passed
     print(result.summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")

@@ -61,6 +61,7 @@ from foliolab.series.lines import (
     map_series,
     series_map,
 )
+from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 
 # Where a run keeps what its data is read against, and writes the report.
 SUBDIR = "coverage"
@@ -445,10 +446,57 @@ def finish_safely(
     except (FoliolabError, OSError, ValueError) as e:
         line = f"# coverage: no report: {e}"
         try:
+            # an earlier run's report in this directory is not this one's
+            # (the run's outcomes read it: with_coverage)
+            (out / "coverage.json").unlink(missing_ok=True)
             (out / "coverage.txt").write_text(line[2:] + "\n")
         except OSError:
             pass  # the line is printed all the same
         return line
+
+
+def tests(rep: CoverageReport, kernel: str) -> list[TestOutcome]:
+    """The report's figures as tests of the run: one per patch of the
+    series (path ``coverage.<its number>``), done, with its executable
+    added lines, how many of them ran and the percent as misc."""
+    rows = []
+    for p in rep.patches:
+        t = Tally.of(rep.of_patch(p.number))
+        misc: dict[str, str | int | float] = {
+            "patch": p.name,
+            "added": t.added,
+            "executable": t.executable,
+            "ran": t.ran,
+        }
+        if t.percent is not None:  # no executable line: no percent
+            misc["percent"] = round(t.percent, 1)
+        rows.append(
+            TestOutcome(
+                f"coverage.{p.number}",
+                TestStatus.DONE,
+                kernel,
+                log="coverage.txt",
+                misc=misc,
+            )
+        )
+    return rows
+
+
+def with_coverage(
+    outcomes: Outcomes, out: Path, plan: Plan | None
+) -> Outcomes:
+    """A suite's outcomes with its coverage report's tests (``plan``: the
+    run measured coverage), on the suite's kernel; read from the
+    coverage.json the run wrote (none if it could write no report)."""
+    if plan is None or not (out / "coverage.json").is_file():
+        return outcomes
+    rep = report_from_json(json.loads((out / "coverage.json").read_text()))
+    kernel = outcomes.kernels[0].name if outcomes.kernels else ""
+    return Outcomes(
+        outcomes.command,
+        outcomes.kernels,
+        [*outcomes.tests, *tests(rep, kernel)],
+    )
 
 
 def check_request(count: bool, config: str, arch: Arch) -> None:

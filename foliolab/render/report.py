@@ -1,5 +1,6 @@
 """Reports from saved results: terminal table, report.md, report.html,
-results.json, PNGs.
+results.json, PNGs, and the run's outcomes (outcomes.json: every boot as
+a test on the manifest's kernels).
 
 Everything here reads the run directory only: OUT/environment.json (the
 run's manifest) and the raw boots under OUT/raw/ (through ``derive``;
@@ -19,8 +20,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from foliolab import bootrecord
 from foliolab.analysis.analyse import Analysis, analyse
 from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
+from foliolab.bootrecord import BootJob, BootResult, BootStatus
 from foliolab.manifest import RunManifest
 from foliolab.render import growth, plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
@@ -28,6 +31,7 @@ from foliolab.render.mail import mail_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.text import head_lines, text_report
+from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 
 log = logging.getLogger("foliolab")
 
@@ -233,7 +237,58 @@ def write_report(
     text = text_report(a)
     (out / "report.txt").write_text(text)
     files += [out / "report.html", out / "report.txt"]
+    run_outcomes(run, m).write(out)
     return Written(text, tuple(head_lines(a)), tuple(files))
+
+
+def run_outcomes(run: Path, m: RunManifest) -> Outcomes:
+    """The compare's outcomes, from its manifest and raw boots only (so
+    `foliolab report` writes them again alike): the manifest's kernels,
+    and every boot under raw/ as a test, in boot order (none for a run
+    from before job.json)."""
+    names = set(m.names)
+    tests = []
+    for rundir in bootrecord.boot_dirs(run):
+        job = BootJob.read(rundir)
+        res = bootrecord.read_boot(rundir)
+        misc: dict[str, str | int | float] = {
+            "workload": job.workload,
+            "pass": job.pass_.value,
+            "first_run": job.first_run,
+            "samples": job.samples,
+        }
+        if res is not None:
+            misc["boot"] = res.status.value
+            if res.exit_code is not None:
+                misc["exit_code"] = res.exit_code
+            if res.issues:
+                misc["issues"] = ", ".join(res.issues)
+        tests.append(
+            TestOutcome(
+                # the boot's workload directory: a sweep's point is its own
+                f"compare.{rundir.parent.name}.{job.kernel}."
+                f"{job.pass_.value}-{job.first_run:03d}",
+                boot_status(res),
+                job.kernel if job.kernel in names else "",
+                res.elapsed if res is not None else None,
+                str(res.console.relative_to(run)) if res is not None else "",
+                misc,
+            )
+        )
+    return Outcomes("compare", m.kernels, tests)
+
+
+def boot_status(res: BootResult | None) -> TestStatus:
+    """A boot as a test: pass if it ran its job to the end and the kernel
+    said nothing bad, fail if it ran with kernel issues (a warning, an
+    oops), error if it could not end (a panic, a timeout, no exit
+    record, QEMU's error), miss if it never ran or never finished (no
+    boot.json)."""
+    if res is None or res.status is BootStatus.NOT_RUN:
+        return TestStatus.MISS
+    if res.status is BootStatus.OK:
+        return TestStatus.PASS if res.clean else TestStatus.FAIL
+    return TestStatus.ERROR
 
 
 def _growth_section(

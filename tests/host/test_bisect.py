@@ -28,6 +28,7 @@ from foliolab.bisect.record import (
     parse_threshold,
 )
 from foliolab.kernel.build import Kernel
+from foliolab.testrecord import Outcomes, TestStatus
 
 METRIC = "try_to_unmap_insns_per_folio"
 
@@ -190,6 +191,34 @@ def test_an_unbuildable_step_is_skipped_for_a_neighbour(repo, tmp_path):
     assert shas[4] in by_commit or shas[6] in by_commit
 
 
+def test_the_outcomes_are_the_steps_on_their_commits_kernels(repo, tmp_path):
+    shas = scratch_repo(repo, COUNTS)
+    lab = FakeLab(repo, unbuildable={shas[5]}, unbootable={shas[8]})
+    r = bisect.bisect(request(repo, tmp_path), lab)
+    got = Outcomes.read(tmp_path / "out")
+    assert got.command == "bisect"
+    assert [t.path for t in got.tests] == [
+        f"bisect.{s.commit[:12]}" for s in r.steps
+    ]
+    assert [k.name for k in got.kernels] == [s.commit[:12] for s in r.steps]
+    status = {t.path: t.status for t in got.tests}
+    assert status[f"bisect.{shas[0][:12]}"] is TestStatus.PASS
+    assert status[f"bisect.{shas[-1][:12]}"] is TestStatus.FAIL
+    assert status[f"bisect.{shas[5][:12]}"] is TestStatus.ERROR
+    if any(s.commit == shas[8] for s in r.steps):
+        assert status[f"bisect.{shas[8][:12]}"] is TestStatus.ERROR
+    bad = next(t for t in got.tests if t.path == f"bisect.{shas[-1][:12]}")
+    assert bad.kernel == shas[-1][:12]
+    assert bad.misc["value"] == 410.0 and bad.misc["verdict"] == "bad"
+    assert bad.misc["limit"] == 500.0 and bad.misc["metric"] == METRIC
+    assert bad.misc["threshold"] == "below 0.5x good's count"
+    kernels = {k.name: k for k in got.kernels}
+    # a commit that did not build has a kernel without a build
+    assert kernels[shas[5][:12]].built is None
+    assert kernels[shas[-1][:12]].commit == shas[-1]
+    assert kernels[shas[0][:12]].spec == f"git:{repo.resolve()}@{shas[0]}"
+
+
 def test_a_skipped_first_bad_commit_gives_the_span(repo, tmp_path):
     shas = scratch_repo(repo, COUNTS)
     r = bisect.bisect(
@@ -229,9 +258,19 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(repo, tmp_path):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     kept = bisectrecord.Record.read(tmp_path / "out")
     assert kept.stopped == "SIGTERM" and len(kept.steps) == 2
+    # the stopped bisect's outcomes are its two steps
+    stopped_outcomes = Outcomes.read(tmp_path / "out")
+    assert [t.path for t in stopped_outcomes.tests] == [
+        f"bisect.{shas[0][:12]}",
+        f"bisect.{shas[-1][:12]}",
+    ]
     lab = FakeLab(repo)
     r = bisect.bisect(request(repo, tmp_path, resume=True), lab)
     assert r.first_bad == [shas[7]]
+    # a kept step's kernel keeps the build the stopped bisect recorded
+    resumed = Outcomes.read(tmp_path / "out")
+    assert len(resumed.tests) == len(r.steps)
+    assert [k.commit for k in resumed.kernels] == [s.commit for s in r.steps]
     assert shas[0] not in lab.built and shas[-1] not in lab.built
     assert len(lab.built) == len(r.steps) - 2
     # another metric is another bisect: its counts are not these

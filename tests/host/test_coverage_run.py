@@ -27,7 +27,7 @@ from foliolab.coverage import (
 )
 from foliolab.coverage.lines import LineState
 from foliolab.guestdata import parse
-from foliolab.testrecord import TestStatus
+from foliolab.testrecord import Outcomes, TestStatus
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +193,10 @@ def test_finish_safely_keeps_any_failure_to_one_line(tree, tmp_path):
     )
     assert line.startswith("# coverage: no report: ")
     assert "\n" not in line
+    # the earlier report is not this run's: its outcomes have no figures
+    assert not (out / "coverage.json").exists()
+    suite_only = Outcomes("test", [], [])
+    assert coveragerun.with_coverage(suite_only, out, plan) == suite_only
 
 
 # ---- the kernel's side, as far as it goes without building one --------------
@@ -400,6 +404,34 @@ def test_run_suite_with_coverage_reports_after_the_suite(
         "ended before the suite did?)",
     ]
     assert (out / "coverage" / "notes" / "src" / "util.gcno").exists()
+    # the run's outcomes: the suite's checks, then a test per patch with
+    # its figures, as coverage.json has them
+    coveragerun.with_coverage(result.outcomes(), out, plan).write(out)
+    got = Outcomes.read(out)
+    suite_rows = [t for t in got.tests if t.path.startswith("suite.")]
+    assert suite_rows == result.tests()
+    rows = [t for t in got.tests if t.path.startswith("coverage.")]
+    assert [t.path for t in rows] == [
+        f"coverage.{p['number']}" for p in doc["patches"]
+    ]
+    assert len(rows) >= 2
+    assert {t.status for t in rows} == {TestStatus.DONE}
+    assert {t.kernel for t in rows} == {got.kernels[0].name}
+    for t, p in zip(rows, doc["patches"]):
+        want = p["totals"]
+        assert t.misc["patch"] == p["name"]
+        assert (t.misc["executable"], t.misc["ran"], t.misc["added"]) == (
+            want["executable"],
+            want["ran"],
+            want["added"],
+        )
+        assert t.misc.get("percent") == want["percent"]
+    assert sum(t.misc["ran"] for t in rows) == 7
+    assert sum(t.misc["executable"] for t in rows) == 10
+    # a run without coverage has none of these rows
+    assert coveragerun.with_coverage(result.outcomes(), out, None).tests == (
+        result.tests()
+    )
 
 
 def test_data_the_build_kept_no_notes_for_is_named(tree, tmp_path):

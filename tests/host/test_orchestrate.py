@@ -21,6 +21,7 @@ from foliolab.executors.base import BootCapture, BootSpec, Ended
 from foliolab.kernel.build import Kernel
 from foliolab.run import orchestrate, rootcheck
 from foliolab.run import record as runrecord
+from foliolab.testrecord import Outcomes, TestStatus
 
 
 class FakeExecutor:
@@ -123,6 +124,13 @@ def test_a_stopped_run_reports_what_finished_and_resumes(
     assert "MISSING: 1 of 2 boots of pageout/patched finished" in report
     assert "MISSING: 0 of 2 boots of ksm-rmap/vanilla finished" in report
     assert len(derive.load_samples(out)) == 2
+    # its outcomes: the two finished boots, and the one under way missed
+    got = Outcomes.read(out)
+    assert [t.status for t in got.tests] == [
+        TestStatus.PASS,
+        TestStatus.PASS,
+        TestStatus.MISS,
+    ]
     # the handlers are the process's own again
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
@@ -844,6 +852,22 @@ def test_failed_boots_are_handed_back_not_printed(tmp_path, records, capsys):
         f"{out}; log: {out / 'report.txt'}"
     )
     assert done.written.text == (out / "report.txt").read_text()
+    # the run's outcomes: its kernels as built, every boot a test, the
+    # patched kernel's timed-out boots errors
+    got = Outcomes.read(out)
+    assert got.command == "compare"
+    assert [(k.name, k.commit) for k in got.kernels] == [
+        ("vanilla", "c0ffee"),
+        ("patched", "c0ffee"),
+    ]
+    assert len(got.tests) == 8
+    for t in got.tests:
+        assert t.path.startswith(f"compare.{t.misc['workload']}.{t.kernel}.")
+        assert t.status is (
+            TestStatus.ERROR if t.kernel == "patched" else TestStatus.PASS
+        )
+        assert (out / t.log).is_file()
+    assert {t.misc["boot"] for t in got.tests} == {"ok", "timeout"}
     # the orchestrator printed nothing: the report, the lines a run
     # starts with and the error are the command's to show
     printed = capsys.readouterr()

@@ -10,6 +10,7 @@ from foliolab import cli, errors, render
 from foliolab.analysis import diff
 from foliolab.boot import derive
 from foliolab.render import report
+from foliolab.testrecord import Outcomes, TestStatus
 from foliolab.workloads import WORKLOADS
 
 
@@ -259,6 +260,62 @@ def test_report_rederives_a_captured_run(tmp_path, data):
     assert "Zero in every sample: " in (out / "report.md").read_text()
     res = json.loads((out / "results.json").read_text())
     assert any(r["metric"] == "contpte_unfolds" for r in res["summary"])
+
+
+def test_report_writes_every_boot_as_a_test_of_the_run(tmp_path, data):
+    """outcomes.json from the manifest and the raw boots alone: the run's
+    kernels, each boot a test whose status is how the boot ended."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    raw = out / "raw" / "pageout"
+
+    def boot_json(name, **change):
+        path = raw / name / "boot.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+
+    boot_json("patched-001", status="panic", exit_code=None)
+    boot_json("vanilla-001", issues=["WARNING"])
+    (raw / "vanilla-001-count" / "boot.json").unlink()  # never finished
+    report.write_report(out)
+    got = Outcomes.read(out)
+    assert got.command == "compare"
+    assert [k.name for k in got.kernels] == ["vanilla", "patched"]
+    status = {t.path: t.status for t in got.tests}
+    assert status == {
+        "compare.pageout.vanilla.timed-000": TestStatus.PASS,
+        "compare.pageout.vanilla.count-000": TestStatus.PASS,
+        "compare.pageout.patched.timed-000": TestStatus.PASS,
+        "compare.pageout.patched.count-000": TestStatus.PASS,
+        "compare.pageout.patched.timed-001": TestStatus.ERROR,
+        "compare.pageout.patched.count-001": TestStatus.PASS,
+        "compare.pageout.vanilla.timed-001": TestStatus.FAIL,
+        "compare.pageout.vanilla.count-001": TestStatus.MISS,
+    }
+    by_path = {t.path: t for t in got.tests}
+    panicked = by_path["compare.pageout.patched.timed-001"]
+    assert panicked.kernel == "patched" and panicked.misc["boot"] == "panic"
+    assert panicked.log == "raw/pageout/patched-001/console.log"
+    assert panicked.duration_s is not None and panicked.duration_s > 0
+    assert by_path["compare.pageout.vanilla.timed-001"].misc["issues"] == (
+        "WARNING"
+    )
+    unfinished = by_path["compare.pageout.vanilla.count-001"]
+    assert unfinished.log == "" and unfinished.duration_s is None
+    # the report writes them again alike
+    first = (out / "outcomes.json").read_bytes()
+    report.write_report(out)
+    assert (out / "outcomes.json").read_bytes() == first
+
+
+def test_a_run_from_before_raw_boots_has_its_kernels_and_no_tests(
+    tmp_path,
+):
+    write_run(tmp_path / "run", ["a", "b"], {"a": [1.0] * 5, "b": [2.0] * 5})
+    report.write_report(tmp_path / "run")
+    got = Outcomes.read(tmp_path / "run")
+    assert [k.name for k in got.kernels] == ["a", "b"] and got.tests == []
 
 
 # Counted metrics a counting sample does not carry itself: the report adds
@@ -615,7 +672,7 @@ def test_report_out_writes_elsewhere_and_only_reads_the_run(
     assert cli.main(["report", str(run), "--out", str(dest)]) == 0
     assert bytes_under(run) == before
     assert cli.main(["report", str(inplace)]) == 0
-    for name in ("report.txt", "report.md"):
+    for name in ("report.txt", "report.md", "outcomes.json"):
         assert (dest / name).read_bytes() == (inplace / name).read_bytes()
     # the samples name their boots' directories: the run's, not DIR's
     moved = (inplace / "samples.jsonl").read_text()
