@@ -460,7 +460,7 @@ BOARD = [
                 "bisect",
                 *("--repo", "REPO", "--good", "a", "--bad", "b"),
                 *("--workload", "pageout", "--metric", "kernel_insns"),
-                *("--above", "1", "--executor", "lava-local"),
+                *("--above", "1", "--executor", "lava"),
             ],
             "--count needs foliolab's QEMU plugin",
         ),
