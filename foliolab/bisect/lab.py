@@ -2,7 +2,8 @@
 builds and counts one of them. QemuLab builds each commit's kernel (or
 finds it in the kernel store) and counts it in one boot under QEMU TCG
 with the counting plugin, on the executor the request names (one that
-can count: QEMU here); a test passes a stand-in Lab.
+can count: QEMU here, or LAVA's dispatcher here); a test passes a
+stand-in Lab.
 """
 
 from __future__ import annotations

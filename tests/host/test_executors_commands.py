@@ -508,6 +508,35 @@ def test_bisect_takes_the_executor_flags(stand, tmp_path, monkeypatch):
     assert got[0].executor is Counts
 
 
+@pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="--executor lava-local needs root",
+)
+def test_bisect_over_lava_local_reaches_the_lab(tmp_path, monkeypatch):
+    """LAVA's dispatcher here counts, so bisect's lab (which makes its
+    executor to count) is made on lava-local; the lab's is refused above."""
+    from foliolab.bisect import lab as bisectlab
+    from foliolab.bisect import search
+    from foliolab.executors.lava.local import LavaLocalExecutor
+
+    made = []
+
+    def lab(req, commits):
+        made.append(bisectlab.make_executor(req.executor, req.out, True))
+
+    monkeypatch.setattr(
+        search, "bisect", lambda req, make_lab=None: lab(req, [])
+    )
+    argv = [
+        "bisect",
+        *("--repo", str(tmp_path), "--good", "a", "--bad", "b"),
+        *("--workload", "pageout", "--metric", "kernel_insns"),
+        *("--above", "1", "--executor", "lava-local"),
+    ]
+    assert cli.main([*argv, "--out", str(tmp_path / "o")]) == 0
+    assert isinstance(made[0], LavaLocalExecutor)
+
+
 # ---- refused before anything is built ----------------------------------------
 
 BOARD = [
@@ -555,7 +584,7 @@ BOARD = [
                 "bisect",
                 *("--repo", "REPO", "--good", "a", "--bad", "b"),
                 *("--workload", "pageout", "--metric", "kernel_insns"),
-                *("--above", "1", "--executor", "lava-local"),
+                *("--above", "1", "--executor", "lava"),
             ],
             "--count needs foliolab's QEMU plugin",
         ),

@@ -89,6 +89,60 @@ def test_a_block_is_one_valid_qemu_job(tmp_path):
     )
 
 
+def test_a_counting_boot_loads_the_plugin_into_its_own_qemu(tmp_path):
+    """lava-local counts: each counting boot's QEMU loads foliolab's
+    plugin, its counts written to that boot's own run directory (its
+    kernel image_arg; the job's context is shared by the block's boots),
+    booted without KASLR; a boot that does not count is as before."""
+    from foliolab.counting import Counter
+    from foliolab.executors.lava.export import LavaExport
+    from foliolab.executors.lava.job import LavaOptions
+    from foliolab.executors.lava.local import LavaLocalExecutor
+    from foliolab.executors.lava.server import LavaServerExecutor
+
+    plain = _block(tmp_path)
+    counter = Counter(
+        tmp_path / "libcounter.so", tmp_path / "syms.txt", ("try_to_unmap",)
+    )
+    counted = replace(
+        plain,
+        boots=tuple(
+            replace(b, spec=replace(b.spec, counter=counter)) if i % 2 else b
+            for i, b in enumerate(plain.boots)
+        ),
+    )
+    store = lava.Artifacts(tmp_path / "art", "file:///a")
+    job = lava.block_job(counted, lava.Target(), store, _ramdisk(tmp_path))
+    lava.validate(job)
+    before = lava.block_job(plain, lava.Target(), store, _ramdisk(tmp_path))
+    assert job["context"] == before["context"]
+    deploys = [a["deploy"] for a in job["actions"] if "deploy" in a]
+    args = [d["images"]["kernel"]["image_arg"] for d in deploys]
+    plain_args = [
+        a["deploy"]["images"]["kernel"]["image_arg"]
+        for a in before["actions"]
+        if "deploy" in a
+    ]
+    for i, (arg, boot) in enumerate(zip(args, counted.boots)):
+        if i % 2 == 0:
+            assert arg == plain_args[i] and "-plugin" not in arg
+            continue
+        out = (boot.rundir / "counts.txt").resolve()
+        assert arg.endswith(
+            f" -plugin {tmp_path / 'libcounter.so'},"
+            f"symbols={tmp_path / 'syms.txt'},out={out},root=try_to_unmap"
+        )
+        assert "nokaslr" in arg.split('"')[1]
+    # lava-local takes --count; a lab's QEMU and `jobs export`'s cannot
+    # write counts here
+    LavaLocalExecutor.check(LavaOptions(), count=False)
+    if __import__("os").geteuid() == 0:
+        LavaLocalExecutor.check(LavaOptions(), count=True)
+    for cls in (LavaServerExecutor, LavaExport):
+        with pytest.raises(errors.UsageError, match="--count needs"):
+            cls.check(LavaOptions(), count=True)
+
+
 def test_a_board_job_boots_by_u_boot_and_is_valid(tmp_path):
     dtb = tmp_path / "bcm2711-rpi-4-b.dtb"
     dtb.write_bytes(b"\xd0\x0d\xfe\xed")
@@ -775,8 +829,9 @@ def test_a_lava_block_is_two_rounds_of_one_workload():
     "argv, message",
     [
         (
-            ["--executor", "lava-local", "--count", "--accel", "tcg"],
-            "--count needs foliolab's QEMU plugin",
+            ["--executor", "lava", "--count", "--accel", "tcg"],
+            "--count needs foliolab's QEMU plugin in the QEMU that runs "
+            "the guest; --executor lava runs LAVA's",
         ),
         (
             [

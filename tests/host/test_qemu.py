@@ -482,6 +482,37 @@ def test_one_ab_block_through_lava_local_gives_what_qemu_gives(tmp_path):
     assert (runs["lava-local"] / "lava" / "logs" / "pageout-0.log").is_file()
 
 
+@pytest.mark.skipif(
+    __import__("os").geteuid() != 0,
+    reason="LAVA's lava-run refuses to run unless root",
+)
+def test_run_count_through_lava_local_counts_what_qemu_counts(capsys):
+    """`run --count --executor lava-local`: LAVA's QEMU here loads
+    foliolab's plugin and the boot's counts land in its run directory.
+    The window of `true` holds the end marker's own fork, exec and exit,
+    whose functions count the same instructions and calls whoever runs
+    the QEMU; its total also holds the timer's and the other vCPU's work,
+    which vary from boot to boot (by a fifth between two boots of one
+    kernel under foliolab's QEMU, measured on 2026-11-29)."""
+    from foliolab.guestdata import countwindows
+    from foliolab.workloads.windows import RUN
+
+    windows = {}
+    for executor in ("lava-local", "qemu"):
+        argv = ["run", "--variant", "vanilla", "--count", "--accel", "tcg"]
+        assert cli.main([*argv, "--executor", executor, "--", "true"]) == 0
+        printed = capsys.readouterr().out
+        path = Path(printed.split("(QEMU TCG plugin, ")[1].split("):")[0])
+        (windows[executor],) = countwindows.read_counts(path).tagged(RUN)
+        if executor == "lava-local":
+            # the boot ran as a LAVA job, its counts beside its log
+            assert (path.parent / "lava" / "jobs" / "run-run.yaml").is_file()
+    lava, qemu = windows["lava-local"], windows["qemu"]
+    for f in ("kernel_clone", "copy_process", "load_elf_binary", "do_exit"):
+        assert f in qemu.functions and lava.functions[f] == qemu.functions[f]
+    assert qemu.kernel_insns / 2 < lava.kernel_insns < qemu.kernel_insns * 2
+
+
 # The suite's shortest case, one boot (MGLRU on) of the debug kernel.
 ONE_CASE = [
     "--only",

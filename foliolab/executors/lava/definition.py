@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import shlex
 import sys
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,11 +139,42 @@ def kernel_args(boot: BootRequest, target: Target) -> list[str]:
         *boot.spec.arch.boot_args,
         *boot.spec.cmdline,
     ]
+    if boot.spec.counter:
+        # the plugin's symbols (System.map's addresses) hold only
+        # without KASLR, as for a counting boot under QEMU here
+        args.append("nokaslr")
     if target.is_qemu:
         # a board's arguments are one per job (see block_job); its boots
         # are named by their job archives instead
         args.append(f"{BOOT_ID_ARG}={boot.boot_id}")
     return args
+
+
+# A counting boot's counts, in its run directory as under QEMU here,
+# where derive and the commands read them.
+COUNTS = "counts.txt"
+
+
+def counting_args(boot: BootRequest) -> str:
+    """The QEMU options that load foliolab's counting plugin into a
+    boot's QEMU, its counts written to the boot's run directory ("" for a
+    boot that does not count).
+
+    They go in the boot's own kernel ``image_arg``, not in the job's
+    context: a job is a block of boots sharing one context (its
+    ``extra_options``), and each boot's QEMU command line is LAVA's
+    device options plus that boot's namespace's image arguments, so each
+    boot's plugin writes a file of its own. The paths are this machine's:
+    only a dispatcher here (lava-local) can run such a job."""
+    counter = boot.spec.counter
+    if counter is None:
+        return ""
+    counter = replace(
+        counter,
+        plugin=counter.plugin.resolve(),
+        symbols=counter.symbols.resolve(),
+    )
+    return shlex.join(counter.qemu_args(boot.rundir.resolve() / COUNTS))
 
 
 # The monitor of each boot: from init's start (or a panic before it) to
@@ -273,18 +305,23 @@ def _boot_actions(
     kernel, initrd = files.kernel(boot.spec.kernel), files.initrd(boot)
     if target.is_qemu:
         args = " ".join(kernel_args(boot, target))
+        image_arg = f'-kernel {{kernel}} -append "{args}"'
+        if boot.spec.counter:
+            image_arg += " " + counting_args(boot)
         deploy: dict[str, Any] = {
             "to": "tmpfs",
             "images": {
-                "kernel": {
-                    **kernel,
-                    "image_arg": f'-kernel {{kernel}} -append "{args}"',
-                },
+                "kernel": {**kernel, "image_arg": image_arg},
                 "ramdisk": {**initrd, "image_arg": "-initrd {ramdisk}"},
             },
         }
         boot_action = {"method": "qemu", "media": "tmpfs"}
     else:
+        if boot.spec.counter:
+            raise LavaError(
+                f"boot {boot.boot_id} counts, which a board cannot",
+                hint="a foliolab bug: please report it",
+            )
         deploy = {
             "to": "tftp",
             "kernel": {**kernel, "type": "image"},

@@ -144,6 +144,10 @@ class LavaJobs:
     # console
     # the kind its manifest names: who runs the jobs
     record_kind: ClassVar[ExecutorKind | None] = None
+    # Whether its jobs' QEMU can load foliolab's counting plugin and
+    # write the counts on this machine (lava-local's: LAVA's dispatcher
+    # here runs this machine's QEMU); a lab's QEMU is elsewhere.
+    counts: ClassVar[bool] = False
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> LavaOptions:
@@ -152,7 +156,7 @@ class LavaJobs:
     @classmethod
     def check(cls, opts: LavaOptions, count: bool) -> None:
         """What every LAVA executor needs of its options."""
-        if count:
+        if count and not cls.counts:
             raise UsageError(
                 f"--count needs foliolab's QEMU plugin in the "
                 f"QEMU that runs the guest; --executor "

@@ -36,6 +36,7 @@ from foliolab.executors.lava.debs import (
     lava_common_dir,
     unpack_debs,
 )
+from foliolab.executors.lava.definition import COUNTS
 from foliolab.executors.lava.job import (
     JOBS_DIR,
     LAVA_HERE,
@@ -268,6 +269,10 @@ class LavaLocalExecutor(LavaRecord, LavaJobs):
 
     kind = ExecutorKind("lava-local", LAVA_HERE, TELLER)
     summary = "LAVA's dispatcher here"
+    # lava-run here runs this machine's QEMU (the one the plugin is built
+    # against), and a boot's counts can be written to its run directory:
+    # each counting boot's QEMU loads the plugin (definition.counting_args)
+    counts = True
 
     def __init__(self, out: Path) -> None:
         super().__init__(out, Target())
@@ -300,6 +305,12 @@ class LavaLocalExecutor(LavaRecord, LavaJobs):
         d = dispatcher()
         for n, block in enumerate(blocks):
             job, path = self.job(image, block)
+            for boot in block.boots:
+                if boot.spec.counter:
+                    # the plugin opens its file in the boot's directory;
+                    # an earlier boot's counts must not pass for its own
+                    boot.rundir.mkdir(parents=True, exist_ok=True)
+                    (boot.rundir / COUNTS).unlink(missing_ok=True)
             device = self.out / JOBS_DIR / f"{block.name}.device.yaml"
             kvm = block.boots[0].spec.accel == "kvm"
             device.write_text(qemu_device(d, job["context"], kvm))
