@@ -24,6 +24,7 @@ from foliolab import bootrecord
 from foliolab.analysis.analyse import Analysis, analyse
 from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
 from foliolab.bootrecord import BootJob, BootResult, BootStatus
+from foliolab.errors import DamagedRunError
 from foliolab.manifest import RunManifest
 from foliolab.render import growth, plots
 from foliolab.render.html import Figures, Section, html_figures, html_report
@@ -263,18 +264,24 @@ def run_outcomes(run: Path, m: RunManifest) -> Outcomes:
                 misc["exit_code"] = res.exit_code
             if res.issues:
                 misc["issues"] = ", ".join(res.issues)
-        tests.append(
-            TestOutcome(
-                # the boot's workload directory: a sweep's point is its own
-                f"compare.{rundir.parent.name}.{job.kernel}."
-                f"{job.pass_.value}-{job.first_run:03d}",
-                boot_status(res),
-                job.kernel if job.kernel in names else "",
-                res.elapsed if res is not None else None,
-                str(res.console.relative_to(run)) if res is not None else "",
-                misc,
+        try:
+            tests.append(
+                TestOutcome(
+                    # the boot's workload directory: a sweep's point is
+                    # its own
+                    f"compare.{rundir.parent.name}.{job.kernel}."
+                    f"{job.pass_.value}-{job.first_run:03d}",
+                    boot_status(res),
+                    job.kernel if job.kernel in names else "",
+                    res.elapsed if res is not None else None,
+                    str(res.console.relative_to(run)) if res else "",
+                    misc,
+                )
             )
-        )
+        except ValueError as e:  # an elapsed time that is none, say
+            raise DamagedRunError(
+                f"{rundir}: {e}", hint=bootrecord.boot_hint(rundir)
+            ) from None
     return Outcomes("compare", m.kernels, tests)
 
 

@@ -713,3 +713,23 @@ def test_report_of_a_run_it_cannot_write_asks_for_out(
     assert bytes_under(run) == before
     assert cli.main(["report", str(run), "--out", str(tmp_path / "o")]) == 0
     assert bytes_under(run) == before
+
+
+def test_a_boot_whose_time_is_not_a_time_is_named_not_a_traceback(
+    tmp_path, data
+):
+    """A boot.json whose elapsed time is negative: the report names the
+    boot and what to do (DamagedRunError, exit 11), as a damaged boot's
+    other fields are named."""
+    import shutil
+
+    from foliolab.errors import DamagedRunError
+
+    out = tmp_path / "run"
+    shutil.copytree(data / "run-pageout-aa", out)
+    path = out / "raw" / "pageout" / "patched-001" / "boot.json"
+    path.write_text(
+        json.dumps({**json.loads(path.read_text()), "elapsed": -1})
+    )
+    with pytest.raises(DamagedRunError, match="patched-001: .*duration -1"):
+        report.write_report(out)
