@@ -9,8 +9,13 @@ each once with the counting plugin, 43 minutes with cold builds on a
 shared two-core machine, so `make test` leaves it out (pyproject.toml's
 addopts); run it with ``pytest -m bisect``. Builds are kept in the kernel
 store, so a second run only boots (100 s).
+
+The same bisect over the series' last three commits runs each counting
+boot as a job of LAVA's own dispatcher here (--executor lava-local):
+218 s of bisect with the three kernels in the store, 3 jobs of 64-78 s.
 """
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -19,6 +24,7 @@ import pytest
 
 from foliolab import cli
 from foliolab.bisect import record as bisectrecord
+from foliolab.executors.lava import job as lavajob
 from foliolab.kernel import source, sources
 from foliolab.paths import DEFAULT_PATCHES
 
@@ -97,37 +103,21 @@ def series_repo(dest: Path, series: source.Series) -> Path:
     return dest
 
 
-def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
-    series = sources.read_patches(DEFAULT_PATCHES)
-    repo = series_repo(tmp_path / "linux", series)
-    out = tmp_path / "bisect"
-    assert (
-        cli.main(
-            [
-                "bisect",
-                "--repo",
-                str(repo),
-                "--good",
-                source.BASE_TAG,
-                "--bad",
-                "series",
-                "--workload",
-                "pageout",
-                "--metric",
-                METRIC,
-                "--below",
-                "0.5x",
-                "--param",
-                "size_mb=32",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    record = bisectrecord.Record.read(out)
+def _bisect(repo: Path, out: Path, good: str, *more: str) -> None:
+    argv = [
+        *("bisect", "--repo", str(repo), "--good", good, "--bad", "series"),
+        *("--workload", "pageout", "--metric", METRIC, "--below", "0.5x"),
+        *("--param", "size_mb=32", "--out", str(out), *more),
+    ]
+    assert cli.main(argv) == 0
+
+
+def _is_the_batched_unmap(
+    repo: Path, series: source.Series, record: bisectrecord.Record
+) -> None:
+    """The bisect's one first bad commit is S0's last patch (the change
+    itself), known by the patch's own subject line."""
     (first,) = record.first_bad
-    # S0's last patch (the change itself), by its own subject line
     n = len(series.patches)
     want = series.patches[-1]
     assert "-mm-rmap-unmap-swap-backed-anonymous" in want.name
@@ -135,5 +125,41 @@ def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
     assert f"Subject: [PATCH {n}/{n}] {subject}" in " ".join(
         want.read_text().split("\n\n", 1)[0].split()
     )
+
+
+def test_bisect_finds_the_batched_anonymous_unmap(tmp_path):
+    series = sources.read_patches(DEFAULT_PATCHES)
+    repo = series_repo(tmp_path / "linux", series)
+    out = tmp_path / "bisect"
+    _bisect(repo, out, source.BASE_TAG)
+    record = bisectrecord.Record.read(out)
+    _is_the_batched_unmap(repo, series, record)
     counted = [s for s in record.steps if s.count is not None]
     assert len(counted) >= 3 and all(s.count > 0 for s in counted)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="--executor lava-local needs root"
+)
+def test_bisect_over_lava_local(tmp_path):
+    """The same answer when every counting boot is a job of LAVA's own
+    dispatcher here (lava-run), over the series' last three commits: the
+    two ends and one step between them, each counted by a QEMU that LAVA
+    started with foliolab's plugin in its kernel image_arg."""
+    series = sources.read_patches(DEFAULT_PATCHES)
+    repo = series_repo(tmp_path / "linux", series)
+    out = tmp_path / "bisect"
+    _bisect(repo, out, "series~2", "--executor", "lava-local")
+    record = bisectrecord.Record.read(out)
+    _is_the_batched_unmap(repo, series, record)
+    counted = [s for s in record.steps if s.count is not None]
+    assert len(counted) == 3 and all(s.count > 0 for s in counted)
+    # each count came from a job lava-run ran to its end, not from a QEMU
+    # started here
+    jobs = [
+        json.loads(line)
+        for line in (out / lavajob.JOURNAL).read_text().splitlines()
+    ]
+    assert len(jobs) == 3
+    assert all(j["lava_run_rc"] == 0 for j in jobs), jobs
+    assert all(j["outcome"] == "complete" for j in jobs), jobs
