@@ -1,10 +1,10 @@
 """--kernel NAME=SPEC and N-way reports, without QEMU."""
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from gitrepo import git
 
 from foliolab import cli, errors
 from foliolab.kernel import sources
@@ -119,23 +119,6 @@ def test_image_whose_config_lacks_an_option_is_refused(tmp_path):
     spec = kernels.parse_kernel(f"i=image:{img}")
     with pytest.raises(errors.ConfigError, match="first: CONFIG_"):
         spec.source.prebuilt_kernel("i", get_arch("x86_64"), "perf")
-
-
-def git(repo, *args):
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(repo),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            *args,
-        ],
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_git_spec_checks_repo_and_ref(tmp_path):

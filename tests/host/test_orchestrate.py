@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 
+import gitrepo
 import pytest
 from runfiles import bytes_under
 
@@ -511,21 +512,7 @@ def two_commits(tmp_path):
     (repo / "mm").mkdir(parents=True)
 
     def git(*argv):
-        return subprocess.run(
-            [
-                "git",
-                "-C",
-                str(repo),
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                *argv,
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
+        return gitrepo.git(repo, *argv)
 
     git("init", "-q")
     (repo / "mm" / "rmap.c").write_text(

@@ -2,8 +2,7 @@
 does not have is refused in one line (exit 2) once the tree is there and
 before the kernel is built; one it has goes on to the build."""
 
-import subprocess
-
+import gitrepo
 import pytest
 
 from foliolab import cli, errors
@@ -19,13 +18,7 @@ def tree(tmp_path, monkeypatch):
     (repo / "mm" / "rmap.c").write_text("void try_to_unmap(void) {}\n")
 
     def git(*argv: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), "-c", "user.name=t"]
-            + ["-c", "user.email=t@t", *argv],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
+        return gitrepo.git(repo, *argv)
 
     git("init", "-q")
     git("add", "-A")

@@ -3,9 +3,8 @@ the user's kernel clone and a small cache standing in for the base's: a
 series that does not apply is refused before anything builds, one that
 applies is recorded with the tree it went on. No network, no kernel."""
 
-import subprocess
-
 import pytest
+from gitrepo import git
 
 from foliolab import cli, errors
 from foliolab.commands import measure as measure_cmd
@@ -27,24 +26,6 @@ from foliolab.run import orchestrate
 from foliolab.run import record as runrecord
 
 RMAP = "int a;\nint b;\nint c;\n"
-
-
-def git(repo, *args):
-    return subprocess.run(
-        [
-            "git",
-            "-C",
-            str(repo),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            *args,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture
