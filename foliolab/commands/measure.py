@@ -198,7 +198,7 @@ def _request(
     attribution: dict[str, int],
 ) -> Request:
     wl = workloads.get_workloads(args.workloads)
-    check_user_workloads(wl, args.arch, args.count)
+    check_user_workloads(wl, args.arch, "--count" if args.count else "")
     params = workloads.parse_params(args.param, wl)
     sweeps = sweep.parse_sweeps(
         args.sweep, wl, params, args.numa_nodes, options.MAX_VCPUS
@@ -250,20 +250,23 @@ def _request(
 
 
 def check_user_workloads(
-    wl: list[Workload], arch_name: str, count: bool
+    wl: list[Workload], arch_name: str, counting: str
 ) -> None:
     """What a user's workload folder (workloads/user.py) cannot be asked
-    for, refused before anything is built: --count (it marks no counting
-    window), and a binary that is not static or not for the guest."""
+    for, refused before anything is built: exact counts (``counting``:
+    what asks for them, "" for nothing; it marks no counting window), and
+    a binary that is not static or not for the guest."""
     for w in wl:
         uw = workloads.user.loaded(w.name)
         if uw is None:
             continue
-        if count:
+        if counting:
             raise UsageError(
-                f"--count: the workload {w.name} (from {uw.folder}) marks "
-                "no counting window",
-                hint="drop --count, or run it in a compare of its own",
+                f"{counting}: the workload {w.name} (from {uw.folder}) "
+                "marks no counting window to count in",
+                hint=f"drop {counting}, or run it in a compare of its own"
+                if counting.startswith("--")
+                else "bisect a built-in workload's counted metric",
             )
         if not uw.is_elf:
             continue

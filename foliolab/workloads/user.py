@@ -112,6 +112,11 @@ def load(folder: Path, builtin: set[str]) -> UserWorkload:
     """The folder's workload, checked, and registered under its name;
     UsageError (one line) for anything wrong with it. ``builtin``: the
     names it may not take."""
+    return register(read(folder, builtin))
+
+
+def read(folder: Path, builtin: set[str]) -> UserWorkload:
+    """The folder's workload, checked (not registered)."""
     if not folder.is_dir():
         raise UsageError(
             f"workload folder {folder}: "
@@ -125,9 +130,7 @@ def load(folder: Path, builtin: set[str]) -> UserWorkload:
             f"no {DECLARATION}",
             hint="write one (docs/manual.md, 'Your own workload')",
         )
-    declaration = path.read_bytes()
-    uw = parse(folder, declaration, builtin)
-    return register(uw)
+    return parse(folder, path.read_bytes(), builtin)
 
 
 def parse(folder: Path, declaration: bytes, builtin: set[str]) -> UserWorkload:
@@ -175,7 +178,7 @@ def parse(folder: Path, declaration: bytes, builtin: set[str]) -> UserWorkload:
     program = f"{GUEST_HOME}/{name}/{script_name}"
     w = Workload(
         name=name,
-        title=f"{name}: {description or 'a user workload'} (from {folder})",
+        title=f"{description or 'a user workload'} (from {folder})",
         script=f"user-{name}",
         params=params,
         metrics=metrics,
@@ -272,12 +275,13 @@ def load_kept(out: Path, builtin: set[str]) -> None:
     folder that no longer loads is a damaged run, named."""
     for home in sorted((out / KEPT).glob("*/")):
         try:
-            load(home, builtin)
+            uw = read(home, builtin)
         except UsageError as e:
             raise DamagedRunError(
                 f"{out}: the kept workload folder does not load ({e})",
                 hint=f"copy the workload's folder back to {home}",
             ) from None
+        register(uw)  # refused if the command line's differs
 
 
 def _known_keys(
