@@ -52,6 +52,8 @@ _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}\Z")
 _PARAM = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
 # A metric key as results.json holds it; dots and dashes allowed for
 # the names the kernel test robot gives (stress-ng.vm.ops_per_sec).
+# The program's file name: it goes into the guest's shell lines as it is.
+_FILE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,79}\Z")
 _METRIC = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,79}\Z")
 
 _TOP_KEYS = {
@@ -331,11 +333,12 @@ def _script(folder: Path, d: dict[str, Any]) -> tuple[str, bytes]:
             f"no script named in {DECLARATION}",
             'give script = "FILE", a file of the folder',
         )
-    if "/" in name or name.startswith("."):
+    if not _FILE.match(name):
         raise _refuse(
             folder,
             f"script {name!r} is not a file name in the folder",
-            "put the script in the folder and give its name",
+            "put the script in the folder and give its name (letters, "
+            "digits, _ . + -)",
         )
     path = folder / name
     if not path.is_file():

@@ -140,6 +140,11 @@ def script_outside(f: Path) -> None:
     edit(f, 'script = "run.sh"', 'script = "../run.sh"')
 
 
+def script_name_for_a_shell(f: Path) -> None:
+    shutil.copy(f / "run.sh", f / "run;reboot")
+    edit(f, 'script = "run.sh"', 'script = "run;reboot"')
+
+
 def dynamic_binary(f: Path) -> None:
     shutil.copy(shutil.which("true") or "/bin/true", f / "run.sh")
 
@@ -166,6 +171,7 @@ REFUSALS = {
     "is not TOML": (not_toml, []),
     "needs integer min and max": (integer_without_bounds, []),
     "is not a file name in the folder": (script_outside, []),
+    "script 'run;reboot' is not a file name": (script_name_for_a_shell, []),
     "is not a static 64-bit binary": (dynamic_binary, []),
     "bad value '4096' for mywl.size_mb": (
         lambda f: None,
