@@ -180,7 +180,8 @@ def parse(folder: Path, declaration: bytes, builtin: set[str]) -> UserWorkload:
     program = f"{GUEST_HOME}/{name}/{script_name}"
     w = Workload(
         name=name,
-        title=f"{description or 'a user workload'} (from {folder})",
+        # not the folder: the run directory's copy is loaded too
+        title=f"user workload: {description or name}",
         script=f"user-{name}",
         params=params,
         metrics=metrics,
