@@ -149,6 +149,15 @@ def dynamic_binary(f: Path) -> None:
     shutil.copy(shutil.which("true") or "/bin/true", f / "run.sh")
 
 
+def arm64_binary(f: Path) -> None:
+    """A static ELF header for machine 183 (aarch64), no program headers:
+    what elf_info reads of an arm64 static binary."""
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[18:20] = (183).to_bytes(2, "little")
+    (f / "run.sh").write_bytes(bytes(header))
+
+
 def a_file(f: Path) -> None:
     shutil.rmtree(f)
     f.write_text("not a folder\n")
@@ -173,6 +182,7 @@ REFUSALS = {
     "is not a file name in the folder": (script_outside, []),
     "script 'run;reboot' is not a file name": (script_name_for_a_shell, []),
     "is not a static 64-bit binary": (dynamic_binary, []),
+    "a binary for machine 183, not for the x86_64 guest": (arm64_binary, []),
     "bad value '4096' for mywl.size_mb": (
         lambda f: None,
         ["--param", "mywl.size_mb=4096"],
