@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from foliolab import workloads
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
 from foliolab.executors import read_record
@@ -178,6 +179,9 @@ class RunManifest:
         return d
 
     def write(self, out: Path) -> None:
+        # a user's workload folder is part of what was asked: its copy
+        # lets the run be read and resumed without it
+        workloads.keep_user_workloads(out, self.workloads)
         tmp = out / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(self.to_json(), indent=1) + "\n")
         tmp.replace(out / MANIFEST)
@@ -222,6 +226,7 @@ class RunManifest:
                 hint="copy the run's environment.json back, or run it again",
             )
         d = read_json(path, ("workloads",), DAMAGED)
+        workloads.load_kept(out)  # the user workloads it ran, by name
         try:
             return cls.from_json(d)
         except (TypeError, AttributeError, KeyError, ValueError) as e:

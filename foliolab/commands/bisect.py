@@ -11,6 +11,7 @@ from foliolab import executors, workloads
 from foliolab.bisect import record as bisectrecord
 from foliolab.bisect import search as bisect
 from foliolab.commands import Command, options
+from foliolab.commands.measure import check_user_workloads
 from foliolab.errors import UsageError
 from foliolab.kernel import kconfig
 from foliolab.paths import PROJECT_ROOT
@@ -91,6 +92,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             hint="give one name",
         )
     (w,) = workloads.get_workloads(args.workload)
+    check_user_workloads([w], args.arch, "bisect")  # it counts
     params = workloads.parse_params(args.param, [w]).get(w.name, {})
     if args.resume and args.out is None:
         raise UsageError(

@@ -11,15 +11,17 @@ from pathlib import Path
 
 from foliolab import executors, workloads
 from foliolab.analysis import stats
+from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import UsageError
+from foliolab.kernel import image
 from foliolab.kernel import specs as kernels
 from foliolab.kernel.specs import KernelSpec
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.run import orchestrate
 from foliolab.run.stages import Request
 from foliolab.workloads import sweep
-from foliolab.workloads.model import with_roots
+from foliolab.workloads.model import Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -196,6 +198,7 @@ def _request(
     attribution: dict[str, int],
 ) -> Request:
     wl = workloads.get_workloads(args.workloads)
+    check_user_workloads(wl, args.arch, "--count" if args.count else "")
     params = workloads.parse_params(args.param, wl)
     sweeps = sweep.parse_sweeps(
         args.sweep, wl, params, args.numa_nodes, options.MAX_VCPUS
@@ -244,6 +247,44 @@ def _request(
         command=["foliolab", *args.argv],
         monitors=args.monitors,
     )
+
+
+def check_user_workloads(
+    wl: list[Workload], arch_name: str, counting: str
+) -> None:
+    """What a user's workload folder (workloads/user.py) cannot be asked
+    for, refused before anything is built: exact counts (``counting``:
+    what asks for them, "" for nothing; it marks no counting window), and
+    a binary that is not static or not for the guest."""
+    for w in wl:
+        uw = workloads.user.loaded(w.name)
+        if uw is None:
+            continue
+        if counting:
+            raise UsageError(
+                f"{counting}: the workload {w.name} (from {uw.folder}) "
+                "marks no counting window to count in",
+                hint=f"drop {counting}, or run it in a compare of its own"
+                if counting.startswith("--")
+                else "bisect a built-in workload's counted metric",
+            )
+        if not uw.is_elf:
+            continue
+        arch = get_arch(arch_name)
+        info = image.elf_info(uw.script)
+        what = f"workload folder {uw.folder}: script {uw.script_name}"
+        if info is None or info.interp or info.needed:
+            raise UsageError(
+                f"{what} is not a static 64-bit binary",
+                hint=f"build it with {arch.guest_cc} -static: the guest "
+                "has no shared libraries for it",
+            )
+        if info.machine != arch.elf_machine:
+            raise UsageError(
+                f"{what} is a binary for machine {info.machine}, not for "
+                f"the {arch.name} guest",
+                hint=f"build it for {arch.name} ({arch.guest_cc} -static)",
+            )
 
 
 def _compare(

@@ -143,8 +143,10 @@ def measure(s: argparse.ArgumentParser) -> None:
     machine(s)
     s.add_argument(
         "--workloads",
-        metavar="NAME,...",
-        help="comma-separated workloads (default: all)",
+        metavar="NAME|./DIR,...",
+        help="comma-separated workloads (default: all); a folder of "
+        "your own by its path, ./DIR (docs/manual.md, 'Your own "
+        "workload')",
     )
     s.add_argument(
         "--runs",

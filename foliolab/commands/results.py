@@ -34,8 +34,9 @@ def _workloads_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "names",
         nargs="?",
-        metavar="NAME,...",
-        help="only these workloads (default: all)",
+        metavar="NAME|./DIR,...",
+        help="only these workloads (default: all); a folder of your "
+        "own by its path, ./DIR",
     )
 
 

@@ -1,6 +1,7 @@
 """The workloads foliolab runs: one folder each (``NAME/``: its C
 program(s), guest script, ``workload.py`` and ``fixture/``), registered
-here.
+here. A user's own folder, given by its path where a name is, is loaded
+by user.py into the same Workload.
 
 A folder's ``workload.py`` holds its parameters, metrics, derive function,
 counting window and expected time (model.Workload); its C programs are
@@ -17,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from foliolab.errors import UsageError
+from foliolab.workloads import user
 from foliolab.workloads.dirty_tlb import workload as dirty_tlb
 from foliolab.workloads.file_reclaim import workload as file_reclaim
 from foliolab.workloads.khugepaged import workload as khugepaged
@@ -46,10 +48,13 @@ WORKLOADS = _registry(*FOLDERS)
 
 def find(name: str) -> Workload | None:
     """A workload by name, or a sweep point by its name (``NAME@P=V``,
-    sweep.py): what a run directory's boots and samples name. None for
-    a name this checkout does not know."""
+    sweep.py): what a run directory's boots and samples name, built in
+    or a user's folder loaded (user.py). None for a name this checkout
+    does not know."""
     base, values = parse_point_name(name)
     w = WORKLOADS.get(base)
+    if w is None and (uw := user.loaded(base)) is not None:
+        w = uw.workload
     if w is None or not values:
         return w
     if any(k not in w.params and k != MACHINE_VCPUS for k, _ in values):
@@ -66,26 +71,44 @@ def fixtures() -> list[Path]:
 
 
 def get_workloads(names: str | None) -> list[Workload]:
-    """Parse ``--workloads a,b``; None (the option not given) means all."""
+    """Parse ``--workloads a,b``; None (the option not given) means all.
+    An entry with a slash (``./mywl``) is a user's workload folder,
+    loaded and checked now (user.py), before anything is built."""
     if names is None:
         return list(WORKLOADS.values())
-    out = []
+    out: list[Workload] = []
     for name in names.split(","):
         name = name.strip()
-        if name not in WORKLOADS:
+        if user.looks_like_path(name):
+            w = user.load(Path(name).expanduser(), set(WORKLOADS)).workload
+        elif name in WORKLOADS:
+            w = WORKLOADS[name]
+        else:
             raise UsageError(
                 f"unknown workload {name!r}"
                 if name
                 else f"--workloads {names!r} names an empty workload",
-                hint=f"choose from: {', '.join(WORKLOADS)}",
+                hint=f"choose from: {', '.join(WORKLOADS)}, or a folder "
+                "of your own by its path (./NAME)",
             )
-        if WORKLOADS[name] in out:
+        if any(o.name == w.name for o in out):
             raise UsageError(
-                f"--workloads names {name} twice",
+                f"--workloads names {w.name} twice",
                 hint="give each workload once (--runs sets the repetitions)",
             )
-        out.append(WORKLOADS[name])
+        out.append(w)
     return out
+
+
+def load_kept(out: Path) -> None:
+    """The user workloads the run in ``out`` kept, loaded (user.py), so
+    its samples can be derived and reported by name."""
+    user.load_kept(out, set(WORKLOADS))
+
+
+def keep_user_workloads(out: Path, names: list[str]) -> None:
+    """The user workloads among ``names`` kept in the run directory."""
+    user.keep(out, names)
 
 
 def parse_params(

@@ -9,6 +9,7 @@ comparison runs"): add, don't rename.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -143,6 +144,28 @@ class Derived:
     invalid: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class GuestFile:
+    """A file the boot's job writes into the guest before it runs: what
+    a workload brings that is not in the image (a user's workload folder,
+    user.py). In the job itself, so every executor carries it."""
+
+    path: str  # absolute, in the guest
+    data: bytes
+    mode: int = 0o644
+
+    def shell(self) -> str:
+        """The job lines that write it (base64: any bytes, any line)."""
+        text = base64.encodebytes(self.data).decode()
+        parent = self.path.rpartition("/")[0]
+        return (
+            f"mkdir -p {parent}\n"
+            f"base64 -d > {self.path} <<'FL_FILE_END'\n"
+            f"{text}FL_FILE_END\n"
+            f"chmod {self.mode:o} {self.path}"
+        )
+
+
 # A workload's counted metrics of its own, from (the window's counted
 # metrics, the sample's timed ones, the roots counted): dirty-tlb's per
 # page swapped out.
@@ -190,6 +213,9 @@ class Workload:
     sweep_of: str = ""
     point: tuple[tuple[str, str], ...] = ()
     vcpus: int = 0
+    # Files the job writes before it sources the script (GuestFile): a
+    # user's workload's program and the script that runs it.
+    guest_files: tuple[GuestFile, ...] = ()
 
     @property
     def base_name(self) -> str:
@@ -251,6 +277,7 @@ class Workload:
             f"export FL_COUNT={1 if count else 0}",
             # lib.sh never starts them in a counting boot
             f"export FL_MONITORS={1 if monitors else 0}",
+            *(f.shell() for f in self.guest_files),
             ". /foliolab/lib.sh",
             f". /foliolab/workloads/{self.script}.sh",
             f"fl_samples {samples}",
