@@ -20,10 +20,11 @@ SUITE_ARGS ?= --upstream-selftests rmap,droppable,uffd-wp-mremap
 compare: setup
 	$(PY) -m foliolab compare $(ARGS)
 
-# Host tests (unit tests, then real builds and boots), then the correctness
-# suite on the patched debug kernel.
+# Host tests, then the correctness suite on the patched debug kernel. The
+# host tests run on two workers: one takes the builds and boots in turn
+# (tests/host/conftest.py, HEAVY), the other the unit tests meanwhile.
 test: setup
-	$(PY) -m pytest -q tests/host $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests/host $(PYTEST_ARGS)
 	$(PY) -m foliolab test $(SUITE_ARGS)
 
 # ruff (lint, and the format check), mypy (configured in pyproject.toml)

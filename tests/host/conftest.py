@@ -35,3 +35,20 @@ def no_calibration_probe(monkeypatch):
     real = timings.probe
     monkeypatch.setattr(timings, "probe", lambda runner=None: None)
     return real
+
+
+# Marks of the tests that build, boot, compile mm/ or read Debian's
+# archive: under `pytest -n 2 --dist loadgroup` (make test) they run one
+# after another on one worker, in the order they were collected, while
+# the other worker takes the unit tests. Two QEMU guests under TCG on a
+# two-core machine would each get half a core, and their timeouts are set
+# for a whole one.
+HEAVY = ("qemu", "robot", "archive", "bisect")
+
+
+# first: xdist reads the group when its own hook runs
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(m) for m in HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
