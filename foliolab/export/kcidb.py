@@ -140,12 +140,17 @@ def _base_spec(k: KernelRecord) -> SpecRecord | None:
 
 
 def _base_kind(k: KernelRecord) -> str:
+    """The kind of source under the kernel's patches (git, debian, base,
+    image), "" when the record does not say."""
     base = _base_spec(k)
     if base is not None:
         return base.kind
-    if k.given is not None:  # a series whose base went unrecorded
+    # base+DIR records no source under its series, but the series
+    # record names it; a bisect's commits have no spec record at all
+    text = k.series.onto if k.series is not None else k.spec
+    if k.series is None and k.given is not None:
         return ""
-    found = kernel_sources.source_class(k.spec)  # a bisect's commits
+    found = kernel_sources.source_class(text)
     return found.kind if found is not None else ""
 
 
