@@ -427,3 +427,50 @@ def test_patchset_hash_is_kcidbs():
         == hashlib.sha256((empty + "\n").encode()).hexdigest()
     )
     assert kcidb.patchset_hash([]) == ""
+
+
+def test_a_bisect_run_exports_each_commit_it_tried(tmp_path):
+    """bisect's outcomes (bisect/record.Record.outcomes): a checkout per
+    commit tried, named by its commit (a git tree's, so KCIDB's
+    git_commit_hash) and no patches; a commit that did not build has a
+    build without a status, its step an ERROR."""
+    from foliolab.bisect.record import (
+        BisectKey,
+        Record,
+        Step,
+        StepStatus,
+        Verdict,
+    )
+    from foliolab.kernelrecord import BuildRecord
+
+    good, mid, bad = "1" * 40, "2" * 40, "3" * 40
+    steps = [
+        Step(0, good, "good", StepStatus.COUNTED, 100.0, Verdict.GOOD),
+        Step(2, bad, "bad", StepStatus.COUNTED, 300.0, Verdict.BAD),
+        Step(1, mid, "mid", StepStatus.BUILD_FAILED, None, Verdict.SKIP),
+    ]
+    key = BisectKey(
+        "/src/linux", "pageout", {}, "kernel_insns", "x86_64", "perf"
+    )
+    record = Record([], key, good, bad, "above 200", 3, steps, limit=200.0)
+    out = tmp_path / "bisect"
+    out.mkdir()
+    built = {
+        c: BuildRecord(c[:12], "perf", "x86_64", commit=c, elapsed=60.0)
+        for c in (good, bad)
+    }
+    record.outcomes(out, built).write(out)
+    doc = tmp_path / "bisect.json"
+    assert export([out, "--kcidb", doc, "--origin", "foliolab"]) == 0
+    data = valid(doc)
+    hashes = [c.get("git_commit_hash") for c in data["checkouts"]]
+    assert hashes == [good, bad, None]  # the unbuilt commit's is unknown
+    assert {c["patchset_hash"] for c in data["checkouts"]} == {""}
+    assert [b.get("status") for b in data["builds"]] == ["PASS", "PASS", None]
+    got = [(t["path"], t["status"]) for t in data["tests"]]
+    assert got == [
+        (f"foliolab.bisect.{good[:12]}", "PASS"),
+        (f"foliolab.bisect.{bad[:12]}", "FAIL"),
+        (f"foliolab.bisect.{mid[:12]}", "ERROR"),
+    ]
+    assert data["tests"][1]["misc"]["value"] == 300.0
