@@ -202,7 +202,10 @@ class Exported:
 class _Document:
     """The document as it is put together: the run's ids and objects."""
 
-    def __init__(self, origin: str, run: str) -> None:
+    def __init__(
+        self, origin: str, run: str, kernels: Sequence[KernelRecord]
+    ) -> None:
+        self.kernels = {k.name: k for k in kernels}
         self.origin = origin
         self.prefix = f"{origin}:{run}"
         self.checkouts: list[dict[str, Any]] = []
@@ -216,6 +219,14 @@ class _Document:
 
     def kernel_build_id(self, kernel: str) -> str:
         return f"{self.checkout_id(kernel)}:build"
+
+    def kernel_build(self, kernel: str) -> str:
+        """The id of the kernel's own build, made on first need (a
+        robot's kernel has none: its cells are its builds)."""
+        build_id = self.kernel_build_id(kernel)
+        if build_id not in self.builds:
+            self.add_kernel_build(self.kernels[kernel])
+        return build_id
 
     def add_checkout(self, k: KernelRecord) -> None:
         c: dict[str, Any] = {"id": self.checkout_id(k.name)}
@@ -327,7 +338,7 @@ class _Document:
         build_id = (
             self.cell_build_id(t)
             if robot and isinstance(t.misc.get("cell"), str)
-            else self.kernel_build_id(t.kernel)
+            else self.kernel_build(t.kernel)
         )
         d: dict[str, Any] = {
             "id": self.test_id(t.kernel, path),
@@ -366,7 +377,7 @@ class _Document:
             return
         d: dict[str, Any] = {
             "id": self.test_id(kernel, path),
-            "build_id": self.kernel_build_id(kernel),
+            "build_id": self.kernel_build(kernel),
             "origin": self.origin,
             "path": path,
         }
@@ -421,18 +432,12 @@ def document(
 ) -> tuple[dict[str, Any], list[str]]:
     """The KCIDB document of a run (not validated yet), and what of the
     run it leaves out (one line each)."""
-    doc = _Document(origin, run)
+    doc = _Document(origin, run, outcomes.kernels)
     robot = outcomes.command == "check"
     for k in outcomes.kernels:
         doc.add_checkout(k)
-    cell_of_every_test = {
-        t.kernel
-        for t in outcomes.tests
-        if robot and isinstance(t.misc.get("cell"), str)
-    }
     for k in outcomes.kernels:
-        # a robot's kernel has no build of its own: its cells are its
-        if k.built is not None or k.name not in cell_of_every_test:
+        if k.built is not None:
             doc.add_kernel_build(k)
     for t in outcomes.tests:
         doc.add_outcome(t, robot)

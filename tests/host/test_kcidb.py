@@ -37,10 +37,17 @@ RECORDED = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
 
 def valid(path):
     """The document at ``path``, validated with kcidb-io (raises if the
-    schema refuses it)."""
+    schema refuses it), its ids unique and linked."""
     data = json.loads(path.read_text())
     schema.V5_3.validate_exactly(data)
     assert data["version"] == {"major": 5, "minor": 3}
+    # what the schema does not check: every object's parent is sent too
+    checkouts = {c["id"] for c in data.get("checkouts", [])}
+    builds = {b["id"] for b in data.get("builds", [])}
+    assert {b["checkout_id"] for b in data.get("builds", [])} <= checkouts
+    assert {t["build_id"] for t in data.get("tests", [])} <= builds
+    tests = [t["id"] for t in data.get("tests", [])]
+    assert len(set(tests)) == len(tests)
     return data
 
 
