@@ -113,7 +113,8 @@ def _kcidb_report(args: argparse.Namespace) -> int:
             "command only reads",
             hint="give a FILE outside the run",
         )
-    kcidb.refused_file(args.kcidb, args.force)
+    if own is None or not target.is_relative_to(own):
+        kcidb.refused_file(args.kcidb, args.force)  # before any report
     records = args.dir
     if args.out is not None:
         if not (args.dir / "environment.json").is_file():

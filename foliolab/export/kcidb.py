@@ -26,6 +26,7 @@ is never written (ExportError, the first thing it refuses).
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import math
@@ -174,6 +175,18 @@ def _kernel_patchset(k: KernelRecord) -> tuple[str | None, str]:
             "its checkout has no patchset_hash"
         )
     return "", ""  # the source alone: no patches
+
+
+def _timestamp(value: object) -> str:
+    """An ISO time with its zone as KCIDB takes it, "" for anything
+    else (KCIDB refuses a time without a zone)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return ""
+    return when.isoformat() if when.tzinfo is not None else ""
 
 
 def _plain_misc(values: dict[str, Any]) -> dict[str, Any]:
@@ -443,6 +456,10 @@ def document(
         doc.add_outcome(t, robot)
     if results is not None:
         _metrics(doc, results, {k.name for k in outcomes.kernels})
+        started = _timestamp(results.environment.get("started"))
+        if started:  # the compare's start: when its trees were made
+            for c in doc.checkouts:
+                c["start_time"] = started
     return doc.data(), doc.left_out
 
 
