@@ -115,19 +115,19 @@ def patchset_hash(patch_sha256: Sequence[str]) -> str:
 
 def _reread_series(series: SeriesRecord) -> list[str] | None:
     """A series record from before patches' hashes were kept: its
-    patches' sha256s read again from its directory, if they are still
-    the patches the run applied (the same digest); else None."""
+    applied patches' sha256s read again from its directory (as given,
+    from where the command runs), if they are still the patches the run
+    applied (the same digest); else None."""
     try:
         got = kernel_sources.input_class(series.directory)
-        patches = got.parse(series.directory).read().patches
-    except (UsageError, OSError):
-        return None
-    applied = source.Series(Path(series.directory), patches[: series.patches])
-    try:
+        read = got.parse(series.directory).read()
+        applied = source.Series(read.directory, read.patches[: series.patches])
         if applied.digest != series.sha:
             return None
-        return [hashlib.sha256(p.read_bytes()).hexdigest() for p in patches]
-    except OSError:
+        return [
+            hashlib.sha256(p.read_bytes()).hexdigest() for p in applied.patches
+        ]
+    except (UsageError, OSError):
         return None
 
 
@@ -146,10 +146,11 @@ def _base_kind(k: KernelRecord) -> str:
     base = _base_spec(k)
     if base is not None:
         return base.kind
-    # base+DIR records no source under its series, but the series
-    # record names it; a bisect's commits have no spec record at all
-    text = k.series.onto if k.series is not None else k.spec
-    if k.series is None and k.given is not None:
+    if k.series is not None:  # base+DIR: its series record names it
+        text = k.series.onto
+    elif k.given is None:  # a bisect's commit: its spec alone
+        text = k.spec
+    else:
         return ""
     found = kernel_sources.source_class(text)
     return found.kind if found is not None else ""
@@ -159,9 +160,9 @@ def _kernel_patchset(k: KernelRecord) -> tuple[str | None, str]:
     """(patchset_hash, why it is unknown): None with a reason when the
     record does not say which patches were applied."""
     if k.series is not None:
-        hashes = k.series.patch_sha256 or _reread_series(k.series)
         if k.series.patches == 0:
             return "", ""
+        hashes = k.series.patch_sha256 or _reread_series(k.series)
         if hashes is None or len(hashes) < k.series.patches:
             return None, (
                 f"kernel {k.name}: the patches of {k.series.directory} are "

@@ -486,3 +486,34 @@ def test_a_bisect_run_exports_each_commit_it_tried(tmp_path):
         (f"foliolab.bisect.{mid[:12]}", "ERROR"),
     ]
     assert data["tests"][1]["misc"]["value"] == 300.0
+
+
+def test_a_record_from_before_patch_hashes_reads_its_series_again(
+    tmp_path, series_dir
+):
+    """A series record without its patches' hashes (a run from before
+    they were kept): the folder gives them while it holds the patches
+    the run applied (the record's digest), else no patchset_hash, said."""
+    import dataclasses
+
+    k = kernel_record(git_series_spec(series_dir), git_tree("next"))
+    assert k.series is not None and len(k.series.patch_sha256) == 2
+    old = dataclasses.replace(
+        k, series=dataclasses.replace(k.series, patch_sha256=[])
+    )
+    out = tmp_path / "run"
+    out.mkdir()
+    Outcomes("test", [old], [TestOutcome("a", TestStatus.PASS, "next")]).write(
+        out
+    )
+    done = kcidb.export(out, tmp_path / "1.json", "lab", "r")
+    (c,) = valid(tmp_path / "1.json")["checkouts"]
+    assert c["patchset_hash"] == sha256sum_hash(
+        [series_dir / "0001-a.patch", series_dir / "0002-b.patch"]
+    )
+    assert done.left_out == ()
+    (series_dir / "0002-b.patch").write_text("diff --git changed\n")
+    done = kcidb.export(out, tmp_path / "2.json", "lab", "r")
+    (c,) = valid(tmp_path / "2.json")["checkouts"]
+    assert "patchset_hash" not in c
+    assert "not as the run applied it" in done.left_out[0]
