@@ -42,7 +42,10 @@ def _workloads_options(s: argparse.ArgumentParser) -> None:
 
 def _report_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
-        "dir", type=Path, help="the run directory (compare's --out)"
+        "dir",
+        type=Path,
+        help="the run directory (compare's --out; with --kcidb also "
+        "test's, check's or bisect's)",
     )
     s.add_argument(
         "--out",
@@ -66,8 +69,8 @@ def _report_options(s: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the run (a compare, test, check, check --robot or "
         "bisect) as a KCIDB v5.3 document to FILE, validated first, and "
-        "nothing into DIR (with --out: the report into DIR2 first, the "
-        "document from there); needs --origin",
+        "nothing into the run (with --out: a compare's report written "
+        "there first, the document made from it); needs --origin",
     )
     s.add_argument(
         "--origin",
