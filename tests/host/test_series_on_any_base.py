@@ -3,7 +3,6 @@ the user's kernel clone and a small cache standing in for the base's: a
 series that does not apply is refused before anything builds, one that
 applies is recorded with the tree it went on. No network, no kernel."""
 
-import hashlib
 import subprocess
 
 import pytest
@@ -236,6 +235,8 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
     )
     orchestrate.prepare_kernels(run.kernels, m)
     assert m.kernel("a").series is None
+    import hashlib
+
     patch = hashlib.sha256((good / "0001-good.patch").read_bytes())
     assert m.kernel("b").series == SeriesRecord(
         str(good),
