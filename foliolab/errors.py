@@ -171,3 +171,11 @@ class DiagnosticsError(FoliolabError):
     that a patch of the series adds."""
 
     exit_code = 14
+
+
+class ExportError(FoliolabError):
+    """A run's results cannot be written in another system's format: the
+    document made from them is refused by that format's schema (``report
+    --kcidb``), and nothing is written."""
+
+    exit_code = 15

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -55,12 +56,22 @@ class SeriesRecord:
     onto: str  # SOURCE as given: base, debian:7.3, ...
     tree: str  # a package and version, or a clone
     commit: str  # the commit it was applied to
+    # each applied patch's sha256, in order (KCIDB's patchset_hash is
+    # made of them); empty in a record from before they were kept
+    patch_sha256: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> SeriesRecord | None:
         if not d:
             return None
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+        return cls(
+            **{
+                f.name: d[f.name]
+                for f in dataclasses.fields(cls)
+                if f.name != "patch_sha256"
+            },
+            patch_sha256=list(d.get("patch_sha256", [])),
+        )
 
 
 def known_fields(
@@ -245,6 +256,7 @@ def series_record(k: specs_mod.KernelSpec, tree: source.Tree) -> SeriesRecord:
         tree.onto.spec,
         tree.onto.tree,
         tree.onto.commit,
+        [hashlib.sha256(p.read_bytes()).hexdigest() for p in series.patches],
     )
 
 

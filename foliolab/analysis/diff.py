@@ -55,6 +55,7 @@ class Ratio:
     n: int  # the fewer samples of the two kernels
     baseline_mean: float | None
     kernel_mean: float | None
+    unit: str = ""  # the metric's ("" in rows from before it was kept)
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Ratio:
@@ -77,6 +78,7 @@ class Ratio:
             n,
             row.get("baseline_mean", row.get("vanilla_mean")),
             row.get("kernel_mean", row.get("patched_mean")),
+            row.get("unit", ""),
         )
 
 

@@ -11,6 +11,7 @@ from foliolab.analysis import diff
 from foliolab.bisect import record as bisectrecord
 from foliolab.commands import Command
 from foliolab.errors import UsageError
+from foliolab.export import kcidb
 from foliolab.paths import unwritable
 from foliolab.render import report
 
@@ -42,7 +43,10 @@ def _workloads_options(s: argparse.ArgumentParser) -> None:
 
 def _report_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
-        "dir", type=Path, help="the run directory (compare's --out)"
+        "dir",
+        type=Path,
+        help="the run directory (compare's --out; with --kcidb also "
+        "test's, check's or bisect's)",
     )
     s.add_argument(
         "--out",
@@ -60,6 +64,82 @@ def _report_options(s: argparse.ArgumentParser) -> None:
         "that decides, the command that reproduces the run) and write "
         "nothing",
     )
+    s.add_argument(
+        "--kcidb",
+        type=Path,
+        metavar="FILE",
+        help="write the run (a compare, test, check, check --robot or "
+        "bisect) as a KCIDB v5.3 document to FILE, validated first, and "
+        "nothing into the run (with --out: a compare's report written "
+        "there first, the document made from it); needs --origin",
+    )
+    s.add_argument(
+        "--origin",
+        metavar="NAME",
+        help="with --kcidb: the CI system's name in KCIDB (lower-case "
+        "letters, digits, _), the start of every id",
+    )
+    s.add_argument(
+        "--run-name",
+        metavar="NAME",
+        help="with --kcidb: the run's name in the ids (default: DIR's name)",
+    )
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="with --kcidb: replace FILE if it is there",
+    )
+
+
+def _kcidb_report(args: argparse.Namespace) -> int:
+    """report DIR --kcidb FILE: the run as KernelCI reads it, written to
+    FILE only (DIR is read; with --out the report is written into DIR2
+    first and the document made from there)."""
+    if args.mail:
+        raise UsageError(
+            "--mail prints the report, --kcidb writes a file",
+            hint="give one of them",
+        )
+    if args.origin is None:
+        raise UsageError(
+            "--kcidb needs --origin NAME (the CI system's name in KCIDB)",
+            hint="e.g. --origin foliolab",
+        )
+    kcidb.check_origin(args.origin)
+    target = args.kcidb.resolve()
+    run = args.dir.resolve()
+    own = args.out.resolve() if args.out is not None else None
+    if target.is_relative_to(run) and not (
+        own is not None and target.is_relative_to(own)
+    ):
+        raise UsageError(
+            f"{args.kcidb} is inside the run {args.dir}, which this "
+            "command only reads",
+            hint="give a FILE outside the run",
+        )
+    if own is None or not target.is_relative_to(own):
+        kcidb.refused_file(args.kcidb, args.force)  # before any report
+    records = args.dir
+    if args.out is not None:
+        if not (args.dir / "environment.json").is_file():
+            raise UsageError(
+                "--out with --kcidb derives a compare run's results, "
+                f"and {args.dir} is not one (no environment.json)",
+                hint="export it without --out",
+            )
+        report.write_report(args.dir, dest=args.out)
+        records = args.out
+    done = kcidb.export(
+        records,
+        args.kcidb,
+        args.origin,
+        args.run_name or run.name,
+        args.force,
+    )
+    for line in done.left_out:
+        print(f"left out: {line}")
+    print(done.line())
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -68,6 +148,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"{args.dir}: no such directory",
             hint="give the --out directory of a compare run",
         )
+    if args.kcidb is not None:
+        return _kcidb_report(args)
+    for given, name in (
+        (args.origin, "--origin"),
+        (args.run_name, "--run-name"),
+        (args.force or None, "--force"),
+    ):
+        if given is not None:
+            raise UsageError(
+                f"{name} is an option of --kcidb", hint="give --kcidb FILE"
+            )
     if args.mail:
         if args.out is not None:
             raise UsageError(

@@ -47,6 +47,7 @@ LAYERS = (
     "coverage",
     "suite",
     "bisect",
+    "export",
     "commands",
     "cli",
     "__main__",

@@ -110,6 +110,7 @@ def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(tmp_path):
         "debian:7.3",
         "linux-source-7.3 7.3.4-1~bpo13+1",
         "c0ffee",
+        ["a" * 64, "b" * 64, "c" * 64, "d" * 64],
     )
     m = manifest(
         kernels=[
@@ -126,6 +127,7 @@ def test_a_series_kernel_records_its_series_and_the_tree_it_went_on(tmp_path):
         "onto": "debian:7.3",
         "tree": "linux-source-7.3 7.3.4-1~bpo13+1",
         "commit": "c0ffee",
+        "patch_sha256": ["a" * 64, "b" * 64, "c" * 64, "d" * 64],
     }
     back = RunManifest.read(tmp_path)
     assert back.kernel("next").series == series

@@ -216,8 +216,17 @@ def test_a_series_on_a_clone_is_applied_once_and_recorded(
     )
     orchestrate.prepare_kernels(run.kernels, m)
     assert m.kernel("a").series is None
+    import hashlib
+
+    patch = hashlib.sha256((good / "0001-good.patch").read_bytes())
     assert m.kernel("b").series == SeriesRecord(
-        str(good), 1, digest, f"git:{clone}@HEAD", f"{clone} {head[:12]}", head
+        str(good),
+        1,
+        digest,
+        f"git:{clone}@HEAD",
+        f"{clone} {head[:12]}",
+        head,
+        [patch.hexdigest()],  # KCIDB's patchset_hash is made of them
     )
     rec = m.to_json()["kernel_records"][1]
     assert rec["spec"] == f"git:{clone}@HEAD+{good}"
