@@ -52,10 +52,10 @@ def _post_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--base-commit",
-        required=True,
         metavar="SHA",
         help="upstream's commit of that tree (40 hex digits), for the "
-        "cover letters' base-commit:",
+        "cover letters' base-commit: (required with debian:VERSION; a "
+        "clone's commit is its own)",
     )
     s.add_argument(
         "--out",

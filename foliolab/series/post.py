@@ -181,18 +181,29 @@ def sender(cwd: Path) -> Sender:
     return found
 
 
-def base_tree(spec: Source, upstream: str) -> BaseTree:
+def base_tree(spec: Source, upstream: str | None) -> BaseTree:
     """The repository and commit of ``--base`` (debian:VERSION, the
     cache's unpacked package, or git:PATH@REF, a commit of a clone): both
-    only read. ``upstream``: the --base-commit."""
-    upstream = upstream.strip().lower()
-    if not _HEX40.match(upstream):
-        raise UsageError(
-            f"--base-commit {upstream} is not a commit id of 40 hex digits",
-            hint="give upstream's full commit id of the release the "
-            "postings go on",
-        )
+    only read. ``upstream``: --base-commit, the commit base-commit: names;
+    a clone's commit is its own, a Debian package's must be given (its
+    commit is the lab's, which no one upstream can resolve)."""
+    if upstream is not None:
+        upstream = upstream.strip().lower()
+        if not _HEX40.match(upstream):
+            raise UsageError(
+                f"--base-commit {upstream} is not a commit id of 40 hex "
+                "digits",
+                hint="give upstream's full commit id of the release the "
+                "postings go on",
+            )
     if isinstance(spec, DebianSource):
+        if upstream is None:
+            raise UsageError(
+                f"--base {spec.text} is a Debian package unpacked by the "
+                "lab: its commit resolves nowhere upstream",
+                hint="give --base-commit SHA, upstream's commit of the "
+                "release it packages",
+            )
         pkg = debian.resolve_known(spec.version) or debian.resolve(
             spec.version
         )
@@ -200,7 +211,7 @@ def base_tree(spec: Source, upstream: str) -> BaseTree:
         return BaseTree(src.tree, src.commit, upstream, src.describe())
     if isinstance(spec, GitSource):
         commit = source.resolve_ref(spec.repo, spec.ref)
-        return BaseTree(spec.repo, commit, upstream, spec.text)
+        return BaseTree(spec.repo, commit, upstream or commit, spec.text)
     raise UsageError(
         f"--base {spec.text}: post reads the tree the postings go on",
         hint="give debian:VERSION or git:PATH@REF",

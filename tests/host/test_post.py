@@ -136,15 +136,17 @@ def world(tmp_path, monkeypatch):
     return tree, base, folder
 
 
-def _post(tree: Path, base: str, folder: Path, out: Path) -> int:
+def _post(
+    tree: Path, base: str, folder: Path, out: Path, upstream: str = "a" * 40
+) -> int:
+    given = ["--base-commit", upstream] if upstream else []
     return cli.main(
         [
             "post",
             str(folder),
             "--base",
             f"git:{tree}@main",
-            "--base-commit",
-            "a" * 40,
+            *given,
             "--out",
             str(out),
         ]
@@ -329,3 +331,22 @@ def test_a_posting_that_does_not_apply_writes_nothing(world, tmp_path):
     out = tmp_path / "out"
     assert _post(tree, base, folder, out) != 0
     assert not out.exists()
+
+
+def test_a_clone_is_its_own_base_commit(world, tmp_path):
+    tree, base, folder = world
+    out = tmp_path / "out"
+    assert _post(tree, base, folder, out, upstream="") == 0
+    assert f"base-commit: {base}\n" in (out / "one.mbox").read_text()
+
+
+def test_a_debian_base_needs_its_upstream_commit(tmp_path, capsys):
+    from foliolab.kernel.sources.debian import DebianSource
+    from foliolab.series import post
+
+    with pytest.raises(UsageError) as e:
+        post.base_tree(DebianSource("debian:7.3", "7.3"), None)
+    assert "give --base-commit SHA" in e.value.one_line()
+    with pytest.raises(UsageError) as e:
+        post.base_tree(DebianSource("debian:7.3", "7.3"), "50269104ff40")
+    assert "is not a commit id of 40 hex digits" in e.value.message
