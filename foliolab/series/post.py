@@ -11,7 +11,7 @@ and src/b4/__init__.py, github mricon/b4; not copied):
 - each patch as ``git show --format=email`` gives it, ``[PREFIX k/N]``
   numbered within the posting (zero-padded to N's width), From: the
   sender (an author who is not the sender goes in the body as ``From:``),
-  ending with ``-- `` and git's version;
+  ending with a blank line, ``-- `` and git's version;
 - Message-Id ``<DATE-NAME-vR-K-RANDOM@sender's domain>``, every patch
   In-Reply-To and References the cover; Date the series' time plus K s;
 - To: the tree's get_maintainer.pl's people, Cc: its lists (b4's
@@ -609,7 +609,8 @@ def write_posting(
             rest = f"{text}---\n{rest}"
             body = f"{message}---\n{rest}---\n{basement}"
         else:
-            body = f"{message}---\n{rest}-- \n{gitver}\n"
+            # b4 appends "\n-- \nGITVERSION" to git show's output
+            body = f"{message}---\n{rest}\n-- \n{gitver}\n"
         psub = subject(posting, k, n, patch.title)
         headers = _common(
             who,
