@@ -37,7 +37,7 @@ log = logging.getLogger("foliolab")
 # measuring, running and testing them, then the results' commands with
 # bisect among them.
 ORDER = (
-    *("setup", "tree", "export", "build", "check"),
+    *("setup", "tree", "export", "post", "build", "check"),
     *("compare", "jobs", "attribute"),
     "run",
     *("test", "coverage-reasons"),

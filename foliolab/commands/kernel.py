@@ -1,5 +1,5 @@
-"""`setup`, `tree`, `export`, `build` and `check`: the host, the developer
-tree, the series and its kernels."""
+"""`setup`, `tree`, `export`, `post`, `build` and `check`: the host, the
+developer tree, the series (and its postings) and its kernels."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
 from foliolab.kernel import build, kconfig, source, sources, trees
 from foliolab.kernel import specs as kernels
+from foliolab.kernel.sources.series import DirSeries
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.robot import command as robot
 from foliolab.series import check as seriescheck
-from foliolab.series import sincespec, stablehistory
+from foliolab.series import post, sincespec, stablehistory
 
 
 def _setup_options(s: argparse.ArgumentParser) -> None:
@@ -32,6 +33,36 @@ def _tree_options(s: argparse.ArgumentParser) -> None:
 def _export_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--patches", type=Path, default=DEFAULT_PATCHES, metavar="DIR"
+    )
+
+
+def _post_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "series",
+        type=Path,
+        metavar="SERIES",
+        help="a series folder with a `series` and a postings.toml file",
+    )
+    s.add_argument(
+        "--base",
+        required=True,
+        metavar="SPEC",
+        help="the tree the postings go on, only read: debian:VERSION "
+        "(the cache's unpacked package) or git:PATH@REF",
+    )
+    s.add_argument(
+        "--base-commit",
+        metavar="SHA",
+        help="upstream's commit of that tree (40 hex digits), for the "
+        "cover letters' base-commit: (required with debian:VERSION; a "
+        "clone's commit is its own)",
+    )
+    s.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="a new directory for the mboxes, one per posting",
     )
 
 
@@ -106,6 +137,32 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(p)
     print(
         f"# {len(written)} patch(es) written to {args.patches}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_post(args: argparse.Namespace) -> int:
+    # everything that can be refused is, before the base is read
+    post.refuse_existing(args.out)
+    folder = sources.input_class(str(args.series)).parse(str(args.series))
+    if not isinstance(folder, DirSeries):
+        raise UsageError(f"{args.series} is not a series folder")
+    postings = folder.postings()
+    who = post.sender(Path.cwd())
+    spec = kernels.parse_base(args.base).source
+    base = post.base_tree(spec, args.base_commit)
+    series_cover = folder.directory / source.COVER_LETTER
+    for w in post.write_postings(postings, base, who, series_cover, args.out):
+        p = w.posting
+        print(f"{w.mbox}: {p.name}, {len(p.patches)} patch(es) for {p.tree}")
+        for s in w.subjects:
+            print(f"  {s}")
+        print(f"  To: {', '.join(w.to)}")
+        print(f"  Cc: {', '.join(w.cc)}")
+    print(
+        f"# from {who.plain}, on {base.described}, base-commit "
+        f"{base.upstream}",
         file=sys.stderr,
     )
     return 0
@@ -238,6 +295,15 @@ COMMANDS = (
         _export_options,
         cmd_export,
         example="foliolab export",
+    ),
+    Command(
+        "post",
+        "write a series folder's postings as b4 sends them, an mbox each",
+        _post_options,
+        cmd_post,
+        example="foliolab post patches/7.3 --base debian:7.3 "
+        "--base-commit 0123456789abcdef0123456789abcdef01234567 "
+        "--out /tmp/post-73",
     ),
     Command(
         "build",

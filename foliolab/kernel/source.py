@@ -559,16 +559,23 @@ def carry_cover_letter(old: str, new: str) -> str:
     """``new`` (git format-patch's fresh cover letter) with the subject and
     blurb of ``old``: the blurb is everything from the first blank line
     after the headers up to the shortlog ("Author (N):")."""
-    m = re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)", old, re.M)
-    head, _, rest = old.partition("\n\n")
-    b = re.search(r"^\S.* \(\d+\):$", rest, re.M)
-    if not m or not b:
-        raise UsageError(
-            f"cannot read the subject and blurb of the old {COVER_LETTER}",
-            hint='keep its Subject: line and the "Author (N):" shortlog line',
-        )
-    subject = " ".join(line.strip() for line in m.group(1).splitlines())
-    blurb = rest[: b.start()].rstrip("\n")
+    subject, blurb = cover_parts(old)
     return new.replace(_SUBJECT_PLACEHOLDER, subject, 1).replace(
         _BLURB_PLACEHOLDER, blurb, 1
     )
+
+
+def cover_parts(cover: str) -> tuple[str, str]:
+    """(the subject, the blurb) of a format-patch cover letter: the blurb
+    is everything from the first blank line after the headers up to the
+    shortlog ("Author (N):")."""
+    m = re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n [^\n]*)*)", cover, re.M)
+    head, _, rest = cover.partition("\n\n")
+    b = re.search(r"^\S.* \(\d+\):$", rest, re.M)
+    if not m or not b:
+        raise UsageError(
+            f"cannot read the subject and blurb of the {COVER_LETTER}",
+            hint='keep its Subject: line and the "Author (N):" shortlog line',
+        )
+    subject = " ".join(line.strip() for line in m.group(1).splitlines())
+    return subject, rest[: b.start()].rstrip("\n")
