@@ -533,3 +533,62 @@ def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
     assert "guest: 4 wrappers, each in its own boot" in out
     assert "./ksft_own_check.sh  (not in the mm CI's list)" in out
     assert "host tests vma: none (not in the tree)" in out
+
+
+def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
+    capsys, tmp_path, monkeypatch
+):
+    """The command's whole host path: each kernel's tree, its host tests
+    three times, outcomes.json, the summary, and a failing exit for a
+    program that always fails on next and never on up."""
+    from foliolab.kernel import source, trees
+
+    fine = FAKE_MAKEFILE.replace("exit 3", "exit 0")
+    up_repo, up_commit = make_tree(
+        tmp_path / "up",
+        {
+            "tools/testing/radix-tree/Makefile": fine,
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+    next_repo, next_commit = make_tree(
+        tmp_path / "next",
+        {
+            "tools/testing/radix-tree/Makefile": FAKE_MAKEFILE,
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+    made = {
+        "up": source.Tree("up", up_repo, up_commit, ""),
+        "next": source.Tree("next", next_repo, next_commit, ""),
+    }
+    monkeypatch.setattr(trees, "tree_of", lambda k: made[k.name])
+    monkeypatch.setattr(hosttests, "check_host", lambda: None)
+    out = tmp_path / "out"
+    rc, stdout, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--repeat",
+        "3",
+        "--out",
+        str(out),
+        "--kernel",
+        f"up=git:{up_repo}@main",
+        "--kernel",
+        f"next=git:{next_repo}@main",
+    )
+    assert rc == errors.FoliolabError.exit_code, err
+    assert "new failure on next" in err
+    assert "new failure" in stdout and "hosttest.radix-tree.fails" in stdout
+    from foliolab.testrecord import Outcomes
+
+    got = Outcomes.read(out)
+    assert [k.name for k in got.kernels] == ["up", "next"]
+    verdict = {t.path: t for t in got.tests}[
+        "compare.hosttest.radix-tree.fails"
+    ]
+    assert verdict.status == T.FAIL and verdict.misc["next_k"] == 3
+    assert sum(t.path == "hosttest.radix-tree.holds" for t in got.tests) == 6
+    assert (out / "mmci-summary.json").exists()
+    assert (out / "next/host-3/radix-tree-fails.log").exists()
