@@ -63,6 +63,7 @@ class KernelPlan:
     discovery: Discovery | None  # None: the tree is not at hand yet
     host_programs: dict[str, list[str]]  # directory -> programs
     note: str = ""  # why the tree is not at hand
+    kconfig: str = ""  # what the kernel's config would be made of
 
 
 def describe(plans: list[KernelPlan], arch: Arch) -> str:
@@ -83,6 +84,8 @@ def describe(plans: list[KernelPlan], arch: Arch) -> str:
             lines.append(f"  tree not at hand: {p.note}")
             continue
         lines.append(f"  tree {p.repo} at {p.commit[:12]}")
+        if p.kconfig:
+            lines.append(f"  kconfig (planned): {p.kconfig}")
         for d, progs in p.host_programs.items():
             lines.append(
                 f"  host tests {d}: "

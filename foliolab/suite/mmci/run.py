@@ -19,7 +19,7 @@ from foliolab.arch import Arch
 from foliolab.errors import FoliolabError
 from foliolab.kernel import specs, trees
 from foliolab.kernelrecord import KernelRecord, kernel_record
-from foliolab.suite.mmci import compare, discover, hosttests, plan
+from foliolab.suite.mmci import compare, config, discover, hosttests, plan
 from foliolab.testrecord import Outcomes, TestOutcome
 
 log = logging.getLogger("foliolab")
@@ -69,9 +69,23 @@ def dry_run(req: MmciRequest) -> str:
                     d: [p.program for p in progs]
                     for d, progs in hosttests.programs(repo, commit).items()
                 },
+                kconfig=_kconfig_note(config.merged(repo, commit)),
             )
         )
     return plan.describe(plans, req.arch)
+
+
+def _kconfig_note(m: config.MmciOptions) -> str:
+    from_tree = sum(o == config.FROM_TREE for o in m.origin.values())
+    over = ", ".join(
+        f"{k.removeprefix('CONFIG_')} {a}->{b}"
+        for k, (a, b) in m.overridden.items()
+    )
+    return (
+        f"{len(m.options)} options: the mm CI's fragment, then "
+        f"{from_tree} of the tree's {config.TREE_CONFIG}"
+        + (f" (overriding {over})" if over else "")
+    )
 
 
 def run(req: MmciRequest) -> MmciResult:
