@@ -81,19 +81,23 @@ class CaseComparison:
         }
 
 
-def tally(path: str, runs: Runs) -> Tally:
-    """``path`` over ``runs``: a run without a row for it missed it."""
+def tally(path: str, runs: Sequence[Mapping[str, TestStatus]]) -> Tally:
+    """``path`` over ``runs`` (each: path -> status, by_path()): a run
+    without it missed it."""
     k = n = skipped = 0
-    for rows in runs:
-        status = next((r.status for r in rows if r.path == path), None)
-        if status is None:
-            status = TestStatus.MISS
+    for statuses in runs:
+        status = statuses.get(path, TestStatus.MISS)
         if status == TestStatus.SKIP:
             skipped += 1
             continue
         n += 1
         k += status in _NOT_HELD
     return Tally(k, n, skipped)
+
+
+def by_path(runs: Runs) -> list[dict[str, TestStatus]]:
+    """Each run's rows by path (a repeated path: its last row)."""
+    return [{r.path: r.status for r in rows} for rows in runs]
 
 
 def fisher_greater(up: Tally, nxt: Tally) -> float:
@@ -109,7 +113,8 @@ def fisher_greater(up: Tally, nxt: Tally) -> float:
 def verdict_of(up: Tally, nxt: Tally) -> tuple[float | None, str]:
     if up.n == 0 or nxt.n == 0:
         return None, NOT_COMPARED
-    p = fisher_greater(up, nxt)
+    # next never failing it: p is 1 (most cases; scipy not asked)
+    p = fisher_greater(up, nxt) if nxt.k else 1.0
     always_vs_never = (
         up.k == 0 and nxt.k == nxt.n and min(up.n, nxt.n) >= MIN_ALWAYS
     )
@@ -128,9 +133,10 @@ def compare(up: Runs, nxt: Runs) -> list[CaseComparison]:
         for rows in runs:
             for r in rows:
                 paths.setdefault(r.path)
+    up_runs, next_runs = by_path(up), by_path(nxt)
     out = []
     for path in paths:
-        tu, tn = tally(path, up), tally(path, nxt)
+        tu, tn = tally(path, up_runs), tally(path, next_runs)
         p, verdict = verdict_of(tu, tn)
         out.append(CaseComparison(path, tu, tn, p, verdict))
     return out
