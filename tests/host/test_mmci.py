@@ -262,6 +262,12 @@ def test_ok_not_ok_and_skip_cases_each_a_row():
     assert len(rows) == 8
 
 
+def test_a_result_line_belongs_to_the_program_that_ran_whatever_its_name():
+    out = GOOD.replace("ok 2 gup_longterm -a", "ok 2 gup_longterm")
+    g = rows_of(out, exit_code=1)["kselftest.mm.cow.gup_longterm_-a"]
+    assert g.status == T.PASS and g.misc["result_name"] == "gup_longterm"
+
+
 def test_a_passing_wrapper_passes_and_a_skip_exit_skips():
     out = GOOD.replace("# not ok 2", "# ok 2").replace(
         "not ok 1 cow # exit=1", "ok 1 cow"

@@ -76,6 +76,7 @@ class _Program:
     cases: list[TestOutcome] = field(default_factory=list)
     planned: int | None = None
     result: parse.TapResult | None = None
+    result_name: str = ""  # the result line's name, where it differs
 
 
 class _Names:
@@ -159,13 +160,12 @@ def wrapper_outcomes(
         if r is None:
             continue
         saw_tap = True
-        name = program_name(r.name)
-        if (
-            current is not None
-            and current.result is None
-            and (name == current.name)
-        ):
+        if current is not None and current.result is None:
+            # run_vmtests.sh's result of the program it ran last, whatever
+            # name it prints (the header's path is the row's)
             current.result = r
+            if program_name(r.name) != current.name:
+                current.result_name = r.name
         else:  # a wrapper's own case, or a result without its header
             own_cases.append(
                 _outcome(names.child(top, r.name), r, kernel, log, {})
@@ -188,6 +188,8 @@ def _program_row(
     p: _Program, run: WrapperRun, kernel: str, log: str
 ) -> TestOutcome:
     misc: dict[str, str] = {"command": p.name}
+    if p.result_name:
+        misc["result_name"] = p.result_name
     if p.planned is not None and p.planned != len(p.cases):
         misc["plan"] = f"planned {p.planned} cases, reported {len(p.cases)}"
     if p.result is not None:
