@@ -71,6 +71,8 @@ example: ./run_vmtests.sh -t "hmm mmap ksm"
 EOF
 \texit 0
 }
+CATEGORY="mmap" run_test ./map_fixed_noreplace
+CATEGORY="unlisted" run_test ./new_test
 """
 
 
@@ -166,6 +168,7 @@ def test_a_tree_before_the_wrappers_runs_its_categories(tmp_path):
         "./run_vmtests.sh -t mmap",
         "./run_vmtests.sh -t ksm_numa",
         "./run_vmtests.sh -t memory-failure",
+        "./run_vmtests.sh -t unlisted",  # used, not in the usage text
     ]
     assert d.wrappers[1].flaky and d.wrappers[2].in_mmci
 

@@ -28,6 +28,8 @@ _RUNS_CATEGORY = re.compile(r"^\s*\./run_vmtests\.sh\s+-t\s+(\S+)\s*$", re.M)
 # them, up to its "example:" line
 _CATEGORY_LIST_START = re.compile(r"following categories", re.I)
 _CATEGORY_ITEM = re.compile(r"^- ([A-Za-z0-9_-]+)\s*$")
+# the category a test of run_vmtests.sh belongs to: CATEGORY="cow" run_test
+_CATEGORY_USED = re.compile(r'^CATEGORY="([A-Za-z0-9_-]+)"', re.M)
 # WRAPPERS: the wrappers a tree has; CATEGORIES: a tree before them
 WRAPPERS = "wrappers"
 CATEGORIES = "categories"
@@ -94,7 +96,8 @@ def wrapper_of(script: str, body: str) -> Wrapper:
 
 def categories_of(run_vmtests: str) -> list[str]:
     """The ``-t`` categories run_vmtests.sh's usage text lists, in its
-    order."""
+    order, then any its ``CATEGORY="..." run_test`` lines use that the
+    text does not list."""
     found: list[str] = []
     listing = False
     for line in run_vmtests.splitlines():
@@ -106,6 +109,10 @@ def categories_of(run_vmtests: str) -> list[str]:
         m = _CATEGORY_ITEM.match(line)
         if m and m.group(1) not in found:
             found.append(m.group(1))
+    # a category its tests use that the usage text forgot still runs
+    for name in _CATEGORY_USED.findall(run_vmtests):
+        if found and name not in found:
+            found.append(name)
     return found
 
 
