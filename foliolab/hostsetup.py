@@ -53,6 +53,8 @@ APT_PACKAGES = [
     "stress-ng",
     "libnuma-dev",
     "libcap-dev",
+    # test --mm-ci's host tests (tools/testing/radix-tree, vma: -lurcu)
+    "liburcu-dev",
 ]
 
 # What `foliolab setup` adds for the reports: the headless browser the

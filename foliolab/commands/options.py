@@ -123,18 +123,21 @@ def base(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def one_kernel(p: argparse.ArgumentParser) -> None:
+def one_kernel(p: argparse.ArgumentParser, several: bool = False) -> None:
     """The one kernel of `run` and `test`: a variant of the pinned base,
-    or any source spec."""
+    or any source spec (``several``: --kernel repeatable, a list, for a
+    mode that takes more than one: test --mm-ci)."""
     p.add_argument(
         "--variant", choices=("vanilla", "patched"), default="patched"
     )
     p.add_argument(
         "--kernel",
         metavar="NAME=SPEC",
+        action="append" if several else "store",
         help="the kernel to build and boot, by any source spec "
         "compare takes (base, git:PATH@REF, debian:VERSION, "
-        "each +DIR[:N] or not); replaces --variant",
+        "each +DIR[:N] or not); replaces --variant"
+        + ("; repeatable with --mm-ci" if several else ""),
     )
 
 

@@ -15,12 +15,28 @@ from foliolab.kernel import kconfig, specs, trees, upstream_selftests
 from foliolab.paths import PROJECT_ROOT
 from foliolab.suite import plan as suiteplan
 from foliolab.suite import run as suite
+from foliolab.suite.mmci import run as mmci_run
 from foliolab.suite.request import SuiteRequest
 
 
 def _test_options(s: argparse.ArgumentParser) -> None:
     options.common(s)
-    options.one_kernel(s)
+    options.one_kernel(s, several=True)
+    s.add_argument(
+        "--mm-ci",
+        action="store_true",
+        help="the mm CI's tests (linux-mm/mm-ci) for every --kernel, "
+        "the first the reference: each tree's host tests (radix "
+        "tree, XArray, maple tree, VMA, memblock) built and run on "
+        "the host, compared k of n; its ksft_*.sh wrappers are "
+        "listed as the planned guest step (see --dry-run)",
+    )
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --mm-ci: per kernel, the host tests and the "
+        "wrappers it would run and the guest layout; runs nothing",
+    )
     s.add_argument("--accel", default="tcg", choices=("tcg", "kvm"))
     s.add_argument(
         "--mglru",
@@ -121,6 +137,18 @@ def _test_options(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    if args.mm_ci:
+        return _cmd_mmci(args)
+    if args.dry_run:
+        raise UsageError(
+            "--dry-run is --mm-ci's", hint="add --mm-ci, or leave it out"
+        )
+    if args.kernel and len(args.kernel) > 1:
+        raise UsageError(
+            f"the suite runs one kernel, not {len(args.kernel)}",
+            hint="one --kernel, or several with --mm-ci",
+        )
+    args.kernel = args.kernel[0] if args.kernel else None
     req = _request(args)
     out = req.out
     result = suite.run_suite(req)
@@ -212,6 +240,82 @@ def _upstream_plan(
     else:
         selection = () if args.only or args.no_kselftests else None
     return upstream_selftests.plan(selection, get_arch(args.arch))
+
+
+def _cmd_mmci(args: argparse.Namespace) -> int:
+    """``test --mm-ci``: the host tests of every kernel's tree, compared
+    with the first's; the guest wrappers listed as a planned step."""
+    req = _mmci_request(args)
+    if req.dry_run:
+        print(mmci_run.dry_run(req), end="")
+        return 0
+    result = mmci_run.run(req)
+    print(result.summary, end="")
+    print(
+        f"# results: {req.out}/outcomes.json, mmci-summary.txt and "
+        f".json, logs in {req.out}/KERNEL/host/"
+    )
+    if not result.passed:
+        raise FoliolabError(
+            "the mm CI's host tests: a new failure on "
+            + ", ".join(k.name for k in req.kernels[1:]),
+            log_path=req.out / "mmci-summary.txt",
+        )
+    return 0
+
+
+# options of the suite that mean nothing to --mm-ci
+_NOT_MMCI = (
+    "only",
+    "coverage",
+    "count",
+    "stress",
+    "stress_seeds",
+    "record_baseline",
+    "upstream_selftests",
+    "append",
+)
+
+
+def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
+    """--mm-ci's request, every option checked before any tree is
+    made."""
+    given = [
+        "--" + o.replace("_", "-")
+        for o in _NOT_MMCI
+        if getattr(args, o) not in (None, False, [], ())
+    ]
+    if given:
+        raise UsageError(
+            f"--mm-ci runs the mm CI's tests, not {', '.join(given)}",
+            hint="leave them out, or run the suite without --mm-ci",
+        )
+    if not args.kernel:
+        raise UsageError(
+            "--mm-ci needs the kernels by --kernel NAME=SPEC",
+            hint="e.g. --kernel up=debian:7.3 "
+            "--kernel next=debian:7.3+patches/7.3",
+        )
+    kernels = tuple(specs.parse_kernel(k) for k in args.kernel)
+    names = [k.name for k in kernels]
+    if len(set(names)) != len(names):
+        raise UsageError(
+            f"--kernel names repeat: {' '.join(names)}",
+            hint="give each kernel its own name",
+        )
+    arch = get_arch(args.arch)
+    if not arch.native:
+        raise UsageError(
+            f"--mm-ci's host tests run on the host's architecture, "
+            f"not {arch.name}",
+            hint="leave --arch out (the arm64 guest step is to come)",
+        )
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "mmci-%Y%m%d-%H%M%S"
+    )
+    return mmci_run.MmciRequest(
+        kernels, arch, out, repeat=args.repeat, dry_run=args.dry_run
+    )
 
 
 def _reasons_options(s: argparse.ArgumentParser) -> None:

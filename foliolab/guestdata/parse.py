@@ -416,6 +416,41 @@ class TapReport:
         )
 
 
+_PLAN = re.compile(r"^1\.\.(\d+)")
+
+
+def tap_plan(line: str) -> int | None:
+    """The count of a TAP plan line ("1..12"), None for any other."""
+    m = _PLAN.match(line)
+    return int(m.group(1)) if m else None
+
+
+def tap_result(line: str) -> TapResult | None:
+    """One TAP result line ("ok 3 name # SKIP why", "not ok 4 name") as
+    a result, None for any other line (an indented one among them: a
+    subtest's). The one reading of a result line, at any nesting depth:
+    parse_ktap's and the mm CI wrappers' (suite/mmci/results.py)."""
+    m = _RESULT.match(line.rstrip())
+    if not m:
+        return None
+    ok, num, name, directive = m.groups()
+    d = (directive or "").upper()
+    if d.startswith("SKIP"):
+        status = "skip"
+    elif d.startswith("XFAIL"):
+        status = "xfail"
+    elif d.startswith("ERROR"):
+        status = "error"
+    else:
+        status = "pass" if ok == "ok" else "fail"
+    return TapResult(
+        int(num),
+        name.strip() or (directive or ""),
+        status,
+        (directive or "").strip(),
+    )
+
+
 def parse_ktap(lines: list[str]) -> TapReport:
     """Top-level KTAP/TAP results (indented subtests and "# " lines
     ignored)."""
@@ -427,33 +462,13 @@ def parse_ktap(lines: list[str]) -> TapReport:
         if line.startswith("Bail out!"):
             rep.bailed_out = line[len("Bail out!") :].strip() or "bail out"
             continue
-        m = re.match(r"^1\.\.(\d+)", line)
-        if m:
-            rep.planned = int(m.group(1))
+        planned = tap_plan(line)
+        if planned is not None:
+            rep.planned = planned
             continue
-        m = _RESULT.match(line)
-        if not m:
-            continue
-        ok, num, name, directive = m.groups()
-        d = (directive or "").upper()
-        if d.startswith("SKIP"):
-            status = "skip"
-        elif d.startswith("XFAIL"):
-            status = "xfail"
-        elif d.startswith("ERROR") or (
-            ok == "not ok" and d.startswith("ERROR")
-        ):
-            status = "error"
-        else:
-            status = "pass" if ok == "ok" else "fail"
-        rep.results.append(
-            TapResult(
-                int(num),
-                name.strip() or (directive or ""),
-                status,
-                (directive or "").strip(),
-            )
-        )
+        result = tap_result(line)
+        if result is not None:
+            rep.results.append(result)
     if rep.planned is not None and len(rep.results) != rep.planned:
         rep.errors.append(
             f"planned {rep.planned} tests, saw {len(rep.results)}"

@@ -1,0 +1,244 @@
+"""One mm selftest wrapper's run as test outcomes, one per case.
+
+A wrapper that runs ``run_vmtests.sh -t CATEGORY`` prints, per program,
+a ``# running ./PROGRAM ARGS`` header, the program's own output with
+``# `` before each line (its TAP results among them: ``# ok 3 name``,
+``# not ok 4 name``, the lines the mm CI greps as ``# not ok``), then
+the program's own result at the top level (``ok 2 PROGRAM # SKIP``,
+``not ok 3 PROGRAM # exit=1``), and at the very end its plan (``1..N``).
+A wrapper of its own (7.3.4's kmemleak ones) prints top-level TAP, or
+just a line and its exit status.
+
+Paths are KernelCI's shape: ``kselftest.mm.WRAPPER`` for the wrapper
+(its exit status, its output's completeness, the kernel's console),
+``kselftest.mm.WRAPPER.PROGRAM`` for each program, and
+``kselftest.mm.WRAPPER.PROGRAM.CASE`` for each of its TAP cases; names
+made path parts by discover.path_part, a repeated name numbered
+(``_2``). Every result line is read by guestdata.parse.tap_result, the
+suite's one reading of TAP.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from foliolab.guestdata import parse
+from foliolab.suite.mmci import mmci
+from foliolab.suite.mmci.discover import Wrapper, path_part
+from foliolab.testrecord import TestOutcome, TestStatus
+
+PREFIX = "kselftest.mm"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# run_vmtests.sh's header of each program: "running ./cow", "running
+# bash ./charge_reserved_hugetlb.sh -cgroup-v2"
+_RUNNING = re.compile(r"^running (.+)$")
+# console lines that mean the kernel died: the guest's output cannot be
+# complete after one of them
+_KERNEL_DIED = re.compile(
+    r"Kernel panic - not syncing|end Kernel panic|Oops:|"
+    r"BUG: (?:kernel NULL pointer|unable to handle)"
+)
+_STATUS = {
+    "pass": TestStatus.PASS,
+    "xfail": TestStatus.PASS,  # an expected failure held
+    "fail": TestStatus.FAIL,
+    "skip": TestStatus.SKIP,
+    "error": TestStatus.ERROR,
+}
+
+
+@dataclass(frozen=True)
+class WrapperRun:
+    """What one run of a wrapper left: its output (stdout and stderr),
+    its exit status (None: never learned, the guest died first), whether
+    it was stopped at its time limit, and the guest's console."""
+
+    wrapper: Wrapper
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+    console: str = ""
+    duration_s: float | None = None
+    time_limit_s: int | None = None
+
+
+def program_name(command: str) -> str:
+    """run_vmtests.sh's pretty_name: the command without ``./`` or
+    ``bash ./`` before it."""
+    return re.sub(r"^(?:bash )?\./", "", command.strip())
+
+
+@dataclass
+class _Program:
+    name: str  # as run_vmtests.sh prints it ("gup_test -u -w")
+    path: str
+    cases: list[TestOutcome] = field(default_factory=list)
+    planned: int | None = None
+    result: parse.TapResult | None = None
+    result_name: str = ""  # the result line's name, where it differs
+
+
+class _Names:
+    """Unique path parts under each parent (a second ``x`` is ``x_2``)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def child(self, parent: str, name: str) -> str:
+        base = f"{parent}.{path_part(name)}"
+        n = self.seen.get(base, 0) + 1
+        self.seen[base] = n
+        return base if n == 1 else f"{base}_{n}"
+
+
+def _outcome(
+    path: str, r: parse.TapResult, kernel: str, log: str, misc: dict[str, str]
+) -> TestOutcome:
+    if r.status == "skip":
+        reason = r.directive[4:].strip()
+        if reason:
+            misc = {**misc, "reason": reason}
+    elif r.status == "xfail":
+        misc = {**misc, "directive": r.directive}
+    elif r.directive:
+        misc = {**misc, "detail": r.directive}
+    return TestOutcome(path, _STATUS[r.status], kernel, log=log, misc=misc)
+
+
+def wrapper_outcomes(
+    run: WrapperRun, kernel: str = "", log: str = ""
+) -> list[TestOutcome]:
+    """The wrapper's row first, then each program's and case's rows in
+    the order they ran. ``log``: the wrapper's log, relative to the run
+    directory."""
+    w = run.wrapper
+    top = f"{PREFIX}.{w.name}"
+    names = _Names()
+    misc: dict[str, str] = {"command": w.command}
+    if w.flaky:
+        misc["mmci"] = w.flaky
+    elif not w.in_mmci:
+        misc["mmci"] = "not in the mm CI's list"
+    programs: list[_Program] = []
+    own_cases: list[TestOutcome] = []  # a wrapper's own top-level TAP
+    current: _Program | None = None
+    plan: int | None = None
+    saw_tap = False
+    for raw in run.output.splitlines():
+        line = _ANSI.sub("", raw).rstrip()
+        if line.startswith("TAP version"):
+            saw_tap = True
+            continue
+        if line.startswith("# "):
+            inner = line[2:]
+            m = _RUNNING.match(inner)
+            if m and w.category:
+                name = program_name(m.group(1))
+                current = _Program(name, names.child(top, name))
+                programs.append(current)
+                continue
+            if current is None or current.result is not None:
+                continue  # run_vmtests.sh's own notes
+            planned = parse.tap_plan(inner)
+            if planned is not None:
+                current.planned = planned
+                continue
+            r = parse.tap_result(inner)
+            if r is not None:
+                current.cases.append(
+                    _outcome(
+                        names.child(current.path, r.name), r, kernel, log, {}
+                    )
+                )
+            continue
+        planned = parse.tap_plan(line)
+        if planned is not None:
+            plan = planned
+            continue
+        r = parse.tap_result(line)
+        if r is None:
+            continue
+        saw_tap = True
+        if current is not None and current.result is None:
+            # run_vmtests.sh's result of the program it ran last, whatever
+            # name it prints (the header's path is the row's)
+            current.result = r
+            if program_name(r.name) != current.name:
+                current.result_name = r.name
+        else:  # a wrapper's own case, or a result without its header
+            own_cases.append(
+                _outcome(names.child(top, r.name), r, kernel, log, {})
+            )
+    rows: list[TestOutcome] = []
+    for p in programs:
+        rows.append(_program_row(p, run, kernel, log))
+        rows += p.cases
+    rows += own_cases
+    status, detail = _wrapper_status(run, rows, plan, saw_tap)
+    if detail:
+        misc["detail"] = detail
+    wrapper_row = TestOutcome(
+        top, status, kernel, run.duration_s, log, misc=misc
+    )
+    return [wrapper_row, *rows]
+
+
+def _program_row(
+    p: _Program, run: WrapperRun, kernel: str, log: str
+) -> TestOutcome:
+    misc: dict[str, str] = {"command": p.name}
+    if p.result_name:
+        misc["result_name"] = p.result_name
+    if p.planned is not None and p.planned != len(p.cases):
+        misc["plan"] = f"planned {p.planned} cases, reported {len(p.cases)}"
+    if p.result is not None:
+        return _outcome(p.path, p.result, kernel, log, misc)
+    # started, never finished: the guest died or the time ran out
+    misc["detail"] = (
+        "stopped at the wrapper's time limit"
+        if run.timed_out
+        else "the output ends inside it (the kernel or the guest died)"
+    )
+    return TestOutcome(p.path, TestStatus.ERROR, kernel, log=log, misc=misc)
+
+
+def _wrapper_status(
+    run: WrapperRun,
+    rows: list[TestOutcome],
+    plan: int | None,
+    saw_tap: bool,
+) -> tuple[TestStatus, str]:
+    """The wrapper's own status: how it ended, what its kernel's console
+    says (the mm CI's tripwire), and the worst of its rows."""
+    w = run.wrapper
+    died = [ln for ln in run.console.splitlines() if _KERNEL_DIED.search(ln)]
+    problems = mmci.kernel_log_problems(w.script, run.console)
+    if run.timed_out:
+        limit = f" of {run.time_limit_s} s" if run.time_limit_s else ""
+        return TestStatus.ERROR, f"timed out (time limit{limit})"
+    if died:
+        return TestStatus.ERROR, f"the kernel died: {died[0].strip()}"
+    if run.exit_code is None:
+        return TestStatus.ERROR, "no exit status: the guest stopped first"
+    top_level = sum(1 for r in rows if r.path.count(".") == 3)
+    if (w.category or saw_tap) and plan is None:
+        return TestStatus.ERROR, "the output ends without its plan (1..N)"
+    if plan is not None and plan != top_level:
+        return (
+            TestStatus.ERROR,
+            f"planned {plan} programs, reported {top_level}",
+        )
+    failed = [r.path for r in rows if r.status == TestStatus.FAIL]
+    errors = [r.path for r in rows if r.status == TestStatus.ERROR]
+    if problems:
+        return TestStatus.FAIL, f"kernel log: {problems[0].strip()}"
+    if errors:
+        return TestStatus.ERROR, f"{len(errors)} did not finish: {errors[0]}"
+    if run.exit_code not in (0, mmci.KSFT_SKIP):
+        return TestStatus.FAIL, f"exit status {run.exit_code}"
+    if failed:
+        return TestStatus.FAIL, f"{len(failed)} not ok, first {failed[0]}"
+    if run.exit_code == mmci.KSFT_SKIP:
+        return TestStatus.SKIP, "exit status 4 (skip)"
+    return TestStatus.PASS, ""

@@ -1,0 +1,604 @@
+"""The mm CI's tests (suite/mmci): its kconfig fragment, the wrappers a
+tree has, a wrapper's output as outcomes, the k-of-n comparison, the
+host tests on a fake tree, and test --mm-ci's checks and dry run.
+Everything here is cheap: small git repositories, no kernel, no guest.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from foliolab import cli, errors
+from foliolab.errors import SourceError
+from foliolab.suite.mmci import compare, config, discover, hosttests, mmci
+from foliolab.suite.mmci.results import WrapperRun, wrapper_outcomes
+from foliolab.testrecord import TestOutcome, TestStatus
+
+MM = "tools/testing/selftests/mm"
+T = TestStatus
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@x",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@x",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(repo),
+        },
+    ).stdout
+
+
+def make_tree(root: Path, files: dict[str, str]) -> tuple[Path, str]:
+    """A git repository with ``files`` committed: (repo, commit)."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "tree")
+    return root, git(root, "rev-parse", "HEAD").strip()
+
+
+USAGE = """\
+usage() {
+\tcat <<EOF
+usage: ${BASH_SOURCE[0]:-$0} [ options ]
+
+  -t: specify specific categories to tests to run
+
+Alternatively, specific groups tests can be run by passing a string
+to the -t argument containing one or more of the following categories
+separated by spaces:
+- mmap
+\ttests for mmap(2)
+- ksm_numa
+\tksm tests that require >=2 NUMA nodes
+- memory-failure
+\ttest memory-failure behaves as expected
+
+example: ./run_vmtests.sh -t "hmm mmap ksm"
+EOF
+\texit 0
+}
+CATEGORY="mmap" run_test ./map_fixed_noreplace
+CATEGORY="unlisted" run_test ./new_test
+"""
+
+
+# -- the kconfig fragment ---------------------------------------------
+
+
+def test_the_fragment_says_where_it_came_from_and_parses():
+    text = config.FRAGMENT.read_text()
+    assert mmci.REPOSITORY in text
+    assert ".github/kconfigs/mm-selftests.config" in text
+    assert f"commit: {mmci.COMMIT}" in text
+    opts = config.mmci_fragment()
+    assert opts["CONFIG_NUMA"] == "y"
+    assert opts["CONFIG_TEST_HMM"] == "y"
+    assert "CONFIG_CMA" not in opts  # commented out there
+
+
+def test_the_trees_own_config_comes_second_and_wins(tmp_path):
+    repo, commit = make_tree(
+        tmp_path / "t",
+        {
+            f"{MM}/config": "CONFIG_TEST_HMM=m\nCONFIG_FTRACE=y\n",
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+    m = config.merged(repo, commit)
+    assert m.options["CONFIG_TEST_HMM"] == "m"
+    assert m.origin["CONFIG_TEST_HMM"] == config.FROM_TREE
+    assert m.overridden["CONFIG_TEST_HMM"] == ("y", "m")
+    assert m.options["CONFIG_FTRACE"] == "y"
+    assert m.origin["CONFIG_NUMA"] == config.FROM_MMCI
+    assert list(m.options)[-1] == "CONFIG_FTRACE"  # the later file's place
+    assert "CONFIG_TEST_HMM=m" in m.lines()
+
+
+def test_a_tree_without_its_own_config_gets_the_mm_cis(tmp_path):
+    repo, commit = make_tree(tmp_path / "t", {"README": "x\n"})
+    m = config.merged(repo, commit)
+    assert m.options == config.mmci_fragment()
+    assert not m.overridden
+
+
+# -- discovery ----------------------------------------------------------
+
+
+def wrapper_tree(tmp_path: Path) -> tuple[Path, str]:
+    return make_tree(
+        tmp_path / "w",
+        {
+            f"{MM}/run_vmtests.sh": USAGE,
+            f"{MM}/ksft_cow.sh": "#!/bin/sh -e\n./run_vmtests.sh -t cow\n",
+            f"{MM}/ksft_ksm_numa.sh": (
+                "#!/bin/sh -e\n./run_vmtests.sh -t ksm_numa\n"
+            ),
+            f"{MM}/ksft_own_check.sh": "#!/bin/sh\necho PASS\nexit 0\n",
+            f"{MM}/ksft_memory_failure.sh": (
+                "#!/bin/sh -e\n./run_vmtests.sh -t memory-failure\n"
+            ),
+            f"{MM}/cow.c": "int main(void) { return 0; }\n",
+        },
+    )
+
+
+def test_the_wrappers_a_tree_has_are_found_not_listed(tmp_path):
+    repo, commit = wrapper_tree(tmp_path)
+    d = discover.discover(repo, commit)
+    assert d.kind == discover.WRAPPERS
+    by = {w.name: w for w in d.wrappers}
+    assert sorted(by) == ["cow", "ksm_numa", "memory_failure", "own_check"]
+    assert by["cow"].command == "./ksft_cow.sh"
+    assert by["cow"].category == "cow" and by["cow"].in_mmci
+    assert by["memory_failure"].category == "memory-failure"
+    # a wrapper of its own, and one the mm CI's list does not have
+    assert by["own_check"].category == "" and not by["own_check"].in_mmci
+    assert "not in the mm CI's list" in by["own_check"].describe()
+    assert "flaky" in by["ksm_numa"].flaky
+    assert not d.left_out
+
+
+def test_what_the_mm_ci_leaves_out_is_left_out_with_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(mmci, "LEFT_OUT", {"ksft_ksm_numa.sh": "flaky"})
+    repo, commit = wrapper_tree(tmp_path)
+    d = discover.discover(repo, commit)
+    assert "ksm_numa" not in {w.name for w in d.wrappers}
+    assert d.left_out == {"ksft_ksm_numa.sh": "flaky"}
+
+
+def test_a_tree_before_the_wrappers_runs_its_categories(tmp_path):
+    repo, commit = make_tree(tmp_path / "c", {f"{MM}/run_vmtests.sh": USAGE})
+    d = discover.discover(repo, commit)
+    assert d.kind == discover.CATEGORIES
+    assert [w.command for w in d.wrappers] == [
+        "./run_vmtests.sh -t mmap",
+        "./run_vmtests.sh -t ksm_numa",
+        "./run_vmtests.sh -t memory-failure",
+        "./run_vmtests.sh -t unlisted",  # used, not in the usage text
+    ]
+    assert d.wrappers[1].flaky and d.wrappers[2].in_mmci
+
+
+def test_a_tree_without_run_vmtests_is_one_clear_error(tmp_path):
+    repo, commit = make_tree(tmp_path / "n", {"README": "x\n"})
+    with pytest.raises(SourceError, match="run_vmtests.sh"):
+        discover.discover(repo, commit)
+
+
+def test_case_names_become_path_parts():
+    assert discover.path_part("Basic COW (4 KiB)") == "Basic_COW_4_KiB"
+    assert discover.path_part("memory-failure") == "memory-failure"
+    assert discover.path_part("a.b/c") == "a_b_c"
+    assert discover.path_part("...") == "_"
+
+
+REAL_73 = Path.home() / ".cache/foliolab/debian/src/7.3.4-1~bpo13+1"
+REAL_BASE = Path.home() / ".cache/foliolab/linux"
+
+
+@pytest.mark.skipif(
+    not (REAL_73 / ".git").exists(), reason="no unpacked 7.3.4 tree here"
+)
+def test_the_real_7_3_4_tree_read_only():
+    head = git(REAL_73, "rev-parse", "HEAD").strip()
+    d = discover.discover(REAL_73, head)
+    names = {w.name for w in d.wrappers}
+    assert d.kind == discover.WRAPPERS and len(d.wrappers) == 32
+    assert {"cow", "ksm_numa", "kmemleak_confirm"} <= names
+    # every wrapper the mm CI runs is in the tree
+    assert {w.script for w in d.wrappers if w.in_mmci} == set(mmci.WRAPPERS)
+
+
+@pytest.mark.skipif(
+    not (REAL_BASE / ".git").exists(), reason="no 6.12 base tree here"
+)
+def test_the_real_6_12_base_read_only():
+    d = discover.discover(REAL_BASE, "base")
+    assert d.kind == discover.CATEGORIES
+    names = [w.name for w in d.wrappers]
+    assert names[0] == "mmap" and "cow" in names and "ksm_numa" in names
+
+
+# -- a wrapper's output -------------------------------------------------
+
+COW = discover.Wrapper("cow", "./ksft_cow.sh", "cow", "ksft_cow.sh", True)
+GOOD = """\
+TAP version 13
+# -----------------
+# running ./cow
+# -----------------
+# TAP version 13
+# 1..3
+# ok 1 Basic COW after fork() with base page
+# not ok 2 Basic COW after fork() with PMD THP
+# ok 3 Basic COW with io_uring # SKIP io_uring not available
+# # Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0
+# [FAIL]
+not ok 1 cow # exit=1
+# -----------------------------
+# running ./gup_longterm -a
+# -----------------------------
+# ok 1 R/W longterm
+# ok 2 R/W longterm
+# [PASS]
+ok 2 gup_longterm -a
+# SUMMARY: PASS=1 SKIP=0 FAIL=1
+1..2
+"""
+
+
+def rows_of(output: str, **kw) -> dict[str, TestOutcome]:
+    run = WrapperRun(kw.pop("wrapper", COW), output, **kw)
+    return {r.path: r for r in wrapper_outcomes(run, "up", "up/cow.log")}
+
+
+def test_ok_not_ok_and_skip_cases_each_a_row():
+    rows = rows_of(GOOD, exit_code=1)
+    p = "kselftest.mm.cow.cow"
+    assert rows[f"{p}.Basic_COW_after_fork_with_base_page"].status == T.PASS
+    assert rows[f"{p}.Basic_COW_after_fork_with_PMD_THP"].status == T.FAIL
+    skip = rows[f"{p}.Basic_COW_with_io_uring"]
+    assert skip.status == T.SKIP
+    assert skip.misc["reason"] == "io_uring not available"
+    assert rows[p].status == T.FAIL and rows[p].misc["detail"] == "exit=1"
+    g = "kselftest.mm.cow.gup_longterm_-a"
+    assert rows[g].status == T.PASS
+    # a repeated case name is numbered, not lost
+    assert rows[f"{g}.R_W_longterm"].status == T.PASS
+    assert rows[f"{g}.R_W_longterm_2"].status == T.PASS
+    w = rows["kselftest.mm.cow"]
+    assert w.status == T.FAIL and w.log == "up/cow.log" and w.kernel == "up"
+    assert len(rows) == 8
+
+
+def test_a_result_line_belongs_to_the_program_that_ran_whatever_its_name():
+    out = GOOD.replace("ok 2 gup_longterm -a", "ok 2 gup_longterm")
+    g = rows_of(out, exit_code=1)["kselftest.mm.cow.gup_longterm_-a"]
+    assert g.status == T.PASS and g.misc["result_name"] == "gup_longterm"
+
+
+def test_a_passing_wrapper_passes_and_a_skip_exit_skips():
+    out = GOOD.replace("# not ok 2", "# ok 2").replace(
+        "not ok 1 cow # exit=1", "ok 1 cow"
+    )
+    assert rows_of(out, exit_code=0)["kselftest.mm.cow"].status == T.PASS
+    assert rows_of(out, exit_code=4)["kselftest.mm.cow"].status == T.SKIP
+    # a case that fails with the wrapper exiting 0 still fails it
+    out = GOOD.replace("not ok 1 cow # exit=1", "ok 1 cow")
+    assert rows_of(out, exit_code=0)["kselftest.mm.cow"].status == T.FAIL
+
+
+CRASHED = GOOD.split("# [PASS]")[0]  # ends inside gup_longterm
+
+
+def test_a_crashed_wrapper_is_an_error_and_so_is_the_program_it_was_in():
+    rows = rows_of(
+        CRASHED,
+        exit_code=None,
+        console="[  12.3] Kernel panic - not syncing: Fatal exception\n",
+    )
+    w = rows["kselftest.mm.cow"]
+    assert w.status == T.ERROR and "kernel died" in w.misc["detail"]
+    g = rows["kselftest.mm.cow.gup_longterm_-a"]
+    assert g.status == T.ERROR and "ends inside it" in g.misc["detail"]
+    # what finished before the crash keeps its results
+    assert rows["kselftest.mm.cow.cow"].status == T.FAIL
+
+
+def test_output_without_its_plan_is_an_error_even_with_an_exit_status():
+    rows = rows_of(CRASHED, exit_code=0)
+    assert rows["kselftest.mm.cow"].status == T.ERROR
+    assert "without its plan" in rows["kselftest.mm.cow"].misc["detail"]
+
+
+def test_a_timeout_is_an_error_naming_the_limit():
+    rows = rows_of(CRASHED, exit_code=None, timed_out=True, time_limit_s=300)
+    w = rows["kselftest.mm.cow"]
+    assert w.status == T.ERROR and "300 s" in w.misc["detail"]
+    g = rows["kselftest.mm.cow.gup_longterm_-a"]
+    assert "time limit" in g.misc["detail"]
+
+
+def test_a_warning_in_the_console_fails_a_wrapper_that_passed():
+    out = GOOD.replace("# not ok 2", "# ok 2").replace(
+        "not ok 1 cow # exit=1", "ok 1 cow"
+    )
+    console = "WARNING: CPU: 1 PID: 42 at mm/rmap.c:123 folio_add\n"
+    w = rows_of(out, exit_code=0, console=console)["kselftest.mm.cow"]
+    assert w.status == T.FAIL and "mm/rmap.c" in w.misc["detail"]
+    # the mm CI's exception: memory_failure's own messages
+    mf = discover.Wrapper(
+        "memory_failure",
+        "./ksft_memory_failure.sh",
+        "memory-failure",
+        "ksft_memory_failure.sh",
+        True,
+    )
+    ok = rows_of(
+        out.replace("running ./cow", "running ./memory-failure")
+        .replace("ok 1 cow", "ok 1 memory-failure")
+        .replace("# running ./gup", "# running ./gup"),
+        wrapper=mf,
+        exit_code=0,
+        console="Memory failure: 0x1234: BUG recovery action\n",
+    )
+    assert ok["kselftest.mm.memory_failure"].status == T.PASS
+
+
+def test_a_wrapper_of_its_own_gives_its_top_level_tap_or_its_exit():
+    own = discover.Wrapper(
+        "kmemleak_confirm", "./ksft_kmemleak_confirm.sh", "", "x.sh", False
+    )
+    tap = "TAP version 13\n1..1\nnot ok 1 min_unref_scans held\n"
+    rows = rows_of(tap, wrapper=own, exit_code=1)
+    assert rows["kselftest.mm.kmemleak_confirm.min_unref_scans_held"].status
+    assert rows["kselftest.mm.kmemleak_confirm"].status == T.FAIL
+    assert rows["kselftest.mm.kmemleak_confirm"].misc["mmci"] == (
+        "not in the mm CI's list"
+    )
+    plain = "SKIP: no kmemleak debugfs (CONFIG_DEBUG_KMEMLEAK)\n"
+    rows = rows_of(plain, wrapper=own, exit_code=4)
+    assert list(rows) == ["kselftest.mm.kmemleak_confirm"]
+    assert rows["kselftest.mm.kmemleak_confirm"].status == T.SKIP
+
+
+# -- k of n ----------------------------------------------------------------
+
+
+def runs_of(*statuses: TestStatus | None) -> list[list[TestOutcome]]:
+    """One run per status of the case ``kselftest.mm.x.y`` (None: the run
+    has no row for it), each with another row that always passes."""
+    return [
+        [TestOutcome("kselftest.mm.x.z", T.PASS)]
+        + ([TestOutcome("kselftest.mm.x.y", s)] if s else [])
+        for s in statuses
+    ]
+
+
+def case(up, nxt) -> compare.CaseComparison:
+    by = {c.path: c for c in compare.compare(up, nxt)}
+    assert by["kselftest.mm.x.z"].verdict == compare.HOLDS
+    return by["kselftest.mm.x.y"]
+
+
+def test_always_against_never_needs_three_runs_each():
+    c = case(runs_of(T.PASS, T.PASS, T.PASS), runs_of(T.FAIL, T.FAIL, T.FAIL))
+    assert c.verdict == compare.NEW
+    assert c.p == pytest.approx(0.05)  # 1 / C(6, 3): not below 0.05 alone
+    c = case(runs_of(T.PASS, T.PASS), runs_of(T.FAIL, T.FAIL))
+    assert c.verdict == compare.NOT_SIGNIFICANT
+    assert c.p == pytest.approx(1 / 6)
+
+
+def test_a_significant_rise_is_new_and_the_same_rate_is_not():
+    up = runs_of(*[T.PASS] * 9, T.FAIL)
+    c = case(up, runs_of(*[T.FAIL] * 7, *[T.PASS] * 3))
+    assert c.verdict == compare.NEW and c.p < compare.ALPHA
+    assert (c.up.k, c.up.n, c.next.k, c.next.n) == (1, 10, 7, 10)
+    c = case(up, runs_of(*[T.PASS] * 9, T.FAIL))
+    assert c.verdict == compare.BOTH and c.p > compare.ALPHA
+    c = case(runs_of(T.FAIL, T.PASS), runs_of(T.PASS, T.PASS))
+    assert c.verdict == compare.ONLY_UP
+
+
+def test_skips_are_not_runs_and_a_missing_row_is_a_miss():
+    c = case(runs_of(T.SKIP, T.PASS, T.PASS), runs_of(None, T.ERROR, T.FAIL))
+    assert (c.up.k, c.up.n, c.up.skipped) == (0, 2, 1)
+    assert (c.next.k, c.next.n) == (3, 3)
+    assert c.verdict == compare.NOT_SIGNIFICANT  # 2 runs on up: too few
+    c = case(runs_of(T.SKIP, T.SKIP), runs_of(T.FAIL, T.FAIL))
+    assert c.verdict == compare.NOT_COMPARED and c.p is None
+
+
+def test_the_summary_table_and_the_outcome_rows(tmp_path):
+    up = runs_of(T.PASS, T.PASS, T.PASS)
+    nxt = runs_of(T.FAIL, T.FAIL, T.FAIL)
+    cases = compare.compare(up, nxt)
+    rows = {s.kernel: s for s in compare.summary(cases, "up", "next")}
+    assert (rows["up"].passed, rows["up"].failed, rows["up"].new) == (
+        2,
+        0,
+        None,
+    )
+    assert (rows["next"].passed, rows["next"].failed, rows["next"].new) == (
+        1,
+        1,
+        1,
+    )
+    text, js = compare.write(tmp_path, cases, "up", "next")
+    assert "new failure" in text.read_text()
+    assert '"verdict": "new failure"' in js.read_text()
+    out = {r.path: r for r in compare.comparison_outcomes(cases, "next")}
+    new = out["compare.kselftest.mm.x.y"]
+    assert new.status == T.FAIL and new.kernel == "next"
+    assert (new.misc["up_k"], new.misc["next_k"]) == (0, 3)
+    assert out["compare.kselftest.mm.x.z"].status == T.PASS
+
+
+# -- host tests on a fake tree --------------------------------------------
+
+FAKE_MAKEFILE = """\
+TARGETS = holds fails
+targets: $(TARGETS)
+holds:
+\tprintf '#!/bin/sh\\necho fine\\n' > $@ && chmod +x $@
+fails:
+\tprintf '#!/bin/sh\\necho broken; exit 3\\n' > $@ && chmod +x $@
+"""
+
+
+def test_targets_are_read_from_the_makefile():
+    assert hosttests.targets(
+        "TARGETS = main idr-test multiorder xarray maple\n"
+    ) == ["main", "idr-test", "multiorder", "xarray", "maple"]
+
+
+def test_host_tests_build_from_a_copy_and_each_program_is_a_row(tmp_path):
+    repo, commit = make_tree(
+        tmp_path / "k",
+        {
+            "tools/testing/radix-tree/Makefile": FAKE_MAKEFILE,
+            "tools/testing/memblock/Makefile": "TARGETS = main\nmain:\n"
+            "\tfalse\n",
+            "lib/xarray.c": "/* */\n",
+        },
+    )
+    out = tmp_path / "out"
+    rows = {
+        r.path: r
+        for r in hosttests.run_host_tests(
+            repo, commit, "up", out, "up/host", scratch=tmp_path
+        )
+    }
+    assert rows["hosttest.radix-tree.build"].status == T.PASS
+    assert rows["hosttest.radix-tree.holds"].status == T.PASS
+    fails = rows["hosttest.radix-tree.fails"]
+    assert fails.status == T.FAIL and fails.misc["detail"] == "exit status 3"
+    assert "broken" in (out / fails.log).read_text()
+    assert rows["hosttest.vma"].status == T.SKIP  # not in this tree
+    assert rows["hosttest.memblock.build"].status == T.FAIL
+    assert rows["hosttest.memblock.main"].status == T.MISS
+    # the tree is only read: nothing built in it, the copy is gone
+    assert not (repo / "tools/testing/radix-tree/holds").exists()
+    assert git(repo, "status", "--porcelain") == ""
+    assert not list(tmp_path.glob("foliolab-mmci-*"))
+
+
+def test_a_program_past_its_time_limit_is_an_error(tmp_path):
+    repo, commit = make_tree(
+        tmp_path / "k",
+        {
+            "tools/testing/vma/Makefile": "TARGETS = vma\nvma:\n"
+            "\tprintf '#!/bin/sh\\nsleep 30\\n' > $@ && chmod +x $@\n",
+        },
+    )
+    rows = {
+        r.path: r
+        for r in hosttests.run_host_tests(
+            repo, commit, "up", tmp_path / "o", "h", time_limit_s=1
+        )
+    }
+    assert rows["hosttest.vma.vma"].status == T.ERROR
+    assert "timed out" in rows["hosttest.vma.vma"].misc["detail"]
+
+
+# -- the command ------------------------------------------------------------
+
+
+def run_cli(capsys, *argv):
+    rc = cli.main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_mm_ci_without_kernels_is_one_line(capsys):
+    rc, _, err = run_cli(capsys, "test", "--mm-ci")
+    assert rc == errors.UsageError.exit_code
+    assert "--mm-ci needs the kernels" in err
+
+
+def test_mm_ci_refuses_the_suites_options(capsys):
+    rc, _, err = run_cli(
+        capsys, "test", "--mm-ci", "--kernel", "up=base", "--only", "ksm"
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "not --only" in err
+
+
+def test_the_suite_still_takes_one_kernel(capsys):
+    rc, _, err = run_cli(
+        capsys, "test", "--kernel", "a=base", "--kernel", "b=base"
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "one kernel, not 2" in err
+
+
+def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
+    repo, _ = wrapper_tree(tmp_path)
+    rc, out, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--dry-run",
+        "--kernel",
+        f"up=git:{repo}@main",
+    )
+    assert rc == 0, err
+    assert "12 GiB in 2 NUMA nodes" in out and "16 GiB" in out
+    assert "guest: 4 wrappers, each in its own boot" in out
+    assert "./ksft_own_check.sh  (not in the mm CI's list)" in out
+    assert "host tests vma: none (not in the tree)" in out
+    assert "kconfig (planned): " in out
+
+
+def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
+    capsys, tmp_path, monkeypatch
+):
+    """The command's whole host path: each kernel's tree, its host tests
+    three times, outcomes.json, the summary, and a failing exit for a
+    program that always fails on next and never on up."""
+    from foliolab.kernel import source, trees
+
+    fine = FAKE_MAKEFILE.replace("exit 3", "exit 0")
+    up_repo, up_commit = make_tree(
+        tmp_path / "up",
+        {
+            "tools/testing/radix-tree/Makefile": fine,
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+    next_repo, next_commit = make_tree(
+        tmp_path / "next",
+        {
+            "tools/testing/radix-tree/Makefile": FAKE_MAKEFILE,
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+    made = {
+        "up": source.Tree("up", up_repo, up_commit, ""),
+        "next": source.Tree("next", next_repo, next_commit, ""),
+    }
+    monkeypatch.setattr(trees, "tree_of", lambda k: made[k.name])
+    monkeypatch.setattr(hosttests, "check_host", lambda: None)
+    out = tmp_path / "out"
+    rc, stdout, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--repeat",
+        "3",
+        "--out",
+        str(out),
+        "--kernel",
+        f"up=git:{up_repo}@main",
+        "--kernel",
+        f"next=git:{next_repo}@main",
+    )
+    assert rc == errors.FoliolabError.exit_code, err
+    assert "new failure on next" in err
+    assert "new failure" in stdout and "hosttest.radix-tree.fails" in stdout
+    from foliolab.testrecord import Outcomes
+
+    got = Outcomes.read(out)
+    assert [k.name for k in got.kernels] == ["up", "next"]
+    verdict = {t.path: t for t in got.tests}[
+        "compare.hosttest.radix-tree.fails"
+    ]
+    assert verdict.status == T.FAIL and verdict.misc["next_k"] == 3
+    assert sum(t.path == "hosttest.radix-tree.holds" for t in got.tests) == 6
+    assert (out / "mmci-summary.json").exists()
+    assert (out / "next/host-3/radix-tree-fails.log").exists()
