@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from foliolab import records
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
 from foliolab.executors import read_record
@@ -222,12 +223,38 @@ class RunManifest:
                 hint="copy the run's environment.json back, or run it again",
             )
         d = read_json(path, ("workloads",), DAMAGED)
+        check_fields(path, d)
         try:
             return cls.from_json(d)
         except (TypeError, AttributeError, KeyError, ValueError) as e:
             raise DamagedRunError(
                 f"{path}: a field has the wrong form ({e})", hint=DAMAGED
             ) from None
+
+
+def check_fields(path: Path, d: dict[str, Any]) -> None:
+    """The manifest's fields that a report counts or lists, each of its
+    type (a string of kernels would list its letters, -1 runs would be
+    printed as they are): DamagedRunError naming the field."""
+    f = records.Fields(path, d, DAMAGED)
+    f.strings("workloads", default=False)
+    for key in ("kernels", "command_line", "errors", "failures", "patches"):
+        f.strings(key)
+    for key in ("runs", "samples_per_boot", "numa_nodes"):
+        if key in d:
+            f.integer(key, minimum=1 if key != "runs" or d[key] else 0)
+    if "vcpus" in d:
+        f.integer("vcpus", minimum=0)
+    for key in ("started", "finished", "stopped", "arch", "config"):
+        f.string(key, "")
+    f.optional_number("timeout", minimum=0)
+    for key in ("memory_mb", "numa_nodes_per_workload", "vcpus_per_workload"):
+        for w, n in f.object(key).items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                f.wrong(f"{key}.{w}", "a whole number", n)
+    for key in ("params", "kernel_specs", "commits", "config_sha"):
+        f.object(key)
+    f.objects("kernel_records")
 
 
 def _kernel_records(d: dict[str, Any]) -> list[KernelRecord]:

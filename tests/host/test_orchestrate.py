@@ -687,7 +687,7 @@ def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1
-    assert "holds no foliolab results" in err[0]
+    assert "holds no compare run to finish" in err[0]
 
 
 def test_too_few_runs_are_warned_of(caplog, tmp_path):
@@ -752,7 +752,7 @@ def test_a_finished_run_in_out_is_refused_and_kept(
     rc = cli.main([*ARGS, "--out", str(finished), *dry])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds a finished run (8 boots recorded)" in err[0]
+    assert "holds a finished compare run (8 boots recorded)" in err[0]
     assert "--resume" in err[0] and "--force" in err[0]
     assert bytes_under(finished) == before
     assert not tmp_cache.exists()
@@ -773,7 +773,7 @@ def test_an_interrupted_run_in_out_is_refused(
     rc = cli.main([*ARGS, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds an unfinished run (2 boots recorded)" in err[0]
+    assert "holds an unfinished compare run (2 boots recorded)" in err[0]
     assert bytes_under(out) == before
 
 
@@ -783,7 +783,7 @@ def test_boots_without_a_manifest_in_out_are_refused(tmp_path, capsys):
     rc = cli.main([*ARGS, "--out", str(out), "--dry-run"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds an unfinished run (0 boots recorded)" in err[0]
+    assert "holds an unfinished compare run (no environment.json)" in err[0]
 
 
 def test_force_replaces_the_run_in_out(finished, records, tmp_path, caplog):
