@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from foliolab import counting, rundir
+from foliolab import bootrecord, counting, rundir
 from foliolab.analysis import runboots
 from foliolab.arch import Arch
 from foliolab.boot import outcome
@@ -45,6 +45,7 @@ from foliolab.boot.measure import RunRequest, RunResult, run_workloads
 from foliolab.counting import Counter
 from foliolab.errors import (
     BenchmarkError,
+    DamagedRunError,
     FoliolabError,
     Stop,
     StoppedError,
@@ -70,6 +71,7 @@ from foliolab.run.record import (
 )
 from foliolab.run.stages import BootPlan, KernelsWanted, Request, RunStages
 from foliolab.rundir import Held, RunKind
+from foliolab.testrecord import Outcomes, TestStatus
 from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
@@ -145,6 +147,20 @@ def nothing_to_resume(out: Path) -> str | None:
     error): what to say instead of running anything, or None."""
     held = rundir.identify(out)
     if held is None or held.kind is not RunKind.COMPARE or not held.finished:
+        return None
+    # and every boot its last report listed is on disk, whole (a boot
+    # removed to be booted again, a damaged one: named by read_boot)
+    try:
+        tests = Outcomes.read(out).tests
+    except DamagedRunError:
+        return None  # the run goes on and its report writes them again
+    if any(t.status is TestStatus.MISS or not t.log for t in tests):
+        return None
+    listed = {(out / t.log).parent for t in tests}
+    on_disk = set(bootrecord.boot_dirs(out))
+    if listed != on_disk:
+        return None
+    if any(bootrecord.read_boot(d) is None for d in sorted(on_disk)):
         return None
     return (
         f"{out}: the run is finished, nothing to resume; its report is "
