@@ -48,6 +48,8 @@ class RecordKind(enum.Enum):
     CACHE = ("a cache record", 16 * MiB)
     # a boot's raw output (the guest's @@ records), read as text
     GUEST_OUTPUT = ("results.txt", 256 * MiB)
+    LAVA_JOB = ("LAVA job", 16 * MiB)  # jobs export's YAML
+    LAVA_LOG = ("LAVA log", 1024 * MiB)  # a job's log, for jobs collect
 
     def __init__(self, file_name: str, bound: int) -> None:
         self.file_name = file_name
@@ -167,6 +169,16 @@ def read_object(
     if missing:
         damaged(path, "no " + ", ".join(missing), hint)
     return d
+
+
+def read_cache(path: Path, keys: Sequence[str] = ()) -> dict[str, Any] | None:
+    """A cache's record as an object, or None when it is missing or
+    damaged in any way above (a cache entry that cannot be read is one
+    that is not there: it is made again)."""
+    try:
+        return read_object(path, RecordKind.CACHE, keys)
+    except DamagedRunError:
+        return None
 
 
 def read_lines(

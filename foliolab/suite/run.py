@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import counting, rundir
+from foliolab import counting, records, rundir
 from foliolab.boot.measure import boot_once
 from foliolab.counting import Counter
 from foliolab.coverage import run as coveragerun
@@ -251,7 +251,15 @@ def _kselftest_checks(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
     """The first boot's kselftest results against vanilla's, as its
     checks; with ``record_baseline``, written as vanilla's first."""
     base_file = baseline_path(req.arch)
-    baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
+    baseline = (
+        records.read_object(
+            base_file,
+            records.RecordKind.CACHE,
+            hint="record it again with `foliolab test --record-baseline`",
+        )
+        if base_file.exists()
+        else {}
+    )
     results = {
         k: v
         for b in boots
