@@ -41,6 +41,9 @@ MARKER = "rundir.json"
 # a report set being written (``staged``); a killed report's is removed
 # by the next
 STAGING = ".report-part"
+# how bisect.json's result begins for a bisect an error ended (unfinished:
+# --resume goes on with it)
+BISECT_ERROR = "ended by an error"
 
 
 class RunKind(str, enum.Enum):
@@ -188,7 +191,8 @@ def identify(out: Path) -> Held | None:
         d = _record(out, "bisect.json") or {}
         result = str(d.get("result") or "")
         done = bool(result) and not d.get("stopped")
-        return Held(RunKind.BISECT, done and "error" not in result)
+        ended_by_error = result.startswith(BISECT_ERROR)
+        return Held(RunKind.BISECT, done and not ended_by_error)
     for name, kind in (
         ("suite.json", RunKind.SUITE),
         ("robot.json", RunKind.ROBOT),

@@ -343,7 +343,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
         ) from None
     except FoliolabError as e:
         if not record.result:  # an error of the lab, not ends()
-            record.result = f"ended by an error: {e.one_line()}"
+            record.result = f"{rundir.BISECT_ERROR}: {e.one_line()}"
             b.write()
         raise
     print(b.answer(positions), flush=True)

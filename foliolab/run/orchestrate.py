@@ -84,6 +84,7 @@ def check(run: RunStages) -> Executor:
     """Every check of the run that needs no build, stage by stage; the
     executor, checked and made."""
     machine, plan, wanted = run.machine, run.plan, run.kernels
+    _claim_out(plan, run.dry_run)  # first: --out is this run's to write
     HERE.check_machine(
         BootSpec(machine.arch, Path(), accel=machine.accel, cpu=machine.cpu)
     )
@@ -102,7 +103,6 @@ def check(run: RunStages) -> Executor:
         wanted.config,
         plan.count,
     )
-    _claim_out(plan, run.dry_run)
     if plan.resume:
         differences(
             start_manifest(run),
