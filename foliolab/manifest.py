@@ -29,6 +29,7 @@ from foliolab.kernelrecord import (
     KernelRecord,
     SeriesRecord,
     SpecRecord,
+    check_json,
     known_fields,
     plain,
 )
@@ -254,7 +255,8 @@ def check_fields(path: Path, d: dict[str, Any]) -> None:
                 f.wrong(f"{key}.{w}", "a whole number", n)
     for key in ("params", "kernel_specs", "commits", "config_sha"):
         f.object(key)
-    f.objects("kernel_records")
+    for i, k in enumerate(f.objects("kernel_records")):
+        check_json(path, k, DAMAGED, f"kernel_records[{i}]")
 
 
 def _kernel_records(d: dict[str, Any]) -> list[KernelRecord]:

@@ -15,11 +15,13 @@ never a traceback and never a plausible result from a damaged record.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
 import os
 import stat
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -329,6 +331,34 @@ class Fields:
                     self.hint,
                 )
         return {k: float(x) for k, x in v.items()}
+
+    def like(self, cls: type[Any]) -> None:
+        """Each field of dataclass ``cls`` that the object has, of the
+        type ``cls`` declares for it, where that is a plain one (str,
+        int, float, bool, each or None, a list of strings); others are
+        the class's own to read."""
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name not in self.d:
+                continue
+            want = hints[f.name]
+            args = set(typing.get_args(want))
+            optional = type(None) in args
+            base = (args - {type(None)}).pop() if optional else want
+            if optional and len(args) != 2:
+                continue
+            if optional and self.d[f.name] is None:
+                continue
+            if base is str:
+                self.string(f.name)
+            elif base is bool:
+                self.boolean(f.name)
+            elif base is int:
+                self.integer(f.name)
+            elif base is float:
+                self.number(f.name)
+            elif base == list[str]:
+                self.strings(f.name, default=False)
 
     def object(self, key: str, default: bool = True) -> dict[str, Any]:
         v = self.d.get(key)

@@ -501,3 +501,33 @@ def test_a_set_replaces_its_plots(tmp_path):
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["new.png"]
     assert (out / "raw" / "keep").is_file()
     assert (out / "report.txt").read_text() == "new\n"
+
+
+def test_kernel_records_are_read_typed(tmp_path):
+    """A kernel's record, in a manifest or in outcomes.json: a build's
+    time that is a string, a series' patch count that is a number in
+    words, named by file and field."""
+    from foliolab.manifest import RunManifest
+    from foliolab.testrecord import Outcomes
+
+    kernel = {"name": "a", "spec": "base", "built": {"elapsed": "12"}}
+    (tmp_path / "environment.json").write_text(
+        json.dumps({"workloads": ["pageout"], "kernel_records": [kernel]})
+    )
+    with pytest.raises(
+        errors.DamagedRunError,
+        match=r"environment.json: kernel_records\[0\].built: field "
+        "'elapsed' is the string '12', not a number",
+    ):
+        RunManifest.read(tmp_path)
+    kernel = {"name": "a", "spec": "base", "series": {"patches": "two"}}
+    (tmp_path / "outcomes.json").write_text(
+        json.dumps(
+            {"schema": 1, "command": "test", "kernels": [kernel], "tests": []}
+        )
+    )
+    with pytest.raises(
+        errors.DamagedRunError,
+        match=r"outcomes.json: kernels\[0\].series: field 'patches'",
+    ):
+        Outcomes.read(tmp_path)
