@@ -36,6 +36,22 @@ def mtimes(d: Path) -> dict[str, int]:
 
 
 @pytest.fixture
+def quick_report(monkeypatch):
+    """Reports without drawing (a plot takes seconds here): one small file
+    stands for plots/, so a set still has a subdirectory."""
+    from foliolab.render.html import Figures
+
+    def plots(a, out, files):
+        (out / "plots").mkdir(exist_ok=True)
+        (out / "plots" / "overview.png").write_bytes(b"png")
+        files.append(out / "plots" / "overview.png")
+        return Figures()
+
+    monkeypatch.setattr(report, "_plots", plots)
+    monkeypatch.setattr(report, "monitor_report", lambda run: ([], []))
+
+
+@pytest.fixture
 def run_a(data, tmp_path):
     out = tmp_path / "run-a"
     shutil.copytree(data / "run-pageout-aa", out)
@@ -188,7 +204,9 @@ def test_samples_of_a_run_without_boots_are_read_typed(run_a, capsys):
         assert f"{path}: line 1: " in line, line
 
 
-def test_results_json_read_by_diff_is_typed(run_a, run_b, capsys):
+def test_results_json_read_by_diff_is_typed(
+    run_a, run_b, capsys, quick_report
+):
     """results.json (what `diff` reads): a ratio that is a string or a
     NaN is named, exit 11, not a plausible table."""
     assert run(capsys, "report", run_a)[0] == 0
@@ -259,7 +277,7 @@ def test_report_into_another_run_is_refused(run_a, run_b, capsys):
 
 
 def test_a_report_set_elsewhere_is_its_runs_own(
-    run_a, run_b, tmp_path, capsys
+    quick_report, run_a, run_b, tmp_path, capsys
 ):
     """report --out DIR: a new DIR, or one holding the same run's set
     (written again); not the set of another run."""
@@ -456,7 +474,7 @@ def test_resume_of_a_finished_bisect_writes_nothing(tmp_path, capsys):
 
 @pytest.mark.parametrize("elsewhere", [False, True])
 def test_an_interrupted_report_leaves_the_old_set_whole(
-    run_a, tmp_path, monkeypatch, elsewhere
+    run_a, tmp_path, monkeypatch, elsewhere, quick_report
 ):
     """A report that fails half-way (after results.json and report.md of
     the new set are written): every file of the old set as it was, no
@@ -473,12 +491,12 @@ def test_an_interrupted_report_leaves_the_old_set_whole(
     def fail(a):
         raise RuntimeError("interrupted half-way through the set")
 
-    monkeypatch.setattr(report, "text_report", fail)
-    with pytest.raises(RuntimeError):
-        report.write_report(run_a, dest=dest)
+    with monkeypatch.context() as m:
+        m.setattr(report, "text_report", fail)
+        with pytest.raises(RuntimeError):
+            report.write_report(run_a, dest=dest)
     assert bytes_under(dest) == before
     assert not (dest / rundir.STAGING).exists()
-    monkeypatch.undo()
     written = report.write_report(run_a, dest=dest)
     assert written.files and all(
         p.is_file() and dest in p.parents for p in written.files
