@@ -549,3 +549,25 @@ def test_kernel_records_are_read_typed(tmp_path):
         match=r"outcomes.json: kernels\[0\].series: field 'patches'",
     ):
         Outcomes.read(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("- a\n- list\n", "not a LAVA job"),
+        ("metadata: {foliolab.boots: 3}\n", "'metadata.foliolab.boots'"),
+        ("job: [unclosed\n", "not YAML"),
+    ],
+)
+def test_a_lava_job_of_the_wrong_shape_is_named(tmp_path, text, says):
+    """jobs collect reads the exported jobs' YAML through the reader: a
+    job that is not one is exit 11 naming the file, not a traceback."""
+    from foliolab.executors.lava import export
+    from foliolab.executors.lava.job import JOBS_DIR
+
+    jobs = tmp_path / JOBS_DIR
+    jobs.mkdir(parents=True)
+    (jobs / "block-01.yaml").write_text(text)
+    with pytest.raises(errors.DamagedRunError, match=says) as e:
+        export._planned_blocks(tmp_path)
+    assert str(jobs / "block-01.yaml") in e.value.message
