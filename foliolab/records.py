@@ -50,6 +50,8 @@ class RecordKind(enum.Enum):
     CACHE = ("a cache record", 16 * MiB)
     # a boot's raw output (the guest's @@ records), read as text
     GUEST_OUTPUT = ("results.txt", 256 * MiB)
+    COUNTS = ("counts.txt", 1024 * MiB)  # the counting plugin's output
+    MONITOR = ("a monitor's file", 256 * MiB)  # per-second vmstat etc.
     LAVA_JOB = ("LAVA job", 16 * MiB)  # jobs export's YAML
     LAVA_LOG = ("LAVA log", 1024 * MiB)  # a job's log, for jobs collect
 

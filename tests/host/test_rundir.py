@@ -571,3 +571,21 @@ def test_a_lava_job_of_the_wrong_shape_is_named(tmp_path, text, says):
     with pytest.raises(errors.DamagedRunError, match=says) as e:
         export._planned_blocks(tmp_path)
     assert str(jobs / "block-01.yaml") in e.value.message
+
+
+def test_a_boots_raw_output_is_read_bounded(tmp_path, caplog):
+    """A boot's counts.txt or monitor file that is /dev/zero or a FIFO is
+    refused before it is opened: counts as a damaged run (exit 11), a
+    monitor's figure left out with a warning."""
+    from foliolab.boot import monitors
+    from foliolab.guestdata import countwindows
+
+    counts = tmp_path / "counts.txt"
+    counts.symlink_to("/dev/zero")
+    with pytest.raises(errors.DamagedRunError, match="a character device"):
+        countwindows.read_counts(counts)
+    name = monitors.MONITORS[0]
+    os.mkfifo(monitors.monitor_path(tmp_path, name))
+    with caplog.at_level("WARNING", "foliolab"):
+        assert monitors.read_monitor(tmp_path, name) == []
+    assert "a FIFO, not a record" in caplog.text
