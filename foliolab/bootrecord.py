@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foliolab import records
 from foliolab.errors import DamagedRunError
 
 JOB_FILE = "job.json"
@@ -106,28 +107,37 @@ def read_boot(rundir: Path) -> BootResult | None:
         path,
         ("status", "exit_code", "issues", "console", "results", "elapsed"),
     )
-    results = rundir / d["results"]
-    records = (
-        results.read_text(errors="replace").splitlines()
-        if results.exists()
+    f = records.Fields(path, d, boot_hint(rundir))
+    results = rundir / f.string("results")
+    lines = (
+        records.read_text(
+            results, records.RecordKind.GUEST_OUTPUT, boot_hint(rundir)
+        ).splitlines()
+        if results.exists() or results.is_symlink()
         else []
     )
     try:
-        status = BootStatus(d["status"])
+        status = BootStatus(f.string("status"))
     except ValueError:
         raise DamagedRunError(
             f"{path}: unknown status {d['status']!r}", hint=boot_hint(rundir)
         ) from None
+    host = f.object("host")
+    hf = records.Fields(path, host, boot_hint(rundir), "host")
     return BootResult(
         status,
-        d["exit_code"],
-        d["issues"],
-        rundir / d["console"],
+        f.optional_integer("exit_code"),
+        f.strings("issues", default=False),
+        rundir / f.string("console"),
         results,
-        d["elapsed"],
-        records,
-        d.get("cpu_s"),
-        HostLoad.from_json(d.get("host")),
+        f.number("elapsed", minimum=0),
+        lines,
+        f.optional_number("cpu_s", minimum=0),
+        HostLoad(
+            hf.optional_number("loadavg_1m", minimum=0),
+            hf.string("governor", ""),
+            hf.optional_number("steal_pct"),
+        ),
     )
 
 
@@ -146,19 +156,7 @@ def read_json(
     naming the file and what is wrong, never a traceback (``hint``: what
     to do; default, for a boot's file: boot it again)."""
     hint = hint or boot_hint(path.parent)
-    try:
-        d = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DamagedRunError(
-            f"{path}: not JSON ({e.msg} at line {e.lineno}): cut short?",
-            hint=hint,
-        ) from None
-    if not isinstance(d, dict):
-        raise DamagedRunError(f"{path}: not a JSON object", hint=hint)
-    missing = [k for k in keys if k not in d]
-    if missing:
-        raise DamagedRunError(f"{path}: no {', '.join(missing)}", hint=hint)
-    return d
+    return records.read_object(path, records.kind_of(path), keys, hint)
 
 
 def _proc_stat_cpu() -> list[int]:
@@ -234,13 +232,24 @@ class BootJob:
         d = read_json(
             path, ("seq", "workload", "kernel", "pass", "first_run", "samples")
         )
+        f = records.Fields(path, d, boot_hint(rundir))
         try:
-            d["pass_"] = Pass(d.pop("pass"))
-            return cls(**d)
-        except (ValueError, TypeError) as e:
+            pass_ = Pass(f.string("pass"))
+        except ValueError as e:
             raise DamagedRunError(
                 f"{path}: {e}", hint=boot_hint(rundir)
             ) from None
+        return cls(
+            seq=f.integer("seq", minimum=0),
+            workload=f.string("workload"),
+            kernel=f.string("kernel"),
+            pass_=pass_,
+            first_run=f.integer("first_run", minimum=0),
+            samples=f.integer("samples", minimum=1),
+            params={k: str(v) for k, v in f.object("params").items()},
+            arch=f.string("arch", ""),
+            count_roots=f.strings("count_roots"),
+        )
 
 
 def boot_dirs(out: Path) -> list[Path]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from foliolab import records
 from foliolab.kernel import build, source
 from foliolab.kernel import specs as specs_mod
 from foliolab.kernel.sources.base import SourceRecord
@@ -223,6 +224,24 @@ class KernelRecord:
             BuildRecord.from_json(d.get("built")),
             SeriesRecord.from_json(d.get("series")),
         )
+
+
+def check_json(path: Path, d: dict[str, Any], hint: str, where: str) -> None:
+    """A kernel's record as a file holds it (``where`` in it), each field
+    of its type: DamagedRunError naming the file and the field (a build's
+    elapsed time that is a string would otherwise reach the report)."""
+    f = records.Fields(path, d, hint, where)
+    f.string("name", "")
+    f.string("spec", "")
+    for key, cls in (("built", BuildRecord), ("series", SeriesRecord)):
+        if f.has(key):
+            records.Fields(path, f.object(key), hint, f"{where}.{key}").like(
+                cls
+            )
+    given = f.object("given")
+    g = records.Fields(path, given, hint, f"{where}.given")
+    for key in ("name", "kind", "text", "series_sha"):
+        g.string(key, "")
 
 
 def given_record(k: specs_mod.KernelSpec) -> SpecRecord:

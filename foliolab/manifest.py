@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from foliolab import workloads
+from foliolab import records, workloads
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError, UsageError
 from foliolab.executors import read_record
@@ -29,6 +29,7 @@ from foliolab.kernelrecord import (
     KernelRecord,
     SeriesRecord,
     SpecRecord,
+    check_json,
     known_fields,
     plain,
 )
@@ -226,6 +227,7 @@ class RunManifest:
                 hint="copy the run's environment.json back, or run it again",
             )
         d = read_json(path, ("workloads",), DAMAGED)
+        check_fields(path, d)
         workloads.load_kept(out)  # the user workloads it ran, by name
         try:
             return cls.from_json(d)
@@ -233,6 +235,32 @@ class RunManifest:
             raise DamagedRunError(
                 f"{path}: a field has the wrong form ({e})", hint=DAMAGED
             ) from None
+
+
+def check_fields(path: Path, d: dict[str, Any]) -> None:
+    """The manifest's fields that a report counts or lists, each of its
+    type (a string of kernels would list its letters, -1 runs would be
+    printed as they are): DamagedRunError naming the field."""
+    f = records.Fields(path, d, DAMAGED)
+    f.strings("workloads", default=False)
+    for key in ("kernels", "command_line", "errors", "failures", "patches"):
+        f.strings(key)
+    for key in ("runs", "samples_per_boot", "numa_nodes"):
+        if key in d:
+            f.integer(key, minimum=1 if key != "runs" or d[key] else 0)
+    if "vcpus" in d:
+        f.integer("vcpus", minimum=0)
+    for key in ("started", "finished", "stopped", "arch", "config"):
+        f.string(key, "")
+    f.optional_number("timeout", minimum=0)
+    for key in ("memory_mb", "numa_nodes_per_workload", "vcpus_per_workload"):
+        for w, n in f.object(key).items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                f.wrong(f"{key}.{w}", "a whole number", n)
+    for key in ("params", "kernel_specs", "commits", "config_sha"):
+        f.object(key)
+    for i, k in enumerate(f.objects("kernel_records")):
+        check_json(path, k, DAMAGED, f"kernel_records[{i}]")
 
 
 def _kernel_records(d: dict[str, Any]) -> list[KernelRecord]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError
-from foliolab.kernelrecord import KernelRecord
+from foliolab.kernelrecord import KernelRecord, check_json
 
 OUTCOMES = "outcomes.json"
 # the version of the file's shape; a reader refuses a later one
@@ -155,7 +155,7 @@ class Outcomes:
         """The outcomes of the run in ``out``; DamagedRunError naming the
         file and what is wrong with it."""
         path = out / OUTCOMES
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             raise DamagedRunError(
                 f"{path}: missing", hint="the run did not finish writing it"
             )
@@ -176,6 +176,8 @@ class Outcomes:
             command = d.get("command")
             if not isinstance(command, str) or not command:
                 raise ValueError("it names no command")
+            for i, k in enumerate(kernels):
+                check_json(path, k, HINT, f"kernels[{i}]")
             return cls(
                 command,
                 [KernelRecord.from_json(k) for k in kernels],

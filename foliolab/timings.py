@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 import statistics
 import subprocess
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from foliolab import proc
+from foliolab import proc, records
+from foliolab.errors import DamagedRunError
 from foliolab.paths import cache_root
 
 log = logging.getLogger("foliolab")
@@ -139,7 +141,11 @@ class Timings:
     def load(cls, path: Path | None = None) -> Timings:
         path = path or cache_root() / TIMINGS
         try:
-            d = json.loads(path.read_text())
+            if not path.exists() and not path.is_symlink():
+                return cls()
+            d = records.read_object(
+                path, records.RecordKind.CACHE, ("builds", "boots")
+            )
             t = cls(
                 builds=_series(d["builds"]),
                 boots=_series(d["boots"]),
@@ -147,7 +153,13 @@ class Timings:
             )
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (
+            DamagedRunError,
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+        ) as e:
             log.warning(
                 "%s is damaged (%s): estimates use defaults until "
                 "the next build and boot rewrite it",
@@ -182,13 +194,23 @@ def _calibration(d: object) -> Calibration | None:
         return None
     if not isinstance(d, dict):
         raise TypeError("calibration is not an object")
-    return Calibration(float(d["probe_s"]), float(d["reference_s"]))
+    return Calibration(_seconds(d["probe_s"]), _seconds(d["reference_s"]))
+
+
+def _seconds(x: object) -> float:
+    """A time of timings.json: a finite number of seconds, not negative
+    (float() would take "nan" and "inf" from a string)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{x!r} is not a number")
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"{x!r} is not a time")
+    return float(x)
 
 
 def _series(d: object) -> dict[str, list[float]]:
     if not isinstance(d, dict):
         raise TypeError("not an object")
-    return {str(k): [float(x) for x in v][-KEEP:] for k, v in d.items()}
+    return {str(k): [_seconds(x) for x in v][-KEEP:] for k, v in d.items()}
 
 
 def _add(series: dict[str, list[float]], key: str, seconds: float) -> None:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foliolab.errors import DamagedRunError, UsageError
+from foliolab import records
+from foliolab.errors import UsageError
 from foliolab.manifest import VARIANTS
 
 # The environment keys whose differences a reader needs to see.
@@ -100,30 +101,40 @@ class Run:
                 hint="give the --out directories of finished "
                 "runs (foliolab report DIR writes it)",
             )
-        try:
-            r = json.loads(path.read_text())
-            env = r["environment"]
-        except (
-            json.JSONDecodeError,
-            UnicodeDecodeError,
-            KeyError,
-            TypeError,
-        ) as e:
-            what = (
-                f"no {e} in it"
-                if isinstance(e, KeyError)
-                else "not valid JSON"
-            )
-            raise DamagedRunError(
-                f"{path}: {what}",
-                hint=f"write it again from the run: foliolab report {out}",
-            ) from None
-        return cls(
-            str(out),
-            env,
-            list(env.get("kernels") or VARIANTS),
-            [Ratio.from_json(row) for row in r.get("summary", [])],
+        hint = f"write it again from the run: foliolab report {out}"
+        r = records.read_object(
+            path, records.RecordKind.RESULTS, ("environment",), hint
         )
+        f = records.Fields(path, r, hint)
+        env = f.object("environment", default=False)
+        e = records.Fields(path, env, hint, "environment")
+        kernels = e.strings("kernels") or list(VARIANTS)
+        rows = []
+        for i, row in enumerate(f.objects("summary")):
+            _check_row(records.Fields(path, row, hint, f"summary[{i}]"))
+            rows.append(Ratio.from_json(row))
+        return cls(str(out), env, kernels, rows)
+
+
+def _check_row(f: records.Fields) -> None:
+    """A summary row's fields of their types: names strings, figures
+    finite numbers or null, counts whole numbers."""
+    for key in ("workload", "metric"):
+        f.string(key)
+    f.string("kernel", "")
+    for key in (
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "baseline_mean",
+        "vanilla_mean",
+        "kernel_mean",
+        "patched_mean",
+    ):
+        f.optional_number(key)
+    for key in ("n_baseline", "n_vanilla", "n_kernel", "n_patched"):
+        if f.has(key):
+            f.integer(key, minimum=0)
 
 
 def environment_lines(runs: list[Run]) -> list[str]:

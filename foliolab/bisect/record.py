@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from foliolab.errors import UsageError
+from foliolab import records
+from foliolab.errors import DamagedRunError, UsageError
 from foliolab.executors import ExecutorOptions
 from foliolab.kernelrecord import BuildRecord, KernelRecord
 from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
@@ -303,15 +304,31 @@ class Record:
     @classmethod
     def read(cls, out: Path) -> Record:
         path = out / RECORD
+        hint = "give the --out of a foliolab bisect"
+        raw = records.read_object(
+            path, records.RecordKind.BISECT, ("steps", "key"), hint
+        )
+        f = records.Fields(path, raw, hint)
+        for i, step in enumerate(f.objects("steps")):
+            s = records.Fields(path, step, hint, f"steps[{i}]")
+            s.integer("position", minimum=0)
+            s.optional_number("count")
+            s.number("seconds", minimum=0, default=0.0)
+            for key in ("commit", "subject", "status", "verdict"):
+                s.string(key)
+        f.object("key", default=False)
+        f.integer("commits", minimum=1)
+        for key in ("good_count", "limit"):
+            f.optional_number(key)
+        for key in ("started", "wall_s"):
+            f.number(key, minimum=0, default=0.0)
         try:
-            raw = json.loads(path.read_text())
             raw["steps"] = [Step(**s) for s in raw["steps"]]
             raw["key"] = BisectKey(**raw["key"])
             return cls(**raw)
-        except (OSError, ValueError, TypeError, KeyError) as e:
-            raise UsageError(
-                f"{path} is not a bisect record ({e})",
-                hint="give the --out of a foliolab bisect",
+        except (ValueError, TypeError, KeyError) as e:
+            raise DamagedRunError(
+                f"{path} is not a bisect record ({e})", hint=hint
             ) from None
 
 

@@ -32,6 +32,7 @@ import time
 from dataclasses import asdict
 from typing import Callable, NoReturn
 
+from foliolab import rundir
 from foliolab.bisect.lab import (
     Commit,
     Lab,
@@ -62,6 +63,7 @@ from foliolab.errors import (
 )
 from foliolab.executors import check_executor
 from foliolab.kernelrecord import BuildRecord, build_record
+from foliolab.rundir import RunKind
 from foliolab.testrecord import Outcomes
 
 log = logging.getLogger("foliolab")
@@ -291,15 +293,21 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     makes what builds and counts (QemuLab; a test passes a stand-in),
     once the request is checked. A stop signal raises StoppedError with
     the finished steps written."""
+    # --out: new, empty, or a bisect to go on with (--resume)
+    held = rundir.claim(
+        req.out, RunKind.BISECT, resume=req.resume, resumable=True
+    )
     commits = check(req)
     kept = _kept_steps(req) if req.resume else {}
-    built = _kept_builds(req) if req.resume else {}
-    if not req.resume and (req.out / RECORD).exists():
-        log.warning(
-            "%s holds an earlier bisect: it is replaced (use "
-            "--resume to go on with it)",
-            req.out,
+    if held is not None and held.finished:  # --resume of a finished one
+        old = Record.read(req.out)
+        print(
+            f"{req.out}: the bisect is finished, nothing to resume: "
+            f"{old.result}",
+            flush=True,
         )
+        return old
+    built = _kept_builds(req) if req.resume else {}
     lab = (make_lab or QemuLab)(req, commits)
     req.out.mkdir(parents=True, exist_ok=True)
     record = Record(
@@ -312,6 +320,8 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
         started=time.time(),
     )
     b = Bisection(req, commits, lab, record, kept, built)
+    if not req.resume:  # a resumed one's record keeps its steps
+        b.write()  # the directory is known as a bisect from its start
     print(
         f"# bisect {len(commits) - 1} commits after {req.good} up to "
         f"{req.bad}: {req.workload.name} {req.metric} "
@@ -333,7 +343,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
         ) from None
     except FoliolabError as e:
         if not record.result:  # an error of the lab, not ends()
-            record.result = f"ended by an error: {e.one_line()}"
+            record.result = f"{rundir.BISECT_ERROR}: {e.one_line()}"
             b.write()
         raise
     print(b.answer(positions), flush=True)

@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from foliolab import bootrecord
+from foliolab import bootrecord, records
 from foliolab.bootrecord import BootJob, BootResult, BootStatus, Pass
-from foliolab.errors import DamagedRunError
 from foliolab.guestdata import countwindows, parse
 from foliolab.guestdata.window import TimedWindow, timed_window
 from foliolab.workloads import find
@@ -177,19 +176,52 @@ def load_samples(out: Path) -> list[Sample]:
     path = out / "samples.jsonl"
     if not path.exists():
         return []
+    hint = (
+        "this run has no raw boots to derive its samples from again: "
+        "run the comparison again"
+    )
+    if not path.exists() and not path.is_symlink():
+        return []
     samples = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, d in records.read_lines(path, records.RecordKind.SAMPLES, hint):
+        f = records.Fields(path, d, hint, f"line {n}")
+        window = None
+        if f.has("window"):
+            w = records.Fields(path, f.object("window"), hint, f"line {n}")
+            window = TimedWindow(
+                w.optional_number("user_s", minimum=0),
+                w.optional_number("sys_s", minimum=0),
+                w.optional_number("elapsed_s", minimum=0),
+                {k: int(v) for k, v in w.numbers("vmstat").items()}
+                if w.has("vmstat")
+                else {},
+            )
+        roots_follow = d.get("roots_follow_tasks")
+        if roots_follow is not None:
+            roots_follow = f.boolean("roots_follow_tasks")
         try:
-            samples.append(Sample(**json.loads(line)))
-        except (ValueError, TypeError) as e:
-            raise DamagedRunError(
-                f"{path}: line {n} is not a sample ({e})",
-                hint="this run has no raw boots to derive "
-                "its samples from again: run the "
-                "comparison again",
-            ) from None
+            boot = BootStatus(f.string("boot"))
+        except ValueError:
+            f.wrong("boot", "a boot status")
+        samples.append(
+            Sample(
+                workload=f.string("workload"),
+                variant=f.string("variant"),
+                run=f.integer("run", minimum=0),
+                values=f.numbers("values"),
+                valid=f.boolean("valid"),
+                reasons=f.strings("reasons"),
+                boot=boot,
+                rundir=f.string("rundir", ""),
+                boot_s=f.optional_number("boot_s", minimum=0),
+                wall_s=f.optional_number("wall_s", minimum=0),
+                counts=f.string("counts", ""),
+                count_window=f.integer("count_window", default=-1),
+                cpu_s=f.optional_number("cpu_s", minimum=0),
+                roots_follow_tasks=roots_follow,
+                window=window,
+            )
+        )
     return samples
 
 

@@ -26,6 +26,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foliolab import records
+from foliolab.errors import DamagedRunError
 from foliolab.guestdata.parse import GuestSample
 
 log = logging.getLogger("foliolab")
@@ -180,12 +182,12 @@ def read_monitor(rundir: Path, monitor: str) -> list[MonitorSeries]:
     """A boot's series of ``monitor`` ([] without the file); problems are
     logged with the file's name."""
     path = monitor_path(rundir, monitor)
-    try:
-        text = path.read_text(errors="replace")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return []
-    except OSError as e:
-        log.warning("monitor file %s: %s", path, e)
+    try:
+        text = records.read_text(path, records.RecordKind.MONITOR)
+    except DamagedRunError as e:  # a figure must never cost the report
+        log.warning("monitor file %s", e.message)
         return []
     out = parse_monitor(text, monitor)
     for s in out:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from foliolab import executors, hostsetup
+from foliolab import executors, hostsetup, rundir
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.errors import BuildError, UsageError
@@ -18,6 +18,7 @@ from foliolab.kernel import specs as kernels
 from foliolab.kernel.sources.series import DirSeries
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.robot import command as robot
+from foliolab.rundir import RunKind
 from foliolab.series import check as seriescheck
 from foliolab.series import post, sincespec, stablehistory
 
@@ -205,6 +206,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     executor = executors.options(args, args.argv)
     executors.check_executor(executor)
     cells = robot.cells(args)
+    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
+        "check-%Y%m%d-%H%M%S"
+    )
+    kind = RunKind.SERIES_CHECK if cells is None else RunKind.ROBOT
+    if not args.history_only:  # which writes nothing
+        rundir.claim(out, kind)  # before the series is read or applied
     if not sources.read_patches(args.patches).patches:
         raise UsageError(
             "the series is empty: nothing to check",
@@ -224,11 +231,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     kernels.check_spec(spec)
     tree = trees.tree_of(spec)  # a series that does not apply: refused here
-    out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
-        "check-%Y%m%d-%H%M%S"
-    )
+    rundir.mark(out, kind)
     if cells is not None:
-        robot.check(args, spec, tree, cells, out)
+        robot.check(args, spec, tree, cells, out)  # marks it finished
         if history:
             history.raise_if_restored()
         return 0
@@ -238,6 +243,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     result = seriescheck.SeriesCheck(tuple(checks), out)
     out.mkdir(parents=True, exist_ok=True)
     result.outcomes().write(out)
+    rundir.mark(out, kind, finished=True)
     for c in checks:
         print(c.row())
     bad = result.bad

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from foliolab import workloads
+from foliolab import rundir, workloads
 from foliolab.analysis import diff
 from foliolab.bisect import record as bisectrecord
 from foliolab.commands import Command
@@ -14,6 +14,7 @@ from foliolab.errors import UsageError
 from foliolab.export import kcidb
 from foliolab.paths import unwritable
 from foliolab.render import report
+from foliolab.rundir import RunKind
 
 
 def _diff_options(s: argparse.ArgumentParser) -> None:
@@ -175,12 +176,23 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"({why}), and its report is written into it",
             hint="give --out DIR to write the report elsewhere",
         )
+    of = str(args.dir.resolve())
+    elsewhere = args.out is not None and args.out.resolve() != Path(of)
+    if elsewhere:
+        # a report set goes only where there is none, or the same run's;
+        # marked first, so that a set cut short is still known as one
+        rundir.claim(dest, RunKind.REPORT, of=of)
+        rundir.mark(dest, RunKind.REPORT, finished=False, of=of)
     if (args.dir / bisectrecord.RECORD).exists():
         record = bisectrecord.Record.read(args.dir)
-        (dest / bisectrecord.TEXT).write_text(bisectrecord.render(record))
-        print(bisectrecord.render(record), end="")
-        return 0
-    print(report.write_report(args.dir, dest=dest).text)
+        text = bisectrecord.render(record)
+        with rundir.staged(dest) as stage:
+            (stage / bisectrecord.TEXT).write_text(text)
+        print(text, end="")
+    else:
+        print(report.write_report(args.dir, dest=dest).text)
+    if elsewhere:
+        rundir.mark(dest, RunKind.REPORT, finished=True, of=of)
     return 0
 
 

@@ -6,13 +6,14 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
-from foliolab import counting, executors
+from foliolab import counting, executors, rundir
 from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.coverage import run as coveragerun
 from foliolab.errors import FoliolabError, UsageError
 from foliolab.kernel import kconfig, specs, trees, upstream_selftests
 from foliolab.paths import PROJECT_ROOT
+from foliolab.rundir import RunKind
 from foliolab.suite import plan as suiteplan
 from foliolab.suite import run as suite
 from foliolab.suite.mmci import run as mmci_run
@@ -149,10 +150,13 @@ def cmd_test(args: argparse.Namespace) -> int:
             hint="one --kernel, or several with --mm-ci",
         )
     args.kernel = args.kernel[0] if args.kernel else None
+    if args.out is not None:  # before the request's checks ask apt
+        rundir.claim(args.out, RunKind.SUITE)
     req = _request(args)
     out = req.out
     result = suite.run_suite(req)
     coveragerun.with_coverage(result.outcomes(), out, req.coverage).write(out)
+    rundir.mark(out, RunKind.SUITE, finished=True)
     passed = result.passed
     print(result.summary, end="")
     print(f"# results: {out}/suite.json, console logs in {out}/mglru-*/")
@@ -249,7 +253,10 @@ def _cmd_mmci(args: argparse.Namespace) -> int:
     if req.dry_run:
         print(mmci_run.dry_run(req), end="")
         return 0
+    rundir.claim(req.out, RunKind.MMCI)
+    rundir.mark(req.out, RunKind.MMCI)
     result = mmci_run.run(req)
+    rundir.mark(req.out, RunKind.MMCI, finished=True)
     print(result.summary, end="")
     print(
         f"# results: {req.out}/outcomes.json, mmci-summary.txt and "
@@ -336,7 +343,15 @@ def _reasons_options(s: argparse.ArgumentParser) -> None:
 def cmd_coverage_reasons(args: argparse.Namespace) -> int:
     """A finished coverage run's report written again with the series'
     reasons as they are now (its counts read from its coverage.json)."""
-    rep = coveragerun.reason_again(args.run, args.series, args.out or args.run)
+    out = args.out or args.run
+    elsewhere = out.resolve() != args.run.resolve()
+    of = str(args.run.resolve())
+    if elsewhere:
+        rundir.claim(out, RunKind.COVERAGE, of=of)
+        rundir.mark(out, RunKind.COVERAGE, of=of)
+    rep = coveragerun.reason_again(args.run, args.series, out)
+    if elsewhere:
+        rundir.mark(out, RunKind.COVERAGE, finished=True, of=of)
     print(coveragerun.summary_line(rep))
     return 0
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foliolab import records
 from foliolab.arch import Arch
 from foliolab.coverage import gcovdata, gcovrecord
 from foliolab.coverage import html as coverage_html
@@ -49,7 +50,12 @@ from foliolab.coverage.lines import (
     classify,
     other_arch,
 )
-from foliolab.errors import BuildError, FoliolabError, UsageError
+from foliolab.errors import (
+    BuildError,
+    DamagedRunError,
+    FoliolabError,
+    UsageError,
+)
 from foliolab.guestdata import parse
 from foliolab.kernel import kconfig, source, sources
 from foliolab.kernel import specs as kernels
@@ -374,6 +380,33 @@ def summary_line(rep: CoverageReport) -> str:
     )
 
 
+def read_report(run: Path) -> CoverageReport:
+    """The CoverageReport of run/coverage.json, read through the one
+    reader; a damaged one named (file and field), exit 11."""
+    path = run / "coverage.json"
+    hint = "run `foliolab test --coverage` again"
+    doc = records.read_object(
+        path,
+        records.RecordKind.COVERAGE,
+        ("patches", "arch", "profiled_dirs", "boots", "problems"),
+        hint,
+    )
+    f = records.Fields(path, doc, hint)
+    for i, p in enumerate(f.objects("patches", default=False)):
+        pf = records.Fields(path, p, hint, f"patches[{i}]")
+        pf.integer("number", minimum=0)
+        for j, r in enumerate(pf.objects("lines", default=False)):
+            rf = records.Fields(path, r, hint, f"patches[{i}].lines[{j}]")
+            rf.integer("line", minimum=0)
+            rf.optional_integer("count")
+            for key in ("path", "text", "state"):
+                rf.string(key)
+    try:
+        return report_from_json(doc)
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise DamagedRunError(f"{path}: {e!r}", hint=hint) from None
+
+
 def report_from_json(doc: dict[str, Any]) -> CoverageReport:
     """A CoverageReport again from the coverage.json a run wrote, its
     reasons taken off (to give it the series' reasons as they are now)."""
@@ -418,17 +451,15 @@ def reason_again(run: Path, series: Path, out: Path) -> CoverageReport:
     """A run's coverage report written again into ``out`` with the
     series' reasons as they are now (the counts are the run's, read from
     its coverage.json): ``foliolab coverage-reasons``."""
-    try:
-        doc = json.loads((run / "coverage.json").read_text())
-    except (OSError, ValueError) as e:
+    if not (run / "coverage.json").exists():
         raise UsageError(
-            f"{run}: no coverage report to read ({e})",
+            f"{run}: no coverage report to read (no coverage.json)",
             hint="give the output directory of a `foliolab "
             "test --coverage` run",
-        ) from None
+        )
+    rep = read_report(run)
     shown = shown_path(series / coveragereasons.FILE_NAME)
     reasons = coveragereasons.read(series, shown)
-    rep = report_from_json(doc)
     rep.results, rep.stale = coveragereasons.apply(rep.results, reasons)
     rep.reasons_file = str(reasons.path) if reasons else ""
     out.mkdir(parents=True, exist_ok=True)
@@ -490,7 +521,7 @@ def with_coverage(
     coverage.json the run wrote (none if it could write no report)."""
     if plan is None or not (out / "coverage.json").is_file():
         return outcomes
-    rep = report_from_json(json.loads((out / "coverage.json").read_text()))
+    rep = read_report(out)
     kernel = outcomes.kernels[0].name if outcomes.kernels else ""
     return Outcomes(
         outcomes.command,

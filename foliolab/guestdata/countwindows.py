@@ -14,6 +14,9 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foliolab import records
+from foliolab.bootrecord import boot_hint
+
 # Instruction classes that make the summary metrics, per architecture.
 TLB_FLUSH_CLASSES = {
     "x86_64": ("invlpg", "invpcid", "cr3_write"),
@@ -135,9 +138,13 @@ def parse_counts(text: str) -> CountOutput:
 def read_counts(path: Path) -> CountOutput:
     """A boot's counts.txt (empty if the file is missing: the boot did
     not get that far)."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return CountOutput([], [])
-    return parse_counts(path.read_text())
+    return parse_counts(
+        records.read_text(
+            path, records.RecordKind.COUNTS, boot_hint(path.parent)
+        )
+    )
 
 
 def read_windows(path: Path, tag: int) -> list[Window]:

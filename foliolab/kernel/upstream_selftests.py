@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import proc
+from foliolab import proc, records
 from foliolab.arch import Arch
 from foliolab.errors import BuildError, FoliolabError, UsageError
 from foliolab.kernel import debian
@@ -308,8 +308,12 @@ class Baseline:
     def load(cls, path: Path) -> Baseline | None:
         if not path.exists():
             return None
-        data = json.loads(path.read_text())
-        return cls(data["package"], data["mglru"])
+        hint = "record it again with `foliolab test --record-baseline`"
+        data = records.read_object(
+            path, records.RecordKind.CACHE, ("package", "mglru"), hint
+        )
+        f = records.Fields(path, data, hint)
+        return cls(f.string("package"), f.object("mglru", default=False))
 
     def save(self, path: Path) -> None:
         path.write_text(

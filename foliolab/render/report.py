@@ -20,9 +20,14 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from foliolab import bootrecord
+from foliolab import bootrecord, records
 from foliolab.analysis.analyse import Analysis, analyse
-from foliolab.boot.derive import Sample, load_samples, rederive, run_samples
+from foliolab.boot.derive import (
+    Sample,
+    load_samples,
+    rederive,
+    run_samples,
+)
 from foliolab.bootrecord import BootJob, BootResult, BootStatus
 from foliolab.errors import DamagedRunError
 from foliolab.manifest import RunManifest
@@ -32,6 +37,7 @@ from foliolab.render.mail import mail_report
 from foliolab.render.markdown import markdown_report
 from foliolab.render.monitors import monitor_report
 from foliolab.render.text import head_lines, text_report
+from foliolab.rundir import staged
 from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 
 log = logging.getLogger("foliolab")
@@ -152,13 +158,9 @@ def damaged_results(out: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        d = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        return f"not valid JSON: {e.msg}, line {e.lineno} column {e.colno}"
-    except (OSError, UnicodeDecodeError) as e:
-        return str(e)
-    if not isinstance(d, dict) or any(k not in d for k in RESULTS_KEYS):
-        return "no " + ", ".join(RESULTS_KEYS) + " in it"
+        records.read_object(path, records.RecordKind.RESULTS, RESULTS_KEYS)
+    except DamagedRunError as e:
+        return e.message.removeprefix(f"{path}: ")
     return None
 
 
@@ -202,11 +204,23 @@ def write_report(
     ``dest``: where all of it goes (default the run): the run is then
     only read, so a read-only or shared run can be reported."""
     out = dest or run
-    out.mkdir(parents=True, exist_ok=True)
     m = RunManifest.read(run)
     if out == run:
         _say_if_damaged(run)
-    if samples is None:
+    # the whole set written aside, then renamed into place: an
+    # interrupted report leaves the old set whole
+    with staged(out) as stage:
+        text, headline, staged_files = _write_set(run, m, stage, samples)
+    files = tuple(out / p.relative_to(stage) for p in staged_files)
+    return Written(text, headline, files)
+
+
+def _write_set(
+    run: Path, m: RunManifest, out: Path, samples: list[Sample] | None
+) -> tuple[str, tuple[str, ...], list[Path]]:
+    """The report set of ``run`` into ``out``: report.txt's text, its
+    opening, the files written."""
+    if samples is None:  # else the run wrote them as it measured
         samples = run_samples(run, out)
     a = analyse(run, m, samples)
     files = [out / "results.json", out / "report.md"]
@@ -239,7 +253,7 @@ def write_report(
     (out / "report.txt").write_text(text)
     files += [out / "report.html", out / "report.txt"]
     run_outcomes(run, m).write(out)
-    return Written(text, tuple(head_lines(a)), tuple(files))
+    return text, tuple(head_lines(a)), files
 
 
 def run_outcomes(run: Path, m: RunManifest) -> Outcomes:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foliolab import records
 from foliolab.robot import diagnostics as dg
 
 # Bumped when what a cached result holds, or how it is made, changes.
@@ -87,11 +88,12 @@ class ResultCache:
         return self.root / f"{key}.json"
 
     def get(self, key: str) -> CellResult | None:
+        d = records.read_cache(self._path(key))
+        if d is None:
+            return None
         try:
-            return CellResult.from_json(
-                json.loads(self._path(key).read_text())
-            )
-        except (OSError, ValueError, KeyError):
+            return CellResult.from_json(d)
+        except (ValueError, KeyError, TypeError):
             return None
 
     def put(self, key: str, result: CellResult) -> None:

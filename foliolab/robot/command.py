@@ -11,12 +11,14 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from foliolab import rundir
 from foliolab.errors import BuildError, DiagnosticsError, UsageError
 from foliolab.kernel import source, sources
 from foliolab.kernel import specs as kernels
 from foliolab.kernelrecord import KernelRecord, kernel_record
 from foliolab.robot import matrix, run, toolchain
 from foliolab.robot.report import Report
+from foliolab.rundir import RunKind
 from foliolab.series.check import prefix_kernel
 from foliolab.testrecord import Outcomes
 
@@ -123,6 +125,8 @@ def run_request(
     series = sources.read_patches(request.patches)
     report = run.check(tree, series.patches, chosen, out, request.jobs)
     outcomes(report, spec, tree, out).write(out)
+    # its findings and broken cells are its results: the check finished
+    rundir.mark(out, RunKind.ROBOT, finished=True)
     for line in report.lines():
         print(line)
     print(

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from foliolab import locks, proc
+from foliolab import locks, proc, records
 from foliolab.errors import BuildError, ConfigError, UsageError
 from foliolab.kernel import source
 from foliolab.robot import checks, objects, report
@@ -274,13 +274,15 @@ class Robot:
         """The objects the cell's config compiles as its last preparation
         found them, when config, base and directories are the same: a
         rerun whose results are all cached runs no make."""
-        try:
-            d = json.loads(
-                (self.build_dir(cell) / "robot-enabled.json").read_text()
-            )
-        except (OSError, ValueError):
+        d = records.read_cache(self.build_dir(cell) / "robot-enabled.json")
+        if d is None or d.get("key") != self._enabled_key(cell):
             return None
-        if d.get("key") != self._enabled_key(cell):
+        objects = d.get("objects", [])
+        if not isinstance(objects, list) or not all(
+            isinstance(o, str) for o in objects
+        ):
+            return None
+        if not isinstance(d.get("note", ""), str):
             return None
         if d.get("note"):
             self._note(d["note"])

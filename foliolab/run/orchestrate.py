@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from foliolab import counting
+from foliolab import bootrecord, counting, rundir
 from foliolab.analysis import runboots
 from foliolab.arch import Arch
 from foliolab.boot import outcome
@@ -45,10 +45,10 @@ from foliolab.boot.measure import RunRequest, RunResult, run_workloads
 from foliolab.counting import Counter
 from foliolab.errors import (
     BenchmarkError,
+    DamagedRunError,
     FoliolabError,
     Stop,
     StoppedError,
-    UsageError,
     stop_signals,
 )
 from foliolab.executors import EXPORTER, HERE, make_executor
@@ -70,6 +70,8 @@ from foliolab.run.record import (
     utc_now,
 )
 from foliolab.run.stages import BootPlan, KernelsWanted, Request, RunStages
+from foliolab.rundir import Held, RunKind
+from foliolab.testrecord import Outcomes, TestStatus
 from foliolab.workloads.model import Workload
 
 log = logging.getLogger("foliolab")
@@ -82,6 +84,7 @@ def check(run: RunStages) -> Executor:
     """Every check of the run that needs no build, stage by stage; the
     executor, checked and made."""
     machine, plan, wanted = run.machine, run.plan, run.kernels
+    _claim_out(plan, run.dry_run)  # first: --out is this run's to write
     HERE.check_machine(
         BootSpec(machine.arch, Path(), accel=machine.accel, cpu=machine.cpu)
     )
@@ -107,54 +110,61 @@ def check(run: RunStages) -> Executor:
             plan.count,
             plan.out,
         )
-    else:
-        _check_out_free(plan.out, plan.replace, run.dry_run)
     # last, the one check that does work (fetching, unpacking, applying);
-    # a dry run changes nothing, so it applies nothing
-    if not run.dry_run:
+    # a dry run changes nothing, so it applies nothing, and a resumed run
+    # with nothing left to boot does nothing
+    if not run.dry_run and not (plan.resume and nothing_to_resume(plan.out)):
         trees = kernel_trees.series_trees(specs)
         if not roots_checked:
             rootcheck.check_in_source(specs, plan.roots, trees)
     return executor
 
 
-def held_run(out: Path) -> str | None:
-    """What run ``out`` already holds, in words, or None: a manifest, a
-    boot or a samples file is a run (finished or not)."""
-    raw = out / "raw"
-    boots = sum(1 for _ in raw.glob("*/*/boot.json")) if raw.is_dir() else 0
-    has_raw = raw.is_dir() and any(raw.iterdir())
-    manifest = out / "environment.json"
-    if not (manifest.exists() or has_raw or (out / "samples.jsonl").exists()):
-        return None
-    finished = False
-    if manifest.exists():
-        try:
-            m = RunManifest.read(out)
-        except FoliolabError:
-            return "a run whose manifest cannot be read"
-        finished = bool(m.finished) and not m.stopped
-    state = "a finished run" if finished else "an unfinished run"
-    return f"{state} ({boots} boot{'s' if boots != 1 else ''} recorded)"
-
-
-def _check_out_free(out: Path, replace: bool, dry_run: bool) -> None:
-    """A new run never deletes another: --out of a directory that holds a
-    run is refused unless --force asks for its boots to be replaced."""
-    held = held_run(out)
-    if held is None:
-        return
-    if not replace:
-        raise UsageError(
-            f"--out {out} holds {held}",
-            hint="finish it with --resume, give another --out, or "
-            "replace it with --force",
+def _claim_out(plan: BootPlan, dry_run: bool) -> Held | None:
+    """A run writes only a directory of its own (rundir.claim): new,
+    empty, or a compare run it finishes (--resume) or replaces
+    (--force)."""
+    held = rundir.claim(
+        plan.out,
+        RunKind.COMPARE,
+        resume=plan.resume,
+        force=plan.replace,
+        resumable=True,
+        forceable=True,
+    )
+    if held is not None and plan.replace:
+        log.warning(
+            "%s holds %s: --force %s its boots and samples",
+            plan.out,
+            held.describe(),
+            "would delete" if dry_run else "deletes",
         )
-    log.warning(
-        "%s holds %s: --force %s its boots and samples",
-        out,
-        held,
-        "would delete" if dry_run else "deletes",
+    return held
+
+
+def nothing_to_resume(out: Path) -> str | None:
+    """--resume of a run that ended with every boot done (not stopped, no
+    error): what to say instead of running anything, or None."""
+    held = rundir.identify(out)
+    if held is None or held.kind is not RunKind.COMPARE or not held.finished:
+        return None
+    # and every boot its last report listed is on disk, whole (a boot
+    # removed to be booted again, a damaged one: named by read_boot)
+    try:
+        tests = Outcomes.read(out).tests
+    except DamagedRunError:
+        return None  # the run goes on and its report writes them again
+    if any(t.status is TestStatus.MISS or not t.log for t in tests):
+        return None
+    listed = {(out / t.log).parent for t in tests}
+    on_disk = set(bootrecord.boot_dirs(out))
+    if listed != on_disk:
+        return None
+    if any(bootrecord.read_boot(d) is None for d in sorted(on_disk)):
+        return None
+    return (
+        f"{out}: the run is finished, nothing to resume; its report is "
+        f"{out / 'report.txt'} (`foliolab report {out}` writes it again)\n"
     )
 
 
@@ -296,8 +306,9 @@ Prepare = Callable[[RunStages, RunManifest], Machine]
 
 @dataclass(frozen=True)
 class Planned:
-    """A dry run: what the run would do, said (dryrun.dry_run); nothing
-    built, written or booted."""
+    """A dry run (what the run would do, said: dryrun.dry_run), or a
+    --resume with nothing left to do (said so): nothing built, written
+    or booted."""
 
     text: str
 
@@ -338,6 +349,11 @@ def compare(
     plan = run.plan
     made = check(run)
     executor = executor or made
+    if plan.resume:
+        # said, and nothing written: not the manifest, not the report
+        done = nothing_to_resume(plan.out)
+        if done is not None:
+            return Planned(done)
     if run.dry_run:
         return Planned(dry_run(run.kernels, run.machine, plan, run.executor))
     m = _open(run)
@@ -430,12 +446,8 @@ def export(req: Request, prepare: Prepare = prepare) -> str:
     run; returns what was written, for the user."""
     run = req.stages()  # its executor: the jobs' exporter
     out = run.plan.out
-    made = check(run)
+    made = check(run)  # --out claimed there, as compare's
     exporter = cast(Exporter, made)
-    if (out / "raw").exists():
-        raise UsageError(
-            f"{out} already holds a run", hint="give a new --out directory"
-        )
     m = _open(run)
     machine = prepare(run, m)
     exporter.record_into(m.executor)

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import counting
+from foliolab import counting, records, rundir
 from foliolab.boot.measure import boot_once
 from foliolab.counting import Counter
 from foliolab.coverage import run as coveragerun
@@ -33,6 +33,7 @@ from foliolab.kernel import build as kbuild
 from foliolab.kernel import image, kconfig
 from foliolab.kernel import upstream_selftests as upstream_mod
 from foliolab.kernelrecord import KernelRecord, build_record, kernel_record
+from foliolab.rundir import RunKind
 from foliolab.suite.kselftests import build_kselftests
 from foliolab.suite.plan import (
     NOT_BUILT,
@@ -65,7 +66,9 @@ def run_suite(req: SuiteRequest) -> SuiteResult:
     report's line added when ``req.coverage`` asks for one), the boots and
     the kernel's record. The executor is checked and made before anything
     is built."""
+    rundir.claim(req.out, RunKind.SUITE)
     executor = make_executor(req.executor, req.out, req.count)
+    rundir.mark(req.out, RunKind.SUITE)
     built = build(req)
     boots = boot(req, built, executor)
     passed, summary = _verdict(req, boots)
@@ -248,7 +251,15 @@ def _kselftest_checks(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
     """The first boot's kselftest results against vanilla's, as its
     checks; with ``record_baseline``, written as vanilla's first."""
     base_file = baseline_path(req.arch)
-    baseline = json.loads(base_file.read_text()) if base_file.exists() else {}
+    baseline = (
+        records.read_object(
+            base_file,
+            records.RecordKind.CACHE,
+            hint="record it again with `foliolab test --record-baseline`",
+        )
+        if base_file.exists()
+        else {}
+    )
     results = {
         k: v
         for b in boots

@@ -514,7 +514,7 @@ def test_report_of_a_cut_results_json_says_so(capsys, caplog, tmp_path, data):
     said = [m for m in caplog.messages if "results.json" in m]
     assert len(said) == 1 and re.fullmatch(
         f"foliolab: {re.escape(str(out))}/results.json was damaged \\(not "
-        "valid JSON: .*, line \\d+ column \\d+\\); rebuilt from "
+        "JSON \\(.* at line \\d+\\): cut short\\?\\); rebuilt from "
         "environment.json and the boots under raw/",
         said[0],
     ), said

@@ -22,6 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "foliolab"
 LAYERS = (
     "foliolab",
     "errors",
+    "records",
+    "rundir",
     "paths",
     "ui",
     "proc",

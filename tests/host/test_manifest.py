@@ -358,7 +358,7 @@ def test_the_executor_kind_is_read_as_its_kind_and_written_as_its_text(
 @pytest.mark.parametrize(
     "text, says",
     [
-        ('{"workloads": ["pageout"], "kernels": 3}', "wrong form"),
+        ('{"workloads": ["pageout"], "kernels": 3}', "field 'kernels'"),
         ('["not", "a", "run"]', "not a JSON object"),
         ('{"runs": 2}', "no workloads"),
     ],

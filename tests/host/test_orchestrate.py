@@ -198,10 +198,10 @@ def test_resume_refuses_another_run(tmp_path, records, change, says):
 
 def test_resume_refuses_other_builds(tmp_path, records):
     out = tmp_path / "run"
-    orchestrate.compare(
+    orchestrate.compare(  # stopped: a finished run has nothing to resume
         request(*ARGS, "--out", str(out)),
         stand_in(tmp_path),
-        FakeExecutor(records),
+        FakeExecutor(records, signal_at=3),
     )
     refused = orchestrate.compare(
         request(*ARGS, "--out", str(out), "--resume"),
@@ -253,7 +253,7 @@ def test_a_damaged_samples_file_without_raw_is_named(finished, capsys):
     path.write_text(path.read_text()[:-40])
     rc, err = report(capsys, finished)
     assert rc == errors.DamagedRunError.exit_code and len(err) == 1
-    assert f"{path}: line 8 is not a sample" in err[0]
+    assert f"{path}: line 8: not JSON" in err[0]
 
 
 def test_a_damaged_boot_record_is_named(finished, capsys):
@@ -674,7 +674,7 @@ def test_resume_of_a_directory_without_a_run_is_one_line(capsys, tmp_path):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1
-    assert "holds no foliolab results" in err[0]
+    assert "holds no compare run to finish" in err[0]
 
 
 def test_too_few_runs_are_warned_of(caplog, tmp_path):
@@ -739,8 +739,9 @@ def test_a_finished_run_in_out_is_refused_and_kept(
     rc = cli.main([*ARGS, "--out", str(finished), *dry])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds a finished run (8 boots recorded)" in err[0]
-    assert "--resume" in err[0] and "--force" in err[0]
+    assert "holds a finished compare run (8 boots recorded)" in err[0]
+    # a finished run has nothing to finish: --resume is not offered
+    assert "--resume" not in err[0] and "--force" in err[0]
     assert bytes_under(finished) == before
     assert not tmp_cache.exists()
 
@@ -760,7 +761,7 @@ def test_an_interrupted_run_in_out_is_refused(
     rc = cli.main([*ARGS, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds an unfinished run (2 boots recorded)" in err[0]
+    assert "holds an unfinished compare run (2 boots recorded)" in err[0]
     assert bytes_under(out) == before
 
 
@@ -770,7 +771,7 @@ def test_boots_without_a_manifest_in_out_are_refused(tmp_path, capsys):
     rc = cli.main([*ARGS, "--out", str(out), "--dry-run"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == errors.UsageError.exit_code and len(err) == 1, err
-    assert "holds an unfinished run (0 boots recorded)" in err[0]
+    assert "holds an unfinished compare run (no environment.json)" in err[0]
 
 
 def test_force_replaces_the_run_in_out(finished, records, tmp_path, caplog):

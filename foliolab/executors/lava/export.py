@@ -16,7 +16,8 @@ from typing import ClassVar
 
 import yaml
 
-from foliolab.errors import LavaError, UsageError
+from foliolab import records
+from foliolab.errors import DamagedRunError, LavaError, UsageError
 from foliolab.executors.base import (
     BlockRequest,
     BootCapture,
@@ -97,8 +98,25 @@ def _planned_blocks(out: Path) -> dict[str, list[str]]:
     for path in sorted((out / JOBS_DIR).glob("*.yaml")):
         if path.name.endswith(".device.yaml"):
             continue  # lava-local's rendered device, not a job
-        meta = yaml.safe_load(path.read_text()).get("metadata", {})
-        blocks[path.stem] = meta.get("foliolab.boots", "").split(",")
+        hint = "export the jobs again with `foliolab jobs export`"
+        text = records.read_text(path, records.RecordKind.LAVA_JOB, hint)
+        try:
+            job = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise DamagedRunError(
+                f"{path}: not YAML ({str(e).splitlines()[0]})", hint=hint
+            ) from None
+        if not isinstance(job, dict):
+            raise DamagedRunError(f"{path}: not a LAVA job", hint=hint)
+        meta = job.get("metadata", {})
+        boots = meta.get("foliolab.boots", "") if isinstance(meta, dict) else 0
+        if not isinstance(boots, str):
+            raise DamagedRunError(
+                f"{path}: field 'metadata.foliolab.boots' is not a "
+                "comma-separated list of boots",
+                hint=hint,
+            )
+        blocks[path.stem] = boots.split(",")
     return blocks
 
 
@@ -118,7 +136,7 @@ def collect(
     for path in logs:
         if not path.is_file():
             raise UsageError(f"{path}: no such log file")
-        log = JobLog.read(path.read_text(errors="replace"))
+        log = JobLog.read(records.read_text(path, records.RecordKind.LAVA_LOG))
         if not log.named:
             raise UsageError(
                 f"{path}: no boot of a foliolab job in it",
