@@ -323,7 +323,10 @@ def workload_html(
     if modes:
         parts.append(
             "<p>Two modes (a kernel's samples in two groups):</p><ul>"
-            + "".join(f"<li>{escape(x[2:])}</li>" for x in modes)
+            # markdown's list items, without their dash and backquotes
+            + "".join(
+                f"<li>{escape(x[2:].replace('`', ''))}</li>" for x in modes
+            )
             + "</ul>"
         )
     if wa.zero:

@@ -250,6 +250,15 @@ def test_the_report_says_the_rule_and_results_json_types_it(tmp_path):
         "Modes pgactivate vanilla 3,974; patched two modes: 8 of 10 near "
         "4,004, 2 near 40,008 (no verdict)"
     ) in " ".join(text.split())
+    md = (out / "report.md").read_text()
+    assert "| p | q |" in md
+    assert (
+        "- `pgactivate`: vanilla 3,974; patched two modes: 8 of 10 near "
+        "4,004, 2 near 40,008"
+    ) in md
+    html = (out / "report.html").read_text()
+    assert "<th>q</th>" in html
+    assert "<li>pgactivate: vanilla 3,974; patched two modes" in html
     results = json.loads((out / "results.json").read_text())
     (family,) = results["fdr"]
     assert family == {
