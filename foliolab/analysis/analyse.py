@@ -2,7 +2,8 @@
 
 analyse() puts together, per workload, the statistics of its samples
 (workloadstats.py: StatRows, StepRows, caveats, invalid samples), the
-counting analysis (countanalysis.py), what the run's boots say about the
+counting analysis (countanalysis.py), the false discovery rate over the
+secondary metrics (fdr.py), what the run's boots say about the
 run (runboots.py: the host, the boots that did not finish) and the
 headline (headline.py) in one Analysis. The renderers (render/) and
 results.json read it; nothing here formats a table.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foliolab.analysis import fdr
 from foliolab.analysis.countanalysis import CountAnalysis, analyse_counts
 from foliolab.analysis.growth import GrowthTable, growth_tables
 from foliolab.analysis.headline import Headline, headline
@@ -74,6 +76,9 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
                 boot_cost_line(name, samples),
             )
         )
+    # the secondary metrics decided together, before anything counts
+    # their verdicts (the headline, the renderers)
+    families = fdr.control(workloads, names)
     missing = missing_boots(m, out) if (out / "raw").is_dir() else []
     costs = {
         w: c
@@ -87,7 +92,7 @@ def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
         counts,
         host_line(out),
         missing,
-        headline(workloads, m),
+        headline(workloads, m, families),
         costs,
         growth_tables([wa.workload for wa in workloads], samples, names),
     )

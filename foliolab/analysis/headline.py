@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from foliolab.analysis import reproduce
+from foliolab.analysis.fdr import FdrFamily
 from foliolab.analysis.workloadstats import (
     Decisive,
     StatRow,
@@ -123,6 +124,8 @@ class Headline:
     same_kernel: bool = False  # an A/A run
     names: list[str] = field(default_factory=list)  # baseline first
     specs: list[str] = field(default_factory=list)  # as given
+    # the secondary metrics decided together, per kernel (fdr.py)
+    fdr: list[FdrFamily] = field(default_factory=list)
 
 
 # The headline's metrics in a default run (7 workloads): each workload's
@@ -264,7 +267,11 @@ def other_changes(
     )
 
 
-def headline(workloads: list[WorkloadAnalysis], m: RunManifest) -> Headline:
+def headline(
+    workloads: list[WorkloadAnalysis],
+    m: RunManifest,
+    families: list[FdrFamily] | None = None,
+) -> Headline:
     # a sweep's points lead with their growth exponents (render/growth.py),
     # not with a row each; their significant changes are still counted
     shown = headline_metrics(
@@ -291,4 +298,5 @@ def headline(workloads: list[WorkloadAnalysis], m: RunManifest) -> Headline:
         reproduce.same_kernel(m),
         m.names,
         [k.spec for k in m.kernels],
+        list(families or []),
     )

@@ -10,6 +10,7 @@ headline (headline.py) and every renderer read its rows.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,6 +62,12 @@ class StatRow:
     paired: stats.Paired
     min_p: float  # the smallest p these sizes allow
     decisive: Decisive = "plain"
+    # each kernel's samples in two modes (stats.two_modes), or None
+    base_modes: stats.Modes | None = None
+    other_modes: stats.Modes | None = None
+    # a secondary metric's Benjamini-Hochberg adjusted p over its family
+    # (analysis/fdr.py); None for a lead metric and a row not tested
+    q_value: float | None = None
 
     # results.json's names: vanilla is the baseline, patched the row's kernel
     @property
@@ -118,7 +125,28 @@ class StatRow:
         )
 
     @property
-    def significant(self) -> bool:
+    def two_modes(self) -> bool:
+        """Either kernel's samples split into two modes: the means are
+        no kernel's typical value, so the row gets no verdict (a lead
+        metric keeps its pre-declared one, said beside it)."""
+        return self.base_modes is not None or self.other_modes is not None
+
+    @property
+    def tested(self) -> bool:
+        """The row has a test whose p can decide it: not exact, a CI, a
+        p; for a secondary metric also not in two modes. The secondary
+        ones are the family analysis/fdr.py adjusts."""
+        if self.exact or not self.ci_known:
+            return False
+        if not self.primary and self.two_modes:
+            return False
+        return math.isfinite(self.decisive_p)
+
+    @property
+    def raw_significant(self) -> bool:
+        """The rule of one test: the deciding CI excludes 1 and its p <
+        0.05 (what a secondary metric was called before the false
+        discovery rate was controlled, kept to count it)."""
         if self.exact:
             return self.base.min != self.other.min
         if not self.ci_known:
@@ -126,6 +154,23 @@ class StatRow:
         if self.decisive == "paired":
             return self.paired.significant
         return self.comparison.significant
+
+    @property
+    def significant(self) -> bool:
+        """A lead metric (declared primary by its workload) is a
+        pre-declared test: the rule of one test. A secondary metric is
+        one of many: its deciding CI must exclude 1 and its adjusted p
+        (q_value, Benjamini-Hochberg over the run's secondary metrics)
+        be below stats.FDR_Q; in two modes it gets no verdict. An exact
+        row (no spread on either kernel) needs no test."""
+        if self.exact:
+            return self.base.min != self.other.min
+        if self.primary:
+            return self.raw_significant
+        if not self.tested or self.q_value is None:
+            return False
+        low, high = self.decisive_ci
+        return (low > 1 or high < 1) and self.q_value < stats.FDR_Q
 
     @property
     def pct_change(self) -> float | None:
@@ -195,6 +240,18 @@ class StatRow:
             "ci_known": self.ci_known,
             "pct_change": self.pct_change,
             "verdict": self.verdict,
+            # lead metrics are pre-declared tests; secondary ones are
+            # decided by q_value (None: lead, or not tested)
+            "family": "lead" if self.primary else "secondary",
+            "q_value": self.q_value,
+            "raw_significant": self.raw_significant,
+            "two_modes": self.two_modes,
+            "baseline_modes": (
+                self.base_modes.as_dict() if self.base_modes else None
+            ),
+            "kernel_modes": (
+                self.other_modes.as_dict() if self.other_modes else None
+            ),
         }
 
 
@@ -301,6 +358,8 @@ def summarize_workload(
                     if decisive == "paired"
                     else stats.min_p_value(sa.n, sb.n),
                     decisive,
+                    stats.two_modes(a),
+                    stats.two_modes(b),
                 )
             )
     return rows

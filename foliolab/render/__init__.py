@@ -13,6 +13,7 @@ from html import escape
 from foliolab import executors
 from foliolab.analysis import stats
 from foliolab.analysis.countanalysis import CountAnalysis
+from foliolab.analysis.fdr import FdrFamily
 from foliolab.analysis.reproduce import same_kernel
 from foliolab.analysis.workloadstats import StatRow
 from foliolab.manifest import VARIANTS, RunManifest
@@ -97,9 +98,17 @@ SIGN = (
     "metric's better direction is given (lower, higher, or none: a "
     "change, neither better nor worse)"
 )
+# How a secondary metric is decided (analysis/fdr.py), under the rule
+# of one test that a lead metric keeps.
+SECONDARY_RULE = (
+    ";\na secondary metric (not its workload's lead) is one of many: "
+    "significant when that CI excludes 1 and q < 0.05, its "
+    "Benjamini-Hochberg adjusted p over the run's secondary metrics; "
+    "one whose samples on a kernel fall in two modes gets no verdict"
+)
 LEGEND = (
     SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
-    "patched/vanilla excludes 1 and Mann-Whitney p < 0.05"
+    "patched/vanilla excludes 1 and Mann-Whitney p < 0.05" + SECONDARY_RULE
 )
 
 
@@ -110,7 +119,69 @@ def legend(names: list[str]) -> str:
     return (
         SIGN + ";\n*x%* = significant: the 95% bootstrap CI of "
         f"kernel/{names[0]} excludes 1 and Mann-Whitney p < 0.05"
+        + SECONDARY_RULE
     )
+
+
+def fdr_line(families: list[FdrFamily]) -> str:
+    """One line: how many secondary metrics were tested together, at
+    what false discovery rate, how many hold (and how many the rule of
+    one test would have called), how many are in two modes."""
+    if not families:
+        return ""
+    q = families[0].q
+
+    def one(f: FdrFamily) -> str:
+        text = (
+            f"{f.tested} tested, {f.held} hold "
+            f"({f.raw} at p < {stats.ALPHA:g} alone)"
+        )
+        if f.two_modes:
+            text += f", {f.two_modes} in two modes (no verdict)"
+        if not f.alone_can_hold:
+            # BH's first step asks one p for q/m: say when none can give
+            # it, so "0 hold" reads as too few runs, not as no change
+            text += (
+                f"; the smallest p these samples allow, {fmt_p(f.min_p)}, "
+                f"is above {q:g}/{f.tested}: more runs"
+            )
+        return text
+
+    head = f"secondary metrics (Benjamini-Hochberg, FDR {100 * q:g}%"
+    if len(families) == 1:
+        return f"{head}): {one(families[0])}"
+    return f"{head}, per kernel): " + "; ".join(
+        f"{f.kernel} {one(f)}" for f in families
+    )
+
+
+def modes_cell(kernel: str, modes: stats.Modes | None, mean: float) -> str:
+    """A kernel's samples of a metric: in two modes, how many near each
+    (the medians of the two sides); else its mean."""
+    if modes is None:
+        return f"{kernel} {fmt(mean)}"
+    return (
+        f"{kernel} two modes: {modes.low_n} of {modes.n} near "
+        f"{fmt(modes.low)}, {modes.high_n} near {fmt(modes.high)}"
+    )
+
+
+def modes_text(rows: list[StatRow]) -> str:
+    """One metric's kernels, as modes_cell() says each: the baseline,
+    then every kernel."""
+    first = rows[0]
+    return "; ".join(
+        [
+            modes_cell(first.baseline, first.base_modes, first.base.mean),
+            *(modes_cell(r.kernel, r.other_modes, r.other.mean) for r in rows),
+        ]
+    )
+
+
+def q_cell(r: StatRow) -> str:
+    """A secondary row's adjusted p; "-" for a lead metric and a row with
+    no test."""
+    return "-" if r.q_value is None else fmt_p(r.q_value)
 
 
 def uses_base(m: RunManifest) -> bool:

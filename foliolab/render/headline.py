@@ -20,6 +20,7 @@ from foliolab.render import (
     Column,
     Table,
     change_cell,
+    fdr_line,
     fmt,
     fmt_p,
     verdict_class,
@@ -197,6 +198,8 @@ def lines(h: Headline, width: int = 100) -> list[str]:
     if h.no_samples:
         out.append(f"  no valid samples: {', '.join(h.no_samples)}")
     out += wrap_prose(f"  {others_line(h)}", width)
+    if h.fdr:
+        out += wrap_prose(f"  {fdr_line(h.fdr)}", width)
     if h.reproduce:  # a paragraph of its own after the results
         out += ["", *reproduce_lines(h, width)]
     return out
@@ -212,9 +215,11 @@ def markdown(h: Headline) -> list[str]:
     ]
     if h.no_samples:
         md += [f"No valid samples: {', '.join(h.no_samples)}.", ""]
+    fdr = fdr_line(h.fdr)
     return md + [
         others_line(h)[0].upper() + others_line(h)[1:] + ".",
         "",
+        *([fdr[0].upper() + fdr[1:] + ".", ""] if fdr else []),
         "Reproduce:",
         "",
         "```",
@@ -236,7 +241,9 @@ def html(h: Headline) -> str:
             f"<p>No valid samples: {escape(', '.join(h.no_samples))}</p>"
         )
     parts += [
-        f"<p>{escape(others_line(h))}</p><p>Reproduce:</p><pre>",
+        f"<p>{escape(others_line(h))}</p>",
+        f"<p>{escape(fdr_line(h.fdr))}</p>" if h.fdr else "",
+        "<p>Reproduce:</p><pre>",
         escape("\n".join([h.reproduce, *(f"# {k}" for k in h.kernels)])),
         "</pre></section>",
     ]

@@ -29,10 +29,11 @@ from foliolab.render import (
     legend,
     p_cell,
     profile_table,
+    q_cell,
     title,
     verdict_class,
 )
-from foliolab.render.markdown import run_lines, verdict_change
+from foliolab.render.markdown import modes_lines, run_lines, verdict_change
 
 # (caption, PNG bytes): what every figure section is made of.
 Figure = tuple[str, bytes]
@@ -146,6 +147,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
             Column("ratio"),
             Column("95% CI"),
             Column("p"),
+            Column("q"),
             Column("decides"),
             Column("CoeffVar"),
             Column("n"),
@@ -172,6 +174,8 @@ def _cells(r: StatRow) -> list[str]:
         # full table, and "decides" says which of the two did
         ci_cell(r, plain=True),
         p_cell(r, plain=True),
+        # the adjusted p is of the deciding test's p (fdr.py)
+        q_cell(r),
         r.decisive if r.ci_known else "-",
         f"{fmt(r.base.coeffvar)}% / {fmt(r.other.coeffvar)}%",
         f"{r.base.n}/{r.other.n}",
@@ -315,6 +319,16 @@ def workload_html(
         f"the baseline</h3>",
         metrics_table(wa, names).html(f"metrics workload-{w.name}"),
     ]
+    modes = modes_lines(wa)
+    if modes:
+        parts.append(
+            "<p>Two modes (a kernel's samples in two groups):</p><ul>"
+            # markdown's list items, without their dash and backquotes
+            + "".join(
+                f"<li>{escape(x[2:].replace('`', ''))}</li>" for x in modes
+            )
+            + "</ul>"
+        )
     if wa.zero:
         parts.append(
             f"<p>Zero in every sample: {escape(', '.join(wa.zero))}</p>"

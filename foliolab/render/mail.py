@@ -65,6 +65,8 @@ def decisive_ci(r: StatRow) -> tuple[float, float] | None:
 
 def ratio_cell(r: StatRow) -> str:
     """The ratio and its deciding CI, as precise as the CI's width needs."""
+    if r.two_modes and not r.primary:  # no mean ratio: no kernel's value
+        return "two modes"
     if not math.isfinite(r.ratio):
         return "from 0" if r.base.mean == 0 else "-"
     if r.exact:
@@ -78,6 +80,8 @@ def ratio_cell(r: StatRow) -> str:
 
 
 def verdict_cell(r: StatRow) -> str:
+    if r.two_modes and not r.primary:
+        return "none"
     if r.exact and not r.significant:
         return "same"
     return r.verdict or "n.s."
@@ -219,16 +223,29 @@ VERDICT_PAIRED = [
 ]
 
 
+VERDICT_SECONDARY = [
+    "A row that is not its workload's lead metric is one of many: it also",
+    "needs its Benjamini-Hochberg adjusted p (over the run's secondary",
+    "metrics) below 0.05.",
+]
+
+
 def verdict_legend(a: Analysis) -> list[str]:
-    """How a verdict was reached: the plain test's words, and the paired
-    one's where a row the mail shows was decided by it."""
+    """How a verdict was reached: the plain test's words, the paired
+    one's where a row the mail shows was decided by it, and the false
+    discovery rate's where it shows a secondary metric's test."""
+    shown = [
+        r for k in a.names[1:] for _, rows in _shown_rows(a, k) for r in rows
+    ]
     paired = any(
-        decisive_ci(r) is not None and r.decisive == "paired"
-        for k in a.names[1:]
-        for _, rows in _shown_rows(a, k)
-        for r in rows
+        decisive_ci(r) is not None and r.decisive == "paired" for r in shown
     )
-    return VERDICT_PLAIN + (VERDICT_PAIRED if paired else [])
+    secondary = any(r.q_value is not None for r in shown)
+    return (
+        VERDICT_PLAIN
+        + (VERDICT_PAIRED if paired else [])
+        + (VERDICT_SECONDARY if secondary else [])
+    )
 
 
 def _fit(line: str) -> str:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from foliolab.analysis.analyse import Analysis
 from foliolab.analysis.countanalysis import CountAnalysis
-from foliolab.analysis.workloadstats import StatRow, WorkloadAnalysis
+from foliolab.analysis.workloadstats import (
+    StatRow,
+    WorkloadAnalysis,
+    by_metric,
+)
 from foliolab.kernelrecord import KernelRecord
 from foliolab.manifest import VARIANTS, RunManifest
 from foliolab.render import (
@@ -22,8 +26,10 @@ from foliolab.render import (
     growth,
     headline,
     legend,
+    modes_text,
     p_cell,
     profile_table,
+    q_cell,
     uses_base,
 )
 
@@ -86,9 +92,23 @@ def run_lines(a: Analysis) -> list[str]:
 
 
 def verdict_change(r: StatRow) -> str:
-    """%change (+ = larger) and, when significant, the verdict."""
+    """%change (+ = larger) and, when significant, the verdict; a
+    secondary metric in two modes has neither (modes_text says them)."""
+    if r.two_modes and not r.primary:
+        return "two modes, no verdict"
     text = change_cell(r.base.mean, r.other.mean)
     return f"{text} {r.verdict}" if r.verdict else text
+
+
+def modes_lines(wa: WorkloadAnalysis) -> list[str]:
+    """The workload's metrics with a kernel's samples in two modes, each
+    kernel's modes (or mean)."""
+    return [
+        f"- `{g[0].metric}`: {modes_text(g)}"
+        + (" (a lead metric: its verdict stands)" if g[0].primary else "")
+        for g in by_metric(wa.rows)
+        if any(r.two_modes for r in g)
+    ]
 
 
 def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
@@ -103,6 +123,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
             "ratio",
             "95% CI",
             "p",
+            "q",
             "CoeffVar v/p",
             "n v/p",
         ]
@@ -117,6 +138,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
             "ratio",
             "95% CI",
             "p",
+            "q",
             "CoeffVar",
             "n",
         ]
@@ -137,6 +159,7 @@ def metrics_table(wa: WorkloadAnalysis, names: list[str]) -> Table:
             f"{sig}{fmt_ratio(r.ratio)}{sig}",
             ci_cell(r),
             p_cell(r),
+            q_cell(r),
             f"{fmt_small(r.base.coeffvar)}% / {fmt_small(r.other.coeffvar)}%",
             f"{r.base.n}/{r.other.n}",
         )
@@ -179,6 +202,10 @@ def markdown_report(a: Analysis) -> str:
             "",
             *metrics_table(wa, a.names).markdown(),
         ]
+        modes = modes_lines(wa)
+        if modes:
+            md += ["", "Two modes (a kernel's samples in two groups):", ""]
+            md += modes
         if wa.zero:
             md += ["", f"Zero in every sample: {', '.join(wa.zero)}"]
         if wa.constant:

@@ -66,6 +66,8 @@ def results_json(a: Analysis) -> dict[str, Any]:
         ],
         "counting": {k: c.as_dict() for k, c in a.counts.items()},
         "headline": dataclasses.asdict(a.headline),
+        # how the secondary metrics were decided, per kernel (fdr.py)
+        "fdr": [dataclasses.asdict(f) for f in a.headline.fdr],
     }
     if a.growth:
         results["growth"] = [t.as_json() for t in a.growth]

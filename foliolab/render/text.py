@@ -23,8 +23,10 @@ from foliolab.render import (
     growth,
     headline,
     legend,
+    modes_text,
     p_cell,
     profile_table,
+    q_cell,
     title,
     wrap_prose,
 )
@@ -93,6 +95,13 @@ def metric_lines(rows: list[StatRow], width: int = 28) -> list[str]:
         if len(line) > REPORT_WIDTH:  # the name's padding given up first
             line = f"{'Ratio':<9} {key} {rest}"
         lines.append(line)
+    if any(r.two_modes for r in rows):
+        # a lead metric is a pre-declared test: its verdict stands, and
+        # its modes are said beside it
+        lines.append(
+            f"{'Modes':<9} {key} {modes_text(rows)} (a lead metric: its "
+            "verdict stands; read it with its modes)"
+        )
     return lines
 
 
@@ -113,12 +122,43 @@ def counter_line(rows: list[StatRow], width: int = 28) -> str:
     head, label = "", "Mean"
     if len(name) > name_w:
         head, name, label = f"{'Mean':<9} {name}\n", "", ""
+    if any(r.two_modes for r in rows):
+        return modes_line(rows, name_w)
     line = f"{label:<9} {name:<{name_w}} {fmt(first.base.mean):>12}"
     for row in rows:
-        diff = diff_cell(row.base.mean, row.other.mean, row.significant)
-        ci = ci_cell(row)
-        line += f" {fmt(row.other.mean):>12} {diff}  {ci:<15} {row.verdict}"
+        line += " " + _counter_cells(row)
     return head + line.rstrip()
+
+
+def _counter_cells(row: StatRow) -> str:
+    """A kernel's cells of a counter line: its mean, %change, the
+    deciding CI, the verdict and q (the adjusted p that decides with the
+    CI, where tested). The raw p is in report.md, report.html and results.json:
+    with it a line would not fit REPORT_WIDTH."""
+    diff = diff_cell(row.base.mean, row.other.mean, row.significant)
+    ci = ci_cell(row)
+    # q last: where a line passes REPORT_WIDTH, within() moves it to the
+    # next line and the verdict stays beside its CI
+    q = f" q={q_cell(row)}" if row.q_value is not None else ""
+    return (
+        f"{fmt(row.other.mean):>12} {diff}  {ci:<15} {row.verdict}".rstrip()
+        + q
+    )
+
+
+def modes_line(rows: list[StatRow], name_w: int = COUNTER_NAME_W) -> str:
+    """A secondary metric whose samples on some kernel fall in two
+    modes: each kernel's modes (or its mean), no ratio and no verdict;
+    a kernel whose row is in one mode on both sides (a run of three
+    kernels or more) keeps its cells."""
+    first = rows[0]
+    rest = [
+        f"; {r.kernel}: " + _counter_cells(r) for r in rows if not r.two_modes
+    ]
+    return (
+        f"{'Modes':<9} {first.metric:<{name_w}} {modes_text(rows)}"
+        " (no verdict)" + "".join(rest)
+    )
 
 
 def attribution_lines(rows: list[StepRow], steps: dict[str, int]) -> list[str]:
@@ -302,7 +342,9 @@ def text_report(a: Analysis) -> str:
         if wa.secondary:
             lines.append(
                 "Counters and secondary metrics (mean per sample; %change; "
-                "95% CI of the ratio"
+                "95% CI of the ratio; q = the Benjamini-Hochberg "
+                "adjusted p over the run's secondary metrics, their raw p "
+                "in report.md"
                 + (
                     f", {PAIRED_MARK}[...] paired over rounds"
                     if any(

@@ -109,3 +109,100 @@ def test_equal_values_have_no_spread():
     printed as float noise in the report."""
     s = stats.summarize([0.1, 0.1, 0.1])
     assert s.stddev == 0.0 and s.coeffvar == 0.0
+
+
+def test_bh_adjust_by_hand():
+    """Benjamini-Hochberg on four p-values, worked by hand: sorted
+    0.005, 0.01, 0.03, 0.04 times m/rank = 0.02, 0.02, 0.04, 0.04,
+    already non-decreasing; returned in the order given."""
+    assert stats.bh_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
+        [0.02, 0.04, 0.04, 0.02]
+    )
+
+
+def test_bh_adjust_steps_up():
+    """0.03, 0.035, 0.04 times 3/rank = 0.09, 0.0525, 0.04: each rank
+    takes the smallest at or above it, so all three are 0.04 and all
+    hold at 5% (Bonferroni and Holm would keep none: 0.03 * 3 > 0.05)."""
+    assert stats.bh_adjust([0.035, 0.04, 0.03]) == pytest.approx(
+        [0.04, 0.04, 0.04]
+    )
+    assert stats.bh_adjust([0.2, 0.5]) == pytest.approx([0.4, 0.5])
+    assert stats.bh_adjust([0.9, 0.8, 0.7]) == pytest.approx([0.9] * 3)
+    assert stats.bh_adjust([]) == []
+    with pytest.raises(ValueError):
+        stats.bh_adjust([0.1, float("nan")])
+
+
+def _fdr_verdicts(pairs, seed=0):
+    """compare() over (a, b) pairs: the raw verdicts (CI excludes 1 and
+    p < 0.05 each) and the BH ones (CI excludes 1 and q < 0.05)."""
+    cs = [stats.compare(a, b, seed=seed + i) for i, (a, b) in enumerate(pairs)]
+    qs = stats.bh_adjust([c.p_value for c in cs])
+    raw = [c.significant for c in cs]
+    ci_out = [c.ci_low > 1 or c.ci_high < 1 for c in cs]
+    bh = [o and q < stats.FDR_Q for o, q in zip(ci_out, qs)]
+    return raw, bh
+
+
+def test_bh_known_nulls():
+    """200 metrics, both kernels' 10 samples from one distribution: the
+    rule of one test calls about 5% significant (here 10), BH none."""
+    rng = np.random.default_rng(61)
+    pairs = [
+        (rng.normal(100, 5, 10), rng.normal(100, 5, 10)) for _ in range(200)
+    ]
+    raw, bh = _fdr_verdicts(pairs)
+    assert 4 <= sum(raw) <= 16, sum(raw)
+    assert sum(bh) <= 2, sum(bh)
+
+
+def test_bh_known_effects_survive():
+    """180 nulls and 20 metrics shifted by 20% (4 sd): BH keeps the
+    shifted ones and calls no null significant."""
+    rng = np.random.default_rng(62)
+    pairs = [
+        (rng.normal(100, 5, 10), rng.normal(100, 5, 10)) for _ in range(180)
+    ]
+    pairs += [
+        (rng.normal(100, 5, 10), rng.normal(120, 5, 10)) for _ in range(20)
+    ]
+    raw, bh = _fdr_verdicts(pairs)
+    assert all(bh[180:]), bh[180:]
+    assert not any(bh[:180]) and any(raw[:180]), sum(raw[:180])
+
+
+def test_two_modes_found():
+    """KSM's case: 8 of 10 samples near 1 ms, 2 near 200 ms."""
+    rng = np.random.default_rng(5)
+    values = [*rng.normal(1.0, 0.1, 8), 195.0, 210.0]
+    m = stats.two_modes(values)
+    assert m is not None
+    assert (m.n, m.low_n, m.high_n) == (10, 8, 2)
+    assert m.low == pytest.approx(1.0, abs=0.1) and m.high == 202.5
+
+
+def test_one_mode_is_not_two():
+    rng = np.random.default_rng(7)
+    assert stats.two_modes(rng.normal(100, 5, 10)) is None
+    assert stats.two_modes(rng.normal(0, 1, 10)) is None
+    assert stats.two_modes(rng.lognormal(0, 1, 10)) is None
+    # too few samples, an outlier alone, a count's two values, two modes
+    # not far enough apart, adjacent integers
+    assert stats.two_modes([1.0, 1.1, 1.0, 200.0, 201.0]) is None
+    assert stats.two_modes([1.0, 1.1, 1.0, 0.9, 1.05, 200.0]) is None
+    assert stats.two_modes([0.0, 0.0, 0.0, 1.2e-4, 1.2e-4, 0.0]) is None
+    assert stats.two_modes([10, 10.1, 10.2, 15, 15.1, 15.2]) is None
+    assert stats.two_modes([3, 3, 4, 4, 5, 5, 3, 4]) is None
+
+
+def test_two_modes_rarely_flags_one_distribution():
+    """The thresholds' simulation, cut short: 2,000 samples of 10 from a
+    skewed distribution (lognormal, sigma 1) flag under 1% (the full
+    simulation: 0.28% of 10,000)."""
+    rng = np.random.default_rng(8)
+    hits = sum(
+        stats.two_modes(rng.lognormal(0, 1, 10)) is not None
+        for _ in range(2000)
+    )
+    assert hits < 20, hits
