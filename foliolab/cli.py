@@ -30,6 +30,7 @@ from foliolab.commands import (
     run,
     test,
 )
+from foliolab.commands.options import patches_arg
 from foliolab.errors import (
     FoliolabError,
     Stop,
@@ -106,6 +107,16 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise _usage(self.prog, message)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        """As argparse's, but an empty path (``--series ""``, a variable
+        that was not set) is refused: Path("") is the current directory,
+        which nobody meant."""
+        if action.type in (Path, patches_arg) and not arg_string.strip():
+            raise argparse.ArgumentError(
+                action, "an empty path; give a file or a directory"
+            )
+        return super()._get_value(action, arg_string)
 
     def parse_args(  # type: ignore[override]
         self,
@@ -212,6 +223,13 @@ def _expanded(option: str, path: Path) -> Path:
         raise UsageError(
             f"{option} {path}: there is no user {user[1:]!r}",
             hint="give the path in full, or ~/ for your own home",
+        ) from None
+    try:
+        full.resolve()
+    except RuntimeError:  # Python's word for a loop of symbolic links
+        raise UsageError(
+            f"{option} {path}: a loop of symbolic links",
+            hint="give a path that leads somewhere",
         ) from None
     encoded = os.fsencode(full)
     longest = max((len(n) for n in encoded.split(b"/")), default=0)

@@ -27,6 +27,12 @@ def patches_arg(value: str) -> Path | None:
     return None if value == "none" else Path(value)
 
 
+# The most any count or number of seconds, MiB, ... may be: a 32-bit C
+# int, what the guest's tools and QEMU take; past it a value is a typo
+# (--memory 99999999999 unpacked a kernel source before QEMU refused it).
+MAX_NUMBER = 2**31 - 1
+
+
 def positive_int(value: str) -> int:
     try:
         n = int(value)
@@ -36,6 +42,10 @@ def positive_int(value: str) -> int:
         ) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    if n > MAX_NUMBER:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is more than {MAX_NUMBER}"
+        )
     return n
 
 
@@ -68,8 +78,10 @@ def seed_list(value: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a comma-separated list of numbers"
         ) from None
-    if any(n < 0 for n in seeds):
-        raise argparse.ArgumentTypeError(f"{value!r}: seeds are >= 0")
+    if any(n < 0 or n > 2**32 - 1 for n in seeds):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: seeds are from 0 to {2**32 - 1}"
+        )
     return seeds
 
 

@@ -41,11 +41,25 @@ def options(s: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--robot-jobs",
-        type=int,
+        type=_jobs,
         default=toolchain.jobs(),
         metavar="N",
         help="make -jN for each compile (default: the cores, at most 2)",
     )
+
+
+def _jobs(value: str) -> int:
+    """--robot-jobs: refused by the parser, so a wrong one is refused with
+    or without --robot, before any work."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number"
+        ) from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"{value!r}: give 1 to 256")
+    return n
 
 
 @dataclass(frozen=True)

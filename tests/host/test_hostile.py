@@ -139,6 +139,10 @@ def may_work(opt: Option, value: str) -> bool:
         return value.strip(" ,\t\n") != ""
     if opt.kind == "kernel":
         return value in ("a", "base")
+    if opt.kind == "spec" and opt.dest == "since":
+        # older than the base, so a history to check: resolving it asks
+        # Debian's archive, which is the work
+        return value == "debian:6.1"
     if opt.kind == "dir" and opt.dest in ("out", "artifacts_dir"):
         # a directory that can be made is a right --out
         return not any(
