@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import json
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +107,15 @@ def read_boot(rundir: Path) -> BootResult | None:
         path,
         ("status", "exit_code", "issues", "console", "results", "elapsed"),
     )
+    if not isinstance(d["results"], str) or "/" in d["results"]:
+        raise DamagedRunError(
+            f"{path}: results {d['results']!r} is not a file of the boot",
+            hint=boot_hint(rundir),
+        )
     results = rundir / d["results"]
     records = (
-        results.read_text(errors="replace").splitlines()
-        if results.exists()
+        record_text(results, boot_hint(rundir), errors="replace").splitlines()
+        if results.exists() or results.is_symlink()
         else []
     )
     try:
@@ -139,6 +145,44 @@ def boot_hint(rundir: Path) -> str:
     )
 
 
+# The most a run's record file may hold: a run's samples.jsonl of a
+# thousand runs of every workload is a few MiB; a symlink to /dev/zero was
+# read until memory ran out.
+MAX_RECORD_BYTES = 256 << 20
+
+
+def record_text(path: Path, hint: str, errors: str = "strict") -> str:
+    """The text of a run's record file: a regular file, of at most
+    MAX_RECORD_BYTES, UTF-8; else DamagedRunError naming it (a FIFO would
+    hang the read, a device never end it)."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise DamagedRunError(
+            f"{path}: cannot be read ({e.strerror})", hint=hint
+        ) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO or device"
+        )
+        raise DamagedRunError(f"{path}: {kind}, not a record file", hint=hint)
+    if st.st_size > MAX_RECORD_BYTES:
+        raise DamagedRunError(
+            f"{path}: {st.st_size} bytes, more than any record holds",
+            hint=hint,
+        )
+    try:
+        return path.read_text(errors=errors)
+    except UnicodeDecodeError as e:
+        raise DamagedRunError(
+            f"{path}: not text (byte {e.start})", hint=hint
+        ) from None
+    except OSError as e:
+        raise DamagedRunError(
+            f"{path}: cannot be read ({e.strerror})", hint=hint
+        ) from None
+
+
 def read_json(
     path: Path, keys: tuple[str, ...], hint: str = ""
 ) -> dict[str, Any]:
@@ -146,8 +190,9 @@ def read_json(
     naming the file and what is wrong, never a traceback (``hint``: what
     to do; default, for a boot's file: boot it again)."""
     hint = hint or boot_hint(path.parent)
+    text = record_text(path, hint)
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(text)
     except json.JSONDecodeError as e:
         raise DamagedRunError(
             f"{path}: not JSON ({e.msg} at line {e.lineno}): cut short?",

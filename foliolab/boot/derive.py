@@ -175,10 +175,15 @@ def load_samples(out: Path) -> list[Sample]:
     """samples.jsonl of a run from before job.json; a damaged line is
     named, never a traceback."""
     path = out / "samples.jsonl"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
     samples = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    text = bootrecord.record_text(
+        path,
+        "this run has no raw boots to derive its samples from again: "
+        "run the comparison again",
+    )
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

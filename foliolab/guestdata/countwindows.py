@@ -14,6 +14,8 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foliolab import bootrecord
+
 # Instruction classes that make the summary metrics, per architecture.
 TLB_FLUSH_CLASSES = {
     "x86_64": ("invlpg", "invpcid", "cr3_write"),
@@ -135,9 +137,11 @@ def parse_counts(text: str) -> CountOutput:
 def read_counts(path: Path) -> CountOutput:
     """A boot's counts.txt (empty if the file is missing: the boot did
     not get that far)."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return CountOutput([], [])
-    return parse_counts(path.read_text())
+    return parse_counts(
+        bootrecord.record_text(path, "boot it again", errors="replace")
+    )
 
 
 def read_windows(path: Path, tag: int) -> list[Window]:

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import logging
 import math
+import shutil
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -202,8 +203,22 @@ def write_report(
     ``dest``: where all of it goes (default the run): the run is then
     only read, so a read-only or shared run can be reported."""
     out = dest or run
-    out.mkdir(parents=True, exist_ok=True)
+    # the run is read first, and a --out this made is removed again if
+    # the report fails: a refusal leaves no half-made directory behind
     m = RunManifest.read(run)
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_report(run, m, samples, out)
+    except BaseException:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _write_report(
+    run: Path, m: RunManifest, samples: list[Sample] | None, out: Path
+) -> Written:
     if out == run:
         _say_if_damaged(run)
     if samples is None:
