@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,48 @@ def samples_from_boot(
     return out_samples
 
 
+def _is_number(v: object) -> bool:
+    return (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+    )
+
+
+def _checked(s: Sample) -> Sample:
+    """``s`` as read from samples.jsonl, its fields of their types and its
+    values finite numbers; ValueError naming the first that is not (a
+    string, NaN or a list where a number goes ended in a traceback deep
+    in the statistics, or in a plausible report)."""
+    for name, want in (
+        ("workload", str),
+        ("variant", str),
+        ("rundir", str),
+        ("counts", str),
+        ("valid", bool),
+    ):
+        if not isinstance(getattr(s, name), want):
+            raise ValueError(
+                f"{name} {getattr(s, name)!r} is not a {want.__name__}"
+            )
+    if not isinstance(s.run, int) or isinstance(s.run, bool) or s.run < 0:
+        raise ValueError(f"run {s.run!r} is not a run number")
+    if not isinstance(s.reasons, list) or not all(
+        isinstance(r, str) for r in s.reasons
+    ):
+        raise ValueError(f"reasons {s.reasons!r} are not words")
+    if not isinstance(s.values, dict):
+        raise ValueError(f"values {s.values!r} are not metric: number")
+    for metric, v in s.values.items():
+        if not _is_number(v):
+            raise ValueError(f"{metric} {v!r} is not a finite number")
+    for name in ("boot_s", "wall_s", "cpu_s"):
+        v = getattr(s, name)
+        if v is not None and not _is_number(v):
+            raise ValueError(f"{name} {v!r} is not a finite number")
+    return s
+
+
 def load_samples(out: Path) -> list[Sample]:
     """samples.jsonl of a run from before job.json; a damaged line is
     named, never a traceback."""
@@ -187,7 +230,7 @@ def load_samples(out: Path) -> list[Sample]:
         if not line.strip():
             continue
         try:
-            samples.append(Sample(**json.loads(line)))
+            samples.append(_checked(Sample(**json.loads(line))))
         except (ValueError, TypeError) as e:
             raise DamagedRunError(
                 f"{path}: line {n} is not a sample ({e})",

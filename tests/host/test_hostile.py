@@ -58,12 +58,15 @@ _common = dict(
     report_multiple_bugs=False,
 )
 settings.register_profile(
-    "ci", derandomize=True, max_examples=EXAMPLES or 600, **_common
+    "ci", derandomize=True, max_examples=EXAMPLES or 800, **_common
 )
 settings.register_profile(
     "long", derandomize=False, max_examples=EXAMPLES or 10000, **_common
 )
 HYPO = settings.get_profile(PROFILE)
+# A damaged record's case is a report of a whole run, seconds of
+# statistics each on this machine: a tenth as many.
+HYPO_RECORDS = settings(HYPO, max_examples=max(20, HYPO.max_examples // 10))
 
 OPTIONS = hostile.options()
 MANUAL = Path(__file__).parents[2] / "docs" / "manual.md"
@@ -73,8 +76,18 @@ MANUAL = Path(__file__).parents[2] / "docs" / "manual.md"
 TRIED: collections.Counter[str] = collections.Counter()
 
 # Known failures that could not be fixed in time: (cause pattern, reason).
-# Each is listed here, reported by name, and must still fail (strict).
-XFAIL: list[tuple[str, str]] = []
+# A test whose only faults match these xfails, naming them; any other
+# fault still fails it.
+XFAIL: list[tuple[str, str]] = [
+    (
+        r"^traceback: .*\[(environment\.json|raw/\*/job\.json"
+        r"|raw/\*/boot\.json)\]$",
+        "a run record (environment.json, a boot's job.json or boot.json) "
+        "with a field of the wrong type or a non-finite value is read "
+        "unchecked: issue 58 item 3, one typed reader validating shape "
+        "and values, is another branch's (samples.jsonl is checked here)",
+    ),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -153,12 +166,25 @@ def may_work(opt: Option, value: str) -> bool:
 
 
 def judge(
-    argv: list[str], w: World, may: bool, faults: dict[str, list[str]]
+    argv: list[str],
+    w: World,
+    may: bool,
+    faults: dict[str, list[str]],
+    record: str = "",
 ) -> hostile.Outcome:
+    """Run the case; its faults into ``faults`` by cause (``record``: the
+    damaged record, named in the cause)."""
     o = hostile.run_case(argv, w)
     for f in hostile.faults(o, w, may_work=may):
-        faults[_cause(f)].append(" ".join(argv)[:300])
+        cause = _cause(f) + (f" [{_record_kind(record)}]" if record else "")
+        faults[cause].append(" ".join(argv)[:300])
     return o
+
+
+def _record_kind(record: str) -> str:
+    """raw/pageout@x=1/vanilla-000/job.json -> raw/*/job.json"""
+    parts = record.split("/")
+    return "raw/*/" + parts[-1] if parts[0] == "raw" else record
 
 
 def _cause(fault: str) -> str:
@@ -249,7 +275,7 @@ def _value(kind: str) -> st.SearchStrategy[str | int]:
 
 @st.composite
 def _invocation(draw):
-    cmd = draw(st.sampled_from(sorted({o.command for o in OPTIONS})))
+    cmd = draw(st.sampled_from(sorted({o.command for o in OPTIONS if o.flag})))
     opts = [o for o in OPTIONS if o.command == cmd and o.flag]
     picked = draw(st.lists(st.sampled_from(opts), min_size=1, max_size=3))
     return cmd, [(o, draw(_value(o.kind))) for o in picked]
@@ -361,15 +387,23 @@ def _damaged_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+# How many of the readers each damaged file is given to: in CI two (in
+# turn, so every reader meets every kind of damage), by hand all.
+READERS_PER_DAMAGE = int(
+    os.environ.get("FOLIOLAB_HOSTILE_READERS", "2" if PROFILE == "ci" else "8")
+)
+
+
 def test_damaged_run_directories():
     faults: dict[str, list[str]] = collections.defaultdict(list)
-    for run_name, f, how in _damaged_cases():
-        for i in range(8):
+    for j, (run_name, f, how) in enumerate(_damaged_cases()):
+        k = READERS_PER_DAMAGE
+        for i in sorted({(j * k + t) % 8 for t in range(k)}):
             with Scratch((run_name,)) as w:
                 run = w.runs[run_name]
                 damage(run / f, how)
                 argv, owns = readers(run, w)[i]
-                judge(argv, w, owns, faults)
+                judge(argv, w, owns, faults, record=f)
                 TRIED["damaged files"] += 1
     _check("damaged files", faults)
 
@@ -397,7 +431,9 @@ WRONG = (
 
 @st.composite
 def _record_damage(draw):
-    run = draw(st.sampled_from(RUNS))
+    # not results-612-r7-count: its statistics take 5 s a report here;
+    # test_damaged_run_directories damages its files
+    run = draw(st.sampled_from([r for r in RUNS if "r7" not in r]))
     files = [
         f
         for f in _record_files(hostile.RECORDED_RUNS / run)
@@ -419,22 +455,22 @@ def test_generated_record_values():
     run can have (NaN, infinity, negative, huge)."""
     faults: dict[str, list[str]] = collections.defaultdict(list)
 
-    @HYPO
+    @HYPO_RECORDS
     @given(_record_damage())
     def one(case):
         run_name, f, line, path, value, reader = case
         with Scratch((run_name,)) as w:
             run = w.runs[run_name]
             p = run / f
-            lines = p.read_text().splitlines()
-            lines[line] = hostile.damage_json(lines[line], path, value)
-            p.write_text("\n".join(lines) + "\n")
+            if f.endswith(".jsonl"):
+                lines = p.read_text().splitlines()
+                lines[line] = hostile.damage_json(lines[line], path, value)
+                p.write_text("\n".join(lines) + "\n")
+            else:
+                p.write_text(hostile.damage_json(p.read_text(), path, value))
             argv, owns = readers(run, w)[reader]
-            o = judge(argv, w, owns, faults)
+            judge(argv, w, owns, faults, record=f)
             TRIED["damaged values"] += 1
-            # a damaged record read as a plausible result is its own fault
-            # (kind 5): checked where the damage is certain to matter
-            del o
 
     one()
     _check("damaged values", faults)
