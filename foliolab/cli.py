@@ -13,6 +13,7 @@ import argparse
 import errno
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -291,6 +292,22 @@ def main(argv: list[str] | None = None) -> int:
         return _flushed(code)
 
 
+# A word of an error line longer than this is cut: a value echoed back
+# (--arch of 5000 characters) made a line no terminal shows.
+LONGEST_WORD = 100
+
+
+def printable(line: str) -> str:
+    """``line`` as one line: control characters (a newline, a tab in a
+    value echoed back) escaped, and words over LONGEST_WORD cut."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+    return re.sub(
+        rf"\S{{{LONGEST_WORD + 1},}}",
+        lambda m: f"{m[0][:60]}...({len(m[0])} characters)",
+        line,
+    )
+
+
 def _flushed(code: int) -> int:
     """``code``, once what the command printed is out: stdout on a full
     disk or /dev/full fails only here, at the flush (else at exit, as a
@@ -363,7 +380,7 @@ def _main(argv: list[str] | None) -> int:
         check_args(args)
         return HANDLERS[args.command](args)
     except FoliolabError as e:
-        print(f"foliolab: error: {e.one_line()}", file=sys.stderr)
+        print(f"foliolab: error: {printable(e.one_line())}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:
         _drop_stdout()
@@ -373,7 +390,7 @@ def _main(argv: list[str] | None) -> int:
         # system refused a file operation (a full or read-only disk, a
         # name too long, a FIFO or device where a file was meant)
         err = _os_error(e)
-        print(f"foliolab: error: {err.one_line()}", file=sys.stderr)
+        print(f"foliolab: error: {printable(err.one_line())}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("foliolab: interrupted", file=sys.stderr)

@@ -71,6 +71,16 @@ def directory(value: str) -> Path:
     return Path(value)
 
 
+def kernel_arg(value: str) -> str:
+    """A kernel command-line argument: one word, not blank (``--append
+    ""`` went on to build a kernel to boot with nothing added)."""
+    if not value.strip() or any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give one kernel argument, e.g. loglevel=7"
+        )
+    return value
+
+
 def seed_list(value: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(v) for v in value.split(","))

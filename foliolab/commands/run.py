@@ -37,6 +37,7 @@ def _run_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--append",
+        type=options.kernel_arg,
         action="append",
         default=[],
         metavar="ARG",

@@ -51,6 +51,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--append",
+        type=options.kernel_arg,
         action="append",
         default=[],
         metavar="ARG",

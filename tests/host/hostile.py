@@ -732,7 +732,8 @@ def owned(argv: list[str], w: World) -> list[str]:
             with contextlib.suppress(ValueError):
                 mine.append(str(p.relative_to(w.root)))
     if argv[0] == "report" and "--out" not in " ".join(argv):
-        mine.append(str(Path(argv[-1]).relative_to(w.root)))
+        with contextlib.suppress(ValueError):
+            mine.append(str(Path(argv[-1]).relative_to(w.root)))
     return mine
 
 
