@@ -299,11 +299,16 @@ LONGEST_WORD = 100
 
 def printable(line: str) -> str:
     """``line`` as one line: control characters (a newline, a tab in a
-    value echoed back) escaped, and words over LONGEST_WORD cut."""
+    value echoed back) escaped, and words over LONGEST_WORD cut (not
+    paths)."""
     line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
     return re.sub(
         rf"\S{{{LONGEST_WORD + 1},}}",
-        lambda m: f"{m[0][:60]}...({len(m[0])} characters)",
+        lambda m: (
+            m[0]  # a path: the user needs it whole
+            if "/" in m[0]
+            else f"{m[0][:60]}...({len(m[0])} characters)"
+        ),
         line,
     )
 
