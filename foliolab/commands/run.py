@@ -70,7 +70,7 @@ def _run_options(s: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
+    if not cmd or not cmd[0].strip():
         raise UsageError(
             "foliolab run: no command given",
             hint="usage: foliolab run [options] -- CMD [ARGS]",

@@ -161,8 +161,10 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
     if args.kernel:  # its form, before the plan may ask apt
         specs.parse_kernel(args.kernel)
     arch = get_arch(args.arch)
-    upstream = _upstream_plan(args)
+    # the series read (and refused) before the upstream tests' plan, which
+    # may ask Debian's archive for their source
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
+    upstream = _upstream_plan(args)
     coverage = None
     if args.coverage:
         coverage = coveragerun.plan_for(

@@ -164,6 +164,25 @@ def required(command: tuple[str, ...], w: World) -> dict[str, list[str]]:
     return table.get(command, {})
 
 
+def argv_for_many(
+    command: tuple[str, ...], picked: list[tuple[Option, str]], w: World
+) -> list[str]:
+    """The command line that gives each option of ``picked`` (options
+    with a flag) its hostile value, and the required arguments the plain
+    ones above."""
+    argv = list(command)
+    for opt, value in picked:
+        argv.append(value if opt.kind == "flag" else f"{opt.flag}={value}")
+    positionals: list[str] = []
+    for dest, vals in required(command, w).items():
+        if dest.startswith("--"):
+            if dest not in {o.flag for o, _ in picked}:
+                argv += [dest, vals[0]]
+        else:
+            positionals += vals
+    return argv + (["--", *positionals] if positionals else [])
+
+
 def argv_for(opt: Option, value: str, w: World) -> list[str]:
     """The command line that gives ``opt`` the hostile ``value`` and the
     other required arguments the plain ones above."""
@@ -775,6 +794,8 @@ def faults(o: Outcome, w: World, *, may_work: bool) -> list[str]:
         c
         for c in o.changed
         if not any(c == m or c.startswith(m + "/") for m in mine)
+        # a missing parent of --out, made for it (mkdir -p)
+        and not any(m.startswith(c + "/") for m in mine)
     ]
     if outside:
         found.append(f"changed outside what it owns: {outside[0]}")
