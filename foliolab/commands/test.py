@@ -11,7 +11,7 @@ from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.coverage import run as coveragerun
 from foliolab.errors import FoliolabError, UsageError
-from foliolab.kernel import kconfig, specs, trees, upstream_selftests
+from foliolab.kernel import kconfig, sources, specs, trees, upstream_selftests
 from foliolab.paths import PROJECT_ROOT
 from foliolab.suite import plan as suiteplan
 from foliolab.suite import run as suite
@@ -161,10 +161,12 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
     if args.kernel:  # its form, before the plan may ask apt
         specs.parse_kernel(args.kernel)
     arch = get_arch(args.arch)
-    # the series read (and refused) before the upstream tests' plan, which
-    # may ask Debian's archive for their source
-    tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
+    if not args.kernel and args.variant == "patched" and args.patches:
+        # the series read (and refused) before the upstream tests' plan,
+        # which may ask Debian's archive for their source
+        sources.read_patches(args.patches)
     upstream = _upstream_plan(args)
+    tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
     if args.coverage:
         coverage = coveragerun.plan_for(
