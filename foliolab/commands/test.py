@@ -158,8 +158,8 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         )
     if args.coverage:
         coveragerun.check_request(args.count, args.config, get_arch(args.arch))
-    if args.kernel:  # its form, before the plan may ask apt
-        specs.parse_kernel(args.kernel)
+    if args.kernel:  # its form and series, before the plan may ask apt
+        specs.check_spec(specs.parse_kernel(args.kernel), offline=True)
     arch = get_arch(args.arch)
     if not args.kernel and args.variant == "patched" and args.patches:
         # the series read (and refused) before the upstream tests' plan,

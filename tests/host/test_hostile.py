@@ -182,7 +182,10 @@ def _others_directory(value: str) -> bool:
     """``value`` names a directory that holds files already (another
     run, a series, the sentinel): no command's to write into."""
     p = Path(value)
-    return p.is_absolute() and p.is_dir() and any(p.iterdir())
+    try:
+        return p.is_absolute() and p.is_dir() and any(p.iterdir())
+    except OSError:  # a name too long, a loop: not a directory
+        return False
 
 
 def _out_tag(values: list[tuple[Option, str]]) -> str:
