@@ -71,6 +71,16 @@ def directory(value: str) -> Path:
     return Path(value)
 
 
+def spec_arg(value: str) -> str:
+    """A kernel source spec: not blank (``--since ""`` was no --since, and
+    the check went on without the history it was asked for)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty spec; give debian:VERSION or git:PATH@REF"
+        )
+    return value
+
+
 def kernel_arg(value: str) -> str:
     """A kernel command-line argument: one word, not blank (``--append
     ""`` went on to build a kernel to boot with nothing added)."""

@@ -76,6 +76,7 @@ class Option:
     dest: str
     kind: str  # see _kind()
     choices: tuple[str, ...] = ()
+    appends: bool = False  # action="append": every value given counts
 
     def __str__(self) -> str:
         return f"{' '.join(self.command)} {self.flag or self.dest}"
@@ -133,6 +134,7 @@ def options(
                         a.dest,
                         _kind(a),
                         tuple(str(c) for c in a.choices or ()),
+                        isinstance(a, argparse._AppendAction),
                     )
                 )
 
