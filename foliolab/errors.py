@@ -196,7 +196,10 @@ def stop_on_sigterm() -> Iterator[None]:
 def stop_signals() -> Iterator[None]:
     """SIGTERM, SIGINT and SIGHUP stop the run: they raise Stop where the
     run is, so the boot under way is ended and what finished is
-    reported."""
+    reported. A new run's stop: a stop handled before (another run in
+    this process) no longer makes a signal one to ignore."""
+    global _stopping
+    _stopping = False
     old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
     try:
         yield
