@@ -81,10 +81,26 @@ def spec_arg(value: str) -> str:
     return value
 
 
+def cpu_model(value: str) -> str:
+    """--cpu: a model's name (``--cpu ""`` was the default, silently)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty model; give one `qemu-system-ARCH -cpu help` lists"
+        )
+    return value
+
+
 def kernel_arg(value: str) -> str:
-    """A kernel command-line argument: one word, not blank (``--append
-    ""`` went on to build a kernel to boot with nothing added)."""
-    if not value.strip() or any(c.isspace() for c in value):
+    """A kernel command-line argument: one word that starts as a
+    parameter's name does (``--append ""`` or ``,,,`` went on to build a
+    kernel to boot with nothing it could read)."""
+    if (
+        not value.strip()
+        or any(c.isspace() for c in value)
+        or not (
+            value[0].isascii() and (value[0].isalnum() or value[0] in "_.")
+        )
+    ):
         raise argparse.ArgumentTypeError(
             f"{value!r}: give one kernel argument, e.g. loglevel=7"
         )
@@ -286,6 +302,7 @@ def machine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--numa-nodes", type=at_most(MAX_VCPUS), default=1)
     g.add_argument(
         "--cpu",
+        type=cpu_model,
         default="",
         metavar="MODEL",
         help="QEMU CPU model under TCG (default max); e.g. "

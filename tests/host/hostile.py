@@ -82,6 +82,15 @@ class Option:
         return f"{' '.join(self.command)} {self.flag or self.dest}"
 
 
+def _made(t: object, text: str) -> object:
+    if not callable(t) or t is Path:
+        return None
+    try:
+        return t(text)
+    except Exception:  # noqa: BLE001 - a type refusing it says enough
+        return None
+
+
 def _kind(a: argparse.Action) -> str:
     """The kind of value an action takes, from what argparse knows."""
     if a.nargs == 0:
@@ -93,9 +102,12 @@ def _kind(a: argparse.Action) -> str:
     meta = (a.metavar or a.dest or "").upper()
     if t is float:
         return "float"
-    if t is int or name in ("positive_int", "count"):
+    # what the type makes of a number, and of two: an int is a count, a
+    # tuple of ints a list of them (whatever the type's name)
+    made = _made(t, "1"), _made(t, "1,2")
+    if isinstance(made[0], int) and not isinstance(made[0], bool):
         return "int"
-    if name in ("seed_list", "prefix_list") or meta.startswith("N,"):
+    if isinstance(made[1], tuple) or meta.startswith("N,"):
         return "int_list"
     if name in ("directory",) or "DIR" in meta or meta in ("OUT", "RUN"):
         return "dir"
