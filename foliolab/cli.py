@@ -250,6 +250,14 @@ def _expanded(option: str, path: Path) -> Path:
 def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
     expand_paths(args)
+    if _given_blank(getattr(args, "argv", []), "--cpu"):
+        # "" is also its default (the executor's own model), so the type
+        # cannot tell: the command line can
+        raise UsageError(
+            "--cpu: an empty model",
+            hint="give one `qemu-system-ARCH -cpu help` lists, or leave "
+            "--cpu out",
+        )
     cache = cache_root()
     if cache.exists() and not cache.is_dir():
         raise UsageError(
@@ -270,6 +278,18 @@ def check_args(args: argparse.Namespace) -> None:
             arch.check_accel(args.accel)
     if getattr(args, "out", None) is not None:
         check_out(args.out)
+
+
+def _given_blank(argv: list[str], option: str) -> bool:
+    """Whether ``argv`` gives ``option`` a blank value."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            return False
+        if a.startswith(option + "=") and not a.split("=", 1)[1].strip():
+            return True
+        if a == option and i + 1 < len(argv) and not argv[i + 1].strip():
+            return True
+    return False
 
 
 def check_out(out: Path) -> None:

@@ -81,15 +81,6 @@ def spec_arg(value: str) -> str:
     return value
 
 
-def cpu_model(value: str) -> str:
-    """--cpu: a model's name (``--cpu ""`` was the default, silently)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError(
-            "an empty model; give one `qemu-system-ARCH -cpu help` lists"
-        )
-    return value
-
-
 def kernel_arg(value: str) -> str:
     """A kernel command-line argument: one word that starts as a
     parameter's name does (``--append ""`` or ``,,,`` went on to build a
@@ -179,6 +170,7 @@ def one_kernel(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--kernel",
+        type=spec_arg,
         metavar="NAME=SPEC",
         help="the kernel to build and boot, by any source spec "
         "compare takes (base, git:PATH@REF, debian:VERSION, "
@@ -302,7 +294,6 @@ def machine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--numa-nodes", type=at_most(MAX_VCPUS), default=1)
     g.add_argument(
         "--cpu",
-        type=cpu_model,
         default="",
         metavar="MODEL",
         help="QEMU CPU model under TCG (default max); e.g. "

@@ -35,7 +35,7 @@ def options(s: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--robot-cells",
         metavar="CELL,...",
-        type=lambda v: [c for c in v.split(",") if c],
+        type=_cells,
         help="only these cells (ARCH/CONFIG, ARCH for all of "
         "its cells, * matches; default: the whole matrix)",
     )
@@ -46,6 +46,18 @@ def options(s: argparse.ArgumentParser) -> None:
         metavar="N",
         help="make -jN for each compile (default: the cores, at most 2)",
     )
+
+
+def _cells(value: str) -> list[str]:
+    """--robot-cells: one cell at least (``--robot-cells ""`` was the
+    whole matrix, hours of compiles)."""
+    cells = [c.strip() for c in value.split(",") if c.strip()]
+    if not cells:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no cell; give ARCH/CONFIG,... or leave it out "
+            "for the whole matrix"
+        )
+    return cells
 
 
 def _jobs(value: str) -> int:

@@ -760,7 +760,8 @@ def owned(argv: list[str], w: World) -> list[str]:
         elif a == "--out" and i + 1 < len(argv):
             value = argv[i + 1]
         if value:
-            p = Path(os.path.expanduser(value))
+            home = str(w.home) + "/"  # the case's HOME, not this process's
+            p = Path(home + value[2:] if value.startswith("~/") else value)
             p = p if p.is_absolute() else w.cwd / p
             with contextlib.suppress(ValueError):
                 mine.append(str(p.relative_to(w.root)))

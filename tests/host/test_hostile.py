@@ -74,6 +74,8 @@ MANUAL = Path(__file__).parents[2] / "docs" / "manual.md"
 # Every case tried and every fault, by test: the module's last fixture
 # prints the counts (pytest -s, or -rA) and each test asserts its own.
 TRIED: collections.Counter[str] = collections.Counter()
+# How the cases ended: exit codes (each must be in the manual's table)
+EXITS: collections.Counter[object] = collections.Counter()
 
 # Known failures that could not be fixed in time: (cause pattern, reason).
 # A test whose only faults match these xfails, naming them; any other
@@ -119,6 +121,8 @@ def counts() -> Iterator[None]:
     print(
         f"\nhostile: {sum(TRIED.values())} cases in {took:.0f} s: "
         + ", ".join(f"{k} {v}" for k, v in sorted(TRIED.items()))
+        + "\nhow they ended: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(EXITS.items(), key=str))
     )
 
 
@@ -158,6 +162,8 @@ def may_work(opt: Option, value: str) -> bool:
         # only from the archive's lists (and for --since, older than the
         # base, it is a history to check): asking the archive is the work
         return True
+    if opt.dest == "stress_seeds" and value in ("0", "-0"):
+        return True  # seed 0 is a seed
     if opt.kind in ("int", "int_list") and value.isdigit():
         return value.isascii() is False  # "１２" is twelve, as int() reads
     if opt.kind in ("text", "url"):
@@ -207,6 +213,11 @@ def judge(
     """Run the case; its faults into ``faults`` by cause (``record``: the
     damaged record, named in the cause)."""
     o = hostile.run_case(argv, w)
+    EXITS[
+        o.code
+        if o.escaped is None
+        else f"stopped at a seam ({type(o.escaped).__name__})"
+    ] += 1
     for f in hostile.faults(o, w, may_work=may):
         cause = _cause(f) + (f" [{_record_kind(record)}]" if record else "")
         if record.startswith("--out"):

@@ -79,6 +79,12 @@ class DirSeries(SeriesInput):
             p = directory / name
             _check_patch(series_file, directory, name, p, patches)
             patches.append(p)
+        if not patches:
+            raise UsageError(
+                f"{series_file}: the series is empty",
+                hint="list the patches in order, one per line; for no "
+                "patches give --patches none",
+            )
         return source.Series(directory, tuple(patches))
 
     def fields(self) -> dict[str, SpecValue]:
