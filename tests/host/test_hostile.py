@@ -162,8 +162,15 @@ def may_work(opt: Option, value: str) -> bool:
         # only from the archive's lists (and for --since, older than the
         # base, it is a history to check): asking the archive is the work
         return True
-    if opt.dest == "stress_seeds" and value in ("0", "-0"):
-        return True  # seed 0 is a seed
+    if opt.dest == "stress_seeds" and all(
+        v.strip("-").isascii() and v.strip("-").isdigit() and int(v) >= 0
+        for v in value.split(",")
+    ):
+        return True  # "0", "1,000": seeds (0 is one)
+    if opt.dest == "cmd" and value.strip():
+        return True  # any word may be a command in the guest
+    if opt.kind == "kernel" and value.endswith(":0"):
+        return True  # the series' first 0 patches: the base itself
     if opt.kind in ("int", "int_list") and value.isdigit():
         return value.isascii() is False  # "１２" is twelve, as int() reads
     if opt.kind in ("text", "url"):
@@ -179,7 +186,7 @@ def may_work(opt: Option, value: str) -> bool:
             or value.startswith(("/sys/", "/proc/"))
             or value.endswith(("fifo", "zero", "loop"))
             or "text.txt" in value
-            or value.strip() in ("", "-", "~nosuchuser/x")
+            or value.strip() in ("", "~nosuchuser/x")
         )
     return False
 
@@ -216,7 +223,7 @@ def judge(
     EXITS[
         o.code
         if o.escaped is None
-        else f"stopped at a seam ({type(o.escaped).__name__})"
+        else f"escaped main: {type(o.escaped).__name__}"
     ] += 1
     for f in hostile.faults(o, w, may_work=may):
         cause = _cause(f) + (f" [{_record_kind(record)}]" if record else "")
