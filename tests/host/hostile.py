@@ -516,7 +516,7 @@ def is_light(argv: list[str]) -> bool:
         return sub in LIGHT_GIT
     if name.startswith("qemu-system"):
         return "help" in words or "--version" in words or "-version" in words
-    if name in ("dpkg-query", "uname", "nproc", "apt-cache", "id"):
+    if name in ("dpkg-query", "uname", "nproc", "lscpu", "id"):
         return True
     if name == "dpkg":
         return all(a.startswith("--print") for a in words)
