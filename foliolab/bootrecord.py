@@ -108,7 +108,10 @@ def read_boot(rundir: Path) -> BootResult | None:
         ("status", "exit_code", "issues", "console", "results", "elapsed"),
     )
     f = records.Fields(path, d, boot_hint(rundir))
-    results = rundir / f.string("results")
+    name = f.string("results")
+    if "/" in name or name in ("", ".", ".."):
+        f.wrong("results", "a file name of the boot's own directory")
+    results = rundir / name
     lines = (
         records.read_text(
             results, records.RecordKind.GUEST_OUTPUT, boot_hint(rundir)

@@ -10,7 +10,10 @@ is printed as ``foliolab: error: ...``; its class picks the exit code.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -28,7 +31,14 @@ from foliolab.commands import (
     run,
     test,
 )
-from foliolab.errors import FoliolabError, Stop, UsageError, stop_on_sigterm
+from foliolab.commands.options import patches_arg
+from foliolab.errors import (
+    FoliolabError,
+    Stop,
+    SystemRefusedError,
+    UsageError,
+    stop_on_sigterm,
+)
 from foliolab.paths import cache_root, unwritable
 
 log = logging.getLogger("foliolab")
@@ -99,6 +109,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise _usage(self.prog, message)
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        """As argparse's, but an empty path (``--series ""``, a variable
+        that was not set) is refused: Path("") is the current directory,
+        which nobody meant."""
+        if action.type in (Path, patches_arg) and not arg_string.strip():
+            raise argparse.ArgumentError(
+                action, "an empty path; give a file or a directory"
+            )
+        return super()._get_value(action, arg_string)
+
     def parse_args(  # type: ignore[override]
         self,
         args: Sequence[str] | None = None,
@@ -153,8 +173,91 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _path_options(
+    p: argparse.ArgumentParser, args: argparse.Namespace
+) -> dict[str, str]:
+    """dest -> the option's name as a user gives it (--out, or the
+    positional's own name), for the command ``args`` ran."""
+    names: dict[str, str] = {}
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for word in (
+                getattr(args, "command", None),
+                getattr(args, "jobs_command", None),
+            ):
+                if word in a.choices:
+                    names.update(_path_options(a.choices[word], args))
+        else:
+            names[a.dest] = max(a.option_strings, key=len, default=a.dest)
+    return names
+
+
+def expand_paths(args: argparse.Namespace) -> None:
+    """Every path argument with its ``~`` expanded, and refused in one
+    line if it cannot be a path on this system (a ``~user`` with no such
+    user, a name or a path longer than the system takes), before any
+    command sees it."""
+    names = _path_options(build_parser(), args)
+    for dest, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, dest, _expanded(names.get(dest, dest), value))
+        elif isinstance(value, list) and any(
+            isinstance(v, Path) for v in value
+        ):
+            setattr(
+                args,
+                dest,
+                [
+                    _expanded(names.get(dest, dest), v)
+                    if isinstance(v, Path)
+                    else v
+                    for v in value
+                ],
+            )
+
+
+def _expanded(option: str, path: Path) -> Path:
+    try:
+        full = path.expanduser()
+    except RuntimeError:  # Python's word for "~nosuchuser"
+        user = str(path).split("/", 1)[0]
+        raise UsageError(
+            f"{option} {path}: there is no user {user[1:]!r}",
+            hint="give the path in full, or ~/ for your own home",
+        ) from None
+    try:
+        full.resolve()
+    except RuntimeError:  # Python's word for a loop of symbolic links
+        raise UsageError(
+            f"{option} {path}: a loop of symbolic links",
+            hint="give a path that leads somewhere",
+        ) from None
+    encoded = os.fsencode(full)
+    longest = max((len(n) for n in encoded.split(b"/")), default=0)
+    if longest > 255 or len(encoded) >= 4096:
+        raise UsageError(
+            f"{option} {str(path)[:60]}...: "
+            + (
+                f"a name of {longest} bytes (the system takes 255)"
+                if longest > 255
+                else f"a path of {len(encoded)} bytes (the system takes 4095)"
+            ),
+            hint="give a shorter path",
+        )
+    return full
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Input errors argparse cannot see, before any work starts."""
+    expand_paths(args)
+    if _given_blank(getattr(args, "argv", []), "--cpu"):
+        # "" is also its default (the executor's own model), so the type
+        # cannot tell: the command line can
+        raise UsageError(
+            "--cpu: an empty model",
+            hint="give one `qemu-system-ARCH -cpu help` lists, or leave "
+            "--cpu out",
+        )
     cache = cache_root()
     if cache.exists() and not cache.is_dir():
         raise UsageError(
@@ -177,6 +280,18 @@ def check_args(args: argparse.Namespace) -> None:
         check_out(args.out)
 
 
+def _given_blank(argv: list[str], option: str) -> bool:
+    """Whether ``argv`` gives ``option`` a blank value."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            return False
+        if a.startswith(option + "=") and not a.split("=", 1)[1].strip():
+            return True
+        if a == option and i + 1 < len(argv) and not argv[i + 1].strip():
+            return True
+    return False
+
+
 def check_out(out: Path) -> None:
     """--out must be a directory this user can make and write in."""
     why = unwritable(out)
@@ -193,7 +308,88 @@ def main(argv: list[str] | None = None) -> int:
         format="%(message)s", level=logging.INFO, stream=sys.stderr
     )
     with stop_on_sigterm():
-        return _main(argv)
+        code = _main(argv)
+        return _flushed(code)
+
+
+# A word of an error line longer than this is cut: a value echoed back
+# (--arch of 5000 characters) made a line no terminal shows.
+LONGEST_WORD = 100
+
+
+def printable(line: str) -> str:
+    """``line`` as one line: control characters (a newline, a tab in a
+    value echoed back) escaped, and words over LONGEST_WORD cut (not
+    paths)."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+    return re.sub(
+        rf"\S{{{LONGEST_WORD + 1},}}",
+        lambda m: (
+            m[0]  # a path: the user needs it whole
+            if "/" in m[0]
+            else f"{m[0][:60]}...({len(m[0])} characters)"
+        ),
+        line,
+    )
+
+
+def _flushed(code: int) -> int:
+    """``code``, once what the command printed is out: stdout on a full
+    disk or /dev/full fails only here, at the flush (else at exit, as a
+    traceback-like "Exception ignored" and code 120)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `foliolab report --mail RUN | head`: the reader has what it
+        # wanted; as a shell reports a death by SIGPIPE
+        _drop_stdout()
+        return 128 + signal.SIGPIPE.value
+    except OSError as e:
+        _drop_stdout()
+        print(f"foliolab: error: {_os_error(e).one_line()}", file=sys.stderr)
+        return SystemRefusedError.exit_code
+    return code
+
+
+def _drop_stdout() -> None:
+    """What is left in stdout's buffer goes nowhere, so the interpreter's
+    own flush at exit has nothing to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's StringIO): nothing at exit
+
+
+# What to do about an OSError, by its errno.
+_OS_HINTS = {
+    errno.ENOSPC: "free space on that file system, or give a path on "
+    "another one",
+    errno.EDQUOT: "free space on that file system, or give a path on "
+    "another one",
+    errno.EROFS: "the file system is read-only: give a path on a writable one",
+    errno.ENAMETOOLONG: "give a shorter path",
+    errno.EACCES: "check its permissions, or give a path you can use",
+    errno.EPERM: "check its permissions, or give a path you can use",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+    errno.EISDIR: "give a file, not a directory",
+    errno.ELOOP: "the path is a loop of symbolic links",
+    errno.EMFILE: "too many open files: raise `ulimit -n`",
+}
+
+
+def _os_error(e: OSError) -> SystemRefusedError:
+    """An OSError that reached cli.py, as one line naming the file."""
+    what = e.strerror or type(e).__name__
+    where = " -> ".join(
+        str(f)[:200] for f in (e.filename, e.filename2) if f is not None
+    )
+    return SystemRefusedError(
+        f"{where}: {what}" if where else what,
+        hint=_OS_HINTS.get(e.errno or 0, "see the path and try again"),
+    )
 
 
 def _main(argv: list[str] | None) -> int:
@@ -209,8 +405,18 @@ def _main(argv: list[str] | None) -> int:
         check_args(args)
         return HANDLERS[args.command](args)
     except FoliolabError as e:
-        print(f"foliolab: error: {e.one_line()}", file=sys.stderr)
+        print(f"foliolab: error: {printable(e.one_line())}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:
+        _drop_stdout()
+        return 128 + signal.SIGPIPE.value
+    except OSError as e:
+        # what no stage turned into an error of its own: the operating
+        # system refused a file operation (a full or read-only disk, a
+        # name too long, a FIFO or device where a file was meant)
+        err = _os_error(e)
+        print(f"foliolab: error: {printable(err.one_line())}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("foliolab: interrupted", file=sys.stderr)
         return 130

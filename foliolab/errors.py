@@ -12,7 +12,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
 
 
 class FoliolabError(Exception):
@@ -122,6 +121,14 @@ class HistoryError(FoliolabError):
     exit_code = 13
 
 
+class SystemRefusedError(FoliolabError):
+    """The operating system refused a file operation the command needed
+    (disk full, read-only file system, a name too long, no permission):
+    cli.py turns any OSError that reaches it into this one line."""
+
+    exit_code = 16
+
+
 class Stop(BaseException):
     """Raised in the main thread by a stop signal while a run measures (a
     BaseException, like KeyboardInterrupt, so no handler of errors takes
@@ -132,33 +139,68 @@ class Stop(BaseException):
         self.signame = signame
 
 
-def _raise_stop(signum: int, frame: FrameType | None) -> NoReturn:
+# Set once a stop signal (or Ctrl-C) has been turned into an exception:
+# what follows is the shutdown (the report of what finished, the record
+# marked stopped), and a second signal, which a process-group kill or an
+# impatient second Ctrl-C sends, must not cut it short half-written.
+_stopping = False
+
+# The signals that stop a command: SIGHUP too (the terminal went away),
+# whose default would end the process without a word or a record.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    if _stopping:
+        return  # already stopping: let the shutdown finish
+    _stopping = True
     raise Stop(signal.Signals(signum).name)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C outside a measuring run: KeyboardInterrupt, as Python's
+    own, but once."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
+    raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def stop_on_sigterm() -> Iterator[None]:
-    """SIGTERM ends any command as SIGINT does, in one line printed by
-    cli.py (its default would end the process without a word); the
-    process's own handler is back afterwards."""
+    """SIGTERM and SIGHUP end any command as SIGINT does, in one line
+    printed by cli.py (their default would end the process without a
+    word); a second signal while the first is handled is ignored; the
+    process's own handlers are back afterwards."""
+    global _stopping
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGTERM, _raise_stop)
+    _stopping = False
+    handlers = {
+        signal.SIGTERM: _raise_stop,
+        signal.SIGHUP: _raise_stop,
+        signal.SIGINT: _interrupt,
+    }
+    old = {s: signal.signal(s, h) for s, h in handlers.items()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
-    """SIGTERM and SIGINT stop the run: they raise Stop where the run is,
-    so the boot under way is ended and what finished is reported."""
-    old = {
-        s: signal.signal(s, _raise_stop)
-        for s in (signal.SIGTERM, signal.SIGINT)
-    }
+    """SIGTERM, SIGINT and SIGHUP stop the run: they raise Stop where the
+    run is, so the boot under way is ended and what finished is
+    reported. A new run's stop: a stop handled before (another run in
+    this process) no longer makes a signal one to ignore."""
+    global _stopping
+    _stopping = False
+    old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -275,6 +275,20 @@ def claim(
 
 
 @contextlib.contextmanager
+def removed_if_it_fails(out: Path) -> Iterator[None]:
+    """A directory the block makes is removed again if the block raises:
+    a refused or failed report leaves no half-made --out behind. One that
+    was there before is left to staged() and the command's claim."""
+    made = not out.exists() and not out.is_symlink()
+    try:
+        yield
+    except BaseException:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
 def staged(out: Path) -> Iterator[Path]:
     """A directory to write a set of files into; when the block ends
     well, each file is renamed into ``out`` at its place (the files of

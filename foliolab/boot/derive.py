@@ -174,14 +174,12 @@ def load_samples(out: Path) -> list[Sample]:
     """samples.jsonl of a run from before job.json; a damaged line is
     named, never a traceback."""
     path = out / "samples.jsonl"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
     hint = (
         "this run has no raw boots to derive its samples from again: "
         "run the comparison again"
     )
-    if not path.exists() and not path.is_symlink():
-        return []
     samples = []
     for n, d in records.read_lines(path, records.RecordKind.SAMPLES, hint):
         f = records.Fields(path, d, hint, f"line {n}")

@@ -87,6 +87,7 @@ def _check_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--since",
+        type=options.spec_arg,
         metavar="SPEC",
         help="first say which patches restore code that the "
         "base's stable history since SPEC removed, and "

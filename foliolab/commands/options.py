@@ -27,6 +27,12 @@ def patches_arg(value: str) -> Path | None:
     return None if value == "none" else Path(value)
 
 
+# The most any count or number of seconds, MiB, ... may be: a 32-bit C
+# int, what the guest's tools and QEMU take; past it a value is a typo
+# (--memory 99999999999 unpacked a kernel source before QEMU refused it).
+MAX_NUMBER = 2**31 - 1
+
+
 def positive_int(value: str) -> int:
     try:
         n = int(value)
@@ -36,6 +42,10 @@ def positive_int(value: str) -> int:
         ) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    if n > MAX_NUMBER:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is more than {MAX_NUMBER}"
+        )
     return n
 
 
@@ -61,6 +71,33 @@ def directory(value: str) -> Path:
     return Path(value)
 
 
+def spec_arg(value: str) -> str:
+    """A kernel source spec: not blank (``--since ""`` was no --since, and
+    the check went on without the history it was asked for)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty spec; give debian:VERSION or git:PATH@REF"
+        )
+    return value
+
+
+def kernel_arg(value: str) -> str:
+    """A kernel command-line argument: one word that starts as a
+    parameter's name does (``--append ""`` or ``,,,`` went on to build a
+    kernel to boot with nothing it could read)."""
+    if (
+        not value.strip()
+        or any(c.isspace() for c in value)
+        or not (
+            value[0].isascii() and (value[0].isalnum() or value[0] in "_.")
+        )
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give one kernel argument, e.g. loglevel=7"
+        )
+    return value
+
+
 def seed_list(value: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(v) for v in value.split(","))
@@ -68,8 +105,10 @@ def seed_list(value: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a comma-separated list of numbers"
         ) from None
-    if any(n < 0 for n in seeds):
-        raise argparse.ArgumentTypeError(f"{value!r}: seeds are >= 0")
+    if any(n < 0 or n > 2**32 - 1 for n in seeds):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: seeds are from 0 to {2**32 - 1}"
+        )
     return seeds
 
 
@@ -132,6 +171,7 @@ def one_kernel(p: argparse.ArgumentParser, several: bool = False) -> None:
     )
     p.add_argument(
         "--kernel",
+        type=spec_arg,
         metavar="NAME=SPEC",
         action="append" if several else "store",
         help="the kernel to build and boot, by any source spec "

@@ -179,20 +179,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     of = str(args.dir.resolve())
     elsewhere = args.out is not None and args.out.resolve() != Path(of)
     if elsewhere:
-        # a report set goes only where there is none, or the same run's;
-        # marked first, so that a set cut short is still known as one
+        # a report set goes only where there is none, or the same run's
         rundir.claim(dest, RunKind.REPORT, of=of)
-        rundir.mark(dest, RunKind.REPORT, finished=False, of=of)
-    if (args.dir / bisectrecord.RECORD).exists():
-        record = bisectrecord.Record.read(args.dir)
-        text = bisectrecord.render(record)
-        with rundir.staged(dest) as stage:
-            (stage / bisectrecord.TEXT).write_text(text)
-        print(text, end="")
-    else:
-        print(report.write_report(args.dir, dest=dest).text)
-    if elsewhere:
-        rundir.mark(dest, RunKind.REPORT, finished=True, of=of)
+    with rundir.removed_if_it_fails(dest):
+        if elsewhere:
+            # marked first, so that a set cut short is still known as one
+            rundir.mark(dest, RunKind.REPORT, finished=False, of=of)
+        if (args.dir / bisectrecord.RECORD).exists():
+            record = bisectrecord.Record.read(args.dir)
+            text = bisectrecord.render(record)
+            with rundir.staged(dest) as stage:
+                (stage / bisectrecord.TEXT).write_text(text)
+        else:
+            text = report.write_report(args.dir, dest=dest).text + "\n"
+        if elsewhere:
+            rundir.mark(dest, RunKind.REPORT, finished=True, of=of)
+    print(text, end="")
     return 0
 
 

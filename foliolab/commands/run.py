@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from foliolab import executors
@@ -36,6 +37,7 @@ def _run_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--append",
+        type=options.kernel_arg,
         action="append",
         default=[],
         metavar="ARG",
@@ -68,16 +70,22 @@ def _run_options(s: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
+    if not cmd or not cmd[0].strip():
         raise UsageError(
             "foliolab run: no command given",
             hint="usage: foliolab run [options] -- CMD [ARGS]",
         )
+    host_mib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    if args.memory > host_mib:
+        raise UsageError(
+            f"--memory {args.memory}: more than this host's {host_mib} MiB",
+            hint="give the guest less memory (default 3072)",
+        )
     for f in args.add:
-        if not f.is_file():
+        why = _not_a_binary(f)
+        if why:
             raise UsageError(
-                f"--add {f}: "
-                + ("a directory" if f.is_dir() else "no such file"),
+                f"--add {f}: {why}",
                 hint="give --add a static binary to put in the guest",
             )
     req = runcommand.CommandRequest(
@@ -114,6 +122,25 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.top,
         )
     return res.exit_code if res.exit_code is not None else 1
+
+
+def _not_a_binary(f: Path) -> str | None:
+    """Why ``f`` cannot be an --add binary, or None: checked before any
+    kernel source is unpacked (a text file got as far as the build)."""
+    if f.is_dir():
+        return "a directory"
+    if not f.exists():
+        return "no such file"
+    if not f.is_file():  # a FIFO would hang the read, a device never end
+        return "not a regular file"
+    try:
+        with f.open("rb") as binary:
+            magic = binary.read(4)
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if magic != b"\x7fELF":
+        return "not an executable (ELF) file"
+    return None
 
 
 def _print_counts(

@@ -11,7 +11,7 @@ from foliolab.arch import get_arch
 from foliolab.commands import Command, options
 from foliolab.coverage import run as coveragerun
 from foliolab.errors import FoliolabError, UsageError
-from foliolab.kernel import kconfig, specs, trees, upstream_selftests
+from foliolab.kernel import kconfig, sources, specs, trees, upstream_selftests
 from foliolab.paths import PROJECT_ROOT
 from foliolab.rundir import RunKind
 from foliolab.suite import plan as suiteplan
@@ -68,6 +68,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--append",
+        type=options.kernel_arg,
         action="append",
         default=[],
         metavar="ARG",
@@ -189,9 +190,13 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         )
     if args.coverage:
         coveragerun.check_request(args.count, args.config, get_arch(args.arch))
-    if args.kernel:  # its form, before the plan may ask apt
-        specs.parse_kernel(args.kernel)
+    if args.kernel:  # its form and series, before the plan may ask apt
+        specs.check_spec(specs.parse_kernel(args.kernel), offline=True)
     arch = get_arch(args.arch)
+    if not args.kernel and args.variant == "patched" and args.patches:
+        # the series read (and refused) before the upstream tests' plan,
+        # which may ask Debian's archive for their source
+        sources.read_patches(args.patches)
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
@@ -348,10 +353,12 @@ def cmd_coverage_reasons(args: argparse.Namespace) -> int:
     of = str(args.run.resolve())
     if elsewhere:
         rundir.claim(out, RunKind.COVERAGE, of=of)
-        rundir.mark(out, RunKind.COVERAGE, of=of)
-    rep = coveragerun.reason_again(args.run, args.series, out)
-    if elsewhere:
-        rundir.mark(out, RunKind.COVERAGE, finished=True, of=of)
+    with rundir.removed_if_it_fails(out):
+        if elsewhere:
+            rundir.mark(out, RunKind.COVERAGE, of=of)
+        rep = coveragerun.reason_again(args.run, args.series, out)
+        if elsewhere:
+            rundir.mark(out, RunKind.COVERAGE, finished=True, of=of)
     print(coveragerun.summary_line(rep))
     return 0
 

@@ -52,14 +52,18 @@ SUITES = (
 LISTS_MAX_AGE_S = 24 * 3600
 # ... unless they were fetched this recently.
 LISTS_RETRY_S = 600
-_SERIES = re.compile(r"^(\d+)\.(\d+)$")
+# ASCII digits only: "７.３" (full-width) matched \d and went as far as
+# the archive's lists before anything said no
+_SERIES = re.compile(r"^(\d+)\.(\d+)$", re.ASCII)
 # The branch of an unpacked source's one commit: a series applied to it
 # (debian:X.Y+DIR) is checked out on top, so HEAD is not always that commit.
 UNPACKED = "debian"
 # Linux's second number has never passed 20 (4.20) before the first moved
 # on: a series beyond this is no kernel, known without asking the archive.
 MAX_MINOR = 30
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$")
+_VERSION = re.compile(
+    r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.+~]+)?$", re.ASCII
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from foliolab import bootrecord, records
+from foliolab import bootrecord, records, rundir
 from foliolab.analysis.analyse import Analysis, analyse
 from foliolab.boot.derive import (
     Sample,
@@ -206,7 +206,15 @@ def write_report(
     ``dest``: where all of it goes (default the run): the run is then
     only read, so a read-only or shared run can be reported."""
     out = dest or run
-    m = RunManifest.read(run)
+    m = RunManifest.read(run)  # the run is read before anything is made
+    with rundir.removed_if_it_fails(out):
+        out.mkdir(parents=True, exist_ok=True)
+        return _write_report(run, m, samples, out)
+
+
+def _write_report(
+    run: Path, m: RunManifest, samples: list[Sample] | None, out: Path
+) -> Written:
     if out == run:
         _say_if_damaged(run)
     # the whole set written aside, then renamed into place: an
@@ -265,9 +273,9 @@ def run_outcomes(run: Path, m: RunManifest) -> Outcomes:
     from before job.json)."""
     names = set(m.names)
     tests = []
-    for rundir in bootrecord.boot_dirs(run):
-        job = BootJob.read(rundir)
-        res = bootrecord.read_boot(rundir)
+    for boot_dir in bootrecord.boot_dirs(run):
+        job = BootJob.read(boot_dir)
+        res = bootrecord.read_boot(boot_dir)
         misc: dict[str, str | int | float] = {
             "workload": job.workload,
             "pass": job.pass_.value,
@@ -285,7 +293,7 @@ def run_outcomes(run: Path, m: RunManifest) -> Outcomes:
                 TestOutcome(
                     # the boot's workload directory: a sweep's point is
                     # its own
-                    f"compare.{rundir.parent.name}.{job.kernel}."
+                    f"compare.{boot_dir.parent.name}.{job.kernel}."
                     f"{job.pass_.value}-{job.first_run:03d}",
                     boot_status(res),
                     job.kernel if job.kernel in names else "",
@@ -296,7 +304,7 @@ def run_outcomes(run: Path, m: RunManifest) -> Outcomes:
             )
         except ValueError as e:  # an elapsed time that is none, say
             raise DamagedRunError(
-                f"{rundir}: {e}", hint=bootrecord.boot_hint(rundir)
+                f"{boot_dir}: {e}", hint=bootrecord.boot_hint(boot_dir)
             ) from None
     return Outcomes("compare", m.kernels, tests)
 

@@ -37,17 +37,43 @@ def options(s: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--robot-cells",
         metavar="CELL,...",
-        type=lambda v: [c for c in v.split(",") if c],
+        type=_cells,
         help="only these cells (ARCH/CONFIG, ARCH for all of "
         "its cells, * matches; default: the whole matrix)",
     )
     g.add_argument(
         "--robot-jobs",
-        type=int,
+        type=_jobs,
         default=toolchain.jobs(),
         metavar="N",
         help="make -jN for each compile (default: the cores, at most 2)",
     )
+
+
+def _cells(value: str) -> list[str]:
+    """--robot-cells: one cell at least (``--robot-cells ""`` was the
+    whole matrix, hours of compiles)."""
+    cells = [c.strip() for c in value.split(",") if c.strip()]
+    if not cells:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no cell; give ARCH/CONFIG,... or leave it out "
+            "for the whole matrix"
+        )
+    return cells
+
+
+def _jobs(value: str) -> int:
+    """--robot-jobs: refused by the parser, so a wrong one is refused with
+    or without --robot, before any work."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number"
+        ) from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"{value!r}: give 1 to 256")
+    return n
 
 
 @dataclass(frozen=True)

@@ -566,9 +566,9 @@ BOARD = [
             "the stand cannot count",
         ),
         (
-            ["run", "--add", "/etc/hostname", "--executor", "stand", "--"]
+            ["run", "--add", "/bin/true", "--executor", "stand", "--"]
             + ["true"],
-            "--add /etc/hostname: --executor stand puts only the job",
+            "--add /bin/true: --executor stand puts only the job",
         ),
         (
             [

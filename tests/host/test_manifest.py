@@ -466,7 +466,9 @@ def test_every_source_writes_the_fields_it_always_wrote(tmp_path):
     img = tmp_path / "bzImage"
     series = tmp_path / "s"
     series.mkdir()
-    (series / "series").write_text("")
+    # one patch: an empty series is refused where it is read
+    (series / "series").write_text("0001.patch\n")
+    (series / "0001.patch").write_text("--- a/x\n+++ b/x\n")
     keys = [
         "name",
         "kind",
