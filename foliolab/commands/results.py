@@ -92,6 +92,30 @@ def _report_options(s: argparse.ArgumentParser) -> None:
     )
 
 
+def _report_set(run: Path, dest: Path) -> str:
+    """The report set of ``run`` written into ``dest`` (the run itself,
+    or a directory claimed for it first); report.txt's text."""
+    of = str(run.resolve())
+    elsewhere = dest.resolve() != Path(of)
+    if elsewhere:
+        # a report set goes only where there is none, or the same run's
+        rundir.claim(dest, RunKind.REPORT, of=of)
+    with rundir.removed_if_it_fails(dest):
+        if elsewhere:
+            # marked first, so that a set cut short is still known as one
+            rundir.mark(dest, RunKind.REPORT, finished=False, of=of)
+        if (run / bisectrecord.RECORD).exists():
+            record = bisectrecord.Record.read(run)
+            text = bisectrecord.render(record)
+            with rundir.staged(dest) as stage:
+                (stage / bisectrecord.TEXT).write_text(text)
+        else:
+            text = report.write_report(run, dest=dest).text + "\n"
+        if elsewhere:
+            rundir.mark(dest, RunKind.REPORT, finished=True, of=of)
+    return text
+
+
 def _kcidb_report(args: argparse.Namespace) -> int:
     """report DIR --kcidb FILE: the run as KernelCI reads it, written to
     FILE only (DIR is read; with --out the report is written into DIR2
@@ -128,7 +152,7 @@ def _kcidb_report(args: argparse.Namespace) -> int:
                 f"and {args.dir} is not one (no environment.json)",
                 hint="export it without --out",
             )
-        report.write_report(args.dir, dest=args.out)
+        _report_set(args.dir, args.out)  # claimed, as report --out is
         records = args.out
     done = kcidb.export(
         records,
@@ -176,24 +200,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"({why}), and its report is written into it",
             hint="give --out DIR to write the report elsewhere",
         )
-    of = str(args.dir.resolve())
-    elsewhere = args.out is not None and args.out.resolve() != Path(of)
-    if elsewhere:
-        # a report set goes only where there is none, or the same run's
-        rundir.claim(dest, RunKind.REPORT, of=of)
-    with rundir.removed_if_it_fails(dest):
-        if elsewhere:
-            # marked first, so that a set cut short is still known as one
-            rundir.mark(dest, RunKind.REPORT, finished=False, of=of)
-        if (args.dir / bisectrecord.RECORD).exists():
-            record = bisectrecord.Record.read(args.dir)
-            text = bisectrecord.render(record)
-            with rundir.staged(dest) as stage:
-                (stage / bisectrecord.TEXT).write_text(text)
-        else:
-            text = report.write_report(args.dir, dest=dest).text + "\n"
-        if elsewhere:
-            rundir.mark(dest, RunKind.REPORT, finished=True, of=of)
+    text = _report_set(args.dir, dest)
     print(text, end="")
     return 0
 

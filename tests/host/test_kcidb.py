@@ -170,6 +170,27 @@ def test_with_out_the_report_is_derived_there_and_the_run_only_read(
     assert boots[0]["id"].startswith("foliolab:sweep-612-pageout:")
 
 
+def test_with_out_into_another_run_nothing_is_written(tmp_path, capsys):
+    """--out with --kcidb writes a report set there first, so it claims
+    the directory as report --out does: one holding another run is
+    refused in one line, its files as they were, and no document."""
+    run = tmp_path / "a"
+    other = tmp_path / "b"
+    shutil.copytree(RUNS / RECORDED[0], run)
+    shutil.copytree(RUNS / RECORDED[-1], other)
+    (other / "plots").mkdir(exist_ok=True)
+    (other / "plots" / "my-notes.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in other.rglob("*") if not p.is_dir()}
+    doc = tmp_path / "x.json"
+    args = [run, "--kcidb", doc, "--origin", "foliolab", "--out", other]
+    assert export(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--out {other} holds" in err[0], err
+    assert not doc.exists()
+    after = {p: p.read_bytes() for p in other.rglob("*") if not p.is_dir()}
+    assert after == before
+
+
 @pytest.fixture
 def series_dir(tmp_path):
     d = tmp_path / "series"
