@@ -343,12 +343,23 @@ def _flushed(code: int) -> int:
         # `foliolab report --mail RUN | head`: the reader has what it
         # wanted; as a shell reports a death by SIGPIPE
         _drop_stdout()
-        return 128 + signal.SIGPIPE.value
+        return code or 128 + signal.SIGPIPE.value
     except OSError as e:
         _drop_stdout()
-        print(f"foliolab: error: {_os_error(e).one_line()}", file=sys.stderr)
-        return SystemRefusedError.exit_code
+        _say(f"foliolab: error: {_os_error(e).one_line()}")
+        # the command's own failure (a stopped run's 10, a resume
+        # script's cue) says more than the output it could not print
+        return code or SystemRefusedError.exit_code
     return code
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr, if stderr is still there (a terminal closed
+    under a stopped run gives EIO): the exit code says the rest."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
 
 
 def _drop_stdout() -> None:
@@ -382,7 +393,7 @@ _OS_HINTS = {
 
 def _os_error(e: OSError) -> SystemRefusedError:
     """An OSError that reached cli.py, as one line naming the file."""
-    what = e.strerror or type(e).__name__
+    what = e.strerror or str(e) or type(e).__name__
     where = " -> ".join(
         str(f)[:200] for f in (e.filename, e.filename2) if f is not None
     )
@@ -405,7 +416,7 @@ def _main(argv: list[str] | None) -> int:
         check_args(args)
         return HANDLERS[args.command](args)
     except FoliolabError as e:
-        print(f"foliolab: error: {printable(e.one_line())}", file=sys.stderr)
+        _say(f"foliolab: error: {printable(e.one_line())}")
         return e.exit_code
     except BrokenPipeError:
         _drop_stdout()
@@ -413,15 +424,17 @@ def _main(argv: list[str] | None) -> int:
     except OSError as e:
         # what no stage turned into an error of its own: the operating
         # system refused a file operation (a full or read-only disk, a
-        # name too long, a FIFO or device where a file was meant)
+        # name too long, a FIFO or device where a file was meant); -v
+        # shows where, for a path the lab itself got wrong
+        log.debug("the OSError, where it was raised:", exc_info=True)
         err = _os_error(e)
-        print(f"foliolab: error: {printable(err.one_line())}", file=sys.stderr)
+        _say(f"foliolab: error: {printable(err.one_line())}")
         return err.exit_code
     except KeyboardInterrupt:
-        print("foliolab: interrupted", file=sys.stderr)
+        _say("foliolab: interrupted")
         return 130
     except Stop as s:
         # a stop signal outside a measuring run (before it, or after):
         # one line, and the exit status a shell gives the signal's death
-        print(f"foliolab: stopped by {s.signame}", file=sys.stderr)
+        _say(f"foliolab: stopped by {s.signame}")
         return 128 + signal.Signals[s.signame].value

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 
 class FoliolabError(Exception):
@@ -184,12 +185,23 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.SIGHUP: _raise_stop,
         signal.SIGINT: _interrupt,
     }
-    old = {s: signal.signal(s, h) for s, h in handlers.items()}
+    old = _take(handlers)
     try:
         yield
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def _take(handlers: dict[signal.Signals, Any]) -> dict[signal.Signals, Any]:
+    """Install ``handlers``, each but on a signal the process was started
+    ignoring (`nohup` ignores SIGHUP; a script's background job, SIGINT):
+    the user asked for the run to go on through it. The old handlers."""
+    old = {}
+    for s, h in handlers.items():
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            old[s] = signal.signal(s, h)
+    return old
 
 
 @contextlib.contextmanager
@@ -200,7 +212,7 @@ def stop_signals() -> Iterator[None]:
     this process) no longer makes a signal one to ignore."""
     global _stopping
     _stopping = False
-    old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
+    old = _take({s: _raise_stop for s in STOP_SIGNALS})
     try:
         yield
     finally:

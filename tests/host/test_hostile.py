@@ -651,3 +651,75 @@ def test_ctrl_c_during_start_up_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(sys, "meta_path", [Interrupted(), *sys.meta_path])
     assert start.entry() == 130
     assert capsys.readouterr().err == "foliolab: interrupted\n"
+
+
+def test_a_signal_the_process_was_started_ignoring_stays_ignored(
+    monkeypatch, capsys
+):
+    """`nohup foliolab compare ... &`: SIGHUP was ignored when foliolab
+    started, and the run goes on through it, in and out of a measuring
+    run; SIGTERM still stops it."""
+    import signal as sig
+
+    from foliolab.errors import stop_signals
+
+    seen = []
+
+    def handler(args):
+        with stop_signals():
+            seen.append(sig.getsignal(sig.SIGHUP))
+            os.kill(os.getpid(), sig.SIGHUP)
+        seen.append(sig.getsignal(sig.SIGHUP))
+        os.kill(os.getpid(), sig.SIGHUP)
+        return 0
+
+    old = sig.signal(sig.SIGHUP, sig.SIG_IGN)
+    try:
+        code, stderr = _main(["workloads"], monkeypatch, handler, capsys)
+        assert sig.getsignal(sig.SIGHUP) is sig.SIG_IGN
+    finally:
+        sig.signal(sig.SIGHUP, old)
+    assert (code, stderr) == (0, "")
+    assert seen == [sig.SIG_IGN, sig.SIG_IGN]
+
+
+@pytest.mark.parametrize(
+    "err, code, want",
+    [
+        (OSError(28, "No space left on device"), 0, 16),
+        (OSError(28, "No space left on device"), 10, 10),
+        (BrokenPipeError(32, "Broken pipe"), 0, 141),
+        (BrokenPipeError(32, "Broken pipe"), 8, 8),
+    ],
+)
+def test_output_that_cannot_be_flushed_keeps_the_commands_exit_code(
+    err, code, want, monkeypatch, capsys
+):
+    """A stopped run's 10 (a resume script's cue) or a failure's own code
+    is not replaced by the failed flush's (stdout into a full disk, or a
+    pipe whose reader died with the same process-group kill)."""
+    import sys
+
+    from foliolab import cli as climod
+
+    class Unflushable:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            raise err
+
+        def fileno(self):
+            raise ValueError("no file")
+
+    monkeypatch.setattr(sys, "stdout", Unflushable())
+    assert climod._flushed(code) == want
+
+
+def test_an_os_error_without_strerror_keeps_its_words():
+    from foliolab import cli as climod
+
+    assert (
+        "the device is gone"
+        in climod._os_error(OSError("the device is gone")).one_line()
+    )
