@@ -693,7 +693,7 @@ def test_a_signal_the_process_was_started_ignoring_stays_ignored(
     ],
 )
 def test_output_that_cannot_be_flushed_keeps_the_commands_exit_code(
-    err, code, want, monkeypatch, capsys
+    err, code, want, monkeypatch
 ):
     """A stopped run's 10 (a resume script's cue) or a failure's own code
     is not replaced by the failed flush's (stdout into a full disk, or a
