@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 from pathlib import Path
 
 from foliolab import counting, executors, rundir
@@ -29,8 +30,23 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         help="the mm CI's tests (linux-mm/mm-ci) for every --kernel, "
         "the first the reference: each tree's host tests (radix "
         "tree, XArray, maple tree, VMA, memblock) built and run on "
-        "the host, compared k of n; its ksft_*.sh wrappers are "
-        "listed as the planned guest step (see --dry-run)",
+        "the host, and its ksft_*.sh wrappers (--wrappers), each in "
+        "its own boot of the kernel built with the mm CI's options; "
+        "compared k of n (--repeat)",
+    )
+    s.add_argument(
+        "--wrappers",
+        metavar="all|none|NAME,...",
+        help="with --mm-ci: the wrappers to boot, by name (mmap for "
+        "ksft_mmap.sh; --dry-run lists a tree's); none runs the host "
+        "tests alone (default: all)",
+    )
+    s.add_argument(
+        "--wrapper-limit",
+        type=options.positive_int,
+        metavar="SECONDS",
+        help="with --mm-ci: each wrapper's boot's time limit (default: "
+        "the mm CI's 300 s scaled for TCG, see --dry-run)",
     )
     s.add_argument(
         "--dry-run",
@@ -141,6 +157,19 @@ def _test_options(s: argparse.ArgumentParser) -> None:
 def cmd_test(args: argparse.Namespace) -> int:
     if args.mm_ci:
         return _cmd_mmci(args)
+    mmci_only = [
+        o
+        for o, v in (
+            ("--wrappers", args.wrappers),
+            ("--wrapper-limit", args.wrapper_limit),
+        )
+        if v is not None
+    ]
+    if mmci_only:
+        raise UsageError(
+            f"{mmci_only[0]} is --mm-ci's",
+            hint="add --mm-ci, or leave it out",
+        )
     if args.dry_run:
         raise UsageError(
             "--dry-run is --mm-ci's", hint="add --mm-ci, or leave it out"
@@ -265,11 +294,11 @@ def _cmd_mmci(args: argparse.Namespace) -> int:
     print(result.summary, end="")
     print(
         f"# results: {req.out}/outcomes.json, mmci-summary.txt and "
-        f".json, logs in {req.out}/KERNEL/host/"
+        f".json, logs in {req.out}/KERNEL/host/ and KERNEL/guest/"
     )
     if not result.passed:
         raise FoliolabError(
-            "the mm CI's host tests: a new failure on "
+            "the mm CI's tests: a new failure on "
             + ", ".join(k.name for k in req.kernels[1:]),
             log_path=req.out / "mmci-summary.txt",
         )
@@ -326,8 +355,32 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         "mmci-%Y%m%d-%H%M%S"
     )
     return mmci_run.MmciRequest(
-        kernels, arch, out, repeat=args.repeat, dry_run=args.dry_run
+        kernels,
+        arch,
+        out,
+        repeat=args.repeat,
+        dry_run=args.dry_run,
+        wrappers=_wrapper_names(args.wrappers),
+        accel=args.accel,
+        executor=executors.options(args, args.argv),
+        wrapper_limit_s=args.wrapper_limit,
     )
+
+
+def _wrapper_names(text: str | None) -> tuple[str, ...] | None:
+    """--wrappers: None for all, () for none, else the names."""
+    if text is None or text == "all":
+        return None
+    if text == "none":
+        return ()
+    names = tuple(n for n in text.split(",") if n)
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_-]+", n)]
+    if not names or bad:
+        raise UsageError(
+            f"--wrappers {text!r}: not all, none or a list of names",
+            hint="e.g. --wrappers mmap,mremap",
+        )
+    return names
 
 
 def _reasons_options(s: argparse.ArgumentParser) -> None:

@@ -182,6 +182,30 @@ def _objects(count_file: Path, arch: str, purpose: str) -> int:
         return timings.default_objects(arch, purpose)
 
 
+def fragment_of(tree: Tree, arch: Arch, purpose: str) -> kconfig.Fragment:
+    """The fragment ``tree`` is configured with for ``purpose``: for the
+    mm CI's kernel, with the tree's own selftests/mm/config last, read
+    from git's objects at its commit (a tree without one adds nothing)."""
+    tree_options = None
+    if purpose == kconfig.MMCI:
+        cp = source.git(
+            tree.path,
+            "show",
+            f"{tree.commit}:{kconfig.TREE_FRAGMENT}",
+            check=False,
+        )
+        tree_options = (
+            kconfig.parse(
+                cp.stdout, f"{tree.commit[:12]}:{kconfig.TREE_FRAGMENT}"
+            )
+            if cp.returncode == 0
+            else {}
+        )
+    return kconfig.merge(
+        purpose, arch.name, version=tree.version(), tree_options=tree_options
+    )
+
+
 def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
     """Write ``out/.config`` from the fragment with ``make allnoconfig``.
 
@@ -190,7 +214,7 @@ def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:
     (a build directory is shared by several commits, and make's own
     oldconfig would carry options of the last tree into the next).
     """
-    frag = kconfig.merge(purpose, arch.name, version=tree.version())
+    frag = fragment_of(tree, arch, purpose)
     out.mkdir(parents=True, exist_ok=True)
     stamp_path = out / "foliolab.fragment"
     config = out / ".config"
@@ -277,17 +301,22 @@ def _build_checked_out(
     fresh_objects = _objects(count_file, arch.name, purpose)
     total = fresh_objects if fresh else stale_steps(out, tree.path)
     t0 = time.monotonic()
+    # the mm CI's kernel has test modules (test_vmalloc, test_hmm,
+    # hwpoison_inject) its wrappers modprobe
+    modules = ("modules",) if purpose == kconfig.MMCI else ()
     count = _run_make(
-        make_argv(tree.path, out, arch, *make_vars, arch.make_target),
+        make_argv(
+            tree.path, out, arch, *make_vars, arch.make_target, *modules
+        ),
         out / "build.log",
         f"build {tree.variant}/{purpose}",
         total,
     )
+    if modules:
+        _install_modules(tree, arch, out)
     if fresh:
         count_file.write_text(str(count))
-    kconfig.check(
-        kconfig.merge(purpose, arch.name, version=tree.version()), config
-    )
+    kconfig.check(fragment_of(tree, arch, purpose), config)
     # checkout to image: what the next dry run's estimate takes a build
     # for, unless make had next to nothing to do
     if fresh or timings.is_real_build(count, fresh_objects):
@@ -304,6 +333,30 @@ def _build_checked_out(
         time.monotonic() - t0,
         tree.origin,
         release.read_text().strip() if release.exists() else "",
+    )
+
+
+MODULES_ROOT = "modules-root"
+
+
+def _install_modules(tree: Tree, arch: Arch, out: Path) -> None:
+    """``out/modules-root/lib/modules/RELEASE``, stripped, with depmod's
+    files: what a guest image carries for modprobe. Made again whole each
+    build, so no module of an earlier build stays in it."""
+    root = out / MODULES_ROOT
+    shutil.rmtree(root, ignore_errors=True)
+    _run_make(
+        make_argv(
+            tree.path,
+            out,
+            arch,
+            f"INSTALL_MOD_PATH={root}",
+            "INSTALL_MOD_STRIP=1",
+            "modules_install",
+        ),
+        out / "modules_install.log",
+        f"install {tree.variant} modules",
+        None,
     )
 
 

@@ -35,6 +35,16 @@ PURPOSES = ("perf", "debug", "kasan")
 # --config of a comparison, so its kernel never gives a timed or counted
 # sample).
 COVERAGE = "coverage"
+# The mm CI's selftest kernel (`foliolab test --mm-ci`): base and arch,
+# then configs/mm-ci.config, then the tree's own
+# tools/testing/selftests/mm/config (TREE_FRAGMENT, read from the tree
+# being built), the order of the mm CI's `vng --build --config A --config
+# B`. Never a --config of a comparison.
+MMCI = "mm-ci"
+TREE_FRAGMENT = "tools/testing/selftests/mm/config"
+# configs/mm-ci-lab.config: what the mm CI's fragment needs here (it
+# starts from virtme-ng's config, the lab from allnoconfig)
+MMCI_LAB = "mm-ci-lab"
 # Purposes that build on another one's fragment.
 _BASED_ON = {"kasan": "debug", COVERAGE: "debug"}
 # Purposes that boot with the debug kernel arguments (debug_cmdline).
@@ -51,7 +61,9 @@ def debug_cmdline(purpose: str) -> tuple[str, ...]:
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 # An option a newer kernel no longer has: no longer asked for.
-_GONE = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is gone(?::.*)?$")
+# Also an option a fragment of someone else's (configs/mm-ci.config, kept
+# as its owner has it) asks for and the lab leaves out, with why.
+_GONE = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is (?:gone|left out)(?::.*)?$")
 GONE = "gone"
 _SINCE = re.compile(r"^since-(\d+)\.(\d+)\.config$")
 # The pinned base's version: fragments without a since- are written for it.
@@ -122,13 +134,15 @@ def fragment_files(
 ) -> list[Path]:
     """The fragments of (purpose, arch) for a kernel of ``version``, in
     the order they are applied."""
-    if purpose not in PURPOSES + (COVERAGE,):
+    if purpose not in PURPOSES + (COVERAGE, MMCI):
         raise UsageError(
             f"unknown --config {purpose!r}",
             hint=f"choose one of: {', '.join(PURPOSES)}",
         )
     layers = [_BASED_ON[purpose]] if purpose in _BASED_ON else []
     layers.append(purpose)
+    if purpose == MMCI:
+        layers.append(MMCI_LAB)
     files = [
         configs_dir / "base.config",
         configs_dir / get_arch(arch).config_fragment,
@@ -150,23 +164,30 @@ def merge(
     configs_dir: Path = CONFIGS_DIR,
     extra: list[Path] | None = None,
     version: tuple[int, int] = BASE_VERSION,
+    tree_options: dict[str, str] | None = None,
 ) -> Fragment:
-    """base + arch-<arch> + <purpose> + since-X.Y (+ extra files), later
+    """base + arch-<arch> + <purpose> + since-X.Y (+ extra files, then
+    ``tree_options``: the tree's own fragment, TREE_FRAGMENT), later
     files win; an option a later file calls gone is no longer asked for."""
     files = fragment_files(purpose, arch, configs_dir, version) + (extra or [])
     options: dict[str, str] = {}
     origin: dict[str, str] = {}
     gone: dict[str, str] = {}
+    layers: list[tuple[str, dict[str, str]]] = []
     for f in files:
         if not f.exists():
             raise ConfigError(f"config fragment {f} is missing")
-        for k, v in parse(f.read_text(), str(f)).items():
+        layers.append((f.name, parse(f.read_text(), str(f))))
+    if tree_options:
+        layers.append((TREE_FRAGMENT, tree_options))
+    for name, layer in layers:
+        for k, v in layer.items():
             options.pop(k, None)  # keep later files' order
             if v == GONE:
-                gone[k] = f.name
+                gone[k] = name
                 continue
             options[k] = v
-            origin[k] = f.name
+            origin[k] = name
     return Fragment(purpose, options, origin, gone)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from foliolab.arch import Arch
 from foliolab.errors import FoliolabError
-from foliolab.kernel import build, kconfig, source
+from foliolab.kernel import build, source
 from foliolab.kernel.specs import KernelSpec
 from foliolab.kernel.trees import source_trees
 from foliolab.paths import cache_root
@@ -26,7 +26,7 @@ from foliolab.paths import cache_root
 def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
     """Where the built kernel of ``tree`` is kept, per fragment: a
     changed config fragment is another kernel."""
-    frag = kconfig.merge(purpose, arch.name, version=tree.version()).text()
+    frag = build.fragment_of(tree, arch, purpose).text()
     key = hashlib.sha256(f"{tree.commit}\0{frag}".encode()).hexdigest()[:16]
     return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
 

@@ -542,7 +542,7 @@ def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
     assert "guest: 4 wrappers, each in its own boot" in out
     assert "./ksft_own_check.sh  (not in the mm CI's list)" in out
     assert "host tests vma: none (not in the tree)" in out
-    assert "kconfig (planned): " in out
+    assert "kconfig: " in out
 
 
 def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
@@ -579,6 +579,8 @@ def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
         capsys,
         "test",
         "--mm-ci",
+        "--wrappers",
+        "none",
         "--repeat",
         "3",
         "--out",

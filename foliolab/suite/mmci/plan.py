@@ -1,6 +1,6 @@
 """What ``foliolab test --mm-ci`` does per kernel, before it does it: the
-host tests of its tree, and (a planned step: no guest runs yet) each
-wrapper in a guest laid out as the mm CI's, scaled to this machine.
+host tests of its tree, and each wrapper in a guest laid out as the mm
+CI's, scaled to this machine (guest.py runs it).
 
 The scaling (mm CI: 4 CPUs, 16 GiB in two NUMA nodes of 8 GiB, 2 GiB
 swap, four 1 GiB huge pages, ASLR off, KVM, 300 s per wrapper). This
@@ -72,7 +72,7 @@ def describe(plans: list[KernelPlan], arch: Arch) -> str:
     lines = [
         f"mm CI's tests ({mmci.REPOSITORY} at {mmci.COMMIT[:12]}), "
         f"{arch.name}:",
-        f"  guest (planned, not run by this version): "
+        f"  guest: "
         f"{GUEST_HERE.describe()}, TCG, "
         f"{wrapper_limit_s(arch)} s per wrapper",
         f"  the mm CI's guest: {mmci.GUEST.describe()}, KVM, "
@@ -85,7 +85,7 @@ def describe(plans: list[KernelPlan], arch: Arch) -> str:
             continue
         lines.append(f"  tree {p.repo} at {p.commit[:12]}")
         if p.kconfig:
-            lines.append(f"  kconfig (planned): {p.kconfig}")
+            lines.append(f"  kconfig: {p.kconfig}")
         for d, progs in p.host_programs.items():
             lines.append(
                 f"  host tests {d}: "

@@ -1,26 +1,39 @@
 """``foliolab test --mm-ci``: the mm CI's tests for every kernel named.
 
 For each kernel: its tree (the spec's, a series applied as any command
-applies it), the host tests of that tree built and run on the host
-(``repeat`` times), and the wrappers it has, listed as the planned guest
-step. The first kernel is the reference (``up``); every other is
-compared with it case by case, k of n (compare.py). Written to OUT:
-outcomes.json (every run's rows, then the comparison's), mmci-summary.txt
-and .json, and each program's log under ``KERNEL/``.
+applies it), the host tests of that tree built and run on the host, and
+the wrappers it has (those chosen), each on its own boot of the kernel
+built with the mm CI's options (guest.py), all ``repeat`` times. The
+first kernel is the reference (``up``); every other is compared with it
+case by case, k of n (compare.py). Written to OUT: outcomes.json (every
+run's rows, then the comparison's), mmci-summary.txt and .json, and each
+program's and wrapper's log under ``KERNEL/``.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foliolab.arch import Arch
-from foliolab.errors import FoliolabError
-from foliolab.kernel import specs, trees
+from foliolab.boot.measure import boot_once
+from foliolab.bootrecord import BootStatus
+from foliolab.errors import FoliolabError, UsageError
+from foliolab.executors import ExecutorOptions, make_executor
+from foliolab.executors.base import BootRequest, BootSpec, Executor
+from foliolab.kernel import build, image, kconfig, source, specs, trees
 from foliolab.kernelrecord import KernelRecord, kernel_record
-from foliolab.suite.mmci import compare, config, discover, hosttests, plan
-from foliolab.testrecord import Outcomes, TestOutcome
+from foliolab.suite.mmci import (
+    compare,
+    config,
+    discover,
+    guest,
+    hosttests,
+    plan,
+    results,
+)
+from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
 
 log = logging.getLogger("foliolab")
 
@@ -30,8 +43,15 @@ class MmciRequest:
     kernels: tuple[specs.KernelSpec, ...]  # the first is the reference
     arch: Arch
     out: Path
-    repeat: int = 1  # host test runs per kernel
+    repeat: int = 1  # runs of the host tests and of each wrapper
     dry_run: bool = False
+    # the wrappers to boot, by name: None every one the tree has, ()
+    # none (the host tests alone)
+    wrappers: tuple[str, ...] | None = ()
+    accel: str = "tcg"
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+    wrapper_limit_s: int | None = None  # None: plan.wrapper_limit_s()
+    memory_mib: int = plan.GUEST_HERE.memory_mib
 
 
 @dataclass(frozen=True)
@@ -88,21 +108,43 @@ def _kconfig_note(m: config.MmciOptions) -> str:
     )
 
 
+def chosen(
+    req: MmciRequest, found: discover.Discovery
+) -> list[discover.Wrapper]:
+    """The tree's wrappers ``req.wrappers`` names (all: None); a name the
+    tree does not have is refused, naming those it has."""
+    if req.wrappers is None:
+        return list(found.wrappers)
+    have = {w.name: w for w in found.wrappers}
+    unknown = [n for n in req.wrappers if n not in have]
+    if unknown:
+        raise UsageError(
+            f"--wrappers {unknown[0]}: the tree has no such {found.kind}",
+            hint="it has: " + " ".join(have),
+        )
+    return [have[n] for n in req.wrappers]
+
+
 def run(req: MmciRequest) -> MmciResult:
     hosttests.check_host()
     req.out.mkdir(parents=True, exist_ok=True)
+    executor = (
+        make_executor(req.executor, req.out) if req.wrappers != () else None
+    )
     records: list[KernelRecord] = []
     runs: dict[str, list[list[TestOutcome]]] = {}
     for k in req.kernels:
         tree = trees.tree_of(k)
         records.append(kernel_record(k, tree))
         found = discover.discover(tree.path, tree.commit)
+        wrappers = chosen(req, found)
         log.info(
-            "%s: %d %s found (guest runs are a later step): %s",
+            "%s: %d %s found, %d to run: %s",
             k.name,
             len(found.wrappers),
             found.kind,
-            " ".join(w.name for w in found.wrappers),
+            len(wrappers),
+            " ".join(w.name for w in wrappers),
         )
         runs[k.name] = []
         for i in range(1, req.repeat + 1):
@@ -117,6 +159,13 @@ def run(req: MmciRequest) -> MmciResult:
             runs[k.name].append(
                 [_with_run(r, i) if req.repeat > 1 else r for r in rows]
             )
+        if wrappers and executor is not None:
+            for i, rows in enumerate(
+                _guest_runs(req, k.name, tree, wrappers, executor), 1
+            ):
+                runs[k.name][i - 1] += [
+                    _with_run(r, i) if req.repeat > 1 else r for r in rows
+                ]
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
@@ -144,3 +193,129 @@ def _with_run(r: TestOutcome, i: int) -> TestOutcome:
     return TestOutcome(
         r.path, r.status, r.kernel, r.duration_s, r.log, {**r.misc, "run": i}
     )
+
+
+def _guest_runs(
+    req: MmciRequest,
+    name: str,
+    tree: source.Tree,
+    wrappers: list[discover.Wrapper],
+    executor: Executor,
+) -> list[list[TestOutcome]]:
+    """Each wrapper booted ``req.repeat`` times (the wrappers in turn in
+    each run); the rows of each run."""
+    kdir = req.out / name
+    modules: list[Path] = []
+    kernel = build.build_kernel(
+        tree,
+        req.arch,
+        kconfig.MMCI,
+        keep=kdir / "kernel",
+        keep_files=build.KEPT_FILES,
+        also_keep=lambda kern: modules.extend(
+            m
+            for m in [guest.keep_modules(kern, kdir / "modules")]
+            if m is not None
+        ),
+    )
+    tests = guest.build_selftests(tree.path, tree.commit, req.arch)
+    base = image.build_image(req.arch)
+    # one image for every boot of this kernel: the base archive, then the
+    # payload (the kernel unpacks them in order)
+    img = kdir / "initramfs.cpio"
+    img.write_bytes(
+        base.path.read_bytes()
+        + guest.payload(req.arch, tests, modules[0] if modules else None)
+    )
+    limit = req.wrapper_limit_s or plan.wrapper_limit_s(req.arch)
+    layout = plan.GUEST_HERE
+    spec = BootSpec(
+        req.arch,
+        kernel.image,
+        accel=req.accel,
+        vcpus=layout.cpus,
+        memory_mb=req.memory_mib,
+        numa_nodes=len(layout.numa_nodes_mib),
+        timeout=limit,
+        cmdline=guest.kernel_args(),
+    )
+    out: list[list[TestOutcome]] = []
+    for i in range(1, req.repeat + 1):
+        rows: list[TestOutcome] = []
+        for w in wrappers:
+            log.info(
+                "%s: wrapper %s (%s), run %d of %d",
+                name,
+                w.name,
+                w.command,
+                i,
+                req.repeat,
+            )
+            sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
+            rows += _one_wrapper(
+                req,
+                name,
+                w,
+                spec,
+                img,
+                executor,
+                f"{name}/guest/{sub}",
+                tests,
+            )
+        out.append(rows)
+    return out
+
+
+def _one_wrapper(
+    req: MmciRequest,
+    name: str,
+    w: discover.Wrapper,
+    spec: BootSpec,
+    img: Path,
+    executor: Executor,
+    log_dir: str,
+    tests: guest.Selftests,
+) -> list[TestOutcome]:
+    layout = plan.GUEST_HERE
+    job = guest.wrapper_job(w, layout.huge_1g_pages, layout.swap_mib)
+    boot_dir = req.out / log_dir
+    res = boot_once(
+        executor,
+        BootRequest(f"mmci/{log_dir.replace('/', '-')}", spec, job, boot_dir),
+        img,
+    )
+    output = (
+        res.results.read_text(errors="replace") if res.results.exists() else ""
+    )
+    console = (
+        res.console.read_text(errors="replace") if res.console.exists() else ""
+    )
+    run = results.WrapperRun(
+        w,
+        guest.wrapper_output(output),
+        res.exit_code,
+        timed_out=res.status is BootStatus.TIMEOUT,
+        console=console,
+        duration_s=round(res.elapsed, 1),
+        time_limit_s=int(spec.timeout),
+    )
+    log_rel = (
+        str(res.results.relative_to(req.out))
+        if res.results.is_relative_to(req.out)
+        else str(res.results)
+    )
+    rows = results.wrapper_outcomes(run, name, log_rel)
+    problems = guest.guest_setup(output).problems(
+        layout.huge_1g_pages, layout.swap_mib
+    )
+    misc = dict(rows[0].misc)
+    if tests.not_built:
+        misc["not_built"] = " ".join(tests.not_built)
+    if problems and res.exit_code is not None:
+        # the guest was not the one asked for: not the mm CI's result
+        misc["detail"] = "guest setup did not hold: " + "; ".join(problems)
+        rows[0] = replace(rows[0], status=TestStatus.ERROR, misc=misc)
+    else:
+        rows[0] = replace(rows[0], misc=misc)
+    log.info("%s: %s %s", name, rows[0].path, rows[0].status)
+    return rows

@@ -1,0 +1,290 @@
+"""The mm CI's wrappers in a guest: each ``ksft_*.sh`` of the tree (or,
+before the wrappers, each run_vmtests.sh category) run on its own boot of
+the kernel built with the mm CI's options (kconfig.MMCI), in a guest
+laid out as plan.GUEST_HERE says and why.
+
+The selftests are built as the mm CI builds them: the tree's own
+tools/testing/selftests/mm Makefile, against the tree's exported uapi
+headers, dynamically linked, every program it has. Like the host tests
+(hosttests.py) they are built in a copy of the parts they need, taken
+from git's objects at the tree's commit, so a shared tree is only read;
+the result is kept per commit. A program that does not build is named in
+the payload's record and in the wrapper's rows (run_vmtests.sh then
+reports it as failing).
+
+The guest is foliolab's busybox initramfs. A second archive, the
+payload, adds what run_vmtests.sh expects of a distribution's root:
+bash, the built directory at /foliolab/mmci, the shared libraries its
+programs and bash need, and the kernel's modules (test_vmalloc,
+test_hmm, hwpoison_inject are modules the wrappers modprobe). The kernel
+unpacks the archives in order, so one image file per kernel carries
+both, and each boot appends only its job.
+
+Differences from the mm CI's guest that are not scaling (plan.py has
+those): no distribution root (tools run_vmtests.sh would find there and
+busybox lacks, such as sudo, make the tests that need them skip or fail;
+each such case is traced in the baseline); swap on zram instead of a
+disk image (the initramfs has no disk; zram's pages are compressed guest
+memory, so swap-heavy cases see less free memory than the mm CI's).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab import proc
+from foliolab.arch import Arch
+from foliolab.errors import BuildError
+from foliolab.kernel import build, image
+from foliolab.kernel import source as ksource
+from foliolab.paths import cache_root
+from foliolab.suite.mmci import mmci
+from foliolab.suite.mmci.discover import MM, Wrapper
+
+log = logging.getLogger("foliolab")
+
+# What the mm selftests' build reads from the tree besides tools/: found
+# by building 7.3.4's (hmm-tests includes lib/test_hmm_uapi.h and
+# ksm_tests include/vdso/time64.h by relative paths; cow.c mm/gup_test.h).
+TREE_PATHS = ("tools", "lib/test_hmm_uapi.h", "include/vdso", "mm/gup_test.h")
+GUEST_DIR = "foliolab/mmci"
+# bash for run_vmtests.sh (busybox's sh is not bash); on the host, as the
+# suite's other host tools
+BASH = "/bin/bash"
+_MAKE_ERROR = re.compile(r"^make: \*\*\* \[[^\]]*?:\d+: (\S+)\] Error", re.M)
+_BUILT = "built.json"
+# Each wrapper's job: the mm CI's guest setup (run-mm-selftests.sh), each
+# step's result printed as a record, then the wrapper.
+_SETUP = """\
+echo 0 > /proc/sys/kernel/randomize_va_space
+echo "@@ mmci aslr $(cat /proc/sys/kernel/randomize_va_space)"
+huge=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+echo {huge} > $huge
+echo "@@ mmci huge-1g $(cat $huge)"
+echo {swap_mib}M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null \\
+	&& swapon /dev/zram0
+echo "@@ mmci swap-kib $(awk '/^SwapTotal/ {{print $2}}' /proc/meminfo)"
+cd /{dir}
+"""
+
+
+@dataclass(frozen=True)
+class Selftests:
+    """The built tools/testing/selftests/mm of one commit."""
+
+    directory: Path
+    commit: str
+    not_built: tuple[str, ...]  # programs make could not build
+    log: Path
+
+
+def selftests_dir(arch: Arch, commit: str) -> Path:
+    return cache_root() / "mmci-selftests" / arch.name / commit[:12]
+
+
+def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
+    """The tree's mm selftests, built with its own Makefile (``make -k``:
+    every program that builds), kept per commit."""
+    if not arch.native:
+        raise BuildError(
+            f"the mm CI's selftests for {arch.name} are not built here yet",
+            hint="run --mm-ci's guest step for the host's architecture",
+        )
+    keep = selftests_dir(arch, commit)
+    record = keep / _BUILT
+    if record.is_file():
+        got = json.loads(record.read_text())
+        return Selftests(
+            keep / "mm", commit, tuple(got["not_built"]), keep / "build.log"
+        )
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=keep.parent))
+    try:
+        src = work / "src"
+        src.mkdir()
+        tar = work / "parts.tar"
+        have = [
+            p
+            for p in TREE_PATHS
+            if ksource.git(
+                repo, "cat-file", "-e", f"{commit}:{p}", check=False
+            ).returncode
+            == 0
+        ]
+        ksource.git(repo, "archive", "-o", str(tar), commit, "--", *have)
+        proc.run(["tar", "-xf", str(tar), "-C", str(src)], what="tar -x")
+        tar.unlink()
+        logf = work / "build.log"
+        # the uapi headers of this tree, where lib.mk looks for them
+        # (KHDR_INCLUDES: top_srcdir/usr/include); a build directory of
+        # their own, so no kernel build's is touched
+        hdr = proc.run_until(
+            [
+                "nice",
+                "make",
+                "-C",
+                str(repo),
+                f"O={work / 'hdr'}",
+                f"ARCH={arch.linux_arch}",
+                "headers_install",
+                f"INSTALL_HDR_PATH={src / 'usr'}",
+            ],
+            output=work / "headers.log",
+            timeout=1800,
+        )
+        if hdr.returncode != 0 or hdr.timed_out:
+            raise BuildError(
+                f"the uapi headers of {commit[:12]} did not install",
+                log_path=work / "headers.log",
+            )
+        made = proc.run_until(
+            [
+                "nice",
+                "make",
+                "-C",
+                str(src / MM),
+                f"-j{os.cpu_count() or 2}",
+                "-k",
+            ],
+            output=logf,
+            timeout=3600,
+        )
+        text = logf.read_text(errors="replace")
+        not_built = sorted({Path(p).name for p in _MAKE_ERROR.findall(text)})
+        if made.timed_out or not (src / MM / "run_vmtests.sh").is_file():
+            raise BuildError(
+                f"the mm selftests of {commit[:12]} did not build",
+                log_path=logf,
+            )
+        keep_tmp = work / "keep"
+        keep_tmp.mkdir()
+        shutil.move(str(src / MM), keep_tmp / "mm")
+        shutil.move(str(logf), keep_tmp / "build.log")
+        (keep_tmp / _BUILT).write_text(
+            json.dumps({"commit": commit, "not_built": not_built}) + "\n"
+        )
+        shutil.rmtree(keep, ignore_errors=True)
+        keep_tmp.rename(keep)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not_built:
+        log.warning(
+            "mm selftests of %s: %d program(s) did not build: %s",
+            commit[:12],
+            len(not_built),
+            " ".join(not_built),
+        )
+    return Selftests(keep / "mm", commit, tuple(not_built), keep / "build.log")
+
+
+def _is_elf(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
+    """The archive each wrapper's boot adds to the base image."""
+    c = image.Cpio()
+    dynamic: list[str] = [BASH]
+    c.dir(GUEST_DIR)
+    for f in sorted(tests.directory.rglob("*")):
+        rel = f.relative_to(tests.directory)
+        name = f"{GUEST_DIR}/{rel}"
+        if f.is_symlink() or not (f.is_file() or f.is_dir()):
+            continue
+        if f.is_dir():
+            c.dir(name)
+            continue
+        data = f.read_bytes()
+        mode = stat.S_IMODE(f.stat().st_mode)
+        if _is_elf(f):
+            image.check_machine(data, arch, str(f))
+            dynamic.append(str(f))
+        c.file(name, data, mode)
+    c.file("bin/bash", Path(BASH).read_bytes(), 0o755)
+    libs = {lib for b in dynamic for lib in image.shared_libs(b)}
+    for lib in sorted(libs):
+        c.file(lib, Path(os.path.realpath(lib)).read_bytes(), 0o755)
+    if modules_root is not None and modules_root.is_dir():
+        for f in sorted(modules_root.rglob("*")):
+            there = str(f.relative_to(modules_root))
+            if f.is_dir():
+                c.dir(there)
+            elif f.is_file() and not f.is_symlink():
+                c.file(there, f.read_bytes(), 0o644)
+    return c.finish()
+
+
+def wrapper_job(w: Wrapper, huge_1g_pages: int, swap_mib: int) -> str:
+    """The guest's job for one wrapper: the mm CI's setup, then the
+    wrapper, its exit status the job's."""
+    setup = _SETUP.format(huge=huge_1g_pages, swap_mib=swap_mib, dir=GUEST_DIR)
+    return setup + f"bash {w.command}\n"
+
+
+@dataclass(frozen=True)
+class GuestSetup:
+    """What the job's setup records say held (the ``@@ mmci`` lines)."""
+
+    aslr: int | None
+    huge_1g_pages: int | None
+    swap_kib: int | None
+
+    def problems(self, want_huge: int, want_swap_mib: int) -> list[str]:
+        """How the guest differs from the layout asked for: a wrapper
+        run in such a guest is not the mm CI's."""
+        out = []
+        if self.aslr != 0:
+            out.append(f"ASLR is {self.aslr}, not 0")
+        if self.huge_1g_pages != want_huge:
+            out.append(
+                f"{self.huge_1g_pages} of {want_huge} 1 GiB huge pages "
+                "reserved"
+            )
+        if self.swap_kib is None or self.swap_kib < want_swap_mib * 1024 * 0.9:
+            out.append(f"swap {self.swap_kib} KiB, not {want_swap_mib} MiB")
+        return out
+
+
+_SETUP_RECORD = re.compile(r"^@@ mmci (\S+) (-?\d+)\s*$", re.M)
+
+
+def guest_setup(output: str) -> GuestSetup:
+    got = {k: int(v) for k, v in _SETUP_RECORD.findall(output)}
+    return GuestSetup(got.get("aslr"), got.get("huge-1g"), got.get("swap-kib"))
+
+
+def wrapper_output(output: str) -> str:
+    """The wrapper's own output: the results' text less the records
+    foliolab's init and the setup write (``@@ ...`` lines)."""
+    return "".join(
+        line
+        for line in output.splitlines(keepends=True)
+        if not line.startswith("@@ ")
+    )
+
+
+def kernel_args() -> tuple[str, ...]:
+    """The mm CI's kernel arguments that are not the console's (the
+    executor sets that): its log level."""
+    return tuple(a for a in mmci.KERNEL_ARGS if a.startswith("loglevel="))
+
+
+def keep_modules(kernel: build.Kernel, dest: Path) -> Path | None:
+    """The kernel's installed modules copied to ``dest`` (None: it has
+    none). Called while the build lock is held: the build directory is
+    the next build's once it is released."""
+    root = kernel.build_dir / build.MODULES_ROOT
+    if not root.is_dir():
+        return None
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(root, dest, symlinks=True)
+    return dest

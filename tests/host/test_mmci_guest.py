@@ -1,0 +1,212 @@
+"""The mm CI's guest step (suite/mmci/guest.py, run.py's wrappers): the
+kernel's config made of the mm CI's fragment, the lab's and the tree's;
+the job each wrapper boots with and the records its setup leaves; the
+payload archive; the choice of wrappers. Cheap: no kernel, no guest
+(the boots themselves are in the notebook's runs)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from test_mmci import run_cli
+
+from foliolab import errors
+from foliolab.arch import get_arch
+from foliolab.kernel import kconfig
+from foliolab.suite.mmci import discover, guest
+from foliolab.suite.mmci import run as mmci_run
+from foliolab.suite.mmci.results import WrapperRun, wrapper_outcomes
+from foliolab.testrecord import TestStatus
+
+X86 = get_arch("x86_64")
+MMAP = discover.wrapper_of("ksft_mmap.sh", "./run_vmtests.sh -t mmap\n")
+
+
+def test_the_mm_ci_kernel_takes_the_lab_layer_then_the_trees_options():
+    frag = kconfig.merge(
+        kconfig.MMCI,
+        "x86_64",
+        version=(7, 3),
+        tree_options={"CONFIG_TEST_HMM": "m", "CONFIG_NEW": "y"},
+    )
+    # the tree's fragment is last and wins (the mm CI's says y)
+    assert frag.options["CONFIG_TEST_HMM"] == "m"
+    assert frag.origin["CONFIG_TEST_HMM"] == kconfig.TREE_FRAGMENT
+    assert list(frag.options)[-1] == "CONFIG_NEW"
+    # the lab's layer: modules for the =m tests, and the choice base made
+    assert frag.options["CONFIG_MODULES"] == "y"
+    assert frag.origin["CONFIG_MODULES"] == "mm-ci-lab.config"
+    assert frag.options["CONFIG_TRANSPARENT_HUGEPAGE_MADVISE"] == "n"
+    assert frag.options["CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS"] == "y"
+    assert frag.options["CONFIG_X86_MCE"] == "y"  # x86's own file
+    # what the lab leaves out is no longer asked for, and says why
+    assert "CONFIG_GDB_SCRIPTS" not in frag.options
+    assert "CONFIG_MEMCG_SWAP" not in frag.options
+    assert frag.gone["CONFIG_GDB_SCRIPTS"] == "mm-ci-lab.config"
+    # arm64 does not get x86's
+    arm = kconfig.merge(kconfig.MMCI, "arm64", version=(7, 3))
+    assert "CONFIG_X86_MCE" not in arm.options
+
+
+def test_other_purposes_do_not_take_the_mm_ci_layers():
+    frag = kconfig.merge("debug", "x86_64", version=(7, 3))
+    assert "CONFIG_TEST_HMM" not in frag.options
+    assert frag.options.get("CONFIG_MODULES") != "y"
+
+
+def test_left_out_is_read_as_no_longer_asked_for():
+    got = kconfig.parse(
+        "CONFIG_A=y\n# CONFIG_A is left out: why\n# CONFIG_B is gone\n"
+    )
+    assert got == {"CONFIG_A": kconfig.GONE, "CONFIG_B": kconfig.GONE}
+
+
+def test_a_wrappers_job_sets_the_guest_up_then_runs_it():
+    job = guest.wrapper_job(MMAP, 4, 2048)
+    assert "randomize_va_space" in job
+    assert "echo 4 > $huge" in job
+    assert "echo 2048M > /sys/block/zram0/disksize" in job
+    assert job.rstrip().endswith("bash ./ksft_mmap.sh")
+    assert f"cd /{guest.GUEST_DIR}" in job
+
+
+OUTPUT = """\
+@@ boot 1.5
+@@ mmci aslr 0
+@@ mmci huge-1g 4
+@@ mmci swap-kib 2097148
+TAP version 13
+# -----------------------
+# running ./map_fixed_noreplace
+# -----------------------
+# ok 1 first
+# [PASS]
+ok 1 map_fixed_noreplace
+1..1
+@@ exit 0
+"""
+
+
+def test_the_setup_records_are_read_and_left_out_of_the_output():
+    setup = guest.guest_setup(OUTPUT)
+    assert (setup.aslr, setup.huge_1g_pages, setup.swap_kib) == (
+        0,
+        4,
+        2097148,
+    )
+    assert setup.problems(4, 2048) == []
+    text = guest.wrapper_output(OUTPUT)
+    assert "@@" not in text
+    rows = wrapper_outcomes(WrapperRun(MMAP, text, 0), "up")
+    assert rows[0].path == "kselftest.mm.mmap"
+    assert rows[0].status is TestStatus.PASS
+
+
+def test_a_setup_that_did_not_hold_is_named():
+    short = OUTPUT.replace("huge-1g 4", "huge-1g 1").replace(
+        "aslr 0", "aslr 2"
+    )
+    problems = guest.guest_setup(short).problems(4, 2048)
+    assert problems == [
+        "ASLR is 2, not 0",
+        "1 of 4 1 GiB huge pages reserved",
+    ]
+    no_swap = OUTPUT.replace("@@ mmci swap-kib 2097148\n", "")
+    assert guest.guest_setup(no_swap).problems(4, 2048) == [
+        "swap None KiB, not 2048 MiB"
+    ]
+
+
+def _cpio_names(data: bytes) -> dict[str, int]:
+    """name -> mode of every entry of a newc archive."""
+    names = {}
+    f = io.BytesIO(data)
+    while True:
+        hdr = f.read(110)
+        assert hdr[:6] == b"070701"
+        mode = int(hdr[14:22], 16)
+        size = int(hdr[54:62], 16)
+        namesize = int(hdr[94:102], 16)
+        name = f.read(namesize)[:-1].decode()
+        f.read((4 - (110 + namesize) % 4) % 4)
+        if name == "TRAILER!!!":
+            return names
+        f.read(size)
+        f.read((4 - size % 4) % 4)
+        names[name] = mode
+
+
+def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
+    tmp_path,
+):
+    mm = tmp_path / "mm"
+    mm.mkdir()
+    (mm / "run_vmtests.sh").write_text("#!/bin/bash\n")
+    (mm / "run_vmtests.sh").chmod(0o755)
+    (mm / "data.txt").write_text("x\n")
+    shutil.copy("/bin/true", mm / "true_prog")
+    mods = tmp_path / "modules"
+    (mods / "lib/modules/7.3.4").mkdir(parents=True)
+    (mods / "lib/modules/7.3.4/modules.dep").write_text("")
+    tests = guest.Selftests(mm, "c" * 40, (), tmp_path / "build.log")
+    names = _cpio_names(guest.payload(X86, tests, mods))
+    d = guest.GUEST_DIR
+    assert names[f"{d}/run_vmtests.sh"] & 0o777 == 0o755
+    assert names[f"{d}/data.txt"] & 0o777 == 0o644
+    assert f"{d}/true_prog" in names
+    assert "bin/bash" in names
+    assert any(n.endswith("libc.so.6") for n in names)
+    assert "lib/modules/7.3.4/modules.dep" in names
+
+
+def test_an_elf_for_another_machine_is_refused(tmp_path):
+    mm = tmp_path / "mm"
+    mm.mkdir()
+    elf = bytearray(Path("/bin/true").read_bytes())
+    elf[18:20] = (183).to_bytes(2, "little")  # aarch64
+    (mm / "prog").write_bytes(bytes(elf))
+    tests = guest.Selftests(mm, "c" * 40, (), tmp_path / "build.log")
+    with pytest.raises(errors.FoliolabError):
+        guest.payload(X86, tests, None)
+
+
+def _request(tmp_path, wrappers):
+    return mmci_run.MmciRequest((), X86, tmp_path, wrappers=wrappers)
+
+
+def test_wrappers_are_chosen_by_name_and_an_unknown_one_refused(tmp_path):
+    found = discover.Discovery(
+        discover.WRAPPERS,
+        (
+            MMAP,
+            discover.wrapper_of("ksft_cow.sh", "./run_vmtests.sh -t cow\n"),
+        ),
+        {},
+    )
+    every = mmci_run.chosen(_request(tmp_path, None), found)
+    assert [w.name for w in every] == ["mmap", "cow"]
+    assert mmci_run.chosen(_request(tmp_path, ()), found) == []
+    picked = mmci_run.chosen(_request(tmp_path, ("cow",)), found)
+    assert [w.name for w in picked] == ["cow"]
+    with pytest.raises(errors.UsageError, match="no such wrappers"):
+        mmci_run.chosen(_request(tmp_path, ("mmapp",)), found)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--wrappers", "mmap"], "--wrappers is --mm-ci's"),
+        (["--wrapper-limit", "60"], "--wrapper-limit is --mm-ci's"),
+        (
+            ["--mm-ci", "--kernel", "up=base", "--wrappers", "a b"],
+            "not all, none or a list of names",
+        ),
+    ],
+)
+def test_wrapper_options_are_checked_first(capsys, argv, message):
+    rc, _, err = run_cli(capsys, "test", *argv)
+    assert rc == errors.UsageError.exit_code
+    assert message in err
