@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -201,9 +202,49 @@ def fragment_of(tree: Tree, arch: Arch, purpose: str) -> kconfig.Fragment:
             if cp.returncode == 0
             else {}
         )
-    return kconfig.merge(
+    frag = kconfig.merge(
         purpose, arch.name, version=tree.version(), tree_options=tree_options
     )
+    if purpose != kconfig.MMCI:
+        return frag
+    # The mm CI's fragment follows mm-unstable: an option an older tree
+    # does not define (6.12 has no MM_ID) is not asked of it, as the mm
+    # CI's own build of that tree would drop it.
+    defined = _defined_options(tree)
+    absent = [
+        k
+        for k, where in frag.origin.items()
+        if where == kconfig.FRAGMENT_FILE[kconfig.MMCI]
+        and k in frag.options
+        and k not in defined
+    ]
+    return replace(
+        frag,
+        options={k: v for k, v in frag.options.items() if k not in absent},
+        gone={**frag.gone, **{k: NOT_IN_TREE for k in absent}},
+    )
+
+
+NOT_IN_TREE = "not defined by the tree's Kconfig files"
+_CONFIG_LINE = re.compile(r"^\s*(?:menu)?config\s+([A-Za-z0-9_]+)", re.M)
+
+
+def _defined_options(tree: Tree) -> set[str]:
+    """Every CONFIG_ symbol the tree's Kconfig files define at its
+    commit (read from git's objects)."""
+    cp = source.git(
+        tree.path,
+        "grep",
+        "-h",
+        "-E",
+        r"^\s*(menu)?config\s+[A-Za-z0-9_]+",
+        tree.commit,
+        "--",
+        "Kconfig*",
+        "*/Kconfig*",
+        check=False,
+    )
+    return {f"CONFIG_{m}" for m in _CONFIG_LINE.findall(cp.stdout)}
 
 
 def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:

@@ -45,6 +45,8 @@ TREE_FRAGMENT = "tools/testing/selftests/mm/config"
 # configs/mm-ci-lab.config: what the mm CI's fragment needs here (it
 # starts from virtme-ng's config, the lab from allnoconfig)
 MMCI_LAB = "mm-ci-lab"
+# the file of a purpose's own layer, as Fragment.origin names it
+FRAGMENT_FILE = {MMCI: f"{MMCI}.config"}
 # Purposes that build on another one's fragment.
 _BASED_ON = {"kasan": "debug", COVERAGE: "debug"}
 # Purposes that boot with the debug kernel arguments (debug_cmdline).

@@ -210,3 +210,28 @@ def test_wrapper_options_are_checked_first(capsys, argv, message):
     rc, _, err = run_cli(capsys, "test", *argv)
     assert rc == errors.UsageError.exit_code
     assert message in err
+
+
+def test_an_option_the_tree_does_not_define_is_not_asked_of_it(tmp_path):
+    from foliolab.kernel import build, source
+    from test_mmci import make_tree
+
+    repo, commit = make_tree(
+        tmp_path / "tree",
+        {
+            "Makefile": "VERSION = 7\nPATCHLEVEL = 3\n",
+            "mm/Kconfig": "config MMU\n\tbool\nmenuconfig KSM\n\tbool\n",
+            kconfig.TREE_FRAGMENT: "CONFIG_TEST_HMM=m\n",
+        },
+    )
+    tree = source.Tree("up", repo, commit, "")
+    frag = build.fragment_of(tree, X86, kconfig.MMCI)
+    # the mm CI's own options the tree defines stay asked for
+    assert frag.options["CONFIG_MMU"] == "y"
+    assert frag.options["CONFIG_KSM"] == "y"
+    assert frag.gone["CONFIG_MM_ID"] == build.NOT_IN_TREE
+    assert "CONFIG_MM_ID" not in frag.options
+    # the lab's, the base's and the tree's own are never dropped this way
+    assert frag.options["CONFIG_MODULES"] == "y"
+    assert frag.options["CONFIG_TEST_HMM"] == "m"
+    assert frag.options["CONFIG_SWAP"] == "y"
