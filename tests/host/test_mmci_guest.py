@@ -19,7 +19,7 @@ from foliolab.kernel import kconfig
 from foliolab.suite.mmci import discover, guest
 from foliolab.suite.mmci import run as mmci_run
 from foliolab.suite.mmci.results import WrapperRun, wrapper_outcomes
-from foliolab.testrecord import TestStatus
+from foliolab.testrecord import TestOutcome, TestStatus
 
 X86 = get_arch("x86_64")
 MMAP = discover.wrapper_of("ksft_mmap.sh", "./run_vmtests.sh -t mmap\n")
@@ -213,8 +213,9 @@ def test_wrapper_options_are_checked_first(capsys, argv, message):
 
 
 def test_an_option_the_tree_does_not_define_is_not_asked_of_it(tmp_path):
-    from foliolab.kernel import build, source
     from test_mmci import make_tree
+
+    from foliolab.kernel import build, source
 
     repo, commit = make_tree(
         tmp_path / "tree",
@@ -235,3 +236,101 @@ def test_an_option_the_tree_does_not_define_is_not_asked_of_it(tmp_path):
     assert frag.options["CONFIG_MODULES"] == "y"
     assert frag.options["CONFIG_TEST_HMM"] == "m"
     assert frag.options["CONFIG_SWAP"] == "y"
+
+
+def _series(tmp_path, n):
+    d = tmp_path / "series"
+    d.mkdir()
+    names = []
+    for i in range(1, n + 1):
+        name = f"{i:04d}-p{i}.patch"
+        (d / name).write_text(
+            f"From: a <a@b>\nSubject: [PATCH] p{i}\n\n---\n"
+            f"diff --git a/f{i} b/f{i}\n"
+        )
+        names.append(name)
+    (d / "series").write_text("\n".join(names) + "\n")
+    return d
+
+
+def _rows(path, status, kernel="k"):
+    return [TestOutcome(path, status, kernel)]
+
+
+CASE = "kselftest.mm.soft_dirty.soft_dirty.Test_soft-dirty_after_swap"
+
+
+@pytest.mark.parametrize("bad_from", [1, 3, 5, 8])
+def test_the_first_bad_patch_is_found_by_bisecting_prefixes(
+    tmp_path, bad_from
+):
+    from foliolab.kernel import specs
+    from foliolab.suite.mmci import firstbad
+
+    spec = specs.parse_spec("next", f"base+{_series(tmp_path, 8)}")
+    up = [_rows(CASE, TestStatus.PASS, "up") for _ in range(3)]
+    tried = []
+
+    def run_prefix(k, paths):
+        assert paths == [CASE]
+        n = len(k.series().patches)
+        tried.append((k.name, n))
+        status = TestStatus.FAIL if n >= bad_from else TestStatus.PASS
+        return [_rows(CASE, status, k.name) for _ in range(3)]
+
+    got = firstbad.locate(spec, [CASE], up, run_prefix, up_is_source=True)
+    assert got.first_bad == bad_from
+    assert got.patch == f"{bad_from:04d}-p{bad_from}.patch"
+    # a bisection: at most ceil(log2(8)) prefixes, never the full series
+    # nor the source, which the comparison already tried
+    assert len(tried) <= 3
+    assert all(0 < n < 8 for _, n in tried)
+    assert all(name == f"next-p{n}" for name, n in tried)
+    assert {s.prefix: s.bad for s in got.steps} == {
+        n: n >= bad_from for _, n in tried
+    }
+    rows = firstbad.outcomes(got)
+    assert [r.path for r in rows] == [f"firstbad.{CASE}"]
+    assert rows[0].status is TestStatus.FAIL
+    assert rows[0].misc["patch"] == got.patch
+
+
+def test_a_source_that_fails_against_another_reference_is_said_so(tmp_path):
+    from foliolab.kernel import specs
+    from foliolab.suite.mmci import firstbad
+
+    spec = specs.parse_spec("next", f"base+{_series(tmp_path, 4)}")
+    up = [_rows(CASE, TestStatus.PASS, "up") for _ in range(3)]
+    got = firstbad.locate(
+        spec,
+        [CASE],
+        up,
+        lambda k, paths: [_rows(CASE, TestStatus.FAIL) for _ in range(3)],
+        up_is_source=False,
+    )
+    assert got.first_bad == 0
+    assert [s.prefix for s in got.steps] == [0]
+    assert "source fails them" in firstbad.text(got)
+    assert firstbad.outcomes(got)[0].status is TestStatus.ERROR
+
+
+def test_a_kernel_without_a_series_is_not_searched():
+    from foliolab.kernel import specs
+    from foliolab.suite.mmci import firstbad
+
+    got = firstbad.locate(
+        specs.parse_spec("next", "base"),
+        [CASE],
+        [],
+        lambda k, paths: pytest.fail("nothing to run"),
+        up_is_source=False,
+    )
+    assert got.first_bad is None and "not a series kernel" in got.note
+
+
+def test_the_wrapper_of_a_case_path():
+    from foliolab.suite.mmci import firstbad
+
+    assert firstbad.wrapper_of_path(CASE) == "soft_dirty"
+    assert firstbad.wrapper_of_path("kselftest.mm.cow") == "cow"
+    assert firstbad.wrapper_of_path("hosttest.radix-tree.maple") is None

@@ -28,6 +28,7 @@ from foliolab.suite.mmci import (
     compare,
     config,
     discover,
+    firstbad,
     guest,
     hosttests,
     plan,
@@ -52,6 +53,8 @@ class MmciRequest:
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
     wrapper_limit_s: int | None = None  # None: plan.wrapper_limit_s()
     memory_mib: int = plan.GUEST_HERE.memory_mib
+    # a new failure on a series kernel is found to its patch
+    bisect: bool = True
 
 
 @dataclass(frozen=True)
@@ -146,26 +149,9 @@ def run(req: MmciRequest) -> MmciResult:
             len(wrappers),
             " ".join(w.name for w in wrappers),
         )
-        runs[k.name] = []
-        for i in range(1, req.repeat + 1):
-            log.info("%s: host tests, run %d of %d", k.name, i, req.repeat)
-            rows = hosttests.run_host_tests(
-                tree.path,
-                tree.commit,
-                k.name,
-                req.out,
-                f"{k.name}/host-{i}" if req.repeat > 1 else f"{k.name}/host",
-            )
-            runs[k.name].append(
-                [_with_run(r, i) if req.repeat > 1 else r for r in rows]
-            )
-        if wrappers and executor is not None:
-            for i, rows in enumerate(
-                _guest_runs(req, k.name, tree, wrappers, executor), 1
-            ):
-                runs[k.name][i - 1] += [
-                    _with_run(r, i) if req.repeat > 1 else r for r in rows
-                ]
+        runs[k.name] = _kernel_runs(
+            req, k.name, tree, wrappers, executor, host=True
+        )
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
@@ -184,9 +170,74 @@ def run(req: MmciRequest) -> MmciResult:
             other,
             suffix=f"-{other}" if len(others) > 1 and other else "",
         )
+        new = [c.path for c in cases if c.verdict == compare.NEW]
+        spec = next((k for k in req.kernels if k.name == other), None)
+        if new and spec is not None and req.bisect:
+            up = req.kernels[0]
+            located = firstbad.locate(
+                spec,
+                new,
+                runs[ref],
+                _prefix_runner(req, executor),
+                up_is_source=up.applied is None
+                and up.text == spec.source_spec().text,
+            )
+            texts.append(firstbad.text(located))
+            firstbad.write(req.out, located)
+            every_row += firstbad.outcomes(located)
     outcomes = Outcomes("test", records, every_row)
     outcomes.write(req.out)
     return MmciResult(outcomes, "\n".join(texts), passed)
+
+
+def _kernel_runs(
+    req: MmciRequest,
+    name: str,
+    tree: source.Tree,
+    wrappers: list[discover.Wrapper],
+    executor: Executor | None,
+    host: bool,
+) -> list[list[TestOutcome]]:
+    """``req.repeat`` runs of the kernel's tests: its host tests (when
+    ``host``), then each wrapper on its own boot; each run's rows."""
+    runs: list[list[TestOutcome]] = [[] for _ in range(req.repeat)]
+    several = req.repeat > 1
+    if host:
+        for i in range(1, req.repeat + 1):
+            log.info("%s: host tests, run %d of %d", name, i, req.repeat)
+            rows = hosttests.run_host_tests(
+                tree.path,
+                tree.commit,
+                name,
+                req.out,
+                f"{name}/host-{i}" if several else f"{name}/host",
+            )
+            runs[i - 1] += [_with_run(r, i) if several else r for r in rows]
+    if wrappers and executor is not None:
+        guest_rows = _guest_runs(req, name, tree, wrappers, executor)
+        for i, rows in enumerate(guest_rows, 1):
+            runs[i - 1] += [_with_run(r, i) if several else r for r in rows]
+    return runs
+
+
+def _prefix_runner(
+    req: MmciRequest, executor: Executor | None
+) -> firstbad.RunPrefix:
+    """How firstbad runs a prefix of the series: its host tests when a
+    new failure is a host test's, and the wrappers the new failures are
+    in, each ``req.repeat`` times."""
+
+    def run_prefix(
+        spec: specs.KernelSpec, paths: list[str]
+    ) -> list[list[TestOutcome]]:
+        tree = trees.tree_of(spec)
+        names = {firstbad.wrapper_of_path(p) for p in paths} - {None}
+        found = discover.discover(tree.path, tree.commit)
+        wrappers = [w for w in found.wrappers if w.name in names]
+        host = any(p.startswith(hosttests.PREFIX + ".") for p in paths)
+        return _kernel_runs(req, spec.name, tree, wrappers, executor, host)
+
+    return run_prefix
 
 
 def _with_run(r: TestOutcome, i: int) -> TestOutcome:
