@@ -253,7 +253,8 @@ def fetch_source(pkg: debian.Package) -> SourceFiles:
             pkg.version,
             upstream,
         )
-        proc.run(
+        logp = _src_dir() / "source.log"
+        cp = proc.run(
             [
                 "apt-get",
                 *debian._apt_options(_src_dir()),
@@ -264,10 +265,19 @@ def fetch_source(pkg: debian.Package) -> SourceFiles:
                 f"{SOURCE_PACKAGE}={pkg.version}",
             ],
             cwd=where,
-            log_path=_src_dir() / "source.log",
+            log_path=logp,
+            check=False,
             error=SourceError,
-            what=f"apt-get source {SOURCE_PACKAGE}={pkg.version}",
         )
+        if cp.returncode != 0:
+            raise SourceError(
+                f"apt-get source {SOURCE_PACKAGE}={pkg.version} failed: "
+                + not_fetched(logp),
+                hint="the orig tarball comes from Debian's archive "
+                "(deb.debian.org or a mirror that carries source "
+                "packages); no other source of it is taken",
+                log_path=logp,
+            )
     for n, sha in want.items():
         if debian.sha256_of(where / n) != sha:
             raise SourceError(
@@ -280,6 +290,24 @@ def fetch_source(pkg: debian.Package) -> SourceFiles:
     return SourceFiles(
         where / dsc, where / orig_name, where / part, want[orig_name]
     )
+
+
+def not_fetched(source_log: Path) -> str:
+    """Why apt-get source fetched nothing, from its log, in a few
+    words: a mirror that answers 404 for the pool's source files (one
+    that serves binary packages only) is named as such."""
+    text = (
+        source_log.read_text(errors="replace") if source_log.exists() else ""
+    )
+    missing = re.findall(r"^E: Failed to fetch (\S+)\s+404", text, re.M)
+    if missing:
+        return (
+            f"the archive answers 404 Not Found for {len(missing)} "
+            f"file(s) of it ({missing[0].rsplit('/', 1)[-1]}, ...): "
+            "this mirror serves no source packages"
+        )
+    m = re.search(r"^E: (.+)$", text, re.M)
+    return m.group(1).strip() if m else "see the log"
 
 
 def release_commit(tarball: Path) -> str:

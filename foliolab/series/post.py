@@ -205,9 +205,9 @@ def base_tree(spec: Source, upstream: str | None) -> BaseTree:
             raise UsageError(
                 f"--base {spec.text} is a Debian package unpacked by the "
                 "lab: its commit resolves nowhere upstream",
-                hint=f"give --base {spec.text}@orig (the release without "
-                "Debian's patches) and --base-commit SHA, upstream's "
-                "commit of the release it packages",
+                hint="give --base-commit SHA, upstream's commit of the "
+                f"release it packages, and --base {spec.text}@orig for "
+                "that release's tree without Debian's patches",
             )
         pkg = debian.resolve_known(spec.version) or debian.resolve(
             spec.version

@@ -25,7 +25,7 @@ class DebianSource(Source):
     beside it (debian_orig.measured_differences)."""
 
     kind = "debian"
-    form = "debian:VERSION[@orig]"
+    form = "debian:VERSION"
     prefix = "debian:"
     plus_in_its_form = True
 
