@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from foliolab import locks, proc
+from foliolab import locks, proc, records
 from foliolab.errors import SourceError
 from foliolab.kernel import debian, source
 from foliolab.paths import cache_root
@@ -527,14 +527,45 @@ def write_differences(orig: Orig, diff: Differences) -> Path:
     return where
 
 
+def read_differences(orig: Orig) -> Differences | None:
+    """The differences written beside the orig's tree before, if they are
+    there and of this orig; None if not (a damaged file is one that is
+    not there: they are made again)."""
+    d = records.read_cache(differences_file(orig))
+    if d is None or d.get("orig_commit") != orig.commit:
+        return None
+    try:
+        return Differences(
+            str(d["debian_version"]),
+            str(d["debian_commit"]),
+            str(d["orig_commit"]),
+            tuple(
+                FileChange(
+                    str(f["path"]),
+                    str(f["status"]),
+                    tuple(str(p) for p in f["patches"]),
+                )
+                for f in d["files"]
+            ),
+            int(d["patches"]),
+            tuple(str(x) for x in d["excluded"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def measured_differences(orig: Orig) -> tuple[Differences, Path]:
     """The differences between the orig and the Debian tree of the same
     package version (the one the lab measures on, fetched if it is not
-    in the cache yet), written beside the orig's tree."""
-    measured = debian.prepare(orig.package)
-    files = fetch_source(orig.package)
-    diff = differences(orig, measured, files.debian_tar)
-    where = write_differences(orig, diff)
+    in the cache yet), written beside the orig's tree, and found there
+    again after that (nothing fetched)."""
+    where = differences_file(orig)
+    diff = read_differences(orig)
+    if diff is None:
+        measured = debian.prepare(orig.package)
+        files = fetch_source(orig.package)
+        diff = differences(orig, measured, files.debian_tar)
+        write_differences(orig, diff)
     by_patch = {p for f in diff.files for p in f.patches}
     log.info(
         "debian:%s differs from its orig in %d file(s), by %d of Debian's "

@@ -207,7 +207,7 @@ def test_a_git_archive_tarball_names_its_commit(package):
 def test_debians_tree_differs_by_file_with_the_patches_that_make_it(
     package,
 ):
-    package()
+    _, _, fetched = package()
     orig = debian_orig.prepare(PKG)
     diff, where = debian_orig.measured_differences(orig)
     assert {(f.path, f.status, f.patches) for f in diff.files} == {
@@ -222,6 +222,10 @@ def test_debians_tree_differs_by_file_with_the_patches_that_make_it(
     # written beside the orig's tree, as JSON
     assert where.parent == orig.tree.parent
     assert '"mm/memory.c"' in where.read_text()
+    # found again beside the tree: nothing fetched or compared again
+    fetched.clear()
+    assert debian_orig.measured_differences(orig) == (diff, where)
+    assert fetched == []
     # the Debian tree's repository is only read
     measured = debian.prepare(PKG).tree
     assert source.git(measured, "status", "--porcelain").stdout == ""
