@@ -345,9 +345,18 @@ def test_an_orig_spec_takes_a_series_after_it(tmp_path):
     assert k.applied is not None and k.applied.prefix == 1
 
 
-def test_a_part_other_than_orig_is_refused():
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "debian:7.3@src",
+        "debian:7.3.4-1~bpo13+1@src",
+        "debian:7.3.4-1~bpo13+1@src+SERIES",
+    ],
+)
+def test_a_part_other_than_orig_is_refused(spec, tmp_path):
+    folder = _series(tmp_path, ("rmap", "mm/rmap.c", "a\n", "b\n"))
     with pytest.raises(UsageError, match="@src is not a part"):
-        DebianSource.parse("k", "debian:7.3@src")
+        kernels.parse_kernel("k=" + spec.replace("SERIES", str(folder)))
 
 
 def test_touched_files_of_quilt_and_git_patches():

@@ -47,6 +47,13 @@ class DebianSource(Source):
         debian.package_of(version)  # the form only; the archive later
         return cls(text, version, bool(at))
 
+    @classmethod
+    def is_form(cls, text: str) -> bool:
+        # any @PART reads as this form, so that parse() names a wrong
+        # part in its own words, not as a '+' with no series after it
+        version = text[len(cls.prefix) :].partition("@")[0]
+        return super().is_form(cls.prefix + version)
+
     def check(self, name: str, count: bool, offline: bool) -> None:
         if not offline:
             debian.resolve(self.version)
