@@ -267,6 +267,10 @@ def test_a_series_on_files_debian_left_alone_is_said_identical(
     tree = k.source.series_tree("s", k.series())
     got = source.git(tree.path, "show", f"{tree.commit}:mm/rmap.c").stdout
     assert got == "int rmap = 2;\n"  # git am applied it on the orig
+    # the kernel's record names the file of Debian's differences
+    orig = debian_orig.prepare(PKG)
+    assert str(debian_orig.differences_file(orig)) in tree.origin
+    assert tree.onto is not None and tree.onto.commit == orig.commit
     lines = [r.getMessage() for r in caplog.records if "touches" in r.message]
     assert lines == [
         "kernel s's series touches 1 file(s), all identical on "

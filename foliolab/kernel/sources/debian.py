@@ -79,8 +79,14 @@ class DebianSource(Source):
     def _orig_tree(
         self, name: str, orig: debian_orig.Orig
     ) -> tuple[source.Tree, source.Onto]:
+        # the kernel's record (its build's origin) names the file that
+        # says how Debian's tree differs
+        origin = (
+            f"{orig.describe()}; Debian's tree differs as "
+            f"{debian_orig.differences_file(orig)} says"
+        )
         return (
-            source.Tree(name, orig.tree, orig.commit, "", orig.describe()),
+            source.Tree(name, orig.tree, orig.commit, "", origin),
             source.Onto(self.text, orig.tarball, orig.commit),
         )
 
