@@ -111,8 +111,10 @@ def apt_dir() -> Path:
     return cache_root() / "debian" / "apt"
 
 
-def _apt_options() -> list[str]:
-    d = apt_dir()
+def _apt_options(d: Path | None = None) -> list[str]:
+    """apt's options for foliolab's own configuration in ``d`` (the
+    package lists' apt_dir() unless given)."""
+    d = d or apt_dir()
     return [
         "-o",
         f"Dir::Etc::SourceList={d / 'sources.list'}",
@@ -216,17 +218,41 @@ def unreached(update_log: Path) -> tuple[str, bool]:
 
 def versions(name: str) -> list[str]:
     """The versions of package ``name`` the suites carry, newest first."""
+    found = []
+    for version, _ in _madison(name):
+        if version not in found:
+            found.append(version)
+    return _newest_first(found)
+
+
+def suites_of(pkg: Package) -> list[tuple[str, str]]:
+    """The (mirror, suite) pairs whose package lists carry ``pkg``'s
+    version, as the cached lists say (nothing is fetched)."""
+    out = []
+    for version, where in _madison(pkg.name):
+        # "http://deb.debian.org/debian trixie-backports/main amd64 ..."
+        parts = where.split()
+        if version == pkg.version and len(parts) >= 2:
+            pair = (parts[0], parts[1].split("/", 1)[0])
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
+def _madison(name: str) -> list[tuple[str, str]]:
+    """(version, where) of each line `apt-cache madison` gives for
+    ``name``."""
     cp = proc.run(
         ["apt-cache", *_apt_options(), "madison", name],
         check=False,
         error=SourceError,
     )
-    found = []
+    out = []
     for line in cp.stdout.splitlines():
         fields = [f.strip() for f in line.split("|")]
-        if len(fields) >= 2 and fields[0] == name and fields[1] not in found:
-            found.append(fields[1])
-    return _newest_first(found)
+        if len(fields) >= 3 and fields[0] == name:
+            out.append((fields[1], fields[2]))
+    return out
 
 
 def _newest_first(found: list[str]) -> list[str]:

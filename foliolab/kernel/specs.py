@@ -6,7 +6,8 @@ SPEC is one of
 - ``git:PATH@REF``: a commit of the user's own kernel clone;
 - ``debian:VERSION``: Debian's ``linux-source-X.Y`` package, ``X.Y`` for the
   newest in the archive (sid, trixie-backports, ...) or an exact package
-  version (see debian.py);
+  version (see debian.py); ``debian:VERSION@orig``: that package's orig
+  tarball, the upstream release without Debian's patches (debian_orig.py);
 - ``SOURCE+DIR``: one of the three above with the series in DIR (a
   ``series`` file) applied, ``SOURCE+DIR:N`` with its first N patches
   (``base+DIR``, ``debian:7.3+patches/7.3``, ``git:~/linux@v7.3+p:4``);

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from foliolab import proc
 from foliolab.errors import PatchApplyError, SourceError, UsageError
-from foliolab.kernel import debian, source
+from foliolab.kernel import debian, debian_orig, source
 from foliolab.kernel.sources.base import Source
 from foliolab.kernel.sources.debian import DebianSource
 from foliolab.kernel.sources.git import GitSource
@@ -129,6 +129,8 @@ class BaseTree:
     commit: str
     upstream: str
     described: str
+    # debian:VERSION@orig: how the Debian tree measured on differs
+    differences: debian_orig.Differences | None = None
 
 
 @dataclass(frozen=True)
@@ -196,13 +198,16 @@ def base_tree(spec: Source, upstream: str | None) -> BaseTree:
                 hint="give upstream's full commit id of the release the "
                 "postings go on",
             )
+    if isinstance(spec, DebianSource) and spec.orig:
+        return _orig_base(spec, upstream)
     if isinstance(spec, DebianSource):
         if upstream is None:
             raise UsageError(
                 f"--base {spec.text} is a Debian package unpacked by the "
                 "lab: its commit resolves nowhere upstream",
                 hint="give --base-commit SHA, upstream's commit of the "
-                "release it packages",
+                f"release it packages, and --base {spec.text}@orig for "
+                "that release's tree without Debian's patches",
             )
         pkg = debian.resolve_known(spec.version) or debian.resolve(
             spec.version
@@ -215,6 +220,32 @@ def base_tree(spec: Source, upstream: str | None) -> BaseTree:
     raise UsageError(
         f"--base {spec.text}: post reads the tree the postings go on",
         hint="give debian:VERSION or git:PATH@REF",
+    )
+
+
+def _orig_base(spec: DebianSource, upstream: str | None) -> BaseTree:
+    """debian:VERSION@orig: the orig tarball's tree, base-commit: the
+    commit the tarball records (git archive's comment) or --base-commit;
+    neither is refused, and one that differs from the other too."""
+    pkg = debian.resolve_known(spec.version) or debian.resolve(spec.version)
+    orig, diff = spec.prepare_orig(pkg)
+    found = orig.release_commit
+    if upstream is None and not found:
+        raise UsageError(
+            f"--base {spec.text}: {orig.tarball} records no upstream "
+            "commit (Debian's repack keeps no git archive comment), and "
+            "foliolab guesses none",
+            hint=f"give --base-commit SHA, upstream's commit of Linux "
+            f"{orig.upstream} (tag v{orig.upstream} of the stable tree)",
+        )
+    if upstream is not None and found and upstream != found:
+        raise UsageError(
+            f"--base-commit {upstream} is not the commit {orig.tarball} "
+            f"records ({found})",
+            hint="leave --base-commit out to use the tarball's",
+        )
+    return BaseTree(
+        orig.tree, orig.commit, upstream or found, orig.describe(), diff
     )
 
 
@@ -548,6 +579,11 @@ def write_posting(
 ) -> Written:
     """The posting's mbox in ``out``, b4's way (see the module's doc)."""
     patches = [read_patch(p) for p in posting.patches]
+    if base.differences is not None:
+        # measured on Debian's tree, posted on the orig's: the same files?
+        debian_orig.say_series_on_both(
+            base.differences, posting.patches, f"posting {posting.name}"
+        )
     before = required(posting, postings)
     stat = diffstat(
         base,

@@ -4,7 +4,8 @@ inputs a ``SOURCE+INPUT[:N]`` puts on them, as classes in two registries
 
 - ``base`` (pinned.py, PinnedBase): the pinned Debian 6.12 source;
 - ``git:PATH@REF`` (git.py, GitSource): a commit of the user's clone;
-- ``debian:VERSION`` (debian.py, DebianSource): Debian's linux-source;
+- ``debian:VERSION[@orig]`` (debian.py, DebianSource): Debian's
+  linux-source, or with @orig its orig tarball without Debian's patches;
 - ``image:PATH`` (image.py, ImageSource): a kernel built elsewhere;
 - ``+DIR`` (series.py, DirSeries): a folder with a `series` file.
 

@@ -1,12 +1,15 @@
 """``debian:VERSION``: Debian's linux-source package (kernel/debian.py),
-unpacked as a commit of a repository of its own."""
+unpacked as a commit of a repository of its own; ``debian:VERSION@orig``:
+the upstream release that package carries, its orig tarball without
+Debian's patches (kernel/debian_orig.py)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-from foliolab.kernel import build, debian, source
+from foliolab.errors import UsageError
+from foliolab.kernel import build, debian, debian_orig, source
 from foliolab.kernel.sources.base import Source, SourceRecord, written
 
 log = logging.getLogger("foliolab")
@@ -16,7 +19,10 @@ log = logging.getLogger("foliolab")
 class DebianSource(Source):
     """A package version (X.Y: the archive's newest): which one is known
     only by asking the archive, so nothing of it is known to a dry run
-    but its build directory."""
+    but its build directory. With ``@orig``, the package's orig tarball:
+    upstream's release, less what Debian's repack removes, without
+    Debian's patches; how the package's tree differs from it is written
+    beside it (debian_orig.measured_differences)."""
 
     kind = "debian"
     form = "debian:VERSION"
@@ -25,12 +31,28 @@ class DebianSource(Source):
 
     text: str
     version: str  # X.Y or a package version
+    orig: bool = False
 
     @classmethod
     def parse(cls, name: str, text: str) -> DebianSource:
-        version = text[len(cls.prefix) :]
+        version, at, part = text[len(cls.prefix) :].partition("@")
+        if at and part != debian_orig.ORIG_SUFFIX[1:]:
+            raise UsageError(
+                f"kernel {name}: {text!r}: @{part} is not a part of a "
+                "Debian package",
+                hint="give debian:VERSION (Debian's tree) or "
+                "debian:VERSION@orig (its orig tarball, without "
+                "Debian's patches)",
+            )
         debian.package_of(version)  # the form only; the archive later
-        return cls(text, version)
+        return cls(text, version, bool(at))
+
+    @classmethod
+    def is_form(cls, text: str) -> bool:
+        # any @PART reads as this form, so that parse() names a wrong
+        # part in its own words, not as a '+' with no series after it
+        version = text[len(cls.prefix) :].partition("@")[0]
+        return super().is_form(cls.prefix + version)
 
     def check(self, name: str, count: bool, offline: bool) -> None:
         if not offline:
@@ -45,12 +67,50 @@ class DebianSource(Source):
             )
 
     def start(self, name: str) -> tuple[source.Tree, source.Onto]:
-        src = debian.prepare(debian.resolve(self.version))
-        pkg = src.package
+        pkg = debian.resolve(self.version)
+        if self.orig:
+            return self._orig_tree(name, self.prepare_orig(pkg)[0])
+        src = debian.prepare(pkg)
         return (
             source.Tree(name, src.tree, src.commit, "", src.describe()),
             source.Onto(self.text, f"{pkg.name} {pkg.version}", src.commit),
         )
+
+    def _orig_tree(
+        self, name: str, orig: debian_orig.Orig
+    ) -> tuple[source.Tree, source.Onto]:
+        # the kernel's record (its build's origin) names the file that
+        # says how Debian's tree differs
+        origin = (
+            f"{orig.describe()}; Debian's tree differs as "
+            f"{debian_orig.differences_file(orig)} says"
+        )
+        return (
+            source.Tree(name, orig.tree, orig.commit, "", origin),
+            source.Onto(self.text, orig.tarball, orig.commit),
+        )
+
+    def prepare_orig(
+        self, pkg: debian.Package
+    ) -> tuple[debian_orig.Orig, debian_orig.Differences]:
+        """The orig of ``pkg`` unpacked, and how Debian's tree of it
+        differs (written beside it)."""
+        orig = debian_orig.prepare(pkg)
+        return orig, debian_orig.measured_differences(orig)[0]
+
+    def series_tree(self, name: str, series: source.Series) -> source.Tree:
+        if not self.orig:
+            return super().series_tree(name, series)
+        # the series applies to the orig (git am), and the files it
+        # touches are the same on the tree it was measured on, or named
+        orig, diff = self.prepare_orig(debian.resolve(self.version))
+        under, onto = self._orig_tree(name, orig)
+        tree = source.prepare_series(under, onto, series, name)
+        if series.patches:
+            debian_orig.say_series_on_both(
+                diff, series.patches, f"kernel {name}'s series"
+            )
+        return tree
 
     def slot(self) -> str:
         # a package's tree is its own checkout, never the base's
@@ -59,6 +119,7 @@ class DebianSource(Source):
         return build.slot_name(False, (int(major), int(minor)))
 
     def record(self) -> SourceRecord:
-        return SourceRecord(
-            self.kind, self.text, written(debian_version=self.version)
-        )
+        own: dict[str, str | int | None] = {"debian_version": self.version}
+        if self.orig:
+            own["debian_part"] = "orig"
+        return SourceRecord(self.kind, self.text, written(**own))
