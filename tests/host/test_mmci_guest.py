@@ -334,3 +334,21 @@ def test_the_wrapper_of_a_case_path():
     assert firstbad.wrapper_of_path(CASE) == "soft_dirty"
     assert firstbad.wrapper_of_path("kselftest.mm.cow") == "cow"
     assert firstbad.wrapper_of_path("hosttest.radix-tree.maple") is None
+
+
+def test_commits_that_leave_tools_alone_share_their_selftests(tmp_path):
+    from test_mmci import git, make_tree
+
+    repo, first = make_tree(
+        tmp_path / "tree",
+        {"tools/testing/selftests/mm/a.c": "1\n", "mm/rmap.c": "1\n"},
+    )
+    (repo / "mm/rmap.c").write_text("2\n")
+    git(repo, "commit", "-qam", "mm only")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "tools/testing/selftests/mm/a.c").write_text("2\n")
+    git(repo, "commit", "-qam", "a selftest")
+    third = git(repo, "rev-parse", "HEAD").strip()
+    key = guest.selftests_key
+    assert key(repo, first) == key(repo, second)
+    assert key(repo, second) != key(repo, third)

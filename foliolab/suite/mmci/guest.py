@@ -8,9 +8,10 @@ tools/testing/selftests/mm Makefile, against the tree's exported uapi
 headers, dynamically linked, every program it has. Like the host tests
 (hosttests.py) they are built in a copy of the parts they need, taken
 from git's objects at the tree's commit, so a shared tree is only read;
-the result is kept per commit. A program that does not build is named in
+the result is kept. A program that does not build is named in
 the payload's record and in the wrapper's rows (run_vmtests.sh then
-reports it as failing).
+reports it as failing). The build is kept by what it reads (git's ids
+of those parts), so commits that leave tools/ alone share it.
 
 The guest is foliolab's busybox initramfs. A second archive, the
 payload, adds what run_vmtests.sh expects of a distribution's root:
@@ -30,6 +31,7 @@ memory, so swap-heavy cases see less free memory than the mm CI's).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -86,8 +88,20 @@ class Selftests:
     log: Path
 
 
-def selftests_dir(arch: Arch, commit: str) -> Path:
-    return cache_root() / "mmci-selftests" / arch.name / commit[:12]
+def selftests_key(repo: Path, commit: str) -> str:
+    """What the build of the selftests reads, named: git's object ids of
+    TREE_PATHS at ``commit``. The prefixes of a series that leaves
+    tools/ alone share one build (a bisection tries several)."""
+    h = hashlib.sha256()
+    for p in TREE_PATHS:
+        cp = ksource.git(repo, "rev-parse", f"{commit}:{p}", check=False)
+        oid = cp.stdout.strip() if cp.returncode == 0 else "-"
+        h.update(f"{p}\0{oid}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def selftests_dir(arch: Arch, key: str) -> Path:
+    return cache_root() / "mmci-selftests" / arch.name / key
 
 
 def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
@@ -98,7 +112,7 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
             f"the mm CI's selftests for {arch.name} are not built here yet",
             hint="run --mm-ci's guest step for the host's architecture",
         )
-    keep = selftests_dir(arch, commit)
+    keep = selftests_dir(arch, selftests_key(repo, commit))
     record = keep / _BUILT
     if record.is_file():
         got = json.loads(record.read_text())
