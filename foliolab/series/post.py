@@ -439,7 +439,10 @@ def person_trailers(message: str, who: Sender) -> list[str]:
         m = _PERSON_TRAILER.match(line)
         if not m:
             continue
-        name, addr = email.utils.parseaddr(m.group(2))
+        # what follows " #" is a note, not the address: "Cc:
+        # stable@vger.kernel.org # 6.1.x" (stable-kernel-rules.rst)
+        who_text = m.group(2).split(" #", 1)[0]
+        name, addr = email.utils.parseaddr(who_text)
         if "@" in addr and addr != who.email:
             out.append(_addr(name, addr))
     return out

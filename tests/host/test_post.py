@@ -350,3 +350,19 @@ def test_a_debian_base_needs_its_upstream_commit(tmp_path, capsys):
     with pytest.raises(UsageError) as e:
         post.base_tree(DebianSource("debian:7.3", "7.3"), "50269104ff40")
     assert "is not a commit id of 40 hex digits" in e.value.message
+
+
+def test_a_trailer_note_is_not_part_of_the_address():
+    """stable-kernel-rules' "Cc: stable@vger.kernel.org # note": the
+    note after " #" is not Cc'd as part of an address."""
+    from foliolab.series import post
+
+    who = post.Sender("A Sender", "sender@example.org")
+    message = (
+        "Fix.\n\nCc: stable@vger.kernel.org # needs 29f40594a281\n"
+        "Cc: Ryan Roberts <ryan.roberts@arm.com>\n"
+    )
+    assert post.person_trailers(message, who) == [
+        "stable@vger.kernel.org",
+        "Ryan Roberts <ryan.roberts@arm.com>",
+    ]
