@@ -18,6 +18,7 @@ GENERAL = [
     "page-fault-threads",
     "usemem",
     "time-unmap",
+    "madvise",
     "stress-ng-mmap",
 ]
 
@@ -63,6 +64,7 @@ def test_lead_metrics_have_the_robots_and_mmtests_names():
         "page-fault-threads": "will-it-scale.per_thread_ops",
         "usemem": "vm-scalability.throughput",
         "time-unmap": "time_unmap.Time",
+        "madvise": "madvise.mb_per_s",
         "stress-ng-mmap": "stress-ng.mmap.ops_per_sec",
     }
     assert [lead[n].better for n in GENERAL] == [
@@ -70,6 +72,7 @@ def test_lead_metrics_have_the_robots_and_mmtests_names():
         "higher",
         "higher",
         "lower",
+        "higher",
         "higher",
     ]
     # rates are averaged harmonically
@@ -87,6 +90,7 @@ def test_lead_metrics_have_the_robots_and_mmtests_names():
         ("usemem", "swap", "2"),
         ("usemem", "thp", "madvise"),
         ("time-unmap", "threads", "0"),
+        ("madvise", "advice", "willneed"),
         ("stress-ng-mmap", "stressor", "cpu"),
     ],
 )
@@ -245,6 +249,32 @@ def test_time_unmap_wants_every_page_touched_and_a_shootdown_a_munmap():
     assert derive("time-unmap", tu(TU, 0), threads="1").invalid == []
     d = derive("time-unmap", tu(TU | {"pages_touched": 1000.0}, 40))
     assert any("pages touched of the" in r for r in d.invalid)
+
+
+MA = {"mb_per_s": 300.0, "ms_mean": 100.0, "pages": 40960.0}
+
+
+def test_madvise_checks_what_each_advice_left():
+    def ma(done, vm=""):
+        return sample(MA | {"pages_as_advised": done}, vm, vm)
+
+    d = derive("madvise", ma(40960.0))
+    assert d.invalid == []
+    assert d.values["madvise.mb_per_s"] == 300.0
+    assert d.values["pages_as_advised_pct"] == 100.0
+    d = derive("madvise", ma(100.0), advice="pageout")
+    assert any("every page swapped out" in r for r in d.invalid)
+    # MADV_FREE that the kernel did not count as lazily freed
+    lazy = sample(
+        MA | {"pages_as_advised": 40960.0},
+        "pglazyfree 0\n",
+        "pglazyfree 10\n",
+    )
+    d = derive("madvise", lazy, advice="free")
+    assert any("pglazyfree 10 for 40960" in r for r in d.invalid)
+    no_swap = ma(40960.0)
+    no_swap.files["meminfo.before"] = "SwapTotal:  0 kB\n"
+    assert "no swap" in derive("madvise", no_swap, advice="pageout").invalid
 
 
 YAML = """metrics:
