@@ -206,7 +206,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
-    print(workloads.listing(workloads.get_workloads(args.names)), end="")
+    # without names: every workload, the general set too
+    names = args.names or workloads.ALL
+    print(workloads.listing(workloads.get_workloads(names)), end="")
     return 0
 
 

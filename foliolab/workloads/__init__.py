@@ -23,9 +23,14 @@ from foliolab.workloads.dirty_tlb import workload as dirty_tlb
 from foliolab.workloads.file_reclaim import workload as file_reclaim
 from foliolab.workloads.khugepaged import workload as khugepaged
 from foliolab.workloads.ksm_rmap import workload as ksm_rmap
+from foliolab.workloads.madvise import workload as madvise
 from foliolab.workloads.model import MACHINE_VCPUS, Workload
+from foliolab.workloads.page_fault import workload as page_fault
 from foliolab.workloads.pageout import workload as pageout
+from foliolab.workloads.stress_ng import workload as stress_ng
 from foliolab.workloads.sweep import parse_point_name, point
+from foliolab.workloads.time_unmap import workload as time_unmap
+from foliolab.workloads.usemem import workload as usemem
 
 
 def _registry(*folders: ModuleType) -> dict[str, Workload]:
@@ -39,11 +44,27 @@ def _registry(*folders: ModuleType) -> dict[str, Workload]:
     return out
 
 
+# The seeds' workload folders: what a run without --workloads runs.
+SEED_FOLDERS = (pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
+# The general mm workloads (issue 61): the benchmarks the kernel test
+# robot and mmtests report any mm change with, written here. Run by name
+# or all of them as ``--workloads general``; not in the default run,
+# whose time they would more than double.
+GENERAL_FOLDERS = (page_fault, usemem, time_unmap, madvise, stress_ng)
 # Every workload folder, in the order a run boots and reports their
 # workloads.
-FOLDERS = (pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
+FOLDERS = SEED_FOLDERS + GENERAL_FOLDERS
 # Every workload by name.
 WORKLOADS = _registry(*FOLDERS)
+# The names of the workload sets ``--workloads`` takes besides names.
+GENERAL = "general"
+SEEDS = "seeds"
+ALL = "all"
+SETS = {
+    SEEDS: [w for f in SEED_FOLDERS for w in f.WORKLOADS],
+    GENERAL: [w for f in GENERAL_FOLDERS for w in f.WORKLOADS],
+    ALL: list(WORKLOADS.values()),
+}
 
 
 def find(name: str) -> Workload | None:
@@ -55,6 +76,11 @@ def find(name: str) -> Workload | None:
     w = WORKLOADS.get(base)
     if w is None and (uw := user.loaded(base)) is not None:
         w = uw.workload
+    if w is None and stress_ng.is_family_name(base):
+        try:
+            w = stress_ng.workload(base)
+        except UsageError:
+            return None
     if w is None or not values:
         return w
     if any(k not in w.params and k != MACHINE_VCPUS for k, _ in values):
@@ -64,32 +90,39 @@ def find(name: str) -> Workload | None:
 
 def fixtures() -> list[Path]:
     """Each workload folder's fixture/: its captured boots (a run
-    directory), for the contract test."""
-    return [
-        Path(str(folder.__file__)).parent / "fixture" for folder in FOLDERS
-    ]
+    directory), for the contract test; a folder without one has none to
+    give (the contract test says which workload has no captured boot)."""
+    folders = (Path(str(folder.__file__)).parent for folder in FOLDERS)
+    return [f / "fixture" for f in folders if (f / "fixture").is_dir()]
 
 
 def get_workloads(names: str | None) -> list[Workload]:
-    """Parse ``--workloads a,b``; None (the option not given) means all.
-    An entry with a slash (``./mywl``) is a user's workload folder,
-    loaded and checked now (user.py), before anything is built."""
+    """Parse ``--workloads a,b``; None (the option not given) means the
+    seeds' workloads; ``seeds``, ``general`` and ``all`` stand for their
+    sets. An entry with a slash (``./mywl``) is a user's workload
+    folder, loaded and checked now (user.py), before anything is
+    built."""
     if names is None:
-        return list(WORKLOADS.values())
+        return list(SETS[SEEDS])
     out: list[Workload] = []
-    for name in names.split(","):
-        name = name.strip()
+    for name in _expand_sets(names):
         if user.looks_like_path(name):
             w = user.load(Path(name).expanduser(), set(WORKLOADS)).workload
         elif name in WORKLOADS:
             w = WORKLOADS[name]
+        elif stress_ng.is_family_name(name):
+            # any mm stressor by name; another is refused here, in one
+            # line, before anything is built
+            w = stress_ng.workload(name)
         else:
             raise UsageError(
                 f"unknown workload {name!r}"
                 if name
                 else f"--workloads {names!r} names an empty workload",
-                hint=f"choose from: {', '.join(WORKLOADS)}, or a folder "
-                "of your own by its path (./NAME)",
+                hint=f"choose from: {', '.join(WORKLOADS)}, "
+                f"{stress_ng.PREFIX}STRESSOR (an mm stressor), the sets "
+                f"{', '.join(SETS)}, or a folder of your own by its path "
+                "(./NAME)",
             )
         if any(o.name == w.name for o in out):
             raise UsageError(
@@ -97,6 +130,16 @@ def get_workloads(names: str | None) -> list[Workload]:
                 hint="give each workload once (--runs sets the repetitions)",
             )
         out.append(w)
+    return out
+
+
+def _expand_sets(names: str) -> list[str]:
+    """The entries of ``--workloads``, each set replaced by its
+    workloads' names."""
+    out: list[str] = []
+    for name in names.split(","):
+        name = name.strip()
+        out += [w.name for w in SETS[name]] if name in SETS else [name]
     return out
 
 

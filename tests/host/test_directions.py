@@ -24,6 +24,8 @@ DECLARED = {
     ("pageout", "pswpout"): (NO_DIRECTION, FIXED_BY_REQUEST),
     ("pageout-4k", "pswpout"): (NO_DIRECTION, FIXED_BY_REQUEST),
     ("pageout", "mthp_swpout"): ("higher", WHOLE_FOLIOS),
+    # advice=pageout swaps out what it is asked to; the others none
+    ("madvise", "pswpout"): (NO_DIRECTION, FIXED_BY_REQUEST),
 }
 
 RECLAIM_COUNTERS = ("pgscan", "pgsteal", "pswpout", "swpout")

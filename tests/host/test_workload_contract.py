@@ -66,7 +66,28 @@ def test_captured_boots_derive_the_expected_samples(run, captured):
     assert captured[run] == expected(run)
 
 
-@pytest.mark.parametrize("name", list(workloads.WORKLOADS))
+# Workloads with no captured boot yet, and why. Their case is expected to
+# fail, strictly: once a boot is captured the mark fails, to be removed.
+NOT_CAPTURED = {
+    "madvise": "written after the boots of 2026-11-29 (8 allowed) were "
+    "spent: capture one (foliolab compare --workloads madvise --runs 1)",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            n,
+            marks=pytest.mark.xfail(
+                strict=True, reason="no captured boot: " + NOT_CAPTURED[n]
+            ),
+        )
+        if n in NOT_CAPTURED
+        else n
+        for n in workloads.WORKLOADS
+    ],
+)
 def test_every_workload_derives_every_metric_it_declares(name, captured):
     """Each workload has a captured timed boot, valid, and every timed
     metric it declares comes from one of them; its counting boots (when

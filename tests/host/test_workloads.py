@@ -13,7 +13,8 @@ def test_get_workloads():
         "pageout",
         "pageout-4k",
     ]
-    assert len(workloads.get_workloads(None)) == len(workloads.WORKLOADS)
+    # the default run: the seeds' workloads (the general set by name)
+    assert workloads.get_workloads(None) == workloads.SETS["seeds"]
     with pytest.raises(UsageError, match="unknown workload 'pagein'"):
         workloads.get_workloads("pageout,pagein")
 

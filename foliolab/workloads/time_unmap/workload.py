@@ -1,0 +1,167 @@
+"""time-unmap: mmtests' time_unmap (timeunmap.c, run by time-unmap.sh),
+munmap of a large anonymous mapping populated by a number of threads,
+one a CPU: how long the unmap takes with the TLB shootdowns it sends.
+
+Where it differs from mmtests (whose program is not used): mmtests maps
+80% of the machine's memory with one thread a CPU over 60 iterations;
+here ``size_mb`` (default 64 of the guest's 3 GiB: a fault costs about
+150 us under TCG) over ``iterations``; the threads other than the one
+that unmaps spin while it does, so their CPUs are running the mm (a
+sleeping thread's CPU would be idle in lazy TLB mode, which x86 skips)."""
+
+from __future__ import annotations
+
+from foliolab.guestdata import parse
+from foliolab.guestdata.parse import GuestSample
+from foliolab.workloads.checks import (
+    common_checks,
+    copy_metrics,
+    counter_deltas,
+)
+from foliolab.workloads.model import (
+    MACHINE_VCPUS,
+    NO_DIRECTION,
+    Derived,
+    Growth,
+    Metric,
+    Param,
+    Workload,
+)
+
+# mmtests' time_unmap reports "Time", microseconds a munmap.
+LEAD = "time_unmap.Time"
+
+
+def derive_time_unmap(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    vm = common_checks(s, d, need_swap=False)
+    copy_metrics(s, d, ("time_us_min", "time_us_max"))
+    if "time_us_mean" not in s.metrics:
+        d.invalid.append("timeunmap reported no times")
+        return d
+    d.values[LEAD] = s.metrics["time_us_mean"]
+    pages = s.metrics.get("pages", 0)
+    touched = s.metrics.get("pages_touched", 0)
+    iterations = int(params["iterations"])
+    if touched < pages or pages < iterations * int(params["size_mb"]) * 256:
+        d.invalid.append(
+            f"{touched:.0f} pages touched of the {pages:.0f} asked"
+        )
+    if vm:
+        d.values["pgfault"] = vm.get("pgfault", 0)
+        if vm.get("pgfault", 0) < 0.95 * touched:
+            d.invalid.append(
+                f"{vm.get('pgfault', 0)} page faults for {touched:.0f} "
+                "pages touched: the mapping was not in base pages"
+            )
+        if "nr_tlb_remote_flush" in vm:
+            d.values["nr_tlb_remote_flush"] = vm["nr_tlb_remote_flush"]
+    irq = counter_deltas(s, "interrupts", parse.parse_interrupts)
+    if "TLB" in irq:
+        d.values["tlb_shootdowns"] = irq["TLB"]
+        d.values["tlb_shootdowns_per_unmap"] = irq["TLB"] / iterations
+        d.values["call_ipis"] = irq.get("CAL", 0)
+        # threads on other CPUs running the mm: every munmap must reach
+        # them, or the setup (a CPU a thread) did not hold
+        if int(params["threads"]) > 1 and irq["TLB"] < iterations:
+            d.invalid.append(
+                f"{irq['TLB']} TLB shootdowns in {iterations} munmaps: "
+                "the other threads' CPUs were not running the mm"
+            )
+    return d
+
+
+TIME_UNMAP = Workload(
+    name="time-unmap",
+    title=f"mmtests time_unmap: munmap of a mapping populated by N "
+    f"threads, TLB shootdowns ({LEAD})",
+    script="time-unmap",
+    params={
+        "threads": Param.integer(
+            "2",
+            "threads populating the mapping, one a CPU (mmtests: one a "
+            "CPU); the others spin through each munmap",
+            1,
+            64,
+        ),
+        "size_mb": Param.integer(
+            "64",
+            "MiB mapped and unmapped each iteration (mmtests: 80% of memory)",
+            1,
+            2048,
+        ),
+        "iterations": Param.integer(
+            "10", "munmaps a sample (mmtests: 60)", 1, 1000
+        ),
+    },
+    metrics=(
+        Metric(
+            LEAD,
+            "us",
+            "lower",
+            "munmap of the whole mapping, microseconds, mean of the "
+            "iterations",
+        ),
+        Metric(
+            "tlb_shootdowns_per_unmap",
+            "irqs",
+            "lower",
+            "TLB shootdown interrupts (/proc/interrupts TLB) per "
+            "iteration, populating included",
+        ),
+        Metric(
+            "time_us_min",
+            "us",
+            "lower",
+            "fastest munmap of the sample",
+            primary=False,
+        ),
+        Metric(
+            "time_us_max",
+            "us",
+            "lower",
+            "slowest munmap of the sample",
+            primary=False,
+        ),
+        Metric(
+            "tlb_shootdowns",
+            "irqs",
+            "lower",
+            "TLB shootdown interrupts, the whole sample",
+            primary=False,
+        ),
+        Metric(
+            "call_ipis",
+            "irqs",
+            "lower",
+            "function call IPIs (/proc/interrupts CAL)",
+            primary=False,
+        ),
+        Metric(
+            "nr_tlb_remote_flush",
+            "flushes",
+            "lower",
+            "nr_tlb_remote_flush (CONFIG_DEBUG_TLBFLUSH kernels only)",
+            primary=False,
+        ),
+        Metric(
+            "pgfault",
+            "faults",
+            NO_DIRECTION,
+            "pgfault (vmstat), the whole sample",
+            primary=False,
+        ),
+    ),
+    derive=derive_time_unmap,
+    timeout=300,
+    # its fixture's boot under TCG (defaults): 26.9 s
+    tcg_boot_s=26.9,
+    growth=(
+        Growth("threads", LEAD, "munmap time"),
+        Growth(MACHINE_VCPUS, LEAD, "munmap time"),
+        Growth(MACHINE_VCPUS, "tlb_shootdowns_per_unmap", "shootdowns"),
+    ),
+    follow_vcpus=lambda n: {"threads": str(n)},
+)
+
+WORKLOADS = (TIME_UNMAP,)

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * usemem TASKS TOTAL_MB LOOPS VERIFY: anonymous fill, the operation and
+ * unit of vm-scalability's usemem (written here, not taken from it).
+ *
+ * TASKS processes each map TOTAL_MB / TASKS of anonymous private memory
+ * and write every word of it, LOOPS times over (the first pass faults it
+ * in), then, once every task is done with its writing, check every page
+ * it wrote (VERIFY 1; untimed). Each task's throughput is its MiB written
+ * over the time it took, in KB/s; vm-scalability's throughput is their
+ * sum (each task alone, whatever the others did meanwhile).
+ *
+ * Records: throughput_kbs (the sum), elapsed_ms (the first task's start
+ * to the last one's end), pages (pages each pass was asked to write, all
+ * tasks), pages_written (pages written, all tasks, all passes) and
+ * verify_errors; a page read back wrong is reported as corruption.
+ */
+#include "fltasks.h"
+
+#include <stdatomic.h>
+
+struct task_result {
+	double start_ms, end_ms;
+	unsigned long pages_written, bad;
+	char pad[64 - 2 * sizeof(double) - 2 * sizeof(unsigned long)];
+};
+
+struct shared {
+	_Atomic int ready, go, written;
+	struct task_result r[FL_MAX_TASKS];
+};
+
+static struct shared *sh;
+static size_t task_pages;
+static int ntasks, loops, verify;
+
+static void fill_task(int id, void *arg)
+{
+	struct task_result *r = &sh->r[id];
+	uint64_t seed = (uint64_t)id << 40;
+	char *p;
+
+	(void)arg;
+	atomic_fetch_add(&sh->ready, 1);
+	while (!atomic_load(&sh->go))
+		;
+	r->start_ms = now_ms();
+	p = mmap(NULL, task_pages * PAGE_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	for (int l = 0; l < loops; l++) {
+		fill_pages(p, task_pages, seed ^ ((uint64_t)l << 32));
+		r->pages_written += task_pages;
+	}
+	r->end_ms = now_ms();
+	/* verified once all are written: a check swapping pages in would
+	 * slow the tasks still writing */
+	atomic_fetch_add(&sh->written, 1);
+	while (atomic_load(&sh->written) < ntasks)
+		fl_sleep_ms(1);
+	if (verify)
+		r->bad = verify_pages(p, task_pages,
+				      seed ^ ((uint64_t)(loops - 1) << 32));
+	munmap(p, task_pages * PAGE_SIZE);
+}
+
+int main(int argc, char **argv)
+{
+	double kbs = 0, first = 0, last = 0;
+	unsigned long written = 0, bad = 0;
+	struct fl_task *t;
+	int failed;
+
+	if (argc != 5 || atoi(argv[1]) < 1 || atoi(argv[1]) > FL_MAX_TASKS ||
+	    atol(argv[2]) < 1 || atoi(argv[3]) < 1) {
+		fprintf(stderr, "usage: usemem TASKS TOTAL_MB LOOPS VERIFY\n");
+		return 2;
+	}
+	ntasks = atoi(argv[1]);
+	task_pages = ((size_t)atol(argv[2]) << 20) / PAGE_SIZE / ntasks;
+	loops = atoi(argv[3]);
+	verify = atoi(argv[4]);
+	sh = fl_shared(sizeof(*sh));
+
+	/* not pinned: usemem's processes go where the scheduler puts them */
+	t = fl_start_tasks(ntasks, 0, 0, fill_task, NULL);
+	while (atomic_load(&sh->ready) < ntasks)
+		fl_sleep_ms(1);
+	atomic_store(&sh->go, 1);
+	failed = fl_wait_tasks(t, ntasks, 0);
+	if (failed) {
+		invalid("a usemem task failed (killed, or mmap failed)");
+		return 1;
+	}
+	for (int i = 0; i < ntasks; i++) {
+		struct task_result *r = &sh->r[i];
+
+		kbs += r->pages_written * (PAGE_SIZE / 1024) /
+		       ((r->end_ms - r->start_ms) / 1e3);
+		first = i == 0 || r->start_ms < first ? r->start_ms : first;
+		last = r->end_ms > last ? r->end_ms : last;
+		written += r->pages_written;
+		bad += r->bad;
+	}
+	metric("throughput_kbs", kbs);
+	metric("elapsed_ms", last - first);
+	metric("pages", (double)task_pages * ntasks);
+	metric("pages_written", written);
+	if (verify)
+		metric("verify_errors", bad);
+	if (bad) {
+		printf("@@ corrupt %lu of %zu pages read back wrong\n", bad,
+		       task_pages * ntasks);
+		return 1;
+	}
+	return 0;
+}
