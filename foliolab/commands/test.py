@@ -42,6 +42,11 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         "tests alone (default: all)",
     )
     s.add_argument(
+        "--no-host-tests",
+        action="store_true",
+        help="with --mm-ci: the wrappers alone, not the trees' host tests",
+    )
+    s.add_argument(
         "--wrapper-limit",
         type=options.positive_int,
         metavar="SECONDS",
@@ -162,6 +167,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         for o, v in (
             ("--wrappers", args.wrappers),
             ("--wrapper-limit", args.wrapper_limit),
+            ("--no-host-tests", args.no_host_tests or None),
         )
         if v is not None
     ]
@@ -364,6 +370,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         accel=args.accel,
         executor=executors.options(args, args.argv),
         wrapper_limit_s=args.wrapper_limit,
+        host_tests=not args.no_host_tests,
     )
 
 

@@ -55,6 +55,7 @@ class MmciRequest:
     memory_mib: int = plan.GUEST_HERE.memory_mib
     # a new failure on a series kernel is found to its patch
     bisect: bool = True
+    host_tests: bool = True  # False: the wrappers alone
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def run(req: MmciRequest) -> MmciResult:
             " ".join(w.name for w in wrappers),
         )
         runs[k.name] = _kernel_runs(
-            req, k.name, tree, wrappers, executor, host=True
+            req, k.name, tree, wrappers, executor, host=req.host_tests
         )
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
