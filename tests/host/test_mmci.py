@@ -39,10 +39,12 @@ def git(repo: Path, *args: str) -> str:
 
 
 def make_tree(root: Path, files: dict[str, str]) -> tuple[Path, str]:
-    """A git repository with ``files`` committed: (repo, commit)."""
+    """A git repository with ``files`` committed, and an mm/rmap.c as
+    every kernel tree has (a git: spec of a tree without one is refused
+    before anything is made of it): (repo, commit)."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
-    for name, text in files.items():
+    for name, text in {"mm/rmap.c": "/* rmap */\n", **files}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     git(root, "add", "-A")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from foliolab.kernel import build, debian, source
+from foliolab.kernel import build, debian, kconfig, source
 from foliolab.kernel.sources.base import Source, SourceRecord, written
 
 log = logging.getLogger("foliolab")
@@ -44,6 +44,15 @@ class DebianSource(Source):
                 self.version,
             )
 
+    def check_tree(self, name: str) -> None:
+        kconfig.check_served(f"kernel {name}: {self.text}", self._series())
+
+    def _series(self) -> tuple[int, int]:
+        """X.Y of the package (linux-source-X.Y) the version is of."""
+        package, _ = debian.package_of(self.version)
+        major, minor = package[len("linux-source-") :].split(".")
+        return int(major), int(minor)
+
     def start(self, name: str) -> tuple[source.Tree, source.Onto]:
         src = debian.prepare(debian.resolve(self.version))
         pkg = src.package
@@ -54,9 +63,7 @@ class DebianSource(Source):
 
     def slot(self) -> str:
         # a package's tree is its own checkout, never the base's
-        package, _ = debian.package_of(self.version)
-        major, minor = package[len("linux-source-") :].split(".")
-        return build.slot_name(False, (int(major), int(minor)))
+        return build.slot_name(False, self._series())
 
     def record(self) -> SourceRecord:
         return SourceRecord(

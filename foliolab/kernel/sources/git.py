@@ -45,10 +45,12 @@ class GitSource(Source):
         source.resolve_ref(self.repo, self.ref)
 
     def check_tree(self, name: str) -> None:
+        # a repository and a commit first, said as such
+        commit = source.resolve_ref(self.repo, self.ref)
         cp = proc.run(
             [
                 *("git", "-C", self.repo, "cat-file", "-e"),
-                f"{self.ref}:mm/rmap.c",
+                f"{commit}:mm/rmap.c",
             ],
             check=False,
         )
