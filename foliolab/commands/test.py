@@ -254,11 +254,10 @@ def _upstream_plan(
 def _cmd_mmci(args: argparse.Namespace) -> int:
     """``test --mm-ci``: the host tests of every kernel's tree, compared
     with the first's; the guest wrappers listed as a planned step."""
-    req = _mmci_request(args)
+    req = _mmci_request(args)  # the plan: the dry run runs it and no more
     if req.dry_run:
         print(mmci_run.dry_run(req), end="")
         return 0
-    rundir.claim(req.out, RunKind.MMCI)
     rundir.mark(req.out, RunKind.MMCI)
     result = mmci_run.run(req)
     rundir.mark(req.out, RunKind.MMCI, finished=True)
@@ -290,8 +289,9 @@ _NOT_MMCI = (
 
 
 def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
-    """--mm-ci's request, every option checked before any tree is
-    made."""
+    """--mm-ci's request, every option, kernel spec and series checked
+    and its --out claimed before any tree is made: its one planning
+    step, all its --dry-run runs besides printing the plan."""
     given = [
         "--" + o.replace("_", "-")
         for o in _NOT_MMCI
@@ -315,6 +315,18 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             f"--kernel names repeat: {' '.join(names)}",
             hint="give each kernel its own name",
         )
+    for k in kernels:
+        if k.source.prebuilt:
+            raise UsageError(
+                f"--kernel {k.name}={k.text}: --mm-ci builds its host "
+                "tests from each kernel's tree, and a prebuilt image has "
+                "none",
+                hint="give a source spec: base, git:PATH@REF or "
+                "debian:VERSION, each with +DIR[:N] or without",
+            )
+    # every kernel's spec, series and tree, as compare checks them (the
+    # dry run asks no archive, as compare's does not)
+    specs.check_specs(list(kernels), offline=args.dry_run, at_least=1)
     arch = get_arch(args.arch)
     if not arch.native:
         raise UsageError(
@@ -325,6 +337,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "mmci-%Y%m%d-%H%M%S"
     )
+    rundir.claim(out, RunKind.MMCI)  # its dry run's too: only checked
     return mmci_run.MmciRequest(
         kernels, arch, out, repeat=args.repeat, dry_run=args.dry_run
     )
