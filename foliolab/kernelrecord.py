@@ -250,7 +250,10 @@ def _check_given(
     was a number reached the KCIDB document as one)."""
     g = records.Fields(path, given, hint, where)
     for key in ("name", "kind", "text", "series_sha"):
-        g.string(key, "")
+        # text when there (to_json writes no null: a null series_sha was
+        # read as none, and the series' digest left out of what was made)
+        if key in given:
+            g.string(key)
     for key, value in given.items():
         if key in SpecRecord._OWN:
             continue
