@@ -324,9 +324,6 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
                 hint="give a source spec: base, git:PATH@REF or "
                 "debian:VERSION, each with +DIR[:N] or without",
             )
-    # every kernel's spec, series and tree, as compare checks them (the
-    # dry run asks no archive, as compare's does not)
-    specs.check_specs(list(kernels), offline=args.dry_run, at_least=1)
     arch = get_arch(args.arch)
     if not arch.native:
         raise UsageError(
@@ -338,6 +335,14 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         "mmci-%Y%m%d-%H%M%S"
     )
     rundir.claim(out, RunKind.MMCI)  # its dry run's too: only checked
+    # every kernel's spec, series and tree as compare checks them, and
+    # the trees at hand (a git: commit) as the dry run reads them; last
+    # the checks that may ask Debian's archive (not in a dry run, as
+    # compare's does not)
+    for k in kernels:
+        specs.check_local(k)
+    mmci_run.check_trees_at_hand(kernels)
+    specs.check_specs(list(kernels), offline=args.dry_run, at_least=1)
     return mmci_run.MmciRequest(
         kernels, arch, out, repeat=args.repeat, dry_run=args.dry_run
     )

@@ -104,6 +104,9 @@ def check(run: RunStages) -> Executor:
         counting.check_accel(machine.accel)
     counting.check_root_option(plan.roots, plan.count)
     executor = make_executor(run.executor, plan.out, plan.count)
+    # the run to finish read before any kernel's check may ask Debian's
+    # archive: a damaged one is refused as its dry run refuses it
+    kept = RunManifest.read(plan.out) if plan.resume else None
     specs = list(wanted.specs)
     kernels_mod.check_specs(specs, plan.count, offline=run.dry_run)
     roots_checked = rootcheck.check_kept(
@@ -114,13 +117,8 @@ def check(run: RunStages) -> Executor:
         wanted.config,
         plan.count,
     )
-    if plan.resume:
-        differences(
-            start_manifest(run),
-            RunManifest.read(plan.out),
-            plan.count,
-            plan.out,
-        )
+    if kept is not None:
+        differences(start_manifest(run), kept, plan.count, plan.out)
     # last, the one check that does work (fetching, unpacking, applying);
     # a dry run changes nothing, so it applies nothing, and a resumed run
     # with nothing left to boot does nothing

@@ -470,8 +470,9 @@ _NOT_A_KERNEL: list[Path] = []
 
 
 def not_a_kernel_repo() -> Path:
-    """A git repository of two commits and no kernel in it, made once
-    per process (its directory removed at exit)."""
+    """A git repository of two commits and no kernel in it (and a branch
+    mm-only with an mm/rmap.c alone), made once per process (its
+    directory removed at exit)."""
     if not _NOT_A_KERNEL:
         import atexit
         import tempfile
@@ -487,7 +488,16 @@ def not_a_kernel_repo() -> Path:
             ["add", "README"],
             ["commit", "-q", "-m", "README"],
             ["commit", "-q", "--allow-empty", "-m", "a second commit"],
+            # branch mm-only: an mm/rmap.c, what the lab takes for a
+            # kernel tree, and nothing else of one (no selftests)
+            ["checkout", "-q", "-b", "mm-only"],
+            ["add", "mm/rmap.c"],
+            ["commit", "-q", "-m", "mm/rmap.c"],
+            ["checkout", "-q", "main"],
         ):
+            if argv[0] == "add" and argv[1] == "mm/rmap.c":
+                (repo / "mm").mkdir()
+                (repo / "mm" / "rmap.c").write_text("/* rmap */\n")
             subprocess.run(
                 ["git", "-C", str(repo), *ident, *argv],
                 check=True,

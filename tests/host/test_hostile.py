@@ -937,6 +937,7 @@ def _dry_pool(w: World) -> dict[str, list[list[str]]]:
         f"base+{w.series}",
         f"base+{w.series}:9",
         f"git:{w.notkernel}@main",
+        f"git:{w.notkernel}@mm-only",  # mm/rmap.c, no selftests
         f"git:{w.notkernel}@nosuchref",
         "debian:6.1",
         "debian:7.3",
@@ -944,9 +945,14 @@ def _dry_pool(w: World) -> dict[str, list[list[str]]]:
         f"image:{w.textfile}",
         *(f"base+{s}" for s in series[1:]),
     ]
+    # the kernels a plan accepts, thrice each: a command line of three
+    # kernels then often has one wrong at most, and whether the dry run
+    # and the run agree on that one is tried
+    right = [0, 1, 7, 4] * 3
     return {
         "kernels": [
             [],
+            *(["--kernel", f"r{j}={specs[i]}"] for j, i in enumerate(right)),
             *(["--kernel", f"k{i}={s}"] for i, s in enumerate(specs)),
         ],
         "patches": [
