@@ -470,9 +470,10 @@ _NOT_A_KERNEL: list[Path] = []
 
 
 def not_a_kernel_repo() -> Path:
-    """A git repository of two commits and no kernel in it (and a branch
-    mm-only with an mm/rmap.c alone), made once per process (its
-    directory removed at exit)."""
+    """A git repository of two commits and no kernel in it (and branches
+    rmap-only, with an mm/rmap.c alone, and mm-only, with a Makefile's
+    version too), made once per process (its directory removed at
+    exit)."""
     if not _NOT_A_KERNEL:
         import atexit
         import tempfile
@@ -488,16 +489,22 @@ def not_a_kernel_repo() -> Path:
             ["add", "README"],
             ["commit", "-q", "-m", "README"],
             ["commit", "-q", "--allow-empty", "-m", "a second commit"],
-            # branch mm-only: an mm/rmap.c, what the lab takes for a
-            # kernel tree, and nothing else of one (no selftests)
-            ["checkout", "-q", "-b", "mm-only"],
+            # branch rmap-only: an mm/rmap.c alone; mm-only: with a
+            # Makefile's version, what the lab takes for a kernel tree,
+            # and nothing else of one (no selftests)
+            ["checkout", "-q", "-b", "rmap-only"],
             ["add", "mm/rmap.c"],
             ["commit", "-q", "-m", "mm/rmap.c"],
+            ["checkout", "-q", "-b", "mm-only"],
+            ["add", "Makefile"],
+            ["commit", "-q", "-m", "Makefile"],
             ["checkout", "-q", "main"],
         ):
             if argv[0] == "add" and argv[1] == "mm/rmap.c":
                 (repo / "mm").mkdir()
                 (repo / "mm" / "rmap.c").write_text("/* rmap */\n")
+            if argv[0] == "add" and argv[1] == "Makefile":
+                (repo / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
             subprocess.run(
                 ["git", "-C", str(repo), *ident, *argv],
                 check=True,

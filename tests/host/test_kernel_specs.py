@@ -139,6 +139,13 @@ def test_git_spec_checks_repo_and_ref(tmp_path):
     (tmp_path / "mm" / "rmap.c").write_text("/* rmap */\n")
     git(tmp_path, "add", "mm")
     git(tmp_path, "commit", "-q", "-m", "a kernel's mm/rmap.c")
+    with pytest.raises(errors.UsageError, match="names no VERSION"):
+        kernels.check_specs(
+            [b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")]
+        )
+    (tmp_path / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
+    git(tmp_path, "add", "Makefile")
+    git(tmp_path, "commit", "-q", "-m", "a kernel's Makefile")
     kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
     with pytest.raises(errors.UsageError, match="'nope' is not a commit"):
         kernels.check_specs(

@@ -60,6 +60,15 @@ class GitSource(Source):
                 "kernel tree (no mm/rmap.c at that commit)",
                 hint="give git:PATH@REF of a kernel clone",
             )
+        # its version names its build directory (slot()), which a dry
+        # run prints: a tree without one is refused here, by both
+        found = source.makefile_numbers(self.repo, commit, check=False)
+        if "VERSION" not in found or "PATCHLEVEL" not in found:
+            raise UsageError(
+                f"kernel {name}: {self.text} is not a Linux kernel tree "
+                "(its Makefile names no VERSION and PATCHLEVEL)",
+                hint="give git:PATH@REF of a kernel clone",
+            )
 
     def start(self, name: str) -> tuple[source.Tree, source.Onto]:
         tree = source.prepare_git(name, self.repo, self.ref)
