@@ -238,10 +238,34 @@ def check_json(path: Path, d: dict[str, Any], hint: str, where: str) -> None:
             records.Fields(path, f.object(key), hint, f"{where}.{key}").like(
                 cls
             )
-    given = f.object("given")
-    g = records.Fields(path, given, hint, f"{where}.given")
+    _check_given(path, f.object("given"), hint, f"{where}.given")
+
+
+def _check_given(
+    path: Path, given: dict[str, Any], hint: str, where: str
+) -> None:
+    """A spec's record (SpecRecord's JSON) and the one it goes on, each
+    field of its type: the spec's own fields (SpecValue: text, a number
+    or null), and the source under a series, checked as one (a kind that
+    was a number reached the KCIDB document as one)."""
+    g = records.Fields(path, given, hint, where)
     for key in ("name", "kind", "text", "series_sha"):
-        g.string(key, "")
+        # text when there (to_json writes no null: a null series_sha was
+        # read as none, and the series' digest left out of what was made)
+        if key in given:
+            g.string(key)
+    for key, value in given.items():
+        if key in SpecRecord._OWN:
+            continue
+        if not (
+            value is None
+            or isinstance(value, str)
+            or (isinstance(value, int) and not isinstance(value, bool))
+        ):
+            g.wrong(key, "text, a whole number or null", value)
+    onto = g.object("onto")
+    if onto:
+        _check_given(path, onto, hint, f"{where}.onto")
 
 
 def given_record(k: specs_mod.KernelSpec) -> SpecRecord:

@@ -237,11 +237,15 @@ class RunManifest:
             ) from None
 
 
-def check_fields(path: Path, d: dict[str, Any]) -> None:
+def check_fields(
+    path: Path, d: dict[str, Any], hint: str = DAMAGED, where: str = ""
+) -> None:
     """The manifest's fields that a report counts or lists, each of its
     type (a string of kernels would list its letters, -1 runs would be
-    printed as they are): DamagedRunError naming the field."""
-    f = records.Fields(path, d, DAMAGED)
+    printed as they are): DamagedRunError naming the field. Also the
+    copy of it in results.json (``where``: "environment"), which diff
+    prints."""
+    f = records.Fields(path, d, hint, where)
     f.strings("workloads", default=False)
     for key in ("kernels", "command_line", "errors", "failures", "patches"):
         f.strings(key)
@@ -257,8 +261,18 @@ def check_fields(path: Path, d: dict[str, Any]) -> None:
         for w, n in f.object(key).items():
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 f.wrong(f"{key}.{w}", "a whole number", n)
-    for key in ("params", "kernel_specs", "commits", "config_sha"):
-        f.object(key)
+    for key in ("cpu", "qemu", "host_line", "base_version", "patches_label"):
+        if d.get(key) is not None:
+            f.string(key)
+    for key in ("kernel_specs", "commits", "config_sha"):
+        for name, v in f.object(key).items():
+            if not isinstance(v, str):
+                f.wrong(f"{key}.{name}", "text", v)
+    for w, given in f.object("params").items():
+        if not isinstance(given, dict) or not all(
+            isinstance(v, str) for v in given.values()
+        ):
+            f.wrong(f"params.{w}", "an object of texts", given)
     for i, k in enumerate(f.objects("kernel_records")):
         check_json(path, k, DAMAGED, f"kernel_records[{i}]")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from foliolab import records
 from foliolab.errors import UsageError
-from foliolab.manifest import VARIANTS
+from foliolab.manifest import VARIANTS, check_fields
 
 # The environment keys whose differences a reader needs to see.
 ENV_KEYS = (
@@ -107,6 +107,9 @@ class Run:
         )
         f = records.Fields(path, r, hint)
         env = f.object("environment", default=False)
+        # the copy of the run's manifest, as its reader checks it: what
+        # diff prints of it is of the types a manifest's fields have
+        check_fields(path, env, hint, "environment")
         e = records.Fields(path, env, hint, "environment")
         kernels = e.strings("kernels") or list(VARIANTS)
         rows = []

@@ -7,6 +7,7 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from foliolab import executors, hostsetup, rundir
@@ -18,6 +19,7 @@ from foliolab.kernel import specs as kernels
 from foliolab.kernel.sources.series import DirSeries
 from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.robot import command as robot
+from foliolab.robot import matrix
 from foliolab.rundir import RunKind
 from foliolab.series import check as seriescheck
 from foliolab.series import post, sincespec, stablehistory
@@ -190,7 +192,25 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class CheckPlan:
+    """What `check` will do, every input read and checked (plan_check):
+    nothing fetched, unpacked or built yet."""
+
+    since: sincespec.SinceSpec | None  # --since, its syntax checked
+    executor: executors.ExecutorOptions
+    cells: tuple[matrix.Cell, ...] | None  # --robot's, or None
+    out: Path  # claimed (unless --history-only, which writes nothing)
+    kind: RunKind
+    series: source.Series
+    spec: kernels.KernelSpec  # the base + the series, checked locally
+
+
+def plan_check(args: argparse.Namespace) -> CheckPlan:
+    """`check`'s one planning step: every option, the series and its
+    entries, the base's spec and tree (a git: commit of no kernel, a
+    debian: version the fragments do not serve) and --out, before the
+    stable history is fetched or any tree unpacked."""
     if args.history_only and not args.since:
         raise UsageError(
             "--history-only checks the series against the "
@@ -213,24 +233,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     kind = RunKind.SERIES_CHECK if cells is None else RunKind.ROBOT
     if not args.history_only:  # which writes nothing
         rundir.claim(out, kind)  # before the series is read or applied
-    if not sources.read_patches(args.patches).patches:
+    series = sources.read_patches(args.patches)
+    if not series.patches:
         raise UsageError(
             "the series is empty: nothing to check",
             hint="give --patches DIR with patches in `series`",
         )
-    history = (
-        _check_history(since, sources.read_patches(args.patches))
-        if since
-        else None
+    spec = kernels.with_series(
+        kernels.parse_base(args.base), "patched", args.patches
     )
+    if not args.history_only:
+        kernels.check_local(spec)
+    return CheckPlan(since, executor, cells, out, kind, series, spec)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    plan = plan_check(args)
+    out, kind, cells, spec = plan.out, plan.kind, plan.cells, plan.spec
+    history = _check_history(plan.since, plan.series) if plan.since else None
     if args.history_only:
         assert history is not None  # --history-only needs --since
         history.raise_if_restored()
         return 0
-    spec = kernels.with_series(
-        kernels.parse_base(args.base), "patched", args.patches
-    )
-    kernels.check_spec(spec)
+    kernels.check_spec(spec)  # may ask Debian's archive
     tree = trees.tree_of(spec)  # a series that does not apply: refused here
     rundir.mark(out, kind)
     if cells is not None:
@@ -239,7 +264,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             history.raise_if_restored()
         return 0
     checks = seriescheck.check_series(
-        spec, get_arch(args.arch), args.config, args.accel, out, executor
+        spec, get_arch(args.arch), args.config, args.accel, out, plan.executor
     )
     result = seriescheck.SeriesCheck(tuple(checks), out)
     out.mkdir(parents=True, exist_ok=True)

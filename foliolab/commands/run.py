@@ -68,7 +68,10 @@ def _run_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def plan_run(args: argparse.Namespace) -> runcommand.CommandRequest:
+    """`run`'s one planning step: every argument, file and spec it will
+    use checked (runcommand.check_command), before any kernel source is
+    fetched, unpacked or built; the request."""
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd or not cmd[0].strip():
         raise UsageError(
@@ -108,6 +111,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.kernel or "",
         executors.options(args, args.argv),
     )
+    runcommand.check_command(req)
+    return req
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    req = plan_run(args)
+    cmd = req.cmd
     res, variant = runcommand.boot_command(req)
     for line in parse.parse_records(res.records).output:
         print(line)

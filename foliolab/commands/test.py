@@ -287,13 +287,12 @@ def _upstream_plan(
 
 
 def _cmd_mmci(args: argparse.Namespace) -> int:
-    """``test --mm-ci``: the host tests of every kernel's tree, compared
-    with the first's; the guest wrappers listed as a planned step."""
-    req = _mmci_request(args)
+    """``test --mm-ci``: the host tests of every kernel's tree and its
+    wrappers, each on its own boot, compared with the first's."""
+    req = _mmci_request(args)  # the plan: the dry run runs it and no more
     if req.dry_run:
         print(mmci_run.dry_run(req), end="")
         return 0
-    rundir.claim(req.out, RunKind.MMCI)
     rundir.mark(req.out, RunKind.MMCI)
     result = mmci_run.run(req)
     rundir.mark(req.out, RunKind.MMCI, finished=True)
@@ -325,8 +324,9 @@ _NOT_MMCI = (
 
 
 def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
-    """--mm-ci's request, every option checked before any tree is
-    made."""
+    """--mm-ci's request, every option, kernel spec and series checked
+    and its --out claimed before any tree is made: its one planning
+    step, all its --dry-run runs besides printing the plan."""
     given = [
         "--" + o.replace("_", "-")
         for o in _NOT_MMCI
@@ -350,6 +350,15 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             f"--kernel names repeat: {' '.join(names)}",
             hint="give each kernel its own name",
         )
+    for k in kernels:
+        if k.source.prebuilt:
+            raise UsageError(
+                f"--kernel {k.name}={k.text}: --mm-ci builds its host "
+                "tests from each kernel's tree, and a prebuilt image has "
+                "none",
+                hint="give a source spec: base, git:PATH@REF or "
+                "debian:VERSION, each with +DIR[:N] or without",
+            )
     arch = get_arch(args.arch)
     if not arch.native:
         raise UsageError(
@@ -357,18 +366,29 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             f"not {arch.name}",
             hint="leave --arch out (the arm64 guest step is to come)",
         )
+    wrappers = _wrapper_names(args.wrappers)
+    executor = executors.options(args, args.argv)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "mmci-%Y%m%d-%H%M%S"
     )
+    rundir.claim(out, RunKind.MMCI)  # its dry run's too: only checked
+    # every kernel's spec, series and tree as compare checks them, and
+    # the trees at hand (a git: commit) as the dry run reads them; last
+    # the checks that may ask Debian's archive (not in a dry run, as
+    # compare's does not)
+    for k in kernels:
+        specs.check_local(k)
+    mmci_run.check_trees_at_hand(kernels)
+    specs.check_specs(list(kernels), offline=args.dry_run, at_least=1)
     return mmci_run.MmciRequest(
         kernels,
         arch,
         out,
         repeat=args.repeat,
         dry_run=args.dry_run,
-        wrappers=_wrapper_names(args.wrappers),
+        wrappers=wrappers,
         accel=args.accel,
-        executor=executors.options(args, args.argv),
+        executor=executor,
         wrapper_limit_s=args.wrapper_limit,
         host_tests=not args.no_host_tests,
     )

@@ -72,6 +72,22 @@ _SINCE = re.compile(r"^since-(\d+)\.(\d+)\.config$")
 BASE_VERSION = (6, 12)
 
 
+def check_served(what: str, version: tuple[int, int]) -> None:
+    """A kernel of ``version`` (X.Y) is one the fragments are written
+    for: the base's and later (a since-X.Y.config says what a later one
+    no longer has); an older kernel lacks options they ask for, found
+    only by kconfig after a whole build (``what``: how the refusal names
+    the kernel)."""
+    if version < BASE_VERSION:
+        have = ".".join(map(str, version))
+        oldest = ".".join(map(str, BASE_VERSION))
+        raise UsageError(
+            f"{what}: Linux {have} is older than {oldest}, the oldest "
+            "kernel the lab's config fragments (configs/) are written for",
+            hint=f"give a kernel of {oldest} or later",
+        )
+
+
 def parse(text: str, source: str = "<text>") -> dict[str, str]:
     """Parse .config/fragment text into {CONFIG_X: value}; unset is 'n'."""
     out: dict[str, str] = {}

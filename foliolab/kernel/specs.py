@@ -31,6 +31,7 @@ is trees.py's, its build and keeping store.py's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -280,16 +281,23 @@ def from_patches(patches: Path | None) -> list[KernelSpec]:
 
 
 def check_specs(
-    specs: list[KernelSpec], count: bool = False, offline: bool = False
+    specs: list[KernelSpec],
+    count: bool = False,
+    offline: bool = False,
+    at_least: int = 2,
 ) -> None:
     """Everything about the kernels that can be checked without building
-    or applying: at least two, distinct names, paths that exist, series
-    that read, prefixes within their series, refs that are commits,
-    versions the archive has, images with their config (and System.map
-    when counting). Whether each series applies: trees.series_trees().
-    ``offline`` (a dry run): Debian's archive is not asked, a debian:
-    version is checked against the package lists fetched before, if any."""
-    if len(specs) < 2:
+    or applying: at least ``at_least`` (a comparison's two), distinct
+    names, paths that exist, series that read, prefixes within their
+    series, refs that are commits of a kernel tree, versions the lab's
+    config fragments serve and the archive has, images with their config
+    (and System.map when counting). Every kernel's own checks come before
+    the first that may ask the network (Debian's archive), so a wrong
+    series is refused before any package list is fetched. Whether each
+    series applies: trees.series_trees(). ``offline`` (a dry run):
+    Debian's archive is not asked, a debian: version is checked against
+    the package lists fetched before, if any."""
+    if len(specs) < at_least:
         raise UsageError(
             f"{len(specs)} kernel given; a comparison needs two or more",
             hint="repeat --kernel NAME=SPEC",
@@ -303,20 +311,41 @@ def check_specs(
             )
         seen.add(k.name)
     for k in specs:
-        check_spec(k, count, offline)
+        check_local(k)
+    for k in specs:
+        _check_source(k, count, offline)
 
 
 def check_spec(
     k: KernelSpec, count: bool = False, offline: bool = False
 ) -> None:
-    """One kernel's spec, checked without building: its series read, its
-    source checked. When the source is not there and its text holds a
-    '+', one line says it is no SOURCE+DIR either (split_series() found
-    no series directory there)."""
+    """One kernel's spec, checked without building: check_local(), then
+    its source checked (which may ask Debian's archive unless
+    ``offline``)."""
+    check_local(k)
+    _check_source(k, count, offline)
+
+
+def _check_source(k: KernelSpec, count: bool, offline: bool) -> None:
+    _as_spec(k, lambda: k.source.check(k.name, count, offline))
+
+
+def check_local(k: KernelSpec) -> None:
+    """What can be said of one kernel's spec from this host alone, before
+    anything is fetched: its series read, and what its tree must be (a
+    git: commit's a kernel tree, a debian: version one the config
+    fragments serve)."""
     if k.applied is not None:
         k.series()
+    _as_spec(k, lambda: k.source.check_tree(k.name))
+
+
+def _as_spec(k: KernelSpec, check: Callable[[], None]) -> None:
+    """``check()`` of ``k``'s source; when the source is not there and
+    its text holds a '+', one line says it is no SOURCE+DIR either
+    (split_series() found no series directory there)."""
     try:
-        k.source.check(k.name, count, offline)
+        check()
     except UsageError as e:
         text = k.source.text
         cuts = _cuts(text)

@@ -32,14 +32,6 @@ def tree_of(k: KernelSpec) -> source.Tree:
     return k.source.series_tree(k.name, k.series())
 
 
-def check_trees(specs: list[KernelSpec]) -> None:
-    """What each kernel's tree (or the one its series goes on) must be (a
-    git: commit's a kernel tree, its mm/ with rmap.c): said before
-    anything is fetched or built."""
-    for k in specs:
-        k.source.check_tree(k.name)
-
-
 def series_trees(specs: list[KernelSpec]) -> dict[str, source.Tree]:
     """Every series of ``specs`` applied to its tree (or found applied),
     before any kernel is built: a patch that does not apply stops the

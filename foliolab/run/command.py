@@ -23,9 +23,9 @@ from foliolab.executors import (
     check_files,
     make_executor,
 )
-from foliolab.executors.base import BootRequest, BootSpec
+from foliolab.executors.base import BootRequest, BootSpec, check_numa
 from foliolab.guestdata.countwindows import MAX_ROOTS
-from foliolab.kernel import build, image, trees
+from foliolab.kernel import build, image, sources, specs, trees
 from foliolab.kernel.kconfig import debug_cmdline
 from foliolab.run import rootcheck
 from foliolab.workloads.windows import RUN
@@ -56,9 +56,22 @@ class CommandRequest:
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
 
-def _check_command(req: CommandRequest) -> None:
-    HERE.check_machine(
-        BootSpec(get_arch(req.arch), Path(), accel=req.accel, cpu=req.cpu)
+def check_command(req: CommandRequest) -> None:
+    """Every part of ``req`` that can be checked before anything is
+    fetched, unpacked or built (`run`'s plan, and its dry run's if it
+    gets one): the machine (its memory into its NUMA nodes among it),
+    the counting, the executor, the files to add, and the kernel's spec
+    or series as far as this host can say."""
+    arch = get_arch(req.arch)
+    HERE.check_machine(BootSpec(arch, Path(), accel=req.accel, cpu=req.cpu))
+    check_numa(
+        BootSpec(
+            arch,
+            Path(),
+            vcpus=req.vcpus,
+            memory_mb=req.memory_mb,
+            numa_nodes=req.numa_nodes,
+        )
     )
     counting.check_root_option(req.roots, req.count)
     if len(req.roots) > MAX_ROOTS:
@@ -71,12 +84,16 @@ def _check_command(req: CommandRequest) -> None:
         counting.check_accel(req.accel)
     check_executor(req.executor, req.count)
     check_files(req.executor, tuple(req.add))
+    if req.kernel:
+        specs.check_local(specs.parse_kernel(req.kernel))
+    elif req.variant == "patched" and req.patches is not None:
+        sources.read_patches(req.patches)
 
 
 def boot_command(req: CommandRequest) -> tuple[BootResult, str]:
     """Build (or find) the kernel, boot it running the command; the boot's
     result and the kernel's variant."""
-    _check_command(req)
+    check_command(req)
     arch = get_arch(req.arch)
     src = trees.variant_tree(req.variant, req.patches, req.kernel)
     if req.count:

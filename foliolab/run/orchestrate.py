@@ -41,7 +41,12 @@ from foliolab.arch import Arch
 from foliolab.boot import outcome
 from foliolab.boot.accel import settle
 from foliolab.boot.derive import Sample
-from foliolab.boot.measure import RunRequest, RunResult, run_workloads
+from foliolab.boot.measure import (
+    RunRequest,
+    RunResult,
+    boot_spec,
+    run_workloads,
+)
 from foliolab.counting import Counter
 from foliolab.errors import (
     BenchmarkError,
@@ -52,7 +57,12 @@ from foliolab.errors import (
     stop_signals,
 )
 from foliolab.executors import EXPORTER, HERE, make_executor
-from foliolab.executors.base import BootSpec, Executor, Exporter
+from foliolab.executors.base import (
+    BootSpec,
+    Executor,
+    Exporter,
+    check_numa,
+)
 from foliolab.kernel import build, image, sources
 from foliolab.kernel import specs as kernels_mod
 from foliolab.kernel import store as kernel_store
@@ -88,13 +98,17 @@ def check(run: RunStages) -> Executor:
     HERE.check_machine(
         BootSpec(machine.arch, Path(), accel=machine.accel, cpu=machine.cpu)
     )
+    for w in plan.workloads:  # each one's memory into its NUMA nodes
+        check_numa(boot_spec(machine.boot_spec(Path(), "tcg"), w, Path(), 1))
     if plan.count:
         counting.check_accel(machine.accel)
     counting.check_root_option(plan.roots, plan.count)
     executor = make_executor(run.executor, plan.out, plan.count)
+    # the run to finish read before any kernel's check may ask Debian's
+    # archive: a damaged one is refused as its dry run refuses it
+    kept = RunManifest.read(plan.out) if plan.resume else None
     specs = list(wanted.specs)
     kernels_mod.check_specs(specs, plan.count, offline=run.dry_run)
-    kernel_trees.check_trees(specs)
     roots_checked = rootcheck.check_kept(
         specs,
         list(plan.workloads),
@@ -103,13 +117,8 @@ def check(run: RunStages) -> Executor:
         wanted.config,
         plan.count,
     )
-    if plan.resume:
-        differences(
-            start_manifest(run),
-            RunManifest.read(plan.out),
-            plan.count,
-            plan.out,
-        )
+    if kept is not None:
+        differences(start_manifest(run), kept, plan.count, plan.out)
     # last, the one check that does work (fetching, unpacking, applying);
     # a dry run changes nothing, so it applies nothing, and a resumed run
     # with nothing left to boot does nothing

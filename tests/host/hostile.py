@@ -240,6 +240,9 @@ class World:
     textfile: Path
     fifo: Path
     values: dict[str, list[str]] = field(default_factory=dict)
+    # a git repository that is no kernel tree (two commits on main),
+    # shared by every case: it is only read
+    notkernel: Path = field(default_factory=lambda: not_a_kernel_repo())
 
     @classmethod
     def make(cls, root: Path, runs: tuple[str, ...] = ()) -> World:
@@ -406,11 +409,14 @@ class World:
             "git:",
             "git:@",
             f"git:{self.gitdir}@main",
+            f"git:{self.notkernel}@main",  # a repository, not a kernel
+            f"git:{self.notkernel}@main+{self.series}",
             "git:/nonexistent@v1",
             f"git:{self.fifo}@x",
             "debian:",
             "debian:abc",
             "debian:6.1",
+            "debian:5.10.1-1",  # older than the config fragments serve
             "debian:７.３",
             "debian:99.99",
             "debian:7.3+",
@@ -460,6 +466,54 @@ class World:
         }
 
 
+_NOT_A_KERNEL: list[Path] = []
+
+
+def not_a_kernel_repo() -> Path:
+    """A git repository of two commits and no kernel in it (and branches
+    rmap-only, with an mm/rmap.c alone, and mm-only, with a Makefile's
+    version too), made once per process (its directory removed at
+    exit)."""
+    if not _NOT_A_KERNEL:
+        import atexit
+        import tempfile
+
+        top = Path(tempfile.mkdtemp(prefix="foliolab-notkernel-"))
+        atexit.register(shutil.rmtree, top, True)
+        repo = top / "repo"
+        repo.mkdir()
+        (repo / "README").write_text("not a kernel\n")
+        ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+        for argv in (
+            ["init", "-q", "-b", "main"],
+            ["add", "README"],
+            ["commit", "-q", "-m", "README"],
+            ["commit", "-q", "--allow-empty", "-m", "a second commit"],
+            # branch rmap-only: an mm/rmap.c alone; mm-only: with a
+            # Makefile's version, what the lab takes for a kernel tree,
+            # and nothing else of one (no selftests)
+            ["checkout", "-q", "-b", "rmap-only"],
+            ["add", "mm/rmap.c"],
+            ["commit", "-q", "-m", "mm/rmap.c"],
+            ["checkout", "-q", "-b", "mm-only"],
+            ["add", "Makefile"],
+            ["commit", "-q", "-m", "Makefile"],
+            ["checkout", "-q", "main"],
+        ):
+            if argv[0] == "add" and argv[1] == "mm/rmap.c":
+                (repo / "mm").mkdir()
+                (repo / "mm" / "rmap.c").write_text("/* rmap */\n")
+            if argv[0] == "add" and argv[1] == "Makefile":
+                (repo / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
+            subprocess.run(
+                ["git", "-C", str(repo), *ident, *argv],
+                check=True,
+                capture_output=True,
+            )
+        _NOT_A_KERNEL.append(repo)
+    return _NOT_A_KERNEL[0]
+
+
 @contextlib.contextmanager
 def environment(w: World) -> Iterator[None]:
     """HOME, the cache and the working directory of the case; restored
@@ -497,6 +551,7 @@ LIGHT_GIT = {
     "rev-list",
     "merge-base",
     "describe",
+    "grep",  # of a commit's objects: the --root check's read
     "ls-files",
     "config",
     "version",
@@ -507,13 +562,7 @@ def is_light(argv: list[str]) -> bool:
     name = Path(argv[0]).name if argv else ""
     words = argv[1:]
     if name == "git":
-        sub = next((a for a in words if not a.startswith("-")), "")
-        # "git -C DIR rev-parse": the -C's directory is not the command
-        if "-C" in words:
-            i = words.index("-C")
-            rest = words[:i] + words[i + 2 :]
-            sub = next((a for a in rest if not a.startswith("-")), "")
-        return sub in LIGHT_GIT
+        return _git_command(words) in LIGHT_GIT
     if name.startswith("qemu-system"):
         return "help" in words or "--version" in words or "-version" in words
     if name in ("dpkg-query", "uname", "nproc", "lscpu", "id"):
@@ -521,6 +570,17 @@ def is_light(argv: list[str]) -> bool:
     if name == "dpkg":
         return all(a.startswith("--print") for a in words)
     return "--version" in words
+
+
+def _git_command(words: list[str]) -> str:
+    """git's command word, after its global options: ``git -c KEY=V -C
+    DIR rev-parse`` is rev-parse (the values of -c and -C are not the
+    command: source.git() gives both, and every read it made was taken
+    for heavy work)."""
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in ("-c", "-C") else 1
+    return words[i] if i < len(words) else ""
 
 
 _COPIES: dict[int, list[tuple[object, str, str]]] = {}
@@ -751,14 +811,17 @@ def run_case(argv: list[str], w: World) -> Outcome:
 
 def owned(argv: list[str], w: World) -> list[str]:
     """What the command may write: its --out (or a report's run, or the
-    default results/ under the working directory), relative to the world."""
+    default results/ under the working directory) and report's --kcidb
+    FILE, relative to the world."""
     mine: list[str] = [str(w.cwd.relative_to(w.root) / "results")]
     for i, a in enumerate(argv):
         value = None
-        if a.startswith("--out="):
-            value = a.split("=", 1)[1]
-        elif a == "--out" and i + 1 < len(argv):
-            value = argv[i + 1]
+        # --out DIR, and the one file report --kcidb FILE writes
+        for flag in ("--out", "--kcidb"):
+            if a.startswith(flag + "="):
+                value = a.split("=", 1)[1]
+            elif a == flag and i + 1 < len(argv):
+                value = argv[i + 1]
         if value:
             home = str(w.home) + "/"  # the case's HOME, not this process's
             p = Path(home + value[2:] if value.startswith("~/") else value)

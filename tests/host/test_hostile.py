@@ -16,6 +16,18 @@ tree of its own (tests/host/hostile.py) and must end with:
   launches (make, tar, dpkg-source, qemu, apt, git clone ...), sockets,
   the kernel build and the Debian archive are seams that record and stop.
 
+Besides, three kinds of the newcomer trial get cases of their own: the
+inputs each building command's planning step must refuse (a git: tree
+that is no kernel, a debian: version the lab cannot serve, series
+entries outside their folder, twice or binary, memory that does not
+split into the NUMA nodes, ...), given to every command that takes
+them, refused before any work; generated command lines of each command
+with --dry-run, whose dry run must refuse exactly what the run refuses
+before any work, with the same line; and damaged fields of a reported
+run's records, on which report, report --mail, diff and report --kcidb
+must exit 11 naming the file or print what they print of the run
+undamaged.
+
 Failures are collected over all cases and reported grouped by cause, so
 one run gives the whole list, not the first.
 
@@ -146,11 +158,14 @@ def may_work(opt: Option, value: str) -> bool:
     go on to real work (the seams stop it there) and write what it owns."""
     if opt.kind == "flag":
         return True
-    if "debian:6.1" in value and not value.endswith("+"):
-        # a kernel Debian ships; whether the lab can build it is known
-        # only from the archive's lists (and for --since, older than the
-        # base, it is a history to check): asking the archive is the work
-        return True
+    if ("debian:6.1" in value or "debian:5.10" in value) and not (
+        value.endswith("+")
+    ):
+        # a kernel Debian ships, older than the config fragments serve:
+        # refused as a kernel before the archive is asked; for --since,
+        # older than the base, it is a history to check, and asking the
+        # archive is the work
+        return opt.dest == "since"
     if opt.dest == "stress_seeds" and all(
         v.strip("-").isascii() and v.strip("-").isdigit() and int(v) >= 0
         for v in value.split(",")
@@ -723,3 +738,488 @@ def test_an_os_error_without_strerror_keeps_its_words():
         "the device is gone"
         in climod._os_error(OSError("the device is gone")).one_line()
     )
+
+
+# ---------------------------------------------------------------------------
+# Every input checked before any work (issue 58, item 2)
+#
+# The inputs a command's planning step must refuse, each given to every
+# command that takes it: the command must refuse it in one line, with
+# nothing fetched, unpacked, built or booted (the heavy seams stop and
+# record any such work), and with the same line under --dry-run.
+
+
+def _bad_inputs(w: World) -> list[tuple[str, list[str]]]:
+    """(what, argv) for each command and wrong input: every
+    command line must be refused before any work."""
+    ind = w.root / "in"
+    escape, dup, binary = (
+        str(ind / n) for n in ("series-escape", "series-dup", "series-binary")
+    )
+    notkernel = f"git:{w.notkernel}@main"
+    old = "debian:6.1"
+    bad_specs = {
+        "a git: tree that is no kernel": notkernel,
+        "a git: tree that is no kernel, with a series": (
+            f"{notkernel}+{w.series}"
+        ),
+        "a debian: version older than the fragments": old,
+        "a series entry outside its folder": f"base+{escape}",
+        "a series entry twice": f"base+{dup}",
+        "a binary patch": f"base+{binary}",
+    }
+    bad_bases = {
+        k: v
+        for k, v in bad_specs.items()
+        if "series" not in k and "+" not in v
+    }
+    bad_series = {
+        "a series entry outside its folder": escape,
+        "a series entry twice": dup,
+        "a binary patch": binary,
+    }
+    cases: list[tuple[str, list[str]]] = []
+    for what, spec in bad_specs.items():
+        cases += [
+            (what, ["compare", "--kernel", "a=base", "--kernel", f"b={spec}"]),
+            (what, ["run", "--kernel", f"k={spec}", "--", "true"]),
+            (what, ["test", "--kernel", f"k={spec}"]),
+            (what, ["test", "--coverage", "--kernel", f"k={spec}"]),
+            (
+                what,
+                ["test", "--mm-ci", "--kernel", "a=base"]
+                + ["--kernel", f"k={spec}"],
+            ),
+        ]
+    for what, spec in bad_bases.items():
+        cases += [
+            (what, ["attribute", "--at", "1", "--base", spec]),
+            (what, ["check", "--base", spec]),
+        ]
+    for what, d in bad_series.items():
+        cases += [
+            (what, ["compare", "--patches", d]),
+            (
+                what,
+                ["compare", "--sweep", "pageout.folio_kb=4,64"]
+                + ["--workloads", "pageout", "--patches", d],
+            ),
+            (what, ["attribute", "--at", "1", "--series", d]),
+            (what, ["run", "--patches", d, "--", "true"]),
+            (what, ["test", "--patches", d]),
+            (what, ["test", "--coverage", "--patches", d]),
+            (what, ["check", "--patches", d]),
+            (what, ["build", "--patches", d]),
+        ]
+    memory = "memory that does not split into the NUMA nodes"
+    cases += [
+        (memory, ["run", "--memory", "3", "--numa-nodes", "2", "--", "true"]),
+        (
+            memory,
+            ["compare", "--vcpus", "5", "--numa-nodes", "5"]
+            + ["--workloads", "pageout"],
+        ),
+        (
+            memory,
+            ["attribute", "--at", "1", "--vcpus", "7"]
+            + ["--numa-nodes", "7", "--workloads", "pageout"],
+        ),
+        (
+            "a text file as a binary to add",
+            ["run", "--add", str(w.textfile), "--", "true"],
+        ),
+        ("a blank command", ["run", "--", " "]),
+        (
+            "a count function with no --count",
+            ["run", "--root", "shrink_folio_list", "--", "true"],
+        ),
+        (
+            "a count function with no --count",
+            ["compare", "--root", "shrink_folio_list"],
+        ),
+        (
+            "more than the counter's roots",
+            ["run", "--count", *("--root", "f") * 9, "--", "true"],
+        ),
+        ("an unknown workload", ["compare", "--workloads", "nosuch"]),
+        (
+            "an unknown sweep parameter",
+            ["compare", "--sweep", "pageout.nosuch=1,2"],
+        ),
+        (
+            "a prefix longer than the series",
+            ["attribute", "--at", "5", "--series", str(w.series)],
+        ),
+        (
+            "a bisect repository that is no kernel",
+            ["bisect", "--repo", str(w.notkernel), "--good", "main~1"]
+            + ["--bad", "main", "--workload", "pageout", "--metric"]
+            + ["try_to_unmap_insns_per_folio", "--above", "1"],
+        ),
+    ]
+    return cases
+
+
+DRY = ("compare", "attribute")
+
+
+def _dry(argv: list[str]) -> list[str] | None:
+    """``argv`` as its dry run, or None for a command without one."""
+    if argv[0] in DRY or "--mm-ci" in argv:
+        cut = argv.index("--") if "--" in argv else len(argv)
+        return argv[:cut] + ["--dry-run"] + argv[cut:]
+    return None
+
+
+@pytest.fixture
+def no_probe(monkeypatch):
+    """A dry run's time estimate without its compiler probe (a compile of
+    a few seconds, the estimate's calibration, no part of the plan)."""
+    from foliolab import timings
+
+    monkeypatch.setattr(timings, "probe", lambda *a, **k: None)
+
+
+def test_every_input_refused_before_any_work(no_probe):
+    faults: dict[str, list[str]] = collections.defaultdict(list)
+    with Scratch() as w0:
+        n = len(_bad_inputs(w0))
+    for i in range(n):
+        with Scratch() as w:
+            what, argv = _bad_inputs(w)[i]
+            o = judge(argv, w, False, faults)
+            if o.code != 2 and not o.heavy:
+                faults[f"{what}: exit {o.code}, not 2"].append(" ".join(argv))
+            TRIED["plan inputs"] += 1
+            dry = _dry(argv)
+            if dry is None:
+                continue
+            d = judge(dry, w, False, faults)
+            if (d.code, _last(d)) != (o.code, _last(o)) and not o.heavy:
+                faults[
+                    f"{what}: the dry run ends {d.code} "
+                    f"({_cause(_last(d))[:60]}), the run {o.code}"
+                ].append(" ".join(dry))
+            TRIED["plan inputs"] += 1
+    _check("plan inputs", faults)
+
+
+def _last(o: hostile.Outcome) -> str:
+    """The last line ``o`` said on stderr, its scratch tree's path made
+    W/ (two cases' lines compare)."""
+    lines = o.stderr.strip().splitlines()
+    return (
+        re.sub(r"/(?:tmp|dev/shm)/foliolab-hostile-\w+/w/?", "W/", lines[-1])
+        if lines
+        else ""
+    )
+
+
+# ---------------------------------------------------------------------------
+# A dry run accepts what the run accepts and nothing more (kind 4 of the
+# newcomer trial): generated command lines of each command with --dry-run,
+# run twice, as they are (the heavy seams stop the run at its first
+# fetch, unpack, build or boot) and with --dry-run. The dry run must
+# refuse exactly when the run refuses before any work, with its line.
+
+
+def _dry_pool(w: World) -> dict[str, list[list[str]]]:
+    """The words each plan-relevant option may be given, right or wrong
+    (one entry: the option left out)."""
+    ind = w.root / "in"
+    series = [
+        str(w.series),
+        *(str(ind / n) for n in ("series-escape", "series-dup")),
+        *(str(ind / n) for n in ("series-binary", "series-empty")),
+    ]
+    specs = [
+        "base",
+        f"base+{w.series}",
+        f"base+{w.series}:9",
+        f"git:{w.notkernel}@main",
+        f"git:{w.notkernel}@mm-only",  # mm/rmap.c, no selftests
+        f"git:{w.notkernel}@rmap-only",  # no Makefile either
+        f"git:{w.notkernel}@nosuchref",
+        "debian:6.1",
+        "debian:7.3",
+        "debian:７.３",  # full-width digits
+        f"image:{w.textfile}",
+        *(f"base+{s}" for s in series[1:]),
+    ]
+    # the kernels a plan accepts, thrice each: a command line of three
+    # kernels then often has one wrong at most, and whether the dry run
+    # and the run agree on that one is tried
+    accepted = ("base", f"base+{w.series}", "debian:7.3")
+    accepted += (f"git:{w.notkernel}@mm-only",)
+    right = [specs.index(s) for s in accepted] * 3
+    return {
+        "kernels": [
+            [],
+            *(["--kernel", f"r{j}={specs[i]}"] for j, i in enumerate(right)),
+            *(["--kernel", f"k{i}={s}"] for i, s in enumerate(specs)),
+        ],
+        "patches": [
+            [],
+            *(["--patches", s] for s in series),
+            ["--patches", "none"],
+        ],
+        "base": [[], *(["--base", s] for s in specs[:8])],
+        "at": [["--at", "1"], ["--at", "1,2"], ["--at", "3"]],
+        "count": [
+            [],
+            ["--count"],
+            ["--count", "--root", "no_such_function_here"],
+            ["--root", "shrink_folio_list"],
+        ],
+        "machine": [
+            [],
+            ["--vcpus", "4", "--numa-nodes", "2"],
+            ["--vcpus", "5", "--numa-nodes", "5"],
+            ["--vcpus", "1", "--numa-nodes", "2"],
+        ],
+        "workloads": [
+            [],
+            ["--workloads", "pageout"],
+            ["--workloads", "nosuch"],
+            ["--sweep", "pageout.folio_kb=4,64", "--workloads", "pageout"],
+            ["--sweep", "pageout.nosuch=1,2"],
+            ["--param", "pageout.size_mb=100000"],
+        ],
+        "out": [
+            [],
+            ["--out", "NEW"],
+            ["--out", "RUN"],
+            ["--out", "RUN", "--resume"],
+        ],
+        "repeat": [[], ["--repeat", "2"], ["--arch", "arm64"]],
+    }
+
+
+@st.composite
+def _dry_invocation(draw):
+    cmd = draw(st.sampled_from(["compare", "attribute", "mm-ci"]))
+    parts = {
+        "compare": ("kernels", "kernels", "patches", "count", "machine")
+        + ("workloads", "out"),
+        "attribute": ("base", "at", "patches", "count", "machine")
+        + ("workloads", "out"),
+        "mm-ci": ("kernels", "kernels", "kernels", "repeat", "out"),
+    }[cmd]
+    picks = [(p, draw(st.integers(0, 20))) for p in parts]
+    damage_run = draw(st.sampled_from(["", *DAMAGES]))
+    return cmd, picks, damage_run
+
+
+def _dry_argv(case, w: World) -> list[str]:
+    cmd, picks, damage_run = case
+    pool = _dry_pool(w)
+    run = w.runs["results-73-r2-count"]
+    argv = ["test", "--mm-ci"] if cmd == "mm-ci" else [cmd]
+    for part, i in picks:
+        words = pool[part][i % len(pool[part])]
+        if part == "patches" and cmd == "attribute":
+            words = ["--series", *words[1:]] if words else []
+            words = [] if words[1:] == ["none"] else words
+        words = [
+            str(w.root / "new-out")
+            if x == "NEW"
+            else str(run)
+            if x == "RUN"
+            else x
+            for x in words
+        ]
+        argv += words
+    if damage_run and "--resume" in argv:
+        damage(run / "environment.json", damage_run)
+    return argv
+
+
+def test_a_dry_run_refuses_what_the_run_refuses(no_probe):
+    faults: dict[str, list[str]] = collections.defaultdict(list)
+
+    @settings(HYPO, max_examples=max(20, HYPO.max_examples // 6))
+    @given(_dry_invocation())
+    def one(case):
+        with Scratch() as w:
+            argv = _dry_argv(case, w)
+            real = judge(argv, w, True, faults)
+        with Scratch() as w:
+            dry = _dry(_dry_argv(case, w))
+            assert dry is not None
+            d = judge(dry, w, False, faults)
+        TRIED["dry runs"] += 2
+        if real.escaped is not None and not real.heavy:
+            return  # a traceback: judge() has it
+        refused = not real.heavy and real.code not in (0, None)
+        if refused != (d.code not in (0, None)) or (
+            refused and (d.code, _last(d)) != (real.code, _last(real))
+        ):
+            said = _cause(_last(d) or "nothing")[:70]
+            faults[
+                f"the dry run ends {d.code} ({said}); the run "
+                + (
+                    f"went on to {real.heavy[0][:40]}"
+                    if real.heavy
+                    else f"ends {real.code} ({_cause(_last(real))[:70]})"
+                )
+            ].append(" ".join(argv))
+
+    one()
+    _check("dry runs", faults)
+
+
+# ---------------------------------------------------------------------------
+# No plausible output from a damaged record (kind 5 of the newcomer
+# trial): a field of a finished run's record (the run reported once, so
+# that it has every record a reader reads) given a value of another type,
+# or one no run has; each reader must then exit 11 naming the damaged
+# file, or, if it did not read that field, print what it prints of the
+# run undamaged, word for word.
+
+REPORTED: dict[str, Path] = {}
+
+
+def _reported(name: str) -> Path:
+    """The recorded run ``name`` with its report written once (results.json,
+    outcomes.json), kept for the session as the template the cases copy."""
+    if name not in REPORTED:
+        top = Path(tempfile.mkdtemp(prefix="foliolab-reported-", dir=SHM))
+        run = top / name
+        shutil.copytree(hostile.RECORDED_RUNS / name, run)
+        from foliolab.render import report
+
+        report.write_report(run, dest=run)
+        REPORTED[name] = run
+    return REPORTED[name]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reported_runs_removed() -> Iterator[None]:
+    yield
+    for run in REPORTED.values():
+        shutil.rmtree(run.parent, ignore_errors=True)
+    REPORTED.clear()
+
+
+def _kind5_readers(run: Path, other: Path, w: World) -> list[list[str]]:
+    kcidb = str(w.root / "kcidb.json")
+    return [
+        ["report", str(run), "--out", str(w.root / "report-out")],
+        ["report", "--mail", str(run)],
+        ["diff", str(run), str(other)],
+        ["report", str(run), "--kcidb", kcidb, "--origin", "hostile"],
+    ]
+
+
+def _reader_name(argv: list[str]) -> str:
+    """``report --kcidb``, ``diff``: a reader by its command and flags."""
+    return " ".join(
+        a for a in argv if a in ("report", "diff") or a[:2] == "--"
+    )
+
+
+def _flipped(value: object) -> list[object]:
+    """Values of another type than ``value``, or none a run can have."""
+    if isinstance(value, bool):
+        return ["yes", 2, None]
+    if isinstance(value, (int, float)):
+        # (not -1: a count_window of -1 is a real one, and whether a
+        # metric may be negative is the metric's to say)
+        return ["abc", float("nan"), float("inf"), [1], None]
+    if isinstance(value, str):
+        return [7, ["a"], None, {"a": 1}]
+    if isinstance(value, list):
+        return ["abc", {"a": 1}, 3, [None]]
+    if isinstance(value, dict):
+        return [[], "abc", 5]
+    return ["abc", 1]
+
+
+KIND5_FILES = ("environment.json", "samples.jsonl", "results.json")
+KIND5_FILES += ("outcomes.json",)
+
+
+@st.composite
+def _plausible_damage(draw):
+    # the small run: a report of the sweep takes seconds here
+    run = "results-73-r2-count"
+    f = draw(st.sampled_from(KIND5_FILES))
+    text = (_reported(run) / f).read_text()
+    lines = text.splitlines() if f.endswith(".jsonl") else [text]
+    line = draw(st.integers(0, len(lines) - 1))
+    doc = json.loads(lines[line])
+    path = draw(st.sampled_from(hostile.json_paths(doc)[1:]))
+    node = doc
+    for key in path:
+        node = node[key]
+    value = draw(st.sampled_from(_flipped(node)))
+    reader = draw(st.integers(0, 3))
+    return run, f, line, list(path), value, reader
+
+
+def _as_said(o: hostile.Outcome, w: World, run: Path) -> str:
+    """What a reader printed (and, for --kcidb, wrote), its scratch paths
+    made one, so two cases' outputs compare."""
+    kcidb = w.root / "kcidb.json"
+    doc = kcidb.read_text() if kcidb.is_file() else ""
+    return (o.stdout + doc).replace(str(run), "RUN").replace(str(w.root), "W")
+
+
+def test_a_damaged_record_is_refused_or_changes_nothing():
+    faults: dict[str, list[str]] = collections.defaultdict(list)
+    undamaged: dict[tuple[str, int], str] = {}
+
+    def case_world(run_name: str):
+        s = Scratch()
+        w = s.__enter__()
+        run = w.root / "runs" / f"{run_name}-d"
+        shutil.copytree(_reported(run_name), run)
+        other = w.root / "runs" / "other"
+        shutil.copytree(_reported("results-73-r2-count"), other)
+        return s, w, run, other
+
+    @settings(HYPO, max_examples=max(20, HYPO.max_examples // 25))
+    @given(_plausible_damage())
+    def one(case):
+        run_name, f, line, path, value, reader = case
+        if (run_name, reader) not in undamaged:
+            s, w, run, other = case_world(run_name)
+            try:
+                argv = _kind5_readers(run, other, w)[reader]
+                o = hostile.run_case(argv, w)
+                assert o.code == 0, (argv, o.stderr, o.escaped, o.where)
+                undamaged[(run_name, reader)] = _as_said(o, w, run)
+            finally:
+                s.__exit__()
+        s, w, run, other = case_world(run_name)
+        try:
+            p = run / f
+            if f.endswith(".jsonl"):
+                lines = p.read_text().splitlines()
+                lines[line] = hostile.damage_json(lines[line], path, value)
+                p.write_text("\n".join(lines) + "\n")
+            else:
+                p.write_text(hostile.damage_json(p.read_text(), path, value))
+            argv = _kind5_readers(run, other, w)[reader]
+            o = judge(argv, w, True, faults, record=f)
+            TRIED["plausible output"] += 1
+            where = f"{f} {'.'.join(str(k) for k in path)}={value!r}"
+            reader_name = _reader_name(argv)
+            wrong = ""
+            if o.code == 11 and str(p) not in o.stderr:
+                wrong = f"exit 11 not naming {f}"
+            elif o.code == 0 and (
+                _as_said(o, w, run) != undamaged[(run_name, reader)]
+            ):
+                wrong = f"exit 0 with output changed by a damaged {f}"
+            elif o.code not in (0, 11) and o.escaped is None:
+                wrong = f"exit {o.code} on a damaged {f}"
+            if wrong:
+                faults[f"{reader_name}: {wrong}"].append(
+                    f"{' '.join(argv)}  [{where}]"
+                )
+        finally:
+            s.__exit__()
+
+    one()
+    _check("plausible output", faults)

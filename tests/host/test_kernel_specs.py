@@ -131,6 +131,21 @@ def test_git_spec_checks_repo_and_ref(tmp_path):
     (tmp_path / "f").write_text("1\n")
     git(tmp_path, "add", "f")
     git(tmp_path, "commit", "-q", "-m", "one")
+    with pytest.raises(errors.UsageError, match="is not a Linux kernel tree"):
+        kernels.check_specs(
+            [b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")]
+        )
+    (tmp_path / "mm").mkdir()
+    (tmp_path / "mm" / "rmap.c").write_text("/* rmap */\n")
+    git(tmp_path, "add", "mm")
+    git(tmp_path, "commit", "-q", "-m", "a kernel's mm/rmap.c")
+    with pytest.raises(errors.UsageError, match="names no VERSION"):
+        kernels.check_specs(
+            [b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")]
+        )
+    (tmp_path / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
+    git(tmp_path, "add", "Makefile")
+    git(tmp_path, "commit", "-q", "-m", "a kernel's Makefile")
     kernels.check_specs([b, kernels.parse_kernel(f"g=git:{tmp_path}@HEAD")])
     with pytest.raises(errors.UsageError, match="'nope' is not a commit"):
         kernels.check_specs(
@@ -467,3 +482,24 @@ def test_the_forms_help_names_are_the_registrys_in_their_old_words():
     assert (kernels.SPEC_FORMS, kernels.SOURCE_FORMS) == kernels.forms(
         sources.REGISTERED
     )
+
+
+def test_a_debian_version_older_than_the_fragments_is_refused_first(
+    monkeypatch,
+):
+    """debian:6.1 is refused from its version alone, before the archive
+    is asked (the lab's fragments are written for 6.12 and later), and
+    in a list of kernels before any other kernel's archive look-up."""
+    import foliolab.kernel.debian as debian
+
+    old = kernels.parse_kernel("old=debian:6.1")
+    with pytest.raises(errors.UsageError, match="older than 6.12"):
+        kernels.check_local(old)
+    asked = []
+    monkeypatch.setattr(
+        debian, "update_lists", lambda *a, **k: asked.append(a)
+    )
+    new = kernels.parse_kernel("new=debian:7.3")
+    with pytest.raises(errors.UsageError, match="older than 6.12"):
+        kernels.check_specs([new, old])
+    assert asked == []

@@ -38,11 +38,18 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
+KERNEL_MAKEFILE = "VERSION = 7\nPATCHLEVEL = 3\n"
+
+
 def make_tree(root: Path, files: dict[str, str]) -> tuple[Path, str]:
-    """A git repository with ``files`` committed: (repo, commit)."""
+    """A git repository with ``files`` committed, and an mm/rmap.c and a
+    Makefile's version as every kernel tree has (a git: spec of a tree
+    without them is refused before anything is made of it): (repo,
+    commit)."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
-    for name, text in files.items():
+    kernel = {"mm/rmap.c": "/* rmap */\n", "Makefile": KERNEL_MAKEFILE}
+    for name, text in {**kernel, **files}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     git(root, "add", "-A")

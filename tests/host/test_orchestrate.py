@@ -515,6 +515,7 @@ def two_commits(tmp_path):
         return gitrepo.git(repo, *argv)
 
     git("init", "-q")
+    (repo / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
     (repo / "mm" / "rmap.c").write_text(
         "void try_to_unmap(void) {}\nvoid collapse_single_pmd(void) {}\n"
     )

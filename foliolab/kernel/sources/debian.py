@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 
 from foliolab.errors import UsageError
-from foliolab.kernel import build, debian, debian_orig, source
+from foliolab.kernel import build, debian, debian_orig, kconfig, source
 from foliolab.kernel.sources.base import Source, SourceRecord, written
 
 log = logging.getLogger("foliolab")
@@ -66,6 +66,15 @@ class DebianSource(Source):
                 self.version,
             )
 
+    def check_tree(self, name: str) -> None:
+        kconfig.check_served(f"kernel {name}: {self.text}", self._series())
+
+    def _series(self) -> tuple[int, int]:
+        """X.Y of the package (linux-source-X.Y) the version is of."""
+        package, _ = debian.package_of(self.version)
+        major, minor = package[len("linux-source-") :].split(".")
+        return int(major), int(minor)
+
     def start(self, name: str) -> tuple[source.Tree, source.Onto]:
         pkg = debian.resolve(self.version)
         if self.orig:
@@ -114,9 +123,7 @@ class DebianSource(Source):
 
     def slot(self) -> str:
         # a package's tree is its own checkout, never the base's
-        package, _ = debian.package_of(self.version)
-        major, minor = package[len("linux-source-") :].split(".")
-        return build.slot_name(False, (int(major), int(minor)))
+        return build.slot_name(False, self._series())
 
     def record(self) -> SourceRecord:
         own: dict[str, str | int | None] = {"debian_version": self.version}

@@ -45,10 +45,12 @@ class GitSource(Source):
         source.resolve_ref(self.repo, self.ref)
 
     def check_tree(self, name: str) -> None:
+        # a repository and a commit first, said as such
+        commit = source.resolve_ref(self.repo, self.ref)
         cp = proc.run(
             [
                 *("git", "-C", self.repo, "cat-file", "-e"),
-                f"{self.ref}:mm/rmap.c",
+                f"{commit}:mm/rmap.c",
             ],
             check=False,
         )
@@ -56,6 +58,15 @@ class GitSource(Source):
             raise UsageError(
                 f"kernel {name}: {self.text} is not a Linux "
                 "kernel tree (no mm/rmap.c at that commit)",
+                hint="give git:PATH@REF of a kernel clone",
+            )
+        # its version names its build directory (slot()), which a dry
+        # run prints: a tree without one is refused here, by both
+        found = source.makefile_numbers(self.repo, commit, check=False)
+        if "VERSION" not in found or "PATCHLEVEL" not in found:
+            raise UsageError(
+                f"kernel {name}: {self.text} is not a Linux kernel tree "
+                "(its Makefile names no VERSION and PATCHLEVEL)",
                 hint="give git:PATH@REF of a kernel clone",
             )
 

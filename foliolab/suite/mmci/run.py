@@ -65,6 +65,20 @@ class MmciResult:
     passed: bool  # no new failure on any compared kernel
 
 
+def check_trees_at_hand(kernels: tuple[specs.KernelSpec, ...]) -> None:
+    """Each kernel whose commit is at hand without fetching anything (a
+    git: commit, a tree kept from before) has the mm selftests the run
+    reads (discover.discover's SourceError if not): what the dry run
+    reads of it, checked before the run does any work too."""
+    for k in kernels:
+        try:
+            known = k.known_commit()
+        except FoliolabError:
+            continue  # the dry run says why; the run finds it out
+        if known is not None:
+            discover.discover(*known)
+
+
 def dry_run(req: MmciRequest) -> str:
     """What the run would do, from trees already at hand (nothing is
     fetched, applied or unpacked)."""
