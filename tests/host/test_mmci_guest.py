@@ -148,6 +148,8 @@ def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
     (mm / "run_vmtests.sh").chmod(0o755)
     (mm / "data.txt").write_text("x\n")
     shutil.copy("/bin/true", mm / "true_prog")
+    (tmp_path / "kselftest").mkdir()
+    (tmp_path / "kselftest" / "ktap_helpers.sh").write_text("# helpers\n")
     mods = tmp_path / "modules"
     (mods / "lib/modules/7.3.4").mkdir(parents=True)
     (mods / "lib/modules/7.3.4/modules.dep").write_text("")
@@ -160,6 +162,11 @@ def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
     assert "bin/bash" in names
     assert any(n.endswith("libc.so.6") for n in names)
     assert "lib/modules/7.3.4/modules.dep" in names
+    # what run_vmtests.sh and the tests find in a distribution's root
+    assert "foliolab/kselftest/ktap_helpers.sh" in names
+    assert "usr/bin/kmod" in names
+    assert names["sbin/modprobe"] & 0o170000 == 0o120000  # a symlink
+    assert any(n.endswith("libgcc_s.so.1") for n in names)
 
 
 def test_an_elf_for_another_machine_is_refused(tmp_path):

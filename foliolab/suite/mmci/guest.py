@@ -61,8 +61,23 @@ GUEST_DIR = "foliolab/mmci"
 # bash for run_vmtests.sh (busybox's sh is not bash); on the host, as the
 # suite's other host tools
 BASH = "/bin/bash"
+# kmod for modprobe: busybox's has no -n, which run_vmtests.sh asks
+# before it loads hwpoison_inject (memory_failure skipped "Module
+# hwpoison_inject not found" with busybox's, 2026-11-29)
+KMOD = "/usr/bin/kmod"
+KMOD_NAMES = ("sbin/modprobe", "sbin/insmod", "sbin/rmmod", "sbin/lsmod")
+# What glibc opens by name at run time, which ldd does not list:
+# pthread_cancel() needs libgcc_s (migration's private cases ended
+# "libgcc_s.so.1 must be installed for pthread_cancel to work").
+DLOPENED = ("libgcc_s.so.1",)
+# The kselftest helpers beside selftests/mm that its scripts source by a
+# relative path (kmemleak's wrappers: ../kselftest/ktap_helpers.sh)
+HELPERS = "tools/testing/selftests/kselftest"
 _MAKE_ERROR = re.compile(r"^make: \*\*\* \[[^\]]*?:\d+: (\S+)\] Error", re.M)
 _BUILT = "built.json"
+# what a kept build holds; a new one is built when it changes (2: the
+# kselftest helpers beside mm/)
+KEPT_LAYOUT = 2
 # Each wrapper's job: the mm CI's guest setup (run-mm-selftests.sh), each
 # step's result printed as a record, then the wrapper.
 _SETUP = """\
@@ -92,7 +107,7 @@ def selftests_key(repo: Path, commit: str) -> str:
     """What the build of the selftests reads, named: git's object ids of
     TREE_PATHS at ``commit``. The prefixes of a series that leaves
     tools/ alone share one build (a bisection tries several)."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"layout {KEPT_LAYOUT}\n".encode())
     for p in TREE_PATHS:
         cp = ksource.git(repo, "rev-parse", f"{commit}:{p}", check=False)
         oid = cp.stdout.strip() if cp.returncode == 0 else "-"
@@ -181,6 +196,8 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
         keep_tmp = work / "keep"
         keep_tmp.mkdir()
         shutil.move(str(src / MM), keep_tmp / "mm")
+        if (src / HELPERS).is_dir():
+            shutil.move(str(src / HELPERS), keep_tmp / "kselftest")
         shutil.move(str(logf), keep_tmp / "build.log")
         (keep_tmp / _BUILT).write_text(
             json.dumps({"commit": commit, "not_built": not_built}) + "\n"
@@ -223,8 +240,25 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             image.check_machine(data, arch, str(f))
             dynamic.append(str(f))
         c.file(name, data, mode)
+    helpers = tests.directory.parent / "kselftest"
+    if helpers.is_dir():
+        # where ../kselftest/ from GUEST_DIR is
+        for f in sorted(helpers.iterdir()):
+            if f.is_file() and not f.is_symlink():
+                mode = stat.S_IMODE(f.stat().st_mode)
+                c.file(f"foliolab/kselftest/{f.name}", f.read_bytes(), mode)
     c.file("bin/bash", Path(BASH).read_bytes(), 0o755)
+    c.file("usr/bin/kmod", Path(KMOD).read_bytes(), 0o755)
+    for name in KMOD_NAMES:
+        c.symlink(name, "/usr/bin/kmod")
+    dynamic.append(KMOD)
     libs = {lib for b in dynamic for lib in image.shared_libs(b)}
+    # beside the libc the others use
+    libc = [Path(lib) for lib in libs if Path(lib).name.startswith("libc.")]
+    for name in DLOPENED:
+        for d in {p.parent for p in libc}:
+            if (d / name).exists():
+                libs.add(str(d / name))
     for lib in sorted(libs):
         c.file(lib, Path(os.path.realpath(lib)).read_bytes(), 0o755)
     if modules_root is not None and modules_root.is_dir():
