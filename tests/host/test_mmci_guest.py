@@ -359,3 +359,22 @@ def test_commits_that_leave_tools_alone_share_their_selftests(tmp_path):
     key = guest.selftests_key
     assert key(repo, first) == key(repo, second)
     assert key(repo, second) != key(repo, third)
+
+
+def test_a_scratch_directory_on_a_command_line_is_not_in_the_path():
+    out = (
+        "TAP version 13\n"
+        "# running ./khugepaged all:file /tmp/xfs_dir_HFhGvr\n"
+        "# ok 1 collapse_full\n"
+        "ok 1 khugepaged all:file /tmp/xfs_dir_HFhGvr\n"
+        "1..1\n"
+    )
+    thp = discover.wrapper_of("ksft_thp.sh", "./run_vmtests.sh -t thp\n")
+    rows = wrapper_outcomes(WrapperRun(thp, out, 0), "up")
+    assert [r.path for r in rows] == [
+        "kselftest.mm.thp",
+        "kselftest.mm.thp.khugepaged_all_file",
+        "kselftest.mm.thp.khugepaged_all_file.collapse_full",
+    ]
+    # the command as it ran is kept
+    assert rows[1].misc["command"].endswith("/tmp/xfs_dir_HFhGvr")

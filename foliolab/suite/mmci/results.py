@@ -69,6 +69,18 @@ def program_name(command: str) -> str:
     return re.sub(r"^(?:bash )?\./", "", command.strip())
 
 
+# a scratch path a run's command line names (run_vmtests.sh gives
+# khugepaged's file case a mktemp -d directory: /tmp/xfs_dir_HFhGvr)
+_SCRATCH = re.compile(r"\s+/tmp/\S*")
+
+
+def stable_name(command: str) -> str:
+    """A program's name for its path: the command less a scratch
+    directory made anew each run, so the same case has the same path in
+    every run and on every kernel (k of n needs it)."""
+    return _SCRATCH.sub("", command)
+
+
 @dataclass
 class _Program:
     name: str  # as run_vmtests.sh prints it ("gup_test -u -w")
@@ -135,7 +147,7 @@ def wrapper_outcomes(
             m = _RUNNING.match(inner)
             if m and w.category:
                 name = program_name(m.group(1))
-                current = _Program(name, names.child(top, name))
+                current = _Program(name, names.child(top, stable_name(name)))
                 programs.append(current)
                 continue
             if current is None or current.result is not None:
