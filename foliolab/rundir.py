@@ -30,6 +30,7 @@ import enum
 import json
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,8 +306,26 @@ def staged(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    move_in(stage, out)
+    with signals_held():
+        move_in(stage, out)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+# What a user or a lab worker's shutdown sends; held while a set is moved
+# in, so that one never leaves half a new set beside half the old one
+# (the renames take microseconds; a signal waits for them, then acts).
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Block HELD_SIGNALS for the block; one that came meanwhile is
+    delivered when it ends."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def move_in(stage: Path, out: Path) -> None:

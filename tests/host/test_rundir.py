@@ -589,3 +589,42 @@ def test_a_boots_raw_output_is_read_bounded(tmp_path, caplog):
     with caplog.at_level("WARNING", "foliolab"):
         assert monitors.read_monitor(tmp_path, name) == []
     assert "a FIFO, not a record" in caplog.text
+
+
+def test_a_signal_during_the_move_waits_for_the_whole_set(
+    tmp_path, monkeypatch
+):
+    """SIGTERM sent while a new set is renamed into place acts only after
+    every file is in: its handler sees the whole new set, never half."""
+    import os
+    import signal
+
+    out = tmp_path / "run"
+    out.mkdir()
+    names = [f"report{i}.txt" for i in range(5)]
+    for n in names:
+        (out / n).write_text("old\n")
+    seen: list[list[str]] = []
+
+    def on_term(signum, frame):
+        seen.append([(out / n).read_text() for n in names])
+
+    old_handler = signal.signal(signal.SIGTERM, on_term)
+    real_replace = os.replace
+    calls = []
+
+    def replace_then_signal(src, dst):
+        real_replace(src, dst)
+        calls.append(dst)
+        if len(calls) == 1:  # after the first file of the set is in
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(rundir.os, "replace", replace_then_signal)
+    try:
+        with rundir.staged(out) as stage:
+            for n in names:
+                (stage / n).write_text("new\n")
+    finally:
+        signal.signal(signal.SIGTERM, old_handler)
+    assert len(calls) == len(names)
+    assert seen == [["new\n"] * len(names)]
