@@ -21,7 +21,7 @@ from foliolab.paths import DEFAULT_PATCHES, PROJECT_ROOT
 from foliolab.run import orchestrate
 from foliolab.run.stages import Request
 from foliolab.workloads import sweep
-from foliolab.workloads.model import Workload, with_roots
+from foliolab.workloads.model import MACHINE_VCPUS, Workload, with_roots
 
 log = logging.getLogger("foliolab")
 
@@ -203,6 +203,14 @@ def _request(
     sweeps = sweep.parse_sweeps(
         args.sweep, wl, params, args.numa_nodes, options.MAX_VCPUS
     )
+    swept_vcpus = [s for s in sweeps if s.param == MACHINE_VCPUS]
+    if swept_vcpus and getattr(args, "vcpus_given", False):
+        # the sweep's values would replace --vcpus without a word
+        raise UsageError(
+            f"--vcpus {args.vcpus} beside --sweep "
+            f"{swept_vcpus[0].workload}.vcpus: the sweep sets the vCPUs",
+            hint="leave --vcpus out, or the vCPUs out of --sweep",
+        )
     wl, params = sweep.expand(wl, params, sweeps)
     roots = tuple(args.root)  # their --count: orchestrate.check
     wl = [with_roots(w, roots) for w in wl]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from foliolab import executors
 from foliolab.arch import ARCHES
+from foliolab.errors import UsageError
 from foliolab.kernel import kconfig
 from foliolab.paths import DEFAULT_PATCHES
 
@@ -167,8 +168,12 @@ def one_kernel(p: argparse.ArgumentParser, several: bool = False) -> None:
     or any source spec (``several``: --kernel repeatable, a list, for a
     mode that takes more than one: test --mm-ci)."""
     p.add_argument(
-        "--variant", choices=("vanilla", "patched"), default="patched"
+        "--variant",
+        choices=("vanilla", "patched"),
+        default="patched",
+        action=_Given,
     )
+    p.set_defaults(variant_given=False)
     p.add_argument(
         "--kernel",
         type=spec_arg,
@@ -179,6 +184,17 @@ def one_kernel(p: argparse.ArgumentParser, several: bool = False) -> None:
         "each +DIR[:N] or not); replaces --variant"
         + ("; repeatable with --mm-ci" if several else ""),
     )
+
+
+def check_one_kernel(args: argparse.Namespace) -> None:
+    """--kernel replaces --variant: both given, one would be dropped
+    without a word."""
+    if args.kernel and getattr(args, "variant_given", False):
+        raise UsageError(
+            f"--variant {args.variant} beside --kernel: --kernel names "
+            "the kernel, and --variant would be ignored",
+            hint="give one of them",
+        )
 
 
 def measure(s: argparse.ArgumentParser) -> None:
@@ -286,6 +302,22 @@ def measure(s: argparse.ArgumentParser) -> None:
     )
 
 
+class _Given(argparse.Action):
+    """Stores the value and that it was given (``DEST_given``): a
+    default and the same value given are not the same thing to a check
+    of conflicting options (--vcpus beside a sweep of vCPUs)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def machine(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("guest machine")
     g.add_argument(
@@ -295,7 +327,10 @@ def machine(p: argparse.ArgumentParser) -> None:
         help="auto: KVM only if a short probe boot is fast, else "
         "TCG (default auto)",
     )
-    g.add_argument("--vcpus", type=at_most(MAX_VCPUS), default=2)
+    g.add_argument(
+        "--vcpus", type=at_most(MAX_VCPUS), default=2, action=_Given
+    )
+    p.set_defaults(vcpus_given=False)
     g.add_argument("--numa-nodes", type=at_most(MAX_VCPUS), default=1)
     g.add_argument(
         "--cpu",

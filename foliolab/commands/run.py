@@ -72,6 +72,7 @@ def plan_run(args: argparse.Namespace) -> runcommand.CommandRequest:
     """`run`'s one planning step: every argument, file and spec it will
     use checked (runcommand.check_command), before any kernel source is
     fetched, unpacked or built; the request."""
+    options.check_one_kernel(args)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd or not cmd[0].strip():
         raise UsageError(

@@ -160,6 +160,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    options.check_one_kernel(args)
     if args.mm_ci:
         return _cmd_mmci(args)
     mmci_only = [

@@ -160,6 +160,7 @@ def parse_params(
     """``--param WORKLOAD.NAME=VALUE`` (or ``NAME=VALUE`` for all that
     have it)."""
     out: dict[str, dict[str, str]] = {w.name: {} for w in workloads}
+    given: dict[tuple[str, str], str] = {}  # (workload, param) -> item
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -178,6 +179,14 @@ def parse_params(
                     f"a parameter {pname!r}"
                 )
         for w in targets:
+            first = given.setdefault((w.name, pname), item)
+            if first != item:
+                # the last one would win without a word
+                raise UsageError(
+                    f"--param {item!r}: {w.name}.{pname} is already set "
+                    f"by --param {first!r}",
+                    hint="give each parameter once",
+                )
             out[w.name][pname] = value
     for w in workloads:
         w.resolve(out[w.name])  # validate now, before any build
