@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,13 +320,28 @@ HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Block HELD_SIGNALS for the block; one that came meanwhile is
-    delivered when it ends."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    """HELD_SIGNALS wait for the block: their handlers are replaced by
+    one that notes them, and those that came are raised again when it
+    ends. (Blocking them with a signal mask would hold them only from
+    this thread; Python runs its handlers in the main thread whichever
+    thread took the signal.) Off the main thread, where handlers cannot
+    be set, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        came.append(signum)
+
+    before = {s: signal.signal(s, note) for s in HELD_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        for signum in dict.fromkeys(came):
+            signal.raise_signal(signum)
 
 
 def move_in(stage: Path, out: Path) -> None:
