@@ -16,6 +16,7 @@ builds, are not defeated by them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -210,7 +211,7 @@ def fragment_of(tree: Tree, arch: Arch, purpose: str) -> kconfig.Fragment:
     # The mm CI's fragment follows mm-unstable: an option an older tree
     # does not define (6.12 has no MM_ID) is not asked of it, as the mm
     # CI's own build of that tree would drop it.
-    defined = _defined_options(tree)
+    defined = _defined_at(tree.path, tree.commit)
     absent = [
         k
         for k, where in frag.origin.items()
@@ -229,22 +230,25 @@ NOT_IN_TREE = "not defined by the tree's Kconfig files"
 _CONFIG_LINE = re.compile(r"^\s*(?:menu)?config\s+([A-Za-z0-9_]+)", re.M)
 
 
-def _defined_options(tree: Tree) -> set[str]:
-    """Every CONFIG_ symbol the tree's Kconfig files define at its
-    commit (read from git's objects)."""
+# one git grep a commit: a build asks three times (configure, the check
+# after make, the store's key)
+@functools.lru_cache(maxsize=8)
+def _defined_at(repo: Path, commit: str) -> frozenset[str]:
+    """Every CONFIG_ symbol the Kconfig files of ``commit`` define (read
+    from git's objects)."""
     cp = source.git(
-        tree.path,
+        repo,
         "grep",
         "-h",
         "-E",
         r"^\s*(menu)?config\s+[A-Za-z0-9_]+",
-        tree.commit,
+        commit,
         "--",
         "Kconfig*",
         "*/Kconfig*",
         check=False,
     )
-    return {f"CONFIG_{m}" for m in _CONFIG_LINE.findall(cp.stdout)}
+    return frozenset(f"CONFIG_{m}" for m in _CONFIG_LINE.findall(cp.stdout))
 
 
 def configure(tree: Tree, arch: Arch, purpose: str, out: Path) -> Path:

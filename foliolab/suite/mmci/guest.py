@@ -48,7 +48,7 @@ from foliolab.errors import BuildError
 from foliolab.kernel import build, image
 from foliolab.kernel import source as ksource
 from foliolab.paths import cache_root
-from foliolab.suite.mmci import mmci
+from foliolab.suite.mmci import hosttests, mmci
 from foliolab.suite.mmci.discover import MM, Wrapper
 
 log = logging.getLogger("foliolab")
@@ -139,18 +139,7 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
     try:
         src = work / "src"
         src.mkdir()
-        tar = work / "parts.tar"
-        have = [
-            p
-            for p in TREE_PATHS
-            if ksource.git(
-                repo, "cat-file", "-e", f"{commit}:{p}", check=False
-            ).returncode
-            == 0
-        ]
-        ksource.git(repo, "archive", "-o", str(tar), commit, "--", *have)
-        proc.run(["tar", "-xf", str(tar), "-C", str(src)], what="tar -x")
-        tar.unlink()
+        hosttests.copy_tree(repo, commit, src, TREE_PATHS)
         logf = work / "build.log"
         # the uapi headers of this tree, where lib.mk looks for them
         # (KHDR_INCLUDES: top_srcdir/usr/include); a build directory of
@@ -216,11 +205,6 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
     return Selftests(keep / "mm", commit, tuple(not_built), keep / "build.log")
 
 
-def _is_elf(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(4) == b"\x7fELF"
-
-
 def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
     """The archive each wrapper's boot adds to the base image."""
     c = image.Cpio()
@@ -236,7 +220,7 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             continue
         data = f.read_bytes()
         mode = stat.S_IMODE(f.stat().st_mode)
-        if _is_elf(f):
+        if data[:4] == b"\x7fELF":
             image.check_machine(data, arch, str(f))
             dynamic.append(str(f))
         c.file(name, data, mode)

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,18 +115,28 @@ def check_host() -> None:
         )
 
 
-def _existing(repo: Path, commit: str) -> list[str]:
-    cp = ksource.git(
-        repo, "ls-tree", "--name-only", commit, "--", *ARCHIVE_PATHS
-    )
+def _existing(repo: Path, commit: str, paths: Sequence[str]) -> list[str]:
+    cp = ksource.git(repo, "ls-tree", "--name-only", commit, "--", *paths)
     return cp.stdout.split()
 
 
-def copy_tree(repo: Path, commit: str, dest: Path) -> None:
-    """ARCHIVE_PATHS of ``commit`` into ``dest`` (those it has)."""
+def copy_tree(
+    repo: Path,
+    commit: str,
+    dest: Path,
+    paths: Sequence[str] = ARCHIVE_PATHS,
+) -> None:
+    """``paths`` of ``commit`` into ``dest`` (those it has), from git's
+    objects: the tree's checkout is only read."""
     tar = dest / "parts.tar"
     ksource.git(
-        repo, "archive", "-o", str(tar), commit, "--", *_existing(repo, commit)
+        repo,
+        "archive",
+        "-o",
+        str(tar),
+        commit,
+        "--",
+        *_existing(repo, commit, paths),
     )
     proc.run(["tar", "-xf", str(tar), "-C", str(dest)], what="tar -x")
     tar.unlink()
