@@ -1,20 +1,23 @@
-"""README quotes figures of runs; for each run whose record is kept
-under tests/host/data/runs/RUN, this test derives every figure README
-gives of it again from that record, with the code that reported it,
-writes it as README writes it and finds it in README's text (and in the
-manual's, where the manual gives the same run's figures). A figure
-typed by hand, or left stale when the run's record or foliolab's
-statistics change, fails here.
+"""README, the cover letters and the patch messages quote figures of
+runs; for each run whose record is kept under tests/host/data/runs/RUN,
+this test derives every figure they give of it again from that record,
+with the code that reported it, writes it as the text does and finds it
+there (the manual's figures of the same mm CI run too). A figure typed
+by hand, or left stale when the run's record or foliolab's statistics
+change, fails here. (test_cover_tables holds the tables the covers
+quote whole.)
 
 - A compare run (environment.json and samples.jsonl, no raw/): analysed
   as `foliolab report RUN` analyses it (analyse() on its samples), the
-  means, ratios and intervals of its rows and its samples' values.
+  means, ratios and intervals of its rows, formatted as the report
+  formats them, and its samples' values.
 - A `foliolab test --mm-ci` run (rundir.json, outcomes.json and the
   mmci-summary.txt it printed; dropped: its per-kernel directory of
   kernel, modules, initramfs and per-wrapper logs, 75 MB, and
   mmci-summary.json, 428 KB, which the same function writes from the
   same rows): the rows of outcomes.json compared and summed by
-  suite.mmci.compare, the function that wrote mmci-summary.
+  suite.mmci.compare, the functions that wrote mmci-summary. Its boot
+  times are outcomes.json's, in tenths of a second, rounded a half up.
 
 Every run README names is either kept there or listed in NOT_KEPT, the
 runs whose record is not in the repository (README says so): a figure
@@ -106,7 +109,7 @@ def half_up(x, places=0):
     return Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP)
 
 
-NUMBER = {2: "two", 3: "three", 4: "four"}
+NUMBER = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def whole(x):
@@ -163,7 +166,8 @@ def figures_612_r7_count():
     ksm = row(run, "ksm-rmap", "kernel_insns_per_walk")
     unmap = "try_to_unmap_insns_per_folio"
     return [
-        f"(`{run}`, `--count --runs {analysed(run).m.runs}`, 2026-11-28;",
+        f"(`{run}`, `--count --runs {analysed(run).m.runs}`, "
+        f"{analysed(run).m.started[:10]};",
         "`try_to_unmap()` instructions per 64K folio "
         + counted(row(run, "pageout", unmap))
         + ", per 4K page "
@@ -225,8 +229,212 @@ def figures_73_r2_count_b():
         f"khugepaged's {pmds:.0f} hot PMDs collapsed and the cold scans "
         "reported as `page_lazyfree` on both, `ksm-rmap`'s instructions "
         f"per walk {walk:.3g}x, inside the spread of each kernel's "
-        f"{NUMBER[analysed(run).m.runs]} samples ({whole(min(up))}-{whole(max(up))} "
-        f"on up, {whole(min(nxt))}-{whole(max(nxt))} on next;",
+        f"{NUMBER[analysed(run).m.runs]} samples ({fmt(min(up))}-"
+        f"{fmt(max(up))} on up, {fmt(min(nxt))}-{fmt(max(nxt))} on next;",
+    ]
+
+
+def ratio_x(run, workload, metric):
+    """A ratio as the covers write it: three significant digits (a
+    trailing zero kept), then x."""
+    return f"{row(run, workload, metric).comparison.ratio:#.3g}x"
+
+
+def kernel_values(run, workload, metric):
+    """``metric``'s samples, the baseline's then the other kernel's."""
+    by_kernel = values(run, workload, metric)
+    return [sorted(by_kernel[k]) for k in analysed(run).names]
+
+
+def cover_612_figures():
+    """patches/6.12's cover letter, "By change", of the run it quotes."""
+    run = "results-612-r7-count"
+    ksm = row(run, "ksm-rmap", "kernel_insns_per_walk")
+    vanilla_scans, patched_scans = kernel_values(
+        run, "khugepaged", "cold_scans"
+    )
+    assert kernel_values(run, "khugepaged", "scan_lack_referenced_page") == [
+        vanilla_scans,
+        [0] * len(patched_scans),
+    ]
+    assert kernel_values(run, "khugepaged", "scan_page_lazyfree") == [
+        [0] * len(vanilla_scans),
+        patched_scans,
+    ]
+    (pmds,) = {
+        v
+        for vs in kernel_values(run, "khugepaged", "pages_collapsed")
+        for v in vs
+    }
+    collapse = row(run, "khugepaged", "hot2_collapse_s")
+    first, *others = kernel_values(run, "khugepaged", "hot2_collapse_s")[0]
+    assert first < others[0] / 2  # the one sample the letter singles out
+    split = row(run, "pageout-lazyfree", "mthp_split_deferred")
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    small = row(run, "pageout-4k", "try_to_unmap_insns_per_folio")
+    small_walk = row(run, "pageout-4k", "page_vma_mapped_walk_per_folio")
+    unmap = "try_to_unmap_insns_per_folio"
+    return [
+        f"the instructions per rmap_walk_ksm() go from {fmt(ksm.base.mean)} "
+        f"to {fmt(ksm.other.mean)}.",
+        f"lack_referenced_page on vanilla ({fmt(vanilla_scans[0])}-"
+        f"{fmt(vanilla_scans[-1])} per sample), page_lazyfree with the "
+        f"series ({fmt(patched_scans[0])}-{fmt(patched_scans[-1])}), "
+        f"{pmds:.0f} hot PMDs collapsed on both.",
+        f"reads {collapse.comparison.ratio:.3g}x "
+        f'"{collapse.verdict}" above, on {NUMBER[analysed(run).m.runs]} '
+        f"samples, one of vanilla's at {first:.2f} s against "
+        f"{others[0]:.1f}-{others[-1]:.1f} s.",
+        "IPIs per page swapped out "
+        + ratio_x(run, "dirty-tlb", "ipis_sent_per_swapout")
+        + ", TLB shootdowns "
+        + ratio_x(run, "dirty-tlb", "tlb_shootdowns"),
+        "try_to_unmap() instructions per folio "
+        + ratio_x(run, "file-reclaim", unmap)
+        + ".",
+        ratio_x(run, "pageout-lazyfree", unmap)
+        + " per 64K folio, and no deferred split of the folios "
+        f"({fmt(split.base.mean)} -> {fmt(split.other.mean)}).",
+        "try_to_unmap() instructions per folio "
+        + ratio_x(run, "pageout", unmap)
+        + f", page_vma_mapped_walk() {fmt(walk.base.mean)} calls per folio "
+        f"-> {fmt(walk.other.mean)}.",
+        f"{fmt(small.base.mean)} -> {fmt(small.other.mean)} instructions "
+        f"({small.comparison.ratio:.3f}x), and "
+        f"{NUMBER[int(small_walk.other.mean)]} walk call instead of "
+        f"{NUMBER[int(small_walk.base.mean)]}",
+    ]
+
+
+def two_boots_spread(run, workload, metric):
+    """The larger of the two kernels' (max - min) / min of ``metric``."""
+    return max(
+        (vs[-1] - vs[0]) / vs[0] for vs in kernel_values(run, workload, metric)
+    )
+
+
+def cover_s0_figures():
+    """patches/7.3's S0 posting: what its own table does not show."""
+    run = "results-73-r2-count"
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    unmap = "try_to_unmap_insns_per_folio"
+    assert (
+        max(two_boots_spread(run, w, unmap) for w in ("pageout", "pageout-4k"))
+        < 0.003
+    )
+    return [
+        "page_vma_mapped_walk() steps once per 64K folio instead of "
+        f"{fmt(walk.base.mean)} times, and try_to_unmap() executes "
+        f"{fmt_ratio(row(run, 'pageout', unmap).comparison.ratio)}x",
+        "the counts of a kernel's two boots differ by less than 0.3% in "
+        "try_to_unmap() instructions.",
+    ]
+
+
+def cover_s1_figures():
+    """patches/7.3's S1 posting: the prose beside its first table."""
+    run = "results-73-r2-count"
+    up, nxt = kernel_values(run, "dirty-tlb", "ipis_sent_per_swapout")
+    return [
+        "This posting is what changes dirty-tlb: "
+        + ratio_x(run, "dirty-tlb", "ipis_sent_per_swapout")
+        + " the IPIs per page swapped out, and "
+        + ratio_x(run, "dirty-tlb", "tlb_shootdowns")
+        + " the TLB shootdowns, while reclaim scanned "
+        + ratio_x(run, "dirty-tlb", "pgscan_anon")
+        + " the pages in the same 15 s.",
+        f"dirty-tlb's IPIs per page swapped out were {up[0]:.3g} and "
+        f"{up[1]:.3g} in the two boots of 7.3.4, {nxt[0]:.3g} and "
+        f"{nxt[1]:.3g} with the series.",
+        order0_cost(
+            run,
+            "an order-0 page in pageout-4k costs {pct} more "
+            "kernel instructions ({next} against {up}).",
+        ),
+    ]
+
+
+def order0_cost(run, template):
+    r = row(run, "pageout-4k", "kernel_insns_per_folio")
+    pct = (r.other.mean / r.base.mean - 1) * 100
+    return template.format(
+        pct=f"{pct:.2f}%", next=fmt(r.other.mean), up=fmt(r.base.mean)
+    )
+
+
+def cover_s1_b_figures():
+    """patches/7.3's S1 posting: the prose beside its second table."""
+    run = "results-73-r2-count-b"
+    (pmds,) = {
+        v
+        for vs in kernel_values(run, "khugepaged", "pages_collapsed")
+        for v in vs
+    }
+    walk = row(run, "ksm-rmap", "kernel_insns_per_walk").comparison.ratio
+    up, nxt = kernel_values(run, "ksm-rmap", "kernel_insns_per_walk")
+    return [
+        f"Both kernels collapse the {pmds:.0f} hot PMDs.",
+        f"ksm-rmap's instructions per walk differ by {(walk - 1) * 100:.0f}% "
+        "here, about as much as each kernel's two boots differ from each "
+        f"other ({fmt(up[0])} and {fmt(up[1])} on 7.3.4, {fmt(nxt[0])} and "
+        f"{fmt(nxt[1])} with the series);",
+    ]
+
+
+def message(number):
+    """patches/7.3's patch NNNN, by its number."""
+    (path,) = sorted(
+        (PROJECT_ROOT / "patches" / "7.3").glob(f"{number}-*.patch")
+    )
+    return path
+
+
+def message_0008_figures():
+    """The batched anonymous unmap's message: its table."""
+    run = "results-73-r2-count"
+    unmap = "try_to_unmap_insns_per_folio"
+    pageout = row(run, "pageout", unmap)
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    small = row(run, "pageout-4k", unmap)
+    assert (
+        max(two_boots_spread(run, w, unmap) for w in ("pageout", "pageout-4k"))
+        < 0.003
+    )
+    return [
+        f"try_to_unmap() insns per folio {fmt(pageout.base.mean)} "
+        f"{fmt(pageout.other.mean)} {fmt_ratio(pageout.comparison.ratio)}",
+        f"page_vma_mapped_walk() calls/folio {fmt(walk.base.mean)} "
+        f"{fmt(walk.other.mean)}",
+        f"try_to_unmap() insns per page {fmt(small.base.mean)} "
+        f"{fmt(small.other.mean)} {fmt_ratio(small.comparison.ratio)}",
+        "(the two samples of each kernel within 0.3% of each other)",
+    ]
+
+
+def message_0015_figures():
+    """The batched TLB flush's message: its table and the order-0 cost."""
+    run = "results-73-r2-count"
+    ipis = row(run, "dirty-tlb", "ipis_sent_per_swapout")
+    up, nxt = kernel_values(run, "dirty-tlb", "ipis_sent_per_swapout")
+    calls = row(run, "dirty-tlb", "try_to_unmap_calls")
+    sent = row(run, "dirty-tlb", "ipis_sent")
+    small = row(run, "pageout-4k", "try_to_unmap_insns_per_folio")
+    fewer = small.base.mean - small.other.mean
+    return [
+        f"IPIs sent per page swapped out {ipis.base.mean:.3g} "
+        f"{ipis.other.mean:.3g} {fmt_ratio(ipis.comparison.ratio)} "
+        f"(its two samples) {up[0]:.3g} {nxt[0]:.3g} {up[1]:.3g} "
+        f"{nxt[1]:.3g} try_to_unmap() calls in the window "
+        f"{fmt(calls.base.mean)} {fmt(calls.other.mean)} IPIs sent in the "
+        f"window {fmt(sent.base.mean)} {fmt(sent.other.mean)}",
+        f"reclaim unmapped {calls.comparison.ratio:.1f} times the folios",
+        order0_cost(
+            run,
+            "{next} kernel instructions per page against {up} on 7.3.4 "
+            "(+{pct}), although try_to_unmap() took "
+            + f"{fewer:.0f}"
+            + " fewer.",
+        ),
     ]
 
 
@@ -355,22 +563,44 @@ def manual_mmci_figures():
 
 # ---- the tests --------------------------------------------------------
 
+# Each document that quotes a kept run's figures, and for each such run
+# the function that writes them as the document does.
 FIGURES = {
-    "results-612-r7-count": figures_612_r7_count,
-    "results-73-r2-count": figures_73_r2_count,
-    "results-73-r2-count-b": figures_73_r2_count_b,
-    MMCI: mmci_figures,
+    README: {
+        "results-612-r7-count": figures_612_r7_count,
+        "results-73-r2-count": figures_73_r2_count,
+        "results-73-r2-count-b": figures_73_r2_count_b,
+        MMCI: mmci_figures,
+    },
+    PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
+        "results-612-r7-count": cover_612_figures,
+    },
+    PROJECT_ROOT / "patches" / "7.3" / "cover-s0.txt": {
+        "results-73-r2-count": cover_s0_figures,
+    },
+    PROJECT_ROOT / "patches" / "7.3" / "cover-s1.txt": {
+        "results-73-r2-count": cover_s1_figures,
+        "results-73-r2-count-b": cover_s1_b_figures,
+    },
+    message("0008"): {"results-73-r2-count": message_0008_figures},
+    message("0015"): {"results-73-r2-count": message_0015_figures},
 }
+QUOTES = [(doc, run) for doc, runs in FIGURES.items() for run in sorted(runs)]
 
 
-@pytest.mark.parametrize("run", sorted(FIGURES))
-def test_each_figure_readme_gives_of_a_kept_run_is_what_its_record_gives(
-    run,
+@pytest.mark.parametrize(
+    ("doc", "run"),
+    QUOTES,
+    ids=[f"{d.relative_to(PROJECT_ROOT)}:{r}" for d, r in QUOTES],
+)
+def test_each_figure_a_document_gives_of_a_kept_run_is_what_its_record_gives(
+    doc, run
 ):
     assert (RUNS / run).is_dir(), f"{run}: its record is not in {RUNS}"
-    missing = [f for f in FIGURES[run]() if words(f) not in readme()]
+    text = words(doc.read_text())
+    missing = [f for f in FIGURES[doc][run]() if words(f) not in text]
     assert not missing, (
-        f"README.md does not say what the record of {run} gives; write:\n"
+        f"{doc.name} does not say what the record of {run} gives; write:\n"
         + "\n".join(missing)
     )
 
@@ -384,7 +614,7 @@ def test_every_run_readme_names_is_kept_or_said_not_to_be():
         f"as not kept: {', '.join(unknown)}"
     )
     # and every figure-bearing kept run is read by this test
-    assert named & kept <= set(FIGURES) | {"sweep-612-pageout"}
+    assert named & kept <= set(FIGURES[README])
     assert not NOT_KEPT & kept, "a kept run is listed as not kept"
     assert not NOT_KEPT - named, "NOT_KEPT lists a run README no longer names"
 
@@ -415,17 +645,17 @@ def test_the_manual_gives_the_mmci_boots_the_record_gives():
 
 
 def test_a_changed_figure_is_caught():
-    """Any one digit of a figure changed in README's text: not found."""
-    text = readme()
-    for run, figures in FIGURES.items():
-        for f in figures():
-            f = words(f)
-            assert f in text
-            digits = [m.start() for m in re.finditer(r"\d", f)]
-            assert digits, f"{run}: a figure without a number: {f}"
-            for i in digits:
-                changed = f[:i] + str((int(f[i]) + 1) % 10) + f[i + 1 :]
-                assert changed not in text, changed
+    """Any one digit of a figure changed in its document: not found."""
+    for doc, runs in FIGURES.items():
+        text = words(doc.read_text())
+        for run, figures in runs.items():
+            for f in map(words, figures()):
+                assert f in text
+                digits = [m.start() for m in re.finditer(r"\d", f)]
+                assert digits, f"{run}: a figure without a number: {f}"
+                for i in digits:
+                    changed = f[:i] + str((int(f[i]) + 1) % 10) + f[i + 1 :]
+                    assert changed not in text, changed
 
 
 def test_half_up_rounds_a_half_up():
