@@ -385,7 +385,13 @@ DAMAGES = (
     "fifo",
     "not-utf8",
 )
-RUNS = sorted(p.name for p in hostile.RECORDED_RUNS.iterdir())
+# the recorded compare runs (an mm CI run kept beside them has no
+# environment.json; test_readme_figures reads it)
+RUNS = sorted(
+    p.name
+    for p in hostile.RECORDED_RUNS.iterdir()
+    if (p / "environment.json").is_file()
+)
 
 
 def _record_files(run: Path) -> list[str]:

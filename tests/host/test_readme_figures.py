@@ -1,0 +1,724 @@
+"""README, the cover letters and the patch messages quote figures of
+runs; for each run whose record is kept under tests/host/data/runs/RUN,
+this test derives every figure they give of it again from that record,
+with the code that reported it, writes it as the text does and finds it
+there (the manual's figures of the same mm CI run too). A figure typed
+by hand, or left stale when the run's record or foliolab's statistics
+change, fails here. (test_cover_tables holds the tables the covers
+quote whole.)
+
+- A compare run (environment.json and samples.jsonl, no raw/): analysed
+  as `foliolab report RUN` analyses it (analyse() on its samples), the
+  means, ratios and intervals of its rows, formatted as the report
+  formats them, and its samples' values.
+- A `foliolab test --mm-ci` run (rundir.json, outcomes.json and the
+  mmci-summary.txt it printed; dropped: its per-kernel directory of
+  kernel, modules, initramfs and per-wrapper logs, 75 MB, and
+  mmci-summary.json, 428 KB, which the same function writes from the
+  same rows): the rows of outcomes.json compared and summed by
+  suite.mmci.compare, the functions that wrote mmci-summary. Its boot
+  times are outcomes.json's, in tenths of a second, rounded a half up.
+
+Every run README names is either kept there or listed in NOT_KEPT, the
+runs whose record is not in the repository (README says so): a figure
+of a new run cannot come in without its record or a decision."""
+
+import functools
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+from foliolab.analysis.analyse import analyse
+from foliolab.boot.derive import load_samples
+from foliolab.manifest import RunManifest
+from foliolab.paths import PROJECT_ROOT
+from foliolab.render import fmt, fmt_ratio
+from foliolab.rundir import Marker, RunKind
+from foliolab.suite.mmci import compare
+from foliolab.testrecord import Outcomes, TestStatus
+
+RUNS = PROJECT_ROOT / "tests" / "host" / "data" / "runs"
+README = PROJECT_ROOT / "README.md"
+MANUAL = PROJECT_ROOT / "docs" / "manual.md"
+
+# Runs README names whose record is not in the repository (not on the
+# machine this test was written on, 2026-11-29, or, for mmci-fix1,
+# stopped before it wrote its outcomes): their figures are not derived
+# again by anything.
+NOT_KEPT = {
+    "results-pv-count-x86",
+    "results-issue7-1",
+    "results-pv-count-x86-dirty-tlb-idle",
+    "results-issue18-dirty-tlb",
+    "results-issue9-x86-fr-26",
+    "results-issue6-2",
+    "results-pv-count-x86-khugepaged",
+    "results-issue5-khugepaged-reread-2",
+    "results-pv-count-x86-ksm",
+    "results-issue5-ksm-2",
+    "results-r4-f1",
+    "results-r6n-coverage",
+    "73-r2-coverage-fi",
+    "results-73-coverage2",
+    "results-73-r2-check",
+    "robot-73-r2",
+    "robot-612-r7b",
+    "results-73-r2-putback-up",
+    "results-73-r2-putback-next",
+    "results-73-four-count",
+    "results-73-four-count-b",
+    "results-73-time",
+    "results-73-time-same",
+    "results-73-ksm-count4",
+    "results-73-arm64-count",
+    "results-73-kasan-next",
+    "73-r3-suite-{x86_64,arm64}-{up,next}",
+    "73-vm5-*",
+    "73-vm9-*",
+    "73-r2-suite-arm64-*",
+    "kh-arm64",
+    "mmci-fix1",
+    "sweep-612",
+    "sweep-73",
+    "sweep-73-arm64",
+    "sweep-612-threads-d",
+    "sweep-612-file",
+}
+# how README writes a run's folder: in backquotes, a lab run's prefix
+RUN_NAME = re.compile(
+    r"`((?:results|sweep|mmci|robot|kh)-[^`\s]+|7\d-[^`\s]+|61\d-[^`\s]+)`"
+)
+
+
+def words(text):
+    """``text`` with its line breaks and runs of spaces as one space:
+    README wraps its sentences anywhere."""
+    return " ".join(text.split())
+
+
+@functools.cache
+def readme():
+    return words(README.read_text())
+
+
+def half_up(x, places=0):
+    """``x`` rounded as a reader rounds, a half up (Python's round() and
+    format() round a half to even: 6.5 to 6)."""
+    q = Decimal(1).scaleb(-places)
+    return Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP)
+
+
+NUMBER = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def whole(x):
+    return f"{half_up(x):,}"
+
+
+# ---- compare runs -----------------------------------------------------
+
+
+@functools.cache
+def analysed(run):
+    """The run's analysis, as `foliolab report` derives it from a record
+    without raw boots (once a run)."""
+    record = RUNS / run
+    return analyse(record, RunManifest.read(record), load_samples(record))
+
+
+def row(run, workload, metric):
+    """The run's row of ``metric`` in ``workload``, its second kernel
+    against the first."""
+    a = analysed(run)
+    (r,) = [
+        r
+        for wa in a.workloads
+        if wa.workload.name == workload
+        for r in wa.rows
+        if r.metric == metric and r.kernel == a.names[1]
+    ]
+    return r
+
+
+def counted(r):
+    """base -> other (ratio), as README quotes an exact count."""
+    return (
+        f"{fmt(r.base.mean)} -> {fmt(r.other.mean)} "
+        f"({fmt_ratio(r.comparison.ratio)})"
+    )
+
+
+def values(run, workload, metric):
+    """Each kernel's samples of ``metric``: {kernel: [value, ...]}."""
+    out = {}
+    for s in analysed(run).samples:
+        if s.workload == workload and metric in s.values:
+            out.setdefault(s.variant, []).append(s.values[metric])
+    return out
+
+
+def figures_612_r7_count():
+    """Results so far, round 7 (and the 6.12 cover letter's quote of the
+    same run, which test_cover_tables holds)."""
+    run = "results-612-r7-count"
+    tlb = row(run, "dirty-tlb", "ipis_sent_per_swapout").comparison
+    ksm = row(run, "ksm-rmap", "kernel_insns_per_walk")
+    unmap = "try_to_unmap_insns_per_folio"
+    return [
+        f"(`{run}`, `--count --runs {analysed(run).m.runs}`, "
+        f"{analysed(run).m.started[:10]};",
+        "`try_to_unmap()` instructions per 64K folio "
+        + counted(row(run, "pageout", unmap))
+        + ", per 4K page "
+        + counted(row(run, "pageout-4k", unmap))
+        + ", per lazy-free 64K folio "
+        + counted(row(run, "pageout-lazyfree", unmap))
+        + ", per order-5 file folio "
+        + counted(row(run, "file-reclaim", unmap))
+        + ";",
+        "`dirty-tlb`'s IPIs per page swapped out, zero-filled pages counted, "
+        f"{fmt_ratio(tlb.ratio)} [{fmt_ratio(tlb.ci_low)}, "
+        f"{fmt_ratio(tlb.ci_high)}];",
+        f"per `rmap_walk_ksm()` {ksm.base.mean / 1e6:.1f} M -> "
+        f"{ksm.other.mean / 1e3:.0f} K.",
+    ]
+
+
+def figures_73_r2_count():
+    """The five seeds on 7.3, round 2 counted."""
+    run = "results-73-r2-count"
+    unmap = "try_to_unmap_insns_per_folio"
+    pageout = row(run, "pageout", unmap)
+    small = row(run, "pageout-4k", unmap)
+    ipis = row(run, "dirty-tlb", "ipis_sent_per_swapout")
+    return [
+        f"Round 2 counted (`{run}`, `--count --runs "
+        f"{analysed(run).m.runs}`, up against next):",
+        f"`pageout`'s `try_to_unmap()` {fmt(pageout.base.mean)} -> "
+        f"{fmt(pageout.other.mean)} instructions per 64K folio "
+        f"({fmt_ratio(pageout.comparison.ratio)}),",
+        f"`pageout-4k`'s {fmt(small.base.mean)} -> {fmt(small.other.mean)} "
+        f"per page ({fmt_ratio(small.comparison.ratio)}),",
+        f"`dirty-tlb`'s IPIs per page swapped out {ipis.base.mean:.3g} -> "
+        f"{ipis.other.mean:.3g} ({fmt_ratio(ipis.comparison.ratio)}):",
+    ]
+
+
+def figures_73_r2_count_b():
+    """The other four workloads of round 2, their spread."""
+    run = "results-73-r2-count-b"
+    unmap = "try_to_unmap_insns_per_folio"
+    lazy = row(run, "pageout-lazyfree", unmap).comparison.ratio
+    file = row(run, "file-reclaim", unmap).comparison.ratio
+    walk = row(run, "ksm-rmap", "kernel_insns_per_walk").comparison.ratio
+    collapsed = values(run, "khugepaged", "pages_collapsed")
+    (pmds,) = {v for vs in collapsed.values() for v in vs}
+    # every cold scan khugepaged reported, on both kernels, was the
+    # lazy-free result
+    scans = values(run, "khugepaged", "cold_scans")
+    lazyfree = values(run, "khugepaged", "scan_page_lazyfree")
+    assert set(scans) == set(lazyfree) == set(analysed(run).names)
+    assert scans == lazyfree and all(v > 0 for v in sum(scans.values(), []))
+    spread = values(run, "ksm-rmap", "kernel_insns_per_walk")
+    up, nxt = (spread[k] for k in analysed(run).names)
+    return [
+        f"the other four (`{run}`, the same options):",
+        f"`try_to_unmap()` per folio {fmt_ratio(lazy)}x in "
+        f"`pageout-lazyfree` and {fmt_ratio(file)}x in `file-reclaim`, "
+        f"khugepaged's {pmds:.0f} hot PMDs collapsed and the cold scans "
+        "reported as `page_lazyfree` on both, `ksm-rmap`'s instructions "
+        f"per walk {walk:.3g}x, inside the spread of each kernel's "
+        f"{NUMBER[analysed(run).m.runs]} samples ({fmt(min(up))}-"
+        f"{fmt(max(up))} on up, {fmt(min(nxt))}-{fmt(max(nxt))} on next;",
+    ]
+
+
+def ratio_x(run, workload, metric):
+    """A ratio as the covers write it: three significant digits (a
+    trailing zero kept), then x."""
+    return f"{row(run, workload, metric).comparison.ratio:#.3g}x"
+
+
+def kernel_values(run, workload, metric):
+    """``metric``'s samples, the baseline's then the other kernel's."""
+    by_kernel = values(run, workload, metric)
+    return [sorted(by_kernel[k]) for k in analysed(run).names]
+
+
+def cover_612_figures():
+    """patches/6.12's cover letter, "By change", of the run it quotes."""
+    run = "results-612-r7-count"
+    ksm = row(run, "ksm-rmap", "kernel_insns_per_walk")
+    vanilla_scans, patched_scans = kernel_values(
+        run, "khugepaged", "cold_scans"
+    )
+    assert kernel_values(run, "khugepaged", "scan_lack_referenced_page") == [
+        vanilla_scans,
+        [0] * len(patched_scans),
+    ]
+    assert kernel_values(run, "khugepaged", "scan_page_lazyfree") == [
+        [0] * len(vanilla_scans),
+        patched_scans,
+    ]
+    (pmds,) = {
+        v
+        for vs in kernel_values(run, "khugepaged", "pages_collapsed")
+        for v in vs
+    }
+    collapse = row(run, "khugepaged", "hot2_collapse_s")
+    first, *others = kernel_values(run, "khugepaged", "hot2_collapse_s")[0]
+    assert first < others[0] / 2  # the one sample the letter singles out
+    split = row(run, "pageout-lazyfree", "mthp_split_deferred")
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    small = row(run, "pageout-4k", "try_to_unmap_insns_per_folio")
+    small_walk = row(run, "pageout-4k", "page_vma_mapped_walk_per_folio")
+    unmap = "try_to_unmap_insns_per_folio"
+    return [
+        f"the instructions per rmap_walk_ksm() go from {fmt(ksm.base.mean)} "
+        f"to {fmt(ksm.other.mean)}.",
+        f"lack_referenced_page on vanilla ({fmt(vanilla_scans[0])}-"
+        f"{fmt(vanilla_scans[-1])} per sample), page_lazyfree with the "
+        f"series ({fmt(patched_scans[0])}-{fmt(patched_scans[-1])}), "
+        f"{pmds:.0f} hot PMDs collapsed on both.",
+        f"reads {collapse.comparison.ratio:.3g}x "
+        f'"{collapse.verdict}" above, on {NUMBER[analysed(run).m.runs]} '
+        f"samples, one of vanilla's at {first:.2f} s against "
+        f"{others[0]:.1f}-{others[-1]:.1f} s.",
+        "IPIs per page swapped out "
+        + ratio_x(run, "dirty-tlb", "ipis_sent_per_swapout")
+        + ", TLB shootdowns "
+        + ratio_x(run, "dirty-tlb", "tlb_shootdowns"),
+        "try_to_unmap() instructions per folio "
+        + ratio_x(run, "file-reclaim", unmap)
+        + ".",
+        ratio_x(run, "pageout-lazyfree", unmap)
+        + " per 64K folio, and no deferred split of the folios "
+        f"({fmt(split.base.mean)} -> {fmt(split.other.mean)}).",
+        "try_to_unmap() instructions per folio "
+        + ratio_x(run, "pageout", unmap)
+        + f", page_vma_mapped_walk() {fmt(walk.base.mean)} calls per folio "
+        f"-> {fmt(walk.other.mean)}.",
+        f"{fmt(small.base.mean)} -> {fmt(small.other.mean)} instructions "
+        f"({small.comparison.ratio:.3f}x), and "
+        f"{NUMBER[int(small_walk.other.mean)]} walk call instead of "
+        f"{NUMBER[int(small_walk.base.mean)]}",
+    ]
+
+
+def two_boots_spread(run, workload, metric):
+    """The larger of the two kernels' (max - min) / min of ``metric``."""
+    return max(
+        (vs[-1] - vs[0]) / vs[0] for vs in kernel_values(run, workload, metric)
+    )
+
+
+def cover_s0_figures():
+    """patches/7.3's S0 posting: what its own table does not show."""
+    run = "results-73-r2-count"
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    unmap = "try_to_unmap_insns_per_folio"
+    assert (
+        max(two_boots_spread(run, w, unmap) for w in ("pageout", "pageout-4k"))
+        < 0.003
+    )
+    return [
+        "page_vma_mapped_walk() steps once per 64K folio instead of "
+        f"{fmt(walk.base.mean)} times, and try_to_unmap() executes "
+        f"{fmt_ratio(row(run, 'pageout', unmap).comparison.ratio)}x",
+        "the counts of a kernel's two boots differ by less than 0.3% in "
+        "try_to_unmap() instructions.",
+    ]
+
+
+def cover_s1_figures():
+    """patches/7.3's S1 posting: the prose beside its first table."""
+    run = "results-73-r2-count"
+    up, nxt = kernel_values(run, "dirty-tlb", "ipis_sent_per_swapout")
+    return [
+        "This posting is what changes dirty-tlb: "
+        + ratio_x(run, "dirty-tlb", "ipis_sent_per_swapout")
+        + " the IPIs per page swapped out, and "
+        + ratio_x(run, "dirty-tlb", "tlb_shootdowns")
+        + " the TLB shootdowns, while reclaim scanned "
+        + ratio_x(run, "dirty-tlb", "pgscan_anon")
+        + " the pages in the same 15 s.",
+        f"dirty-tlb's IPIs per page swapped out were {up[0]:.3g} and "
+        f"{up[1]:.3g} in the two boots of 7.3.4, {nxt[0]:.3g} and "
+        f"{nxt[1]:.3g} with the series.",
+        order0_cost(
+            run,
+            "an order-0 page in pageout-4k costs {pct} more "
+            "kernel instructions ({next} against {up}).",
+        ),
+    ]
+
+
+def order0_cost(run, template):
+    r = row(run, "pageout-4k", "kernel_insns_per_folio")
+    pct = (r.other.mean / r.base.mean - 1) * 100
+    return template.format(
+        pct=f"{pct:.2f}%", next=fmt(r.other.mean), up=fmt(r.base.mean)
+    )
+
+
+def cover_s1_b_figures():
+    """patches/7.3's S1 posting: the prose beside its second table."""
+    run = "results-73-r2-count-b"
+    (pmds,) = {
+        v
+        for vs in kernel_values(run, "khugepaged", "pages_collapsed")
+        for v in vs
+    }
+    walk = row(run, "ksm-rmap", "kernel_insns_per_walk").comparison.ratio
+    up, nxt = kernel_values(run, "ksm-rmap", "kernel_insns_per_walk")
+    return [
+        f"Both kernels collapse the {pmds:.0f} hot PMDs.",
+        f"ksm-rmap's instructions per walk differ by {(walk - 1) * 100:.0f}% "
+        "here, about as much as each kernel's two boots differ from each "
+        f"other ({fmt(up[0])} and {fmt(up[1])} on 7.3.4, {fmt(nxt[0])} and "
+        f"{fmt(nxt[1])} with the series);",
+    ]
+
+
+def message(number):
+    """patches/7.3's patch NNNN, by its number (a name that says so when
+    there is none, for the test that reads it to fail on)."""
+    series = PROJECT_ROOT / "patches" / "7.3"
+    found = sorted(series.glob(f"{number}-*.patch"))
+    return found[0] if len(found) == 1 else series / f"{number}-(none).patch"
+
+
+def message_0008_figures():
+    """The batched anonymous unmap's message: its table."""
+    run = "results-73-r2-count"
+    unmap = "try_to_unmap_insns_per_folio"
+    pageout = row(run, "pageout", unmap)
+    walk = row(run, "pageout", "page_vma_mapped_walk_per_folio")
+    small = row(run, "pageout-4k", unmap)
+    assert (
+        max(two_boots_spread(run, w, unmap) for w in ("pageout", "pageout-4k"))
+        < 0.003
+    )
+    return [
+        f"try_to_unmap() insns per folio {fmt(pageout.base.mean)} "
+        f"{fmt(pageout.other.mean)} {fmt_ratio(pageout.comparison.ratio)}",
+        f"page_vma_mapped_walk() calls/folio {fmt(walk.base.mean)} "
+        f"{fmt(walk.other.mean)}",
+        f"try_to_unmap() insns per page {fmt(small.base.mean)} "
+        f"{fmt(small.other.mean)} {fmt_ratio(small.comparison.ratio)}",
+        "(the two samples of each kernel within 0.3% of each other)",
+    ]
+
+
+def message_0015_figures():
+    """The batched TLB flush's message: its table and the order-0 cost."""
+    run = "results-73-r2-count"
+    ipis = row(run, "dirty-tlb", "ipis_sent_per_swapout")
+    up, nxt = kernel_values(run, "dirty-tlb", "ipis_sent_per_swapout")
+    calls = row(run, "dirty-tlb", "try_to_unmap_calls")
+    sent = row(run, "dirty-tlb", "ipis_sent")
+    small = row(run, "pageout-4k", "try_to_unmap_insns_per_folio")
+    fewer = small.base.mean - small.other.mean
+    return [
+        f"IPIs sent per page swapped out {ipis.base.mean:.3g} "
+        f"{ipis.other.mean:.3g} {fmt_ratio(ipis.comparison.ratio)} "
+        f"(its two samples) {up[0]:.3g} {nxt[0]:.3g} {up[1]:.3g} "
+        f"{nxt[1]:.3g} try_to_unmap() calls in the window "
+        f"{fmt(calls.base.mean)} {fmt(calls.other.mean)} IPIs sent in the "
+        f"window {fmt(sent.base.mean)} {fmt(sent.other.mean)}",
+        f"reclaim unmapped {calls.comparison.ratio:.1f} times the folios",
+        order0_cost(
+            run,
+            "{next} kernel instructions per page against {up} on 7.3.4 "
+            "(+{pct}), although try_to_unmap() took "
+            + f"{fewer:.0f}"
+            + " fewer.",
+        ),
+    ]
+
+
+def secondary(run):
+    """The run's secondary rows (every metric but its workload's lead)
+    of its second kernel against the first."""
+    a = analysed(run)
+    return [
+        r
+        for wa in a.workloads
+        for r in wa.rows
+        if r.kernel == a.names[1] and not r.primary
+    ]
+
+
+def manual_rereported_figures():
+    """The manual's "The recorded runs, re-reported": what each kept
+    compare run's secondary metrics give under the false discovery rate
+    (what they gave before it, with older code, is not derived here)."""
+    r7 = "results-612-r7-count"
+    rows = secondary(r7)
+    tested = [r for r in rows if r.q_value is not None]
+    verdicts = [r for r in rows if r.significant]
+    assert all(r.exact for r in verdicts)
+    min_p = min(r.min_p for r in tested)
+    out = [
+        f"`{r7}` ({analysed(r7).m.runs} runs)",
+        f"and has {len(verdicts)} (the exact ones): {len(tested)} tested, "
+        f"{sum(r.raw_significant for r in tested)} at p < 0.05 alone, "
+        f"{sum(r.significant for r in tested)} hold, since at "
+        f"{analysed(r7).m.runs} vs {analysed(r7).m.runs} no p is below "
+        f"{min_p:.2g} and 0.05/{len(tested)} is {0.05 / len(tested):.2g}.",
+    ]
+    small = ["results-73-r2-count", "results-73-r2-count-b"]
+    (exact,) = {
+        sum(r.significant and r.exact for r in secondary(run)) for run in small
+    }
+    assert not any(
+        r.q_value is not None for run in small for r in secondary(run)
+    )
+    (runs,) = {analysed(run).m.runs for run in small}
+    out.append(
+        f"`{small[0]}` and `{small[1]}` ({runs} runs: no CI, nothing "
+        f"tested) keep their {exact} exact secondary verdict each."
+    )
+    rows = [
+        r
+        for run in [r7, *small]
+        for wa in analysed(run).workloads
+        for r in wa.rows
+    ]
+    assert not any(r.two_modes for r in rows)
+    most = max(max(r.base.n, r.other.n) for r in rows)
+    out.append(
+        "No metric is in two modes in any of them (at most "
+        f"{most} samples a kernel)."
+    )
+    return out
+
+
+# ---- mm CI runs -------------------------------------------------------
+
+MMCI = "mmci-all1"
+
+
+@functools.cache
+def mmci_rows():
+    """The run's rows, every kernel's and run's in one (mmci-all1 booted
+    one kernel once: no ``run`` in any row's misc)."""
+    o = Outcomes.read(RUNS / MMCI)
+    assert [k.name for k in o.kernels] == ["up"]
+    rows = [t for t in o.tests if not t.path.startswith("compare.")]
+    assert {t.misc.get("run") for t in rows} == {None}
+    return rows
+
+
+@functools.cache
+def mmci_cases():
+    return compare.compare([mmci_rows()], [])
+
+
+def wrappers():
+    """Each wrapper's own row, in the order they ran."""
+    return [t for t in mmci_rows() if t.path.count(".") == 2]
+
+
+def name_of(wrapper):
+    return wrapper.path.rsplit(".", 1)[1]
+
+
+def cases_of(wrapper):
+    """The wrapper's programs and cases, as the summary counts them (the
+    wrapper's own row, which README gives as its boot, left out)."""
+    under = [c for c in mmci_cases() if c.path.startswith(wrapper.path + ".")]
+    (s,) = compare.summary(under, "up", None)
+    return s
+
+
+def boot_s(wrapper):
+    return whole(wrapper.duration_s)
+
+
+def mmci_figures():
+    """The mm CI's tests on 7.3.4, first run: the totals, one table row
+    per wrapper that failed, the wrappers skipped whole, the longest
+    boots."""
+    (total,) = compare.summary(mmci_cases(), "up", None)
+    ws = wrappers()
+    passed = [w for w in ws if w.status == TestStatus.PASS]
+    minutes = sum(w.duration_s for w in ws) / 60
+    out = [
+        f"run folder `{MMCI}`",
+        f"its {len(ws)} `ksft_*.sh` wrappers each on its own boot",
+        f"{half_up(minutes, 1)} min of boots. {total.passed:,} rows pass, "
+        f"{total.failed:,} fail, {total.skipped:,} skip; {len(passed)} "
+        "wrappers pass whole.",
+    ]
+    for w in ws:
+        if w.status != TestStatus.FAIL:
+            continue
+        s = cases_of(w)
+        if s.passed + s.failed + s.skipped:
+            cases = f"{s.passed} / {s.failed} / {s.skipped}"
+        else:  # nothing ran under it: its exit status is the figure
+            (code,) = re.findall(r"^exit status (\d+)$", w.misc["detail"])
+            cases = f"exit {code}"
+        out.append(f"| {name_of(w)} | {boot_s(w)} | {cases} |")
+    longest = sorted(ws, key=lambda w: w.duration_s, reverse=True)
+    top, rest = longest[:5], longest[5:]
+    most = max(top, key=lambda w: cases_of(w).passed)
+    named = ", ".join(
+        f"`{name_of(w)}` {boot_s(w)} s"
+        + (f" ({cases_of(w).passed} cases)" if w is most else "")
+        for w in top
+    )
+    out.append(
+        f"The longest boots: {named}; the other {len(rest)} took "
+        f"{boot_s(rest[-1])} to {boot_s(rest[0])} s."
+    )
+    return out
+
+
+def skipped_whole():
+    return [name_of(w) for w in wrappers() if w.status == TestStatus.SKIP]
+
+
+def failed_whole():
+    return [name_of(w) for w in wrappers() if w.status == TestStatus.FAIL]
+
+
+def mmci_section():
+    """README's section of the run, up to the next heading."""
+    text = README.read_text()
+    start = text.index("## The mm CI's tests on 7.3.4, first run")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def manual_mmci_figures():
+    """The manual's list of every wrapper's boot (``the other N wrappers
+    A to B s each``: those below 10 s) and their sum."""
+    ws = sorted(wrappers(), key=lambda w: w.duration_s, reverse=True)
+    named, rest = [], []
+    for w in ws:
+        (rest if half_up(w.duration_s) < 10 else named).append(w)
+    parts, i = [], 0
+    while i < len(named):  # wrappers of the same whole second together
+        same = [w for w in named[i:] if boot_s(w) == boot_s(named[i])]
+        parts.append(
+            " and ".join(sorted(f"`{name_of(w)}`" for w in same))
+            + f" {boot_s(named[i])} s"
+        )
+        i += len(same)
+    total = sum(w.duration_s for w in ws)
+    return [
+        f"run folder `{MMCI}`",
+        ", ".join(parts) + f", the other {len(rest)} wrappers "
+        f"{boot_s(rest[-1])} to {boot_s(rest[0])} s each: "
+        f"{whole(total)} s in all.",
+        f"{len(ws) - len(failed_whole()) - len(skipped_whole())} wrappers "
+        "passed whole",
+    ]
+
+
+# ---- the tests --------------------------------------------------------
+
+# Each document that quotes a kept run's figures, and for each such run
+# the function that writes them as the document does.
+FIGURES = {
+    README: {
+        "results-612-r7-count": figures_612_r7_count,
+        "results-73-r2-count": figures_73_r2_count,
+        "results-73-r2-count-b": figures_73_r2_count_b,
+        MMCI: mmci_figures,
+    },
+    PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
+        "results-612-r7-count": cover_612_figures,
+    },
+    PROJECT_ROOT / "patches" / "7.3" / "cover-s0.txt": {
+        "results-73-r2-count": cover_s0_figures,
+    },
+    PROJECT_ROOT / "patches" / "7.3" / "cover-s1.txt": {
+        "results-73-r2-count": cover_s1_figures,
+        "results-73-r2-count-b": cover_s1_b_figures,
+    },
+    MANUAL: {
+        MMCI: manual_mmci_figures,
+        # and the two of round 2
+        "results-612-r7-count": manual_rereported_figures,
+    },
+    message("0008"): {"results-73-r2-count": message_0008_figures},
+    message("0015"): {"results-73-r2-count": message_0015_figures},
+}
+QUOTES = [(doc, run) for doc, runs in FIGURES.items() for run in sorted(runs)]
+
+
+@pytest.mark.parametrize(
+    ("doc", "run"),
+    QUOTES,
+    ids=[f"{d.relative_to(PROJECT_ROOT)}:{r}" for d, r in QUOTES],
+)
+def test_each_figure_a_document_gives_of_a_kept_run_is_what_its_record_gives(
+    doc, run
+):
+    assert (RUNS / run).is_dir(), f"{run}: its record is not in {RUNS}"
+    text = words(doc.read_text())
+    missing = [f for f in FIGURES[doc][run]() if words(f) not in text]
+    assert not missing, (
+        f"{doc.name} does not say what the record of {run} gives; write:\n"
+        + "\n".join(missing)
+    )
+
+
+def test_every_run_readme_names_is_kept_or_said_not_to_be():
+    named = set(RUN_NAME.findall(README.read_text()))
+    kept = {p.name for p in RUNS.iterdir() if p.is_dir()}
+    unknown = sorted(named - kept - NOT_KEPT)
+    assert not unknown, (
+        f"README names runs whose record is neither in {RUNS} nor listed "
+        f"as not kept: {', '.join(unknown)}"
+    )
+    # and every figure-bearing kept run is read by this test
+    assert named & kept <= set(FIGURES[README])
+    assert not NOT_KEPT & kept, "a kept run is listed as not kept"
+    assert not NOT_KEPT - named, "NOT_KEPT lists a run README no longer names"
+
+
+def test_the_mmci_record_is_the_runs_own_summary():
+    """The kept outcomes give the summary the run printed, byte for
+    byte, through the function that printed it."""
+    assert Marker.read(RUNS / MMCI) == Marker(RunKind.MMCI, finished=True)
+    printed = (RUNS / MMCI / "mmci-summary.txt").read_text()
+    assert compare.summary_text(mmci_cases(), "up", None) == printed
+
+
+def test_the_mmci_table_has_a_row_for_each_wrapper_that_failed_and_no_other():
+    section = mmci_section()
+    table = re.findall(r"^\| (\w+) \| \d+ \|", section, re.M)
+    assert sorted(table) == sorted(failed_whole())
+    skipped = section[section.index("Skipped whole:") :]
+    skipped = skipped[: skipped.index("Run again")]
+    assert sorted(re.findall(r"`(\w+)` \(", skipped)) == sorted(
+        skipped_whole()
+    )
+
+
+def test_a_changed_figure_is_caught():
+    """Any one digit of a figure changed in its document: not found."""
+    for doc, runs in FIGURES.items():
+        text = words(doc.read_text())
+        for run, figures in runs.items():
+            for f in map(words, figures()):
+                assert f in text
+                digits = [m.start() for m in re.finditer(r"\d", f)]
+                assert digits, f"{run}: a figure without a number: {f}"
+                for i in digits:
+                    changed = f[:i] + str((int(f[i]) + 1) % 10) + f[i + 1 :]
+                    assert changed not in text, changed
+
+
+def test_half_up_rounds_a_half_up():
+    assert [str(half_up(x)) for x in (6.5, 413.5, 346.5, 10.4)] == [
+        "7",
+        "414",
+        "347",
+        "10",
+    ]
+    assert str(half_up(48.53, 1)) == "48.5"
