@@ -664,7 +664,7 @@ def test_madvise_counts_per_call_and_per_mib(tmp_path):
     assert v["calls_counted"] == 5
     assert v["mib_advised"] == 160  # 5 calls of 32 MiB
     assert v["kernel_insns_per_call"] == 3_200_000
-    assert v["kernel_insns_per_mib"] == 100_000
+    assert v["do_madvise_insns_per_mib"] == 100_000
     assert v["tlb_flush_insns_per_call"] == 1
     assert v["ipis_sent_per_call"] == 0
     # a window in which madvise was never entered has nothing to be per

@@ -108,7 +108,7 @@ def per_call(
     mib = derived.get(ADVISED_MIB)
     if mib:
         out[ADVISED_MIB] = mib
-        out["kernel_insns_per_mib"] = counted["do_madvise_insns"] / mib
+        out["do_madvise_insns_per_mib"] = counted["do_madvise_insns"] / mib
     return out
 
 
@@ -174,7 +174,7 @@ MADVISE = Workload(
                 _ROOTS,
                 (
                     Metric(
-                        "kernel_insns_per_mib",
+                        "do_madvise_insns_per_mib",
                         "insns",
                         "lower",
                         "counted: kernel instructions in do_madvise per "
@@ -186,7 +186,7 @@ MADVISE = Workload(
                         "MiB",
                         NO_DIRECTION,
                         "counted: MiB advised in the window, all calls "
-                        "(what kernel_insns_per_mib divides by)",
+                        "(what do_madvise_insns_per_mib divides by)",
                         primary=False,
                     ),
                 ),
