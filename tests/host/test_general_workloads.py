@@ -337,6 +337,12 @@ def test_each_general_workload_counts_in_a_window_it_declares():
         assert not {m.key for m in counted} & {
             m.key for m in w.metrics if not m.counted
         }, name
+        # what a sweep reports is a metric it declares (a counted one
+        # makes a table only in a counting sweep)
+        for g in w.growth:
+            assert w.metric(g.metric), (name, g.metric)
+    growth = workloads.WORKLOADS["time-unmap"].growth_for("threads")
+    assert "ipis_sent_per_munmap" in {g.metric for g in growth}
     # the stress-ng family marks dirty-tlb's window: one object, one tag
     assert workloads.WORKLOADS["stress-ng-mmap"].window is dirty_tlb.WINDOW
     assert stress_ng.workload("stress-ng-mremap").window is dirty_tlb.WINDOW

@@ -204,6 +204,11 @@ def _workload(name: str, mode: str) -> Workload:
             Growth("tasks", LEAD[mode], "faults a second per task"),
             Growth("tasks", "ops_per_s", "faults a second, all tasks"),
             Growth(MACHINE_VCPUS, LEAD[mode], "faults a second per task"),
+            # counted (--count): what a fault costs the kernel as tasks
+            # are added (lock contention, and with threads the shootdowns
+            # of each pass's munmap to more CPUs)
+            Growth("tasks", "kernel_insns_per_fault", "instructions a fault"),
+            Growth("tasks", "ipis_sent_per_fault", "IPIs a fault"),
         ),
         follow_vcpus=lambda n: {"tasks": str(n)},
     )

@@ -204,6 +204,11 @@ TIME_UNMAP = Workload(
         Growth("threads", LEAD, "munmap time"),
         Growth(MACHINE_VCPUS, LEAD, "munmap time"),
         Growth(MACHINE_VCPUS, "tlb_shootdowns_per_unmap", "shootdowns"),
+        # counted (--count): the IPIs one munmap sends and its work, as
+        # threads (CPUs running the mm) are added
+        Growth("threads", "ipis_sent_per_munmap", "IPIs a munmap"),
+        Growth("threads", "kernel_insns_per_munmap", "instructions a munmap"),
+        Growth(MACHINE_VCPUS, "ipis_sent_per_munmap", "IPIs a munmap"),
     ),
     follow_vcpus=lambda n: {"threads": str(n)},
 )

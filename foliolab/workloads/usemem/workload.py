@@ -259,6 +259,9 @@ USEMEM = Workload(
     growth=(
         Growth("tasks", LEAD, "KB/s, all processes"),
         Growth(MACHINE_VCPUS, LEAD, "KB/s, all processes"),
+        # counted (--count): what a MiB costs the kernel as processes
+        # are added
+        Growth("tasks", "kernel_insns_per_mib", "instructions a MiB"),
     ),
     follow_vcpus=lambda n: {"tasks": str(n)},
 )
