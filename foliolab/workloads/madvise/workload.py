@@ -43,9 +43,11 @@ from foliolab.workloads.model import (
 # The counting window madvthroughput.c marks: FL_WIN_MADVISE (windows.py
 # gathers every workload's window).
 WINDOW = Window(9, "MADVISE", "the iterations, writing and madvise()")
-# A call is an entry of do_madvise, which madvise() calls once (6.12 and
-# 7.3, a function of mm/madvise.c called from other files as well, so
-# never inlined): per call is its own count, not the window's.
+# A call is an entry of do_madvise, which madvise() calls once: a global
+# function of mm/madvise.c (io_uring calls it too), which the x86_64
+# 6.12 and 7.3 builds here call out of line from __x64_sys_madvise
+# (objdump); arm64's not checked. Per call is its own count, not the
+# window's.
 CALL_UNIT = CountUnit("call", "do_madvise", whole_window=False)
 _ROOTS = ("do_madvise",)
 # The MiB advised in the window, all calls: what the per-MiB figure is

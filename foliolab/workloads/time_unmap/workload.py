@@ -47,9 +47,10 @@ from foliolab.workloads.model import (
 WINDOW = Window(8, "UNMAP", "the iterations, populating and munmap")
 # A munmap is an entry of do_vmi_munmap: munmap() calls it once with the
 # mmap lock held, and it does the whole unmap, TLB flush and IPIs
-# included; a function of mm/ (mm/vma.c on 6.12 and 7.3) called from
-# other files, so never inlined, on either architecture. Per munmap is
-# its own count (whole_window False), not the window's.
+# included. It is defined in mm/vma.c and called from mm/mmap.c on 6.12
+# and 7.3 (nm of the x86_64 builds here), so without LTO it is never
+# inlined, on either architecture. Per munmap is its own count
+# (whole_window False), not the window's.
 UNMAP_UNIT = CountUnit("munmap", "do_vmi_munmap", whole_window=False)
 _ROOTS = ("do_vmi_munmap",)
 
