@@ -359,7 +359,8 @@ def test_each_general_workload_counts_in_a_window_it_declares():
 @pytest.fixture(scope="module")
 def logged_marks(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
-    does (common/ and the generated fl_windows.h on the include path),
+    does (its flags but -static; common/ and the generated fl_windows.h
+    on the include path),
     with its markers logging themselves (tests/host/c/flmark_log.h), and
     run it small: its stdout and the marks it executed, with its pid."""
     out = tmp_path_factory.mktemp("marks")
@@ -373,7 +374,7 @@ def logged_marks(tmp_path_factory):
                     "gcc",
                     "-O2",
                     "-Wall",
-                    "-Werror",
+                    "-Wextra",
                     "-pthread",
                     "-include",
                     str(ROOT / "tests" / "host" / "c" / "flmark_log.h"),
