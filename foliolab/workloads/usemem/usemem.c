@@ -21,8 +21,9 @@
  * to finish writing closes it: the window is the machine's, so one begin
  * and one end hold all the tasks' work whichever process marks them,
  * and neither the tasks' start nor their check, munmap and exit. Tasks
- * that finish early wait in it (1 ms sleeps: a little timer work, which
- * the report's determinism check sets apart). Without the counter the
+ * that finish early wait in it (1 ms sleeps: a little timer work that
+ * varies from boot to boot, as the report's determinism check finds of
+ * such functions). Without the counter the
  * marks are one no-op instruction each, outside every task's timing.
  */
 #include "fltasks.h"
