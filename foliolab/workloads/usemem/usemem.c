@@ -23,8 +23,8 @@
  * and neither the tasks' start nor their check, munmap and exit. Tasks
  * that finish early wait in it (1 ms sleeps: a little timer work that
  * varies from boot to boot, as the report's determinism check finds of
- * such functions). Without the counter the
- * marks are one no-op instruction each, outside every task's timing.
+ * such functions). Without the counter the marks are one no-op
+ * instruction each, outside every task's timing.
  */
 #include "fltasks.h"
 #include "fl_windows.h"
