@@ -1,9 +1,11 @@
 """What the workloads' derive functions share: the checks every sample
-passes, counter differences, and reclaim's profiled stages."""
+passes, counter differences, reclaim's profiled stages, and the counted
+figures per call of a root."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from foliolab.guestdata import parse
 from foliolab.guestdata.countwindows import CountUnit
@@ -144,3 +146,58 @@ STAGE_METRICS = (
 
 # pageout's and file-reclaim's counted unit: a folio reclaim unmapped.
 UNMAP_UNIT = CountUnit("folio", "try_to_unmap")
+
+
+def root_call_metrics(unit: CountUnit) -> tuple[Metric, ...]:
+    """The counted metrics of per_root_call for ``unit``: what its root
+    (one entry a call) invalidated in the TLB and the IPIs it sent, per
+    call."""
+    u, root = unit.name, unit.root
+    return (
+        Metric(
+            f"ipis_sent_per_{u}",
+            "IPIs",
+            "lower",
+            f"counted: IPIs sent inside {root} per {u} (its TLB shootdowns)",
+        ),
+        Metric(
+            f"tlb_flush_insns_per_{u}",
+            "insns",
+            "lower",
+            f"counted: TLB invalidations inside {root} per {u} (the "
+            "calling CPU's; the other CPUs' are in tlb_flush_insns)",
+            primary=False,
+        ),
+    )
+
+
+def per_root_call(
+    unit: CountUnit, counted: dict[str, float]
+) -> dict[str, float]:
+    """root_call_metrics' values from a window's counted metrics, where
+    ``unit``'s root is also one of the workload's roots (its classes are
+    counted): for a window that holds more than the calls (time-unmap's
+    populating, madvise's writing), what the calls themselves did."""
+    calls = counted.get(f"{unit.root}_calls")
+    if not calls:
+        return {}
+    return {
+        f"ipis_sent_per_{unit.name}": counted[f"{unit.root}_ipis_sent"]
+        / calls,
+        f"tlb_flush_insns_per_{unit.name}": counted[
+            f"{unit.root}_tlb_flush_insns"
+        ]
+        / calls,
+    }
+
+
+def window_secondary(metrics: tuple[Metric, ...]) -> tuple[Metric, ...]:
+    """count_metrics' with the window's whole count made secondary, for a
+    workload whose window holds more than its measured calls: its lead
+    counted figures are then its root's per call."""
+    return tuple(
+        replace(m, primary=False)
+        if m.key == "kernel_insns_deterministic"
+        else m
+        for m in metrics
+    )

@@ -12,6 +12,17 @@ generated here: the workloads' Makefile writes ``fl_windows.h`` with
 ``python3 -m foliolab.workloads.windows c`` (run from the checkout), and
 the image builder puts ``shell()`` into the guest as /foliolab/windows.sh,
 which lib.sh sources.
+
+A window is the machine's, not a task's: its begin and end markers take
+the plugin's counters summed over every vCPU, so whatever ran between
+them is in it, in any task, kernel thread or interrupt. A workload of N
+tasks (processes or threads) therefore marks its measured phase once,
+from the task that starts and stops the others, and the window holds
+the kernel work of all N, on whichever vCPU each ran. A begin while the
+window is open starts it over (the plugin takes a new snapshot), so the
+tasks themselves must not each mark it: there is no per-task window to
+add up. Setup before the begin and teardown after the end are left out
+by where the marks stand, which each workload's program says.
 """
 
 from __future__ import annotations

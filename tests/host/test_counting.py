@@ -17,7 +17,7 @@ from foliolab.guestdata import countwindows
 from foliolab.kernel import image
 from foliolab.paths import WORKLOADS_DIR
 from foliolab.render import text
-from foliolab.workloads import GENERAL, SETS, WORKLOADS, windows
+from foliolab.workloads import WORKLOADS, windows
 from foliolab.workloads.model import Window, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,26 +209,40 @@ def test_arm64_marker_formula_in_common_h():
     assert base + (0xF101 << shift) == 0xD2FE203F
 
 
+def _marks(text: str, name: str) -> tuple[int, int]:
+    """The begin and end marks of window ``name`` in a C source or guest
+    script: FL_MARK_BEGIN/END(name) or ``flmark begin|end $name``."""
+    begins, ends = (
+        text.count(f"FL_MARK_{how.upper()}({name})")
+        + len(re.findall(rf"flmark {how} \${name}\b", text))
+        for how in ("begin", "end")
+    )
+    return begins, ends
+
+
 def test_window_tags_match_workloads():
-    """Every seed workload's window (the general ones mark none: their
-    --count is not there yet) is a Window its own folder's C program or
-    guest script marks, by the generated name (FL_WIN_*), never by number."""
+    """Every workload's window, the seeds' and the general ones', is a
+    Window its own folder's C program or guest script marks, by the
+    generated name (FL_WIN_*), never by number, and every file that
+    begins it ends it as often."""
     scripts = {f.name: f for f in image.workload_scripts().values()}
     for w in WORKLOADS.values():
         window = w.window
-        if w.name in {g.name for g in SETS[GENERAL]}:
-            assert window == -1, f"{w.name}: a general workload's window"
-            continue
         assert isinstance(window, Window), f"{w.name} declares no window"
         folder = scripts[f"{w.script}.sh"].parent
-        texts = [
-            f.read_text() for f in (*folder.glob("*.c"), *folder.glob("*.sh"))
-        ]
         name = f"FL_WIN_{window.name}"
-        assert any(
-            f"FL_MARK_BEGIN({name})" in t or f"flmark begin ${name}" in t
-            for t in texts
-        ), f"{w.name}: nothing in {folder} marks {name}"
+        marks = {
+            f.name: _marks(f.read_text(), name)
+            for f in (*folder.glob("*.c"), *folder.glob("*.sh"))
+        }
+        assert any(begins for begins, _ in marks.values()), (
+            f"{w.name}: nothing in {folder} marks {name}"
+        )
+        for file, (begins, ends) in marks.items():
+            assert begins == ends, (
+                f"{w.name}: {file} begins {name} {begins} times and "
+                f"ends it {ends} times"
+            )
     for f in (
         *WORKLOADS_DIR.glob("*/*.sh"),
         *(ROOT / "foliolab" / "guest").rglob("*.sh"),
@@ -236,6 +250,16 @@ def test_window_tags_match_workloads():
         assert not re.search(r"flmark (begin|end) [0-9]", f.read_text()), (
             f"{f}: a window by number; use its FL_WIN_* name"
         )
+
+
+def test_marks_are_counted_in_c_and_shell():
+    """What the test above counts, on made-up text: a missing or extra
+    end shows."""
+    c = "FL_MARK_BEGIN(FL_WIN_X);\nwork();\nFL_MARK_END(FL_WIN_X);\n"
+    sh = "flmark begin $FL_WIN_X\nrun\nflmark end $FL_WIN_XY\n"
+    assert _marks(c, "FL_WIN_X") == (1, 1)
+    assert _marks(c.replace("END", "BEGIN"), "FL_WIN_X") == (2, 0)
+    assert _marks(sh, "FL_WIN_X") == (1, 0)  # FL_WIN_XY is another
 
 
 def test_windows_are_generated_for_c_and_shell_from_one_list():

@@ -3,14 +3,26 @@ usemem, time-unmap and the stress-ng family. Their sets, their names as
 the kernel test robot and mmtests give them, their parameters' bounds,
 the stress-ng family's refusal of a stressor that is not an mm one, and
 each derive's validity checks on made-up samples (the contract test
-holds them to captured boots)."""
+holds them to captured boots), and their counting: each one's window,
+marked by the program it runs (built for the host with its markers
+logging themselves, and run small), and the per-operation counts derived
+from made-up counter output as a counting boot's are."""
+
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from foliolab import workloads
+from foliolab.boot import derive as boot_derive
+from foliolab.bootrecord import BootResult
 from foliolab.errors import UsageError
 from foliolab.guestdata import parse
-from foliolab.workloads import sweep
+from foliolab.paths import WORKLOADS_DIR
+from foliolab.workloads import sweep, windows
+from foliolab.workloads.dirty_tlb import workload as dirty_tlb
+from foliolab.workloads.model import Window
 from foliolab.workloads.stress_ng import workload as stress_ng
 
 GENERAL = [
@@ -294,3 +306,395 @@ def test_stress_ng_takes_its_stressors_rate_from_the_yaml():
     w = workloads.get_workloads("stress-ng-mremap")[0]
     d = w.derive(s, w.resolve({}))
     assert "stress-ng reported no mremap metrics" in d.invalid
+
+
+# --- counting (--count): each workload's window and its per-op counts ---
+
+ROOT = Path(__file__).resolve().parents[2]
+# (workload, window tag, window name, count unit's root or "")
+WINDOWS = [
+    ("page-fault", 6, "FAULT", "handle_mm_fault"),
+    ("page-fault-threads", 6, "FAULT", "handle_mm_fault"),
+    ("usemem", 7, "USEMEM", ""),
+    ("time-unmap", 8, "UNMAP", "do_vmi_munmap"),
+    ("madvise", 9, "MADVISE", "do_madvise"),
+    ("stress-ng-mmap", 3, "STRESS", ""),
+]
+
+
+def test_each_general_workload_counts_in_a_window_it_declares():
+    assert [n for n, *_ in WINDOWS] == GENERAL
+    for name, tag, wname, root in WINDOWS:
+        w = workloads.WORKLOADS[name]
+        assert isinstance(w.window, Window), name
+        assert (int(w.window), w.window.name) == (tag, wname), name
+        assert (w.count_unit.root if w.count_unit else "") == root
+        # a counted figure per operation leads (report --mail lists the
+        # counted metrics with _per_ in their name)
+        counted = [m for m in w.metrics if m.counted]
+        assert any("_per_" in m.key and m.primary for m in counted), name
+        # and no counted key is also a timed one
+        assert not {m.key for m in counted} & {
+            m.key for m in w.metrics if not m.counted
+        }, name
+        # what a sweep reports is a metric it declares (a counted one
+        # makes a table only in a counting sweep)
+        for g in w.growth:
+            assert w.metric(g.metric), (name, g.metric)
+    growth = workloads.WORKLOADS["time-unmap"].growth_for("threads")
+    assert "ipis_sent_per_munmap" in {g.metric for g in growth}
+    # the stress-ng family marks dirty-tlb's window: one object, one tag
+    assert workloads.WORKLOADS["stress-ng-mmap"].window is dirty_tlb.WINDOW
+    assert stress_ng.workload("stress-ng-mremap").window is dirty_tlb.WINDOW
+    # gathered with the seeds' without a tag or a name twice
+    gathered = windows.gather(
+        [*workloads.WORKLOADS.values(), stress_ng.workload("stress-ng-vm")]
+    )
+    assert [int(w) for w in gathered] == list(range(10))
+    assert gathered == windows.WINDOWS
+    assert "#define FL_WIN_UNMAP\t8" in windows.c_header()
+    assert "FL_WIN_MADVISE=9" in windows.shell()
+
+
+@pytest.fixture(scope="module")
+def logged_marks(tmp_path_factory):
+    """Build a general workload's program for the host as the Makefile
+    does (its flags but -static; common/ and the generated fl_windows.h
+    on the include path),
+    with its markers logging themselves (tests/host/c/flmark_log.h), and
+    run it small: its stdout and the marks it executed, with its pid."""
+    out = tmp_path_factory.mktemp("marks")
+    (out / "fl_windows.h").write_text(windows.c_header())
+
+    def run(folder, prog, *args):
+        exe = out / prog
+        if not exe.exists():
+            subprocess.run(
+                [
+                    "gcc",
+                    "-O2",
+                    "-Wall",
+                    "-Wextra",
+                    "-pthread",
+                    "-include",
+                    str(ROOT / "tests" / "host" / "c" / "flmark_log.h"),
+                    "-I",
+                    str(WORKLOADS_DIR / "common"),
+                    "-I",
+                    str(out),
+                    "-o",
+                    str(exe),
+                    str(WORKLOADS_DIR / folder / f"{prog}.c"),
+                ],
+                check=True,
+            )
+        cp = subprocess.Popen(
+            [str(exe), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=out,
+        )
+        stdout, stderr = cp.communicate(timeout=60)
+        assert cp.returncode == 0, stderr
+        marks = [
+            (how, int(tag), int(pid) == cp.pid)
+            for how, tag, pid in re.findall(
+                r"^@@mark (begin|end) (\d+) (\d+)$", stderr, re.M
+            )
+        ]
+        return stdout, marks
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "folder, prog, args, tag, end_by_parent",
+    [
+        # 1 task, 1 s measured (after its 1 s warm-up), 1 MiB
+        (
+            "page_fault",
+            "pagefault",
+            ("1", "threads", "1", "1", "1", "."),
+            6,
+            True,
+        ),
+        # 2 processes: the last one to finish writing ends the window
+        ("usemem", "usemem", ("2", "2", "1", "1"), 7, False),
+        ("time_unmap", "timeunmap", ("1", "1", "3"), 8, True),
+        ("madvise", "madvthroughput", ("dontneed", "1", "3"), 9, True),
+    ],
+)
+def test_each_program_marks_its_window_once_a_sample(
+    logged_marks, folder, prog, args, tag, end_by_parent
+):
+    """The program opens its window once and closes it once, in that
+    order, whatever the number of iterations or tasks; usemem's is
+    closed by a task, not by the parent that opened it (the window is
+    the machine's)."""
+    stdout, marks = logged_marks(folder, prog, *args)
+    assert "@@ metric" in stdout
+    assert marks == [("begin", tag, True), ("end", tag, end_by_parent)]
+
+
+def test_stress_ng_marks_its_run_in_a_counting_boot_only(tmp_path):
+    """stress-ng.sh run with the guest's helpers stubbed and stress-ng
+    and flmark logging themselves: the run between flmark begin and end
+    of FL_WIN_STRESS with FL_COUNT=1, no flmark at all without."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    for prog in ("stress-ng", "flmark"):
+        exe = bin_dir / prog
+        exe.write_text(f'#!/bin/sh\necho "{prog} $1 $2" >> {log}\n')
+        exe.chmod(0o755)
+    (tmp_path / "thp").mkdir()
+    # the script's scratch files, in the test's directory
+    script = (
+        (WORKLOADS_DIR / "stress_ng" / "stress-ng.sh")
+        .read_text()
+        .replace("/tmp", str(tmp_path))
+    )
+    stubs = (
+        "fl_anon_folio() { :; }\nfl_fault() { :; }\nfl_snap() { :; }\n"
+        'fl_file() { :; }\nfl_invalid() { echo "invalid $*" >> '
+        f"{log}; }}\n"
+    )
+
+    def run(count):
+        log.write_text("")
+        subprocess.run(
+            ["sh", "-c", f"{windows.shell()}{stubs}{script}\nfl_sample"],
+            env={
+                "PATH": f"{bin_dir}:/usr/bin:/bin",
+                "THP": str(tmp_path / "thp"),
+                "FL_COUNT": count,
+                "FL_STRESSOR": "mmap",
+                "FL_WORKERS": "2",
+                "FL_SECONDS": "1",
+                "FL_BYTES_MB": "4",
+            },
+            check=True,
+        )
+        return log.read_text().splitlines()
+
+    assert run("1") == [
+        "flmark begin 3",
+        "stress-ng --mmap 2",
+        "flmark end 3",
+    ]
+    assert run("0") == ["stress-ng --mmap 2"]
+
+
+def counting_sample(name, counts, records, **params):
+    """The sample a counting boot of ``name`` gives, derived as a run
+    derives it from the boot's raw files: the plugin's ``counts`` (the
+    counts.txt of countwindows.parse_counts) and the guest's result
+    ``records`` (results.txt's lines)."""
+    w = workloads.WORKLOADS.get(name) or stress_ng.workload(name)
+    res = BootResult(
+        "ok",
+        0,
+        [],
+        Path(counts.parent) / "console.log",
+        Path(counts.parent) / "results.txt",
+        1.0,
+        records=["@@ sample 0", *records],
+    )
+    [s] = boot_derive.samples_from_boot(
+        w, w.resolve(params), "up", 0, res, 1, "x86_64"
+    )
+    return s
+
+
+def records(metrics, vm="", files=()):
+    """Result lines: the metrics, and the counter snapshots around them."""
+    lines = []
+    for when in ("before", "after"):
+        lines += [
+            f"@@ file vmstat.{when}",
+            "oom_kill 0",
+            *(vm.get(when, "") if isinstance(vm, dict) else vm).splitlines(),
+            "@@ end",
+            f"@@ file meminfo.{when}",
+            "SwapTotal:  524288 kB",
+            "@@ end",
+        ]
+    lines += [f"@@ metric {k} {v}" for k, v in metrics.items()]
+    for name, text in files:
+        lines += [f"@@ file {name}", *text.splitlines(), "@@ end"]
+    return lines
+
+
+def window(tag, insns, classes=(), roots=()):
+    """A closed window of counts.txt: ``roots`` are (name, insns, calls,
+    {class: n}) for the roots counted in it."""
+    lines = [
+        "switch_tracking on __switch_to_asm ffffffff81001130",
+        f"window {tag} 0",
+        f"kernel_insns {insns}",
+        *(f"class {c} {n}" for c, n in classes),
+    ]
+    for root, n, calls, inside in roots:
+        lines.append(f"root {root} {n} {calls} 0")
+        lines += [f"rootclass {root} {c} {k}" for c, k in inside.items()]
+    return "\n".join([*lines, "end", ""])
+
+
+def test_page_fault_counts_per_fault(tmp_path):
+    counts = tmp_path / "counts.txt"
+    counts.write_text(
+        window(
+            6,
+            1_000_000,
+            [("invlpg", 40), ("cr3_write", 2), ("apic_icr_write", 6)],
+            [("handle_mm_fault", 600_000, 500, {"invlpg": 1})],
+        )
+    )
+    s = counting_sample(
+        "page-fault-threads",
+        counts,
+        records(PF, {"before": "pgfault 0", "after": "pgfault 61000"}),
+    )
+    assert s.valid, s.reasons
+    assert s.count_window == 0 and s.roots_follow_tasks is True
+    v = s.values
+    assert v["faults_counted"] == 500
+    assert v["kernel_insns_per_fault"] == 2000
+    assert v["handle_mm_fault_insns_per_fault"] == 1200
+    assert v["tlb_flush_insns_per_fault"] == pytest.approx(42 / 500)
+    assert v["ipis_sent_per_fault"] == pytest.approx(6 / 500)
+    assert v["handle_mm_fault_tlb_flush_insns"] == 1
+    # the timed metrics are not a counting sample's
+    assert "will-it-scale.per_thread_ops" not in v
+    # another workload's window is not this one's
+    counts.write_text(window(7, 1_000_000))
+    s = counting_sample(
+        "page-fault",
+        counts,
+        records(PF, {"before": "pgfault 0", "after": "pgfault 61000"}),
+    )
+    assert not s.valid
+    assert "no counting window 6 in counts.txt" in s.reasons
+
+
+def test_usemem_counts_per_mib_written(tmp_path):
+    counts = tmp_path / "counts.txt"
+    # 2 passes over 256 MiB: 512 MiB written
+    counts.write_text(
+        window(
+            7,
+            512_000_000,
+            [("invlpg", 1024), ("apic_icr_write", 64)],
+            [("handle_mm_fault", 256_000_000, 65_536, {})],
+        )
+    )
+    vm = UM_VM.format(0, 0)
+    s = counting_sample(
+        "usemem",
+        counts,
+        records(UM | {"pages_written": 131072.0}, vm),
+        loops="2",
+    )
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["mib_written"] == 512
+    assert v["kernel_insns_per_mib"] == 1_000_000
+    assert v["handle_mm_fault_insns_per_mib"] == 500_000
+    assert v["tlb_flush_insns_per_mib"] == 2
+    assert v["ipis_sent_per_mib"] == 0.125
+    assert v["handle_mm_fault_calls"] == 65_536
+    assert "vm-scalability.throughput" not in v
+
+
+def test_time_unmap_counts_per_munmap_inside_do_vmi_munmap(tmp_path):
+    counts = tmp_path / "counts.txt"
+    # the window holds the populating too: only the root is per munmap
+    counts.write_text(
+        window(
+            8,
+            90_000_000,
+            [("cr3_write", 30), ("apic_icr_write", 12)],
+            [
+                (
+                    "do_vmi_munmap",
+                    30_000_000,
+                    10,
+                    {"cr3_write": 10, "apic_icr_write": 10},
+                )
+            ],
+        )
+    )
+    interrupts = [
+        ("interrupts.before", INTERRUPTS.format(0, 0)),
+        ("interrupts.after", INTERRUPTS.format(40, 5)),
+    ]
+    s = counting_sample(
+        "time-unmap",
+        counts,
+        records(
+            TU | {"pages": 163840.0, "pages_touched": 163840.0},
+            {"before": "pgfault 0", "after": "pgfault 170000"},
+            interrupts,
+        ),
+    )
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["munmaps_counted"] == 10
+    assert v["kernel_insns_per_munmap"] == 3_000_000
+    assert v["ipis_sent_per_munmap"] == 1
+    assert v["tlb_flush_insns_per_munmap"] == 1
+    assert v["tlb_flush_insns"] == 30  # the window's: every CPU's
+    lead = {
+        m.key
+        for m in workloads.WORKLOADS["time-unmap"].metrics
+        if m.counted and m.primary
+    }
+    assert lead == {"kernel_insns_per_munmap", "ipis_sent_per_munmap"}
+
+
+def test_madvise_counts_per_call_and_per_mib(tmp_path):
+    counts = tmp_path / "counts.txt"
+    counts.write_text(
+        window(
+            9,
+            50_000_000,
+            [("invlpg", 80)],
+            [("do_madvise", 16_000_000, 5, {"invlpg": 5})],
+        )
+    )
+    s = counting_sample(
+        "madvise", counts, records(MA | {"pages_as_advised": 40960.0})
+    )
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["calls_counted"] == 5
+    assert v["mib_advised"] == 160  # 5 calls of 32 MiB
+    assert v["kernel_insns_per_call"] == 3_200_000
+    assert v["do_madvise_insns_per_mib"] == 100_000
+    assert v["tlb_flush_insns_per_call"] == 1
+    assert v["ipis_sent_per_call"] == 0
+    # a window in which madvise was never entered has nothing to be per
+    counts.write_text(window(9, 50_000_000))
+    s = counting_sample(
+        "madvise", counts, records(MA | {"pages_as_advised": 40960.0})
+    )
+    assert "do_madvise was never entered in the window" in " ".join(s.reasons)
+
+
+def test_stress_ng_counts_per_bogo_op(tmp_path):
+    counts = tmp_path / "counts.txt"
+    counts.write_text(
+        window(3, 1_200_000, [("invlpg", 2400), ("apic_icr_write", 120)])
+    )
+    s = counting_sample(
+        "stress-ng-mmap",
+        counts,
+        records({}, "pgfault 0\n", [("stress-ng.yaml", YAML)]),
+    )
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["kernel_insns_per_bogo_op"] == 1000
+    assert v["tlb_flush_insns_per_bogo_op"] == 2
+    assert v["ipis_sent_per_bogo_op"] == 0.1
+    assert "stress-ng.mmap.ops_per_sec" not in v

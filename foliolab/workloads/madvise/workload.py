@@ -8,19 +8,55 @@ advice (``stress-ng-madvise`` runs that one); here one advice, a fixed
 amount of memory, every call timed alone, and what the advice left
 checked with pagemap. Its samples are not held to a captured boot yet:
 it was written after the day's boots were spent (its folder has no
-fixture; the contract test names it as missing)."""
+fixture; the contract test names it as missing).
+
+Counted (``--count``): the window is the sample's iterations
+(madvthroughput.c marks it), the writing between the calls included, so
+what a call costs is do_madvise's own count, entered once a call: its
+kernel instructions (callees included: under pageout the reclaim and
+zram's compression) per call and per MiB advised, the IPIs it sends and
+its TLB invalidations per call. The window's whole counts are
+secondary."""
 
 from __future__ import annotations
 
+from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
-from foliolab.workloads.checks import common_checks, copy_metrics
+from foliolab.workloads.checks import (
+    common_checks,
+    copy_metrics,
+    per_root_call,
+    root_call_metrics,
+    window_secondary,
+)
 from foliolab.workloads.model import (
+    COUNTING,
     NO_DIRECTION,
     Derived,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window madvthroughput.c marks: FL_WIN_MADVISE (windows.py
+# gathers every workload's window).
+WINDOW = Window(9, "MADVISE", "the iterations, writing and madvise()")
+# A call is an entry of do_madvise, which madvise() calls once: a global
+# function of mm/madvise.c (io_uring calls it too), which the x86_64
+# 6.12 and 7.3 builds here call out of line from __x64_sys_madvise
+# (objdump); arm64's not checked. Per call is its own count, not the
+# window's.
+CALL_UNIT = CountUnit("call", "do_madvise", whole_window=False)
+_ROOTS = ("do_madvise",)
+# The MiB advised in the window, all calls: what the per-MiB figure is
+# per. A counting sample's derive puts it among its values for
+# per_call (a counting sample keeps only what is counted, so a timed
+# sample never reports it).
+ADVISED_MIB = "mib_advised"
+# Pages of the guest's base size (madvthroughput.c's PAGE_SIZE) in a MiB.
+PAGES_PER_MIB = 256
 
 LEAD = "madvise.mb_per_s"
 # What each advice leaves, as the check's message says it.
@@ -42,7 +78,9 @@ def derive_madvise(s: GuestSample, params: dict[str, str]) -> Derived:
         return d
     d.values[LEAD] = s.metrics["mb_per_s"]
     pages = s.metrics.get("pages", 0)
-    asked = int(params["size_mb"]) * 256 * int(params["iterations"])
+    if params.get(COUNTING) == "1" and pages:
+        d.values[ADVISED_MIB] = pages / PAGES_PER_MIB
+    asked = int(params["size_mb"]) * PAGES_PER_MIB * int(params["iterations"])
     done = s.metrics.get("pages_as_advised", 0)
     d.values["pages_as_advised_pct"] = 100.0 * done / pages if pages else 0
     if pages < asked or done < 0.9 * asked:
@@ -59,6 +97,21 @@ def derive_madvise(s: GuestSample, params: dict[str, str]) -> Derived:
                 "advised MADV_FREE"
             )
     return d
+
+
+def per_call(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The IPIs and TLB invalidations inside each madvise(), and its
+    instructions per MiB advised, with the MiB they are per."""
+    out = per_root_call(CALL_UNIT, counted)
+    mib = derived.get(ADVISED_MIB)
+    if mib:
+        out[ADVISED_MIB] = mib
+        out["do_madvise_insns_per_mib"] = counted["do_madvise_insns"] / mib
+    return out
 
 
 MADVISE = Workload(
@@ -117,9 +170,37 @@ MADVISE = Workload(
         Metric(
             "pswpout", "pages", NO_DIRECTION, "pswpout (vmstat)", primary=False
         ),
+        *window_secondary(
+            count_metrics(
+                CALL_UNIT,
+                _ROOTS,
+                (
+                    Metric(
+                        "do_madvise_insns_per_mib",
+                        "insns",
+                        "lower",
+                        "counted: kernel instructions in do_madvise per "
+                        "MiB advised",
+                    ),
+                    *root_call_metrics(CALL_UNIT),
+                    Metric(
+                        ADVISED_MIB,
+                        "MiB",
+                        NO_DIRECTION,
+                        "counted: MiB advised in the window, all calls "
+                        "(what do_madvise_insns_per_mib divides by)",
+                        primary=False,
+                    ),
+                ),
+            )
+        ),
     ),
     derive=derive_madvise,
     timeout=240,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_unit=CALL_UNIT,
+    count_extra=per_call,
 )
 
 WORKLOADS = (MADVISE,)

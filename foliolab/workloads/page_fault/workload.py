@@ -9,10 +9,18 @@ measured interval of ``seconds`` after one second of warm-up, not the
 average of its one-second samples; tasks pinned to CPU i modulo the
 vCPUs, not laid out by hwloc; the file of cases 2 and 3 on a tmpfs of
 its own; base pages only (THP and every mTHP size off), so that an op
-is one fault on every kernel."""
+is one fault on every kernel.
+
+Counted (``--count``): the measured seconds are the window, all tasks'
+kernel work in them (pagefault.c marks it from the parent), divided by
+the faults the kernel took in it, handle_mm_fault's entries: the
+instructions, TLB invalidations and IPIs a fault costs, its share of
+each pass's mmap and munmap included (will-it-scale's op loop has
+them), and handle_mm_fault's own work a fault."""
 
 from __future__ import annotations
 
+from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks, copy_metrics
 from foliolab.workloads.model import (
@@ -22,8 +30,20 @@ from foliolab.workloads.model import (
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window both workloads mark: FL_WIN_FAULT in pagefault.c
+# (windows.py gathers every workload's window).
+WINDOW = Window(6, "FAULT", "the measured seconds, every task (pagefault)")
+# A fault is an entry of handle_mm_fault (every user fault on x86_64 and
+# arm64 goes through it; a fault retried under the mmap lock enters it
+# twice, a few a pass at most against size_mb * 256 faults), and the
+# window's whole count is divided by them.
+FAULT_UNIT = CountUnit("fault", "handle_mm_fault")
+_ROOTS = ("handle_mm_fault",)
 
 # will-it-scale's names for its three page-fault cases, by FL_CASE.
 CASES = {
@@ -156,6 +176,7 @@ def _metrics(mode: str) -> tuple[Metric, ...]:
             "pgfault (vmstat), the whole run",
             primary=False,
         ),
+        *count_metrics(FAULT_UNIT, _ROOTS),
     )
 
 
@@ -171,12 +192,23 @@ def _workload(name: str, mode: str) -> Workload:
         # its fixture's boots under TCG: processes (size_mb 128) 21.8 s,
         # threads (defaults) 29.1 s; the measured seconds are fixed
         tcg_boot_s=21.8 if mode == "processes" else 29.1,
+        window=WINDOW,
+        count_roots=_ROOTS,
+        count_unit=FAULT_UNIT,
+        # Counting: x1.26, the pageout fixture's counting boots against
+        # its timed ones (not measured for this one)
+        tcg_count_boot_s=27.5 if mode == "processes" else 36.7,
         # what a sweep of the task count (or of the vCPUs) is about:
         # how each task's fault rate holds up as tasks are added
         growth=(
             Growth("tasks", LEAD[mode], "faults a second per task"),
             Growth("tasks", "ops_per_s", "faults a second, all tasks"),
             Growth(MACHINE_VCPUS, LEAD[mode], "faults a second per task"),
+            # counted (--count): what a fault costs the kernel as tasks
+            # are added (lock contention, and with threads the shootdowns
+            # of each pass's munmap to more CPUs)
+            Growth("tasks", "kernel_insns_per_fault", "instructions a fault"),
+            Growth("tasks", "ipis_sent_per_fault", "IPIs a fault"),
         ),
         follow_vcpus=lambda n: {"tasks": str(n)},
     )

@@ -10,7 +10,16 @@ stress-ng-mremap``), and a stressor that is not an mm one is refused in
 one line before anything is built. Where it differs: mmtests runs 30 s,
 7 iterations, 1..2 x NCPU instances; LKP 60 s at 100% of the CPUs;
 here ``seconds`` (default 10) with ``workers`` (default 2, the
-vCPUs), one sample a boot."""
+vCPUs), one sample a boot.
+
+Counted (``--count``): the stress-ng run is the window, dirty-tlb's
+(stress-ng.sh marks it in a counting boot: every worker's kernel work,
+stress-ng's start and exit, one fork and exec of flmark), divided by the
+bogo-ops stress-ng reports for it: the kernel instructions, TLB
+invalidations and IPIs a bogo-op costs. A bogo-op is whatever the
+stressor counts as one (mmap: a map, touch and unmap of bytes_mb), so
+the figures compare kernels on one stressor and one size, not
+stressors."""
 
 from __future__ import annotations
 
@@ -20,14 +29,17 @@ from foliolab.errors import UsageError
 from foliolab.guestdata import parse
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import common_checks
+from foliolab.workloads.dirty_tlb.workload import WINDOW
 from foliolab.workloads.model import (
     MACHINE_VCPUS,
     NO_DIRECTION,
+    CountedExtra,
     Derived,
     Growth,
     Metric,
     Param,
     Workload,
+    count_metrics,
 )
 
 PREFIX = "stress-ng-"
@@ -121,6 +133,52 @@ def derive_stress_ng(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
+# What the counted figures are per: a bogo-op, as the stressor counts it.
+OP = "bogo_op"
+_PER_OP = ("kernel_insns", "tlb_flush_insns", "ipis_sent")
+
+
+def per_bogo_op(stressor: str) -> CountedExtra:
+    """The window's counts per bogo-op of ``stressor`` (its count from
+    stress-ng's YAML, as the sample derived it)."""
+
+    def per_op(
+        counted: dict[str, float],
+        derived: dict[str, float],
+        roots: tuple[str, ...],
+    ) -> dict[str, float]:
+        ops = derived.get(f"stress-ng.{stressor}.ops")
+        if not ops:
+            return {}
+        return {f"{key}_per_{OP}": counted[key] / ops for key in _PER_OP}
+
+    return per_op
+
+
+_PER_OP_METRICS = (
+    Metric(
+        f"kernel_insns_per_{OP}",
+        "insns",
+        "lower",
+        "counted: kernel instructions per bogo-op, every worker",
+    ),
+    Metric(
+        f"tlb_flush_insns_per_{OP}",
+        "insns",
+        "lower",
+        "counted: TLB invalidations per bogo-op",
+        primary=False,
+    ),
+    Metric(
+        f"ipis_sent_per_{OP}",
+        "IPIs",
+        "lower",
+        "counted: IPIs sent per bogo-op",
+        primary=False,
+    ),
+)
+
+
 def is_family_name(name: str) -> bool:
     """``name`` is a stress-ng workload's (mm stressor or not)."""
     return name.startswith(PREFIX) and len(name) > len(PREFIX)
@@ -187,13 +245,20 @@ def workload(name: str) -> Workload:
                 "pgfault (vmstat), the whole run",
                 primary=False,
             ),
+            *count_metrics(None, (), _PER_OP_METRICS),
         ),
         derive=derive_stress_ng,
         timeout=240,
+        # dirty-tlb's window: both mark the stress-ng run and nothing else
+        window=WINDOW,
+        count_extra=per_bogo_op(stressor),
         # stress-ng-mmap's fixture boot under TCG (defaults): 24.3 s;
         # the other stressors' boots last as long (--timeout), give or
-        # take the end of the last bogo-op
+        # take the end of the last bogo-op. Counting: the run's
+        # --timeout is fixed, the rest x1.26 (the pageout fixture's
+        # counting boots against its timed ones; not measured here).
         tcg_boot_s=24.3,
+        tcg_count_boot_s=28.0,
         growth=(
             Growth("workers", ops_per_sec(stressor), "bogo-ops/s"),
             Growth(MACHINE_VCPUS, ops_per_sec(stressor), "bogo-ops/s"),

@@ -7,16 +7,28 @@ Where it differs from mmtests (whose program is not used): mmtests maps
 here ``size_mb`` (default 64 of the guest's 3 GiB: a fault costs about
 150 us under TCG) over ``iterations``; the threads other than the one
 that unmaps spin while it does, so their CPUs are running the mm (a
-sleeping thread's CPU would be idle in lazy TLB mode, which x86 skips)."""
+sleeping thread's CPU would be idle in lazy TLB mode, which x86 skips).
+
+Counted (``--count``): the window is the sample's iterations (timeunmap.c
+marks it), the populating between the munmaps included, so what a munmap
+costs is do_vmi_munmap's own count, entered once a munmap: the kernel
+instructions (callees included: the page tables zapped, the pages freed,
+the TLB flushed), the IPIs it sends (the shootdowns) and the TLB
+invalidations on the unmapping CPU, per munmap. The window's whole
+counts (the other CPUs' flushes among them) are secondary."""
 
 from __future__ import annotations
 
 from foliolab.guestdata import parse
+from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import (
     common_checks,
     copy_metrics,
     counter_deltas,
+    per_root_call,
+    root_call_metrics,
+    window_secondary,
 )
 from foliolab.workloads.model import (
     MACHINE_VCPUS,
@@ -25,8 +37,22 @@ from foliolab.workloads.model import (
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window timeunmap.c marks: FL_WIN_UNMAP (windows.py gathers
+# every workload's window).
+WINDOW = Window(8, "UNMAP", "the iterations, populating and munmap")
+# A munmap is an entry of do_vmi_munmap: munmap() calls it once with the
+# mmap lock held, and it does the whole unmap, TLB flush and IPIs
+# included. It is defined in mm/vma.c and called from mm/mmap.c on 6.12
+# and 7.3 (nm of the x86_64 builds here), so without LTO it is never
+# inlined, on either architecture. Per munmap is its own count
+# (whole_window False), not the window's.
+UNMAP_UNIT = CountUnit("munmap", "do_vmi_munmap", whole_window=False)
+_ROOTS = ("do_vmi_munmap",)
 
 # mmtests' time_unmap reports "Time", microseconds a munmap.
 LEAD = "time_unmap.Time"
@@ -69,6 +95,15 @@ def derive_time_unmap(s: GuestSample, params: dict[str, str]) -> Derived:
                 "the other threads' CPUs were not running the mm"
             )
     return d
+
+
+def per_munmap(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The IPIs (shootdowns) and TLB invalidations inside each munmap."""
+    return per_root_call(UNMAP_UNIT, counted)
 
 
 TIME_UNMAP = Workload(
@@ -151,15 +186,30 @@ TIME_UNMAP = Workload(
             "pgfault (vmstat), the whole sample",
             primary=False,
         ),
+        *window_secondary(
+            count_metrics(UNMAP_UNIT, _ROOTS, root_call_metrics(UNMAP_UNIT))
+        ),
     ),
     derive=derive_time_unmap,
     timeout=300,
-    # its fixture's boot under TCG (defaults): 26.9 s
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_unit=UNMAP_UNIT,
+    count_extra=per_munmap,
+    # its fixture's boot under TCG (defaults): 26.9 s; counting: x1.26,
+    # the pageout fixture's counting boots against its timed ones (not
+    # measured for this one)
     tcg_boot_s=26.9,
+    tcg_count_boot_s=33.9,
     growth=(
         Growth("threads", LEAD, "munmap time"),
         Growth(MACHINE_VCPUS, LEAD, "munmap time"),
         Growth(MACHINE_VCPUS, "tlb_shootdowns_per_unmap", "shootdowns"),
+        # counted (--count): the IPIs one munmap sends and its work, as
+        # threads (CPUs running the mm) are added
+        Growth("threads", "ipis_sent_per_munmap", "IPIs a munmap"),
+        Growth("threads", "kernel_insns_per_munmap", "instructions a munmap"),
+        Growth(MACHINE_VCPUS, "ipis_sent_per_munmap", "IPIs a munmap"),
     ),
     follow_vcpus=lambda n: {"threads": str(n)},
 )

@@ -7,7 +7,14 @@ Where it differs from vm-scalability's usemem (whose source is not
 used): each process writes every word of its share (the page's own
 pattern, so zram compresses it but never finds it zero-filled) and
 checks it back untimed; swap is zram in a memcg sized to a fraction of
-the fill, not a ramdisk or a disk with the whole machine's memory."""
+the fill, not a ramdisk or a disk with the whole machine's memory.
+
+Counted (``--count``): the fill is the window, every process's timed
+part (usemem.c marks it: the parent opens it as the processes start, the
+last to finish writing closes it), divided by the MiB written in it:
+the kernel instructions, TLB invalidations and IPIs a MiB costs, the
+faults and under swap the reclaim and zram included, and the faults'
+own share (handle_mm_fault)."""
 
 from __future__ import annotations
 
@@ -19,14 +26,29 @@ from foliolab.workloads.checks import (
     counter_deltas,
 )
 from foliolab.workloads.model import (
+    COUNTING,
     MACHINE_VCPUS,
     NO_DIRECTION,
     Derived,
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window usemem.c marks: FL_WIN_USEMEM (windows.py gathers
+# every workload's window).
+WINDOW = Window(7, "USEMEM", "the fill, every process (usemem)")
+_ROOTS = ("handle_mm_fault",)
+# The MiB the processes wrote in the window, all passes: what the
+# counted figures are per. A counting sample's derive puts it among its
+# values for per_mib (a counting sample keeps only what is counted, so
+# a timed sample never reports it).
+WRITTEN_MIB = "mib_written"
+# Pages of the guest's base size (usemem.c's PAGE_SIZE) in a MiB.
+PAGES_PER_MIB = 256
 
 LEAD = "vm-scalability.throughput"
 # Swapped out under swap=1, as a share of what the fill exceeds the
@@ -44,6 +66,8 @@ def derive_usemem(s: GuestSample, params: dict[str, str]) -> Derived:
         return d
     d.values[LEAD] = s.metrics["throughput_kbs"]
     pages, written = s.metrics.get("pages", 0), s.metrics.get("pages_written")
+    if params.get(COUNTING) == "1" and written:
+        d.values[WRITTEN_MIB] = written / PAGES_PER_MIB
     asked = (
         int(params["total_mb"])
         * 256
@@ -84,6 +108,24 @@ def derive_usemem(s: GuestSample, params: dict[str, str]) -> Derived:
     if params["thp"] == "never" and thp:
         d.invalid.append(f"{thp} THPs allocated with thp=never")
     return d
+
+
+def per_mib(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The window's counts per MiB written, and the MiB they are per
+    (the roots --root adds are reported whole, as every workload's)."""
+    mib = derived.get(WRITTEN_MIB)
+    if not mib:
+        return {}
+    out = {WRITTEN_MIB: mib}
+    for key in ("kernel_insns", "tlb_flush_insns", "ipis_sent"):
+        out[f"{key}_per_mib"] = counted[key] / mib
+    for root in _ROOTS:
+        out[f"{root}_insns_per_mib"] = counted[f"{root}_insns"] / mib
+    return out
 
 
 USEMEM = Workload(
@@ -161,15 +203,65 @@ USEMEM = Workload(
             "pages read back wrong",
             primary=False,
         ),
+        *count_metrics(
+            None,
+            _ROOTS,
+            (
+                Metric(
+                    "kernel_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: kernel instructions per MiB written, every "
+                    "process (under swap, reclaim's too)",
+                ),
+                Metric(
+                    "handle_mm_fault_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: handle_mm_fault (callees included) per MiB "
+                    "written",
+                ),
+                Metric(
+                    "tlb_flush_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: TLB invalidations per MiB written",
+                    primary=False,
+                ),
+                Metric(
+                    "ipis_sent_per_mib",
+                    "IPIs",
+                    "lower",
+                    "counted: IPIs sent per MiB written",
+                    primary=False,
+                ),
+                Metric(
+                    WRITTEN_MIB,
+                    "MiB",
+                    NO_DIRECTION,
+                    "counted: MiB written in the window, all passes (what "
+                    "the per-MiB figures divide by)",
+                    primary=False,
+                ),
+            ),
+        ),
     ),
     derive=derive_usemem,
     timeout=300,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_extra=per_mib,
     # its fixture's boots under TCG: 21.6 s in memory (the default),
-    # 75.3 s under swap (swap=1)
+    # 75.3 s under swap (swap=1); counting: x1.26, the pageout fixture's
+    # counting boots against its timed ones (not measured for this one)
     tcg_boot_s=21.6,
+    tcg_count_boot_s=27.2,
     growth=(
         Growth("tasks", LEAD, "KB/s, all processes"),
         Growth(MACHINE_VCPUS, LEAD, "KB/s, all processes"),
+        # counted (--count): what a MiB costs the kernel as processes
+        # are added
+        Growth("tasks", "kernel_insns_per_mib", "instructions a MiB"),
     ),
     follow_vcpus=lambda n: {"tasks": str(n)},
 )
