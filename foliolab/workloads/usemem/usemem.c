@@ -9,11 +9,11 @@
  * in): page after page, or with RANDOM 1 in a random order of the pages
  * (one a task, the same each pass; every page is still written whole,
  * once a pass, so the count and the check stay exact, where
- * vm-scalability's --random writes random words). Then, once every task
- * is done with its writing, check every page it wrote (VERIFY 1;
- * untimed). Each task's throughput is its MiB written
- * over the time it took, in KB/s; vm-scalability's throughput is their
- * sum (each task alone, whatever the others did meanwhile).
+ * vm-scalability's random mode draws its positions at random). Then,
+ * once every task is done with its writing, check every page it wrote
+ * (VERIFY 1; untimed). Each task's throughput is its MiB written over
+ * the time it took, in KB/s; vm-scalability's throughput is their sum
+ * (each task alone, whatever the others did meanwhile).
  *
  * Records: throughput_kbs (the sum), elapsed_ms (the first task's start
  * to the last one's end), pages (pages each pass was asked to write, all

@@ -12,9 +12,10 @@ Where it differs from vm-scalability's usemem (whose source is not
 used): each process writes every word of its share (the page's own
 pattern, so zram compresses it but never finds it zero-filled) and
 checks it back untimed; random order is a permutation of the pages, each
-written whole once a pass (vm-scalability's --random writes random
-words, so some pages twice and some never); swap is zram in a memcg sized to a fraction of
-the fill, not a ramdisk or a disk with the whole machine's memory."""
+written whole once a pass, so the pages written and their check stay
+exact (vm-scalability's random mode draws its positions at random);
+swap is zram in a memcg sized to a fraction of the fill, not a ramdisk
+or a disk with the whole machine's memory."""
 
 from __future__ import annotations
 
