@@ -260,6 +260,10 @@ def test_thpchallenge_is_invalid_unless_memory_was_fragmented():
     d = derive("thpchallenge", guest({}, TC_VM, invalid=["no THP"]))
     assert "no THP" in d.invalid
     assert "thpfault reported no faults" in d.invalid
+    # a kernel without compaction
+    vm = tuple(t.replace("compact_stall", "compactless") for t in TC_VM)
+    d = derive("thpchallenge", guest(TC, vm))
+    assert reasons(d, "no compaction counters in /proc/vmstat")
     # kpageflags saw more THPs than the kernel counted
     vm = (TC_VM[0], TC_VM[1].replace("alloc 120", "alloc 3"))
     d = derive("thpchallenge", guest(TC, vm))

@@ -79,6 +79,11 @@ def derive_thpchallenge(s: GuestSample, params: dict[str, str]) -> Derived:
             "of memory, not of contiguity"
         )
     if vm:
+        if "compact_stall" not in vm:
+            d.invalid.append(
+                "no compaction counters in /proc/vmstat: a kernel "
+                "without CONFIG_COMPACTION has nothing to measure here"
+            )
         for key in COUNTERS:
             d.values[key] = vm.get(key, 0)
         if vm.get("thp_fault_alloc", 0) < huge:
