@@ -115,7 +115,14 @@ MREMAP = Workload(
             "MiB moved a second, the calls alone",
             primary=False,
         ),
-        Metric("us_mean", "us", "lower", "one move, mean of the sample's"),
+        # the lead's inverse: not a second test of the same numbers
+        Metric(
+            "us_mean",
+            "us",
+            "lower",
+            "one move, mean of the sample's",
+            primary=False,
+        ),
         Metric("us_min", "us", "lower", "fastest move", primary=False),
         Metric("us_max", "us", "lower", "slowest move", primary=False),
         Metric(

@@ -135,8 +135,8 @@ THPCHALLENGE = Workload(
         ),
         "keep_every": Param.integer(
             "32",
-            "the filler keeps one page of every this many (2..512: "
-            "more, fewer pages for compaction to move)",
+            "the filler keeps one page of every this many: more, "
+            "fewer pages for compaction to move",
             2,
             512,
         ),
@@ -154,7 +154,7 @@ THPCHALLENGE = Workload(
             "thp_success_pct",
             "%",
             "higher",
-            "faults that got a THP (mmtests: percentage huge)",
+            "faults that got a THP, percent of the faults",
         ),
         *_latency_metrics(BASE, "base", "faults that fell back", False),
         *(
