@@ -23,12 +23,18 @@ from foliolab.workloads.dirty_tlb import workload as dirty_tlb
 from foliolab.workloads.file_reclaim import workload as file_reclaim
 from foliolab.workloads.khugepaged import workload as khugepaged
 from foliolab.workloads.ksm_rmap import workload as ksm_rmap
+from foliolab.workloads.lru_file_readonce import (
+    workload as lru_file_readonce,
+)
 from foliolab.workloads.madvise import workload as madvise
 from foliolab.workloads.model import MACHINE_VCPUS, Workload
+from foliolab.workloads.mremap import workload as mremap
 from foliolab.workloads.page_fault import workload as page_fault
 from foliolab.workloads.pageout import workload as pageout
 from foliolab.workloads.stress_ng import workload as stress_ng
+from foliolab.workloads.stutterp import workload as stutterp
 from foliolab.workloads.sweep import parse_point_name, point
+from foliolab.workloads.thpchallenge import workload as thpchallenge
 from foliolab.workloads.time_unmap import workload as time_unmap
 from foliolab.workloads.usemem import workload as usemem
 
@@ -50,7 +56,17 @@ SEED_FOLDERS = (pageout, dirty_tlb, khugepaged, ksm_rmap, file_reclaim)
 # robot and mmtests report any mm change with, written here. Run by name
 # or all of them as ``--workloads general``; not in the default run,
 # whose time they would more than double.
-GENERAL_FOLDERS = (page_fault, usemem, time_unmap, madvise, stress_ng)
+GENERAL_FOLDERS = (
+    page_fault,
+    usemem,
+    lru_file_readonce,
+    time_unmap,
+    mremap,
+    madvise,
+    thpchallenge,
+    stutterp,
+    stress_ng,
+)
 # Every workload folder, in the order a run boots and reports their
 # workloads.
 FOLDERS = SEED_FOLDERS + GENERAL_FOLDERS

@@ -21,6 +21,8 @@ DECLARED = {
     ("dirty-tlb", "pswpout"): ("higher", FIXED_TIME),
     ("file-reclaim", "pgscan_file"): ("lower", FIXED_WORK),
     ("file-reclaim", "pgsteal_file"): (NO_DIRECTION, FIXED_BY_REQUEST),
+    # the files read once are of a fixed size: so is what reclaim must take
+    ("lru-file-readonce", "pgscan_file"): ("lower", FIXED_WORK),
     ("pageout", "pswpout"): (NO_DIRECTION, FIXED_BY_REQUEST),
     ("pageout-4k", "pswpout"): (NO_DIRECTION, FIXED_BY_REQUEST),
     ("pageout", "mthp_swpout"): ("higher", WHOLE_FOLIOS),

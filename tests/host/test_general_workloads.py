@@ -29,8 +29,12 @@ GENERAL = [
     "page-fault",
     "page-fault-threads",
     "usemem",
+    "lru-file-readonce",
     "time-unmap",
+    "mremap",
     "madvise",
+    "thpchallenge",
+    "stutterp",
     "stress-ng-mmap",
 ]
 
@@ -75,16 +79,24 @@ def test_lead_metrics_have_the_robots_and_mmtests_names():
         "page-fault": "will-it-scale.per_process_ops",
         "page-fault-threads": "will-it-scale.per_thread_ops",
         "usemem": "vm-scalability.throughput",
+        "lru-file-readonce": "vm-scalability.throughput",
         "time-unmap": "time_unmap.Time",
+        "mremap": "mremap.ops_per_sec",
         "madvise": "madvise.mb_per_s",
+        "thpchallenge": "thpchallenge.fault-huge",
+        "stutterp": "stutterp.mmap_latency",
         "stress-ng-mmap": "stress-ng.mmap.ops_per_sec",
     }
     assert [lead[n].better for n in GENERAL] == [
         "higher",
         "higher",
         "higher",
+        "higher",
         "lower",
         "higher",
+        "higher",
+        "lower",
+        "lower",
         "higher",
     ]
     # rates are averaged harmonically

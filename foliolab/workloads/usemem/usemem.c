@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * usemem TASKS TOTAL_MB LOOPS VERIFY: anonymous fill, the operation and
- * unit of vm-scalability's usemem (written here, not taken from it).
+ * usemem TASKS TOTAL_MB LOOPS VERIFY [RANDOM]: anonymous fill, the
+ * operation and unit of vm-scalability's usemem (written here, not taken
+ * from it).
  *
  * TASKS processes each map TOTAL_MB / TASKS of anonymous private memory
  * and write every word of it, LOOPS times over (the first pass faults it
- * in), then, once every task is done with its writing, check every page
- * it wrote (VERIFY 1; untimed). Each task's throughput is its MiB written
- * over the time it took, in KB/s; vm-scalability's throughput is their
- * sum (each task alone, whatever the others did meanwhile).
+ * in): page after page, or with RANDOM 1 in a random order of the pages
+ * (one a task, the same each pass; every page is still written whole,
+ * once a pass, so the count and the check stay exact, where
+ * vm-scalability's random mode draws its positions at random). Then,
+ * once every task is done with its writing, check every page it wrote
+ * (VERIFY 1; untimed). Each task's throughput is its MiB written over
+ * the time it took, in KB/s; vm-scalability's throughput is their sum
+ * (each task alone, whatever the others did meanwhile).
  *
  * Records: throughput_kbs (the sum), elapsed_ms (the first task's start
  * to the last one's end), pages (pages each pass was asked to write, all
@@ -44,15 +49,63 @@ struct shared {
 
 static struct shared *sh;
 static size_t task_pages;
-static int ntasks, loops, verify;
+static int ntasks, loops, verify, random_order;
+
+/* xorshift64: the pages' order, the same for a task and pass each run */
+static uint64_t next_random(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A random permutation of the pages 0..n-1 (Fisher-Yates). */
+static void shuffle(uint32_t *order, size_t n, uint64_t seed)
+{
+	uint64_t x = seed | 1;
+
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = next_random(&x) % (i + 1);
+		uint32_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+}
+
+/* One pass: every page written whole, in @order (NULL: page by page). */
+static void write_pass(char *p, const uint32_t *order, uint64_t seed)
+{
+	if (!order) {
+		fill_pages(p, task_pages, seed);
+		return;
+	}
+	for (size_t i = 0; i < task_pages; i++) {
+		uint64_t pg = order[i], *q = (uint64_t *)(p + pg * PAGE_SIZE);
+
+		for (size_t w = 0; w < PAGE_SIZE / 8; w++)
+			q[w] = pattern(pg, w, seed);
+	}
+}
 
 static void fill_task(int id, void *arg)
 {
 	struct task_result *r = &sh->r[id];
 	uint64_t seed = (uint64_t)id << 40;
+	uint32_t *order = NULL;
 	char *p;
 
 	(void)arg;
+	if (random_order) {
+		/* made before the start: untimed */
+		order = malloc(task_pages * sizeof(*order));
+		if (!order)
+			die("malloc");
+		shuffle(order, task_pages, seed ^ 0x9e3779b97f4a7c15ULL);
+	}
 	atomic_fetch_add(&sh->ready, 1);
 	while (!atomic_load(&sh->go))
 		;
@@ -62,7 +115,7 @@ static void fill_task(int id, void *arg)
 	if (p == MAP_FAILED)
 		die("mmap");
 	for (int l = 0; l < loops; l++) {
-		fill_pages(p, task_pages, seed ^ ((uint64_t)l << 32));
+		write_pass(p, order, seed ^ ((uint64_t)l << 32));
 		r->pages_written += task_pages;
 	}
 	r->end_ms = now_ms();
@@ -76,6 +129,7 @@ static void fill_task(int id, void *arg)
 		r->bad = verify_pages(p, task_pages,
 				      seed ^ ((uint64_t)(loops - 1) << 32));
 	munmap(p, task_pages * PAGE_SIZE);
+	free(order);
 }
 
 int main(int argc, char **argv)
@@ -85,15 +139,18 @@ int main(int argc, char **argv)
 	struct fl_task *t;
 	int failed;
 
-	if (argc != 5 || atoi(argv[1]) < 1 || atoi(argv[1]) > FL_MAX_TASKS ||
-	    atol(argv[2]) < 1 || atoi(argv[3]) < 1) {
-		fprintf(stderr, "usage: usemem TASKS TOTAL_MB LOOPS VERIFY\n");
+	if (argc < 5 || argc > 6 || atoi(argv[1]) < 1 ||
+	    atoi(argv[1]) > FL_MAX_TASKS || atol(argv[2]) < 1 ||
+	    atoi(argv[3]) < 1) {
+		fprintf(stderr,
+			"usage: usemem TASKS TOTAL_MB LOOPS VERIFY [RANDOM]\n");
 		return 2;
 	}
 	ntasks = atoi(argv[1]);
 	task_pages = ((size_t)atol(argv[2]) << 20) / PAGE_SIZE / ntasks;
 	loops = atoi(argv[3]);
 	verify = atoi(argv[4]);
+	random_order = argc == 6 && atoi(argv[5]);
 	sh = fl_shared(sizeof(*sh));
 
 	/* not pinned: usemem's processes go where the scheduler puts them */

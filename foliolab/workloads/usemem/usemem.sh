@@ -3,6 +3,8 @@
 # memory (FL_SWAP=0) with no swap device; under swap (FL_SWAP=1) in a
 # memcg whose memory.max is FL_MEMCG_PCT% of the total, swapping to zram.
 # PMD THP for the fill: FL_THP (always or never), every mTHP size never.
+# FL_RANDOM=1 writes each task's pages in a random order: vm-scalability's
+# anon-w-rand (in memory) and swap-w-rand (FL_SWAP=1).
 CG=/sys/fs/cgroup/fl-usemem
 
 fl_sample() {
@@ -20,7 +22,7 @@ fl_sample() {
 	fl_fault
 	fl_snap before $CG
 	sh -c "echo \$\$ > $CG/cgroup.procs; exec usemem $FL_TASKS \
-		$FL_TOTAL_MB $FL_LOOPS $FL_VERIFY" ||
+		$FL_TOTAL_MB $FL_LOOPS $FL_VERIFY $FL_RANDOM" ||
 		fl_invalid "usemem exited with $?"
 	fl_snap after $CG
 	rmdir $CG

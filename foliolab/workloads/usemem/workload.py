@@ -1,13 +1,21 @@
 """usemem: vm-scalability's usemem (usemem.c, run by usemem.sh), an
 anonymous fill by a number of processes, in memory or under swap: the
-kernel test robot's ``vm-scalability.throughput`` (its anon-w-seq and
-swap-w-seq cases), mmtests' workload-usemem and usemem-swap-ramdisk.
+kernel test robot's ``vm-scalability.throughput`` (its cases anon-w-seq,
+swap-w-seq, and with ``random=1`` anon-w-rand and swap-w-rand, THP on or
+off by ``thp`` as LKP's thp_enabled), mmtests' workload-usemem and
+usemem-swap-ramdisk. Those four cases are each one usemem invocation in
+vm-scalability too, differing in its flags, so they are this workload's
+parameters, not workloads of their own (lru-file-readonce, no usemem,
+is one: foliolab/workloads/lru_file_readonce).
 
 Where it differs from vm-scalability's usemem (whose source is not
 used): each process writes every word of its share (the page's own
 pattern, so zram compresses it but never finds it zero-filled) and
-checks it back untimed; swap is zram in a memcg sized to a fraction of
-the fill, not a ramdisk or a disk with the whole machine's memory.
+checks it back untimed; random order is a permutation of the pages, each
+written whole once a pass, so the pages written and their check stay
+exact (vm-scalability's random mode draws its positions at random);
+swap is zram in a memcg sized to a fraction of the fill, not a ramdisk
+or a disk with the whole machine's memory.
 
 Counted (``--count``): the fill is the window, every process's timed
 part (usemem.c marks it: the parent opens it as the processes start, the
@@ -161,6 +169,12 @@ USEMEM = Workload(
             "never",
             "PMD THP for the fill (transparent_hugepage/enabled)",
             choices=("never", "always"),
+        ),
+        "random": Param.flag(
+            "0",
+            "1: each process writes its pages in a random order (a "
+            "permutation, every page once a pass): vm-scalability's "
+            "anon-w-rand, and swap-w-rand with swap=1",
         ),
         "verify": Param.flag(
             "1", "read every page back and check it (untimed)"

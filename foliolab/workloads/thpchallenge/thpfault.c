@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * thpfault FILL_PCT KEEP_EVERY THP_MB: THP fault latency under
+ * fragmentation, what mmtests' thpchallenge measures (written here, not
+ * taken from it; what it stands for is in workload.py).
+ *
+ * 1. Fill: FILL_PCT% of MemAvailable is mapped and populated in base
+ *    pages (MADV_NOHUGEPAGE, MADV_POPULATE_WRITE), one thread a CPU.
+ * 2. Fragment: of every KEEP_EVERY pages of it, all but the first are
+ *    given back (MADV_DONTNEED), so the free memory lies in runs shorter
+ *    than a THP around the pages kept, which are movable: a THP now needs
+ *    compaction to migrate them. /proc/buddyinfo is then read: how much
+ *    is free, and how much of that in blocks of a THP's size or more.
+ * 3. Fault: THP_MB of MADV_HUGEPAGE memory, PMD-aligned, is faulted one
+ *    PMD-sized block at a time (one write at its start), each fault timed
+ *    alone; pagemap and kpageflags then say whether it got a THP
+ *    (fault-huge) or fell back to a base page (fault-base).
+ *
+ * Records: fault_huge_us_* and fault_base_us_* (fllatency.h; a kind no
+ * fault had is left out), faults, huge_faults, fill_mb, kept_mb, free_mb
+ * and free_huge_mb (free, and free in blocks of order >= the PMD's,
+ * after fragmenting, before the faults).
+ */
+#include "fllatency.h"
+#include "flthp.h"
+#include "fltasks.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define PMD_ORDER 9	/* 2 MiB of 4 KiB pages */
+
+static char *filler;
+static size_t filler_pages;
+static int nthreads;
+
+static long meminfo_kb(const char *key)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		die("/proc/meminfo");
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) &&
+		    line[strlen(key)] == ':')
+			kb = atol(line + strlen(key) + 1);
+	fclose(f);
+	return kb;
+}
+
+/* Free pages in /proc/buddyinfo, all and in blocks of order >= min. */
+static void buddy_free(unsigned long *all, unsigned long *big, int min)
+{
+	char line[512], *p;
+	FILE *f = fopen("/proc/buddyinfo", "r");
+
+	if (!f)
+		die("/proc/buddyinfo");
+	*all = *big = 0;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, "zone");
+		if (!p)
+			continue;
+		p += 4;
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')	/* the zone's name */
+			p++;
+		for (int order = 0;; order++) {
+			char *end;
+			unsigned long n = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			*all += n << order;
+			if (order >= min)
+				*big += n << order;
+			p = end;
+		}
+	}
+	fclose(f);
+}
+
+static void populate_part(int id, void *arg)
+{
+	size_t part = filler_pages / nthreads, from = id * part;
+	size_t n = id == nthreads - 1 ? filler_pages - from : part;
+
+	(void)arg;
+	if (madvise(filler + from * PAGE_SIZE, n * PAGE_SIZE,
+		    MADV_POPULATE_WRITE))
+		die("MADV_POPULATE_WRITE");
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long free_all, free_big;
+	size_t keep, blocks, nhuge = 0, nbase = 0;
+	double *huge_us, *base_us;
+	struct thp_probe probe;
+	char *thp;
+
+	if (argc != 4 || atoi(argv[1]) < 1 || atoi(argv[1]) > 99 ||
+	    atol(argv[2]) < 2 || atol(argv[3]) < 2) {
+		fprintf(stderr, "usage: thpfault FILL_PCT KEEP_EVERY THP_MB\n");
+		return 2;
+	}
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK)) {
+		invalid("no THP in this kernel (transparent_hugepage)");
+		return 1;
+	}
+	keep = atol(argv[2]);
+	blocks = ((size_t)atol(argv[3]) << 20) / PMD_SIZE;
+	filler_pages = (size_t)meminfo_kb("MemAvailable") * atoi(argv[1]) /
+		     100 / (PAGE_SIZE / 1024);
+	nthreads = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthreads < 1 || nthreads > FL_MAX_TASKS)
+		nthreads = 1;
+
+	filler = mmap(NULL, filler_pages * PAGE_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (filler == MAP_FAILED)
+		die("mmap filler");
+	if (madvise(filler, filler_pages * PAGE_SIZE, MADV_NOHUGEPAGE))
+		die("MADV_NOHUGEPAGE");
+	fl_wait_tasks(fl_start_tasks(nthreads, 1, 1, populate_part, NULL),
+		      nthreads, 1);
+	for (size_t pg = 0; pg + 1 < filler_pages; pg += keep) {
+		size_t n = pg + keep <= filler_pages ? keep - 1
+						   : filler_pages - pg - 1;
+
+		if (madvise(filler + (pg + 1) * PAGE_SIZE, n * PAGE_SIZE,
+			    MADV_DONTNEED))
+			die("MADV_DONTNEED");
+	}
+	buddy_free(&free_all, &free_big, PMD_ORDER);
+	metric("fill_mb", (double)filler_pages * PAGE_SIZE / (1 << 20));
+	metric("kept_mb", (double)((filler_pages + keep - 1) / keep) *
+			  PAGE_SIZE / (1 << 20));
+	metric("free_mb", (double)free_all * PAGE_SIZE / (1 << 20));
+	metric("free_huge_mb", (double)free_big * PAGE_SIZE / (1 << 20));
+
+	huge_us = calloc(blocks, sizeof(double));
+	base_us = calloc(blocks, sizeof(double));
+	if (!huge_us || !base_us)
+		die("calloc");
+	thp = map_aligned(blocks * PMD_SIZE, PMD_SIZE);
+	if (madvise(thp, blocks * PMD_SIZE, MADV_HUGEPAGE))
+		die("MADV_HUGEPAGE");
+	probe = thp_probe_open();
+	for (size_t i = 0; i < blocks; i++) {
+		volatile char *at = thp + i * PMD_SIZE;
+		double t0 = now_ms(), us;
+
+		*at = 1;
+		us = (now_ms() - t0) * 1e3;
+		if (page_is_thp(&probe, (const void *)at))
+			huge_us[nhuge++] = us;
+		else
+			base_us[nbase++] = us;
+	}
+	thp_probe_close(&probe);
+	metric("faults", blocks);
+	metric("huge_faults", nhuge);
+	report_latencies("fault_huge_us", huge_us, nhuge);
+	report_latencies("fault_base_us", base_us, nbase);
+	return 0;
+}

@@ -1,0 +1,186 @@
+"""thpchallenge: THP fault latency under fragmentation (thpfault.c, run
+by thpchallenge.sh), huge and base, with the compaction it takes: what
+mmtests' workload-thpchallenge-{fio,kernel-build,none} report as
+fault-huge and fault-base latencies.
+
+Where it differs from mmtests (whose program is not used): there fio or
+a kernel build fragments memory in the background while a number of
+threads fault THPs; here a filler does it first and deterministically
+(most of the guest's available memory populated in base pages, then all
+but one page of every ``keep_every`` given back), and one thread then
+faults ``thp_mb`` of MADV_HUGEPAGE memory a PMD at a time. fault-huge
+and fault-base are, as in mmtests, the faults that got a THP and those
+that fell back to a base page. The guest is 1 GiB, so filling it takes
+seconds under TCG. Its samples are not held to a captured boot yet (no
+fixture; the contract test names it as missing)."""
+
+from __future__ import annotations
+
+from foliolab.guestdata.parse import GuestSample
+from foliolab.workloads.checks import common_checks, copy_metrics
+from foliolab.workloads.model import (
+    NO_DIRECTION,
+    Derived,
+    Metric,
+    Param,
+    Workload,
+)
+
+# mmtests' thpchallenge rows: fault latencies of the faults that got a
+# THP (fault-huge) and of those that fell back (fault-base), microseconds.
+LEAD = "thpchallenge.fault-huge"
+BASE = "thpchallenge.fault-base"
+STATS = ("p50", "p90", "p99", "max")
+# Free memory in blocks of a THP's size or more, after fragmenting, as a
+# share of what the faults ask, at most: more, and most faults could be
+# served without compaction (the fragmentation was not achieved).
+MAX_UNFRAGMENTED_SHARE = 0.25
+# The vmstat counters reported as they are.
+COUNTERS = (
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "compact_stall",
+    "compact_success",
+    "compact_fail",
+    "compact_migrate_scanned",
+    "compact_free_scanned",
+)
+
+
+def derive_thpchallenge(s: GuestSample, params: dict[str, str]) -> Derived:
+    d = Derived()
+    vm = common_checks(s, d, need_swap=False)
+    if "faults" not in s.metrics:
+        d.invalid.append("thpfault reported no faults")
+        return d
+    for kind, key in (("huge", LEAD), ("base", BASE)):
+        if f"fault_{kind}_us_mean" in s.metrics:
+            d.values[key] = s.metrics[f"fault_{kind}_us_mean"]
+        copy_metrics(s, d, (f"fault_{kind}_us_{st}" for st in STATS))
+    copy_metrics(s, d, ("free_mb", "free_huge_mb"))
+    faults, huge = s.metrics["faults"], s.metrics.get("huge_faults", 0)
+    d.values["thp_success_pct"] = 100.0 * huge / faults if faults else 0.0
+    asked_mb = int(params["thp_mb"]) // 2 * 2
+    if faults < asked_mb // 2:
+        d.invalid.append(f"{faults:.0f} faults of the {asked_mb // 2} asked")
+    free, free_huge = s.metrics.get("free_mb"), s.metrics.get("free_huge_mb")
+    if free is None or free_huge is None:
+        d.invalid.append("thpfault reported no free memory after the fill")
+    elif free_huge > MAX_UNFRAGMENTED_SHARE * asked_mb:
+        d.invalid.append(
+            f"fragmentation not achieved: {free_huge:.0f} MiB free in "
+            f"blocks of a THP's size or more for the {asked_mb} MiB "
+            "of THPs asked"
+        )
+    elif free < asked_mb:
+        d.invalid.append(
+            f"{free:.0f} MiB free after the fill, less than the "
+            f"{asked_mb} MiB of THPs asked: fallbacks would be for want "
+            "of memory, not of contiguity"
+        )
+    if vm:
+        if "compact_stall" not in vm:
+            d.invalid.append(
+                "no compaction counters in /proc/vmstat: a kernel "
+                "without CONFIG_COMPACTION has nothing to measure here"
+            )
+        for key in COUNTERS:
+            d.values[key] = vm.get(key, 0)
+        if vm.get("thp_fault_alloc", 0) < huge:
+            d.invalid.append(
+                f"thp_fault_alloc {vm.get('thp_fault_alloc', 0)} for "
+                f"{huge:.0f} faults that got a THP"
+            )
+    return d
+
+
+def _latency_metrics(
+    key: str, kind: str, what: str, primary: bool
+) -> tuple[Metric, ...]:
+    """A kind of fault's mean (``key``) and its percentiles; primary: the
+    mean and the 99th percentile."""
+    return (
+        Metric(key, "us", "lower", f"{what}: mean latency", primary),
+        *(
+            Metric(
+                f"fault_{kind}_us_{st}",
+                "us",
+                "lower",
+                f"{what}: {'the slowest' if st == 'max' else st}",
+                primary=primary and st == "p99",
+            )
+            for st in STATS
+        ),
+    )
+
+
+THPCHALLENGE = Workload(
+    name="thpchallenge",
+    title=f"mmtests thpchallenge: THP fault latency under fragmentation "
+    f"({LEAD})",
+    script="thpchallenge",
+    params={
+        "thp_mb": Param.integer(
+            "256",
+            "MiB of MADV_HUGEPAGE memory faulted a PMD at a time",
+            4,
+            512,
+        ),
+        "fill_pct": Param.integer(
+            "95",
+            "percent of MemAvailable the filler populates before it "
+            "fragments it",
+            50,
+            98,
+        ),
+        "keep_every": Param.integer(
+            "32",
+            "the filler keeps one page of every this many: more, "
+            "fewer pages for compaction to move",
+            2,
+            512,
+        ),
+        "defrag": Param(
+            "madvise",
+            "transparent_hugepage/defrag: madvise (direct compaction in "
+            "the fault, the default), defer (kcompactd woken, the fault "
+            "falls back at once) or never",
+            choices=("madvise", "defer", "never"),
+        ),
+    },
+    metrics=(
+        *_latency_metrics(LEAD, "huge", "faults that got a THP", True),
+        Metric(
+            "thp_success_pct",
+            "%",
+            "higher",
+            "faults that got a THP, percent of the faults",
+        ),
+        *_latency_metrics(BASE, "base", "faults that fell back", False),
+        *(
+            Metric(key, "events", NO_DIRECTION, f"{key} (vmstat)", False)
+            for key in COUNTERS
+        ),
+        Metric(
+            "free_mb",
+            "MiB",
+            NO_DIRECTION,
+            "free memory after the fill (buddyinfo)",
+            primary=False,
+        ),
+        Metric(
+            "free_huge_mb",
+            "MiB",
+            NO_DIRECTION,
+            "of it, in blocks of a THP's size or more (buddyinfo)",
+            primary=False,
+        ),
+    ),
+    derive=derive_thpchallenge,
+    # a small guest: the filler populates most of it, under TCG a few
+    # seconds a hundred MiB
+    memory_mb=1024,
+    timeout=300,
+)
+
+WORKLOADS = (THPCHALLENGE,)
