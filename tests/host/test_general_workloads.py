@@ -492,6 +492,32 @@ def test_usemem_checks_nothing_before_its_window_is_closed(logged_marks):
     assert min(unmapped) > end, marks
 
 
+def test_time_unmap_opens_its_window_once_its_threads_are_pinned(
+    logged_marks,
+):
+    """time-unmap's helper threads move to their CPUs before the window
+    opens, even when they are slow to (flmark_log.h delays every
+    sched_setaffinity): their start is setup, not the iterations."""
+    _, marks = logged_marks(
+        "time_unmap",
+        "timeunmap",
+        "3",
+        "1",
+        "2",
+        calls=True,
+        env={"FL_MARK_LOG_PIN_DELAY_MS": "200"},
+    )
+    begin = marks.index(("begin", 8, True))
+    pinned = [
+        i
+        for i, m in enumerate(marks)
+        if m[:2] == ("call", "sched_setaffinity")
+    ]
+    assert len(pinned) == 3  # the main thread's and two helpers'
+    assert max(pinned) < begin, marks
+    assert marks[-1] == ("end", 8, True)
+
+
 def test_stress_ng_marks_its_run_in_a_counting_boot_only(tmp_path):
     """stress-ng.sh run with the guest's helpers stubbed and stress-ng
     and flmark logging themselves: the run between flmark begin and end
