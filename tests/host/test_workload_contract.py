@@ -69,8 +69,6 @@ def test_captured_boots_derive_the_expected_samples(run, captured):
 # Workloads with no captured boot yet, and why. Their case is expected to
 # fail, strictly: once a boot is captured the mark fails, to be removed.
 NOT_CAPTURED = {
-    "madvise": "written after the boots of 2026-11-29 (8 allowed) were "
-    "spent: capture one (foliolab compare --workloads madvise --runs 1)",
     # written by a helper that could boot no guest (2026-11-29 night);
     # the commands that capture them are in docs/manual.md, "More
     # general workloads"
