@@ -8,8 +8,11 @@ marked by the program it runs (built for the host with its markers
 logging themselves, and run small), and the per-operation counts derived
 from made-up counter output as a counting boot's are."""
 
+import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -377,16 +380,15 @@ def test_each_general_workload_counts_in_a_window_it_declares():
 
 
 @pytest.fixture(scope="module")
-def logged_marks(tmp_path_factory):
+def host_build(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
     does (its flags but -static; common/ and the generated fl_windows.h
-    on the include path),
-    with its markers logging themselves (tests/host/c/flmark_log.h), and
-    run it small: its stdout and the marks it executed, with its pid."""
+    on the include path), with its markers logging themselves
+    (tests/host/c/flmark_log.h): the executable's path."""
     out = tmp_path_factory.mktemp("marks")
     (out / "fl_windows.h").write_text(windows.c_header())
 
-    def run(folder, prog, *args):
+    def build(folder, prog):
         exe = out / prog
         if not exe.exists():
             subprocess.run(
@@ -408,28 +410,45 @@ def logged_marks(tmp_path_factory):
                 ],
                 check=True,
             )
+        return exe
+
+    return build
+
+
+def marks_of(stderr, parent):
+    """The marks a program's stderr logged: (begin|end, tag, whether
+    ``parent`` marked it)."""
+    return [
+        (how, int(tag), int(pid) == parent)
+        for how, tag, pid in re.findall(
+            r"^@@mark (begin|end) (\d+) (\d+)$", stderr, re.M
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def logged_marks(host_build):
+    """Run a general workload's program built by host_build small: its
+    stdout and the marks it executed, with its pid."""
+
+    def run(folder, prog, *args):
+        exe = host_build(folder, prog)
         cp = subprocess.Popen(
             [str(exe), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=out,
+            cwd=exe.parent,
         )
         stdout, stderr = cp.communicate(timeout=60)
         assert cp.returncode == 0, stderr
-        marks = [
-            (how, int(tag), int(pid) == cp.pid)
-            for how, tag, pid in re.findall(
-                r"^@@mark (begin|end) (\d+) (\d+)$", stderr, re.M
-            )
-        ]
-        return stdout, marks
+        return stdout, marks_of(stderr, cp.pid)
 
     return run
 
 
 @pytest.mark.parametrize(
-    "folder, prog, args, tag, end_by_parent",
+    "folder, prog, args, tag, by_parent",
     [
         # 1 task, 1 s measured (after its 1 s warm-up), 1 MiB
         (
@@ -437,24 +456,84 @@ def logged_marks(tmp_path_factory):
             "pagefault",
             ("1", "threads", "1", "1", "1", "."),
             6,
-            True,
+            (True, True),
         ),
-        # 2 processes: the last one to finish writing ends the window
-        ("usemem", "usemem", ("2", "2", "1", "1"), 7, False),
-        ("time_unmap", "timeunmap", ("1", "1", "3"), 8, True),
-        ("madvise", "madvthroughput", ("dontneed", "1", "3"), 9, True),
+        # 2 processes: the last one ready opens the window, the last one
+        # to finish writing ends it
+        ("usemem", "usemem", ("2", "2", "1", "1"), 7, (False, False)),
+        ("time_unmap", "timeunmap", ("1", "1", "3"), 8, (True, True)),
+        (
+            "madvise",
+            "madvthroughput",
+            ("dontneed", "1", "3"),
+            9,
+            (True, True),
+        ),
     ],
 )
 def test_each_program_marks_its_window_once_a_sample(
-    logged_marks, folder, prog, args, tag, end_by_parent
+    logged_marks, folder, prog, args, tag, by_parent
 ):
     """The program opens its window once and closes it once, in that
     order, whatever the number of iterations or tasks; usemem's is
-    closed by a task, not by the parent that opened it (the window is
-    the machine's)."""
+    opened and closed by its tasks, not by the parent (the window is the
+    machine's)."""
     stdout, marks = logged_marks(folder, prog, *args)
     assert "@@ metric" in stdout
-    assert marks == [("begin", tag, True), ("end", tag, end_by_parent)]
+    begin, end = by_parent
+    assert marks == [("begin", tag, begin), ("end", tag, end)]
+
+
+def children_of(pid):
+    """The pids of ``pid``'s children, from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_usemem_gives_up_when_one_of_its_processes_dies(host_build, tmp_path):
+    """A usemem process killed mid-fill (as the memcg's OOM killer would
+    kill one) used to leave the others waiting for it to finish writing,
+    and the parent for them, until the boot timed out. Now the parent,
+    seeing it die, sets the abort flag: the other stops, the window is
+    closed (once, by the parent) and the sample is invalid, at once. The
+    fill asked for would take hours: only giving up ends the run."""
+    exe = host_build("usemem", "usemem")
+    err = tmp_path / "stderr"
+    with err.open("w") as stderr:
+        p = subprocess.Popen(
+            [str(exe), "2", "16", "10000000", "0"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        for _ in range(1000):  # until the window is open: both writing
+            if "@@mark begin" in err.read_text():
+                break
+            time.sleep(0.01)
+        tasks = children_of(p.pid)
+        assert len(tasks) == 2, tasks
+        os.kill(tasks[0], signal.SIGKILL)
+        stdout, _ = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            for pid in [*children_of(p.pid), p.pid]:
+                os.kill(pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 1
+    assert "@@ invalid a usemem task failed" in stdout
+    assert "@@ metric" not in stdout
+    assert marks_of(err.read_text(), p.pid) == [
+        ("begin", 7, False),
+        ("end", 7, True),
+    ]
 
 
 def test_stress_ng_marks_its_run_in_a_counting_boot_only(tmp_path):
