@@ -401,8 +401,9 @@ def test_each_general_workload_counts_in_a_window_it_declares():
 def host_build(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
     does (its flags but -static; common/ and the generated fl_windows.h
-    on the include path), with its markers logging themselves
-    (tests/host/c/flmark_log.h): the executable's path."""
+    on the include path, linked to wrap munmap and sched_setaffinity),
+    with its markers logging themselves (tests/host/c/flmark_log.h): the
+    executable's path."""
     out = tmp_path_factory.mktemp("marks")
     (out / "fl_windows.h").write_text(windows.c_header())
 
@@ -416,6 +417,7 @@ def host_build(tmp_path_factory):
                     "-Wall",
                     "-Wextra",
                     "-pthread",
+                    "-Wl,--wrap=munmap,--wrap=sched_setaffinity",
                     "-include",
                     str(ROOT / "tests" / "host" / "c" / "flmark_log.h"),
                     "-I",
@@ -447,9 +449,12 @@ def marks_of(stderr, parent):
 @pytest.fixture(scope="module")
 def logged_marks(host_build):
     """Run a general workload's program built by host_build small: its
-    stdout and the marks it executed, with its pid."""
+    stdout and the marks it executed, with its pid. With ``calls``, the
+    marks come with the munmap and sched_setaffinity calls the program
+    made, in the order they were logged; ``env`` adds flmark_log.h's
+    delays."""
 
-    def run(folder, prog, *args):
+    def run(folder, prog, *args, calls=False, env=None):
         exe = host_build(folder, prog)
         cp = subprocess.Popen(
             [str(exe), *args],
@@ -457,10 +462,25 @@ def logged_marks(host_build):
             stderr=subprocess.PIPE,
             text=True,
             cwd=exe.parent,
+            env={
+                "PATH": "/usr/bin:/bin",
+                **({"FL_MARK_LOG_CALLS": "1"} if calls else {}),
+                **(env or {}),
+            },
         )
         stdout, stderr = cp.communicate(timeout=60)
         assert cp.returncode == 0, stderr
-        return stdout, marks_of(stderr, cp.pid)
+        # ("begin"|"end", tag, by the first process) for a mark,
+        # ("call", name, by the first process) for a call
+        marks: list[tuple[str, int | str, bool]] = []
+        for line in stderr.splitlines():
+            mark = re.fullmatch(r"@@mark (begin|end) (\d+) (\d+)", line)
+            call = re.fullmatch(r"@@call (\w+) (\d+)", line)
+            if mark:
+                marks.append((mark[1], int(mark[2]), int(mark[3]) == cp.pid))
+            elif call:
+                marks.append(("call", call[1], int(call[2]) == cp.pid))
+        return stdout, marks
 
     return run
 
@@ -618,6 +638,54 @@ def test_the_tasks_give_up_when_one_of_them_dies(
         ("begin", tag, False),
         ("end", tag, True),
     ]
+
+
+def test_usemem_checks_nothing_before_its_window_is_closed(logged_marks):
+    """No usemem task goes on to its check (and munmap) before the last
+    one to finish writing has closed the window, even when that one is
+    held up right at its marker (flmark_log.h's delay): the others wait
+    for the marker itself, not for the count of tasks done."""
+    _, marks = logged_marks(
+        "usemem",
+        "usemem",
+        "3",
+        "3",
+        "1",
+        "1",
+        calls=True,
+        env={"FL_MARK_LOG_END_DELAY_MS": "300"},
+    )
+    assert marks[0] == ("begin", 7, False)  # the last one ready's
+    end = marks.index(("end", 7, False))
+    unmapped = [i for i, m in enumerate(marks) if m[:2] == ("call", "munmap")]
+    assert len(unmapped) == 3  # one a task
+    assert min(unmapped) > end, marks
+
+
+def test_time_unmap_opens_its_window_once_its_threads_are_pinned(
+    logged_marks,
+):
+    """time-unmap's helper threads move to their CPUs before the window
+    opens, even when they are slow to (flmark_log.h delays every
+    sched_setaffinity): their start is setup, not the iterations."""
+    _, marks = logged_marks(
+        "time_unmap",
+        "timeunmap",
+        "3",
+        "1",
+        "2",
+        calls=True,
+        env={"FL_MARK_LOG_PIN_DELAY_MS": "200"},
+    )
+    begin = marks.index(("begin", 8, True))
+    pinned = [
+        i
+        for i, m in enumerate(marks)
+        if m[:2] == ("call", "sched_setaffinity")
+    ]
+    assert len(pinned) == 3  # the main thread's and two helpers'
+    assert max(pinned) < begin, marks
+    assert marks[-1] == ("end", 8, True)
 
 
 def test_stress_ng_marks_its_run_in_a_counting_boot_only(tmp_path):
@@ -833,7 +901,11 @@ def test_time_unmap_counts_per_munmap_inside_do_vmi_munmap(tmp_path):
         for m in workloads.WORKLOADS["time-unmap"].metrics
         if m.counted and m.primary
     }
-    assert lead == {"kernel_insns_per_munmap", "ipis_sent_per_munmap"}
+    # its instructions hold the wait for the other CPUs' acknowledgements
+    # (timing, not path): the IPIs lead
+    assert lead == {"ipis_sent_per_munmap"}
+    insns = workloads.WORKLOADS["time-unmap"].metric("kernel_insns_per_munmap")
+    assert insns.counted and "acknowledgements" in insns.label
 
 
 def test_madvise_counts_per_call_and_per_mib(tmp_path):

@@ -15,13 +15,14 @@
  * iterations) and pages (pages mapped, all iterations).
  *
  * Counting window FL_WIN_UNMAP: the iterations, marked by the main
- * thread, from the first mmap to the end of the last munmap, before the
- * other threads are let go to exit. The window is the machine's: it holds
- * every thread's populating too, and the other CPUs' TLB flushes. One
- * window a sample cannot hold the munmaps alone, so the host takes what
- * each munmap costs from its own count, do_vmi_munmap's (entered once a
- * munmap, with the TLB flush and the IPIs it sends). Without the counter
- * the marks are one no-op instruction each, outside the timed munmap.
+ * thread once the others are on their CPUs, from the first mmap to the
+ * end of the last munmap, before the other threads are let go to exit.
+ * The window is the machine's: it holds every thread's populating too,
+ * and the other CPUs' TLB flushes. One window a sample cannot hold the
+ * munmaps alone, so the host takes what each munmap costs from its own
+ * count, do_vmi_munmap's (entered once a munmap, with the TLB flush and
+ * the IPIs it sends). Without the counter the marks are one no-op
+ * instruction each, outside the timed munmap.
  */
 #include "fltasks.h"
 #include "fl_windows.h"
@@ -33,6 +34,7 @@ static size_t npages;
 static char *_Atomic map;
 static _Atomic int phase;	/* iteration * 2 + 1: populate; + 2: done */
 static _Atomic int arrived;
+static _Atomic int pinned;	/* helpers on their CPUs */
 static _Atomic unsigned long touched;
 
 /* Wait until every thread has arrived at the step @want (a barrier that
@@ -62,6 +64,7 @@ static void helper(int task, void *arg)
 
 	(void)arg;
 	fl_pin_cpu(id);
+	atomic_fetch_add(&pinned, 1);
 	for (int it = 0; it < iterations; it++) {
 		while (atomic_load(&phase) < it * 2 + 1)
 			;
@@ -90,6 +93,9 @@ int main(int argc, char **argv)
 	fl_pin_cpu(0);
 	if (nthreads > 1)
 		t = fl_start_tasks(nthreads - 1, 1, 0, helper, NULL);
+	/* the helpers' start and move to their CPUs are setup: not in it */
+	while (atomic_load(&pinned) < nthreads - 1)
+		fl_sleep_ms(1);
 	FL_MARK_BEGIN(FL_WIN_UNMAP);
 	for (int it = 0; it < iterations; it++) {
 		char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,

@@ -50,7 +50,7 @@ struct task_result {
 };
 
 struct shared {
-	_Atomic int ready, go, written, abort, window_closed;
+	_Atomic int ready, go, written, check, abort, window_closed;
 	struct task_result r[FL_MAX_TASKS];
 };
 
@@ -138,11 +138,19 @@ static void fill_task(int id, void *arg)
 		r->pages_written += task_pages;
 	}
 	r->end_ms = now_ms();
-	/* verified once all are written: a check swapping pages in would
-	 * slow the tasks still writing */
-	if (atomic_fetch_add(&sh->written, 1) == ntasks - 1)
+	/*
+	 * Verified once all are written (a check swapping pages in would
+	 * slow the tasks still writing), and only once the last one to
+	 * finish has closed the window: the tasks wait on check, which it
+	 * sets after its marker, not on written, whose last increment comes
+	 * before the marker and would let a task waking meanwhile check
+	 * (under swap, swap in) inside the window.
+	 */
+	if (atomic_fetch_add(&sh->written, 1) == ntasks - 1) {
 		close_window();	/* the last one's writing done */
-	while (atomic_load(&sh->written) < ntasks && !atomic_load(&sh->abort))
+		atomic_store(&sh->check, 1);
+	}
+	while (!atomic_load(&sh->check) && !atomic_load(&sh->abort))
 		fl_sleep_ms(1);
 	if (verify && !atomic_load(&sh->abort))
 		r->bad = verify_pages(p, task_pages,
