@@ -401,7 +401,8 @@ def test_each_general_workload_counts_in_a_window_it_declares():
 def host_build(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
     does (its flags but -static; common/ and the generated fl_windows.h
-    on the include path, linked to wrap munmap and sched_setaffinity),
+    on the include path, linked to wrap munmap, sched_setaffinity and
+    close),
     with its markers logging themselves (tests/host/c/flmark_log.h): the
     executable's path."""
     out = tmp_path_factory.mktemp("marks")
@@ -417,7 +418,7 @@ def host_build(tmp_path_factory):
                     "-Wall",
                     "-Wextra",
                     "-pthread",
-                    "-Wl,--wrap=munmap,--wrap=sched_setaffinity",
+                    "-Wl,--wrap=munmap,--wrap=sched_setaffinity,--wrap=close",
                     "-include",
                     str(ROOT / "tests" / "host" / "c" / "flmark_log.h"),
                     "-I",
@@ -660,6 +661,30 @@ def test_usemem_checks_nothing_before_its_window_is_closed(logged_marks):
     unmapped = [i for i, m in enumerate(marks) if m[:2] == ("call", "munmap")]
     assert len(unmapped) == 3  # one a task
     assert min(unmapped) > end, marks
+
+
+def test_lru_file_readonce_closes_no_file_before_its_window_is(
+    logged_marks,
+):
+    """No lrureadonce task closes its file (which frees its page cache)
+    before the last one to finish reading has closed the window, even
+    when that one is held up right at its marker: the others wait for
+    the marker itself, not for the count of tasks done, and every one
+    keeps its file open until then."""
+    _, marks = logged_marks(
+        "lru_file_readonce",
+        "lrureadonce",
+        "3",
+        "3",
+        ".",
+        calls=True,
+        env={"FL_MARK_LOG_END_DELAY_MS": "300"},
+    )
+    assert marks[0] == ("begin", 11, False)
+    end = marks.index(("end", 11, False))
+    closed = [i for i, m in enumerate(marks) if m[:2] == ("call", "close")]
+    assert len(closed) == 3  # one a task
+    assert min(closed) > end, marks
 
 
 def test_time_unmap_opens_its_window_once_its_threads_are_pinned(

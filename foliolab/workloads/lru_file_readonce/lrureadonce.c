@@ -50,7 +50,7 @@ struct task_result {
 };
 
 struct shared {
-	_Atomic int ready, go, done, abort, window_closed;
+	_Atomic int ready, go, done, released, abort, window_closed;
 	struct task_result r[FL_MAX_TASKS];
 };
 
@@ -109,9 +109,17 @@ static void read_task(int id, void *arg)
 	r->end_ms = now_ms();
 	if (n < 0)
 		die("read");
-	if (atomic_fetch_add(&sh->done, 1) == ntasks - 1)
+	/*
+	 * The others wait on released, which the last one to finish sets
+	 * after its marker, not on done, whose last increment comes before
+	 * it: a task waking in between would close its file, and free its
+	 * page cache, inside the window.
+	 */
+	if (atomic_fetch_add(&sh->done, 1) == ntasks - 1) {
 		close_window();	/* the last one's reading done */
-	while (atomic_load(&sh->done) < ntasks && !atomic_load(&sh->abort))
+		atomic_store(&sh->released, 1);
+	}
+	while (!atomic_load(&sh->released) && !atomic_load(&sh->abort))
 		fl_sleep_ms(1);
 	close(fd);
 	free(buf);
