@@ -23,7 +23,13 @@ direct compaction and reclaim, or the fallback to a base page), the IPIs
 it sends and its TLB invalidations per fault, and direct compaction's
 share of it (try_to_compact_pages) per fault. kcompactd's work, which
 ``defrag=defer`` wakes, is in the window's whole counts, which are
-secondary."""
+secondary. Compaction migrates the filler's pages, mapped by this same
+process: where another vCPU still holds its mm, the migration's TLB
+shootdown waits for that vCPU to acknowledge it, and the wait (as long
+as TCG takes, not the kernel's path) is in the fault's count too;
+ipis_sent_per_fault says how often that happened, and a change in
+kernel_insns_per_fault that comes with a change in it is to be read
+with that in mind."""
 
 from __future__ import annotations
 
