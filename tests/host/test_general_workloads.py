@@ -402,9 +402,8 @@ def host_build(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
     does (its flags but -static; common/ and the generated fl_windows.h
     on the include path, linked to wrap munmap, sched_setaffinity and
-    close),
-    with its markers logging themselves (tests/host/c/flmark_log.h): the
-    executable's path."""
+    close), with its markers logging themselves
+    (tests/host/c/flmark_log.h): the executable's path."""
     out = tmp_path_factory.mktemp("marks")
     (out / "fl_windows.h").write_text(windows.c_header())
 
@@ -451,9 +450,9 @@ def marks_of(stderr, parent):
 def logged_marks(host_build):
     """Run a general workload's program built by host_build small: its
     stdout and the marks it executed, with its pid. With ``calls``, the
-    marks come with the munmap and sched_setaffinity calls the program
-    made, in the order they were logged; ``env`` adds flmark_log.h's
-    delays."""
+    marks come with the munmap, sched_setaffinity and close calls the
+    program made, in the order they were logged; ``env`` adds
+    flmark_log.h's delays."""
 
     def run(folder, prog, *args, calls=False, env=None):
         exe = host_build(folder, prog)
