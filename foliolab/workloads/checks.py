@@ -1,6 +1,6 @@
 """What the workloads' derive functions share: the checks every sample
 passes, counter differences, reclaim's profiled stages, and the counted
-figures per call of a root."""
+figures per call of a root or per unit of a window's work."""
 
 from __future__ import annotations
 
@@ -201,3 +201,23 @@ def window_secondary(metrics: tuple[Metric, ...]) -> tuple[Metric, ...]:
         else m
         for m in metrics
     )
+
+
+# The counts every window has (countwindows.window_metrics').
+WINDOW_COUNTS = ("kernel_insns", "tlb_flush_insns", "ipis_sent")
+
+
+def window_per(
+    unit: str,
+    amount: float,
+    counted: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The window's counts and ``roots``' instructions per ``unit``, of
+    which the window holds ``amount``: for a window that holds only the
+    measured work, whose amount the sample reports (usemem's MiB
+    written, lru-file-readonce's MiB read)."""
+    out = {f"{key}_per_{unit}": counted[key] / amount for key in WINDOW_COUNTS}
+    for root in roots:
+        out[f"{root}_insns_per_{unit}"] = counted[f"{root}_insns"] / amount
+    return out

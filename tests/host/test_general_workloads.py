@@ -8,8 +8,13 @@ marked by the program it runs (built for the host with its markers
 logging themselves, and run small), and the per-operation counts derived
 from made-up counter output as a counting boot's are."""
 
+import os
 import re
+import shutil
+import signal
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -328,14 +333,28 @@ WINDOWS = [
     ("page-fault", 6, "FAULT", "handle_mm_fault"),
     ("page-fault-threads", 6, "FAULT", "handle_mm_fault"),
     ("usemem", 7, "USEMEM", ""),
+    ("lru-file-readonce", 11, "READONCE", ""),
     ("time-unmap", 8, "UNMAP", "do_vmi_munmap"),
+    ("mremap", 10, "MREMAP", "move_vma"),
     ("madvise", 9, "MADVISE", "do_madvise"),
+    ("thpchallenge", 12, "THPFAULT", "handle_mm_fault"),
     ("stress-ng-mmap", 3, "STRESS", ""),
 ]
 
 
-# the newest general workloads, not yet given a window (never booted)
-UNCOUNTED = ["mremap", "lru-file-readonce", "thpchallenge", "stutterp"]
+# General workloads that mark no window, on purpose. stutterp: what it
+# measures is the latency of one task's rounds while other tasks keep
+# its memcg in reclaim, and a window is the machine's: every vCPU's
+# kernel work between the marks, the pressure tasks' included, which is
+# most of it (their faults, swap-outs and writeback), in proportions
+# that follow the scheduling of a time-bounded run (under the plugin, a
+# slower one), so a count per round would mostly count the pressure. A
+# root does not single the measured task out either: handle_mm_fault and
+# reclaim's functions count whichever task enters them, and the pressure
+# tasks enter them all the time; only mmap and munmap are the measured
+# task's alone, and they are not where its rounds meet reclaim (the
+# faults are). (As test_counting.UNCOUNTED.)
+UNCOUNTED = ["stutterp"]
 
 
 def test_each_general_workload_counts_in_a_window_it_declares():
@@ -370,26 +389,25 @@ def test_each_general_workload_counts_in_a_window_it_declares():
     gathered = windows.gather(
         [*workloads.WORKLOADS.values(), stress_ng.workload("stress-ng-vm")]
     )
-    assert [int(w) for w in gathered] == list(range(10))
+    assert [int(w) for w in gathered] == list(range(13))
     assert gathered == windows.WINDOWS
     assert "#define FL_WIN_UNMAP\t8" in windows.c_header()
+    assert "#define FL_WIN_THPFAULT\t12" in windows.c_header()
     assert "FL_WIN_MADVISE=9" in windows.shell()
+    assert "FL_WIN_READONCE=11" in windows.shell()
 
 
 @pytest.fixture(scope="module")
-def logged_marks(tmp_path_factory):
+def host_build(tmp_path_factory):
     """Build a general workload's program for the host as the Makefile
     does (its flags but -static; common/ and the generated fl_windows.h
-    on the include path),
-    with its markers logging themselves (tests/host/c/flmark_log.h), and
-    run it small: its stdout and the marks it executed, with its pid.
-    With ``calls``, the marks come with the munmap and sched_setaffinity
-    calls the program made, in the order they were logged; ``env`` adds
-    flmark_log.h's delays."""
+    on the include path, linked to wrap munmap, sched_setaffinity and
+    close), with its markers logging themselves
+    (tests/host/c/flmark_log.h): the executable's path."""
     out = tmp_path_factory.mktemp("marks")
     (out / "fl_windows.h").write_text(windows.c_header())
 
-    def run(folder, prog, *args, calls=False, env=None):
+    def build(folder, prog):
         exe = out / prog
         if not exe.exists():
             subprocess.run(
@@ -399,7 +417,7 @@ def logged_marks(tmp_path_factory):
                     "-Wall",
                     "-Wextra",
                     "-pthread",
-                    "-Wl,--wrap=munmap,--wrap=sched_setaffinity",
+                    "-Wl,--wrap=munmap,--wrap=sched_setaffinity,--wrap=close",
                     "-include",
                     str(ROOT / "tests" / "host" / "c" / "flmark_log.h"),
                     "-I",
@@ -412,12 +430,38 @@ def logged_marks(tmp_path_factory):
                 ],
                 check=True,
             )
+        return exe
+
+    return build
+
+
+def marks_of(stderr, parent):
+    """The marks a program's stderr logged: (begin|end, tag, whether
+    ``parent`` marked it)."""
+    return [
+        (how, int(tag), int(pid) == parent)
+        for how, tag, pid in re.findall(
+            r"^@@mark (begin|end) (\d+) (\d+)$", stderr, re.M
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def logged_marks(host_build):
+    """Run a general workload's program built by host_build small: its
+    stdout and the marks it executed, with its pid. With ``calls``, the
+    marks come with the munmap, sched_setaffinity and close calls the
+    program made, in the order they were logged; ``env`` adds
+    flmark_log.h's delays."""
+
+    def run(folder, prog, *args, calls=False, env=None):
+        exe = host_build(folder, prog)
         cp = subprocess.Popen(
             [str(exe), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=out,
+            cwd=exe.parent,
             env={
                 "PATH": "/usr/bin:/bin",
                 **({"FL_MARK_LOG_CALLS": "1"} if calls else {}),
@@ -441,8 +485,16 @@ def logged_marks(tmp_path_factory):
     return run
 
 
+# mremapmove and thpfault read /proc/kpageflags (whether a page is a
+# THP), which only root may
+NEEDS_KPAGEFLAGS = pytest.mark.skipif(
+    not os.access("/proc/kpageflags", os.R_OK),
+    reason="/proc/kpageflags is root's to read",
+)
+
+
 @pytest.mark.parametrize(
-    "folder, prog, args, tag, end_by_parent",
+    "folder, prog, args, tag, by_parent",
     [
         # 1 task, 1 s measured (after its 1 s warm-up), 1 MiB
         (
@@ -450,24 +502,142 @@ def logged_marks(tmp_path_factory):
             "pagefault",
             ("1", "threads", "1", "1", "1", "."),
             6,
-            True,
+            (True, True),
         ),
-        # 2 processes: the last one to finish writing ends the window
-        ("usemem", "usemem", ("2", "2", "1", "1"), 7, False),
-        ("time_unmap", "timeunmap", ("1", "1", "3"), 8, True),
-        ("madvise", "madvthroughput", ("dontneed", "1", "3"), 9, True),
+        # 2 processes: the last one ready opens the window, the last one
+        # to finish writing ends it
+        ("usemem", "usemem", ("2", "2", "1", "1"), 7, (False, False)),
+        ("time_unmap", "timeunmap", ("1", "1", "3"), 8, (True, True)),
+        (
+            "madvise",
+            "madvthroughput",
+            ("dontneed", "1", "3"),
+            9,
+            (True, True),
+        ),
+        # 2 MiB moved 6 times
+        pytest.param(
+            "mremap",
+            "mremapmove",
+            ("pte", "2", "3"),
+            10,
+            (True, True),
+            marks=NEEDS_KPAGEFLAGS,
+        ),
+        pytest.param(
+            "mremap",
+            "mremapmove",
+            ("maymove", "2", "3"),
+            10,
+            (True, True),
+            marks=NEEDS_KPAGEFLAGS,
+        ),
+        # 2 processes reading 2 MiB each from the test's directory: the
+        # last one ready opens the window, the last one done closes it
+        (
+            "lru_file_readonce",
+            "lrureadonce",
+            ("2", "4", "."),
+            11,
+            (False,) * 2,
+        ),
+        # a filler of 1% of the host's available memory (the smallest),
+        # keeping every other page, then 2 blocks faulted
+        pytest.param(
+            "thpchallenge",
+            "thpfault",
+            ("1", "2", "4"),
+            12,
+            (True, True),
+            marks=NEEDS_KPAGEFLAGS,
+        ),
     ],
 )
 def test_each_program_marks_its_window_once_a_sample(
-    logged_marks, folder, prog, args, tag, end_by_parent
+    logged_marks, folder, prog, args, tag, by_parent
 ):
     """The program opens its window once and closes it once, in that
     order, whatever the number of iterations or tasks; usemem's is
-    closed by a task, not by the parent that opened it (the window is
-    the machine's)."""
+    opened and closed by its tasks, not by the parent (the window is the
+    machine's)."""
     stdout, marks = logged_marks(folder, prog, *args)
     assert "@@ metric" in stdout
-    assert marks == [("begin", tag, True), ("end", tag, end_by_parent)]
+    begin, end = by_parent
+    assert marks == [("begin", tag, begin), ("end", tag, end)]
+
+
+def children_of(pid):
+    """The pids of ``pid``'s children, from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.fixture
+def shm_dir():
+    """A directory of the test's own on tmpfs, where reading a sparse
+    file's holes allocates nothing."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    d = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    yield d
+    shutil.rmtree(d)
+
+
+@pytest.mark.parametrize(
+    "folder, prog, args, tag",
+    [
+        # 2 processes filling 8 MiB each 10 million times over
+        ("usemem", "usemem", ("2", "16", "10000000", "0"), 7),
+        # 2 processes reading 500 GB of holes each (nothing allocated)
+        ("lru_file_readonce", "lrureadonce", ("2", "1000000", "SHM"), 11),
+    ],
+)
+def test_the_tasks_give_up_when_one_of_them_dies(
+    host_build, tmp_path, shm_dir, folder, prog, args, tag
+):
+    """A task process killed mid-run (as the memcg's OOM killer would
+    kill one) used to leave the others waiting for it to finish, and the
+    parent for them, until the boot timed out. Now the parent, seeing it
+    die, sets the abort flag: the other stops, the window is closed
+    (once, by the parent) and the sample is invalid, at once. The run
+    asked for would take hours: only giving up ends it."""
+    exe = host_build(folder, prog)
+    err = tmp_path / "stderr"
+    with err.open("w") as stderr:
+        p = subprocess.Popen(
+            [str(exe), *(str(shm_dir) if a == "SHM" else a for a in args)],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        for _ in range(1000):  # until the window is open: both writing
+            if "@@mark begin" in err.read_text():
+                break
+            time.sleep(0.01)
+        tasks = children_of(p.pid)
+        assert len(tasks) == 2, tasks
+        os.kill(tasks[0], signal.SIGKILL)
+        stdout, _ = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            for pid in [*children_of(p.pid), p.pid]:
+                os.kill(pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 1
+    assert f"@@ invalid a {prog} task failed" in stdout
+    assert "@@ metric" not in stdout
+    assert marks_of(err.read_text(), p.pid) == [
+        ("begin", tag, False),
+        ("end", tag, True),
+    ]
 
 
 def test_usemem_checks_nothing_before_its_window_is_closed(logged_marks):
@@ -485,11 +655,35 @@ def test_usemem_checks_nothing_before_its_window_is_closed(logged_marks):
         calls=True,
         env={"FL_MARK_LOG_END_DELAY_MS": "300"},
     )
-    assert marks[0] == ("begin", 7, True)
+    assert marks[0] == ("begin", 7, False)  # the last one ready's
     end = marks.index(("end", 7, False))
     unmapped = [i for i, m in enumerate(marks) if m[:2] == ("call", "munmap")]
     assert len(unmapped) == 3  # one a task
     assert min(unmapped) > end, marks
+
+
+def test_lru_file_readonce_closes_no_file_before_its_window_is(
+    logged_marks,
+):
+    """No lrureadonce task closes its file (which frees its page cache)
+    before the last one to finish reading has closed the window, even
+    when that one is held up right at its marker: the others wait for
+    the marker itself, not for the count of tasks done, and every one
+    keeps its file open until then."""
+    _, marks = logged_marks(
+        "lru_file_readonce",
+        "lrureadonce",
+        "3",
+        "3",
+        ".",
+        calls=True,
+        env={"FL_MARK_LOG_END_DELAY_MS": "300"},
+    )
+    assert marks[0] == ("begin", 11, False)
+    end = marks.index(("end", 11, False))
+    closed = [i for i, m in enumerate(marks) if m[:2] == ("call", "close")]
+    assert len(closed) == 3  # one a task
+    assert min(closed) > end, marks
 
 
 def test_time_unmap_opens_its_window_once_its_threads_are_pinned(
@@ -765,6 +959,150 @@ def test_madvise_counts_per_call_and_per_mib(tmp_path):
         "madvise", counts, records(MA | {"pages_as_advised": 40960.0})
     )
     assert "do_madvise was never entered in the window" in " ".join(s.reasons)
+
+
+MR = {
+    "ops_per_sec": 2000.0,
+    "mb_per_s": 32000.0,
+    "us_mean": 500.0,
+    "us_min": 400.0,
+    "us_max": 900.0,
+    "ops": 1000.0,
+    "pages": 4096.0,
+    "pages_present": 4096.0,
+    "thp_blocks": 0.0,
+    "blocks": 8.0,
+    "verify_errors": 0.0,
+}
+
+
+def test_mremap_counts_per_move_inside_move_vma(tmp_path):
+    counts = tmp_path / "counts.txt"
+    # the window holds the clock's reads too: only the root is per move
+    counts.write_text(
+        window(
+            10,
+            90_000_000,
+            [("invlpg", 3000)],
+            [("move_vma", 40_000_000, 1000, {"invlpg": 1000})],
+        )
+    )
+    s = counting_sample("mremap", counts, records(MR, "thp_split_pmd 0\n"))
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["moves_counted"] == 1000
+    assert v["mib_moved"] == 16000  # 1000 moves of 16 MiB
+    assert v["kernel_insns_per_move"] == 40_000
+    assert v["move_vma_insns_per_mib"] == 2500
+    assert v["tlb_flush_insns_per_move"] == 1
+    assert v["ipis_sent_per_move"] == 0
+    assert v["tlb_flush_insns"] == 3000  # the window's
+    assert "mremap.ops_per_sec" not in v
+    lead = {
+        m.key
+        for m in workloads.WORKLOADS["mremap"].metrics
+        if m.counted and m.primary
+    }
+    assert lead == {
+        "kernel_insns_per_move",
+        "move_vma_insns_per_mib",
+        "ipis_sent_per_move",
+    }
+    # a window in which no move was made has nothing to be per
+    counts.write_text(window(10, 90_000_000))
+    s = counting_sample("mremap", counts, records(MR, "thp_split_pmd 0\n"))
+    assert "move_vma was never entered in the window" in " ".join(s.reasons)
+
+
+def test_lru_file_readonce_counts_per_mib_read(tmp_path):
+    counts = tmp_path / "counts.txt"
+    counts.write_text(
+        window(
+            11,
+            256_000_000,
+            [("invlpg", 512), ("apic_icr_write", 256)],
+            [("shrink_lruvec", 64_000_000, 300, {})],
+        )
+    )
+    memcg = [
+        ("memcg_events.before", "max 0\noom_kill 0\n"),
+        ("memcg_events.after", "max 3000\noom_kill 0\n"),
+        ("memcg_stat.before", "pgsteal 0\n"),
+        ("memcg_stat.after", "pgsteal 50000\n"),
+    ]
+    ro = {
+        "throughput_kbs": 150000.0,
+        "elapsed_ms": 1800.0,
+        "bytes": 268435456.0,
+        "bytes_read": 268435456.0,
+    }
+    s = counting_sample(
+        "lru-file-readonce", counts, records(ro, "pgscan_file 0\n", memcg)
+    )
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["mib_read"] == 256
+    assert v["kernel_insns_per_mib"] == 1_000_000
+    assert v["shrink_lruvec_insns_per_mib"] == 250_000
+    assert v["tlb_flush_insns_per_mib"] == 2
+    assert v["ipis_sent_per_mib"] == 1
+    assert v["shrink_lruvec_calls"] == 300
+    assert "vm-scalability.throughput" not in v
+
+
+def test_thpchallenge_counts_per_fault_with_compactions_share(tmp_path):
+    counts = tmp_path / "counts.txt"
+    # the window holds the probes too: the faults are handle_mm_fault's
+    counts.write_text(
+        window(
+            12,
+            500_000_000,
+            [("invlpg", 700), ("apic_icr_write", 80)],
+            [
+                (
+                    "handle_mm_fault",
+                    384_000_000,
+                    128,
+                    {"invlpg": 128, "apic_icr_write": 64},
+                ),
+                ("try_to_compact_pages", 256_000_000, 130, {"invlpg": 100}),
+            ],
+        )
+    )
+    tc = {
+        "fill_mb": 800.0,
+        "kept_mb": 25.0,
+        "free_mb": 820.0,
+        "free_huge_mb": 12.0,
+        "faults": 128.0,
+        "huge_faults": 120.0,
+        "fault_huge_us_mean": 3000.0,
+        "fault_base_us_mean": 9000.0,
+    }
+    vm = {
+        "before": "thp_fault_alloc 0\ncompact_stall 0\n",
+        "after": "thp_fault_alloc 120\ncompact_stall 130\n",
+    }
+    s = counting_sample("thpchallenge", counts, records(tc, vm))
+    assert s.valid, s.reasons
+    v = s.values
+    assert v["faults_counted"] == 128
+    assert v["kernel_insns_per_fault"] == 3_000_000
+    assert v["try_to_compact_pages_insns_per_fault"] == 2_000_000
+    assert v["tlb_flush_insns_per_fault"] == 1
+    assert v["ipis_sent_per_fault"] == 0.5
+    assert v["try_to_compact_pages_calls"] == 130
+    assert "thpchallenge.fault-huge" not in v
+    lead = {
+        m.key
+        for m in workloads.WORKLOADS["thpchallenge"].metrics
+        if m.counted and m.primary
+    }
+    assert lead == {
+        "kernel_insns_per_fault",
+        "try_to_compact_pages_insns_per_fault",
+        "ipis_sent_per_fault",
+    }
 
 
 def test_stress_ng_counts_per_bogo_op(tmp_path):

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * N tasks over the CPUs, as processes (fork) or as threads of one
- * process, for the general workloads (page-fault, usemem, time-unmap):
- * the axis will-it-scale calls processes and threads. Task i runs
- * fn(i, arg), pinned to CPU i modulo the CPUs online when pin is set
- * (will-it-scale puts each task on a core of its own). What the tasks
- * share goes in memory from fl_shared(), which a fork keeps shared.
+ * process, for the general workloads (page-fault, usemem, time-unmap,
+ * lru-file-readonce, ...): the axis will-it-scale calls processes and
+ * threads. Task i runs fn(i, arg), pinned to CPU i modulo the CPUs
+ * online when pin is set (will-it-scale puts each task on a core of its
+ * own). What the tasks share goes in memory from fl_shared(), which a
+ * fork keeps shared.
  */
 #ifndef FOLIOLAB_FLTASKS_H
 #define FOLIOLAB_FLTASKS_H
@@ -14,6 +15,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 
 #define FL_MAX_TASKS 64
@@ -101,6 +103,45 @@ static inline int fl_wait_tasks(struct fl_task *t, int n, int threads)
 		if (waitpid(t[i].pid, &status, 0) < 0 ||
 		    !WIFEXITED(status) || WEXITSTATUS(status))
 			failed++;
+	}
+	free(t);
+	return failed;
+}
+
+/*
+ * Wait for n task processes in whichever order they end, where tasks
+ * wait for each other (to be ready, to have finished): fl_wait_tasks
+ * waits in order, so a task that died (die(), the OOM killer) left the
+ * others waiting for it, and the parent for them, until the boot timed
+ * out. At the first that failed (exited non-zero or was killed) *abort,
+ * in the memory the tasks share, is set: the tasks check it wherever
+ * they wait for the others, and give up. The caller must have no other
+ * children (their exits would be taken here). The number that failed.
+ */
+static inline int fl_wait_processes(struct fl_task *t, int n,
+				    _Atomic int *abort)
+{
+	int failed = 0, left = n, status;
+
+	while (left > 0) {
+		pid_t pid = waitpid(-1, &status, 0);
+
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0) {	/* ECHILD: the rest were not seen to end */
+			failed += left;
+			atomic_store(abort, 1);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (t[i].pid != pid)
+				continue;
+			left--;
+			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+				failed++;
+				atomic_store(abort, 1);
+			}
+		}
 	}
 	free(t);
 	return failed;

@@ -15,11 +15,29 @@
  * One word of every 4 KiB read is checked to be zero, inside the timed
  * loop (a check after it would have to read everything again).
  *
+ * A task that has read its file keeps it open (its page cache on the
+ * LRU, as vm-scalability's dd leaves its file in the page cache) until
+ * every task has read: its close, which frees the unlinked file's pages,
+ * would otherwise give the others room that reclaim should make.
+ *
  * Records: throughput_kbs, elapsed_ms (the first task's start to the
  * last one's end), bytes (asked, all tasks) and bytes_read; a page read
  * back not zero is reported as corruption.
+ *
+ * Counting window FL_WIN_READONCE: the reading, every task's timed part
+ * (the page cache allocated and zeroed, the memcg's reclaim it causes,
+ * the copies to the tasks). The last task to be ready opens it as it
+ * lets them all go, and the last to finish reading closes it: the window
+ * is the machine's, so one begin and one end hold all the tasks' work,
+ * and neither their files' making nor their closing and exit. Tasks that
+ * finish early wait in it (1 ms sleeps). A task that fails makes the
+ * parent set the abort flag: the others stop at their next read or wait,
+ * and the parent closes the window if it was opened (once a sample).
+ * Without the counter the marks are one no-op instruction each, outside
+ * every task's timing.
  */
 #include "fltasks.h"
+#include "fl_windows.h"
 
 #include <stdatomic.h>
 
@@ -32,13 +50,22 @@ struct task_result {
 };
 
 struct shared {
-	_Atomic int ready, go;
+	_Atomic int ready, go, done, released, abort, window_closed;
 	struct task_result r[FL_MAX_TASKS];
 };
 
 static struct shared *sh;
 static size_t task_bytes;
 static const char *dir;
+static int ntasks;
+
+/* The window's end, once a sample: by the last task to finish reading,
+ * or by the parent after a task failed. */
+static void close_window(void)
+{
+	if (!atomic_exchange(&sh->window_closed, 1))
+		FL_MARK_END(FL_WIN_READONCE);
+}
 
 static int sparse_file(int id)
 {
@@ -60,17 +87,21 @@ static void read_task(int id, void *arg)
 	struct task_result *r = &sh->r[id];
 	int fd = sparse_file(id);
 	char *buf = malloc(CHUNK);
-	ssize_t n;
+	ssize_t n = 0;
 
 	(void)arg;
 	if (!buf)
 		die("malloc");
 	memset(buf, 1, CHUNK);	/* faulted in before the clock starts */
-	atomic_fetch_add(&sh->ready, 1);
+	if (atomic_fetch_add(&sh->ready, 1) == ntasks - 1) {
+		FL_MARK_BEGIN(FL_WIN_READONCE);	/* all ready: go */
+		atomic_store(&sh->go, 1);
+	}
 	while (!atomic_load(&sh->go))
-		;
+		if (atomic_load(&sh->abort))
+			return;
 	r->start_ms = now_ms();
-	while ((n = read(fd, buf, CHUNK)) > 0) {
+	while (!atomic_load(&sh->abort) && (n = read(fd, buf, CHUNK)) > 0) {
 		r->bytes_read += n;
 		for (ssize_t off = 0; off < n; off += PAGE_SIZE)
 			r->nonzero += *(uint64_t *)(buf + off) != 0;
@@ -78,6 +109,18 @@ static void read_task(int id, void *arg)
 	r->end_ms = now_ms();
 	if (n < 0)
 		die("read");
+	/*
+	 * The others wait on released, which the last one to finish sets
+	 * after its marker, not on done, whose last increment comes before
+	 * it: a task waking in between would close its file, and free its
+	 * page cache, inside the window.
+	 */
+	if (atomic_fetch_add(&sh->done, 1) == ntasks - 1) {
+		close_window();	/* the last one's reading done */
+		atomic_store(&sh->released, 1);
+	}
+	while (!atomic_load(&sh->released) && !atomic_load(&sh->abort))
+		fl_sleep_ms(1);
 	close(fd);
 	free(buf);
 }
@@ -87,7 +130,6 @@ int main(int argc, char **argv)
 	double kbs = 0, first = 0, last = 0;
 	unsigned long bytes_read = 0, nonzero = 0;
 	struct fl_task *t;
-	int ntasks;
 
 	if (argc != 4 || atoi(argv[1]) < 1 || atoi(argv[1]) > FL_MAX_TASKS ||
 	    atol(argv[2]) < 1) {
@@ -102,10 +144,9 @@ int main(int argc, char **argv)
 
 	/* not pinned: vm-scalability's dd processes are not */
 	t = fl_start_tasks(ntasks, 0, 0, read_task, NULL);
-	while (atomic_load(&sh->ready) < ntasks)
-		fl_sleep_ms(1);
-	atomic_store(&sh->go, 1);
-	if (fl_wait_tasks(t, ntasks, 0)) {
+	if (fl_wait_processes(t, ntasks, &sh->abort)) {
+		if (atomic_load(&sh->go))
+			close_window();
 		invalid("a lrureadonce task failed (killed, or a call failed)");
 		return 1;
 	}

@@ -15,7 +15,14 @@ memcg's and not the whole guest's.
 Why a workload and not a usemem parameter: vm-scalability's anon-w-* and
 swap-w-* cases are usemem invocations (usemem's ``random`` and ``swap``
 here), this one is no usemem at all. Its samples are not held to a
-captured boot yet (no fixture; the contract test names it as missing)."""
+captured boot yet (no fixture; the contract test names it as missing).
+
+Counted (``--count``): the reading is the window, every process's timed
+part (lrureadonce.c marks it: the last process to be ready opens it as
+they all start, the last to finish reading closes it), divided by the
+MiB read in it: the kernel instructions, TLB invalidations and IPIs a
+MiB costs (the page cache allocated, zeroed and copied, and the memcg's
+reclaim), and reclaim's own share (shrink_lruvec)."""
 
 from __future__ import annotations
 
@@ -25,16 +32,38 @@ from foliolab.workloads.checks import (
     common_checks,
     copy_metrics,
     counter_deltas,
+    window_per,
 )
 from foliolab.workloads.model import (
+    COUNTING,
     MACHINE_VCPUS,
     NO_DIRECTION,
     Derived,
     Growth,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window lrureadonce.c marks: FL_WIN_READONCE (windows.py
+# gathers every workload's window).
+WINDOW = Window(11, "READONCE", "the reading, every process (lrureadonce)")
+# Reclaim's share: shrink_lruvec, the LRU's reclaim of one memcg on one
+# node (the inactive and active lists scanned, the folios freed by
+# shrink_folio_list), classic LRU or MGLRU (lru_gen_shrink_lruvec is
+# called from it for a memcg's reclaim). A static function of
+# mm/vmscan.c that the x86_64 6.12 and 7.3 builds here keep out of line
+# at both its callers, shrink_node and mem_cgroup_shrink_node (objdump
+# of mm/vmscan.o); arm64's build not checked. The memcg's limit reclaim
+# is direct (try_charge_memcg), in the readers.
+_ROOTS = ("shrink_lruvec",)
+# The MiB the processes read in the window: what the counted figures are
+# per. A counting sample's derive puts it among its values for per_mib
+# (a counting sample keeps only what is counted, so a timed sample never
+# reports it).
+READ_MIB = "mib_read"
 
 LEAD = "vm-scalability.throughput"
 # Pages the memcg's reclaim took, as a share of what the read exceeds
@@ -56,6 +85,8 @@ def derive_lru_file_readonce(
     asked, read = s.metrics.get("bytes", 0), s.metrics.get("bytes_read", 0)
     if not asked or read < asked:
         d.invalid.append(f"{read:.0f} bytes read of the {asked:.0f} asked")
+    if params.get(COUNTING) == "1" and read:
+        d.values[READ_MIB] = read / 2**20
     events = counter_deltas(s, "memcg_events", parse.parse_memcg)
     stat = counter_deltas(s, "memcg_stat", parse.parse_memcg)
     if events.get("oom_kill"):
@@ -81,6 +112,19 @@ def derive_lru_file_readonce(
         for key in ("pgscan_file", "workingset_refault_file"):
             d.values[key] = vm.get(key, 0)
     return d
+
+
+def per_mib(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The window's counts per MiB read, and the MiB they are per (the
+    roots --root adds are reported whole, as every workload's)."""
+    mib = derived.get(READ_MIB)
+    if not mib:
+        return {}
+    return {READ_MIB: mib, **window_per("mib", mib, counted, _ROOTS)}
 
 
 LRU_FILE_READONCE = Workload(
@@ -148,15 +192,64 @@ LRU_FILE_READONCE = Workload(
             "file pages read again after reclaim (vmstat)",
             primary=False,
         ),
+        *count_metrics(
+            None,
+            _ROOTS,
+            (
+                Metric(
+                    "kernel_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: kernel instructions per MiB read, every "
+                    "process (the memcg's reclaim included)",
+                ),
+                Metric(
+                    "shrink_lruvec_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: reclaim's share, shrink_lruvec (callees "
+                    "included), per MiB read",
+                ),
+                Metric(
+                    "tlb_flush_insns_per_mib",
+                    "insns",
+                    "lower",
+                    "counted: TLB invalidations per MiB read",
+                    primary=False,
+                ),
+                Metric(
+                    "ipis_sent_per_mib",
+                    "IPIs",
+                    "lower",
+                    "counted: IPIs sent per MiB read",
+                    primary=False,
+                ),
+                Metric(
+                    READ_MIB,
+                    "MiB",
+                    NO_DIRECTION,
+                    "counted: MiB read in the window, all processes (what "
+                    "the per-MiB figures divide by)",
+                    primary=False,
+                ),
+            ),
+        ),
     ),
     derive=derive_lru_file_readonce,
     # the ramdisk the files' XFS is on (pages only as written: a few MiB
     # of metadata, the files being sparse)
     cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
     timeout=240,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_extra=per_mib,
     growth=(
         Growth("tasks", LEAD, "KB/s, all processes"),
         Growth(MACHINE_VCPUS, LEAD, "KB/s, all processes"),
+        # counted (--count): what a MiB costs the kernel, and its
+        # reclaim, as readers are added
+        Growth("tasks", "kernel_insns_per_mib", "instructions a MiB"),
+        Growth("tasks", "shrink_lruvec_insns_per_mib", "reclaim a MiB"),
     ),
     follow_vcpus=lambda n: {"tasks": str(n)},
 )

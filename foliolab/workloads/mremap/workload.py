@@ -17,19 +17,58 @@ another operation, and ``stress-ng-mremap`` already reports under it;
 two numbers of different things under one name would mislead a report's
 reader. It keeps stress-ng's ``ops_per_sec`` suffix, so it reads as the
 same kind of figure. Its samples are not held to a captured boot yet (no
-fixture; the contract test names it as missing)."""
+fixture; the contract test names it as missing).
+
+Counted (``--count``): the window is the moves (mremapmove.c marks it),
+with what lies between the calls (the clock's reads; under maymove the
+untimed shrink and guard), so what a move costs is move_vma's own count,
+entered once a move: its kernel instructions (callees included: the VMA
+copied, the page tables moved and the TLB flushed, the source unmapped)
+per move and per MiB moved, the IPIs it sends and its TLB invalidations
+per move. The window's whole counts are secondary."""
 
 from __future__ import annotations
 
+from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
-from foliolab.workloads.checks import common_checks, copy_metrics
+from foliolab.workloads.checks import (
+    common_checks,
+    copy_metrics,
+    per_root_call,
+    root_call_metrics,
+    window_secondary,
+)
 from foliolab.workloads.model import (
+    COUNTING,
     NO_DIRECTION,
     Derived,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window mremapmove.c marks: FL_WIN_MREMAP (windows.py
+# gathers every workload's window).
+WINDOW = Window(10, "MREMAP", "the moves, and what lies between them")
+# A move is an entry of move_vma (mm/mremap.c), which moves one VMA: it
+# copies it, moves its page tables (move_page_tables, the TLB flush
+# inside) and unmaps the source. The x86_64 6.12 and 7.3 builds here
+# call it out of line (objdump of mm/mremap.o): 6.12 from
+# __do_sys_mremap, mremap_to's call and the grow path's; 7.3 from
+# do_mremap's grow path, and from mremap_to by a tail jump, which the
+# counter follows to move_vma's own return. The region is one VMA, so
+# one entry a move (7.3's remap_move calls mremap_to once a VMA); the
+# MREMAP_FIXED target's unmap and maymove's untimed shrink are outside
+# it. arm64's build not checked. Per move is its own count.
+MOVE_UNIT = CountUnit("move", "move_vma", whole_window=False)
+_ROOTS = ("move_vma",)
+# The MiB moved in the window, all moves: what the per-MiB figure is
+# per. A counting sample's derive puts it among its values for per_move
+# (a counting sample keeps only what is counted, so a timed sample
+# never reports it).
+MOVED_MIB = "mib_moved"
 
 LEAD = "mremap.ops_per_sec"
 # A THP run's region in THPs before the moves, at least: less, and THP
@@ -47,6 +86,8 @@ def derive_mremap(s: GuestSample, params: dict[str, str]) -> Derived:
     d.values[LEAD] = s.metrics["ops_per_sec"]
     d.values["mremap.mb_per_s"] = s.metrics.get("mb_per_s", 0.0)
     asked = 2 * int(params["iterations"])
+    if params.get(COUNTING) == "1" and s.metrics.get("ops"):
+        d.values[MOVED_MIB] = s.metrics["ops"] * int(params["size_mb"])
     if s.metrics.get("ops", 0) < asked:
         d.invalid.append(
             f"{s.metrics.get('ops', 0):.0f} moves of the {asked} asked"
@@ -69,6 +110,21 @@ def derive_mremap(s: GuestSample, params: dict[str, str]) -> Derived:
     if vm:
         d.values["thp_split_pmd"] = vm.get("thp_split_pmd", 0)
     return d
+
+
+def per_move(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The IPIs and TLB invalidations inside each move, and move_vma's
+    instructions per MiB moved, with the MiB they are per."""
+    out = per_root_call(MOVE_UNIT, counted)
+    mib = derived.get(MOVED_MIB)
+    if mib:
+        out[MOVED_MIB] = mib
+        out["move_vma_insns_per_mib"] = counted["move_vma_insns"] / mib
+    return out
 
 
 MREMAP = Workload(
@@ -140,9 +196,37 @@ MREMAP = Workload(
             "thp_split_pmd (vmstat): huge PMDs the moves split",
             primary=False,
         ),
+        *window_secondary(
+            count_metrics(
+                MOVE_UNIT,
+                _ROOTS,
+                (
+                    Metric(
+                        "move_vma_insns_per_mib",
+                        "insns",
+                        "lower",
+                        "counted: kernel instructions in move_vma per MiB "
+                        "moved",
+                    ),
+                    *root_call_metrics(MOVE_UNIT),
+                    Metric(
+                        MOVED_MIB,
+                        "MiB",
+                        NO_DIRECTION,
+                        "counted: MiB moved in the window, all moves (what "
+                        "move_vma_insns_per_mib divides by)",
+                        primary=False,
+                    ),
+                ),
+            )
+        ),
     ),
     derive=derive_mremap,
     timeout=240,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_unit=MOVE_UNIT,
+    count_extra=per_move,
 )
 
 WORKLOADS = (MREMAP,)

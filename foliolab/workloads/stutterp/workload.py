@@ -11,7 +11,20 @@ pressure of ``pressure_pct``% of it swapping to zram, a file of
 ``file_mb`` rewritten on XFS on a brd ramdisk), the measured rounds
 begin once the memcg has met its limit, and last ``seconds``. Its
 samples are not held to a captured boot yet (no fixture; the contract
-test names it as missing)."""
+test names it as missing).
+
+Not counted (``--count``): it marks no window, on purpose. A window is
+the machine's, every vCPU's kernel work between its marks, so a window
+round the measured rounds would hold the pressure tasks' work too, most
+of it (their faults, swap-outs and writeback), in proportions that
+follow the scheduling of a run bounded in time, which the counter slows:
+a count per round would count the pressure. Nor does a root single the
+measured task out: handle_mm_fault and reclaim's functions count
+whichever task enters them, and the pressure enters them all the time;
+only mmap and munmap are the measured task's alone, and its rounds meet
+reclaim in their faults, not there. What stutterp measures, latency
+under concurrent pressure, is a time. Its counting boots' samples are
+invalid (no window): leave it out of a counting run."""
 
 from __future__ import annotations
 

@@ -12,19 +12,61 @@ faults ``thp_mb`` of MADV_HUGEPAGE memory a PMD at a time. fault-huge
 and fault-base are, as in mmtests, the faults that got a THP and those
 that fell back to a base page. The guest is 1 GiB, so filling it takes
 seconds under TCG. Its samples are not held to a captured boot yet (no
-fixture; the contract test names it as missing)."""
+fixture; the contract test names it as missing).
+
+Counted (``--count``): the window is the faulting phase alone
+(thpfault.c marks it; the filler is outside it), with the probes that
+say whether a block got a THP between the faults, so what a fault costs
+is handle_mm_fault's own count, entered once a fault of a PMD-sized
+block: its kernel instructions (callees included: the THP's allocation,
+direct compaction and reclaim, or the fallback to a base page), the IPIs
+it sends and its TLB invalidations per fault, and direct compaction's
+share of it (try_to_compact_pages) per fault. kcompactd's work, which
+``defrag=defer`` wakes, is in the window's whole counts, which are
+secondary. Compaction migrates the filler's pages, mapped by this same
+process: where another vCPU still holds its mm, the migration's TLB
+shootdown waits for that vCPU to acknowledge it, and the wait (as long
+as TCG takes, not the kernel's path) is in the fault's count too;
+ipis_sent_per_fault says how often that happened, and a change in
+kernel_insns_per_fault that comes with a change in it is to be read
+with that in mind."""
 
 from __future__ import annotations
 
+from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
-from foliolab.workloads.checks import common_checks, copy_metrics
+from foliolab.workloads.checks import (
+    common_checks,
+    copy_metrics,
+    per_root_call,
+    root_call_metrics,
+    window_secondary,
+)
 from foliolab.workloads.model import (
     NO_DIRECTION,
     Derived,
     Metric,
     Param,
+    Window,
     Workload,
+    count_metrics,
 )
+
+# The counting window thpfault.c marks: FL_WIN_THPFAULT (windows.py
+# gathers every workload's window).
+WINDOW = Window(12, "THPFAULT", "the faults of the THP blocks, and probes")
+# A fault is an entry of handle_mm_fault, once a block (one write at its
+# start; thpfault.c touches whatever else the loop needs before the
+# window opens, so the blocks' are the window's only faults): a global
+# function of mm/memory.c, called from the architecture's fault handler
+# in another file, so never inlined. Per fault is its own count.
+FAULT_UNIT = CountUnit("fault", "handle_mm_fault", whole_window=False)
+# Direct compaction's share: try_to_compact_pages, a global function of
+# mm/compaction.c called from mm/page_alloc.c (out of line in the x86_64
+# 6.12 and 7.3 builds here, nm), entered by the THP allocation when no
+# free block of its order is left.
+COMPACTION = "try_to_compact_pages"
+_ROOTS = ("handle_mm_fault", COMPACTION)
 
 # mmtests' thpchallenge rows: fault latencies of the faults that got a
 # THP (fault-huge) and of those that fell back (fault-base), microseconds.
@@ -92,6 +134,22 @@ def derive_thpchallenge(s: GuestSample, params: dict[str, str]) -> Derived:
                 f"{huge:.0f} faults that got a THP"
             )
     return d
+
+
+def per_fault(
+    counted: dict[str, float],
+    derived: dict[str, float],
+    roots: tuple[str, ...],
+) -> dict[str, float]:
+    """The IPIs and TLB invalidations inside each fault, and direct
+    compaction's instructions per fault."""
+    out = per_root_call(FAULT_UNIT, counted)
+    faults = counted.get(f"{FAULT_UNIT.root}_calls")
+    if faults:
+        out[f"{COMPACTION}_insns_per_fault"] = (
+            counted[f"{COMPACTION}_insns"] / faults
+        )
+    return out
 
 
 def _latency_metrics(
@@ -175,12 +233,32 @@ THPCHALLENGE = Workload(
             "of it, in blocks of a THP's size or more (buddyinfo)",
             primary=False,
         ),
+        *window_secondary(
+            count_metrics(
+                FAULT_UNIT,
+                _ROOTS,
+                (
+                    Metric(
+                        f"{COMPACTION}_insns_per_fault",
+                        "insns",
+                        "lower",
+                        f"counted: direct compaction's share, {COMPACTION} "
+                        "(callees included), per fault",
+                    ),
+                    *root_call_metrics(FAULT_UNIT),
+                ),
+            )
+        ),
     ),
     derive=derive_thpchallenge,
     # a small guest: the filler populates most of it, under TCG a few
     # seconds a hundred MiB
     memory_mb=1024,
     timeout=300,
+    window=WINDOW,
+    count_roots=_ROOTS,
+    count_unit=FAULT_UNIT,
+    count_extra=per_fault,
 )
 
 WORKLOADS = (THPCHALLENGE,)

@@ -22,14 +22,21 @@
  *
  * Counting window FL_WIN_USEMEM: the fill, every task's timed part
  * (mmap and its passes, the faults and under swap the reclaim they
- * cause). The parent opens it as it lets the tasks go, and the last task
- * to finish writing closes it: the window is the machine's, so one begin
- * and one end hold all the tasks' work whichever process marks them,
- * and neither the tasks' start nor their check, munmap and exit. Tasks
- * that finish early wait in it (1 ms sleeps: a little timer work that
- * varies from boot to boot, as the report's determinism check finds of
- * such functions). Without the counter the marks are one no-op
+ * cause). The last task to be ready opens it as it lets them all go, and
+ * the last to finish writing closes it: the window is the machine's, so
+ * one begin and one end hold all the tasks' work whichever process marks
+ * them, and neither the tasks' start nor their check, munmap and exit.
+ * Tasks that finish early wait in it (1 ms sleeps: a little timer work
+ * that varies from boot to boot, as the report's determinism check finds
+ * of such functions). Without the counter the marks are one no-op
  * instruction each, outside every task's timing.
+ *
+ * A task that fails (die(), or killed: the memcg's OOM killer under
+ * swap) would leave the others waiting for it for ever: the parent, which
+ * waits for them in whichever order they end, then sets the shared abort
+ * flag, the others stop at their next pass or wait, and the parent closes
+ * the window if it was opened (once a sample, so that a counting boot's
+ * later samples keep their own windows) and reports the sample invalid.
  */
 #include "fltasks.h"
 #include "fl_windows.h"
@@ -43,13 +50,21 @@ struct task_result {
 };
 
 struct shared {
-	_Atomic int ready, go, written, check;
+	_Atomic int ready, go, written, check, abort, window_closed;
 	struct task_result r[FL_MAX_TASKS];
 };
 
 static struct shared *sh;
 static size_t task_pages;
 static int ntasks, loops, verify, random_order;
+
+/* The window's end, once a sample: by the last task to finish writing,
+ * or by the parent after a task failed. */
+static void close_window(void)
+{
+	if (!atomic_exchange(&sh->window_closed, 1))
+		FL_MARK_END(FL_WIN_USEMEM);
+}
 
 /* xorshift64: the pages' order, the same for a task and pass each run */
 static uint64_t next_random(uint64_t *x)
@@ -106,15 +121,19 @@ static void fill_task(int id, void *arg)
 			die("malloc");
 		shuffle(order, task_pages, seed ^ 0x9e3779b97f4a7c15ULL);
 	}
-	atomic_fetch_add(&sh->ready, 1);
+	if (atomic_fetch_add(&sh->ready, 1) == ntasks - 1) {
+		FL_MARK_BEGIN(FL_WIN_USEMEM);	/* all ready: go */
+		atomic_store(&sh->go, 1);
+	}
 	while (!atomic_load(&sh->go))
-		;
+		if (atomic_load(&sh->abort))
+			return;
 	r->start_ms = now_ms();
 	p = mmap(NULL, task_pages * PAGE_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
-	for (int l = 0; l < loops; l++) {
+	for (int l = 0; l < loops && !atomic_load(&sh->abort); l++) {
 		write_pass(p, order, seed ^ ((uint64_t)l << 32));
 		r->pages_written += task_pages;
 	}
@@ -128,12 +147,12 @@ static void fill_task(int id, void *arg)
 	 * (under swap, swap in) inside the window.
 	 */
 	if (atomic_fetch_add(&sh->written, 1) == ntasks - 1) {
-		FL_MARK_END(FL_WIN_USEMEM);	/* the last one's writing done */
+		close_window();	/* the last one's writing done */
 		atomic_store(&sh->check, 1);
 	}
-	while (!atomic_load(&sh->check))
+	while (!atomic_load(&sh->check) && !atomic_load(&sh->abort))
 		fl_sleep_ms(1);
-	if (verify)
+	if (verify && !atomic_load(&sh->abort))
 		r->bad = verify_pages(p, task_pages,
 				      seed ^ ((uint64_t)(loops - 1) << 32));
 	munmap(p, task_pages * PAGE_SIZE);
@@ -163,12 +182,10 @@ int main(int argc, char **argv)
 
 	/* not pinned: usemem's processes go where the scheduler puts them */
 	t = fl_start_tasks(ntasks, 0, 0, fill_task, NULL);
-	while (atomic_load(&sh->ready) < ntasks)
-		fl_sleep_ms(1);
-	FL_MARK_BEGIN(FL_WIN_USEMEM);
-	atomic_store(&sh->go, 1);
-	failed = fl_wait_tasks(t, ntasks, 0);
+	failed = fl_wait_processes(t, ntasks, &sh->abort);
 	if (failed) {
+		if (atomic_load(&sh->go))
+			close_window();
 		invalid("a usemem task failed (killed, or mmap failed)");
 		return 1;
 	}

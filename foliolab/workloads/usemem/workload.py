@@ -18,8 +18,9 @@ swap is zram in a memcg sized to a fraction of the fill, not a ramdisk
 or a disk with the whole machine's memory.
 
 Counted (``--count``): the fill is the window, every process's timed
-part (usemem.c marks it: the parent opens it as the processes start, the
-last to finish writing closes it), divided by the MiB written in it:
+part (usemem.c marks it: the last process to be ready opens it as they
+all start, the last to finish writing closes it), divided by the MiB
+written in it:
 the kernel instructions, TLB invalidations and IPIs a MiB costs, the
 faults and under swap the reclaim and zram included, and the faults'
 own share (handle_mm_fault)."""
@@ -32,6 +33,7 @@ from foliolab.workloads.checks import (
     common_checks,
     copy_metrics,
     counter_deltas,
+    window_per,
 )
 from foliolab.workloads.model import (
     COUNTING,
@@ -128,12 +130,7 @@ def per_mib(
     mib = derived.get(WRITTEN_MIB)
     if not mib:
         return {}
-    out = {WRITTEN_MIB: mib}
-    for key in ("kernel_insns", "tlb_flush_insns", "ipis_sent"):
-        out[f"{key}_per_mib"] = counted[key] / mib
-    for root in _ROOTS:
-        out[f"{root}_insns_per_mib"] = counted[f"{root}_insns"] / mib
-    return out
+    return {WRITTEN_MIB: mib, **window_per("mib", mib, counted, _ROOTS)}
 
 
 USEMEM = Workload(

@@ -8,9 +8,10 @@
  * and closes, in what order, and from which process.
  *
  * To see what the program's tasks do on either side of a marker, the
- * test links with -Wl,--wrap=munmap,--wrap=sched_setaffinity: with
- * FL_MARK_LOG_CALLS set in the environment each such call writes "@@call
- * NAME PID" once it returned. Two delays widen the races a marker's
+ * test links with -Wl,--wrap=munmap,--wrap=sched_setaffinity,--wrap=close:
+ * with FL_MARK_LOG_CALLS set in the environment each such call (the
+ * program's own, not libc's inside fclose or free) writes "@@call NAME
+ * PID" once it returned. Two delays widen the races a marker's
  * place could lose: FL_MARK_LOG_END_DELAY_MS before an end marker is
  * logged (a task that goes on meanwhile shows before it), and
  * FL_MARK_LOG_PIN_DELAY_MS before each sched_setaffinity (a task that
@@ -75,6 +76,7 @@ static inline void fl_call_log(const char *name)
 
 int __real_munmap(void *addr, size_t len);
 int __real_sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set);
+int __real_close(int fd);
 
 int __wrap_munmap(void *addr, size_t len)
 {
@@ -91,6 +93,14 @@ int __wrap_sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 	fl_log_delay("FL_MARK_LOG_PIN_DELAY_MS");
 	ret = __real_sched_setaffinity(pid, size, set);
 	fl_call_log("sched_setaffinity");
+	return ret;
+}
+
+int __wrap_close(int fd)
+{
+	int ret = __real_close(fd);
+
+	fl_call_log("close");
 	return ret;
 }
 
