@@ -24,6 +24,7 @@ runs whose record is not in the repository (README says so): a figure
 of a new run cannot come in without its record or a decision."""
 
 import functools
+import json
 import re
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -622,12 +623,58 @@ def manual_mmci_figures():
 
 # Each document that quotes a kept run's figures, and for each such run
 # the function that writes them as the document does.
+# ---- mm CI runs of two kernels: a comparison and its search -----------
+
+BROKEN = "mmci-broken1"
+
+
+def runs_of(run, kernel):
+    """The kept run's wrapper and case rows of one kernel, one list a
+    boot round (misc's ``run``), in order."""
+    rounds: dict[int, list] = {}
+    for t in Outcomes.read(RUNS / run).tests:
+        if t.kernel == kernel and t.path.startswith("kselftest."):
+            rounds.setdefault(t.misc["run"], []).append(t)
+    return [rounds[i] for i in sorted(rounds)]
+
+
+def mmci_broken_figures():
+    """A broken series caught and bisected: the wrapper's k of n on each
+    kernel, the new failures and their p, each prefix tried and the
+    patch named, from the kept outcomes and the search's own record."""
+    cases = compare.compare(runs_of(BROKEN, "up"), runs_of(BROKEN, "broken"))
+    new = [c for c in cases if c.verdict == compare.NEW]
+    (wrapper,) = [c for c in cases if c.path == "kselftest.mm.soft_dirty"]
+    (p,) = {f"{c.p:.2f}" for c in new}
+    found = json.loads(
+        (RUNS / BROKEN / "mmci-first-bad-broken.json").read_text()
+    )
+    assert sorted(found["cases"]) == sorted(c.path for c in new)
+    out = [
+        f"run folder `{BROKEN}`",
+        f"`soft_dirty` failed in {wrapper.next.k} of {wrapper.next.n} boots "
+        f"on `broken`, {wrapper.up.k} of {wrapper.up.n} on `up`.",
+        f"{len(new)} new failures (the wrapper, its program and "
+        f"{len(new) - 2} of its cases), each with Fisher's one-sided p {p}",
+    ]
+    for step in found["steps"]:
+        k, n = step["tallies"][wrapper.path].split("/")
+        verdict = "bad" if step["bad"] else "good"
+        out.append(
+            f"prefix {step['prefix']} (`{step['patch']}`): {verdict}, "
+            f"{k} of {n}"
+        )
+    out.append(f"first bad: patch {found['first_bad']}, `{found['patch']}`.")
+    return out
+
+
 FIGURES = {
     README: {
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
         MMCI: mmci_figures,
+        BROKEN: mmci_broken_figures,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
