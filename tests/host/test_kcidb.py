@@ -542,3 +542,48 @@ def test_a_record_from_before_patch_hashes_reads_its_series_again(
     (c,) = valid(tmp_path / "2.json")["checkouts"]
     assert "patchset_hash" not in c
     assert "not as the run applied it" in done.left_out[0]
+
+
+# the kept `test --mm-ci` records (outcomes.json, no environment.json)
+MMCI_RECORDED = sorted(
+    p.name
+    for p in RUNS.iterdir()
+    if (p / "outcomes.json").is_file()
+    and not (p / "environment.json").exists()
+)
+
+
+@pytest.mark.parametrize("name", MMCI_RECORDED)
+def test_a_kept_mm_ci_run_exports_every_row_on_its_kernels_build(
+    name, tmp_path, capsys
+):
+    """A real `test --mm-ci` record, read only: a checkout and a build
+    per kernel, a test per row (each boot round's its own id), statuses
+    as the record has them; a series kernel carries its patchset hash
+    from the record alone (the series folder need not exist)."""
+    outcomes = Outcomes.read(RUNS / name)
+    doc = tmp_path / "mmci.json"
+    assert export([RUNS / name, "--kcidb", doc, "--origin", "foliolab"]) == 0
+    data = valid(doc)
+    kernels = [k.name for k in outcomes.kernels]
+    assert [c["id"] for c in data["checkouts"]] == [
+        f"foliolab:{name}:{k}" for k in kernels
+    ]
+    assert len(data["builds"]) == len(kernels)
+    assert len(data["tests"]) == len(outcomes.tests)
+    status = {
+        TestStatus.PASS: "PASS",
+        TestStatus.FAIL: "FAIL",
+        TestStatus.SKIP: "SKIP",
+        TestStatus.ERROR: "ERROR",
+    }
+    want: dict[str, int] = {}
+    for t in outcomes.tests:
+        want[status[t.status]] = want.get(status[t.status], 0) + 1
+    got: dict[str, int] = {}
+    for t in data["tests"]:
+        got[t["status"]] = got.get(t["status"], 0) + 1
+    assert got == want
+    for c in data["checkouts"][1:]:  # the series kernels
+        if "+" in c["misc"]["spec"]:
+            assert len(c["patchset_hash"]) == 64
