@@ -49,6 +49,20 @@ fl_anon_folio() {
 	echo always > "$THP/hugepages-${1}kB/enabled"
 }
 
+# fl_thp_pmd MODE: PMD-size THP as MODE (always, madvise or never), the
+# smaller mTHP sizes left as fl_anon_folio set them. From 6.8 each size
+# has an enabled file of its own, and the "never" fl_anon_folio writes
+# to every size holds for the PMD size too whatever the top file says:
+# "inherit" makes it follow the top file (a kernel without per-size
+# files has only the top one).
+fl_thp_pmd() {
+	echo "$1" > $THP/enabled || fl_invalid "cannot set THP to $1"
+	_pmd=$(($(cat $THP/hpage_pmd_size) / 1024))
+	[ -e "$THP/hugepages-${_pmd}kB/enabled" ] || return 0
+	echo inherit > "$THP/hugepages-${_pmd}kB/enabled" ||
+		fl_invalid "cannot make ${_pmd}kB THP follow $THP/enabled"
+}
+
 # Monitors (FL_MONITORS=1; never in a counting boot, whose windows must
 # hold the same kernel work every time): /proc/vmstat and /proc/interrupts
 # read about once a second from the end of "fl_snap before" to the start of

@@ -1,3 +1,5 @@
+import subprocess
+
 import pytest
 
 from foliolab import workloads
@@ -310,3 +312,56 @@ def test_each_folders_guest_script_has_a_guest_path_of_its_own():
         f"foliolab/workloads/{w.script}.sh"
         for w in workloads.WORKLOADS.values()
     } == set(scripts)
+
+
+@pytest.mark.parametrize("mode", ["always", "madvise", "never"])
+def test_fl_thp_pmd_makes_the_pmd_size_follow_the_top_file(tmp_path, mode):
+    """fl_anon_folio 4 writes never to every size's enabled file, the PMD
+    size's too, which from 6.8 overrides the top file (a thpchallenge
+    boot on 6.12 got 0 THPs of 128 faults so); fl_thp_pmd sets the top
+    file and has the PMD size inherit it, the smaller sizes left off."""
+    from foliolab.paths import GUEST_DIR
+
+    thp = tmp_path / "thp"
+    for kb in (16, 64, 2048):
+        (thp / f"hugepages-{kb}kB").mkdir(parents=True)
+        (thp / f"hugepages-{kb}kB" / "enabled").write_text("always\n")
+    (thp / "enabled").write_text("always\n")
+    (thp / "hpage_pmd_size").write_text("2097152\n")
+    lib = (GUEST_DIR / "lib.sh").read_text()
+    script = (
+        f"{lib}\nTHP={thp}\n"
+        'fl_invalid() { echo "invalid: $*"; }\n'
+        f"fl_anon_folio 4\nfl_thp_pmd {mode}\n"
+    )
+    done = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0 and "invalid" not in done.stdout, done
+    assert (thp / "enabled").read_text().strip() == mode
+    assert (thp / "hugepages-2048kB" / "enabled").read_text().strip() == (
+        "inherit"
+    )
+    for kb in (16, 64):
+        assert (thp / f"hugepages-{kb}kB" / "enabled").read_text().strip() == (
+            "never"
+        )
+
+
+def test_fl_thp_pmd_on_a_kernel_without_per_size_files(tmp_path):
+    from foliolab.paths import GUEST_DIR
+
+    thp = tmp_path / "thp"
+    thp.mkdir()
+    (thp / "enabled").write_text("never\n")
+    (thp / "hpage_pmd_size").write_text("2097152\n")
+    script = (
+        (GUEST_DIR / "lib.sh").read_text()
+        + f'\nTHP={thp}\nfl_invalid() {{ echo "invalid: $*"; }}\n'
+        "fl_anon_folio 4\nfl_thp_pmd always\n"
+    )
+    done = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0 and "invalid" not in done.stdout, done
+    assert (thp / "enabled").read_text().strip() == "always"

@@ -4,7 +4,7 @@
 # size never, so the region is in base pages or in THPs and nothing else.
 fl_sample() {
 	fl_anon_folio 4
-	echo "$FL_THP" > $THP/enabled
+	fl_thp_pmd "$FL_THP"
 	fl_fault
 	fl_snap before
 	mremapmove "$FL_MOVE" "$FL_SIZE_MB" "$FL_ITERATIONS" ||

@@ -10,6 +10,7 @@ fl_sample() {
 		return
 	fi
 	fl_anon_folio 4
+	fl_thp_pmd madvise
 	echo "$FL_DEFRAG" > $THP/defrag ||
 		fl_invalid "cannot set THP defrag to $FL_DEFRAG"
 	[ -e /proc/sys/vm/compaction_proactiveness ] &&

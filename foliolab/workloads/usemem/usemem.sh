@@ -11,7 +11,7 @@ fl_sample() {
 	swapoff -a 2>/dev/null
 	[ "$FL_SWAP" = 1 ] && fl_zram $((FL_TOTAL_MB * 2))M
 	fl_anon_folio 4
-	echo "$FL_THP" > $THP/enabled
+	fl_thp_pmd "$FL_THP"
 	mkdir -p $CG
 	if [ "$FL_SWAP" = 1 ]; then
 		echo $((FL_TOTAL_MB * FL_MEMCG_PCT / 100))M > $CG/memory.max
