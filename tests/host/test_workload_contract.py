@@ -79,8 +79,6 @@ NOT_CAPTURED = {
     "thpchallenge": "no boot allowed when written: capture two, the "
     "default and --param thpchallenge.defrag=never (whose faults fall "
     "back: fault-base)",
-    "stutterp": "no boot allowed when written: capture one "
-    "(foliolab compare --workloads stutterp --runs 1)",
 }
 
 
