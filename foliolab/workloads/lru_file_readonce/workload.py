@@ -240,6 +240,10 @@ LRU_FILE_READONCE = Workload(
     # of metadata, the files being sparse)
     cmdline=("brd.rd_nr=1", "brd.rd_size=2097152"),
     timeout=240,
+    # its fixture's boots under TCG (defaults, beside a kernel build):
+    # 10.5 s, counting 18.7 s
+    tcg_boot_s=10.5,
+    tcg_count_boot_s=18.7,
     window=WINDOW,
     count_roots=_ROOTS,
     count_extra=per_mib,

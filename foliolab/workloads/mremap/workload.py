@@ -223,6 +223,10 @@ MREMAP = Workload(
     ),
     derive=derive_mremap,
     timeout=240,
+    # its fixture's boots under TCG (defaults, beside a kernel build):
+    # 10.7 s, counting 15.8 s
+    tcg_boot_s=10.7,
+    tcg_count_boot_s=15.8,
     window=WINDOW,
     count_roots=_ROOTS,
     count_unit=MOVE_UNIT,

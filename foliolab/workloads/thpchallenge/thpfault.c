@@ -6,11 +6,16 @@
  *
  * 1. Fill: FILL_PCT% of MemAvailable is mapped and populated in base
  *    pages (MADV_NOHUGEPAGE, MADV_POPULATE_WRITE), one thread a CPU.
- * 2. Fragment: of every KEEP_EVERY pages of it, all but the first are
- *    given back (MADV_DONTNEED), so the free memory lies in runs shorter
- *    than a THP around the pages kept, which are movable: a THP now needs
- *    compaction to migrate them. /proc/buddyinfo is then read: how much
- *    is free, and how much of that in blocks of a THP's size or more.
+ * 2. Fragment: every KEEP_EVERY-th page of it is kept, and so is the
+ *    first page met in each PMD-sized block of physical memory (its frame
+ *    from /proc/self/pagemap); the rest is given back (MADV_DONTNEED).
+ *    Every block the filler held then holds a movable page, so a THP
+ *    there needs compaction to migrate it. Keeping pages by their
+ *    virtual address alone left whole blocks free (the allocator does
+ *    not hand out frames in address order: 126-142 MiB of 256 free in
+ *    THP-sized blocks in 6.12 boots). /proc/buddyinfo is then read: how
+ *    much is free, and how much of that in blocks of a THP's size or
+ *    more.
  * 3. Fault: THP_MB of MADV_HUGEPAGE memory, PMD-aligned, is faulted one
  *    PMD-sized block at a time (one write at its start), each fault timed
  *    alone; pagemap and kpageflags then say whether it got a THP
@@ -105,10 +110,69 @@ static void populate_part(int id, void *arg)
 		die("MADV_POPULATE_WRITE");
 }
 
+/* Filler pages [from, to) given back. */
+static void give_back(size_t from, size_t to)
+{
+	if (to > from && madvise(filler + from * PAGE_SIZE,
+				 (to - from) * PAGE_SIZE, MADV_DONTNEED))
+		die("MADV_DONTNEED");
+}
+
+/* Physical PMD blocks tracked: 2 TiB of frames, a byte each. */
+#define MAX_PMD_BLOCKS (1UL << 20)
+#define PM_PRESENT (1ULL << 63)
+#define PM_PFN ((1ULL << 55) - 1)
+
+/*
+ * Step 2: keep every KEEP-th filler page and the first met in each
+ * physical PMD block, give back the rest; the pages kept.
+ */
+static size_t fragment(size_t keep)
+{
+	unsigned char *seen = calloc(MAX_PMD_BLOCKS, 1);
+	int pagemap = open("/proc/self/pagemap", O_RDONLY);
+	size_t kept = 0, from = 0, frames = 0;
+	uint64_t ent[512];
+
+	if (!seen || pagemap < 0)
+		die("fragment: calloc or open pagemap");
+	for (size_t pg = 0; pg < filler_pages; pg += 512) {
+		size_t n = filler_pages - pg < 512 ? filler_pages - pg : 512;
+		off_t at = (off_t)((uintptr_t)(filler + pg * PAGE_SIZE) /
+				   PAGE_SIZE * sizeof(uint64_t));
+
+		if (pread(pagemap, ent, n * sizeof(uint64_t), at) !=
+		    (ssize_t)(n * sizeof(uint64_t)))
+			die("pread pagemap");
+		for (size_t i = 0; i < n; i++) {
+			uint64_t pfn = ent[i] & PM_PFN;
+			size_t block = pfn >> PMD_ORDER;
+			int first = (ent[i] & PM_PRESENT) && pfn &&
+				    block < MAX_PMD_BLOCKS && !seen[block];
+
+			frames += pfn != 0;
+			if (!first && (pg + i) % keep)
+				continue;	/* given back with its run */
+			if (block < MAX_PMD_BLOCKS)
+				seen[block] = 1;
+			give_back(from, pg + i);
+			from = pg + i + 1;
+			kept++;
+		}
+	}
+	give_back(from, filler_pages);
+	close(pagemap);
+	free(seen);
+	if (!frames)
+		invalid("pagemap gives no page frames (not root?): the filler "
+			"kept pages by address only");
+	return kept;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long free_all, free_big;
-	size_t keep, blocks, nhuge = 0, nbase = 0;
+	size_t keep, kept, blocks, nhuge = 0, nbase = 0;
 	double *huge_us, *base_us;
 	struct thp_probe probe;
 	char *thp;
@@ -138,18 +202,10 @@ int main(int argc, char **argv)
 		die("MADV_NOHUGEPAGE");
 	fl_wait_tasks(fl_start_tasks(nthreads, 1, 1, populate_part, NULL),
 		      nthreads, 1);
-	for (size_t pg = 0; pg + 1 < filler_pages; pg += keep) {
-		size_t n = pg + keep <= filler_pages ? keep - 1
-						   : filler_pages - pg - 1;
-
-		if (madvise(filler + (pg + 1) * PAGE_SIZE, n * PAGE_SIZE,
-			    MADV_DONTNEED))
-			die("MADV_DONTNEED");
-	}
+	kept = fragment(keep);
 	buddy_free(&free_all, &free_big, PMD_ORDER);
 	metric("fill_mb", (double)filler_pages * PAGE_SIZE / (1 << 20));
-	metric("kept_mb", (double)((filler_pages + keep - 1) / keep) *
-			  PAGE_SIZE / (1 << 20));
+	metric("kept_mb", (double)kept * PAGE_SIZE / (1 << 20));
 	metric("free_mb", (double)free_all * PAGE_SIZE / (1 << 20));
 	metric("free_huge_mb", (double)free_big * PAGE_SIZE / (1 << 20));
 
