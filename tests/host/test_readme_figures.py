@@ -668,6 +668,45 @@ def mmci_broken_figures():
     return out
 
 
+NEXT = "mmci-next1"
+
+
+def wrapper_rows(cases):
+    """Each wrapper's own comparison, in the order the cases came."""
+    return [c for c in cases if c.path.count(".") == 2]
+
+
+def mmci_next_figures():
+    """7.3.4 against 7.3.4 + patches/7.3: the totals of each kernel, a
+    table row per wrapper (its boots failed k of n on each kernel, its
+    programs' and cases' rows on each), and every case that failed
+    anywhere with its k of n and verdict."""
+    cases = compare.compare(runs_of(NEXT, "up"), runs_of(NEXT, "next"))
+    up, nxt = compare.summary(cases, "up", "next")
+    out = [
+        f"run folder `{NEXT}`",
+        f"| up | {up.passed:,} | {up.failed:,} | {up.skipped:,} | - |",
+        f"| next | {nxt.passed:,} | {nxt.failed:,} | {nxt.skipped:,} "
+        f"| {nxt.new} |",
+    ]
+    for w in wrapper_rows(cases):
+        under = [c for c in cases if c.path.startswith(w.path + ".")]
+        u, n = compare.summary(under, "up", "next")
+        out.append(
+            f"| {w.path.rsplit('.', 1)[1]} | {w.up.k} of {w.up.n} "
+            f"| {w.next.k} of {w.next.n} "
+            f"| {u.passed} / {u.failed} / {u.skipped} "
+            f"| {n.passed} / {n.failed} / {n.skipped} |"
+        )
+    for c in cases:
+        if (c.up.k or c.next.k) and c.path.count(".") > 2:
+            out.append(
+                f"`{c.path}`: {c.up.k} of {c.up.n} on `up`, "
+                f"{c.next.k} of {c.next.n} on `next`"
+            )
+    return out
+
+
 FIGURES = {
     README: {
         "results-612-r7-count": figures_612_r7_count,
