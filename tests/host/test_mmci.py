@@ -272,6 +272,31 @@ def test_ok_not_ok_and_skip_cases_each_a_row():
     assert len(rows) == 8
 
 
+def test_a_case_that_prints_what_it_measured_keeps_one_path_every_boot():
+    """pagemap_ioctl names a case by the pages it counted (a new path
+    each boot, each then missing from the others: counted failed, run
+    mmci-next1); a number standing alone is N, one inside a word
+    stays."""
+    paths = []
+    for extra in ("26", "49"):
+        out = GOOD.replace(
+            "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
+            f"# ok 3 transact_test Extra pages {extra} (0.1%), extra "
+            f"thread faults {extra}.\n# ok 4 hugetlb 2048kB",
+        )
+        rows = rows_of(out, exit_code=1)
+        paths.append(sorted(rows))
+        p = "kselftest.mm.cow.cow"
+        assert (
+            rows[
+                f"{p}.transact_test_Extra_pages_N_N_extra_thread_faults_N"
+            ].status
+            == T.PASS
+        )
+        assert f"{p}.hugetlb_2048kB" in rows
+    assert paths[0] == paths[1]
+
+
 def test_a_result_line_belongs_to_the_program_that_ran_whatever_its_name():
     out = GOOD.replace("ok 2 gup_longterm -a", "ok 2 gup_longterm")
     g = rows_of(out, exit_code=1)["kselftest.mm.cow.gup_longterm_-a"]

@@ -81,6 +81,23 @@ def stable_name(command: str) -> str:
     return _SCRATCH.sub("", command)
 
 
+# a number standing alone in a case's description: what the case
+# measured, more often than which case it is (pagemap_ioctl's "ok 100
+# transact_test Extra pages 26 (0.1%), extra thread faults 26." named a
+# case anew each boot: 4 boots, 4 paths, each missing from 3 boots and
+# so counted failed 3 times, run mmci-next1). A number inside a word
+# ("2048kB", "mthp_64kB") stays.
+_MEASURED = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?!\w|\.\d)")
+
+
+def case_name(description: str) -> str:
+    """A case's name for its path: its description with each number
+    standing alone as N, so a case that prints what it measured keeps
+    one path (two cases that differ only there become x and x_2, in the
+    order they ran)."""
+    return _MEASURED.sub("N", description)
+
+
 @dataclass
 class _Program:
     name: str  # as run_vmtests.sh prints it ("gup_test -u -w")
@@ -160,7 +177,11 @@ def wrapper_outcomes(
             if r is not None:
                 current.cases.append(
                     _outcome(
-                        names.child(current.path, r.name), r, kernel, log, {}
+                        names.child(current.path, case_name(r.name)),
+                        r,
+                        kernel,
+                        log,
+                        {},
                     )
                 )
             continue
@@ -180,7 +201,9 @@ def wrapper_outcomes(
                 current.result_name = r.name
         else:  # a wrapper's own case, or a result without its header
             own_cases.append(
-                _outcome(names.child(top, r.name), r, kernel, log, {})
+                _outcome(
+                    names.child(top, case_name(r.name)), r, kernel, log, {}
+                )
             )
     rows: list[TestOutcome] = []
     for p in programs:
