@@ -4,7 +4,7 @@
  * fragmentation, what mmtests' thpchallenge measures (written here, not
  * taken from it; what it stands for is in workload.py).
  *
- * 1. Fill: FILL_PCT% of MemAvailable is mapped and populated in base
+ * 1. Fill: FILL_PCT% of MemFree is mapped and populated in base
  *    pages (MADV_NOHUGEPAGE, MADV_POPULATE_WRITE), one thread a CPU.
  * 2. Fragment: every KEEP_EVERY-th page of it is kept, and so is the
  *    first page met in each PMD-sized block of physical memory (its frame
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 	}
 	keep = atol(argv[2]);
 	blocks = ((size_t)atol(argv[3]) << 20) / PMD_SIZE;
-	filler_pages = (size_t)meminfo_kb("MemAvailable") * atoi(argv[1]) /
+	filler_pages = (size_t)meminfo_kb("MemFree") * atoi(argv[1]) /
 		     100 / (PAGE_SIZE / 1024);
 	nthreads = sysconf(_SC_NPROCESSORS_ONLN);
 	if (nthreads < 1 || nthreads > FL_MAX_TASKS)

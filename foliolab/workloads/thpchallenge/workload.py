@@ -186,8 +186,9 @@ THPCHALLENGE = Workload(
         ),
         "fill_pct": Param.integer(
             "95",
-            "percent of MemAvailable the filler populates before it "
-            "fragments it",
+            "percent of MemFree the filler populates before it fragments "
+            "it (MemAvailable, below it by the watermarks, left 126-142 "
+            "MiB free in THP-sized blocks in a 1 GiB guest)",
             50,
             98,
         ),
