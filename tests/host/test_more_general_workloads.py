@@ -69,7 +69,7 @@ def test_they_are_in_the_general_set_and_not_the_default_run():
         ("lru-file-readonce", "total_mb", "4096"),
         ("thpchallenge", "defrag", "always"),
         ("thpchallenge", "keep_every", "1"),
-        ("thpchallenge", "fill_pct", "99"),
+        ("thpchallenge", "fill_pct", "100"),
         ("stutterp", "pressure_pct", "100"),
         ("stutterp", "seconds", "0"),
     ],
@@ -232,7 +232,7 @@ TC_VM = (
 
 
 def test_thpchallenge_reports_huge_and_base_faults_and_compaction():
-    d = derive("thpchallenge", guest(TC, TC_VM))
+    d = derive("thpchallenge", guest(TC, TC_VM), thp_mb="256")
     assert d.invalid == []
     assert d.values["thpchallenge.fault-huge"] == 3000.0
     assert d.values["thpchallenge.fault-base"] == 9000.0
@@ -246,27 +246,35 @@ def test_thpchallenge_reports_huge_and_base_faults_and_compaction():
         k: v for k, v in TC.items() if not k.startswith("fault_base")
     } | {"huge_faults": 128.0}
     vm = (TC_VM[0], TC_VM[1].replace("alloc 120", "alloc 128"))
-    d = derive("thpchallenge", guest(all_huge, vm))
+    d = derive("thpchallenge", guest(all_huge, vm), thp_mb="256")
     assert d.invalid == [] and "thpchallenge.fault-base" not in d.values
 
 
 def test_thpchallenge_is_invalid_unless_memory_was_fragmented():
     # 100 MiB free in 2 MiB blocks for 256 asked: most need no compaction
-    d = derive("thpchallenge", guest(TC | {"free_huge_mb": 100.0}, TC_VM))
+    d = derive(
+        "thpchallenge",
+        guest(TC | {"free_huge_mb": 100.0}, TC_VM),
+        thp_mb="256",
+    )
     assert reasons(d, "fragmentation not achieved: 100 MiB free")
-    d = derive("thpchallenge", guest(TC | {"free_mb": 200.0}, TC_VM))
+    d = derive(
+        "thpchallenge", guest(TC | {"free_mb": 200.0}, TC_VM), thp_mb="256"
+    )
     assert reasons(d, "200 MiB free after the fill, less than the 256")
     # the guest found no THP at all
-    d = derive("thpchallenge", guest({}, TC_VM, invalid=["no THP"]))
+    d = derive(
+        "thpchallenge", guest({}, TC_VM, invalid=["no THP"]), thp_mb="256"
+    )
     assert "no THP" in d.invalid
     assert "thpfault reported no faults" in d.invalid
     # a kernel without compaction
     vm = tuple(t.replace("compact_stall", "compactless") for t in TC_VM)
-    d = derive("thpchallenge", guest(TC, vm))
+    d = derive("thpchallenge", guest(TC, vm), thp_mb="256")
     assert reasons(d, "no compaction counters in /proc/vmstat")
     # kpageflags saw more THPs than the kernel counted
     vm = (TC_VM[0], TC_VM[1].replace("alloc 120", "alloc 3"))
-    d = derive("thpchallenge", guest(TC, vm))
+    d = derive("thpchallenge", guest(TC, vm), thp_mb="256")
     assert reasons(d, "thp_fault_alloc 3 for 120 faults that got a THP")
 
 

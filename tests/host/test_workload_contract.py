@@ -68,13 +68,7 @@ def test_captured_boots_derive_the_expected_samples(run, captured):
 
 # Workloads with no captured boot yet, and why. Their case is expected to
 # fail, strictly: once a boot is captured the mark fails, to be removed.
-NOT_CAPTURED = {
-    # its first boots (2026-11-29 night) were invalid: the filler kept
-    # pages by virtual address and left whole physical blocks free
-    "thpchallenge": "capture two again with the filler that keeps a page "
-    "of each physical block: the default and --param "
-    "thpchallenge.defrag=never (whose faults fall back: fault-base)",
-}
+NOT_CAPTURED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

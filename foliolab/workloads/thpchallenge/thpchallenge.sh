@@ -1,5 +1,5 @@
 # thpchallenge: THP fault latency under fragmentation (thpfault.c): fill
-# FL_FILL_PCT% of the available memory in base pages, keep one page of
+# FL_FILL_PCT% of MemFree in base pages, keep one page of
 # every FL_KEEP_EVERY, then fault FL_THP_MB of MADV_HUGEPAGE memory a
 # PMD at a time. THP for madvised memory only (every mTHP size never),
 # defrag FL_DEFRAG; no proactive compaction, which would undo the
