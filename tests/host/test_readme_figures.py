@@ -698,12 +698,30 @@ def mmci_next_figures():
             f"| {u.passed} / {u.failed} / {u.skipped} "
             f"| {n.passed} / {n.failed} / {n.skipped} |"
         )
+    # the failing programs and cases, a program's cases in one line when
+    # they all failed alike (collapse_full, collapse_full_2, ...: a line
+    # each would differ only in a digit of the name)
+    programs: dict[str, list] = {}
     for c in cases:
         if (c.up.k or c.next.k) and c.path.count(".") > 2:
+            program = ".".join(c.path.split(".")[:4])
+            programs.setdefault(program, []).append(c)
+    for program, failing in programs.items():
+        kids = [c for c in failing if c.path != program]
+        alike = {(c.up.k, c.up.n, c.next.k, c.next.n) for c in failing}
+        if len(kids) > 1 and len(alike) == 1:
+            c = failing[0]
             out.append(
-                f"`{c.path}`: {c.up.k} of {c.up.n} on `up`, "
-                f"{c.next.k} of {c.next.n} on `next`"
+                f"`{program}` and {len(kids)} of its cases: each "
+                f"{c.up.k} of {c.up.n} on `up`, {c.next.k} of {c.next.n} "
+                "on `next`"
             )
+            continue
+        out += [
+            f"`{c.path}`: {c.up.k} of {c.up.n} on `up`, "
+            f"{c.next.k} of {c.next.n} on `next`"
+            for c in failing
+        ]
     return out
 
 
@@ -714,6 +732,7 @@ FIGURES = {
         "results-73-r2-count-b": figures_73_r2_count_b,
         MMCI: mmci_figures,
         BROKEN: mmci_broken_figures,
+        NEXT: mmci_next_figures,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
