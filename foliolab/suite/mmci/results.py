@@ -89,10 +89,11 @@ def stable_name(command: str) -> str:
 # ("2048kB", "mthp_64kB") stays, and so does one that says which case
 # it is: a size with its unit after a space (cow's "... with hugetlb
 # (2048 kB)" and "(1048576 kB)" in one run, two cases, not N and N_2
-# by order) and a folio order (split_huge_page_test's "split to order
-# 3 test done", one per order).
+# by order), a folio order (split_huge_page_test's "split to order 3
+# test done", one per order) and a size given as size= (uffd-wp-mremap's
+# "(size=2097152, private=true, ...)", one per THP and hugetlb size).
 _MEASURED = re.compile(
-    r"(?<![\w.-])(?<!order )\d+(?:\.\d+)?"
+    r"(?<![\w.-])(?<!order )(?<!size=)\d+(?:\.\d+)?"
     r"(?!\w|\.\d|\s(?:[kKMGT]i?B|bytes?)\b)"
 )
 
