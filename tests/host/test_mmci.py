@@ -297,6 +297,29 @@ def test_a_case_that_prints_what_it_measured_keeps_one_path_every_boot():
     assert paths[0] == paths[1]
 
 
+def test_a_size_with_its_unit_or_an_order_names_its_case_not_a_measure():
+    """cow runs each case once per hugetlb size ("(2048 kB)", "(1048576
+    kB)", run mmci-next1), split_huge_page_test once per order and
+    uffd-wp-mremap once per size=: the number says which case, so it
+    stays (not N and N_2 by order)."""
+    out = GOOD.replace(
+        "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
+        "# ok 3 Basic COW ... with hugetlb (2048 kB)\n"
+        "# ok 4 Basic COW ... with hugetlb (1048576 kB)\n"
+        "# ok 5 File-backed THP split to order 3 test done\n"
+        "# ok 6 test_one(size=2097152, private=true, swapout=false)",
+    )
+    rows = rows_of(out, exit_code=1)
+    p = "kselftest.mm.cow.cow"
+    for case in (
+        "Basic_COW_with_hugetlb_2048_kB",
+        "Basic_COW_with_hugetlb_1048576_kB",
+        "File-backed_THP_split_to_order_3_test_done",
+        "test_one_size_2097152_private_true_swapout_false",
+    ):
+        assert rows[f"{p}.{case}"].status == T.PASS
+
+
 def test_a_result_line_belongs_to_the_program_that_ran_whatever_its_name():
     out = GOOD.replace("ok 2 gup_longterm -a", "ok 2 gup_longterm")
     g = rows_of(out, exit_code=1)["kselftest.mm.cow.gup_longterm_-a"]

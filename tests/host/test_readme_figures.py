@@ -794,6 +794,19 @@ def test_the_mmci_record_is_the_runs_own_summary():
     assert compare.summary_text(mmci_cases(), "up", None) == printed
 
 
+@pytest.mark.parametrize(
+    ("run", "kernel"), [(NEXT, "next"), (BROKEN, "broken")]
+)
+def test_an_mmci_comparison_quoted_is_the_runs_own_summary(run, kernel):
+    """README's figures of a two-kernel run are computed again from the
+    kept rows (runs_of, compare.compare); they must give the summary the
+    run printed, byte for byte, or README quotes a comparison the run
+    never made (compare's rules changed since, or rows lost)."""
+    cases = compare.compare(runs_of(run, "up"), runs_of(run, kernel))
+    printed = (RUNS / run / "mmci-summary.txt").read_text()
+    assert compare.summary_text(cases, "up", kernel) == printed
+
+
 def test_the_mmci_table_has_a_row_for_each_wrapper_that_failed_and_no_other():
     section = mmci_section()
     table = re.findall(r"^\| (\w+) \| \d+ \|", section, re.M)

@@ -86,8 +86,16 @@ def stable_name(command: str) -> str:
 # transact_test Extra pages 26 (0.1%), extra thread faults 26." named a
 # case anew each boot: 4 boots, 4 paths, each missing from 3 boots and
 # so counted failed 3 times, run mmci-next1). A number inside a word
-# ("2048kB", "mthp_64kB") stays.
-_MEASURED = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?!\w|\.\d)")
+# ("2048kB", "mthp_64kB") stays, and so does one that says which case
+# it is: a size with its unit after a space (cow's "... with hugetlb
+# (2048 kB)" and "(1048576 kB)" in one run, two cases, not N and N_2
+# by order), a folio order (split_huge_page_test's "split to order 3
+# test done", one per order) and a size given as size= (uffd-wp-mremap's
+# "(size=2097152, private=true, ...)", one per THP and hugetlb size).
+_MEASURED = re.compile(
+    r"(?<![\w.-])(?<!order )(?<!size=)\d+(?:\.\d+)?"
+    r"(?!\w|\.\d|\s(?:[kKMGT]i?B|bytes?)\b)"
+)
 
 
 def case_name(description: str) -> str:

@@ -1,7 +1,7 @@
 # thpchallenge: THP fault latency under fragmentation (thpfault.c): fill
 # FL_FILL_PCT% of MemFree in base pages, keep one page of
-# every FL_KEEP_EVERY, then fault FL_THP_MB of MADV_HUGEPAGE memory a
-# PMD at a time. THP for madvised memory only (every mTHP size never),
+# every FL_KEEP_EVERY and one in each physical PMD-sized block the fill
+# held, then fault FL_THP_MB of MADV_HUGEPAGE memory a PMD at a time. THP for madvised memory only (every mTHP size never),
 # defrag FL_DEFRAG; no proactive compaction, which would undo the
 # fragmentation between the fill and the faults on its own clock.
 fl_sample() {
