@@ -496,6 +496,31 @@ def manual_rereported_figures():
     return out
 
 
+GENERAL_612 = "results-612-general"
+
+
+def figures_612_general():
+    """The general workloads on 6.12.117, patches/6.12 against it: each
+    workload's lead metric, both means, the ratio with its 95% CI and
+    the Mann-Whitney p, as the report's headline gives them."""
+    a = analysed(GENERAL_612)
+    out = [
+        f"run folder `{GENERAL_612}`",
+        f"foliolab compare --workloads general --runs {a.m.runs}`",
+    ]
+    for wa in a.workloads:
+        lead = wa.workload.metrics[0].key
+        (r,) = [r for r in wa.rows if r.metric == lead]
+        c = r.comparison
+        out.append(
+            f"| `{wa.workload.name}` | `{lead}` | {fmt(r.base.mean)} "
+            f"| {fmt(r.other.mean)} | {fmt_ratio(c.ratio)} "
+            f"[{c.ci_low:.3f}, {c.ci_high:.3f}] | {c.p_value:.2g} "
+            f"| {'yes' if c.significant else 'no'} |"
+        )
+    return out
+
+
 # ---- mm CI runs -------------------------------------------------------
 
 MMCI = "mmci-all1"
@@ -733,6 +758,7 @@ FIGURES = {
         MMCI: mmci_figures,
         BROKEN: mmci_broken_figures,
         NEXT: mmci_next_figures,
+        GENERAL_612: figures_612_general,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
