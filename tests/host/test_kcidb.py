@@ -111,7 +111,12 @@ def test_a_recorded_compare_run_exports_as_kcidb_takes_it(
     # each metric per kernel: DONE with the kernel's mean from results.json
     summary = json.loads((run / "results.json").read_text())["summary"]
     row = next(r for r in summary if r["primary"])
-    path = f"foliolab.{kcidb.path_part(row['workload'])}.{row['metric']}"
+    # a metric is one part of the path, its dots too
+    # (will-it-scale.per_process_ops)
+    path = (
+        f"foliolab.{kcidb.path_part(row['workload'])}."
+        f"{kcidb.path_part(row['metric'])}"
+    )
     mine = {
         t["build_id"]: t
         for t in data["tests"]

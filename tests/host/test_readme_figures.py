@@ -521,6 +521,27 @@ def figures_612_general():
     return out
 
 
+USEMEM_612 = "results-612-usemem"
+
+
+def figures_612_usemem():
+    """usemem again, 8 runs and counted: its lead and its exact counts
+    a MiB written."""
+    a = analysed(USEMEM_612)
+    out = [f"run folder `{USEMEM_612}`, `--runs {a.m.runs} --count`"]
+    for metric, unit in (
+        ("vm-scalability.throughput", "KB/s"),
+        ("kernel_insns_per_mib", "kernel instructions a MiB"),
+        ("handle_mm_fault_insns_per_mib", "in `handle_mm_fault`"),
+    ):
+        r = row(USEMEM_612, "usemem", metric)
+        out.append(
+            f"{fmt(r.base.mean)} against {fmt(r.other.mean)} {unit} "
+            f"(p {r.comparison.p_value:.2g})"
+        )
+    return out
+
+
 # ---- mm CI runs -------------------------------------------------------
 
 MMCI = "mmci-all1"
@@ -759,6 +780,7 @@ FIGURES = {
         BROKEN: mmci_broken_figures,
         NEXT: mmci_next_figures,
         GENERAL_612: figures_612_general,
+        USEMEM_612: figures_612_usemem,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
