@@ -1083,7 +1083,7 @@ def test_thpchallenge_counts_per_fault_with_compactions_share(tmp_path):
         "before": "thp_fault_alloc 0\ncompact_stall 0\n",
         "after": "thp_fault_alloc 120\ncompact_stall 130\n",
     }
-    s = counting_sample("thpchallenge", counts, records(tc, vm))
+    s = counting_sample("thpchallenge", counts, records(tc, vm), thp_mb="256")
     assert s.valid, s.reasons
     v = s.values
     assert v["faults_counted"] == 128
