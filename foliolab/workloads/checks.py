@@ -10,7 +10,7 @@ from dataclasses import replace
 from foliolab.guestdata import parse
 from foliolab.guestdata.countwindows import CountUnit
 from foliolab.guestdata.parse import GuestSample
-from foliolab.workloads.model import Derived, Metric
+from foliolab.workloads.model import CountedExtra, Derived, Metric
 
 
 def counter_deltas(
@@ -189,6 +189,28 @@ def per_root_call(
         ]
         / calls,
     }
+
+
+def per_root_call_and_mib(unit: CountUnit, mib_key: str) -> CountedExtra:
+    """A count_extra: per_root_call(unit), and the root's instructions
+    per MiB of ``mib_key`` (a derived value the counting sample keeps),
+    with the MiB they are per."""
+
+    def extra(
+        counted: dict[str, float],
+        derived: dict[str, float],
+        roots: tuple[str, ...],
+    ) -> dict[str, float]:
+        out = per_root_call(unit, counted)
+        mib = derived.get(mib_key)
+        if mib:
+            out[mib_key] = mib
+            out[f"{unit.root}_insns_per_mib"] = (
+                counted[f"{unit.root}_insns"] / mib
+            )
+        return out
+
+    return extra
 
 
 def window_secondary(metrics: tuple[Metric, ...]) -> tuple[Metric, ...]:

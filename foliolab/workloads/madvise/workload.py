@@ -25,7 +25,7 @@ from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import (
     common_checks,
     copy_metrics,
-    per_root_call,
+    per_root_call_and_mib,
     root_call_metrics,
     window_secondary,
 )
@@ -99,19 +99,9 @@ def derive_madvise(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
-def per_call(
-    counted: dict[str, float],
-    derived: dict[str, float],
-    roots: tuple[str, ...],
-) -> dict[str, float]:
-    """The IPIs and TLB invalidations inside each madvise(), and its
-    instructions per MiB advised, with the MiB they are per."""
-    out = per_root_call(CALL_UNIT, counted)
-    mib = derived.get(ADVISED_MIB)
-    if mib:
-        out[ADVISED_MIB] = mib
-        out["do_madvise_insns_per_mib"] = counted["do_madvise_insns"] / mib
-    return out
+# the IPIs and TLB invalidations inside each madvise(), and the root's
+# instructions per MiB, with the MiB they are per
+per_call = per_root_call_and_mib(CALL_UNIT, ADVISED_MIB)
 
 
 MADVISE = Workload(

@@ -34,7 +34,7 @@ from foliolab.guestdata.parse import GuestSample
 from foliolab.workloads.checks import (
     common_checks,
     copy_metrics,
-    per_root_call,
+    per_root_call_and_mib,
     root_call_metrics,
     window_secondary,
 )
@@ -112,19 +112,9 @@ def derive_mremap(s: GuestSample, params: dict[str, str]) -> Derived:
     return d
 
 
-def per_move(
-    counted: dict[str, float],
-    derived: dict[str, float],
-    roots: tuple[str, ...],
-) -> dict[str, float]:
-    """The IPIs and TLB invalidations inside each move, and move_vma's
-    instructions per MiB moved, with the MiB they are per."""
-    out = per_root_call(MOVE_UNIT, counted)
-    mib = derived.get(MOVED_MIB)
-    if mib:
-        out[MOVED_MIB] = mib
-        out["move_vma_insns_per_mib"] = counted["move_vma_insns"] / mib
-    return out
+# the IPIs and TLB invalidations inside each move, and the root's
+# instructions per MiB, with the MiB they are per
+per_move = per_root_call_and_mib(MOVE_UNIT, MOVED_MIB)
 
 
 MREMAP = Workload(
