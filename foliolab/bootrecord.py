@@ -46,12 +46,23 @@ class HostLoad:
     loadavg_1m: float | None = None  # at the boot's start
     governor: str = ""  # the CPU frequency governor
     steal_pct: float | None = None  # CPU time stolen while it ran
+    # seconds the boot waited for the machine's other foliolab guest to
+    # end (locks.guests_here); None: not known (an older record, or QEMU
+    # not run here)
+    guest_lock_wait_s: float | None = None
+    # qemu-system processes already running as QEMU started (any user's,
+    # any program's); None: not known
+    other_guests: int | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> HostLoad:
         d = d or {}
         return cls(
-            d.get("loadavg_1m"), d.get("governor", ""), d.get("steal_pct")
+            d.get("loadavg_1m"),
+            d.get("governor", ""),
+            d.get("steal_pct"),
+            d.get("guest_lock_wait_s"),
+            d.get("other_guests"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -62,6 +73,8 @@ class HostLoad:
                 ("loadavg_1m", self.loadavg_1m),
                 ("governor", self.governor),
                 ("steal_pct", self.steal_pct),
+                ("guest_lock_wait_s", self.guest_lock_wait_s),
+                ("other_guests", self.other_guests),
             )
             if v not in (None, "")
         }
@@ -140,6 +153,8 @@ def read_boot(rundir: Path) -> BootResult | None:
             hf.optional_number("loadavg_1m", minimum=0),
             hf.string("governor", ""),
             hf.optional_number("steal_pct"),
+            hf.optional_number("guest_lock_wait_s", minimum=0),
+            hf.optional_integer("other_guests", minimum=0),
         ),
     )
 
@@ -170,10 +185,39 @@ def _proc_stat_cpu() -> list[int]:
         return []
 
 
+# QEMU's system emulators: qemu-system-x86_64, -aarch64, -arm
+QEMU_SYSTEM = "qemu-system"
+
+
+def qemu_processes() -> set[int]:
+    """The ids of the qemu-system processes on the host now, whoever
+    started them (another user, a program that is not foliolab, an older
+    foliolab without the guests' lock): by the name the kernel keeps
+    (/proc/PID/comm, cut to 15 characters) or the name it was started
+    under (argv[0] in /proc/PID/cmdline, which ``exec -a`` sets)."""
+    found = set()
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            comm = (p / "comm").read_text().strip()
+            argv0 = (p / "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+        name = Path(argv0.decode(errors="replace")).name
+        if comm.startswith(QEMU_SYSTEM) or name.startswith(QEMU_SYSTEM):
+            found.add(int(p.name))
+    return found
+
+
 def host_state() -> dict[str, Any]:
     """What the host looked like as a boot started: its load average, the
-    CPU counters steal time is read from, and the frequency governor."""
-    state: dict[str, Any] = {"cpu_ticks": _proc_stat_cpu()}
+    CPU counters steal time is read from, the frequency governor, and
+    the guests already running."""
+    state: dict[str, Any] = {
+        "cpu_ticks": _proc_stat_cpu(),
+        "other_guests": len(qemu_processes()),
+    }
     try:
         with open("/proc/loadavg") as f:
             state["loadavg_1m"] = float(f.read().split()[0])
@@ -186,17 +230,24 @@ def host_state() -> dict[str, Any]:
     return state
 
 
-def host_during(before: dict[str, Any]) -> HostLoad:
+def host_during(
+    before: dict[str, Any], guest_lock_wait_s: float | None = None
+) -> HostLoad:
     """The host as ``before`` (host_state()) found it, with the share of
     CPU time the hypervisor stole from it while the boot ran (steal is the
-    8th field of /proc/stat's cpu line)."""
+    8th field of /proc/stat's cpu line) and the seconds the boot waited
+    for the machine's guests' lock."""
     steal = None
     a, b = before.get("cpu_ticks", []), _proc_stat_cpu()
     if len(a) >= 8 and len(b) >= 8:
         total = sum(b) - sum(a)
         steal = round(100.0 * (b[7] - a[7]) / total, 2) if total > 0 else 0.0
     return HostLoad(
-        before.get("loadavg_1m"), before.get("governor", ""), steal
+        before.get("loadavg_1m"),
+        before.get("governor", ""),
+        steal,
+        guest_lock_wait_s,
+        before.get("other_guests"),
     )
 
 

@@ -287,8 +287,14 @@ class Fields:
             self.wrong(key, f"a whole number of at least {minimum}")
         return v
 
-    def optional_integer(self, key: str) -> int | None:
-        return None if self.d.get(key) is None else self.integer(key)
+    def optional_integer(
+        self, key: str, *, minimum: int | None = None
+    ) -> int | None:
+        return (
+            None
+            if self.d.get(key) is None
+            else self.integer(key, minimum=minimum)
+        )
 
     def string(self, key: str, default: str | None = None) -> str:
         v = self.d.get(key)

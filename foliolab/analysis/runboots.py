@@ -21,8 +21,9 @@ from foliolab.manifest import RunManifest
 
 def host_line(out: Path) -> str:
     """The host while the run's boots ran: load average at their start and
-    the CPU time stolen from it during them (from each boot.json)."""
-    loads, steal, governors = [], [], set()
+    the CPU time stolen from it during them, and the other guests beside
+    them (from each boot.json)."""
+    loads, steal, governors, others = [], [], set(), []
     for d in bootrecord.boot_dirs(out):
         res = bootrecord.read_boot(d)
         if res is None:
@@ -33,6 +34,8 @@ def host_line(out: Path) -> str:
             steal.append(res.host.steal_pct)
         if res.host.governor:
             governors.add(res.host.governor)
+        if res.host.other_guests is not None:
+            others.append(res.host.other_guests)
     if not loads:
         return ""
     text = (
@@ -41,6 +44,13 @@ def host_line(out: Path) -> str:
     )
     if steal:
         text += f", steal up to {max(steal):.1f}% of CPU time during one"
+    if others:
+        beside = [n for n in others if n]
+        text += "; other guests as a boot started: " + (
+            f"up to {max(beside)}, in {len(beside)} of {len(others)} boots"
+            if beside
+            else f"none (in {len(others)} boots)"
+        )
     if governors:
         text += f"; CPU frequency governor {', '.join(sorted(governors))}"
     return text

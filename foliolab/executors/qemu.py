@@ -10,7 +10,9 @@ Every command that boots here (compare, attribute, run, test, check,
 bisect, the KVM probe) boots through QemuExecutor's ``run``: the
 measuring half's blocks, or one boot (boot/measure.py's ``boot_once``).
 It is the registry's default, and its executor here (executors.HERE), so
-no other module names it.
+no other module names it. Its boots take the machine's guests' lock
+(locks.guests_here), as lava-local's lava-run does: one guest at a time
+on this machine, whichever command runs it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from foliolab import bootrecord, counting, proc
+from foliolab import bootrecord, counting, locks, proc
 from foliolab.errors import BootError, SetupError, UsageError
 from foliolab.executors.base import (
     QEMU_HERE,
@@ -189,12 +191,19 @@ def capture(
     )
     argv = qemu_argv(spec, initrd, console, results)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
-    host = bootrecord.host_state()
     stderr_path = rundir / "qemu.stderr"
     try:
-        done = proc.run_until(
-            argv, output=stderr_path, timeout=spec.timeout, error=BootError
-        )
+        # the machine's one guest at a time, whichever command boots it;
+        # the host is read, and the timeout counts, once its turn came
+        with locks.guests_here() as waited:
+            host = bootrecord.host_state()
+            done = proc.run_until(
+                argv,
+                output=stderr_path,
+                timeout=spec.timeout,
+                error=BootError,
+            )
+            during = bootrecord.host_during(host, waited)
     finally:
         initrd.unlink(missing_ok=True)
     raw = console.read_bytes() if console.exists() else b""
@@ -218,7 +227,7 @@ def capture(
         port,
         done.elapsed,
         done.cpu_s,
-        bootrecord.host_during(host),
+        during,
         error=error,
     )
 

@@ -196,6 +196,13 @@ def fake_qemu(tmp_path, body: str):
     return replace(X86, qemu_binary=str(script))
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_cache):
+    """A fake QEMU's boot takes the machine's guests' lock in a cache of
+    its own, so it never waits for the real guests of this machine."""
+    return tmp_cache
+
+
 def run_fake(tmp_path, body, timeout=10):
     arch = fake_qemu(tmp_path, body)
     img = tmp_path / "base.cpio"

@@ -204,6 +204,13 @@ def test_boot_json_says_how_and_where_the_boot_ended(tmp_path):
             "steal_pct": 1.3,
         },
         {"loadavg_1m": 0.5, "governor": "performance"},
+        {
+            "loadavg_1m": 2.1,
+            "governor": "performance",
+            "steal_pct": 0.0,
+            "guest_lock_wait_s": 312.4,
+            "other_guests": 1,
+        },
         {},
     ],
 )

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foliolab import proc
+from foliolab import locks, proc
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.base import BlockRequest, BootCapture, ExecutorKind
 from foliolab.executors.lava.debs import (
@@ -317,9 +317,16 @@ class LavaLocalExecutor(LavaRecord, LavaJobs):
             log_path = self.out / LOGS_DIR / f"{block.name}.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             limit = job["timeouts"]["job"]["minutes"] * 60 + 60
-            t0 = time.monotonic()
-            rc = d.run(path, device, log_path, f"{os.getpid()}{n:04d}", limit)
-            wall = time.monotonic() - t0
+            # its QEMU runs on this machine, as QEMU here's boots do: the
+            # machine's guests' lock for the job, its limit counted once
+            # held (its boots' records do not say the wait: a job's boots
+            # are not QEMU's one by one)
+            with locks.guests_here():
+                t0 = time.monotonic()
+                rc = d.run(
+                    path, device, log_path, f"{os.getpid()}{n:04d}", limit
+                )
+                wall = time.monotonic() - t0
             log = JobLog.read(log_path.read_text(errors="replace"))
             captured = self.captures(block, log_path, log)
             self.journal(
