@@ -185,18 +185,18 @@ def started():
     """Starts a process under a name and stops it after the test."""
     procs = []
 
-    def start(argv):
+    def start(argv, comm):
         p = subprocess.Popen(argv)
         procs.append(p)
-        # until it runs as itself: the shell's exec done
+        # until it runs as itself: neither the fork of this Python nor
+        # the shell before its exec
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                cmd = Path(f"/proc/{p.pid}/cmdline").read_bytes()
-                comm = Path(f"/proc/{p.pid}/comm").read_text()
+                now = Path(f"/proc/{p.pid}/comm").read_text().strip()
             except OSError:
                 break
-            if comm.strip() != "bash" and cmd.split(b"\0")[0] != b"bash":
+            if now == comm:
                 break
             time.sleep(0.01)
         return p.pid
@@ -210,7 +210,9 @@ def started():
 def test_a_guest_started_under_qemus_name_is_seen(started):
     """A process started as qemu-system-x86_64 (argv[0], what ``exec -a``
     sets; its comm stays sleep's) counts as a guest."""
-    pid = started(["bash", "-c", "exec -a qemu-system-x86_64 sleep 30"])
+    pid = started(
+        ["bash", "-c", "exec -a qemu-system-x86_64 sleep 30"], "sleep"
+    )
     assert Path(f"/proc/{pid}/comm").read_text().strip() == "sleep"
     assert pid in bootrecord.qemu_processes()
 
@@ -220,13 +222,15 @@ def test_a_guest_of_a_binary_named_qemu_is_seen(tmp_path, started):
     kernel's comm (cut to 15 characters) still says qemu-system."""
     binary = tmp_path / "qemu-system-x86_64"
     shutil.copy(shutil.which("sleep"), binary)
-    pid = started(["bash", "-c", f"exec -a not-a-guest {binary} 30"])
+    pid = started(
+        ["bash", "-c", f"exec -a not-a-guest {binary} 30"], "qemu-system-x86"
+    )
     assert Path(f"/proc/{pid}/comm").read_text().strip() == "qemu-system-x86"
     assert pid in bootrecord.qemu_processes()
 
 
 def test_other_processes_are_not_guests(started):
-    pid = started(["sleep", "30"])
+    pid = started(["sleep", "30"], "sleep")
     assert pid not in bootrecord.qemu_processes()
     assert os.getpid() not in bootrecord.qemu_processes()
 
