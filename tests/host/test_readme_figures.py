@@ -542,6 +542,53 @@ def figures_612_usemem():
     return out
 
 
+RELEASES = "results-612-73-general"
+
+# each general workload's exact count per operation, and its operation
+COUNT_PER_OP = {
+    "page-fault": ("kernel_insns_per_fault", "a fault"),
+    "page-fault-threads": ("kernel_insns_per_fault", "a fault"),
+    "usemem": ("kernel_insns_per_mib", "a MiB"),
+    "lru-file-readonce": ("kernel_insns_per_mib", "a MiB"),
+    "time-unmap": ("kernel_insns_per_munmap", "a munmap"),
+    "mremap": ("kernel_insns_per_move", "a move"),
+    "madvise": ("kernel_insns_per_call", "a call"),
+    "thpchallenge": ("kernel_insns_per_fault", "a THP fault"),
+    "stress-ng-mmap": ("kernel_insns_per_bogo_op", "a bogo-op"),
+}
+
+
+def ratio_cells(r):
+    c = r.comparison
+    return (
+        f"{fmt(r.base.mean)} | {fmt(r.other.mean)} | {fmt_ratio(c.ratio)} "
+        f"[{c.ci_low:.3f}, {c.ci_high:.3f}] | {c.p_value:.2g}"
+    )
+
+
+def figures_612_73():
+    """6.12.117 against 7.3.4 on the general set, counted: each
+    workload's lead metric and its exact count per operation, a row
+    each; and the figures the text gives of the rows."""
+    a = analysed(RELEASES)
+    out = [
+        f"run folder `{RELEASES}`",
+        f"--workloads general --runs {a.m.runs} --count`",
+    ]
+    for wa in a.workloads:
+        name = wa.workload.name
+        lead = wa.workload.metrics[0].key
+        rows = {r.metric: r for r in wa.rows}
+        counted = "| - | | | | |"
+        if name in COUNT_PER_OP:
+            key, per = COUNT_PER_OP[name]
+            counted = f"| {per} | {ratio_cells(rows[key])} |"
+        out.append(
+            f"| `{name}` | `{lead}` | {ratio_cells(rows[lead])} {counted}"
+        )
+    return out
+
+
 # ---- mm CI runs -------------------------------------------------------
 
 MMCI = "mmci-all1"
@@ -781,6 +828,7 @@ FIGURES = {
         NEXT: mmci_next_figures,
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
+        RELEASES: figures_612_73,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
