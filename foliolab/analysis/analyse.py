@@ -57,7 +57,10 @@ class Analysis:
 def analyse(out: Path, m: RunManifest, samples: list[Sample]) -> Analysis:
     """The run in ``out`` analysed from its manifest and samples."""
     names = m.names
-    counts = analyse_counts(out, samples, names)
+    releases = {
+        k.name: k.built.release for k in m.kernels if k.built is not None
+    }
+    counts = analyse_counts(out, samples, names, releases)
     workloads = []
     for name in m.workloads:
         w = find(name)

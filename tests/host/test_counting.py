@@ -639,6 +639,37 @@ def test_analyse_counts_names_kernels_whose_roots_were_per_vcpu(tmp_path):
     assert a.as_dict()["roots_per_vcpu_on"] == ["patched"]
 
 
+@pytest.mark.parametrize(
+    "releases, summed",
+    [
+        ({"vanilla": "6.12.117+", "patched": "6.12.117+"}, True),
+        (None, True),  # a run recorded before releases were
+        ({"vanilla": "6.12.117+", "patched": "7.3.4+"}, False),
+    ],
+)
+def test_kernels_of_two_releases_get_no_deterministic_sum(
+    tmp_path, releases, summed
+):
+    """Two trees' deterministic sums are over different functions: no
+    figure, and the summary says why; one release's kernels keep it."""
+    samples = [
+        _counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 500)),
+        _counting_sample(tmp_path, "vanilla", 1, _window(1005, 15, 500)),
+        _counting_sample(tmp_path, "patched", 0, _window(800, 10, 300)),
+        _counting_sample(tmp_path, "patched", 1, _window(800, 10, 300)),
+    ]
+    a = countanalysis.analyse_counts(
+        tmp_path, samples, ["vanilla", "patched"], releases
+    )["pageout"]
+    assert all(
+        ("kernel_insns_deterministic" in s.values) is summed for s in samples
+    )
+    assert (
+        "kernels of 2 releases (6.12.117+, 7.3.4+)" in a.summary_line()
+    ) is not summed
+    assert a.profile[0].function == "try_to_unmap_one"  # kept either way
+
+
 def test_analyse_counts_one_repeat_is_unknown(tmp_path):
     samples = [
         _counting_sample(tmp_path, "vanilla", 0, _window(1000, 10, 5)),
