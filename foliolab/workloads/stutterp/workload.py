@@ -23,8 +23,9 @@ measured task out: handle_mm_fault and reclaim's functions count
 whichever task enters them, and the pressure enters them all the time;
 only mmap and munmap are the measured task's alone, and its rounds meet
 reclaim in their faults, not there. What stutterp measures, latency
-under concurrent pressure, is a time. Its counting boots' samples are
-invalid (no window): leave it out of a counting run."""
+under concurrent pressure, is a time. A counting run (``--count``) gives
+it no counting boots (boot/measure.py plan()): it is timed there as in
+any run, and its counted metrics are left out of the report."""
 
 from __future__ import annotations
 
