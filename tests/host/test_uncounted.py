@@ -376,3 +376,24 @@ def test_a_users_folder_is_timed_beside_a_counted_workload(
     assert rc == 2
     assert "--count: none of the workloads (mywl) marks a counting" in err
     assert nothing_built == [] and not out.exists()
+
+
+def test_a_shorter_run_counts_only_a_workload_with_a_window(tmp_path):
+    def offered(workloads: str) -> list[str]:
+        run = request(
+            "compare",
+            "--patches",
+            "none",
+            "--workloads",
+            workloads,
+            "--runs",
+            "10",
+            "--out",
+            str(tmp_path / "run"),
+        ).stages()
+        return [opts for opts, _ in dryrun.shorter_plans(run.plan)]
+
+    assert offered("stutterp,pageout")[-1] == (
+        "--count --runs 2 --workloads pageout"
+    )
+    assert not any("--count" in x for x in offered("stutterp"))

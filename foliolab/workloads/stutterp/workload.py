@@ -24,8 +24,8 @@ whichever task enters them, and the pressure enters them all the time;
 only mmap and munmap are the measured task's alone, and its rounds meet
 reclaim in their faults, not there. What stutterp measures, latency
 under concurrent pressure, is a time. A counting run (``--count``) gives
-it no counting boots (boot/measure.py plan()): it is timed there as in
-any run, and its counted metrics are left out of the report."""
+it no counting boot (boot/measure.py, plan()): it is timed there as in
+any run, and the report gives its timed metrics alone."""
 
 from __future__ import annotations
 
