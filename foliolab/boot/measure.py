@@ -113,13 +113,20 @@ def plan(
     counted: bool,
 ) -> list[PlannedBoot]:
     """Every boot of a run in boot order: per workload, its rounds, each
-    kernel in boot_order(); a counting boot right after its timed one."""
+    kernel in boot_order(); a counting boot right after its timed one,
+    if ``counted``, for a workload that marks a counting window."""
     k = max(1, samples_per_boot)
-    # Each timed boot is followed by its counting boot, if asked for: the
-    # plugin slows QEMU, so it never runs in a boot that is timed.
-    passes = (Pass.TIMED, Pass.COUNT) if counted else (Pass.TIMED,)
     out: list[PlannedBoot] = []
     for w in workloads:
+        # Each timed boot is followed by its counting boot, if asked for:
+        # the plugin slows QEMU, so it never runs in a boot that is timed.
+        # A workload with no window has nothing to count: a counting boot
+        # of it would only give an invalid sample.
+        passes = (
+            (Pass.TIMED, Pass.COUNT)
+            if counted and w.has_window
+            else (Pass.TIMED,)
+        )
         resolved = w.resolve(params.get(w.name, {}))
         for pair in range(math.ceil(runs / k)):
             n = min(k, runs - pair * k)

@@ -198,7 +198,10 @@ def _request(
     attribution: dict[str, int],
 ) -> Request:
     wl = workloads.get_workloads(args.workloads)
-    check_user_workloads(wl, args.arch, "--count" if args.count else "")
+    # a user's folder marks no counting window: under --count it is timed
+    # only (measure.plan), and --count of nothing else is refused
+    # (orchestrate.check_counted)
+    check_user_workloads(wl, args.arch, "")
     params = workloads.parse_params(args.param, wl)
     sweeps = sweep.parse_sweeps(
         args.sweep, wl, params, args.numa_nodes, options.MAX_VCPUS
@@ -261,9 +264,10 @@ def check_user_workloads(
     wl: list[Workload], arch_name: str, counting: str
 ) -> None:
     """What a user's workload folder (workloads/user.py) cannot be asked
-    for, refused before anything is built: exact counts (``counting``:
-    what asks for them, "" for nothing; it marks no counting window), and
-    a binary that is not static or not for the guest."""
+    for, refused before anything is built: exact counts where they are
+    all a command measures (``counting``: what asks for them, "" for
+    nothing; it marks no counting window), and a binary that is not
+    static or not for the guest."""
     for w in wl:
         uw = workloads.user.loaded(w.name)
         if uw is None:
@@ -272,9 +276,7 @@ def check_user_workloads(
             raise UsageError(
                 f"{counting}: the workload {w.name} (from {uw.folder}) "
                 "marks no counting window to count in",
-                hint=f"drop {counting}, or run it in a compare of its own"
-                if counting.startswith("--")
-                else "bisect a built-in workload's counted metric",
+                hint="bisect a built-in workload's counted metric",
             )
         if not uw.is_elf:
             continue

@@ -25,13 +25,14 @@ def start_block(
     """The few lines a run starts with: its kernels (to build or found),
     its boots, the estimate and where the results go."""
     n = len(plan.boots(counted=False))
+    counting = len(plan.boots(counted=plan.count)) - n
     points = sum(1 for w in plan.workloads if w.sweep_of)
     boots = (
         f"{len(plan.workloads)} workload(s)"
         + (f" ({points} of them sweep points)" if points else "")
         + f" x {plan.runs} run(s) x "
         f"{len(kernels.specs)} kernels = {n} boots"
-        + (f" (+{n} counting)" if plan.count else "")
+        + (f" (+{counting} counting)" if plan.count else "")
     )
     try:
         # a run keeps its probe: the next estimate here needs none
@@ -54,7 +55,7 @@ def dry_run(
     command line, in boot order, with nothing built, written or booted."""
     arch, specs = kernels.arch, kernels.specs
     boots = plan.boots(counted=False)
-    per_boot = len(boots) * (2 if plan.count else 1)
+    per_boot = len(plan.boots(counted=plan.count))
     lines = [
         f"# dry run: {len(specs)} kernels, baseline {specs[0].name}; "
         f"config {kernels.config}, arch {arch.name}; {per_boot} boots, "
@@ -76,7 +77,11 @@ def dry_run(
         lines.append(
             f"# {w.name}: {rounds} rounds x {len(specs)} kernels"
             + (
-                " (each boot followed by a counting boot)"
+                (
+                    " (each boot followed by a counting boot)"
+                    if w.has_window
+                    else " (timed only: it marks no counting window)"
+                )
                 if plan.count
                 else ""
             )
@@ -159,8 +164,12 @@ def shorter_plans(plan: BootPlan) -> list[tuple[str, BootPlan]]:
         out.append(
             (f"--runs {plan.runs} --workloads {','.join(names[:k])}", fewer)
         )
-    counts = replace(plan, runs=2, count=True, workloads=plan.workloads[:1])
-    out.append((f"--count --runs 2 --workloads {names[0]}", counts))
+    # exact counts of the first workload that has any (a count needs a
+    # window: --count alone of a workload without one is refused)
+    counted = [w for w in plan.workloads if w.has_window][:1]
+    if counted:
+        counts = replace(plan, runs=2, count=True, workloads=tuple(counted))
+        out.append((f"--count --runs 2 --workloads {counted[0].name}", counts))
     return out
 
 

@@ -54,6 +54,7 @@ from foliolab.errors import (
     FoliolabError,
     Stop,
     StoppedError,
+    UsageError,
     stop_signals,
 )
 from foliolab.executors import EXPORTER, HERE, make_executor
@@ -94,6 +95,7 @@ def check(run: RunStages) -> Executor:
     """Every check of the run that needs no build, stage by stage; the
     executor, checked and made."""
     machine, plan, wanted = run.machine, run.plan, run.kernels
+    check_counted(plan)  # the options alone, before --out is claimed
     _claim_out(plan, run.dry_run)  # first: --out is this run's to write
     HERE.check_machine(
         BootSpec(machine.arch, Path(), accel=machine.accel, cpu=machine.cpu)
@@ -127,6 +129,22 @@ def check(run: RunStages) -> Executor:
         if not roots_checked:
             rootcheck.check_in_source(specs, plan.roots, trees)
     return executor
+
+
+def check_counted(plan: BootPlan) -> None:
+    """--count counts the workloads that mark a counting window and
+    times the others (measure.plan); where none marks one, it would
+    count nothing, and is refused."""
+    if not plan.count or any(w.has_window for w in plan.workloads):
+        return
+    names = ", ".join(
+        dict.fromkeys(w.sweep_of or w.name for w in plan.workloads)
+    )
+    raise UsageError(
+        f"--count: none of the workloads ({names}) marks a counting "
+        "window, so there is nothing to count",
+        hint="leave --count out",
+    )
 
 
 def _claim_out(plan: BootPlan, dry_run: bool) -> Held | None:

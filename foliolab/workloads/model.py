@@ -263,6 +263,12 @@ class Workload:
             out[k] = v
         return out
 
+    @property
+    def has_window(self) -> bool:
+        """It marks a counting window: --count gives it counting boots
+        (one with none is timed only)."""
+        return self.window != -1
+
     def job(
         self,
         params: dict[str, str],

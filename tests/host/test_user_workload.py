@@ -187,7 +187,6 @@ REFUSALS = {
         lambda f: None,
         ["--param", "mywl.size_mb=4096"],
     ),
-    "marks no counting window": (lambda f: None, ["--count"]),
 }
 
 

@@ -23,8 +23,9 @@ measured task out: handle_mm_fault and reclaim's functions count
 whichever task enters them, and the pressure enters them all the time;
 only mmap and munmap are the measured task's alone, and its rounds meet
 reclaim in their faults, not there. What stutterp measures, latency
-under concurrent pressure, is a time. Its counting boots' samples are
-invalid (no window): leave it out of a counting run."""
+under concurrent pressure, is a time. A counting run (``--count``) gives
+it no counting boot (boot/measure.py, plan()): it is timed there as in
+any run, and the report gives its timed metrics alone."""
 
 from __future__ import annotations
 
