@@ -769,6 +769,38 @@ def wrapper_rows(cases):
     return [c for c in cases if c.path.count(".") == 2]
 
 
+THP = "mmci-thp1"
+
+
+def thp_rows():
+    """The kept run's rows: one kernel booted once, so no ``run`` in any
+    row's misc (as mmci-all1's)."""
+    return [
+        t
+        for t in Outcomes.read(RUNS / THP).tests
+        if t.kernel == "up" and t.path.startswith("kselftest.")
+    ]
+
+
+def mmci_thp_figures():
+    """thp on up again, with BLK_DEV_WRITE_MOUNTED: its totals, and the
+    one boot's time."""
+    cases = compare.compare([thp_rows()], [])
+    (up,) = compare.summary(cases, "up", None)
+    (boot,) = [t for t in thp_rows() if t.path.count(".") == 2]
+    return [
+        f"run `{THP}`",
+        f"one boot of {whole(boot.duration_s)} s",
+        f"{up.passed} pass, {up.failed} fail, {up.skipped} skip",
+    ]
+
+
+def test_the_thp_record_is_the_runs_own_summary():
+    cases = compare.compare([thp_rows()], [])
+    printed = (RUNS / THP / "mmci-summary.txt").read_text()
+    assert compare.summary_text(cases, "up", None) == printed
+
+
 def mmci_next_figures():
     """7.3.4 against 7.3.4 + patches/7.3: the totals of each kernel, a
     table row per wrapper (its boots failed k of n on each kernel, its
@@ -826,6 +858,7 @@ FIGURES = {
         MMCI: mmci_figures,
         BROKEN: mmci_broken_figures,
         NEXT: mmci_next_figures,
+        THP: mmci_thp_figures,
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
