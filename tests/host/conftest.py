@@ -52,3 +52,31 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in HEAVY):
             item.add_marker(pytest.mark.xdist_group("heavy"))
+
+
+@pytest.fixture
+def nothing_built(monkeypatch) -> list[str]:
+    """Every build, unpack and image stood in by a call that fails: a
+    test that a command refuses its input before any of them."""
+    from foliolab.kernel import build, image, source, store, trees
+
+    calls: list[str] = []
+
+    def called(name):
+        def f(*a, **kw):
+            calls.append(name)
+            raise AssertionError(f"{name} called")
+
+        return f
+
+    for module, name in (
+        (build, "build_kernel"),
+        (store, "build_and_keep"),
+        (image, "build_image"),
+        (image, "build_guest_binaries"),
+        (source, "prepare_base"),
+        (trees, "variant_tree"),
+        (trees, "tree_of"),
+    ):
+        monkeypatch.setattr(module, name, called(name))
+    return calls

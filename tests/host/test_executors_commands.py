@@ -150,27 +150,6 @@ def stand_in_boots(monkeypatch, module, clean: bool = True) -> Booted:
     return seen
 
 
-def nothing_built(monkeypatch) -> list[str]:
-    """Every build and image stood in by a record of its call."""
-    from foliolab.kernel import build, image, store, trees
-
-    calls: list[str] = []
-
-    def called(name):
-        def f(*a, **kw):
-            calls.append(name)
-            raise AssertionError(f"{name} called")
-
-        return f
-
-    monkeypatch.setattr(build, "build_kernel", called("build_kernel"))
-    monkeypatch.setattr(store, "build_and_keep", called("build_and_keep"))
-    monkeypatch.setattr(image, "build_image", called("build_image"))
-    monkeypatch.setattr(trees, "variant_tree", called("variant_tree"))
-    monkeypatch.setattr(trees, "tree_of", called("tree_of"))
-    return calls
-
-
 # ---- boot_once ---------------------------------------------------------------
 
 
@@ -591,7 +570,7 @@ BOARD = [
     ],
 )
 def test_an_executor_that_cannot_run_the_boots_is_refused_before_any_build(
-    stand, tmp_path, monkeypatch, capsys, argv, message
+    stand, tmp_path, monkeypatch, capsys, nothing_built, argv, message
 ):
     series = tmp_path / "series"
     series.mkdir()
@@ -601,7 +580,7 @@ def test_an_executor_that_cannot_run_the_boots_is_refused_before_any_build(
         str(series) if a == "SERIES" else str(tmp_path) if a == "REPO" else a
         for a in argv
     ]
-    calls = nothing_built(monkeypatch)
+    calls = nothing_built
     out = tmp_path / "o"
     at = argv.index("--") if "--" in argv else len(argv)
     rc = cli.main(

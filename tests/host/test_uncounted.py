@@ -285,33 +285,6 @@ def test_a_counting_dry_run_says_and_lists_its_boots(tmp_path, tmp_cache):
     assert not out.exists()
 
 
-@pytest.fixture
-def nothing_built(monkeypatch) -> list[str]:
-    """Every build, unpack and image stood in by a call that fails."""
-    from foliolab.kernel import build, image, source, store, trees
-
-    calls: list[str] = []
-
-    def called(name):
-        def f(*a, **kw):
-            calls.append(name)
-            raise AssertionError(f"{name} called")
-
-        return f
-
-    for module, name in (
-        (build, "build_kernel"),
-        (store, "build_and_keep"),
-        (image, "build_image"),
-        (image, "build_guest_binaries"),
-        (source, "prepare_base"),
-        (trees, "variant_tree"),
-        (trees, "tree_of"),
-    ):
-        monkeypatch.setattr(module, name, called(name))
-    return calls
-
-
 @pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
 def test_count_of_only_uncounted_workloads_is_refused_before_any_build(
     tmp_path, nothing_built, capsys, dry_run

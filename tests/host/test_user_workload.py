@@ -190,33 +190,6 @@ REFUSALS = {
 }
 
 
-@pytest.fixture
-def nothing_built(monkeypatch) -> list[str]:
-    """Every build, unpack and image stood in by a call that fails."""
-    from foliolab.kernel import build, image, source, store, trees
-
-    calls: list[str] = []
-
-    def called(name):
-        def f(*a, **kw):
-            calls.append(name)
-            raise AssertionError(f"{name} called")
-
-        return f
-
-    for module, name in (
-        (build, "build_kernel"),
-        (store, "build_and_keep"),
-        (image, "build_image"),
-        (image, "build_guest_binaries"),
-        (source, "prepare_base"),
-        (trees, "variant_tree"),
-        (trees, "tree_of"),
-    ):
-        monkeypatch.setattr(module, name, called(name))
-    return calls
-
-
 @pytest.mark.parametrize("why", REFUSALS)
 def test_a_malformed_folder_is_refused_in_one_line_before_any_build(
     why, tmp_path, nothing_built, capsys
