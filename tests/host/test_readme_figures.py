@@ -499,14 +499,27 @@ def manual_rereported_figures():
 GENERAL_612 = "results-612-general"
 
 
+GENERAL_73 = "results-73-general"
+
+
 def figures_612_general():
-    """The general workloads on 6.12.117, patches/6.12 against it: each
-    workload's lead metric, both means, the ratio with its 95% CI and
-    the Mann-Whitney p, as the report's headline gives them."""
-    a = analysed(GENERAL_612)
+    """The general workloads on 6.12.117, patches/6.12 against it."""
+    return general_figures(GENERAL_612)
+
+
+def figures_73_general():
+    """The general workloads on 7.3.4, patches/7.3 against it."""
+    return general_figures(GENERAL_73)
+
+
+def general_figures(run):
+    """A series against its base on the general set: each workload's
+    lead metric, both means, the ratio with its 95% CI and the
+    Mann-Whitney p, as the report's headline gives them."""
+    a = analysed(run)
     out = [
-        f"run folder `{GENERAL_612}`",
-        f"foliolab compare --workloads general --runs {a.m.runs}`",
+        f"run folder `{run}`",
+        f"--workloads general --runs {a.m.runs}`",
     ]
     for wa in a.workloads:
         lead = wa.workload.metrics[0].key
@@ -538,6 +551,42 @@ def figures_612_usemem():
         out.append(
             f"{fmt(r.base.mean)} against {fmt(r.other.mean)} {unit} "
             f"(p {r.comparison.p_value:.2g})"
+        )
+    return out
+
+
+PF_73 = "results-73-page-fault"
+SNG_73 = "results-73-stress-ng-mmap"
+
+
+def figures_73_again():
+    """page-fault and stress-ng-mmap on 7.3 again, 8 runs and counted:
+    the lead metric and the exact count per operation of each."""
+    out = []
+    for run, workload, lead, count, per in (
+        (
+            PF_73,
+            "page-fault",
+            "will-it-scale.per_process_ops",
+            "kernel_insns_per_fault",
+            "a fault",
+        ),
+        (
+            SNG_73,
+            "stress-ng-mmap",
+            "stress-ng.mmap.ops_per_sec",
+            "kernel_insns_per_bogo_op",
+            "a bogo-op",
+        ),
+    ):
+        a = analysed(run)
+        out.append(f"run folder `{run}`, `--runs {a.m.runs} --count`")
+        r, c = row(run, workload, lead), row(run, workload, count)
+        out.append(
+            f"{fmt(r.base.mean)} against {fmt(r.other.mean)} "
+            f"(p {r.comparison.p_value:.2g}); {fmt(c.base.mean)} against "
+            f"{fmt(c.other.mean)} kernel instructions {per} "
+            f"(p {c.comparison.p_value:.2g})"
         )
     return out
 
@@ -862,6 +911,9 @@ FIGURES = {
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
+        GENERAL_73: figures_73_general,
+        PF_73: figures_73_again,
+        SNG_73: figures_73_again,
     },
     PROJECT_ROOT / "patches" / "6.12" / "0000-cover-letter.patch": {
         "results-612-r7-count": cover_612_figures,
