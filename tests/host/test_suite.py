@@ -515,6 +515,11 @@ def _kselftest_runs(tmp_path, entries: str, script: str) -> list[str]:
     flaky = tmp_path / "kselftest" / "flaky"
     flaky.write_text("#!/bin/sh\n" + script)
     flaky.chmod(0o755)
+    # the ASLR switch is a file here, never the host's own
+    sysctl = tmp_path / "randomize_va_space"
+    sysctl.write_text("2\n")
+    loop = loop.replace("/proc/sys/kernel/randomize_va_space", str(sysctl))
+    assert "/proc/" not in loop
     shell = ["busybox", "sh"] if shutil.which("busybox") else ["sh"]
     out = subprocess.run(
         [*shell, "-c", loop.replace("/foliolab/", f"{tmp_path}/")],
@@ -636,6 +641,28 @@ def test_only_ksm_tests_unmerge_runs_again():
     runs = {e.split("|")[0]: e.split("|")[4] for e in entries}
     assert runs.pop("ksm_tests-unmerge") == "5"
     assert set(runs.values()) == {"1"}
+
+
+def test_mremap_test_runs_with_aslr_off_and_the_others_with_it_on(tmp_path):
+    """suite.ASLR_OFF: the guest turns randomization off for such a
+    kselftest alone (its entry says "off") and puts the setting back after
+    it, the other kselftests keeping the boot's."""
+    entries = suite.kselftest_entries(ARCHES["x86_64"]).split(";")
+    aslr = {e.split("|")[0]: e.split("|")[5] for e in entries}
+    assert aslr.pop("mremap_test") == "off"
+    assert set(aslr.values()) == {""}
+    # each run prints the switch's value as its case's name
+    script = 'echo "1..1"; echo "ok 1 aslr $(cat ../randomize_va_space)"\n'
+    records = _kselftest_runs(
+        tmp_path,
+        "before|flaky|10||1|;fixed|flaky|10||1|off;after|flaky|10",
+        script,
+    )
+    sb = suiteresults.judge_boot("y", fake_result(records))
+    assert sb.kselftests["before"] == {"1:aslr 2": "pass", "": "pass"}
+    assert sb.kselftests["fixed"] == {"1:aslr 0": "pass", "": "pass"}
+    assert sb.kselftests["after"] == {"1:aslr 2": "pass", "": "pass"}
+    assert (tmp_path / "randomize_va_space").read_text() == "2\n"
 
 
 def test_the_verdict_keeps_the_runs_before_the_last(tmp_path):

@@ -99,12 +99,14 @@ if [ -n "$FL_KSELFTESTS" ]; then
 	echo 64 > /proc/sys/vm/nr_hugepages
 fi
 
-# FL_KSELFTESTS: "name|command|timeout[|directory[|runs]];..." from the
-# host; the command runs in /foliolab/DIRECTORY (kselftest unless given):
-# some tests exec themselves as ./NAME. A failed test runs again, up to
-# RUNS times in all (1 unless given), a timed-out one not; run K > 1 is
-# kselftest.NAME@K.
-echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir runs; do
+# FL_KSELFTESTS: "name|command|timeout[|directory[|runs[|aslr]]];..." from
+# the host; the command runs in /foliolab/DIRECTORY (kselftest unless
+# given): some tests exec themselves as ./NAME. A failed test runs again,
+# up to RUNS times in all (1 unless given), a timed-out one not; run K > 1
+# is kselftest.NAME@K. ASLR "off": address space randomization is off
+# while it runs (plan.py, ASLR_OFF, says why).
+ASLR_SYSCTL=/proc/sys/kernel/randomize_va_space
+echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir runs aslr; do
 	[ -n "$name" ] || continue
 	run=1
 	while :; do
@@ -112,8 +114,13 @@ echo "$FL_KSELFTESTS" | tr ';' '\n' | while IFS='|' read -r name cmd secs dir ru
 		[ "$run" -gt 1 ] && file="$name@$run"
 		echo "@@ file kselftest.$file"
 		start=$(date +%s)
+		if [ "$aslr" = off ]; then
+			aslr_was=$(cat $ASLR_SYSCTL)
+			echo 0 > $ASLR_SYSCTL
+		fi
 		(cd "/foliolab/${dir:-kselftest}" && timeout "$secs" sh -c "./$cmd" 2>&1)
 		rc=$?
+		[ "$aslr" = off ] && echo "$aslr_was" > $ASLR_SYSCTL
 		# how long each took, for the notebook and the time limits
 		echo "@@ seconds $file $(($(date +%s) - start))"
 		# busybox's timeout exits with the killed child's status (128 +
