@@ -83,7 +83,8 @@ RERUNS = {"ksm_tests-unmerge": 5}
 #   200, every one with that line (strace of one: heap at 0x4dd9000,
 #   preamble 0x2f00000-0x5700000); under setarch -R, 0 of 200. CI's suite
 #   boot met it on 2026-11-30. A rerun would hide a real mismatch in the
-#   same case; a fixed layout removes the race and checks every byte still.
+#   same case; a fixed layout removes the race and checks every byte still,
+#   and is how the mm CI's guests run every selftest (ASLR off).
 ASLR_OFF = ("mremap_test",)
 # The randomized stress test: these seeds always (CI), random ones on
 # request; a failing seed reruns with --stress-seeds.
