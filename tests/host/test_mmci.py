@@ -13,7 +13,14 @@ import pytest
 
 from foliolab import cli, errors
 from foliolab.errors import SourceError
-from foliolab.suite.mmci import compare, config, discover, hosttests, mmci
+from foliolab.suite.mmci import (
+    compare,
+    config,
+    discover,
+    hosttests,
+    mmci,
+    results,
+)
 from foliolab.suite.mmci.results import WrapperRun, wrapper_outcomes
 from foliolab.testrecord import TestOutcome, TestStatus
 
@@ -223,11 +230,21 @@ def test_the_real_6_12_base_read_only():
 # -- a wrapper's output -------------------------------------------------
 
 COW = discover.Wrapper("cow", "./ksft_cow.sh", "cow", "ksft_cow.sh", True)
-GOOD = """\
+
+
+def header(command: str) -> str:
+    """run_vmtests.sh's header of a program, as GNU tr makes it."""
+    title = f"running {command}"
+    sep = "-" * len(title)
+    return f"# {sep}\n# {title}\n# {sep}\n"
+
+
+GOOD = (
+    """\
 TAP version 13
-# -----------------
-# running ./cow
-# -----------------
+"""
+    + header("./cow")
+    + """\
 # TAP version 13
 # 1..3
 # ok 1 Basic COW after fork() with base page
@@ -236,9 +253,9 @@ TAP version 13
 # # Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0
 # [FAIL]
 not ok 1 cow # exit=1
-# -----------------------------
-# running ./gup_longterm -a
-# -----------------------------
+"""
+    + header("./gup_longterm -a")
+    + """\
 # ok 1 R/W longterm
 # ok 2 R/W longterm
 # [PASS]
@@ -246,11 +263,43 @@ ok 2 gup_longterm -a
 # SUMMARY: PASS=1 SKIP=0 FAIL=1
 1..2
 """
+)
 
 
 def rows_of(output: str, **kw) -> dict[str, TestOutcome]:
     run = WrapperRun(kw.pop("wrapper", COW), output, **kw)
     return {r.path: r for r in wrapper_outcomes(run, "up", "up/cow.log")}
+
+
+def test_a_header_needs_its_separator_and_a_programs_own_running_is_none():
+    """6.12's protection_keys prints "running PKEY tests for ..." itself:
+    no header, as no separator is above it. busybox's tr leaves some of a
+    separator's characters as they were; it is still one."""
+    title = "running ./protection_keys_64"
+    busybox_sep = "-unnin--./--otection_keys_64"
+    assert results.is_separator(busybox_sep, title)
+    assert results.is_separator("-" * len(title), title)
+    assert not results.is_separator("-" * (len(title) - 1), title)
+    assert not results.is_separator("has pkeys: 0", title)
+    assert not results.is_separator(title, title)  # no "-" at all
+    pkey = discover.Wrapper(
+        "pkey", "./run_vmtests.sh -t pkey", "pkey", "", True
+    )
+    out = (
+        "TAP version 13\n"
+        f"# {busybox_sep}\n# {title}\n# {busybox_sep}\n"
+        "# has pkeys: 0\n"
+        "# running PKEY tests for unsupported CPU/OS\n"
+        "# [PASS]\n"
+        "ok 1 protection_keys_64\n"
+        "# SUMMARY: PASS=1 SKIP=0 FAIL=0\n"
+        "1..1\n"
+    )
+    rows = rows_of(out, wrapper=pkey, exit_code=0)
+    assert {p: r.status for p, r in rows.items()} == {
+        "kselftest.mm.pkey": T.PASS,
+        "kselftest.mm.pkey.protection_keys_64": T.PASS,
+    }
 
 
 def test_ok_not_ok_and_skip_cases_each_a_row():
@@ -384,9 +433,9 @@ def test_a_warning_in_the_console_fails_a_wrapper_that_passed():
         True,
     )
     ok = rows_of(
-        out.replace("running ./cow", "running ./memory-failure")
-        .replace("ok 1 cow", "ok 1 memory-failure")
-        .replace("# running ./gup", "# running ./gup"),
+        out.replace(header("./cow"), header("./memory-failure")).replace(
+            "ok 1 cow", "ok 1 memory-failure"
+        ),
         wrapper=mf,
         exit_code=0,
         console="Memory failure: 0x1234: BUG recovery action\n",

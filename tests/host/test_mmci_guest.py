@@ -362,9 +362,11 @@ def test_commits_that_leave_tools_alone_share_their_selftests(tmp_path):
 
 
 def test_a_scratch_directory_on_a_command_line_is_not_in_the_path():
+    title = "running ./khugepaged all:file /tmp/xfs_dir_HFhGvr"
+    sep = "-" * len(title)
     out = (
         "TAP version 13\n"
-        "# running ./khugepaged all:file /tmp/xfs_dir_HFhGvr\n"
+        f"# {sep}\n# {title}\n# {sep}\n"
         "# ok 1 collapse_full\n"
         "ok 1 khugepaged all:file /tmp/xfs_dir_HFhGvr\n"
         "1..1\n"

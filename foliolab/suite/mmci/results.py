@@ -31,8 +31,25 @@ from foliolab.testrecord import TestOutcome, TestStatus
 PREFIX = "kselftest.mm"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # run_vmtests.sh's header of each program: "running ./cow", "running
-# bash ./charge_reserved_hugetlb.sh -cgroup-v2"
+# bash ./charge_reserved_hugetlb.sh -cgroup-v2", between two separator
+# lines (is_separator)
 _RUNNING = re.compile(r"^running (.+)$")
+
+
+def is_separator(line: str, title: str) -> bool:
+    """Whether ``line`` is run_vmtests.sh's separator above ``title``, its
+    header: the title with every character tr'd to "-" (GNU tr), or some
+    of them (busybox's tr has no [:graph:] class, and maps the letters of
+    "[:graph:][:space:]" alone: "-unnin--./--otection_keys_64"). A
+    program's own "running ..." line is no header: 6.12's protection_keys
+    prints "running PKEY tests for unsupported CPU/OS" without one."""
+    return (
+        len(line) == len(title)
+        and "-" in line
+        and all(c in ("-", t) for c, t in zip(line, title))
+    )
+
+
 # console lines that mean the kernel died: the guest's output cannot be
 # complete after one of them
 _KERNEL_DIED = re.compile(
@@ -162,15 +179,17 @@ def wrapper_outcomes(
     current: _Program | None = None
     plan: int | None = None
     saw_tap = False
+    above = ""  # the "# " line before this one, its "# " left out
     for raw in run.output.splitlines():
         line = _ANSI.sub("", raw).rstrip()
         if line.startswith("TAP version"):
             saw_tap = True
             continue
         if line.startswith("# "):
-            inner = line[2:]
+            inner, before = line[2:], above
+            above = inner
             m = _RUNNING.match(inner)
-            if m and w.category:
+            if m and w.category and is_separator(before, inner):
                 name = program_name(m.group(1))
                 current = _Program(name, names.child(top, stable_name(name)))
                 programs.append(current)
@@ -193,6 +212,7 @@ def wrapper_outcomes(
                     )
                 )
             continue
+        above = ""
         planned = parse.tap_plan(line)
         if planned is not None:
             plan = planned
