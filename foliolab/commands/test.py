@@ -94,7 +94,8 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ARG",
         help="extra kernel argument (repeatable), e.g. a boot "
-        "parameter of a test-only kernel change",
+        "parameter of a test-only kernel change; with --mm-ci, every "
+        "wrapper's boot takes it (to show what a failure depends on)",
     )
     s.add_argument(
         "--config",
@@ -320,7 +321,6 @@ _NOT_MMCI = (
     "stress_seeds",
     "record_baseline",
     "upstream_selftests",
-    "append",
 )
 
 
@@ -392,6 +392,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         executor=executor,
         wrapper_limit_s=args.wrapper_limit,
         host_tests=not args.no_host_tests,
+        append=tuple(args.append),
     )
 
 

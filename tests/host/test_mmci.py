@@ -649,6 +649,30 @@ def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
     assert "kconfig: " in out
 
 
+def test_a_changed_guest_is_said_first(capsys, tmp_path, monkeypatch):
+    """--append with --mm-ci: the dry run says first that the guest is not
+    the mm CI's, and every wrapper's boot gets the arguments."""
+    repo, _ = wrapper_tree(tmp_path)
+    argv = ["test", "--mm-ci", "--kernel", f"up=git:{repo}@main"]
+    extra = ["--append", "transparent_hugepage=never"]
+    rc, out, err = run_cli(capsys, *argv, *extra, "--dry-run")
+    assert rc == 0, err
+    assert out.startswith(
+        "not the mm CI's guest: every boot adds the kernel arguments "
+        "transparent_hugepage=never\n"
+    )
+    rc, out, err = run_cli(capsys, *argv, "--dry-run")
+    assert rc == 0 and "not the mm CI's guest" not in out
+    # the boots' kernel arguments
+    from foliolab.commands import test as test_cmd
+
+    given = [*argv, *extra, "--out", str(tmp_path / "o")]
+    args = cli.build_parser().parse_args(given)
+    args.argv = given
+    req = test_cmd._mmci_request(args)
+    assert req.append == ("transparent_hugepage=never",)
+
+
 def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     capsys, tmp_path, monkeypatch
 ):

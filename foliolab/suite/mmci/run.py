@@ -56,6 +56,10 @@ class MmciRequest:
     # a new failure on a series kernel is found to its patch
     bisect: bool = True
     host_tests: bool = True  # False: the wrappers alone
+    # kernel arguments added to every wrapper's boot (--append): a guest
+    # changed on purpose, to show what a failure depends on; the summary
+    # says so first, as it is not the mm CI's guest any more
+    append: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,18 @@ def dry_run(req: MmciRequest) -> str:
                 kconfig=_kconfig_note(config.merged(repo, commit)),
             )
         )
-    return plan.describe(plans, req.arch)
+    text = plan.describe(plans, req.arch)
+    return changed_guest(req.append) + text if req.append else text
+
+
+def changed_guest(append: tuple[str, ...]) -> str:
+    """The line that heads the dry run and the summary of a run whose
+    boots took kernel arguments of the user's."""
+    return (
+        "not the mm CI's guest: every boot adds the kernel arguments "
+        + " ".join(append)
+        + "\n"
+    )
 
 
 def _kconfig_note(m: config.MmciOptions) -> str:
@@ -170,7 +185,7 @@ def run(req: MmciRequest) -> MmciResult:
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
-    texts = []
+    texts = [changed_guest(req.append)] if req.append else []
     passed = True
     for other in others or [None]:
         cases = compare.compare(runs[ref], runs[other] if other else [])
@@ -303,7 +318,7 @@ def _guest_runs(
         memory_mb=req.memory_mib,
         numa_nodes=len(layout.numa_nodes_mib),
         timeout=limit,
-        cmdline=guest.kernel_args(),
+        cmdline=guest.kernel_args() + req.append,
     )
     out: list[list[TestOutcome]] = []
     for i in range(1, req.repeat + 1):
