@@ -856,16 +856,21 @@ def mmci_next_figures():
     programs' and cases' rows on each), and every case that failed
     anywhere with its k of n and verdict."""
     cases = compare.compare(runs_of(NEXT, "up"), runs_of(NEXT, "next"))
-    up, nxt = compare.summary(cases, "up", "next")
+    return [f"run folder `{NEXT}`", *pair_figures(cases, "up", "next")]
+
+
+def pair_figures(cases, ref, other):
+    """Two kernels' comparison as README gives it: the totals, a table
+    row per wrapper and every case that failed on either."""
+    up, nxt = compare.summary(cases, ref, other)
     out = [
-        f"run folder `{NEXT}`",
-        f"| up | {up.passed:,} | {up.failed:,} | {up.skipped:,} | - |",
-        f"| next | {nxt.passed:,} | {nxt.failed:,} | {nxt.skipped:,} "
+        f"| {ref} | {up.passed:,} | {up.failed:,} | {up.skipped:,} | - |",
+        f"| {other} | {nxt.passed:,} | {nxt.failed:,} | {nxt.skipped:,} "
         f"| {nxt.new} |",
     ]
     for w in wrapper_rows(cases):
         under = [c for c in cases if c.path.startswith(w.path + ".")]
-        u, n = compare.summary(under, "up", "next")
+        u, n = compare.summary(under, ref, other)
         out.append(
             f"| {w.path.rsplit('.', 1)[1]} | {w.up.k} of {w.up.n} "
             f"| {w.next.k} of {w.next.n} "
@@ -887,16 +892,54 @@ def mmci_next_figures():
             c = failing[0]
             out.append(
                 f"`{program}` and {len(kids)} of its cases: each "
-                f"{c.up.k} of {c.up.n} on `up`, {c.next.k} of {c.next.n} "
-                "on `next`"
+                f"{c.up.k} of {c.up.n} on `{ref}`, {c.next.k} of "
+                f"{c.next.n} on `{other}`"
             )
             continue
         out += [
-            f"`{c.path}`: {c.up.k} of {c.up.n} on `up`, "
-            f"{c.next.k} of {c.next.n} on `next`"
+            f"`{c.path}`: {c.up.k} of {c.up.n} on `{ref}`, "
+            f"{c.next.k} of {c.next.n} on `{other}`"
             for c in failing
         ]
     return out
+
+
+MMCI_612 = "mmci612-1"
+
+
+def one_round(run, kernel):
+    """A kept run's rows of one kernel booted once a wrapper (no ``run``
+    in any row's misc): one round."""
+    rows = [
+        t
+        for t in Outcomes.read(RUNS / run).tests
+        if t.kernel == kernel and t.path.startswith("kselftest.")
+    ]
+    assert rows and {t.misc.get("run") for t in rows} == {None}
+    return [rows]
+
+
+def figures_mmci_612():
+    """6.12.117 against 6.12.117 + patches/6.12, a boot per category:
+    the totals, the table, the failing cases, the boots' minutes."""
+    base, nxt = one_round(MMCI_612, "base"), one_round(MMCI_612, "next")
+    cases = compare.compare(base, nxt)
+    minutes = sum(
+        t.duration_s for t in base[0] + nxt[0] if t.path.count(".") == 2
+    ) / 60
+    return [
+        f"run folder `{MMCI_612}`",
+        f"{half_up(minutes)} min of boots",
+        *pair_figures(cases, "base", "next"),
+    ]
+
+
+def test_the_612_record_is_the_runs_own_summary():
+    cases = compare.compare(
+        one_round(MMCI_612, "base"), one_round(MMCI_612, "next")
+    )
+    printed = (RUNS / MMCI_612 / "mmci-summary.txt").read_text()
+    assert compare.summary_text(cases, "base", "next") == printed
 
 
 FIGURES = {
@@ -908,6 +951,7 @@ FIGURES = {
         BROKEN: mmci_broken_figures,
         NEXT: mmci_next_figures,
         THP: mmci_thp_figures,
+        MMCI_612: figures_mmci_612,
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
