@@ -924,13 +924,40 @@ def figures_mmci_612():
     the totals, the table, the failing cases, the boots' minutes."""
     base, nxt = one_round(MMCI_612, "base"), one_round(MMCI_612, "next")
     cases = compare.compare(base, nxt)
-    minutes = sum(
-        t.duration_s for t in base[0] + nxt[0] if t.path.count(".") == 2
-    ) / 60
+    minutes = (
+        sum(t.duration_s for t in base[0] + nxt[0] if t.path.count(".") == 2)
+        / 60
+    )
     return [
         f"run folder `{MMCI_612}`",
         f"{half_up(minutes)} min of boots",
         *pair_figures(cases, "base", "next"),
+    ]
+
+
+def manual_612_times():
+    """The manual's times of 6.12.117's categories on base: the longest
+    each by name, the rest as a range, the sums on each kernel."""
+    (base,) = one_round(MMCI_612, "base")
+    (nxt,) = one_round(MMCI_612, "next")
+    boots = {
+        t.path.rsplit(".", 1)[1]: t.duration_s
+        for t in base
+        if t.path.count(".") == 2
+    }
+    named = ["thp", "migration", "vmalloc", "compaction", "ksm", "hugevm"]
+    also = ["pagemap", "soft_dirty", "hmm", "mremap"]
+    rest = sorted(v for k, v in boots.items() if k not in named + also)
+    count = "eight" if len(rest) == 8 else str(len(rest))
+    total = sum(boots.values())
+    total_next = sum(t.duration_s for t in nxt if t.path.count(".") == 2)
+    return [
+        f"run folder `{MMCI_612}`",
+        *(f"`{n}` {whole(boots[n])} s" for n in named),
+        f"`pagemap` and `soft_dirty` {whole(boots['pagemap'])} s",
+        f"`hmm` {whole(boots['hmm'])} s, `mremap` {whole(boots['mremap'])} s",
+        f"the other {count} {whole(rest[0])} to {whole(rest[-1])} s each",
+        f"{whole(total)} s in all ({whole(total_next)} s on `next`)",
     ]
 
 
@@ -971,6 +998,7 @@ FIGURES = {
     },
     MANUAL: {
         MMCI: manual_mmci_figures,
+        MMCI_612: manual_612_times,
         # and the two of round 2
         "results-612-r7-count": manual_rereported_figures,
     },
