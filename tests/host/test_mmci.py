@@ -673,6 +673,31 @@ def test_a_changed_guest_is_said_first(capsys, tmp_path, monkeypatch):
     assert req.append == ("transparent_hugepage=never",)
 
 
+def test_a_changed_guests_summary_says_so_first(tmp_path):
+    """The kept summary of a run with --append: its text starts with the
+    line that says so, its JSON names the arguments."""
+    import json
+
+    from foliolab.suite.mmci import run as mmci_run
+
+    row = TestOutcome("kselftest.mm.hmm", TestStatus.PASS, "base")
+    cases = compare.compare([[row]], [])
+    args = ("transparent_hugepage=never",)
+    text, js = compare.write(
+        tmp_path,
+        cases,
+        "base",
+        None,
+        extra={"kernel_args_added": list(args)},
+        heading=mmci_run.changed_guest(args),
+    )
+    assert text.read_text().startswith(
+        "not the mm CI's guest: every boot adds the kernel arguments "
+        "transparent_hugepage=never\n"
+    )
+    assert json.loads(js.read_text())["kernel_args_added"] == list(args)
+
+
 def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     capsys, tmp_path, monkeypatch
 ):

@@ -249,10 +249,12 @@ def write(
     next_name: str | None,
     extra: Mapping[str, Any] | None = None,
     suffix: str = "",
+    heading: str = "",
 ) -> tuple[Path, Path]:
-    """OUT/mmci-summary{suffix}.txt and .json."""
+    """OUT/mmci-summary{suffix}.txt and .json; ``heading`` goes before
+    the text's table."""
     text = out / f"mmci-summary{suffix}.txt"
-    text.write_text(summary_text(cases, up_name, next_name))
+    text.write_text(heading + summary_text(cases, up_name, next_name))
     js = out / f"mmci-summary{suffix}.json"
     js.write_text(
         json.dumps(

@@ -198,7 +198,11 @@ def run(req: MmciRequest) -> MmciResult:
             cases,
             ref,
             other,
+            extra={"kernel_args_added": list(req.append)}
+            if req.append
+            else None,
             suffix=f"-{other}" if len(others) > 1 and other else "",
+            heading=changed_guest(req.append) if req.append else "",
         )
         new = [c.path for c in cases if c.verdict == compare.NEW]
         spec = next((k for k in req.kernels if k.name == other), None)
@@ -390,6 +394,9 @@ def _one_wrapper(
         layout.huge_1g_pages, layout.swap_mib
     )
     misc = dict(rows[0].misc)
+    if req.append:
+        # kept with the row: not the mm CI's guest
+        misc["kernel_args_added"] = " ".join(req.append)
     if tests.not_built:
         misc["not_built"] = " ".join(tests.not_built)
     if problems and res.exit_code is not None:
