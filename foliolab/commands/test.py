@@ -368,6 +368,11 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             hint="leave --arch out (the arm64 guest step is to come)",
         )
     wrappers = _wrapper_names(args.wrappers)
+    if args.append and wrappers == ():
+        raise UsageError(
+            "--append with --wrappers none: no guest boots to take it",
+            hint="name the wrappers to boot, or leave --append out",
+        )
     executor = executors.options(args, args.argv)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "mmci-%Y%m%d-%H%M%S"

@@ -698,6 +698,51 @@ def test_a_changed_guests_summary_says_so_first(tmp_path):
     assert json.loads(js.read_text())["kernel_args_added"] == list(args)
 
 
+def test_append_without_a_boot_is_refused(capsys, tmp_path):
+    repo, _ = wrapper_tree(tmp_path)
+    rc, _, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--kernel",
+        f"up=git:{repo}@main",
+        "--wrappers",
+        "none",
+        "--append",
+        "transparent_hugepage=never",
+        "--dry-run",
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "--append with --wrappers none" in err
+
+
+def test_a_search_in_a_changed_guest_says_so():
+    """The first-bad answer of a run with --append, read on its own (its
+    text, its rows), says the guest was not the mm CI's."""
+    from foliolab.suite.mmci import firstbad
+
+    found = firstbad.FirstBad(
+        "next",
+        "base+s",
+        ("kselftest.mm.hmm",),
+        (),
+        2,
+        "0002-x.patch",
+        kernel_args_added=("transparent_hugepage=never",),
+    )
+    assert firstbad.text(found).startswith(
+        "not the mm CI's guest: every boot adds the kernel arguments "
+        "transparent_hugepage=never\n"
+    )
+    (row,) = firstbad.outcomes(found)
+    assert row.misc["kernel_args_added"] == "transparent_hugepage=never"
+    plain = firstbad.FirstBad(
+        "next", "base+s", ("kselftest.mm.hmm",), (), 2, "0002-x.patch"
+    )
+    assert "mm CI's guest" not in firstbad.text(plain)
+    assert "kernel_args_added" not in firstbad.outcomes(plain)[0].misc
+
+
 def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     capsys, tmp_path, monkeypatch
 ):

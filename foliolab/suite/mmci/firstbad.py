@@ -78,6 +78,9 @@ class FirstBad:
     first_bad: int | None  # 1-based patch number; 0: the source; None
     patch: str  # its file name ("" when none)
     note: str = ""  # why there was no search, or what limits it
+    # kernel arguments every boot of the search added (--append): not the
+    # mm CI's guest, which the answer says wherever it is read
+    kernel_args_added: tuple[str, ...] = ()
 
 
 def _tallies(
@@ -170,6 +173,12 @@ def _answer(
 
 def text(found: FirstBad) -> str:
     lines = [f"first bad patch of {found.kernel} ({found.spec}):"]
+    if found.kernel_args_added:
+        lines.insert(
+            0,
+            "not the mm CI's guest: every boot adds the kernel arguments "
+            + " ".join(found.kernel_args_added),
+        )
     if found.first_bad is None:
         lines.append(f"  none searched: {found.note}")
     elif found.first_bad == 0:
@@ -208,6 +217,8 @@ def outcomes(found: FirstBad) -> list[TestOutcome]:
         }
         if found.note:
             misc["note"] = found.note
+        if found.kernel_args_added:
+            misc["kernel_args_added"] = " ".join(found.kernel_args_added)
         rows.append(
             TestOutcome(
                 f"firstbad.{path}",

@@ -216,6 +216,7 @@ def run(req: MmciRequest) -> MmciResult:
                 up_is_source=up.applied is None
                 and up.text == spec.source_spec().text,
             )
+            located = replace(located, kernel_args_added=req.append)
             texts.append(firstbad.text(located))
             firstbad.write(req.out, located)
             every_row += firstbad.outcomes(located)
