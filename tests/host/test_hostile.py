@@ -613,6 +613,18 @@ def test_stdout_on_dev_full_is_one_line():
 def test_sighup_stops_a_command_in_one_line(monkeypatch, capsys):
     import signal as sig
 
+    # as from a terminal: the tests may run under nohup, which leaves
+    # SIGHUP ignored, and a command keeps it so (the test below)
+    old = sig.signal(sig.SIGHUP, sig.SIG_DFL)
+    try:
+        _sighup_stops(monkeypatch, capsys)
+    finally:
+        sig.signal(sig.SIGHUP, old)
+
+
+def _sighup_stops(monkeypatch, capsys):
+    import signal as sig
+
     def handler(args):
         os.kill(os.getpid(), sig.SIGHUP)
         time.sleep(5)  # the signal arrives before this ends
