@@ -678,8 +678,6 @@ def test_a_changed_guests_summary_says_so_first(tmp_path):
     line that says so, its JSON names the arguments."""
     import json
 
-    from foliolab.suite.mmci import run as mmci_run
-
     row = TestOutcome("kselftest.mm.hmm", TestStatus.PASS, "base")
     cases = compare.compare([[row]], [])
     args = ("transparent_hugepage=never",)
@@ -689,7 +687,7 @@ def test_a_changed_guests_summary_says_so_first(tmp_path):
         "base",
         None,
         extra={"kernel_args_added": list(args)},
-        heading=mmci_run.changed_guest(args),
+        heading=mmci.changed_guest(args),
     )
     assert text.read_text().startswith(
         "not the mm CI's guest: every boot adds the kernel arguments "

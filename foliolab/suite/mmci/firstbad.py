@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from foliolab.kernel.specs import KernelSpec
-from foliolab.suite.mmci import compare
+from foliolab.suite.mmci import compare, mmci
 from foliolab.suite.mmci.results import PREFIX as WRAPPER_PREFIX
 from foliolab.testrecord import TestOutcome, TestStatus
 
@@ -173,12 +173,6 @@ def _answer(
 
 def text(found: FirstBad) -> str:
     lines = [f"first bad patch of {found.kernel} ({found.spec}):"]
-    if found.kernel_args_added:
-        lines.insert(
-            0,
-            "not the mm CI's guest: every boot adds the kernel arguments "
-            + " ".join(found.kernel_args_added),
-        )
     if found.first_bad is None:
         lines.append(f"  none searched: {found.note}")
     elif found.first_bad == 0:
@@ -188,7 +182,9 @@ def text(found: FirstBad) -> str:
     lines.append(f"  for {len(found.cases)} new failure(s):")
     lines += [f"    {c}" for c in found.cases]
     lines += [s.line() for s in found.steps]
-    return "\n".join(lines) + "\n"
+    return (
+        mmci.changed_guest(found.kernel_args_added) + "\n".join(lines) + "\n"
+    )
 
 
 def write(out: Path, found: FirstBad) -> None:

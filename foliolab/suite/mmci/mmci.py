@@ -145,3 +145,16 @@ def kernel_log_problems(wrapper: str, console: str) -> list[str]:
 # target, and each program with its arguments. maple is flaky there
 # (FLAKY_TESTS="maple": a failure is "? flaky", not a failure).
 HOST_FLAKY = {"radix-tree/maple": "flaky in the mm CI (FLAKY_TESTS)"}
+
+
+def changed_guest(append: tuple[str, ...]) -> str:
+    """The line that heads whatever a run whose boots took kernel
+    arguments of the user's writes (--append: the dry run, the summary,
+    a search's answer): its guest is not the mm CI's. "" without any."""
+    if not append:
+        return ""
+    return (
+        "not the mm CI's guest: every boot adds the kernel arguments "
+        + " ".join(append)
+        + "\n"
+    )

@@ -31,6 +31,7 @@ from foliolab.suite.mmci import (
     firstbad,
     guest,
     hosttests,
+    mmci,
     plan,
     results,
 )
@@ -114,18 +115,7 @@ def dry_run(req: MmciRequest) -> str:
                 kconfig=_kconfig_note(config.merged(repo, commit)),
             )
         )
-    text = plan.describe(plans, req.arch)
-    return changed_guest(req.append) + text if req.append else text
-
-
-def changed_guest(append: tuple[str, ...]) -> str:
-    """The line that heads the dry run and the summary of a run whose
-    boots took kernel arguments of the user's."""
-    return (
-        "not the mm CI's guest: every boot adds the kernel arguments "
-        + " ".join(append)
-        + "\n"
-    )
+    return mmci.changed_guest(req.append) + plan.describe(plans, req.arch)
 
 
 def _kconfig_note(m: config.MmciOptions) -> str:
@@ -185,7 +175,7 @@ def run(req: MmciRequest) -> MmciResult:
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
-    texts = [changed_guest(req.append)] if req.append else []
+    texts = [mmci.changed_guest(req.append)] if req.append else []
     passed = True
     for other in others or [None]:
         cases = compare.compare(runs[ref], runs[other] if other else [])
@@ -202,7 +192,7 @@ def run(req: MmciRequest) -> MmciResult:
             if req.append
             else None,
             suffix=f"-{other}" if len(others) > 1 and other else "",
-            heading=changed_guest(req.append) if req.append else "",
+            heading=mmci.changed_guest(req.append),
         )
         new = [c.path for c in cases if c.verdict == compare.NEW]
         spec = next((k for k in req.kernels if k.name == other), None)
