@@ -116,6 +116,11 @@ ARCHES = {
             "xfsprogs",
             "stress-ng",
             "libnuma-dev",
+            # the mm CI's selftests (test --mm-ci): bash for
+            # run_vmtests.sh, kmod for its modprobe, libcap for two tests
+            "bash",
+            "kmod",
+            "libcap-dev",
         ),
         # The vanilla debug suite's boot with the kselftests: 1410 s of
         # guest uptime here, about 660 s on x86_64 (a system call costs

@@ -159,14 +159,21 @@ def ensure_foreign_arch(debian_arch: str) -> None:
 _ALT = re.compile(r"^\s*([a-z0-9][a-z0-9+.-]*)(:[a-z0-9]+)?\s*(\(.*\))?\s*$")
 
 
+# Dependencies of a Debian system, not of a program run in the guest:
+# base-files (/etc/os-release and the like; bash depends on it, and it
+# pre-depends on the virtual awk)
+NOT_RUNTIME = ("base-files",)
+
+
 def runtime_depends(field: str) -> list[str]:
     """Packages a Depends/Pre-Depends field needs at run time in the guest.
 
     The first alternative of each clause. Left out: ``:any`` dependencies
     (interpreters for the package's scripts, e.g. xfsprogs' python3:any)
-    and -dev packages (libnuma-dev's libc6-dev: the cross toolchain has its
-    own libc headers). Versions are not checked: the sysroot takes each
-    package's candidate version, one consistent set from one archive.
+    -dev packages (libnuma-dev's libc6-dev: the cross toolchain has its
+    own libc headers) and NOT_RUNTIME. Versions are not checked: the
+    sysroot takes each package's candidate version, one consistent set
+    from one archive.
     """
     out = []
     for clause in field.split(","):
@@ -177,7 +184,11 @@ def runtime_depends(field: str) -> list[str]:
         if not m:
             raise SetupError(f"cannot read the dependency {first!r}")
         name, qual = m.group(1), m.group(2)
-        if qual == ":any" or name.endswith(("-dev", "-dev-bin")):
+        if (
+            qual == ":any"
+            or name.endswith(("-dev", "-dev-bin"))
+            or name in NOT_RUNTIME
+        ):
             continue
         out.append(name)
     return out
@@ -253,6 +264,33 @@ def package_closure(
     return found
 
 
+# How a sysroot is laid out; it is unpacked again when this changes
+# (2: absolute symlinks made relative)
+SYSROOT_LAYOUT = 2
+
+
+def sysroot_head(arch: Arch) -> str:
+    """The first line of a sysroot's ``packages`` file: what it holds."""
+    return f"roots: {' '.join(arch.guest_packages)} (layout {SYSROOT_LAYOUT})"
+
+
+def relative_symlinks(root: Path) -> None:
+    """Point each absolute symlink under ``root`` into ``root``: a
+    package's /usr/lib/.../libcap.so -> /lib/.../libcap.so.2.66 names the
+    host's file, where a cross linker given -L in the sysroot would look
+    (and find nothing)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            link = Path(dirpath) / name
+            if not link.is_symlink():
+                continue
+            target = os.readlink(link)
+            if target.startswith("/"):
+                there = root / target.lstrip("/")
+                link.unlink()
+                link.symlink_to(os.path.relpath(there, link.parent))
+
+
 def ensure_guest_sysroot(arch: Arch) -> Path:
     """Download and unpack ``arch.guest_packages`` with their dependencies.
 
@@ -262,7 +300,7 @@ def ensure_guest_sysroot(arch: Arch) -> Path:
     """
     root = guest_sysroot(arch)
     stamp = root / "packages"
-    head = "roots: " + " ".join(arch.guest_packages)
+    head = sysroot_head(arch)
     if stamp.exists() and stamp.read_text().splitlines()[:1] == [head]:
         return root
     ensure_foreign_arch(arch.debian_arch)
@@ -291,6 +329,7 @@ def ensure_guest_sysroot(arch: Arch) -> Path:
             error=SetupError,
             what=f"dpkg-deb -x {deb.name}",
         )
+    relative_symlinks(root)
     stamp.write_text(head + "\n" + "".join(f"{d.name}\n" for d in got))
     shutil.rmtree(debs, ignore_errors=True)
     return root

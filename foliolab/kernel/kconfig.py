@@ -67,6 +67,14 @@ _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 # as its owner has it) asks for and the lab leaves out, with why.
 _GONE = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is (?:gone|left out)(?::.*)?$")
 GONE = "gone"
+# An option the architecture cannot have (its HAVE_ARCH_ dependency is
+# never selected), said in an architecture's own file: no fragment asks
+# for it there, the tree's own (applied last) included. The mm CI's
+# vng build drops such an option silently; here it is written down.
+_NOT_ON_ARCH = re.compile(
+    r"^# (CONFIG_[A-Za-z0-9_]+) is not on this architecture(?::.*)?$"
+)
+NOT_ON_ARCH = "not on this architecture"
 _SINCE = re.compile(r"^since-(\d+)\.(\d+)\.config$")
 # The pinned base's version: fragments without a since- are written for it.
 BASE_VERSION = (6, 12)
@@ -106,6 +114,10 @@ def parse(text: str, source: str = "<text>") -> dict[str, str]:
         m = _GONE.match(line)
         if m:
             out[m.group(1)] = GONE
+            continue
+        m = _NOT_ON_ARCH.match(line)
+        if m:
+            out[m.group(1)] = NOT_ON_ARCH
             continue
         if line.startswith("#"):
             continue
@@ -198,14 +210,19 @@ def merge(
         layers.append((f.name, parse(f.read_text(), str(f))))
     if tree_options:
         layers.append((TREE_FRAGMENT, tree_options))
+    not_here: dict[str, str] = {}
     for name, layer in layers:
         for k, v in layer.items():
             options.pop(k, None)  # keep later files' order
-            if v == GONE:
-                gone[k] = name
+            if v in (GONE, NOT_ON_ARCH):
+                (gone if v == GONE else not_here)[k] = name
                 continue
             options[k] = v
             origin[k] = name
+    for k, name in not_here.items():
+        options.pop(k, None)
+        origin.pop(k, None)
+        gone[k] = name
     return Fragment(purpose, options, origin, gone)
 
 

@@ -1,10 +1,19 @@
 """Host setup for cross guests: dependency closure and first-use install."""
 
+import os
+
 import pytest
 
 from foliolab import hostsetup
 from foliolab.arch import ARCHES
 from foliolab.errors import SetupError
+
+
+def test_a_debian_systems_own_files_are_not_a_guest_dependency():
+    # bash depends on base-files, which pre-depends on the virtual awk
+    assert hostsetup.runtime_depends(
+        "base-files (>= 2.1.12), debianutils (>= 5.6-0.1)"
+    ) == ["debianutils"]
 
 
 def test_runtime_depends_first_alternative_no_any_no_dev():
@@ -135,9 +144,46 @@ def test_sysroot_is_not_redone_when_present(tmp_cache, monkeypatch):
     assert root == tmp_cache / "sysroot" / "arm64"
     root.mkdir(parents=True)
     (root / "packages").write_text(
-        "roots: " + " ".join(a64.guest_packages) + "\nbusybox.deb\n"
+        hostsetup.sysroot_head(a64) + "\nbusybox.deb\n"
     )
     monkeypatch.setattr(
         hostsetup, "ensure_foreign_arch", lambda *a: pytest.fail("touched apt")
     )
     assert hostsetup.ensure_guest_sysroot(a64) == root
+
+
+def test_a_sysroot_of_an_earlier_layout_is_unpacked_again(
+    tmp_cache, monkeypatch
+):
+    a64 = ARCHES["arm64"]
+    root = hostsetup.guest_sysroot(a64)
+    root.mkdir(parents=True)
+    (root / "packages").write_text(
+        "roots: " + " ".join(a64.guest_packages) + "\nbusybox.deb\n"
+    )
+
+    class Redone(Exception):
+        pass
+
+    def foreign(*a):
+        raise Redone
+
+    monkeypatch.setattr(hostsetup, "ensure_foreign_arch", foreign)
+    with pytest.raises(Redone):
+        hostsetup.ensure_guest_sysroot(a64)
+
+
+def test_absolute_symlinks_are_pointed_into_the_sysroot(tmp_path):
+    # libcap-dev's /usr/lib/<triplet>/libcap.so -> /lib/<triplet>/libcap.so.2
+    # would name the host's file for a cross linker given -L in the sysroot
+    lib = tmp_path / "lib" / "aarch64-linux-gnu"
+    lib.mkdir(parents=True)
+    (lib / "libcap.so.2.66").write_bytes(b"ELF")
+    dev = tmp_path / "usr" / "lib" / "aarch64-linux-gnu"
+    dev.mkdir(parents=True)
+    (dev / "libcap.so").symlink_to("/lib/aarch64-linux-gnu/libcap.so.2.66")
+    (lib / "libcap.so.2").symlink_to("libcap.so.2.66")  # relative: kept
+    hostsetup.relative_symlinks(tmp_path)
+    assert (dev / "libcap.so").read_bytes() == b"ELF"
+    assert not os.readlink(dev / "libcap.so").startswith("/")
+    assert os.readlink(lib / "libcap.so.2") == "libcap.so.2.66"

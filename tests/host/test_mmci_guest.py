@@ -51,6 +51,25 @@ def test_the_mm_ci_kernel_takes_the_lab_layer_then_the_trees_options():
     assert "CONFIG_X86_MCE" not in arm.options
 
 
+def test_an_option_the_architecture_lacks_is_asked_of_no_fragment():
+    # 7.3's arm64 selects no HAVE_ARCH_SOFT_DIRTY: kconfig drops
+    # MEM_SOFT_DIRTY whatever asks, the tree's own fragment (last) too
+    tree = {"CONFIG_MEM_SOFT_DIRTY": "y", "CONFIG_NEW": "y"}
+    arm = kconfig.merge(
+        kconfig.MMCI, "arm64", version=(7, 3), tree_options=tree
+    )
+    assert "CONFIG_MEM_SOFT_DIRTY" not in arm.options
+    assert arm.gone["CONFIG_MEM_SOFT_DIRTY"] == "mm-ci-lab-arm64.config"
+    assert arm.options["CONFIG_NEW"] == "y"
+    x86 = kconfig.merge(
+        kconfig.MMCI, "x86_64", version=(7, 3), tree_options=tree
+    )
+    assert x86.options["CONFIG_MEM_SOFT_DIRTY"] == "y"
+    assert kconfig.parse(
+        "# CONFIG_A is not on this architecture: no HAVE_ARCH_A\n"
+    ) == {"CONFIG_A": kconfig.NOT_ON_ARCH}
+
+
 def test_other_purposes_do_not_take_the_mm_ci_layers():
     frag = kconfig.merge("debug", "x86_64", version=(7, 3))
     assert "CONFIG_TEST_HMM" not in frag.options
@@ -167,6 +186,91 @@ def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
     assert "usr/bin/kmod" in names
     assert names["sbin/modprobe"] & 0o170000 == 0o120000  # a symlink
     assert any(n.endswith("libgcc_s.so.1") for n in names)
+
+
+def _aarch64(elf: bytes, interp: bytes | None = None) -> bytes:
+    """/bin/true's bytes said to be for aarch64 (ELF header e_machine),
+    its loader's path replaced by ``interp`` (of the same length)."""
+    data = bytearray(elf)
+    data[18:20] = (183).to_bytes(2, "little")
+    if interp is not None:
+        i = data.index(b"/lib64/ld-linux-x86-64.so.2\0")
+        data[i : i + len(interp)] = interp
+    return bytes(data)
+
+
+def test_an_arm64_payload_takes_bash_kmod_and_libraries_from_the_sysroot(
+    tmp_path, monkeypatch
+):
+    # a fake arm64 sysroot: the host's /bin/true with an aarch64 header
+    # stands for each binary and library (the payload reads their ELF
+    # headers, never runs them)
+    from foliolab import hostsetup
+
+    arm = get_arch("arm64")
+    root = tmp_path / "sysroot"
+    true = Path("/bin/true").read_bytes()
+    interp = b"/lib/ld-linux-aarch64.so.1\0"  # as long as x86's, less one
+    prog = _aarch64(true, interp.ljust(28, b"\0"))
+    for rel in ("bin/bash", "bin/kmod"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(prog)
+    lib = root / "lib" / arm.multiarch
+    lib.mkdir(parents=True)
+    # a library: an aarch64 ELF header needing nothing
+    bare = bytearray(64)
+    bare[0:6] = b"\x7fELF\x02\x01"
+    bare[18:20] = (183).to_bytes(2, "little")
+    (root / "lib" / "ld-linux-aarch64.so.1").write_bytes(bytes(bare))
+    for so in ("libc.so.6", "libgcc_s.so.1"):
+        (lib / so).write_bytes(bytes(bare))
+    monkeypatch.setattr(hostsetup, "guest_sysroot", lambda a: root)
+    mm = tmp_path / "mm"
+    mm.mkdir()
+    (mm / "prog").write_bytes(prog)
+    tests = guest.Selftests(mm, "c" * 40, (), tmp_path / "build.log")
+    names = _cpio_names(guest.payload(arm, tests, None))
+    assert f"{guest.GUEST_DIR}/prog" in names
+    assert "bin/bash" in names and "usr/bin/kmod" in names
+    assert names["sbin/modprobe"] & 0o170000 == 0o120000
+    assert "lib/ld-linux-aarch64.so.1" in names
+    assert f"lib/{arm.multiarch}/libc.so.6" in names
+    assert f"lib/{arm.multiarch}/libgcc_s.so.1" in names  # dlopen()ed
+    # the host's own are never taken for the arm64 guest
+    assert not any("x86_64" in n for n in names)
+    # a sysroot without bash: one line naming it
+    (root / "bin" / "bash").unlink()
+    with pytest.raises(errors.BuildError, match="bin/bash for the arm64"):
+        guest.payload(arm, tests, None)
+
+
+def test_the_selftests_are_built_for_the_guests_architecture(
+    tmp_path, monkeypatch
+):
+    from foliolab import hostsetup
+
+    arm = get_arch("arm64")
+    assert guest._cross_make_args(X86) == []
+    assert guest._cross_cflags(X86) == ""
+    assert guest._cross_make_args(arm) == [
+        "ARCH=arm64",
+        "CROSS_COMPILE=aarch64-linux-gnu-",
+    ]
+    monkeypatch.setattr(hostsetup, "guest_sysroot", lambda a: tmp_path)
+    flags = guest._cross_cflags(arm)
+    # libnuma's and libcap's headers after the cross compiler's own
+    assert f"-idirafter {tmp_path}/usr/include" in flags
+    assert f"-L{tmp_path}/usr/lib/aarch64-linux-gnu" in flags
+    assert "-isystem" not in flags and " -I" not in flags
+
+
+def test_arm64_runs_the_wrappers_and_refuses_host_tests_in_one_line(capsys):
+    rc, _, err = run_cli(
+        capsys, "test", "--mm-ci", "--arch", "arm64", "--kernel", "up=base"
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "the host tests run on the host, which is not arm64" in err
+    assert "--no-host-tests" in err
 
 
 def test_an_elf_for_another_machine_is_refused(tmp_path):

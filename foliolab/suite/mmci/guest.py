@@ -42,7 +42,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import proc
+from foliolab import hostsetup, proc
 from foliolab.arch import Arch
 from foliolab.errors import BuildError
 from foliolab.kernel import build, image
@@ -122,11 +122,6 @@ def selftests_dir(arch: Arch, key: str) -> Path:
 def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
     """The tree's mm selftests, built with its own Makefile (``make -k``:
     every program that builds), kept per commit."""
-    if not arch.native:
-        raise BuildError(
-            f"the mm CI's selftests for {arch.name} are not built here yet",
-            hint="run --mm-ci's guest step for the host's architecture",
-        )
     keep = selftests_dir(arch, selftests_key(repo, commit))
     record = keep / _BUILT
     if record.is_file():
@@ -152,6 +147,7 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
                 str(repo),
                 f"O={work / 'hdr'}",
                 f"ARCH={arch.linux_arch}",
+                f"CROSS_COMPILE={arch.cross_compile}",
                 "headers_install",
                 f"INSTALL_HDR_PATH={src / 'usr'}",
             ],
@@ -175,7 +171,9 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
                 str(src / MM),
                 f"-j{os.cpu_count() or 2}",
                 "-k",
-                f"EXTRA_CFLAGS=-include {src / HELPERS}.h",
+                *_cross_make_args(arch),
+                f"EXTRA_CFLAGS=-include {src / HELPERS}.h"
+                + _cross_cflags(arch),
             ],
             output=logf,
             timeout=3600,
@@ -210,10 +208,47 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
     return Selftests(keep / "mm", commit, tuple(not_built), keep / "build.log")
 
 
+def _cross_make_args(arch: Arch) -> list[str]:
+    """What the selftests' make is told for another architecture: lib.mk
+    takes the compiler from CROSS_COMPILE, the mm Makefile its program
+    list from ARCH (an arm64 build has no 32-bit programs, for one)."""
+    if arch.native:
+        return []
+    return [f"ARCH={arch.linux_arch}", f"CROSS_COMPILE={arch.cross_compile}"]
+
+
+def _cross_cflags(arch: Arch) -> str:
+    """libnuma's and libcap's headers and libraries for another
+    architecture: in the guest sysroot (arch.guest_packages), after the
+    cross compiler's own, so they never shadow its libc's headers."""
+    if arch.native:
+        return ""
+    root = hostsetup.guest_sysroot(arch)
+    libdir = root / "usr" / "lib" / arch.multiarch
+    return (
+        f" -idirafter {root}/usr/include -L{libdir} -Wl,-rpath-link,{libdir}"
+        f" -Wl,-rpath-link,{root}/lib/{arch.multiarch}"
+    )
+
+
+def _guest_file(arch: Arch, path: str) -> Path:
+    """The file the guest gets at ``path`` (bash, kmod): the host's own
+    for its architecture, else the guest sysroot's."""
+    found = image.guest_tool(arch, path)
+    if found is None:
+        root = image.guest_root(arch)
+        raise BuildError(
+            f"{path} for the {arch.name} guest is not in {root}",
+            hint=f"remove {root} to have it unpacked again",
+        )
+    return found
+
+
 def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
     """The archive each wrapper's boot adds to the base image."""
     c = image.Cpio()
-    dynamic: list[str] = [BASH]
+    bash, kmod = _guest_file(arch, BASH), _guest_file(arch, KMOD)
+    dynamic: list[str] = [str(bash)]
     c.dir(GUEST_DIR)
     for f in sorted(tests.directory.rglob("*")):
         rel = f.relative_to(tests.directory)
@@ -236,20 +271,15 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             if f.is_file() and not f.is_symlink():
                 mode = stat.S_IMODE(f.stat().st_mode)
                 c.file(f"foliolab/kselftest/{f.name}", f.read_bytes(), mode)
-    c.file("bin/bash", Path(BASH).read_bytes(), 0o755)
-    c.file("usr/bin/kmod", Path(KMOD).read_bytes(), 0o755)
+    for guest_path, f in ((BASH, bash), (KMOD, kmod)):
+        data = f.read_bytes()
+        image.check_machine(data, arch, str(f))
+        c.file(guest_path, data, 0o755)
     for name in KMOD_NAMES:
-        c.symlink(name, "/usr/bin/kmod")
-    dynamic.append(KMOD)
-    libs = {lib for b in dynamic for lib in image.shared_libs(b)}
-    # beside the libc the others use
-    libc = [Path(lib) for lib in libs if Path(lib).name.startswith("libc.")]
-    for name in DLOPENED:
-        for d in {p.parent for p in libc}:
-            if (d / name).exists():
-                libs.add(str(d / name))
-    for lib in sorted(libs):
-        c.file(lib, Path(os.path.realpath(lib)).read_bytes(), 0o755)
+        c.symlink(name, KMOD)
+    dynamic.append(str(kmod))
+    for guest_path, f in sorted(_libraries(arch, dynamic).items()):
+        c.file(guest_path, f.read_bytes(), 0o755)
     if modules_root is not None and modules_root.is_dir():
         for f in sorted(modules_root.rglob("*")):
             there = str(f.relative_to(modules_root))
@@ -258,6 +288,32 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             elif f.is_file() and not f.is_symlink():
                 c.file(there, f.read_bytes(), 0o644)
     return c.finish()
+
+
+def _libraries(arch: Arch, binaries: list[str]) -> dict[str, Path]:
+    """{guest path: file} of the loader and shared libraries
+    ``binaries`` need (ldd on the host's own; read from the ELF files
+    and the guest sysroot for another architecture, where ldd cannot
+    run them), and DLOPENED beside their libc."""
+    if arch.native:
+        libs = {
+            lib: Path(os.path.realpath(lib))
+            for b in binaries
+            for lib in image.shared_libs(b)
+        }
+        root = Path("/")
+    else:
+        root = image.guest_root(arch)
+        libs = image.cross_libs([Path(b) for b in binaries], root, arch)
+    libc_dirs = {
+        str(Path(g).parent) for g in libs if Path(g).name.startswith("libc.")
+    }
+    for name in DLOPENED:
+        for d in sorted(libc_dirs):
+            f = image.in_root(root, f"{d}/{name}")
+            if f is not None:
+                libs[f"{d}/{name}"] = Path(os.path.realpath(f))
+    return libs
 
 
 def wrapper_job(w: Wrapper, huge_1g_pages: int, swap_mib: int) -> str:
