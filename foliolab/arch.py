@@ -46,6 +46,18 @@ class Arch:
         return not self.cross_compile
 
     @property
+    def cross_make_args(self) -> list[str]:
+        """What a userland make (the selftests') is told for a guest of
+        another architecture: lib.mk takes the compiler from
+        CROSS_COMPILE, the mm Makefile its program list from ARCH."""
+        if self.native:
+            return []
+        return [
+            f"ARCH={self.linux_arch}",
+            f"CROSS_COMPILE={self.cross_compile}",
+        ]
+
+    @property
     def guest_cc(self) -> str:
         """The C compiler for the static guest binaries."""
         return f"{self.cross_compile}gcc"

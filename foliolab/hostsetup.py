@@ -269,6 +269,23 @@ def package_closure(
 SYSROOT_LAYOUT = 2
 
 
+def sysroot_cflags(arch: Arch) -> str:
+    """Compiler flags for a guest program of another architecture that
+    links a library of the sysroot (libnuma, libcap): its headers after
+    the cross compiler's own (-idirafter: they never shadow its libc's),
+    its libraries, and where their own dependencies are. "" for the
+    host's architecture."""
+    if arch.native:
+        return ""
+    root = guest_sysroot(arch)
+    usr_lib = root / "usr" / "lib" / arch.multiarch
+    lib = root / "lib" / arch.multiarch
+    return (
+        f"-idirafter {root}/usr/include -L{usr_lib}"
+        f" -Wl,-rpath-link,{usr_lib} -Wl,-rpath-link,{lib}"
+    )
+
+
 def sysroot_head(arch: Arch) -> str:
     """The first line of a sysroot's ``packages`` file: what it holds."""
     return f"roots: {' '.join(arch.guest_packages)} (layout {SYSROOT_LAYOUT})"
@@ -286,7 +303,8 @@ def relative_symlinks(root: Path) -> None:
                 continue
             target = os.readlink(link)
             if target.startswith("/"):
-                there = root / target.lstrip("/")
+                # normpath: a "/.." cannot climb out of the root
+                there = root / os.path.normpath(target).lstrip("/")
                 link.unlink()
                 link.symlink_to(os.path.relpath(there, link.parent))
 

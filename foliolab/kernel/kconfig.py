@@ -132,6 +132,9 @@ class Fragment:
     origin: dict[str, str]  # option -> fragment file that set it
     # options this kernel's version no longer has -> the file saying so
     gone: dict[str, str] = field(default_factory=dict)
+    # options the architecture cannot have -> its file saying so (also
+    # in gone); check() holds them to it
+    not_on_arch: dict[str, str] = field(default_factory=dict)
 
     def text(self) -> str:
         lines = [f"# foliolab {self.purpose} config, merged from configs/"]
@@ -214,6 +217,12 @@ def merge(
     for name, layer in layers:
         for k, v in layer.items():
             options.pop(k, None)  # keep later files' order
+            if v == NOT_ON_ARCH and not _arch_file(name, arch):
+                raise ConfigError(
+                    f"{name}: {k} 'is not on this architecture' in a "
+                    "file every architecture reads",
+                    hint=f"say it in configs/*-{arch}.config",
+                )
             if v in (GONE, NOT_ON_ARCH):
                 (gone if v == GONE else not_here)[k] = name
                 continue
@@ -223,7 +232,13 @@ def merge(
         options.pop(k, None)
         origin.pop(k, None)
         gone[k] = name
-    return Fragment(purpose, options, origin, gone)
+    return Fragment(purpose, options, origin, gone, not_here)
+
+
+def _arch_file(name: str, arch: str) -> bool:
+    """A fragment only ``arch`` reads (arch-ARCH.config,
+    LAYER-ARCH.config)."""
+    return name.endswith(f"-{arch}.config")
 
 
 _CONFIG_HEADER = re.compile(
@@ -250,7 +265,21 @@ def dropped(fragment: Fragment, config_text: str) -> list[str]:
 
 
 def check(fragment: Fragment, config_path: Path) -> None:
-    missing = dropped(fragment, config_path.read_text())
+    text = config_path.read_text()
+    final = parse(text, ".config")
+    # an option said not to be on the architecture that kconfig offers
+    # after all: the claim is stale, and the option left off for nothing
+    stale = [k for k in fragment.not_on_arch if final.get(k, "n") != "n"] + [
+        k for k in fragment.not_on_arch if f"# {k} is not set" in text
+    ]
+    if stale:
+        raise ConfigError(
+            f"{fragment.not_on_arch[stale[0]]} says {stale[0]} is not on "
+            "this architecture, but kconfig offers it",
+            hint="remove that line, so the option is asked for again",
+            log_path=config_path,
+        )
+    missing = dropped(fragment, text)
     if missing:
         raise ConfigError(
             f"kconfig dropped {len(missing)} requested option(s), first: "

@@ -51,19 +51,11 @@ def _build_kselftests_checked_out(
     # kselftest.h (a stable backport slip); including it for every test is
     # harmless (include guards). -k keeps the rest building if an optional
     # test cannot be.
+    # libnuma's header and library for another architecture: the guest
+    # sysroot's
     cflags = f"-include {mm.parent / 'kselftest.h'}"
-    cross = []
     if not arch.native:
-        # libnuma's header and library for the target come from the
-        # guest sysroot; -idirafter so they never shadow libc's headers.
-        root = hostsetup.guest_sysroot(arch)
-        cflags += (
-            f" -idirafter {root}/usr/include -L{root}/usr/lib/{arch.multiarch}"
-        )
-        cross = [
-            f"ARCH={arch.linux_arch}",
-            f"CROSS_COMPILE={arch.cross_compile}",
-        ]
+        cflags += " " + hostsetup.sysroot_cflags(arch)
     _forget_other_probe(mm, arch)
     proc.run(
         [
@@ -72,7 +64,7 @@ def _build_kselftests_checked_out(
             "-C",
             str(mm),
             f"OUTPUT={out}",
-            *cross,
+            *arch.cross_make_args,
             f"KHDR_INCLUDES=-isystem {hdr}",
             f"EXTRA_CFLAGS={cflags}",
             f"-j{os.cpu_count() or 2}",

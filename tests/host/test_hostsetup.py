@@ -187,3 +187,9 @@ def test_absolute_symlinks_are_pointed_into_the_sysroot(tmp_path):
     assert (dev / "libcap.so").read_bytes() == b"ELF"
     assert not os.readlink(dev / "libcap.so").startswith("/")
     assert os.readlink(lib / "libcap.so.2") == "libcap.so.2.66"
+    # a link to a directory, and one whose target climbs with ".."
+    (tmp_path / "lib64").symlink_to("/lib/aarch64-linux-gnu")
+    (dev / "up").symlink_to("/../../lib/aarch64-linux-gnu/libcap.so.2.66")
+    hostsetup.relative_symlinks(tmp_path)
+    assert (tmp_path / "lib64").resolve() == lib.resolve()
+    assert (dev / "up").resolve() == (lib / "libcap.so.2.66").resolve()

@@ -70,6 +70,50 @@ def test_an_option_the_architecture_lacks_is_asked_of_no_fragment():
     ) == {"CONFIG_A": kconfig.NOT_ON_ARCH}
 
 
+def _configs_with(tmp_path, name, text):
+    configs = tmp_path / "configs"
+    shutil.copytree(kconfig.CONFIGS_DIR, configs)
+    with (configs / name).open("a") as f:
+        f.write(text)
+    return configs
+
+
+def test_not_on_this_architecture_is_said_in_an_architectures_own_file(
+    tmp_path,
+):
+    # said in a file x86_64 reads too, it would take the option off there
+    configs = _configs_with(
+        tmp_path,
+        "mm-ci-lab.config",
+        "# CONFIG_KSM is not on this architecture: none\n",
+    )
+    with pytest.raises(errors.ConfigError, match="every architecture"):
+        kconfig.merge(kconfig.MMCI, "x86_64", configs, version=(7, 3))
+
+
+def test_a_stale_not_on_this_architecture_is_refused(tmp_path):
+    arm = kconfig.merge(kconfig.MMCI, "arm64", version=(7, 3))
+    assert arm.not_on_arch == {
+        "CONFIG_MEM_SOFT_DIRTY": "mm-ci-lab-arm64.config"
+    }
+    lines = [
+        f"{k}={v}" if v != "n" else f"# {k} is not set"
+        for k, v in arm.options.items()
+    ]
+    config = tmp_path / ".config"
+    # as 7.3's arm64 writes it: the option absent
+    config.write_text("\n".join(lines) + "\n")
+    kconfig.check(arm, config)
+    # an arm64 that gained HAVE_ARCH_SOFT_DIRTY offers it, set or not
+    for offered in (
+        "CONFIG_MEM_SOFT_DIRTY=y",
+        "# CONFIG_MEM_SOFT_DIRTY is not set",
+    ):
+        config.write_text("\n".join(lines + [offered]) + "\n")
+        with pytest.raises(errors.ConfigError, match="kconfig offers it"):
+            kconfig.check(arm, config)
+
+
 def test_other_purposes_do_not_take_the_mm_ci_layers():
     frag = kconfig.merge("debug", "x86_64", version=(7, 3))
     assert "CONFIG_TEST_HMM" not in frag.options
@@ -238,30 +282,65 @@ def test_an_arm64_payload_takes_bash_kmod_and_libraries_from_the_sysroot(
     assert f"lib/{arm.multiarch}/libgcc_s.so.1" in names  # dlopen()ed
     # the host's own are never taken for the arm64 guest
     assert not any("x86_64" in n for n in names)
-    # a sysroot without bash: one line naming it
+    # a sysroot without libgcc_s or bash: one line naming it
+    (lib / "libgcc_s.so.1").unlink()
+    with pytest.raises(errors.BuildError, match="libgcc_s.so.1"):
+        guest.payload(arm, tests, None)
     (root / "bin" / "bash").unlink()
     with pytest.raises(errors.BuildError, match="bin/bash for the arm64"):
         guest.payload(arm, tests, None)
 
 
-def test_the_selftests_are_built_for_the_guests_architecture(
-    tmp_path, monkeypatch
-):
-    from foliolab import hostsetup
+def test_a_host_without_kmod_is_told_to_install_it(monkeypatch):
+    from foliolab.kernel import image
 
-    arm = get_arch("arm64")
-    assert guest._cross_make_args(X86) == []
-    assert guest._cross_cflags(X86) == ""
-    assert guest._cross_make_args(arm) == [
-        "ARCH=arm64",
-        "CROSS_COMPILE=aarch64-linux-gnu-",
-    ]
-    monkeypatch.setattr(hostsetup, "guest_sysroot", lambda a: tmp_path)
-    flags = guest._cross_cflags(arm)
-    # libnuma's and libcap's headers after the cross compiler's own
-    assert f"-idirafter {tmp_path}/usr/include" in flags
-    assert f"-L{tmp_path}/usr/lib/aarch64-linux-gnu" in flags
-    assert "-isystem" not in flags and " -I" not in flags
+    monkeypatch.setattr(image, "guest_tool", lambda arch, path: None)
+    with pytest.raises(errors.BuildError) as e:
+        guest._guest_file(X86, guest.KMOD)
+    assert e.value.hint == "apt-get install bash kmod"
+
+
+@pytest.mark.parametrize("arch_name", ["x86_64", "arm64"])
+def test_the_selftests_are_built_for_the_guests_architecture(
+    tmp_cache, monkeypatch, arch_name
+):
+    from foliolab import hostsetup, proc
+
+    arch = get_arch(arch_name)
+    root = tmp_cache / "sysroot" / arch_name
+    monkeypatch.setattr(guest, "selftests_key", lambda repo, commit: "k")
+
+    def copy_tree(repo, commit, dest, paths):
+        (dest / discover.MM).mkdir(parents=True)
+        (dest / discover.MM / "run_vmtests.sh").write_text("#!/bin/bash\n")
+
+    made = []
+
+    def run_until(argv, *, output, timeout, **kw):
+        made.append([str(a) for a in argv])
+        output.write_text("")
+        return proc.Finished(0, False, 0.1, 0.1)
+
+    monkeypatch.setattr(guest.hosttests, "copy_tree", copy_tree)
+    monkeypatch.setattr(proc, "run_until", run_until)
+    guest.build_selftests(tmp_cache, "c" * 40, arch)
+    headers, selftests = made
+    cflags = next(a for a in selftests if a.startswith("EXTRA_CFLAGS="))
+    assert cflags.startswith("EXTRA_CFLAGS=-include ")
+    if arch.native:
+        assert not any(a.startswith("CROSS_COMPILE=") for a in selftests)
+        assert str(root) not in cflags
+        assert "CROSS_COMPILE=" in headers  # empty: the host's compiler
+        return
+    assert "ARCH=arm64" in selftests and "ARCH=arm64" in headers
+    assert "CROSS_COMPILE=aarch64-linux-gnu-" in selftests
+    # libnuma's and libcap's headers after the cross compiler's own, their
+    # libraries and those libraries' own dependencies from the sysroot
+    assert f"-idirafter {root}/usr/include" in cflags
+    assert f"-L{root}/usr/lib/aarch64-linux-gnu" in cflags
+    assert f"-Wl,-rpath-link,{root}/lib/aarch64-linux-gnu" in cflags
+    assert "-isystem" not in cflags and " -I" not in cflags
+    assert hostsetup.sysroot_cflags(arch) in cflags
 
 
 def test_arm64_runs_the_wrappers_and_refuses_host_tests_in_one_line(capsys):

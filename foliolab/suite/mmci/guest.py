@@ -171,9 +171,11 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
                 str(src / MM),
                 f"-j{os.cpu_count() or 2}",
                 "-k",
-                *_cross_make_args(arch),
-                f"EXTRA_CFLAGS=-include {src / HELPERS}.h"
-                + _cross_cflags(arch),
+                *arch.cross_make_args,
+                # libnuma's and libcap's for another architecture: the
+                # guest sysroot's (arch.guest_packages)
+                f"EXTRA_CFLAGS=-include {src / HELPERS}.h "
+                + hostsetup.sysroot_cflags(arch),
             ],
             output=logf,
             timeout=3600,
@@ -208,33 +210,15 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
     return Selftests(keep / "mm", commit, tuple(not_built), keep / "build.log")
 
 
-def _cross_make_args(arch: Arch) -> list[str]:
-    """What the selftests' make is told for another architecture: lib.mk
-    takes the compiler from CROSS_COMPILE, the mm Makefile its program
-    list from ARCH (an arm64 build has no 32-bit programs, for one)."""
-    if arch.native:
-        return []
-    return [f"ARCH={arch.linux_arch}", f"CROSS_COMPILE={arch.cross_compile}"]
-
-
-def _cross_cflags(arch: Arch) -> str:
-    """libnuma's and libcap's headers and libraries for another
-    architecture: in the guest sysroot (arch.guest_packages), after the
-    cross compiler's own, so they never shadow its libc's headers."""
-    if arch.native:
-        return ""
-    root = hostsetup.guest_sysroot(arch)
-    libdir = root / "usr" / "lib" / arch.multiarch
-    return (
-        f" -idirafter {root}/usr/include -L{libdir} -Wl,-rpath-link,{libdir}"
-        f" -Wl,-rpath-link,{root}/lib/{arch.multiarch}"
-    )
-
-
 def _guest_file(arch: Arch, path: str) -> Path:
     """The file the guest gets at ``path`` (bash, kmod): the host's own
     for its architecture, else the guest sysroot's."""
     found = image.guest_tool(arch, path)
+    if found is None and arch.native:
+        raise BuildError(
+            f"{path} for the guest is missing on this host",
+            hint="apt-get install bash kmod",
+        )
     if found is None:
         root = image.guest_root(arch)
         raise BuildError(
@@ -309,10 +293,19 @@ def _libraries(arch: Arch, binaries: list[str]) -> dict[str, Path]:
         str(Path(g).parent) for g in libs if Path(g).name.startswith("libc.")
     }
     for name in DLOPENED:
-        for d in sorted(libc_dirs):
-            f = image.in_root(root, f"{d}/{name}")
-            if f is not None:
-                libs[f"{d}/{name}"] = Path(os.path.realpath(f))
+        found = [
+            (f"{d}/{name}", f)
+            for d in sorted(libc_dirs)
+            if (f := image.in_root(root, f"{d}/{name}")) is not None
+        ]
+        if not found and not arch.native:
+            raise BuildError(
+                f"{name} (dlopen()ed by glibc) is not beside the "
+                f"{arch.name} guest's libc in {root}",
+                hint=f"remove {root} to have it unpacked again",
+            )
+        for guest_path, f in found:
+            libs[guest_path] = Path(os.path.realpath(f))
     return libs
 
 
