@@ -37,6 +37,11 @@ from foliolab.workloads import windows
 
 log = logging.getLogger("foliolab")
 
+# What glibc opens by name at run time, which no ELF file lists (ldd
+# neither): pthread_cancel() needs libgcc_s (the mm selftest migration's
+# private cases ended "libgcc_s.so.1 must be installed for pthread_cancel
+# to work"). Put beside the libc the guest's programs use.
+DLOPENED = ("libgcc_s.so.1",)
 # Host tools copied into the guest with their shared libraries (for a
 # cross guest: the same paths in its sysroot).
 HOST_TOOLS = ["/usr/sbin/mkfs.xfs", "/usr/bin/stress-ng"]
@@ -241,6 +246,41 @@ def cross_libs(
     return out
 
 
+def guest_libraries(arch: Arch, binaries: list[str]) -> dict[str, Path]:
+    """{guest path: file} of the loader and shared libraries
+    ``binaries`` need (ldd on the host's own; read from the ELF files
+    and the guest sysroot for another architecture, where ldd cannot
+    run them), and DLOPENED beside their libc."""
+    if arch.native:
+        libs = {
+            lib: Path(os.path.realpath(lib))
+            for b in binaries
+            for lib in shared_libs(b)
+        }
+        root = Path("/")
+    else:
+        root = guest_root(arch)
+        libs = cross_libs([Path(b) for b in binaries], root, arch)
+    libc_dirs = {
+        str(Path(g).parent) for g in libs if Path(g).name.startswith("libc.")
+    }
+    for name in DLOPENED:
+        found = [
+            (f"{d}/{name}", f)
+            for d in sorted(libc_dirs)
+            if (f := in_root(root, f"{d}/{name}")) is not None
+        ]
+        if not found and not arch.native:
+            raise ImageError(
+                f"{name} (dlopen()ed by glibc) is not beside the "
+                f"{arch.name} guest's libc in {root}",
+                hint=f"remove {root} to have it unpacked again",
+            )
+        for guest_path, f in found:
+            libs[guest_path] = Path(os.path.realpath(f))
+    return libs
+
+
 def guest_root(arch: Arch) -> Path:
     """Where busybox and the host tools for the guest come from."""
     return Path("/") if arch.native else hostsetup.guest_sysroot(arch)
@@ -423,13 +463,10 @@ def build_image(arch: Arch, kselftests: Path | None = None) -> Image:
             )
         put(tool, src)
         dynamic.append(Path(tool) if arch.native else src)
-    if arch.native:
-        libs = {lib for b in dynamic for lib in shared_libs(str(b))}
-        for lib in sorted(libs):
-            put(lib, Path(os.path.realpath(lib)))
-    else:
-        for guest, src in sorted(cross_libs(dynamic, root, arch).items()):
-            put(guest, src)
+    for guest, src in sorted(
+        guest_libraries(arch, [str(b) for b in dynamic]).items()
+    ):
+        put(guest, src)
     data = c.finish()
     digest = hashlib.sha256(data).hexdigest()[:12]
     return Image(_store_image(arch, data, digest), digest, binaries)

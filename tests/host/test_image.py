@@ -199,6 +199,35 @@ def test_cross_libs_resolve_in_the_sysroot(tmp_path):
         image.cross_libs([binary], root, ARCHES["arm64"])
 
 
+def test_the_library_glibc_opens_by_name_goes_beside_libc(
+    tmp_path, monkeypatch
+):
+    # pthread_cancel() dlopen()s libgcc_s: no ELF file names it, so a
+    # guest built from DT_NEEDED alone lacked it (the mm selftest
+    # migration's private cases aborted, in the suite and the mm CI's)
+    native = image.guest_libraries(ARCHES["x86_64"], ["/bin/true"])
+    libc = next(g for g in native if Path(g).name == "libc.so.6")
+    assert str(Path(libc).parent / "libgcc_s.so.1") in native
+    root = tmp_path / "sysroot"
+    libdir = root / "lib/aarch64-linux-gnu"
+    libdir.mkdir(parents=True)
+    (root / "lib/ld-linux-aarch64.so.1").write_bytes(make_elf(183))
+    (libdir / "libc.so.6").write_bytes(make_elf(183))
+    (libdir / "libgcc_s.so.1").write_bytes(make_elf(183))
+    binary = tmp_path / "migration"
+    binary.write_bytes(
+        make_elf(183, "/lib/ld-linux-aarch64.so.1", ("libc.so.6",))
+    )
+    monkeypatch.setattr(image, "guest_root", lambda arch: root)
+    cross = image.guest_libraries(ARCHES["arm64"], [str(binary)])
+    assert cross["/lib/aarch64-linux-gnu/libgcc_s.so.1"] == libdir / (
+        "libgcc_s.so.1"
+    )
+    (libdir / "libgcc_s.so.1").unlink()
+    with pytest.raises(ImageError, match="libgcc_s.so.1"):
+        image.guest_libraries(ARCHES["arm64"], [str(binary)])
+
+
 def test_in_root_keeps_absolute_symlinks_inside(tmp_path):
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mkfs.xfs").write_bytes(b"x")

@@ -246,8 +246,8 @@ def test_x86_fragment_unchanged_by_the_arch_split(purpose, data):
     configs/arch-*.config existed (saved in tests/host/data), so its
     .config is unchanged: kconfig does not depend on the order of lines
     in KCONFIG_ALLCONFIG, only on the options and their values. (The
-    debug one has since gained MEMORY_FAILURE and X86_MCE, FAILSLAB and
-    BLK_DEV_NULL_BLK, on purpose.)"""
+    debug one has since gained MEMORY_FAILURE and X86_MCE, FAILSLAB,
+    BLK_DEV_NULL_BLK and PROC_MEM_ALWAYS_FORCE, on purpose.)"""
     before = kconfig.parse(
         (data / f"kconfig-x86_64-{purpose}.fragment").read_text()
     )

@@ -66,10 +66,6 @@ BASH = "/bin/bash"
 # hwpoison_inject not found" with busybox's, 2026-11-29)
 KMOD = "/usr/bin/kmod"
 KMOD_NAMES = ("sbin/modprobe", "sbin/insmod", "sbin/rmmod", "sbin/lsmod")
-# What glibc opens by name at run time, which ldd does not list:
-# pthread_cancel() needs libgcc_s (migration's private cases ended
-# "libgcc_s.so.1 must be installed for pthread_cancel to work").
-DLOPENED = ("libgcc_s.so.1",)
 # The kselftest helpers beside selftests/mm that its scripts source by a
 # relative path (kmemleak's wrappers: ../kselftest/ktap_helpers.sh)
 HELPERS = "tools/testing/selftests/kselftest"
@@ -262,7 +258,7 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
     for name in KMOD_NAMES:
         c.symlink(name, KMOD)
     dynamic.append(str(kmod))
-    for guest_path, f in sorted(_libraries(arch, dynamic).items()):
+    for guest_path, f in sorted(image.guest_libraries(arch, dynamic).items()):
         c.file(guest_path, f.read_bytes(), 0o755)
     if modules_root is not None and modules_root.is_dir():
         for f in sorted(modules_root.rglob("*")):
@@ -272,41 +268,6 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             elif f.is_file() and not f.is_symlink():
                 c.file(there, f.read_bytes(), 0o644)
     return c.finish()
-
-
-def _libraries(arch: Arch, binaries: list[str]) -> dict[str, Path]:
-    """{guest path: file} of the loader and shared libraries
-    ``binaries`` need (ldd on the host's own; read from the ELF files
-    and the guest sysroot for another architecture, where ldd cannot
-    run them), and DLOPENED beside their libc."""
-    if arch.native:
-        libs = {
-            lib: Path(os.path.realpath(lib))
-            for b in binaries
-            for lib in image.shared_libs(b)
-        }
-        root = Path("/")
-    else:
-        root = image.guest_root(arch)
-        libs = image.cross_libs([Path(b) for b in binaries], root, arch)
-    libc_dirs = {
-        str(Path(g).parent) for g in libs if Path(g).name.startswith("libc.")
-    }
-    for name in DLOPENED:
-        found = [
-            (f"{d}/{name}", f)
-            for d in sorted(libc_dirs)
-            if (f := image.in_root(root, f"{d}/{name}")) is not None
-        ]
-        if not found and not arch.native:
-            raise BuildError(
-                f"{name} (dlopen()ed by glibc) is not beside the "
-                f"{arch.name} guest's libc in {root}",
-                hint=f"remove {root} to have it unpacked again",
-            )
-        for guest_path, f in found:
-            libs[guest_path] = Path(os.path.realpath(f))
-    return libs
 
 
 def wrapper_job(w: Wrapper, huge_1g_pages: int, swap_mib: int) -> str:
