@@ -1007,6 +1007,38 @@ def test_the_612_record_is_the_runs_own_summary():
     assert compare.summary_text(cases, "base", "next") == printed
 
 
+HOST_73 = "mmci-host-73"
+
+
+def figures_host_73():
+    """7.3.4's host tests against 7.3.4 + patches/7.3's, once each: the
+    totals and the two longest programs' wall and CPU seconds on up."""
+    rows = {
+        k: [
+            [
+                t
+                for t in Outcomes.read(RUNS / HOST_73).tests
+                if t.kernel == k and t.path.startswith("hosttest.")
+            ]
+        ]
+        for k in ("up", "next")
+    }
+    cases = compare.compare(rows["up"], rows["next"])
+    up, nxt = compare.summary(cases, "up", "next")
+    by = {t.path.removeprefix("hosttest."): t for t in rows["up"][0]}
+    main, maple = by["radix-tree.main"], by["radix-tree.maple"]
+    return [
+        f"run folder `{HOST_73}`",
+        f"{up.passed} pass, {up.failed} fail, {up.skipped} skip on `up`",
+        f"{nxt.passed} pass, {nxt.failed} fail, {nxt.skipped} skip and "
+        f"{nxt.new} new on `next`",
+        f"radix-tree's `main` {whole(main.duration_s)} s",
+        f"`maple` {whole(maple.duration_s)} s",
+        f"({whole(main.misc['cpu_s'])} and {whole(maple.misc['cpu_s'])} s "
+        "of CPU)",
+    ]
+
+
 FIGURES = {
     README: {
         "results-612-r7-count": figures_612_r7_count,
@@ -1017,6 +1049,7 @@ FIGURES = {
         NEXT: mmci_next_figures,
         THP: mmci_thp_figures,
         MMCI_612: figures_mmci_612,
+        HOST_73: figures_host_73,
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
