@@ -48,6 +48,7 @@ MANUAL = PROJECT_ROOT / "docs" / "manual.md"
 # stopped before it wrote its outcomes): their figures are not derived
 # again by anything.
 NOT_KEPT = {
+    "suite-612-ci-s7",
     "results-pv-count-x86",
     "results-issue7-1",
     "results-pv-count-x86-dirty-tlb-idle",
@@ -88,7 +89,7 @@ NOT_KEPT = {
 }
 # how README writes a run's folder: in backquotes, a lab run's prefix
 RUN_NAME = re.compile(
-    r"`((?:results|sweep|mmci|robot|kh)-[^`\s]+|7\d-[^`\s]+|61\d-[^`\s]+)`"
+    r"`((?:results|sweep|mmci|robot|kh|suite)-[^`\s]+|7\d-[^`\s]+|61\d-[^`\s]+)`"
 )
 
 
