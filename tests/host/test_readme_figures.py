@@ -1008,6 +1008,40 @@ def test_the_612_record_is_the_runs_own_summary():
     assert compare.summary_text(cases, "base", "next") == printed
 
 
+ARM64_1 = "mmci-arm64-1"
+
+
+def figures_arm64(run):
+    """7.3.4 against 7.3.4 + patches/7.3 on an arm64 guest, a boot per
+    wrapper: the totals, the table, the failing cases, each kernel's
+    minutes of boots and the longest boot."""
+    up, nxt = one_round(run, "up"), one_round(run, "next")
+    cases = compare.compare(up, nxt)
+    boots = {
+        k: [t for t in rows[0] if t.path.count(".") == 2]
+        for k, rows in (("up", up), ("next", nxt))
+    }
+    longest = max(boots["up"], key=lambda t: t.duration_s)
+    return [
+        f"run folder `{run}`",
+        *(
+            f"`{k}` {half_up(sum(t.duration_s for t in b) / 60)} min"
+            for k, b in boots.items()
+        ),
+        f"the longest `{longest.path.rsplit('.', 1)[1]}` "
+        f"{whole(longest.duration_s)} s",
+        *pair_figures(cases, "up", "next"),
+    ]
+
+
+def test_the_arm64_record_is_the_runs_own_summary():
+    cases = compare.compare(
+        one_round(ARM64_1, "up"), one_round(ARM64_1, "next")
+    )
+    printed = (RUNS / ARM64_1 / "mmci-summary.txt").read_text()
+    assert compare.summary_text(cases, "up", "next") == printed
+
+
 HOST_73 = "mmci-host-73"
 
 
@@ -1051,6 +1085,7 @@ FIGURES = {
         THP: mmci_thp_figures,
         MMCI_612: figures_mmci_612,
         HOST_73: figures_host_73,
+        ARM64_1: functools.partial(figures_arm64, ARM64_1),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
