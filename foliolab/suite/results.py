@@ -211,10 +211,10 @@ def compare_kselftests(
     A kselftest that did not pass as a whole on vanilla is reported but
     not compared: its subtests are not stable enough to call a difference
     a regression (uffd-unit-tests: timing under TCG). migration's
-    baseline failure was the image's, not the kernel's: its private cases
-    call pthread_cancel(), which needs libgcc_s, now in the image
-    (image.DLOPENED); with it they passed (2026-11-30), but the recorded
-    baseline still says fail until it is recorded again. ``reruns``: the earlier runs of a
+    baseline failure was the image's, not the kernel's: its private
+    cases call pthread_cancel(), which needs libgcc_s, now in the image
+    (image.DLOPENED); with it they passed (2026-11-30), but the
+    recorded baseline still says fail until it is recorded again. ``reruns``: the earlier runs of a
     kselftest that ran again; its last run is judged, and its line says
     how the earlier ones went.
     """
