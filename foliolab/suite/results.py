@@ -214,9 +214,9 @@ def compare_kselftests(
     baseline failure was the image's, not the kernel's: its private
     cases call pthread_cancel(), which needs libgcc_s, now in the image
     (image.DLOPENED); with it they passed (2026-11-30), but the
-    recorded baseline still says fail until it is recorded again. ``reruns``: the earlier runs of a
-    kselftest that ran again; its last run is judged, and its line says
-    how the earlier ones went.
+    recorded baseline still says fail until it is recorded again.
+    ``reruns``: the earlier runs of a kselftest that ran again; its last
+    run is judged, and its line says how the earlier ones went.
     """
     checks = []
     for name, subs in sorted(results.items()):
