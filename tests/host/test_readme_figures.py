@@ -1043,6 +1043,25 @@ def test_the_arm64_records_are_the_runs_own_summaries(run):
     assert compare.summary_text(cases, "up", "next") == printed
 
 
+def manual_arm64_times():
+    """The manual's times of 7.3.4's wrappers on arm64's up: the six
+    longest by name, the rest as a range, the sum."""
+    boots = {
+        t.path.rsplit(".", 1)[1]: t.duration_s
+        for run in (ARM64_1, ARM64_2)
+        for t in one_round(run, "up")[0]
+        if t.path.count(".") == 2
+    }
+    named = ["migration", "hmm", "pagemap", "ksm", "compaction", "mremap"]
+    rest = sorted(v for k, v in boots.items() if k not in named)
+    return [
+        ", ".join(f"`{n}` {whole(boots[n])} s" for n in named),
+        f"the other {len(rest)} wrappers {whole(rest[0])} to "
+        f"{whole(rest[-1])} s "
+        f"each: {whole(sum(boots.values()))} s in all",
+    ]
+
+
 HOST_73 = "mmci-host-73"
 
 
@@ -1111,6 +1130,7 @@ FIGURES = {
     MANUAL: {
         MMCI: manual_mmci_figures,
         MMCI_612: manual_612_times,
+        ARM64_1: manual_arm64_times,
         # and the two of round 2
         "results-612-r7-count": manual_rereported_figures,
     },
