@@ -362,6 +362,11 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             )
     arch = get_arch(args.arch)
     wrappers = _wrapper_names(args.wrappers)
+    if wrappers == () and args.no_host_tests:
+        raise UsageError(
+            "--wrappers none with --no-host-tests: nothing to run",
+            hint="name the wrappers to boot, or leave one of them out",
+        )
     if not arch.native and not args.no_host_tests:
         # the mm CI runs them on an arm64 host; here they would be built
         # for and run on this x86_64 host, which is x86_64's result

@@ -343,6 +343,24 @@ def test_the_selftests_are_built_for_the_guests_architecture(
     assert hostsetup.sysroot_cflags(arch) in cflags
 
 
+def test_a_run_of_nothing_is_refused_in_one_line(capsys, tmp_path):
+    rc, _, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--kernel",
+        "up=base",
+        "--wrappers",
+        "none",
+        "--no-host-tests",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "nothing to run" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_arm64_runs_the_wrappers_and_refuses_host_tests_in_one_line(capsys):
     rc, _, err = run_cli(
         capsys, "test", "--mm-ci", "--arch", "arm64", "--kernel", "up=base"
