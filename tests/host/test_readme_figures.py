@@ -1010,6 +1010,7 @@ def test_the_612_record_is_the_runs_own_summary():
 
 ARM64_1 = "mmci-arm64-1"
 ARM64_2 = "mmci-arm64-more"  # the other wrappers but the five longest
+ARM64_THP = "mmci-arm64-thp"
 
 
 def figures_arm64(run):
@@ -1036,7 +1037,7 @@ def figures_arm64(run):
     ]
 
 
-@pytest.mark.parametrize("run", [ARM64_1, ARM64_2])
+@pytest.mark.parametrize("run", [ARM64_1, ARM64_2, ARM64_THP])
 def test_the_arm64_records_are_the_runs_own_summaries(run):
     cases = compare.compare(one_round(run, "up"), one_round(run, "next"))
     printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1107,6 +1108,7 @@ FIGURES = {
         HOST_73: figures_host_73,
         ARM64_1: functools.partial(figures_arm64, ARM64_1),
         ARM64_2: functools.partial(figures_arm64, ARM64_2),
+        ARM64_THP: functools.partial(figures_arm64, ARM64_THP),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
