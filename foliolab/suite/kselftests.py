@@ -51,9 +51,9 @@ def _build_kselftests_checked_out(
     # kselftest.h (a stable backport slip); including it for every test is
     # harmless (include guards). -k keeps the rest building if an optional
     # test cannot be.
+    cflags = f"-include {mm.parent / 'kselftest.h'}"
     # libnuma's header and library for another architecture: the guest
     # sysroot's
-    cflags = f"-include {mm.parent / 'kselftest.h'}"
     if not arch.native:
         cflags += " " + hostsetup.sysroot_cflags(arch)
     _forget_other_probe(mm, arch)
