@@ -123,6 +123,10 @@ class Outcomes:
     command: str
     kernels: Sequence[KernelRecord]
     tests: Sequence[TestOutcome]
+    # False: the rows so far of a run still going (or stopped before its
+    # end), written as it goes so that a stop keeps what was tested; a
+    # reader that takes the rows for the run's whole answer refuses it
+    finished: bool = True
 
     def __post_init__(self) -> None:
         names = [k.name for k in self.kernels]
@@ -134,12 +138,14 @@ class Outcomes:
                 )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "command": self.command,
-            "kernels": [k.to_json() for k in self.kernels],
-            "tests": [t.to_json() for t in self.tests],
-        }
+        d: dict[str, Any] = {"schema": SCHEMA, "command": self.command}
+        if not self.finished:
+            # absent in a finished run's file, as in every file written
+            # before runs wrote their rows as they went
+            d["finished"] = False
+        d["kernels"] = [k.to_json() for k in self.kernels]
+        d["tests"] = [t.to_json() for t in self.tests]
+        return d
 
     def write(self, out: Path) -> Path:
         """OUT/outcomes.json, whole or not at all (written beside, then
@@ -176,12 +182,16 @@ class Outcomes:
             command = d.get("command")
             if not isinstance(command, str) or not command:
                 raise ValueError("it names no command")
+            finished = d.get("finished", True)
+            if not isinstance(finished, bool):
+                raise ValueError(f"finished {finished!r} is not true or false")
             for i, k in enumerate(kernels):
                 check_json(path, k, HINT, f"kernels[{i}]")
             return cls(
                 command,
                 [KernelRecord.from_json(k) for k in kernels],
                 [TestOutcome.from_json(t) for t in tests],
+                finished,
             )
         except (ValueError, KeyError, TypeError) as e:
             raise DamagedRunError(f"{path}: {e}", hint=HINT) from e

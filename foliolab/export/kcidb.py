@@ -540,6 +540,14 @@ def read_records(records: Path) -> tuple[Outcomes, diff.Run | None]:
             "or bisect run",
         )
     outcomes = Outcomes.read(records)
+    if not outcomes.finished:
+        # the rows of a stopped run: real, but not the run's answer (a
+        # wrapper or kernel it never reached would read as never tried)
+        raise UsageError(
+            f"{records}: the run did not finish; its {OUTCOMES} holds "
+            f"the {len(outcomes.tests)} row(s) it had when it stopped",
+            hint="run the command again to its end, then export it",
+        )
     if outcomes.command != "compare":
         return outcomes, None
     if not (records / "results.json").is_file():

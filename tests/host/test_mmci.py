@@ -800,3 +800,66 @@ def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     assert sum(t.path == "hosttest.radix-tree.holds" for t in got.tests) == 6
     assert (out / "mmci-summary.json").exists()
     assert (out / "next/host-3/radix-tree-fails.log").exists()
+
+
+def test_a_run_stopped_at_its_second_kernel_keeps_the_firsts_rows(
+    capsys, tmp_path, monkeypatch
+):
+    """Each run's rows are written as they come: a run that dies at its
+    second kernel (here its tree cannot be had) leaves outcomes.json with
+    the first kernel's rows, marked unfinished, which the KCIDB export
+    refuses in one line rather than publish as the run's answer."""
+    from foliolab.kernel import source, trees
+    from foliolab.testrecord import Outcomes
+
+    fine = FAKE_MAKEFILE.replace("exit 3", "exit 0")
+    up_repo, up_commit = make_tree(
+        tmp_path / "up",
+        {
+            "tools/testing/radix-tree/Makefile": fine,
+            f"{MM}/run_vmtests.sh": USAGE,
+        },
+    )
+
+    def tree_of(k):
+        if k.name == "next":
+            raise SourceError("next: the tree cannot be had")
+        return source.Tree("up", up_repo, up_commit, "")
+
+    monkeypatch.setattr(trees, "tree_of", tree_of)
+    monkeypatch.setattr(hosttests, "check_host", lambda: None)
+    out = tmp_path / "out"
+    rc, _, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--wrappers",
+        "none",
+        "--repeat",
+        "2",
+        "--out",
+        str(out),
+        "--kernel",
+        f"up=git:{up_repo}@main",
+        "--kernel",
+        f"next=git:{up_repo}@main",
+    )
+    assert rc == SourceError.exit_code, err
+    got = Outcomes.read(out)
+    assert not got.finished
+    assert [k.name for k in got.kernels] == ["up"]
+    assert sum(t.path == "hosttest.radix-tree.holds" for t in got.tests) == 2
+    assert {t.misc["run"] for t in got.tests} == {1, 2}
+    assert not (out / "mmci-summary.json").exists()
+    rc, _, err = run_cli(
+        capsys,
+        "report",
+        str(out),
+        "--kcidb",
+        str(tmp_path / "k.json"),
+        "--origin",
+        "lab",
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "the run did not finish" in err
+    assert not (tmp_path / "k.json").exists()

@@ -69,3 +69,29 @@ def test_a_later_schema_and_a_missing_file_are_damage(tmp_path):
     )
     with pytest.raises(DamagedRunError, match="schema 2"):
         Outcomes.read(tmp_path)
+
+
+def test_an_unfinished_run_says_so_and_a_finished_one_as_before(tmp_path):
+    """A run's rows so far carry finished: false; a finished run's file
+    is as every file before it (no such key), and a key that is not true
+    or false is damage."""
+    row = TestOutcome("a", TestStatus.PASS, "up")
+    Outcomes("test", KERNELS, [row], finished=False).write(tmp_path)
+    assert json.loads((tmp_path / OUTCOMES).read_text())["finished"] is False
+    assert not Outcomes.read(tmp_path).finished
+    Outcomes("test", KERNELS, [row]).write(tmp_path)
+    assert "finished" not in json.loads((tmp_path / OUTCOMES).read_text())
+    assert Outcomes.read(tmp_path).finished
+    (tmp_path / OUTCOMES).write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "command": "x",
+                "finished": "no",
+                "kernels": [],
+                "tests": [],
+            }
+        )
+    )
+    with pytest.raises(DamagedRunError, match="'no' is not true or false"):
+        Outcomes.read(tmp_path)

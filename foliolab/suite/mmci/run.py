@@ -13,6 +13,7 @@ program's and wrapper's log under ``KERNEL/``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -155,6 +156,7 @@ def run(req: MmciRequest) -> MmciResult:
         make_executor(req.executor, req.out) if req.wrappers != () else None
     )
     records: list[KernelRecord] = []
+    sofar = _SoFar(req.out, records)
     runs: dict[str, list[list[TestOutcome]]] = {}
     for k in req.kernels:
         tree = trees.tree_of(k)
@@ -170,7 +172,7 @@ def run(req: MmciRequest) -> MmciResult:
             " ".join(w.name for w in wrappers),
         )
         runs[k.name] = _kernel_runs(
-            req, k.name, tree, wrappers, executor, host=req.host_tests
+            req, k.name, tree, wrappers, executor, req.host_tests, sofar
         )
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
@@ -215,6 +217,25 @@ def run(req: MmciRequest) -> MmciResult:
     return MmciResult(outcomes, "\n".join(texts), passed)
 
 
+@dataclass
+class _SoFar:
+    """The rows of a run as they come, written after each host-test run
+    and each wrapper as an unfinished OUT/outcomes.json: a run stopped
+    after hours (a signal, a lost worker, a failed build of the next
+    kernel) keeps every row it had. The run's end writes the whole file
+    over it, comparison included."""
+
+    out: Path
+    kernels: list[KernelRecord]
+    rows: list[TestOutcome] = field(default_factory=list)
+
+    def add(self, rows: list[TestOutcome]) -> None:
+        self.rows += rows
+        Outcomes("test", self.kernels, self.rows, finished=False).write(
+            self.out
+        )
+
+
 def _kernel_runs(
     req: MmciRequest,
     name: str,
@@ -222,26 +243,35 @@ def _kernel_runs(
     wrappers: list[discover.Wrapper],
     executor: Executor | None,
     host: bool,
+    sofar: _SoFar | None = None,
 ) -> list[list[TestOutcome]]:
     """``req.repeat`` runs of the kernel's tests: its host tests (when
-    ``host``), then each wrapper on its own boot; each run's rows."""
+    ``host``), then each wrapper on its own boot; each run's rows, each
+    given to ``sofar`` too as it comes (None: a prefix of a first-bad
+    search, whose kernels are not the run's)."""
     runs: list[list[TestOutcome]] = [[] for _ in range(req.repeat)]
-    several = req.repeat > 1
+
+    def came(i: int, rows: list[TestOutcome]) -> None:
+        tagged = [_with_run(r, i) if req.repeat > 1 else r for r in rows]
+        runs[i - 1] += tagged
+        if sofar is not None:
+            sofar.add(tagged)
+
     if host:
         for i in range(1, req.repeat + 1):
             log.info("%s: host tests, run %d of %d", name, i, req.repeat)
-            rows = hosttests.run_host_tests(
-                tree.path,
-                tree.commit,
-                name,
-                req.out,
-                f"{name}/host-{i}" if several else f"{name}/host",
+            came(
+                i,
+                hosttests.run_host_tests(
+                    tree.path,
+                    tree.commit,
+                    name,
+                    req.out,
+                    f"{name}/host-{i}" if req.repeat > 1 else f"{name}/host",
+                ),
             )
-            runs[i - 1] += [_with_run(r, i) if several else r for r in rows]
     if wrappers and executor is not None:
-        guest_rows = _guest_runs(req, name, tree, wrappers, executor)
-        for i, rows in enumerate(guest_rows, 1):
-            runs[i - 1] += [_with_run(r, i) if several else r for r in rows]
+        _guest_runs(req, name, tree, wrappers, executor, came)
     return runs
 
 
@@ -277,9 +307,11 @@ def _guest_runs(
     tree: source.Tree,
     wrappers: list[discover.Wrapper],
     executor: Executor,
-) -> list[list[TestOutcome]]:
+    came: Callable[[int, list[TestOutcome]], None],
+) -> None:
     """Each wrapper booted ``req.repeat`` times (the wrappers in turn in
-    each run); the rows of each run."""
+    each run); each boot's rows given to ``came`` with its run's number
+    as the boot ends."""
     kdir = req.out / name
     modules: list[Path] = []
     kernel = build.build_kernel(
@@ -315,9 +347,7 @@ def _guest_runs(
         timeout=limit,
         cmdline=guest.kernel_args() + req.append,
     )
-    out: list[list[TestOutcome]] = []
     for i in range(1, req.repeat + 1):
-        rows: list[TestOutcome] = []
         for w in wrappers:
             log.info(
                 "%s: wrapper %s (%s), run %d of %d",
@@ -328,18 +358,19 @@ def _guest_runs(
                 req.repeat,
             )
             sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
-            rows += _one_wrapper(
-                req,
-                name,
-                w,
-                spec,
-                img,
-                executor,
-                f"{name}/guest/{sub}",
-                tests,
+            came(
+                i,
+                _one_wrapper(
+                    req,
+                    name,
+                    w,
+                    spec,
+                    img,
+                    executor,
+                    f"{name}/guest/{sub}",
+                    tests,
+                ),
             )
-        out.append(rows)
-    return out
 
 
 def _one_wrapper(
