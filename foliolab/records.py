@@ -1,6 +1,7 @@
 """The one reader of the records the lab reads back (environment.json,
 results.json, samples.jsonl, outcomes.json, boot.json and job.json,
-bisect.json, robot.json, coverage.json, suite.json, rundir.json).
+bisect.json, robot.json, coverage.json, suite.json, rundir.json,
+mmci-request.json).
 
 A record is read only if it is a regular file (a FIFO would block the
 open, a symlink to /dev/zero would be read without end, a directory is
@@ -47,6 +48,7 @@ class RecordKind(enum.Enum):
     COVERAGE = ("coverage.json", 512 * MiB)
     SUITE = ("suite.json", 64 * MiB)
     MARKER = ("rundir.json", 1 * MiB)
+    MMCI_REQUEST = ("mmci-request.json", 1 * MiB)  # test --mm-ci's options
     CACHE = ("a cache record", 16 * MiB)
     # a boot's raw output (the guest's @@ records), read as text
     GUEST_OUTPUT = ("results.txt", 256 * MiB)

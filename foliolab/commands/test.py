@@ -54,6 +54,13 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         "the mm CI's 300 s scaled for TCG, see --dry-run)",
     )
     s.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --mm-ci: go on with the stopped run in --out DIR: "
+        "the host-test runs and boots it recorded are kept, the rest "
+        "run (the same kernels and options)",
+    )
+    s.add_argument(
         "--dry-run",
         action="store_true",
         help="with --mm-ci: per kernel, the host tests and the "
@@ -170,6 +177,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             ("--wrappers", args.wrappers),
             ("--wrapper-limit", args.wrapper_limit),
             ("--no-host-tests", args.no_host_tests or None),
+            ("--resume", args.resume or None),
         )
         if v is not None
     ]
@@ -380,11 +388,17 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             "--append with --wrappers none: no guest boots to take it",
             hint="name the wrappers to boot, or leave --append out",
         )
+    if args.resume and args.out is None:
+        raise UsageError(
+            "--resume goes on with the run in --out DIR",
+            hint="give the --out of the stopped run",
+        )
     executor = executors.options(args, args.argv)
     out = args.out or PROJECT_ROOT / "results" / dt.datetime.now().strftime(
         "mmci-%Y%m%d-%H%M%S"
     )
-    rundir.claim(out, RunKind.MMCI)  # its dry run's too: only checked
+    # its dry run's too: only checked
+    rundir.claim(out, RunKind.MMCI, resume=args.resume, resumable=True)
     # every kernel's spec, series and tree as compare checks them, and
     # the trees at hand (a git: commit) as the dry run reads them; last
     # the checks that may ask Debian's archive (not in a dry run, as
@@ -405,6 +419,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         wrapper_limit_s=args.wrapper_limit,
         host_tests=not args.no_host_tests,
         append=tuple(args.append),
+        resume=args.resume,
     )
 
 

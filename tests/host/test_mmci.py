@@ -802,35 +802,41 @@ def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     assert (out / "next/host-3/radix-tree-fails.log").exists()
 
 
-def test_a_run_stopped_at_its_second_kernel_keeps_the_firsts_rows(
+def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     capsys, tmp_path, monkeypatch
 ):
-    """Each run's rows are written as they come: a run that dies at its
-    second kernel (here its tree cannot be had) leaves outcomes.json with
-    the first kernel's rows, marked unfinished, which the KCIDB export
-    refuses in one line rather than publish as the run's answer."""
+    """Each run's rows are written as they come: a run stopped at its
+    second kernel (a signal, here) leaves outcomes.json with the first
+    kernel's rows, marked unfinished, which the KCIDB export refuses in
+    one line; --resume runs only what the stopped run had not recorded,
+    and a resume asking for another run is refused before any work."""
     from foliolab.kernel import source, trees
     from foliolab.testrecord import Outcomes
 
     fine = FAKE_MAKEFILE.replace("exit 3", "exit 0")
-    up_repo, up_commit = make_tree(
+    repo, commit = make_tree(
         tmp_path / "up",
         {
             "tools/testing/radix-tree/Makefile": fine,
             f"{MM}/run_vmtests.sh": USAGE,
         },
     )
-
-    def tree_of(k):
-        if k.name == "next":
-            raise SourceError("next: the tree cannot be had")
-        return source.Tree("up", up_repo, up_commit, "")
-
-    monkeypatch.setattr(trees, "tree_of", tree_of)
+    monkeypatch.setattr(
+        trees, "tree_of", lambda k: source.Tree(k.name, repo, commit, "")
+    )
     monkeypatch.setattr(hosttests, "check_host", lambda: None)
+    real = hosttests.run_host_tests
+    ran: list[str] = []
+
+    def stopped_at_next(path, commit, name, out, log_dir):
+        if name == "next":
+            raise errors.StoppedError("stopped by signal 15")
+        ran.append(log_dir)
+        return real(path, commit, name, out, log_dir)
+
+    monkeypatch.setattr(hosttests, "run_host_tests", stopped_at_next)
     out = tmp_path / "out"
-    rc, _, err = run_cli(
-        capsys,
+    argv = [
         "test",
         "--mm-ci",
         "--wrappers",
@@ -840,11 +846,12 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_firsts_rows(
         "--out",
         str(out),
         "--kernel",
-        f"up=git:{up_repo}@main",
+        f"up=git:{repo}@main",
         "--kernel",
-        f"next=git:{up_repo}@main",
-    )
-    assert rc == SourceError.exit_code, err
+        f"next=git:{repo}@main",
+    ]
+    rc, _, err = run_cli(capsys, *argv)
+    assert rc == errors.StoppedError.exit_code, err
     got = Outcomes.read(out)
     assert not got.finished
     assert [k.name for k in got.kernels] == ["up"]
@@ -863,3 +870,79 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_firsts_rows(
     assert rc == errors.UsageError.exit_code
     assert "the run did not finish" in err
     assert not (tmp_path / "k.json").exists()
+
+    rc, _, err = run_cli(capsys, *argv, "--resume", "--repeat", "3")
+    assert rc == errors.UsageError.exit_code
+    assert "had repeat 2, this asks for 3" in err
+    assert Outcomes.read(out).tests == got.tests  # refused: untouched
+
+    monkeypatch.setattr(hosttests, "run_host_tests", real)
+    ran.clear()
+    monkeypatch.setattr(
+        hosttests,
+        "run_host_tests",
+        lambda path, commit, name, out, log_dir: (
+            ran.append(log_dir) or real(path, commit, name, out, log_dir)
+        ),
+    )
+    rc, _, err = run_cli(capsys, *argv, "--resume")
+    assert rc == 0, err
+    assert ran == ["next/host-1", "next/host-2"]  # up's were kept
+    done = Outcomes.read(out)
+    assert done.finished and [k.name for k in done.kernels] == ["up", "next"]
+    holds = [t for t in done.tests if t.path == "hosttest.radix-tree.holds"]
+    assert sorted((t.kernel, t.misc["run"]) for t in holds) == [
+        ("next", 1),
+        ("next", 2),
+        ("up", 1),
+        ("up", 2),
+    ]
+    rc, _, err = run_cli(capsys, *argv, "--resume")
+    assert rc == errors.UsageError.exit_code
+    assert "is finished" in err
+
+
+def test_a_resumed_kernel_boots_only_what_was_not_kept(monkeypatch, tmp_path):
+    """The guest side of --resume: a boot kept from the stopped run is
+    not booted again, and a kernel whose every boot was kept is not even
+    built."""
+    from foliolab.arch import get_arch
+    from foliolab.suite.mmci import run as mmci_run
+
+    wrappers = [
+        discover.Wrapper(n, f"./ksft_{n}.sh", "", f"ksft_{n}.sh", True)
+        for n in ("mmap", "cow")
+    ]
+    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path, repeat=2)
+    setups: list[str] = []
+    monkeypatch.setattr(
+        mmci_run,
+        "_guest_setup",
+        lambda req, name, tree: setups.append(name) or (None, None, None),
+    )
+    monkeypatch.setattr(
+        mmci_run,
+        "_one_wrapper",
+        lambda req, name, w, *rest: [
+            TestOutcome(f"kselftest.mm.{w.name}", TestStatus.PASS, name)
+        ],
+    )
+    booted: list[tuple[int, str]] = []
+
+    def came(i, rows):
+        booted.extend((i, r.path) for r in rows)
+
+    mmci_run._guest_runs(
+        req, "up", None, wrappers, None, came, lambda i, w: True
+    )
+    assert setups == [] and booted == []
+    mmci_run._guest_runs(
+        req,
+        "up",
+        None,
+        wrappers,
+        None,
+        came,
+        lambda i, w: (i, w) != (2, "cow"),
+    )
+    assert setups == ["up"] and booted == [(2, "kselftest.mm.cow")]

@@ -12,11 +12,14 @@ program's and wrapper's log under ``KERNEL/``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from foliolab import records
 from foliolab.arch import Arch
 from foliolab.boot.measure import boot_once
 from foliolab.bootrecord import BootStatus
@@ -36,7 +39,7 @@ from foliolab.suite.mmci import (
     plan,
     results,
 )
-from foliolab.testrecord import Outcomes, TestOutcome, TestStatus
+from foliolab.testrecord import OUTCOMES, Outcomes, TestOutcome, TestStatus
 
 log = logging.getLogger("foliolab")
 
@@ -62,6 +65,24 @@ class MmciRequest:
     # changed on purpose, to show what a failure depends on; the summary
     # says so first, as it is not the mm CI's guest any more
     append: tuple[str, ...] = ()
+    # go on with the stopped run in ``out``: its recorded host-test runs
+    # and boots are kept, the rest run
+    resume: bool = False
+
+    def key(self) -> dict[str, Any]:
+        """What makes the run's answer, as OUT/mmci-request.json keeps
+        it: a --resume must ask the same."""
+        return {
+            "kernels": [[k.name, k.text] for k in self.kernels],
+            "arch": self.arch.name,
+            "repeat": self.repeat,
+            "wrappers": None if self.wrappers is None else list(self.wrappers),
+            "host_tests": self.host_tests,
+            "append": list(self.append),
+            "accel": self.accel,
+            "memory_mib": self.memory_mib,
+            "wrapper_limit_s": self.wrapper_limit_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -149,18 +170,61 @@ def chosen(
     return [have[n] for n in req.wrappers]
 
 
+REQUEST = "mmci-request.json"
+
+
+def _kept(req: MmciRequest) -> Outcomes | None:
+    """--resume: the rows the stopped run in ``req.out`` recorded (None:
+    it recorded none); UsageError when it asked for another run."""
+    path = req.out / REQUEST
+    if not path.is_file():
+        raise UsageError(
+            f"--resume: {req.out} holds no {REQUEST} (a run from before "
+            "--resume, or one stopped before it began)",
+            hint="give another --out and run it whole",
+        )
+    old = records.read_object(path, records.RecordKind.MMCI_REQUEST)
+    new = json.loads(json.dumps(req.key()))
+    differ = [k for k in new if old.get(k) != new[k]]
+    if differ:
+        k = differ[0]
+        raise UsageError(
+            f"--resume: the run in {req.out} had {k} "
+            f"{json.dumps(old.get(k))}, this asks for {json.dumps(new[k])}",
+            hint="resume with the run's own kernels and options",
+        )
+    if not (req.out / OUTCOMES).exists():
+        return None
+    kept = Outcomes.read(req.out)
+    if kept.finished:
+        raise UsageError(
+            f"--resume: the run in {req.out} is finished",
+            hint=f"its summary is {req.out}/mmci-summary.txt",
+        )
+    return kept
+
+
 def run(req: MmciRequest) -> MmciResult:
     hosttests.check_host()
+    kept = _kept(req) if req.resume else None
     req.out.mkdir(parents=True, exist_ok=True)
+    if not req.resume:
+        (req.out / REQUEST).write_text(json.dumps(req.key(), indent=1) + "\n")
     executor = (
         make_executor(req.executor, req.out) if req.wrappers != () else None
     )
-    records: list[KernelRecord] = []
-    sofar = _SoFar(req.out, records)
+    kernel_records: list[KernelRecord] = []
+    sofar = _SoFar(req.out, kernel_records, kept)
     runs: dict[str, list[list[TestOutcome]]] = {}
+    kernel_trees = []
     for k in req.kernels:
+        # every tree first: a resumed run checks each against its record
+        # before it builds or boots anything
         tree = trees.tree_of(k)
-        records.append(kernel_record(k, tree))
+        kernel_trees.append(tree)
+        sofar.check(kernel_record(k, tree))
+    for k, tree in zip(req.kernels, kernel_trees, strict=True):
+        kernel_records.append(kernel_record(k, tree))
         found = discover.discover(tree.path, tree.commit)
         wrappers = chosen(req, found)
         log.info(
@@ -212,26 +276,80 @@ def run(req: MmciRequest) -> MmciResult:
             texts.append(firstbad.text(located))
             firstbad.write(req.out, located)
             every_row += firstbad.outcomes(located)
-    outcomes = Outcomes("test", records, every_row)
+    outcomes = Outcomes("test", kernel_records, every_row)
     outcomes.write(req.out)
     return MmciResult(outcomes, "\n".join(texts), passed)
 
 
-@dataclass
+HOST_UNIT = "host"  # a unit of a run: its host tests, or a wrapper
+
+
+def _unit(t: TestOutcome) -> tuple[str, int, str] | None:
+    """The kernel, run and unit (HOST_UNIT or a wrapper's name) a row of
+    an unfinished run came from."""
+    run = t.misc.get("run", 1)
+    if not isinstance(run, int) or isinstance(run, bool):
+        return None
+    if t.path.startswith(hosttests.PREFIX + "."):
+        return t.kernel, run, HOST_UNIT
+    wrapper = firstbad.wrapper_of_path(t.path)
+    return None if wrapper is None else (t.kernel, run, wrapper)
+
+
 class _SoFar:
     """The rows of a run as they come, written after each host-test run
     and each wrapper as an unfinished OUT/outcomes.json: a run stopped
     after hours (a signal, a lost worker, a failed build of the next
     kernel) keeps every row it had. The run's end writes the whole file
-    over it, comparison included."""
+    over it, comparison included. With the rows of a stopped run
+    (--resume), each unit it recorded is taken from them rather than run
+    again, and those not yet taken stay in every file written."""
 
-    out: Path
-    kernels: list[KernelRecord]
-    rows: list[TestOutcome] = field(default_factory=list)
+    def __init__(
+        self, out: Path, kernels: list[KernelRecord], kept: Outcomes | None
+    ) -> None:
+        self.out = out
+        self.kernels = kernels
+        self.rows: list[TestOutcome] = []
+        self.old_kernels = list(kept.kernels) if kept else []
+        self.kept: dict[tuple[str, int, str], list[TestOutcome]] = {}
+        for t in kept.tests if kept else []:
+            unit = _unit(t)
+            if unit is not None:
+                self.kept.setdefault(unit, []).append(t)
+
+    def check(self, record: KernelRecord) -> None:
+        """UsageError when the stopped run's kernel of this name was
+        another (a debian: spec resolved to a newer version since)."""
+        old = next(
+            (k for k in self.old_kernels if k.name == record.name), None
+        )
+        if old is not None and old.to_json() != record.to_json():
+            raise UsageError(
+                f"--resume: kernel {record.name} is not the stopped run's: "
+                f"{json.dumps(record.to_json(), sort_keys=True)} against "
+                f"{json.dumps(old.to_json(), sort_keys=True)}",
+                hint="give another --out and run it whole",
+            )
+
+    def take(self, kernel: str, run: int, unit: str) -> list[TestOutcome]:
+        """The stopped run's rows of this unit ([] if it has none)."""
+        rows = self.kept.pop((kernel, run, unit), [])
+        if rows:
+            log.info(
+                "%s: %s, run %d: kept from the stopped run", kernel, unit, run
+            )
+            self.add(rows)
+        return rows
 
     def add(self, rows: list[TestOutcome]) -> None:
         self.rows += rows
-        Outcomes("test", self.kernels, self.rows, finished=False).write(
+        names = {k.name for k in self.kernels}
+        kernels = self.kernels + [
+            k for k in self.old_kernels if k.name not in names
+        ]
+        untaken = [t for rows in self.kept.values() for t in rows]
+        Outcomes("test", kernels, self.rows + untaken, finished=False).write(
             self.out
         )
 
@@ -257,8 +375,15 @@ def _kernel_runs(
         if sofar is not None:
             sofar.add(tagged)
 
+    def kept(i: int, unit: str) -> bool:
+        rows = sofar.take(name, i, unit) if sofar is not None else []
+        runs[i - 1] += rows
+        return bool(rows)
+
     if host:
         for i in range(1, req.repeat + 1):
+            if kept(i, HOST_UNIT):
+                continue
             log.info("%s: host tests, run %d of %d", name, i, req.repeat)
             came(
                 i,
@@ -271,7 +396,7 @@ def _kernel_runs(
                 ),
             )
     if wrappers and executor is not None:
-        _guest_runs(req, name, tree, wrappers, executor, came)
+        _guest_runs(req, name, tree, wrappers, executor, came, kept)
     return runs
 
 
@@ -308,10 +433,49 @@ def _guest_runs(
     wrappers: list[discover.Wrapper],
     executor: Executor,
     came: Callable[[int, list[TestOutcome]], None],
+    kept: Callable[[int, str], bool],
 ) -> None:
     """Each wrapper booted ``req.repeat`` times (the wrappers in turn in
     each run); each boot's rows given to ``came`` with its run's number
-    as the boot ends."""
+    as the boot ends. A boot ``kept`` has from a stopped run is not
+    booted again; the kernel is built for the first one that is."""
+    made: tuple[BootSpec, Path, guest.Selftests] | None = None
+    for i in range(1, req.repeat + 1):
+        for w in wrappers:
+            if kept(i, w.name):
+                continue
+            if made is None:
+                made = _guest_setup(req, name, tree)
+            spec, img, tests = made
+            log.info(
+                "%s: wrapper %s (%s), run %d of %d",
+                name,
+                w.name,
+                w.command,
+                i,
+                req.repeat,
+            )
+            sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
+            came(
+                i,
+                _one_wrapper(
+                    req,
+                    name,
+                    w,
+                    spec,
+                    img,
+                    executor,
+                    f"{name}/guest/{sub}",
+                    tests,
+                ),
+            )
+
+
+def _guest_setup(
+    req: MmciRequest, name: str, tree: source.Tree
+) -> tuple[BootSpec, Path, guest.Selftests]:
+    """The kernel built with the mm CI's options, the selftests and the
+    one image every boot of this kernel takes."""
     kdir = req.out / name
     modules: list[Path] = []
     kernel = build.build_kernel(
@@ -347,30 +511,7 @@ def _guest_runs(
         timeout=limit,
         cmdline=guest.kernel_args() + req.append,
     )
-    for i in range(1, req.repeat + 1):
-        for w in wrappers:
-            log.info(
-                "%s: wrapper %s (%s), run %d of %d",
-                name,
-                w.name,
-                w.command,
-                i,
-                req.repeat,
-            )
-            sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
-            came(
-                i,
-                _one_wrapper(
-                    req,
-                    name,
-                    w,
-                    spec,
-                    img,
-                    executor,
-                    f"{name}/guest/{sub}",
-                    tests,
-                ),
-            )
+    return spec, img, tests
 
 
 def _one_wrapper(
