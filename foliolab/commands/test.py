@@ -398,7 +398,12 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         "mmci-%Y%m%d-%H%M%S"
     )
     # its dry run's too: only checked
-    rundir.claim(out, RunKind.MMCI, resume=args.resume, resumable=True)
+    held = rundir.claim(out, RunKind.MMCI, resume=args.resume, resumable=True)
+    if args.resume and held is not None and held.finished:
+        raise UsageError(
+            f"--resume: the run in {out} is finished",
+            hint=f"its summary is {out}/mmci-summary.txt",
+        )
     # every kernel's spec, series and tree as compare checks them, and
     # the trees at hand (a git: commit) as the dry run reads them; last
     # the checks that may ask Debian's archive (not in a dry run, as
@@ -407,7 +412,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         specs.check_local(k)
     mmci_run.check_trees_at_hand(kernels)
     specs.check_specs(list(kernels), offline=args.dry_run, at_least=1)
-    return mmci_run.MmciRequest(
+    req = mmci_run.MmciRequest(
         kernels,
         arch,
         out,
@@ -421,6 +426,11 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         append=tuple(args.append),
         resume=args.resume,
     )
+    if req.resume:
+        # the stopped run's records, before the directory is marked as
+        # this run's: a refused --resume leaves them as they were
+        mmci_run.resumed(req)
+    return req
 
 
 def _wrapper_names(text: str | None) -> tuple[str, ...] | None:

@@ -810,6 +810,7 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     kernel's rows, marked unfinished, which the KCIDB export refuses in
     one line; --resume runs only what the stopped run had not recorded,
     and a resume asking for another run is refused before any work."""
+    from foliolab import rundir
     from foliolab.kernel import source, trees
     from foliolab.testrecord import Outcomes
 
@@ -822,7 +823,11 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
         },
     )
     monkeypatch.setattr(
-        trees, "tree_of", lambda k: source.Tree(k.name, repo, commit, "")
+        trees,
+        "tree_of",
+        lambda k: source.Tree(
+            k.name, repo, git(repo, "rev-parse", "main").strip(), ""
+        ),
     )
     monkeypatch.setattr(hosttests, "check_host", lambda: None)
     real = hosttests.run_host_tests
@@ -875,6 +880,25 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     assert rc == errors.UsageError.exit_code
     assert "had repeat 2, this asks for 3" in err
     assert Outcomes.read(out).tests == got.tests  # refused: untouched
+    # the same spec, another tree: main moved since the stop
+    (repo / "mm/rmap.c").write_text("/* rmap, changed */\n")
+    git(repo, "commit", "-q", "-am", "moved")
+    rc, _, err = run_cli(capsys, *argv, "--resume")
+    assert rc == errors.UsageError.exit_code
+    assert (
+        f"kernel up's tree is at {git(repo, 'rev-parse', 'main')[:12]}" in err
+    )
+    assert f"the stopped run's was at {commit[:12]}" in err
+    git(repo, "reset", "-q", "--hard", commit)
+    # a row of no unit (a hand-edited run number) is damage, said first
+    kept_text = (out / "outcomes.json").read_text()
+    (out / "outcomes.json").write_text(
+        kept_text.replace('"run": 1', '"run": "1"', 1)
+    )
+    rc, _, err = run_cli(capsys, *argv, "--resume")
+    assert rc == errors.DamagedRunError.exit_code
+    assert "is of no host-test run or boot this run has" in err
+    (out / "outcomes.json").write_text(kept_text)
 
     monkeypatch.setattr(hosttests, "run_host_tests", real)
     ran.clear()
@@ -900,6 +924,7 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     rc, _, err = run_cli(capsys, *argv, "--resume")
     assert rc == errors.UsageError.exit_code
     assert "is finished" in err
+    assert rundir.identify(out).finished  # the refusal left it finished
 
 
 def test_a_resumed_kernel_boots_only_what_was_not_kept(monkeypatch, tmp_path):

@@ -23,7 +23,7 @@ from foliolab import records
 from foliolab.arch import Arch
 from foliolab.boot.measure import boot_once
 from foliolab.bootrecord import BootStatus
-from foliolab.errors import FoliolabError, UsageError
+from foliolab.errors import DamagedRunError, FoliolabError, UsageError
 from foliolab.executors import ExecutorOptions, make_executor
 from foliolab.executors.base import BootRequest, BootSpec, Executor
 from foliolab.kernel import build, image, kconfig, source, specs, trees
@@ -171,19 +171,25 @@ def chosen(
 
 
 REQUEST = "mmci-request.json"
+RESUME_HINT = "give another --out and run the command whole"
 
 
-def _kept(req: MmciRequest) -> Outcomes | None:
+def resumed(req: MmciRequest) -> Outcomes | None:
     """--resume: the rows the stopped run in ``req.out`` recorded (None:
-    it recorded none); UsageError when it asked for another run."""
+    it recorded none). UsageError when it asked for another run or is
+    finished, DamagedRunError for a damaged record or a row of no unit
+    the run has: what the command checks before it touches the
+    directory, and the run reads."""
     path = req.out / REQUEST
     if not path.is_file():
         raise UsageError(
             f"--resume: {req.out} holds no {REQUEST} (a run from before "
             "--resume, or one stopped before it began)",
-            hint="give another --out and run it whole",
+            hint=RESUME_HINT,
         )
-    old = records.read_object(path, records.RecordKind.MMCI_REQUEST)
+    old = records.read_object(
+        path, records.RecordKind.MMCI_REQUEST, hint=RESUME_HINT
+    )
     new = json.loads(json.dumps(req.key()))
     differ = [k for k in new if old.get(k) != new[k]]
     if differ:
@@ -195,36 +201,77 @@ def _kept(req: MmciRequest) -> Outcomes | None:
         )
     if not (req.out / OUTCOMES).exists():
         return None
-    kept = Outcomes.read(req.out)
+    try:
+        kept = Outcomes.read(req.out)
+    except DamagedRunError as e:
+        raise DamagedRunError(str(e), hint=RESUME_HINT) from e
     if kept.finished:
         raise UsageError(
             f"--resume: the run in {req.out} is finished",
             hint=f"its summary is {req.out}/mmci-summary.txt",
         )
+    names = {k.name for k in req.kernels}
+    for t in kept.tests:
+        unit = _unit(t)
+        if (
+            unit is None
+            or t.kernel not in names
+            or not 1 <= unit[1] <= req.repeat
+            or (unit[2] == HOST_UNIT and not req.host_tests)
+        ):
+            raise DamagedRunError(
+                f"{req.out / OUTCOMES}: {t.path} on {t.kernel or 'no kernel'}"
+                f" (run {t.misc.get('run', 1)}) is of no host-test run or "
+                "boot this run has",
+                hint=RESUME_HINT,
+            )
     return kept
+
+
+def _recorded_trees(req: MmciRequest) -> dict[str, str]:
+    """The commit of each kernel's tree, as the run recorded them once
+    made ({} before that)."""
+    d = records.read_object(
+        req.out / REQUEST, records.RecordKind.MMCI_REQUEST, hint=RESUME_HINT
+    )
+    got = d.get("trees", {})
+    if not isinstance(got, dict) or not all(
+        isinstance(v, str) for v in got.values()
+    ):
+        raise DamagedRunError(
+            f"{req.out / REQUEST}: trees {got!r} is not kernel: commit",
+            hint=RESUME_HINT,
+        )
+    return got
+
+
+def _write_request(req: MmciRequest, kernel_trees: dict[str, str]) -> None:
+    d = req.key()
+    if kernel_trees:
+        d["trees"] = kernel_trees
+    path = req.out / REQUEST
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(d, indent=1) + "\n")
+    part.replace(path)
 
 
 def run(req: MmciRequest) -> MmciResult:
     hosttests.check_host()
-    kept = _kept(req) if req.resume else None
+    kept = resumed(req) if req.resume else None
     req.out.mkdir(parents=True, exist_ok=True)
     if not req.resume:
-        (req.out / REQUEST).write_text(json.dumps(req.key(), indent=1) + "\n")
+        _write_request(req, {})
     executor = (
         make_executor(req.executor, req.out) if req.wrappers != () else None
     )
     kernel_records: list[KernelRecord] = []
     sofar = _SoFar(req.out, kernel_records, kept)
-    runs: dict[str, list[list[TestOutcome]]] = {}
-    kernel_trees = []
+    made: list[tuple[specs.KernelSpec, source.Tree, list[discover.Wrapper]]]
+    made = []
     for k in req.kernels:
-        # every tree first: a resumed run checks each against its record
-        # before it builds or boots anything
+        # every tree first: a resumed run checks each against the stopped
+        # run's before it builds or boots anything
         tree = trees.tree_of(k)
-        kernel_trees.append(tree)
-        sofar.check(kernel_record(k, tree))
-    for k, tree in zip(req.kernels, kernel_trees, strict=True):
-        kernel_records.append(kernel_record(k, tree))
         found = discover.discover(tree.path, tree.commit)
         wrappers = chosen(req, found)
         log.info(
@@ -235,6 +282,23 @@ def run(req: MmciRequest) -> MmciResult:
             len(wrappers),
             " ".join(w.name for w in wrappers),
         )
+        sofar.check(kernel_record(k, tree), {w.name for w in wrappers})
+        made.append((k, tree, wrappers))
+    commits = {k.name: tree.commit for k, tree, _ in made}
+    recorded = _recorded_trees(req) if req.resume else {}
+    for name, commit in recorded.items():
+        if commits.get(name) != commit:
+            raise UsageError(
+                f"--resume: kernel {name}'s tree is at "
+                f"{commits.get(name, 'nothing')[:12]}, the stopped run's "
+                f"was at {commit[:12]}",
+                hint=RESUME_HINT,
+            )
+    if not recorded:
+        _write_request(req, commits)
+    runs: dict[str, list[list[TestOutcome]]] = {}
+    for k, tree, wrappers in made:
+        kernel_records.append(kernel_record(k, tree))
         runs[k.name] = _kernel_runs(
             req, k.name, tree, wrappers, executor, req.host_tests, sofar
         )
@@ -281,12 +345,14 @@ def run(req: MmciRequest) -> MmciResult:
     return MmciResult(outcomes, "\n".join(texts), passed)
 
 
-HOST_UNIT = "host"  # a unit of a run: its host tests, or a wrapper
+# the units of a run, each written whole as it ends: its host tests, or
+# a wrapper's boot (named by its rows' path prefix, so none can collide)
+HOST_UNIT = hosttests.PREFIX
 
 
 def _unit(t: TestOutcome) -> tuple[str, int, str] | None:
     """The kernel, run and unit (HOST_UNIT or a wrapper's name) a row of
-    an unfinished run came from."""
+    an unfinished run came from; None for a row of neither."""
     run = t.misc.get("run", 1)
     if not isinstance(run, int) or isinstance(run, bool):
         return None
@@ -315,12 +381,13 @@ class _SoFar:
         self.kept: dict[tuple[str, int, str], list[TestOutcome]] = {}
         for t in kept.tests if kept else []:
             unit = _unit(t)
-            if unit is not None:
+            if unit is not None:  # resumed() refused any other
                 self.kept.setdefault(unit, []).append(t)
 
-    def check(self, record: KernelRecord) -> None:
+    def check(self, record: KernelRecord, wrappers: set[str]) -> None:
         """UsageError when the stopped run's kernel of this name was
-        another (a debian: spec resolved to a newer version since)."""
+        another; DamagedRunError for a kept boot of a wrapper this run
+        does not boot."""
         old = next(
             (k for k in self.old_kernels if k.name == record.name), None
         )
@@ -329,17 +396,25 @@ class _SoFar:
                 f"--resume: kernel {record.name} is not the stopped run's: "
                 f"{json.dumps(record.to_json(), sort_keys=True)} against "
                 f"{json.dumps(old.to_json(), sort_keys=True)}",
-                hint="give another --out and run it whole",
+                hint=RESUME_HINT,
             )
+        for kernel, run, unit in self.kept:
+            if kernel == record.name and unit not in wrappers | {HOST_UNIT}:
+                raise DamagedRunError(
+                    f"{self.out / OUTCOMES}: a boot of {unit} on {kernel} "
+                    f"(run {run}), a wrapper this run does not boot",
+                    hint=RESUME_HINT,
+                )
 
     def take(self, kernel: str, run: int, unit: str) -> list[TestOutcome]:
-        """The stopped run's rows of this unit ([] if it has none)."""
+        """The stopped run's rows of this unit ([] if it has none); the
+        file on disk has them already."""
         rows = self.kept.pop((kernel, run, unit), [])
         if rows:
             log.info(
                 "%s: %s, run %d: kept from the stopped run", kernel, unit, run
             )
-            self.add(rows)
+            self.rows += rows
         return rows
 
     def add(self, rows: list[TestOutcome]) -> None:
