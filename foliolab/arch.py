@@ -129,10 +129,13 @@ ARCHES = {
             "stress-ng",
             "libnuma-dev",
             # the mm CI's selftests (test --mm-ci): bash for
-            # run_vmtests.sh, kmod for its modprobe, libcap for two tests
+            # run_vmtests.sh, kmod for its modprobe, libcap for two tests,
+            # procps' ps and psmisc's killall for hugetlb's cgroup scripts
             "bash",
             "kmod",
             "libcap-dev",
+            "procps",
+            "psmisc",
         ),
         # The vanilla debug suite's boot with the kselftests: 1410 s of
         # guest uptime here, about 660 s on x86_64 (a system call costs

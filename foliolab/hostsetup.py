@@ -55,6 +55,10 @@ APT_PACKAGES = [
     "libcap-dev",
     # test --mm-ci's host tests (tools/testing/radix-tree, vma: -lurcu)
     "liburcu-dev",
+    # test --mm-ci's guest: ps and killall for hugetlb's cgroup scripts
+    # (suite/mmci/guest.py, PS); kmod and bash are above and everywhere
+    "procps",
+    "psmisc",
 ]
 
 # What `foliolab setup` adds for the reports: the headless browser the

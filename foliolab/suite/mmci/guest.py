@@ -66,6 +66,19 @@ BASH = "/bin/bash"
 # hwpoison_inject not found" with busybox's, 2026-11-29)
 KMOD = "/usr/bin/kmod"
 KMOD_NAMES = ("sbin/modprobe", "sbin/insmod", "sbin/rmmod", "sbin/lsmod")
+# procps' ps and psmisc's killall, at busybox's own paths, for hugetlb's
+# cgroup scripts (the mm CI's guest has a distribution's): busybox's
+# `ps PID` exits 0 for a process that is gone, so the check in
+# charge_reserved_hugetlb.sh that its writer still runs never fails and
+# its wait for the writer's DONE never ends (7.3.4's hugetlb wrapper ran
+# into its 2400 s limit there, 2026-11-30); busybox's killall has no
+# --wait, which the script's clean-up asks
+PS = "/bin/ps"
+KILLALL = "/usr/bin/killall"
+# what the guest gets from the host (x86_64) or the sysroot (arm64) at
+# the path it has there, and the Debian packages they come from
+TOOLS = (BASH, KMOD, PS, KILLALL)
+TOOL_PACKAGES = "bash kmod procps psmisc"
 # The kselftest helpers beside selftests/mm that its scripts source by a
 # relative path (kmemleak's wrappers: ../kselftest/ktap_helpers.sh)
 HELPERS = "tools/testing/selftests/kselftest"
@@ -207,13 +220,13 @@ def build_selftests(repo: Path, commit: str, arch: Arch) -> Selftests:
 
 
 def _guest_file(arch: Arch, path: str) -> Path:
-    """The file the guest gets at ``path`` (bash, kmod): the host's own
+    """The file the guest gets at ``path`` (one of TOOLS): the host's own
     for its architecture, else the guest sysroot's."""
     found = image.guest_tool(arch, path)
     if found is None and arch.native:
         raise BuildError(
             f"{path} for the guest is missing on this host",
-            hint="apt-get install bash kmod",
+            hint=f"apt-get install {TOOL_PACKAGES}",
         )
     if found is None:
         root = image.guest_root(arch)
@@ -227,8 +240,8 @@ def _guest_file(arch: Arch, path: str) -> Path:
 def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
     """The archive each wrapper's boot adds to the base image."""
     c = image.Cpio()
-    bash, kmod = _guest_file(arch, BASH), _guest_file(arch, KMOD)
-    dynamic: list[str] = [str(bash)]
+    tools = {path: _guest_file(arch, path) for path in TOOLS}
+    dynamic: list[str] = [str(f) for f in tools.values()]
     c.dir(GUEST_DIR)
     for f in sorted(tests.directory.rglob("*")):
         rel = f.relative_to(tests.directory)
@@ -251,13 +264,13 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             if f.is_file() and not f.is_symlink():
                 mode = stat.S_IMODE(f.stat().st_mode)
                 c.file(f"foliolab/kselftest/{f.name}", f.read_bytes(), mode)
-    for guest_path, f in ((BASH, bash), (KMOD, kmod)):
+    for guest_path, f in tools.items():
+        # over busybox's link of the same name, where it has one
         data = f.read_bytes()
         image.check_machine(data, arch, str(f))
         c.file(guest_path, data, 0o755)
     for name in KMOD_NAMES:
         c.symlink(name, KMOD)
-    dynamic.append(str(kmod))
     for guest_path, f in sorted(image.guest_libraries(arch, dynamic).items()):
         c.file(guest_path, f.read_bytes(), 0o755)
     if modules_root is not None and modules_root.is_dir():
