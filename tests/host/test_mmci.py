@@ -415,6 +415,15 @@ def test_a_timeout_is_an_error_naming_the_limit():
     assert w.status == T.ERROR and "300 s" in w.misc["detail"]
     g = rows["kselftest.mm.cow.gup_longterm_-a"]
     assert "time limit" in g.misc["detail"]
+    assert "stuck" not in w.misc["detail"]
+    rows = rows_of(
+        CRASHED,
+        exit_code=None,
+        timed_out=True,
+        time_limit_s=300,
+        stuck_listed=True,
+    )
+    assert "'@@ mmci stuck' lines" in rows["kselftest.mm.cow"].misc["detail"]
 
 
 def test_a_warning_in_the_console_fails_a_wrapper_that_passed():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,12 +129,50 @@ def test_left_out_is_read_as_no_longer_asked_for():
 
 
 def test_a_wrappers_job_sets_the_guest_up_then_runs_it():
-    job = guest.wrapper_job(MMAP, 4, 2048)
+    job = guest.wrapper_job(MMAP, 4, 2048, 2400)
     assert "randomize_va_space" in job
     assert "echo 4 > $huge" in job
     assert "echo 2048M > /sys/block/zram0/disksize" in job
-    assert job.rstrip().endswith("bash ./ksft_mmap.sh")
+    assert "( sleep 2340\n" in job  # the tasks listed a minute before
+    assert "bash ./ksft_mmap.sh\nrc=$?\n" in job
+    assert job.rstrip().endswith("exit $rc")
     assert f"cd /{guest.GUEST_DIR}" in job
+    assert guest.stuck_at_s(100) == 50  # a short limit: halfway
+
+
+def _job_tail(w, limit):
+    """The job from its watcher on (the setup writes the guest's /proc),
+    run by busybox's sh as the guest runs it."""
+    job = guest.wrapper_job(w, 4, 2048, limit)
+    return subprocess.run(
+        ["busybox", "sh", "-c", job[job.index("( sleep") :]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_wrapper_near_its_limit_has_its_tasks_listed_as_records():
+    """The watcher lists the tasks (user tasks with their state, wchan
+    and stack) as @@ records only: even a command line with a newline in
+    it stays on its record's line; a wrapper that ends first stops the
+    watcher, and the job's status is the wrapper's."""
+    stuck = discover.Wrapper("x", "-c 'sleep 4\n'", "", "", False)
+    cp = _job_tail(stuck, 4)  # the list at 2 s, the wrapper ends at 4
+    lines = cp.stdout.splitlines()
+    assert lines and all(ln.startswith(guest.STUCK_TAG) for ln in lines)
+    # the wrapper's task (bash execs the sleep), asleep where it waits
+    assert any(
+        ln.startswith(f"{guest.STUCK_TAG} task ")
+        and " S " in ln
+        and ln.endswith(" sleep 4 ")
+        for ln in lines
+    ), lines
+    assert any(" stack " in ln for ln in lines)
+    assert guest.wrapper_output(cp.stdout) == ""
+    quick = discover.Wrapper("x", "-c 'exit 3'", "", "", False)
+    cp = _job_tail(quick, 4)
+    assert cp.returncode == 3 and guest.STUCK_TAG not in cp.stdout
 
 
 OUTPUT = """\

@@ -1013,9 +1013,9 @@ ARM64_2 = "mmci-arm64-more"  # the other wrappers but the five longest
 ARM64_THP = "mmci-arm64-thp"
 
 
-def figures_arm64(run):
-    """7.3.4 against 7.3.4 + patches/7.3 on an arm64 guest, a boot per
-    wrapper: the totals, the table, the failing cases, each kernel's
+def figures_up_next(run):
+    """7.3.4 against 7.3.4 + patches/7.3, a boot per wrapper (an x86_64
+    or an arm64 guest): the totals, the table, the failing cases, each kernel's
     minutes of boots and the longest boot."""
     up, nxt = one_round(run, "up"), one_round(run, "next")
     cases = compare.compare(up, nxt)
@@ -1106,9 +1106,9 @@ FIGURES = {
         THP: mmci_thp_figures,
         MMCI_612: figures_mmci_612,
         HOST_73: figures_host_73,
-        ARM64_1: functools.partial(figures_arm64, ARM64_1),
-        ARM64_2: functools.partial(figures_arm64, ARM64_2),
-        ARM64_THP: functools.partial(figures_arm64, ARM64_THP),
+        ARM64_1: functools.partial(figures_up_next, ARM64_1),
+        ARM64_2: functools.partial(figures_up_next, ARM64_2),
+        ARM64_THP: functools.partial(figures_up_next, ARM64_THP),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },

@@ -100,6 +100,29 @@ echo {swap_mib}M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null \\
 echo "@@ mmci swap-kib $(awk '/^SwapTotal/ {{print $2}}' /proc/meminfo)"
 cd /{dir}
 """
+# What ran when a wrapper nears its time limit: each user task (and any
+# kernel thread in D state) with its state, where it sleeps (wchan) and
+# its kernel stack, as @@ records the results keep beside the wrapper's
+# output. A wrapper that runs into the limit is killed with its guest,
+# and the output its pipes still buffer (run_vmtests.sh's sed) is lost
+# with it: this is what shows where it waited.
+STUCK_TAG = "@@ mmci stuck"
+_WATCH = """\
+( sleep {at}
+  echo "@@ mmci stuck after {at} s: the tasks, their state and wchan"
+  for d in /proc/[0-9]*; do
+    read -r stat < $d/stat 2>/dev/null || continue
+    state=$(echo "$stat" | sed 's/^.*) //' | cut -d' ' -f1)
+    cmd=$(tr '\\0\\n' '  ' < $d/cmdline 2>/dev/null | cut -c1-200)
+    [ -n "$cmd" ] || [ "$state" = D ] || continue
+    wchan=$(cat $d/wchan 2>/dev/null)
+    echo "@@ mmci stuck task ${{d#/proc/}} $state $wchan $cmd"
+    sed 's/^/@@ mmci stuck stack /' $d/stack 2>/dev/null
+  done
+  grep -i huge /proc/meminfo | sed 's/^/@@ mmci stuck meminfo /'
+) &
+watcher=$!
+"""
 
 
 @dataclass(frozen=True)
@@ -283,11 +306,25 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
     return c.finish()
 
 
-def wrapper_job(w: Wrapper, huge_1g_pages: int, swap_mib: int) -> str:
-    """The guest's job for one wrapper: the mm CI's setup, then the
-    wrapper, its exit status the job's."""
+def stuck_at_s(limit_s: int) -> int:
+    """When the watcher lists the tasks: a minute before the limit (the
+    listing takes seconds under TCG), or halfway through a short one."""
+    return max(limit_s - 60, limit_s // 2)
+
+
+def wrapper_job(
+    w: Wrapper, huge_1g_pages: int, swap_mib: int, limit_s: int
+) -> str:
+    """The guest's job for one wrapper: the mm CI's setup, the watcher
+    of a wrapper that nears ``limit_s``, then the wrapper, its exit
+    status the job's."""
     setup = _SETUP.format(huge=huge_1g_pages, swap_mib=swap_mib, dir=GUEST_DIR)
-    return setup + f"bash {w.command}\n"
+    watch = _WATCH.format(at=stuck_at_s(limit_s))
+    return (
+        setup
+        + watch
+        + f"bash {w.command}\nrc=$?\nkill $watcher 2>/dev/null\nexit $rc\n"
+    )
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ class WrapperRun:
     console: str = ""
     duration_s: float | None = None
     time_limit_s: int | None = None
+    # the guest listed its tasks as the limit neared (guest.STUCK_TAG)
+    stuck_listed: bool = False
 
 
 def program_name(command: str) -> str:
@@ -279,7 +281,13 @@ def _wrapper_status(
     problems = mmci.kernel_log_problems(w.script, run.console)
     if run.timed_out:
         limit = f" of {run.time_limit_s} s" if run.time_limit_s else ""
-        return TestStatus.ERROR, f"timed out (time limit{limit})"
+        stuck = (
+            "; the tasks a minute before it: its results.txt's "
+            "'@@ mmci stuck' lines"
+            if run.stuck_listed
+            else ""
+        )
+        return TestStatus.ERROR, f"timed out (time limit{limit}){stuck}"
     if died:
         return TestStatus.ERROR, f"the kernel died: {died[0].strip()}"
     if run.exit_code is None:

@@ -600,7 +600,9 @@ def _one_wrapper(
     tests: guest.Selftests,
 ) -> list[TestOutcome]:
     layout = plan.GUEST_HERE
-    job = guest.wrapper_job(w, layout.huge_1g_pages, layout.swap_mib)
+    job = guest.wrapper_job(
+        w, layout.huge_1g_pages, layout.swap_mib, int(spec.timeout)
+    )
     boot_dir = req.out / log_dir
     res = boot_once(
         executor,
@@ -621,6 +623,7 @@ def _one_wrapper(
         console=console,
         duration_s=round(res.elapsed, 1),
         time_limit_s=int(spec.timeout),
+        stuck_listed=guest.STUCK_TAG in output,
     )
     log_rel = (
         str(res.results.relative_to(req.out))
