@@ -54,6 +54,14 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         "the mm CI's 300 s scaled for TCG, see --dry-run)",
     )
     s.add_argument(
+        "--xtrace",
+        action="store_true",
+        help="with --mm-ci: trace every bash command the wrappers run "
+        "(bash's xtrace, to a file in the guest) and list its last "
+        "lines with the guest's tasks before a wrapper's time limit, to "
+        "find where one waits (not the mm CI's guest: tracing takes time)",
+    )
+    s.add_argument(
         "--resume",
         action="store_true",
         help="with --mm-ci: go on with the stopped run in --out DIR: "
@@ -178,6 +186,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             ("--wrapper-limit", args.wrapper_limit),
             ("--no-host-tests", args.no_host_tests or None),
             ("--resume", args.resume or None),
+            ("--xtrace", args.xtrace or None),
         )
         if v is not None
     ]
@@ -383,11 +392,15 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             f"host, which is not {arch.name}",
             hint="add --no-host-tests (an x86_64 run has them)",
         )
-    if args.append and wrappers == ():
-        raise UsageError(
-            "--append with --wrappers none: no guest boots to take it",
-            hint="name the wrappers to boot, or leave --append out",
-        )
+    for given, option in (
+        (args.append, "--append"),
+        (args.xtrace, "--xtrace"),
+    ):
+        if given and wrappers == ():
+            raise UsageError(
+                f"{option} with --wrappers none: no guest boots to take it",
+                hint=f"name the wrappers to boot, or leave {option} out",
+            )
     if args.resume and args.out is None:
         raise UsageError(
             "--resume goes on with the run in --out DIR",
@@ -425,6 +438,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         host_tests=not args.no_host_tests,
         append=tuple(args.append),
         resume=args.resume,
+        xtrace=args.xtrace,
     )
     if req.resume:
         # the stopped run's records, before the directory is marked as

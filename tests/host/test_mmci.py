@@ -705,7 +705,10 @@ def test_a_changed_guests_summary_says_so_first(tmp_path):
     assert json.loads(js.read_text())["kernel_args_added"] == list(args)
 
 
-def test_append_without_a_boot_is_refused(capsys, tmp_path):
+@pytest.mark.parametrize(
+    "option", [["--append", "transparent_hugepage=never"], ["--xtrace"]]
+)
+def test_a_guest_option_without_a_boot_is_refused(capsys, tmp_path, option):
     repo, _ = wrapper_tree(tmp_path)
     rc, _, err = run_cli(
         capsys,
@@ -715,12 +718,11 @@ def test_append_without_a_boot_is_refused(capsys, tmp_path):
         f"up=git:{repo}@main",
         "--wrappers",
         "none",
-        "--append",
-        "transparent_hugepage=never",
+        *option,
         "--dry-run",
     )
     assert rc == errors.UsageError.exit_code
-    assert "--append with --wrappers none" in err
+    assert f"{option[0]} with --wrappers none" in err
 
 
 def test_a_search_in_a_changed_guest_says_so():

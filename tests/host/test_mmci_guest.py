@@ -140,10 +140,10 @@ def test_a_wrappers_job_sets_the_guest_up_then_runs_it():
     assert guest.stuck_at_s(100) == 50  # a short limit: halfway
 
 
-def _job_tail(w, limit):
+def _job_tail(w, limit, xtrace=False):
     """The job from its watcher on (the setup writes the guest's /proc),
     run by busybox's sh as the guest runs it."""
-    job = guest.wrapper_job(w, 4, 2048, limit)
+    job = guest.wrapper_job(w, 4, 2048, limit, xtrace=xtrace)
     return subprocess.run(
         ["busybox", "sh", "-c", job[job.index("( sleep") :]],
         capture_output=True,
@@ -173,6 +173,22 @@ def test_a_wrapper_near_its_limit_has_its_tasks_listed_as_records():
     quick = discover.Wrapper("x", "-c 'exit 3'", "", "", False)
     cp = _job_tail(quick, 4)
     assert cp.returncode == 3 and guest.STUCK_TAG not in cp.stdout
+
+
+def test_xtrace_traces_every_bash_and_the_list_ends_with_its_last_lines(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setattr(guest, "XTRACE", str(tmp_path / "xtrace"))
+    w = discover.Wrapper("x", "-c 'f() { sleep 4; }; echo hi; f'", "", "", 0)
+    assert "BASH_XTRACEFD" not in guest.wrapper_job(w, 4, 2048, 4)
+    cp = _job_tail(w, 4, xtrace=True)
+    traced = [
+        ln.removeprefix(f"{guest.STUCK_TAG} xtrace ")
+        for ln in cp.stdout.splitlines()
+        if ln.startswith(f"{guest.STUCK_TAG} xtrace ")
+    ]
+    assert traced == ["+ echo hi", "+ f", "+ sleep 4"]
+    assert guest.wrapper_output(cp.stdout) == "hi\n"  # the output as it was
 
 
 OUTPUT = """\

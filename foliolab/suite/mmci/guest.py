@@ -120,8 +120,21 @@ _WATCH = """\
     sed 's/^/@@ mmci stuck stack /' $d/stack 2>/dev/null
   done
   grep -i huge /proc/meminfo | sed 's/^/@@ mmci stuck meminfo /'
+  tail -n {xtrace_lines} {xtrace} 2>/dev/null \\
+    | sed 's/^/@@ mmci stuck xtrace /'
 ) &
 watcher=$!
+"""
+# --xtrace: every bash the wrapper starts traces each command (bash's
+# xtrace; bash takes no PS4 from the environment as root, so without the
+# script's name) to a file the watcher's list ends
+# with; not the mm CI's guest (the tracing takes time), for finding where
+# a wrapper waits when its own output is lost
+XTRACE = "/tmp/foliolab-xtrace"
+XTRACE_LINES = 300
+_XTRACE_ON = """\
+exec 9>{xtrace}
+export BASH_XTRACEFD=9 SHELLOPTS=xtrace
 """
 
 
@@ -313,16 +326,23 @@ def stuck_at_s(limit_s: int) -> int:
 
 
 def wrapper_job(
-    w: Wrapper, huge_1g_pages: int, swap_mib: int, limit_s: int
+    w: Wrapper,
+    huge_1g_pages: int,
+    swap_mib: int,
+    limit_s: int,
+    xtrace: bool = False,
 ) -> str:
     """The guest's job for one wrapper: the mm CI's setup, the watcher
-    of a wrapper that nears ``limit_s``, then the wrapper, its exit
-    status the job's."""
+    of a wrapper that nears ``limit_s``, then the wrapper (traced with
+    ``xtrace``), its exit status the job's."""
     setup = _SETUP.format(huge=huge_1g_pages, swap_mib=swap_mib, dir=GUEST_DIR)
-    watch = _WATCH.format(at=stuck_at_s(limit_s))
+    watch = _WATCH.format(
+        at=stuck_at_s(limit_s), xtrace=XTRACE, xtrace_lines=XTRACE_LINES
+    )
     return (
         setup
         + watch
+        + (_XTRACE_ON.format(xtrace=XTRACE) if xtrace else "")
         + f"bash {w.command}\nrc=$?\nkill $watcher 2>/dev/null\nexit $rc\n"
     )
 

@@ -68,6 +68,9 @@ class MmciRequest:
     # go on with the stopped run in ``out``: its recorded host-test runs
     # and boots are kept, the rest run
     resume: bool = False
+    # every bash command of the wrappers traced (guest.XTRACE): to find
+    # where a wrapper waits; not the mm CI's guest
+    xtrace: bool = False
 
     def key(self) -> dict[str, Any]:
         """What makes the run's answer, as OUT/mmci-request.json keeps
@@ -82,6 +85,7 @@ class MmciRequest:
             "accel": self.accel,
             "memory_mib": self.memory_mib,
             "wrapper_limit_s": self.wrapper_limit_s,
+            "xtrace": self.xtrace,
         }
 
 
@@ -601,7 +605,11 @@ def _one_wrapper(
 ) -> list[TestOutcome]:
     layout = plan.GUEST_HERE
     job = guest.wrapper_job(
-        w, layout.huge_1g_pages, layout.swap_mib, int(spec.timeout)
+        w,
+        layout.huge_1g_pages,
+        layout.swap_mib,
+        int(spec.timeout),
+        xtrace=req.xtrace,
     )
     boot_dir = req.out / log_dir
     res = boot_once(
@@ -640,6 +648,8 @@ def _one_wrapper(
         misc["kernel_args_added"] = " ".join(req.append)
     if tests.not_built:
         misc["not_built"] = " ".join(tests.not_built)
+    if req.xtrace:
+        misc["xtrace"] = True
     if problems and res.exit_code is not None:
         # the guest was not the one asked for: not the mm CI's result
         misc["detail"] = "guest setup did not hold: " + "; ".join(problems)
