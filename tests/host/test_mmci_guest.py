@@ -286,7 +286,7 @@ def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
     assert names["sbin/modprobe"] & 0o170000 == 0o120000  # a symlink
     assert any(n.endswith("libgcc_s.so.1") for n in names)
     # procps' ps and psmisc's killall, files where busybox has links
-    for tool in ("bin/ps", "usr/bin/killall"):
+    for tool in ("bin/ps", "usr/bin/pgrep", "usr/bin/killall"):
         assert names[tool] & 0o170000 == 0o100000, tool
     assert any(n.endswith("libproc2.so.0") for n in names)  # ps's
 
@@ -315,7 +315,13 @@ def test_an_arm64_payload_takes_bash_kmod_and_libraries_from_the_sysroot(
     true = Path("/bin/true").read_bytes()
     interp = b"/lib/ld-linux-aarch64.so.1\0"  # as long as x86's, less one
     prog = _aarch64(true, interp.ljust(28, b"\0"))
-    for rel in ("bin/bash", "bin/kmod", "bin/ps", "usr/bin/killall"):
+    for rel in (
+        "bin/bash",
+        "bin/kmod",
+        "bin/ps",
+        "usr/bin/pgrep",
+        "usr/bin/killall",
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(prog)
     lib = root / "lib" / arm.multiarch
@@ -336,6 +342,7 @@ def test_an_arm64_payload_takes_bash_kmod_and_libraries_from_the_sysroot(
     assert f"{guest.GUEST_DIR}/prog" in names
     assert "bin/bash" in names and "usr/bin/kmod" in names
     assert "bin/ps" in names and "usr/bin/killall" in names
+    assert "usr/bin/pgrep" in names
     assert names["sbin/modprobe"] & 0o170000 == 0o120000
     assert "lib/ld-linux-aarch64.so.1" in names
     assert f"lib/{arm.multiarch}/libc.so.6" in names

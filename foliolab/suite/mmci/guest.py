@@ -66,18 +66,23 @@ BASH = "/bin/bash"
 # hwpoison_inject not found" with busybox's, 2026-11-29)
 KMOD = "/usr/bin/kmod"
 KMOD_NAMES = ("sbin/modprobe", "sbin/insmod", "sbin/rmmod", "sbin/lsmod")
-# procps' ps and psmisc's killall, at busybox's own paths, for hugetlb's
-# cgroup scripts (the mm CI's guest has a distribution's): busybox's
-# `ps PID` exits 0 for a process that is gone, so the check in
-# charge_reserved_hugetlb.sh that its writer still runs never fails and
-# its wait for the writer's DONE never ends (7.3.4's hugetlb wrapper ran
-# into its 2400 s limit there, 2026-11-30); busybox's killall has no
-# --wait, which the script's clean-up asks
+# procps' ps and pgrep and psmisc's killall for hugetlb's cgroup script
+# (the mm CI's guest has a distribution's root). Debian's busybox-static
+# has no pgrep at all, so charge_reserved_hugetlb.sh's clean-up
+# (`pgrep -f write_to_hugetlbfs`) found no writer to kill, its `umount`
+# of the hugetlbfs the writer still mapped failed under `set -e`, and the
+# script left with the writer holding run_vmtests.sh's pipe to sed open:
+# the wrapper waited until its limit (7.3.4, runs mmci-slow-a,
+# mmci-htlb-stuck and mmci-htlb-xtrace, 2026-11-30, shown by --xtrace).
+# Busybox's `ps PID` exits 0 for a process that is gone (the script's
+# check that its writer still runs) and its killall has no --wait (the
+# script's kill). Each at busybox's own path for it, where it has one.
 PS = "/bin/ps"
+PGREP = "/usr/bin/pgrep"
 KILLALL = "/usr/bin/killall"
 # what the guest gets from the host (x86_64) or the sysroot (arm64) at
 # the path it has there, and the Debian packages they come from
-TOOLS = (BASH, KMOD, PS, KILLALL)
+TOOLS = (BASH, KMOD, PS, PGREP, KILLALL)
 TOOL_PACKAGES = "bash kmod procps psmisc"
 # The kselftest helpers beside selftests/mm that its scripts source by a
 # relative path (kmemleak's wrappers: ../kselftest/ktap_helpers.sh)
