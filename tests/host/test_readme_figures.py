@@ -1112,8 +1112,25 @@ def figures_host_73():
     ]
 
 
+HTLB_FIXED = "mmci-htlb-73"
+
+
+def figures_htlb_fixed():
+    """7.3.4's hugetlb wrapper, one boot with pgrep in the guest: its
+    totals and the boot's time."""
+    (rows,) = one_round(HTLB_FIXED, "up")
+    (s,) = compare.summary(compare.compare([rows], []), "up", None)
+    (boot,) = [t for t in rows if t.path.count(".") == 2]
+    return [
+        f"run folder `{HTLB_FIXED}`",
+        f"{s.passed} pass, {s.failed} fail, {s.skipped} skip, one boot of "
+        f"{whole(boot.duration_s)} s",
+    ]
+
+
 FIGURES = {
     README: {
+        HTLB_FIXED: figures_htlb_fixed,
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
