@@ -130,7 +130,8 @@ ARCHES = {
             "libnuma-dev",
             # the mm CI's selftests (test --mm-ci): bash for
             # run_vmtests.sh, kmod for its modprobe, libcap for two tests,
-            # procps' ps and psmisc's killall for hugetlb's cgroup scripts
+            # procps' ps and pgrep and psmisc's killall for hugetlb's
+            # cgroup script
             "bash",
             "kmod",
             "libcap-dev",

@@ -55,8 +55,8 @@ APT_PACKAGES = [
     "libcap-dev",
     # test --mm-ci's host tests (tools/testing/radix-tree, vma: -lurcu)
     "liburcu-dev",
-    # test --mm-ci's guest: ps and killall for hugetlb's cgroup scripts
-    # (suite/mmci/guest.py, PS); kmod and bash are above and everywhere
+    # test --mm-ci's guest: ps, pgrep and killall for hugetlb's cgroup
+    # script (suite/mmci/guest.py, TOOLS); kmod is above, bash everywhere
     "procps",
     "psmisc",
 ]

@@ -114,27 +114,27 @@ cd /{dir}
 STUCK_TAG = "@@ mmci stuck"
 _WATCH = """\
 ( sleep {at}
-  echo "@@ mmci stuck after {at} s: the tasks, their state and wchan"
+  echo "{tag} after {at} s: the tasks, their state and wchan"
   for d in /proc/[0-9]*; do
     read -r stat < $d/stat 2>/dev/null || continue
     state=$(echo "$stat" | sed 's/^.*) //' | cut -d' ' -f1)
     cmd=$(tr '\\0\\n' '  ' < $d/cmdline 2>/dev/null | cut -c1-200)
     [ -n "$cmd" ] || [ "$state" = D ] || continue
     wchan=$(cat $d/wchan 2>/dev/null)
-    echo "@@ mmci stuck task ${{d#/proc/}} $state $wchan $cmd"
-    sed 's/^/@@ mmci stuck stack /' $d/stack 2>/dev/null
+    echo "{tag} task ${{d#/proc/}} $state $wchan $cmd"
+    sed 's/^/{tag} stack /' $d/stack 2>/dev/null
   done
-  grep -i huge /proc/meminfo | sed 's/^/@@ mmci stuck meminfo /'
+  grep -i huge /proc/meminfo | sed 's/^/{tag} meminfo /'
   tail -n {xtrace_lines} {xtrace} 2>/dev/null \\
-    | sed 's/^/@@ mmci stuck xtrace /'
+    | sed 's/^/{tag} xtrace /'
 ) &
 watcher=$!
 """
 # --xtrace: every bash the wrapper starts traces each command (bash's
 # xtrace; bash takes no PS4 from the environment as root, so without the
-# script's name) to a file the watcher's list ends
-# with; not the mm CI's guest (the tracing takes time), for finding where
-# a wrapper waits when its own output is lost
+# script's name) to a file the watcher's list ends with; not the mm CI's
+# guest (the tracing takes time), for finding where a wrapper waits when
+# its own output is lost
 XTRACE = "/tmp/foliolab-xtrace"
 XTRACE_LINES = 300
 _XTRACE_ON = """\
@@ -342,7 +342,10 @@ def wrapper_job(
     ``xtrace``), its exit status the job's."""
     setup = _SETUP.format(huge=huge_1g_pages, swap_mib=swap_mib, dir=GUEST_DIR)
     watch = _WATCH.format(
-        at=stuck_at_s(limit_s), xtrace=XTRACE, xtrace_lines=XTRACE_LINES
+        at=stuck_at_s(limit_s),
+        tag=STUCK_TAG,
+        xtrace=XTRACE,
+        xtrace_lines=XTRACE_LINES,
     )
     return (
         setup

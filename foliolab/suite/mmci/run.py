@@ -178,12 +178,21 @@ REQUEST = "mmci-request.json"
 RESUME_HINT = "give another --out and run the command whole"
 
 
-def resumed(req: MmciRequest) -> Outcomes | None:
-    """--resume: the rows the stopped run in ``req.out`` recorded (None:
-    it recorded none). UsageError when it asked for another run or is
-    finished, DamagedRunError for a damaged record or a row of no unit
-    the run has: what the command checks before it touches the
-    directory, and the run reads."""
+@dataclass(frozen=True)
+class Stopped:
+    """What a stopped run left for --resume: its rows (None: it recorded
+    none) and each kernel's tree commit ({}: it stopped before its trees
+    were made)."""
+
+    kept: Outcomes | None
+    trees: dict[str, str]
+
+
+def resumed(req: MmciRequest) -> Stopped:
+    """--resume: what the stopped run in ``req.out`` left. UsageError
+    when it asked for another run or is finished, DamagedRunError for a
+    damaged record or a row of no unit the run has: what the command
+    checks before it touches the directory, and the run reads."""
     path = req.out / REQUEST
     if not path.is_file():
         raise UsageError(
@@ -203,8 +212,16 @@ def resumed(req: MmciRequest) -> Outcomes | None:
             f"{json.dumps(old.get(k))}, this asks for {json.dumps(new[k])}",
             hint="resume with the run's own kernels and options",
         )
+    tree_commits = old.get("trees", {})
+    if not isinstance(tree_commits, dict) or not all(
+        isinstance(v, str) for v in tree_commits.values()
+    ):
+        raise DamagedRunError(
+            f"{path}: trees {tree_commits!r} is not kernel: commit",
+            hint=RESUME_HINT,
+        )
     if not (req.out / OUTCOMES).exists():
-        return None
+        return Stopped(None, tree_commits)
     try:
         kept = Outcomes.read(req.out)
     except DamagedRunError as e:
@@ -229,24 +246,7 @@ def resumed(req: MmciRequest) -> Outcomes | None:
                 "boot this run has",
                 hint=RESUME_HINT,
             )
-    return kept
-
-
-def _recorded_trees(req: MmciRequest) -> dict[str, str]:
-    """The commit of each kernel's tree, as the run recorded them once
-    made ({} before that)."""
-    d = records.read_object(
-        req.out / REQUEST, records.RecordKind.MMCI_REQUEST, hint=RESUME_HINT
-    )
-    got = d.get("trees", {})
-    if not isinstance(got, dict) or not all(
-        isinstance(v, str) for v in got.values()
-    ):
-        raise DamagedRunError(
-            f"{req.out / REQUEST}: trees {got!r} is not kernel: commit",
-            hint=RESUME_HINT,
-        )
-    return got
+    return Stopped(kept, tree_commits)
 
 
 def _write_request(req: MmciRequest, kernel_trees: dict[str, str]) -> None:
@@ -261,7 +261,7 @@ def _write_request(req: MmciRequest, kernel_trees: dict[str, str]) -> None:
 
 def run(req: MmciRequest) -> MmciResult:
     hosttests.check_host()
-    kept = resumed(req) if req.resume else None
+    stopped = resumed(req) if req.resume else Stopped(None, {})
     req.out.mkdir(parents=True, exist_ok=True)
     if not req.resume:
         _write_request(req, {})
@@ -269,7 +269,7 @@ def run(req: MmciRequest) -> MmciResult:
         make_executor(req.executor, req.out) if req.wrappers != () else None
     )
     kernel_records: list[KernelRecord] = []
-    sofar = _SoFar(req.out, kernel_records, kept)
+    sofar = _SoFar(req.out, kernel_records, stopped.kept)
     made: list[tuple[specs.KernelSpec, source.Tree, list[discover.Wrapper]]]
     made = []
     for k in req.kernels:
@@ -289,8 +289,7 @@ def run(req: MmciRequest) -> MmciResult:
         sofar.check(kernel_record(k, tree), {w.name for w in wrappers})
         made.append((k, tree, wrappers))
     commits = {k.name: tree.commit for k, tree, _ in made}
-    recorded = _recorded_trees(req) if req.resume else {}
-    for name, commit in recorded.items():
+    for name, commit in stopped.trees.items():
         if commits.get(name) != commit:
             raise UsageError(
                 f"--resume: kernel {name}'s tree is at "
@@ -298,7 +297,7 @@ def run(req: MmciRequest) -> MmciResult:
                 f"was at {commit[:12]}",
                 hint=RESUME_HINT,
             )
-    if not recorded:
+    if not stopped.trees:
         _write_request(req, commits)
     runs: dict[str, list[list[TestOutcome]]] = {}
     for k, tree, wrappers in made:
