@@ -183,9 +183,9 @@ class RunManifest:
         # a user's workload folder is part of what was asked: its copy
         # lets the run be read and resumed without it
         workloads.keep_user_workloads(out, self.workloads)
-        tmp = out / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        tmp.replace(out / MANIFEST)
+        records.write_whole(
+            out / MANIFEST, json.dumps(self.to_json(), indent=1) + "\n"
+        )
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunManifest:

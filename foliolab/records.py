@@ -12,6 +12,7 @@ Fields are taken through typed accessors, so a string where a number
 goes, a negative count or a list that is a string is refused. Whatever
 is wrong is one DamagedRunError (exit 11) naming the file and the field,
 never a traceback and never a plausible result from a damaged record.
+They are written by one function too, write_whole: whole or not at all.
 """
 
 from __future__ import annotations
@@ -119,6 +120,25 @@ def read_bytes(path: Path, kind: RecordKind, hint: str = "") -> bytes:
     if len(data) > kind.bound:
         damaged(path, f"more than {kind.bound} bytes", hint)
     return data
+
+
+def write_whole(path: Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` whole or not at all: into a part file
+    beside it, named for this process so two writers never share one,
+    then renamed over ``path``. A reader sees the old file or the new one,
+    never a part of either; a writer that fails leaves no part behind
+    (one killed outright leaves at most its own part file)."""
+    part = path.with_name(f"{path.name}.part{os.getpid()}")
+    try:
+        if isinstance(data, bytes):
+            part.write_bytes(data)
+        else:
+            part.write_text(data)
+        part.replace(path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def _no_constant(name: str) -> NoReturn:

@@ -113,12 +113,10 @@ class Marker:
     def write(self, out: Path) -> None:
         """Whole or not at all (written beside, then renamed over)."""
         out.mkdir(parents=True, exist_ok=True)
-        part = out / (MARKER + ".part")
         d = {"kind": self.kind.value, "finished": self.finished}
         if self.of:
             d["of"] = self.of
-        part.write_text(json.dumps(d, indent=1) + "\n")
-        part.replace(out / MARKER)
+        records.write_whole(out / MARKER, json.dumps(d, indent=1) + "\n")
 
     @classmethod
     def read(cls, out: Path) -> Marker:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foliolab import records
 from foliolab.bootrecord import read_json
 from foliolab.errors import DamagedRunError
 from foliolab.kernelrecord import KernelRecord, check_json
@@ -150,11 +151,9 @@ class Outcomes:
     def write(self, out: Path) -> Path:
         """OUT/outcomes.json, whole or not at all (written beside, then
         renamed over)."""
-        path = out / OUTCOMES
-        part = path.with_name(path.name + ".part")
-        part.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        part.replace(path)
-        return path
+        return records.write_whole(
+            out / OUTCOMES, json.dumps(self.to_json(), indent=1) + "\n"
+        )
 
     @classmethod
     def read(cls, out: Path) -> Outcomes:

@@ -172,9 +172,7 @@ class Timings:
     def save(self, path: Path | None = None) -> None:
         path = path or cache_root() / TIMINGS
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
-        tmp.replace(path)
+        records.write_whole(path, json.dumps(asdict(self), indent=1) + "\n")
 
     def build_s(self, arch: str, purpose: str) -> float | None:
         got = self.builds.get(build_key(arch, purpose))

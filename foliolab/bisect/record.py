@@ -247,9 +247,9 @@ class Record:
     wall_s: float = 0.0
 
     def write(self, out: Path) -> None:
-        tmp = out / (RECORD + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
-        tmp.replace(out / RECORD)
+        records.write_whole(
+            out / RECORD, json.dumps(asdict(self), indent=1) + "\n"
+        )
         (out / TEXT).write_text(render(self))
 
     def tests(self, out: Path) -> list[TestOutcome]:

@@ -269,6 +269,7 @@ def run_samples(out: Path, dest: Path | None = None) -> list[Sample]:
 
 def write_samples(out: Path, samples: list[Sample]) -> None:
     """samples.jsonl, rewritten whole."""
-    tmp = out / "samples.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(asdict(s)) + "\n" for s in samples))
-    tmp.replace(out / "samples.jsonl")
+    records.write_whole(
+        out / "samples.jsonl",
+        "".join(json.dumps(asdict(s)) + "\n" for s in samples),
+    )

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foliolab import records
 from foliolab.analysis import diff
 from foliolab.errors import (
     DamagedRunError,
@@ -501,9 +502,9 @@ def write_document(data: dict[str, Any], path: Path, force: bool) -> None:
             f"KCIDB {MAJOR}.{MINOR} refuses the document, first at {why}",
             hint=f"nothing was written to {path}",
         )
-    part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
-    part.replace(path)
+    records.write_whole(
+        path, json.dumps(data, indent=1, allow_nan=False) + "\n"
+    )
 
 
 def refused_file(path: Path, force: bool) -> None:

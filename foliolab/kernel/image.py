@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foliolab import hostsetup, proc
+from foliolab import hostsetup, proc, records
 from foliolab.arch import Arch
 from foliolab.errors import ImageError
 from foliolab.kernel import source, symbols, upstream_selftests
@@ -487,9 +487,7 @@ def _store_image(arch: Arch, data: bytes, digest: str) -> Path:
     if path.exists():
         os.utime(path)  # in use: not old
     else:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        records.write_whole(path, data)
         now = path.stat().st_mtime
         for old in images.glob(f"{arch.name}-base*.cpio"):
             if now - old.stat().st_mtime > IMAGE_KEEP_S:

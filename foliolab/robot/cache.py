@@ -98,6 +98,6 @@ class ResultCache:
 
     def put(self, key: str, result: CellResult) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self._path(key).with_suffix(".tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=1))
-        tmp.replace(self._path(key))
+        records.write_whole(
+            self._path(key), json.dumps(result.to_json(), indent=1)
+        )

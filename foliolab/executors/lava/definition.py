@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from foliolab import records
 from foliolab.errors import LavaError, UsageError
 from foliolab.executors.base import (
     BlockRequest,
@@ -91,9 +92,7 @@ class Artifacts:
         digest = hashlib.sha256(data).hexdigest()
         path = self.directory / f"{digest[:16]}-{name}"
         if not path.exists():
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            records.write_whole(path, data)
         return {"url": f"{self.base_url}/{path.name}", "sha256sum": digest}
 
     def add_file(self, path: Path) -> dict[str, Any]:

@@ -253,10 +253,7 @@ def _write_request(req: MmciRequest, kernel_trees: dict[str, str]) -> None:
     d = req.key()
     if kernel_trees:
         d["trees"] = kernel_trees
-    path = req.out / REQUEST
-    part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(d, indent=1) + "\n")
-    part.replace(path)
+    records.write_whole(req.out / REQUEST, json.dumps(d, indent=1) + "\n")
 
 
 def run(req: MmciRequest) -> MmciResult:
