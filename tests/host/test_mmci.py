@@ -656,6 +656,19 @@ def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
     assert "./ksft_own_check.sh  (not in the mm CI's list)" in out
     assert "host tests vma: none (not in the tree)" in out
     assert "kconfig: " in out
+    assert ", TCG, 2400 s per wrapper\n" in out
+    rc, out, err = run_cli(
+        capsys,
+        "test",
+        "--mm-ci",
+        "--dry-run",
+        "--wrapper-limit",
+        "1500",
+        "--kernel",
+        f"up=git:{repo}@main",
+    )
+    assert rc == 0, err
+    assert ", TCG, 1500 s per wrapper\n" in out  # the limit the run keeps
 
 
 def test_a_changed_guest_is_said_first(capsys, tmp_path, monkeypatch):

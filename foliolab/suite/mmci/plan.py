@@ -65,15 +65,18 @@ class KernelPlan:
     kconfig: str = ""  # what the kernel's config would be made of
 
 
-def describe(plans: list[KernelPlan], arch: Arch) -> str:
+def describe(
+    plans: list[KernelPlan], arch: Arch, limit_s: int | None = None
+) -> str:
     """The dry run's text: per kernel, the host tests and the wrappers
-    it would run, and the guest they run in."""
+    it would run, and the guest they run in, each wrapper's boot limited
+    to ``limit_s`` (--wrapper-limit; None: wrapper_limit_s())."""
     lines = [
         f"mm CI's tests ({mmci.REPOSITORY} at {mmci.COMMIT[:12]}), "
         f"{arch.name}:",
         f"  guest: "
         f"{GUEST_HERE.describe()}, TCG, "
-        f"{wrapper_limit_s(arch)} s per wrapper",
+        f"{limit_s or wrapper_limit_s(arch)} s per wrapper",
         f"  the mm CI's guest: {mmci.GUEST.describe()}, KVM, "
         f"{mmci.TIMEOUT_S} s per wrapper",
     ]

@@ -141,7 +141,9 @@ def dry_run(req: MmciRequest) -> str:
                 kconfig=_kconfig_note(config.merged(repo, commit)),
             )
         )
-    return mmci.changed_guest(req.append) + plan.describe(plans, req.arch)
+    return mmci.changed_guest(req.append) + plan.describe(
+        plans, req.arch, req.wrapper_limit_s
+    )
 
 
 def _kconfig_note(m: config.MmciOptions) -> str:
