@@ -84,7 +84,14 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--no-kselftests",
         action="store_true",
-        help="only foliolab's own guest tests",
+        help="only foliolab's own guest tests (--kselftests none)",
+    )
+    s.add_argument(
+        "--kselftests",
+        metavar="all|quick|none|NAME,...",
+        help="the base tree's mm kselftests to run in the first boot: "
+        "all (default), quick (those under a minute each, CI's share), "
+        "none, or some by name (cow, gup_longterm, khugepaged, ...)",
     )
     s.add_argument(
         "--upstream-selftests",
@@ -251,6 +258,12 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         # the series read (and refused) before the upstream tests' plan,
         # which may ask Debian's archive for their source
         sources.read_patches(args.patches)
+    kselftests = _kselftests(args)
+    if args.record_baseline and kselftests != tuple(suiteplan.KSELFTESTS):
+        raise UsageError(
+            "--record-baseline records every kselftest's result",
+            hint="leave --kselftests and --no-kselftests out",
+        )
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
@@ -268,7 +281,7 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         arch=arch,
         out=out,
         lru_gens={"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru],
-        kselftests=not (args.no_kselftests or args.only),
+        kselftests=kselftests,
         record_baseline=args.record_baseline,
         accel=args.accel,
         count=args.count,
@@ -293,6 +306,27 @@ def _kernel_spec(args: argparse.Namespace) -> specs.KernelSpec:
     return vanilla if args.variant == "vanilla" else patched
 
 
+def _kselftests(args: argparse.Namespace) -> tuple[str, ...]:
+    """The kselftests the suite runs: --kselftests, --no-kselftests (none)
+    or all; none with --only, which runs its programs alone."""
+    if args.kselftests is None:
+        none = args.no_kselftests or args.only
+        return () if none else tuple(suiteplan.KSELFTESTS)
+    names = suiteplan.parse_kselftests(args.kselftests)
+    if names and args.no_kselftests:
+        raise UsageError(
+            f"--kselftests {args.kselftests} with --no-kselftests",
+            hint="give one of them",
+        )
+    if names and args.only:
+        raise UsageError(
+            f"--kselftests {args.kselftests} with --only: --only runs "
+            "its programs without the kselftests",
+            hint="leave one of them out",
+        )
+    return names
+
+
 def _upstream_plan(
     args: argparse.Namespace,
 ) -> upstream_selftests.Plan | None:
@@ -301,7 +335,8 @@ def _upstream_plan(
     if args.upstream_selftests is not None:
         selection = upstream_selftests.parse_selection(args.upstream_selftests)
     else:
-        selection = () if args.only or args.no_kselftests else None
+        none = args.only or args.no_kselftests or args.kselftests == "none"
+        selection = () if none else None
     return upstream_selftests.plan(selection, get_arch(args.arch))
 
 
@@ -338,6 +373,7 @@ _NOT_MMCI = (
     "stress_seeds",
     "record_baseline",
     "upstream_selftests",
+    "kselftests",
 )
 
 

@@ -13,7 +13,7 @@ from foliolab.executors import ExecutorOptions
 from foliolab.kernel import source
 from foliolab.kernel import upstream_selftests as upstream_mod
 from foliolab.kernel.specs import KernelSpec
-from foliolab.suite.plan import StressPlan
+from foliolab.suite.plan import KSELFTESTS, StressPlan
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class SuiteRequest:
     arch: Arch
     out: Path
     lru_gens: tuple[str, ...] = ("y", "n")  # MGLRU on (y), off (n)
-    kselftests: bool = True  # the mm kselftests in the first boot
+    # the mm kselftests (names of plan.KSELFTESTS) the first boot runs
+    kselftests: tuple[str, ...] = tuple(KSELFTESTS)
     # the kselftests' results written as vanilla's (tests/*.json)
     record_baseline: bool = False
     accel: str = "tcg"

@@ -145,7 +145,7 @@ def boot(
 ) -> list[SuiteBoot]:
     """One boot per MGLRU setting of the request, by ``executor``, each
     judged."""
-    ks = kselftest_entries(req.arch, slowdown_of(req.purpose))
+    ks = kselftest_entries(req.arch, slowdown_of(req.purpose), req.kselftests)
     up = _upstream_entries(req)
     spec = _boot_spec(req, built)
     boots = []
@@ -260,6 +260,8 @@ def _kselftest_checks(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
         if base_file.exists()
         else {}
     )
+    # a run of some kselftests (--kselftests) is compared on those alone
+    baseline = {k: v for k, v in baseline.items() if k in req.kselftests}
     results = {
         k: v
         for b in boots
@@ -285,6 +287,7 @@ def _kselftest_checks(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
             f"not built for {req.arch.name} by the mm Makefile",
         )
         for name in NOT_BUILT.get(req.arch.name, ())
+        if name in req.kselftests
     ]
 
 

@@ -373,7 +373,7 @@ def test_run_suite_with_coverage_reports_after_the_suite(
     out = tmp_path / "out"
     result = suite.run_suite(
         SuiteRequest(
-            t, arch, out, kselftests=False, purpose="coverage", coverage=plan
+            t, arch, out, kselftests=(), purpose="coverage", coverage=plan
         )
     )
     assert result.passed

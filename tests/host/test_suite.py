@@ -684,7 +684,7 @@ def test_the_verdict_keeps_the_runs_before_the_last(tmp_path):
         },
     )
     tree = SimpleNamespace(variant="patched", commit="c0ffee")
-    req = SuiteRequest(tree, ARCHES["x86_64"], tmp_path, kselftests=True)
+    req = SuiteRequest(tree, ARCHES["x86_64"], tmp_path)
     suiterun._verdict(req, [sb])
     boot = json.loads((tmp_path / "suite.json").read_text())["boots"][0]
     assert boot["kselftest_reruns"] == {
