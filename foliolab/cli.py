@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from foliolab import __version__
+from foliolab import __version__, paths
 from foliolab.arch import get_arch
 from foliolab.commands import (
     Command,
@@ -217,14 +217,7 @@ def expand_paths(args: argparse.Namespace) -> None:
 
 
 def _expanded(option: str, path: Path) -> Path:
-    try:
-        full = path.expanduser()
-    except RuntimeError:  # Python's word for "~nosuchuser"
-        user = str(path).split("/", 1)[0]
-        raise UsageError(
-            f"{option} {path}: there is no user {user[1:]!r}",
-            hint="give the path in full, or ~/ for your own home",
-        ) from None
+    full = paths.user_path(path, option)
     try:
         full.resolve()
     except RuntimeError:  # Python's word for a loop of symbolic links

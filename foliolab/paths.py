@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from foliolab.errors import UsageError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 CONFIGS_DIR = PROJECT_ROOT / "configs"
@@ -13,6 +15,20 @@ CONFIGS_DIR = PROJECT_ROOT / "configs"
 WORKLOADS_DIR = Path(__file__).resolve().parent / "workloads"
 GUEST_TESTS_DIR = PROJECT_ROOT / "tests" / "guest"
 DEFAULT_PATCHES = PROJECT_ROOT / "patches" / "6.12"
+
+
+def user_path(text: str | Path, what: str) -> Path:
+    """``text`` as a path, ``~`` and ``~user`` expanded; a user this
+    machine does not have is ``what``'s UsageError (Python's expanduser
+    raises RuntimeError for it), not a traceback."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        user = str(text).split("/", 1)[0]
+        raise UsageError(
+            f"{what} {text}: there is no user {user[1:]!r}",
+            hint="give the path in full, or ~/ for your own home",
+        ) from None
 
 
 def cache_root() -> Path:

@@ -25,6 +25,7 @@ from pathlib import Path
 from foliolab import hostsetup
 from foliolab.errors import SourceError, UsageError
 from foliolab.kernel import debian, source
+from foliolab.paths import user_path
 
 FORMS = "debian:VERSION (e.g. debian:6.12.107) or git:PATH@REF"
 
@@ -119,7 +120,7 @@ def parse(text: str) -> SinceSpec:
                 hint="e.g. git:~/linux-stable@v6.12.107",
             )
         return SinceSpec(
-            text, SinceKind.GIT, repo=Path(path).expanduser(), ref=ref
+            text, SinceKind.GIT, repo=user_path(path, "--since git:"), ref=ref
         )
     raise UsageError(
         f"--since {text!r} is not a tree spec", hint=f"give {FORMS}"

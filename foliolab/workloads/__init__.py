@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from foliolab.errors import UsageError
+from foliolab.paths import user_path
 from foliolab.workloads import user
 from foliolab.workloads.dirty_tlb import workload as dirty_tlb
 from foliolab.workloads.file_reclaim import workload as file_reclaim
@@ -123,7 +124,9 @@ def get_workloads(names: str | None) -> list[Workload]:
     out: list[Workload] = []
     for name in _expand_sets(names):
         if user.looks_like_path(name):
-            w = user.load(Path(name).expanduser(), set(WORKLOADS)).workload
+            w = user.load(
+                user_path(name, "--workloads"), set(WORKLOADS)
+            ).workload
         elif name in WORKLOADS:
             w = WORKLOADS[name]
         elif stress_ng.is_family_name(name):

@@ -760,3 +760,35 @@ def test_every_booting_command_takes_the_executor_as_compare_does(command):
     assert parser.parse_args(command).executor == "qemu"
     with pytest.raises(Exception, match="invalid choice: 'lava-export'"):
         parser.parse_args([*command, "--executor", "lava-export"])
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (
+            ["compare", "--kernel", "a=git:~nosuchuser/x@v1", "--dry-run"],
+            "kernel a: git ~nosuchuser/x: there is no user 'nosuchuser'",
+        ),
+        (
+            ["compare", "--kernel", "a=image:~nosuchuser/bz", "--dry-run"],
+            "kernel a: image ~nosuchuser/bz: there is no user 'nosuchuser'",
+        ),
+        (
+            ["attribute", "--workloads", "~nosuchuser/w", "--at", "1"],
+            "--workloads ~nosuchuser/w: there is no user 'nosuchuser'",
+        ),
+        (
+            ["check", "--since", "git:~nosuchuser/x@v1"],
+            "~nosuchuser/x: there is no user 'nosuchuser'",
+        ),
+    ],
+)
+def test_a_path_of_a_user_the_machine_lacks_is_one_line(argv, says, capsys):
+    """A ~user path inside an option's text (a kernel spec, --workloads,
+    --since) is refused in one line, as a path option's is: Python's
+    expanduser raises RuntimeError for it (found by the hostile suite's
+    generated invocations, 2026-11-30)."""
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == errors.UsageError.exit_code, err
+    assert says in err and "Traceback" not in err

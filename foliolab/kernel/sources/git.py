@@ -16,6 +16,7 @@ from foliolab.kernel.sources.base import (
     kept_commit,
     written,
 )
+from foliolab.paths import user_path
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class GitSource(Source):
                 f"kernel {name}: {text!r} is not git:PATH@REF",
                 hint="e.g. git:~/linux@mm-unstable",
             )
-        return cls(text, Path(path).expanduser(), ref)
+        return cls(text, user_path(path, f"kernel {name}: git"), ref)
 
     def check(self, name: str, count: bool, offline: bool) -> None:
         source.resolve_ref(self.repo, self.ref)

@@ -17,6 +17,7 @@ from foliolab.kernel.sources.base import (
     SourceRecord,
     written,
 )
+from foliolab.paths import user_path
 
 # How far above an image its .config and System.map are looked for: a
 # build directory keeps bzImage three levels down (arch/x86/boot).
@@ -56,7 +57,7 @@ class ImageSource(Source):
                 f"kernel {name}: {text!r} names no image",
                 hint="give image:PATH",
             )
-        return cls(text, Path(path).expanduser())
+        return cls(text, user_path(path, f"kernel {name}: image"))
 
     def check(self, name: str, count: bool, offline: bool) -> None:
         if not self.image.is_file():
