@@ -47,6 +47,9 @@ class SuiteBoot:
     # a kselftest that ran again after failing (suite.RERUNS): the overall
     # result of each run before the last, which ``kselftests`` holds
     kselftest_reruns: dict[str, list[str]] = field(default_factory=dict)
+    # how long each kselftest ran in the guest, its runs added ("@@
+    # seconds"): its row's duration
+    kselftest_seconds: dict[str, int] = field(default_factory=dict)
     console: str = ""
     counts: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -69,6 +72,11 @@ class SuiteResult:
                 f"suite.mglru-{'on' if b.lru_gen == 'y' else 'off'}.{c.name}",
                 TestStatus(c.status),
                 self.kernel.name,
+                duration_s=b.kselftest_seconds.get(
+                    c.name.removeprefix("kselftest.")
+                )
+                if c.name.startswith("kselftest.")
+                else None,
                 log=f"mglru-{b.lru_gen}/console.log",
                 misc={
                     k: v
@@ -184,6 +192,13 @@ def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
                     sb.kselftests[name][""]
                 )
             sb.kselftests[name] = kselftest_results(text)
+            for line in text.splitlines():
+                f = line.split()
+                if f[:2] == ["@@", "seconds"] and len(f) == 4:
+                    if f[3].isdigit():
+                        sb.kselftest_seconds[name] = sb.kselftest_seconds.get(
+                            name, 0
+                        ) + int(f[3])
     for group, check, ok, detail in s.oracles:
         sb.checks.append(
             Check(f"{group}.oracle.{check}", "pass" if ok else "fail", detail)

@@ -310,6 +310,7 @@ def _write_json(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
                         "checks": [c.__dict__ for c in b.checks],
                         "kselftests": b.kselftests,
                         "kselftest_reruns": b.kselftest_reruns,
+                        "kselftest_seconds": b.kselftest_seconds,
                         "counts": b.counts,
                     }
                     for b in boots

@@ -96,3 +96,47 @@ def test_a_run_of_some_kselftests_is_compared_on_those_alone(tmp_path):
     failed = [c for c in checks["checks"] if c["status"] == "fail"]
     assert [c["name"] for c in failed] == ["kselftest.cow"]
     assert "did not run" not in (tmp_path / "suite.ktap").read_text()
+
+
+def test_each_kselftest_row_says_how_long_it_ran():
+    """The guest's "@@ seconds" of a kselftest is its row's duration in
+    outcomes.json (a rerun's seconds added to the first's), and
+    suite.json keeps them: what chose CI's quick share, kept with the
+    run."""
+    from pathlib import Path
+
+    from foliolab import bootrecord
+    from foliolab.kernelrecord import KernelRecord
+
+    records = [
+        "@@ boot 1.0",
+        "@@ file kselftest.cow",
+        "1..1",
+        "ok 1 x",
+        "@@ seconds cow 50",
+        "@@ exitcode cow 0",
+        "@@ end",
+        "@@ file kselftest.ksm_tests-unmerge",
+        "@@ seconds ksm_tests-unmerge 3",
+        "@@ exitcode ksm_tests-unmerge 1",
+        "@@ end",
+        "@@ file kselftest.ksm_tests-unmerge@2",
+        "@@ seconds ksm_tests-unmerge@2 4",
+        "@@ exitcode ksm_tests-unmerge@2 0",
+        "@@ end",
+        "@@ exit 0",
+    ]
+    res = bootrecord.BootResult(
+        "ok", 0, [], Path("/c.log"), Path("/r.txt"), 1.0, records
+    )
+    sb = suiteresults.judge_boot("y", res)
+    assert sb.kselftest_seconds == {"cow": 50, "ksm_tests-unmerge": 7}
+    sb.checks = suiteresults.compare_kselftests(
+        sb.kselftests, {}, sb.kselftest_reruns
+    )
+    result = suiteresults.SuiteResult(
+        True, "", (sb,), KernelRecord("k", "base")
+    )
+    took = {t.path: t.duration_s for t in result.tests()}
+    assert took["suite.mglru-on.kselftest.cow"] == 50
+    assert took["suite.mglru-on.kselftest.ksm_tests-unmerge"] == 7
