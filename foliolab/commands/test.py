@@ -358,7 +358,9 @@ def _cmd_mmci(args: argparse.Namespace) -> int:
     if not result.passed:
         raise FoliolabError(
             "the mm CI's tests: a new failure on "
-            + ", ".join(k.name for k in req.kernels[1:]),
+            + ", ".join(k.name for k in req.kernels[1:])
+            if len(req.kernels) > 1
+            else f"the mm CI's tests: a case failed on {req.kernels[0].name}",
             log_path=req.out / "mmci-summary.txt",
         )
     return 0

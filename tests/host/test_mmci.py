@@ -826,6 +826,45 @@ def test_mm_ci_end_to_end_on_fake_trees_finds_the_new_failure(
     assert (out / "next/host-3/radix-tree-fails.log").exists()
 
 
+def test_one_kernel_alone_fails_on_any_failing_case(
+    capsys, tmp_path, monkeypatch
+):
+    """A run of one kernel is a baseline: with nothing to compare, a case
+    that fails fails the command (as kselftest's runner exits), and one
+    whose every case passes does not."""
+    from foliolab.kernel import source, trees
+
+    fine = FAKE_MAKEFILE.replace("exit 3", "exit 0")
+    for name, makefile, rc_wanted in (
+        ("bad", FAKE_MAKEFILE, errors.FoliolabError.exit_code),
+        ("good", fine, 0),
+    ):
+        repo, commit = make_tree(
+            tmp_path / name,
+            {
+                "tools/testing/radix-tree/Makefile": makefile,
+                f"{MM}/run_vmtests.sh": USAGE,
+            },
+        )
+        tree = source.Tree("up", repo, commit, "")
+        monkeypatch.setattr(trees, "tree_of", lambda k, t=tree: t)
+        monkeypatch.setattr(hosttests, "check_host", lambda: None)
+        rc, stdout, err = run_cli(
+            capsys,
+            "test",
+            "--mm-ci",
+            "--wrappers",
+            "none",
+            "--out",
+            str(tmp_path / f"out-{name}"),
+            "--kernel",
+            f"up=git:{repo}@main",
+        )
+        assert rc == rc_wanted, err
+        if rc:
+            assert "the mm CI's tests: a case failed on up" in err
+
+
 def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     capsys, tmp_path, monkeypatch
 ):
