@@ -12,7 +12,9 @@ Fields are taken through typed accessors, so a string where a number
 goes, a negative count or a list that is a string is refused. Whatever
 is wrong is one DamagedRunError (exit 11) naming the file and the field,
 never a traceback and never a plausible result from a damaged record.
-They are written by one function too, write_whole: whole or not at all.
+The records a reader may meet half-written (those rewritten in place, or
+read by another run) are written by one function, write_whole: whole or
+not at all.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from foliolab import counting, executors, rundir
-from foliolab.arch import get_arch
+from foliolab.arch import Arch, get_arch
 from foliolab.commands import Command, options
 from foliolab.coverage import run as coveragerun
 from foliolab.errors import FoliolabError, UsageError
@@ -101,7 +101,7 @@ def _test_options(s: argparse.ArgumentParser) -> None:
         "or some of rmap, ksm_functional_tests, khugepaged, "
         "khugepaged-mthp, droppable, uffd-wp-mremap, cow "
         "(default: all when the 7.3 source can be had, none "
-        "with --only or --no-kselftests)",
+        "with --only, --no-kselftests or --kselftests none)",
     )
     s.add_argument(
         "--count",
@@ -258,11 +258,16 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         # the series read (and refused) before the upstream tests' plan,
         # which may ask Debian's archive for their source
         sources.read_patches(args.patches)
-    kselftests = _kselftests(args)
-    if args.record_baseline and kselftests != tuple(suiteplan.KSELFTESTS):
+    kselftests = _kselftests(args, arch)
+    if args.record_baseline and kselftests not in (
+        (),  # upstream's baseline alone (--only, --no-kselftests)
+        tuple(suiteplan.KSELFTESTS),
+    ):
         raise UsageError(
-            "--record-baseline records every kselftest's result",
-            hint="leave --kselftests and --no-kselftests out",
+            f"--record-baseline --kselftests {args.kselftests}: the "
+            "baseline holds every kselftest's result",
+            hint="leave --kselftests out (all), or give none to record "
+            "upstream's selftests alone",
         )
     upstream = _upstream_plan(args)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
@@ -306,9 +311,11 @@ def _kernel_spec(args: argparse.Namespace) -> specs.KernelSpec:
     return vanilla if args.variant == "vanilla" else patched
 
 
-def _kselftests(args: argparse.Namespace) -> tuple[str, ...]:
+def _kselftests(args: argparse.Namespace, arch: Arch) -> tuple[str, ...]:
     """The kselftests the suite runs: --kselftests, --no-kselftests (none)
-    or all; none with --only, which runs its programs alone."""
+    or all; none with --only, which runs its programs alone. A selection
+    of only kselftests ``arch``'s build lacks is refused: it would boot
+    to run nothing of what was asked."""
     if args.kselftests is None:
         none = args.no_kselftests or args.only
         return () if none else tuple(suiteplan.KSELFTESTS)
@@ -323,6 +330,13 @@ def _kselftests(args: argparse.Namespace) -> tuple[str, ...]:
             f"--kselftests {args.kselftests} with --only: --only runs "
             "its programs without the kselftests",
             hint="leave one of them out",
+        )
+    unbuilt = suiteplan.NOT_BUILT.get(arch.name, ())
+    if names and all(n in unbuilt for n in names):
+        raise UsageError(
+            f"--kselftests {args.kselftests}: not built for {arch.name} "
+            "by the mm Makefile",
+            hint="name others, or none",
         )
     return names
 

@@ -316,13 +316,14 @@ class Baseline:
         return cls(f.string("package"), f.object("mglru", default=False))
 
     def save(self, path: Path) -> None:
-        path.write_text(
+        records.write_whole(
+            path,
             json.dumps(
                 {"package": self.package, "mglru": self.by_lru},
                 indent=1,
                 sort_keys=True,
             )
-            + "\n"
+            + "\n",
         )
 
 

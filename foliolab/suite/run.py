@@ -269,8 +269,8 @@ def _kselftest_checks(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
         if not k.startswith(upstream_mod.PREFIX)
     }
     if req.record_baseline:
-        base_file.write_text(
-            json.dumps(results, indent=1, sort_keys=True) + "\n"
+        records.write_whole(
+            base_file, json.dumps(results, indent=1, sort_keys=True) + "\n"
         )
         log.info("kselftest baseline written to %s", base_file)
     # when recording, vanilla is its own reference: its failures show
@@ -299,6 +299,9 @@ def _write_json(req: SuiteRequest, boots: list[SuiteBoot]) -> None:
             {
                 "variant": req.tree.variant,
                 "commit": req.tree.commit,
+                # the kselftests asked for (--kselftests): a quick run
+                # is not a full one with rows missing
+                "kselftests": list(req.kselftests),
                 "finished": dt.datetime.now(dt.timezone.utc).isoformat(
                     timespec="seconds"
                 ),
