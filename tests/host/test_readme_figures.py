@@ -1012,6 +1012,7 @@ ARM64_1 = "mmci-arm64-1"
 ARM64_2 = "mmci-arm64-more"  # the other wrappers but the five longest
 ARM64_THP = "mmci-arm64-thp"
 REST_73 = "mmci-rest-73"  # the x86_64 wrappers mmci-next1 left out
+SLOW_73 = "mmci-slow-73"  # and its three longest but userfaultfd
 
 
 def figures_up_next(run):
@@ -1038,23 +1039,25 @@ def figures_up_next(run):
     ]
 
 
-def figures_rest_73():
-    """The x86_64 wrappers mmci-next1 left out, a boot each on each
-    kernel: as figures_up_next, the boots' time in seconds."""
-    up, nxt = one_round(REST_73, "up"), one_round(REST_73, "next")
+def figures_in_seconds(run):
+    """x86_64 wrappers mmci-next1 left out, a boot each on each kernel:
+    as figures_up_next, the boots' time in seconds."""
+    up, nxt = one_round(run, "up"), one_round(run, "next")
     seconds = {
         k: sum(t.duration_s for t in rows[0] if t.path.count(".") == 2)
         for k, rows in (("up", up), ("next", nxt))
     }
     return [
-        f"run folder `{REST_73}`",
+        f"run folder `{run}`",
         f"boots: `up` {whole(seconds['up'])} s in all, "
         f"`next` {whole(seconds['next'])} s",
-        *figures_up_next(REST_73)[2:],
+        *figures_up_next(run)[2:],
     ]
 
 
-@pytest.mark.parametrize("run", [ARM64_1, ARM64_2, ARM64_THP, REST_73])
+@pytest.mark.parametrize(
+    "run", [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73]
+)
 def test_the_up_next_records_are_the_runs_own_summaries(run):
     cases = compare.compare(one_round(run, "up"), one_round(run, "next"))
     printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1143,7 +1146,8 @@ FIGURES = {
         ARM64_1: functools.partial(figures_up_next, ARM64_1),
         ARM64_2: functools.partial(figures_up_next, ARM64_2),
         ARM64_THP: functools.partial(figures_up_next, ARM64_THP),
-        REST_73: figures_rest_73,
+        REST_73: functools.partial(figures_in_seconds, REST_73),
+        SLOW_73: functools.partial(figures_in_seconds, SLOW_73),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
