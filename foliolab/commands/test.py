@@ -269,7 +269,7 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
             hint="leave --kselftests out (all), or give none to record "
             "upstream's selftests alone",
         )
-    upstream = _upstream_plan(args)
+    upstream = _upstream_plan(args, kselftests)
     tree = trees.variant_tree(args.variant, args.patches, args.kernel or "")
     coverage = None
     if args.coverage:
@@ -342,15 +342,16 @@ def _kselftests(args: argparse.Namespace, arch: Arch) -> tuple[str, ...]:
 
 
 def _upstream_plan(
-    args: argparse.Namespace,
+    args: argparse.Namespace, kselftests: tuple[str, ...]
 ) -> upstream_selftests.Plan | None:
     """``foliolab test``'s upstream selftests, checked before any build."""
     selection: tuple[str, ...] | None
     if args.upstream_selftests is not None:
         selection = upstream_selftests.parse_selection(args.upstream_selftests)
     else:
-        none = args.only or args.no_kselftests or args.kselftests == "none"
-        selection = () if none else None
+        # none by default when the 6.12 kselftests are none (--only,
+        # --no-kselftests, --kselftests none)
+        selection = None if kselftests else ()
     return upstream_selftests.plan(selection, get_arch(args.arch))
 
 

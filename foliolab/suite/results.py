@@ -147,6 +147,16 @@ def kselftest_results(text: str) -> dict[str, str]:
     return out
 
 
+def kselftest_seconds(text: str) -> int | None:
+    """How long one kselftest run took in the guest, from its "@@ seconds
+    NAME N" line (None without one)."""
+    for line in text.splitlines():
+        f = line.split()
+        if f[:2] == ["@@", "seconds"] and len(f) == 4 and f[3].isdigit():
+            return int(f[3])
+    return None
+
+
 def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
     g = parse.parse_records(res.records)
     sb = SuiteBoot(lru_gen, res.describe(), console=str(res.console))
@@ -192,13 +202,11 @@ def judge_boot(lru_gen: str, res: BootResult) -> SuiteBoot:
                     sb.kselftests[name][""]
                 )
             sb.kselftests[name] = kselftest_results(text)
-            for line in text.splitlines():
-                f = line.split()
-                if f[:2] == ["@@", "seconds"] and len(f) == 4:
-                    if f[3].isdigit():
-                        sb.kselftest_seconds[name] = sb.kselftest_seconds.get(
-                            name, 0
-                        ) + int(f[3])
+            took = kselftest_seconds(text)
+            if took is not None:
+                sb.kselftest_seconds[name] = (
+                    sb.kselftest_seconds.get(name, 0) + took
+                )
     for group, check, ok, detail in s.oracles:
         sb.checks.append(
             Check(f"{group}.oracle.{check}", "pass" if ok else "fail", detail)

@@ -131,7 +131,8 @@ def test_cli_only_leaves_the_group_out_by_default(monkeypatch):
 
     monkeypatch.setattr(up, "source", lambda: pytest.fail("fetched 7.3"))
     args = cli.build_parser().parse_args(["test", "--only", "anon_swap"])
-    assert test_cmd._upstream_plan(args) is None
+    kselftests = test_cmd._kselftests(args, ARCHES["x86_64"])
+    assert test_cmd._upstream_plan(args, kselftests) is None
 
 
 # -- comparison -------------------------------------------------------------
