@@ -300,7 +300,7 @@ def build_kernel(
     make_vars: tuple[str, ...] = (),
     keep: Path | None = None,
     keep_files: dict[str, str] | None = None,
-    also_keep: Callable[[Kernel], None] | None = None,
+    also_keep: Callable[[Kernel], object] | None = None,
 ) -> Kernel:
     """Configure and build ``tree`` in the build directory ``slot`` (by
     default slot_for() the tree); BuildError names the log on failure.

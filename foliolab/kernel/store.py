@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from foliolab.arch import Arch
@@ -56,7 +57,10 @@ def kept_kernel(
 
 
 def build_and_keep(
-    tree: source.Tree, arch: Arch, purpose: str
+    tree: source.Tree,
+    arch: Arch,
+    purpose: str,
+    also_keep: Callable[[build.Kernel, Path], object] | None = None,
 ) -> build.Kernel:
     """The kernel of ``tree``: found in the store, or built and stored.
 
@@ -64,7 +68,10 @@ def build_and_keep(
     the base's version from one checkout, in one directory); the image,
     .config and System.map are then copied to a store directory per
     commit and fragment, which the run boots from and the next run finds
-    again without building.
+    again without building. ``also_keep(kernel, directory)`` copies more
+    of the build into the store directory while the build lock is held
+    (the mm CI kernel's modules); the directory is renamed into place
+    only when all of it is there, so a kernel found kept is whole.
     """
     kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
@@ -78,7 +85,16 @@ def build_and_keep(
         # copied before the build lock is let go: another kernel of the
         # slot may be built into the same directory right after
         k = build.build_kernel(
-            tree, arch, purpose, keep=tmp, keep_files=build.KEPT_FILES
+            tree,
+            arch,
+            purpose,
+            keep=tmp,
+            keep_files=build.KEPT_FILES,
+            also_keep=(
+                None
+                if also_keep is None
+                else lambda built: also_keep(built, tmp)
+            ),
         )
         shutil.rmtree(kept, ignore_errors=True)
         tmp.rename(kept)

@@ -1034,3 +1034,65 @@ def test_a_resumed_kernel_boots_only_what_was_not_kept(monkeypatch, tmp_path):
         lambda i, w: (i, w) != (2, "cow"),
     )
     assert setups == ["up"] and booted == [(2, "kselftest.mm.cow")]
+
+
+def test_an_mm_ci_kernel_and_its_modules_are_built_once_then_kept(
+    monkeypatch, tmp_path, tmp_cache
+):
+    """Going back to a kernel built by an earlier run (up, then next, then
+    up again: one build directory) takes it from the store, modules and
+    all, into the new run's directory, without building it again."""
+    from foliolab.arch import get_arch
+    from foliolab.kernel import build, kconfig, source
+    from foliolab.suite.mmci import run as mmci_run
+
+    arch = get_arch("x86_64")
+
+    class Fragment:
+        def __init__(self, text):
+            self._text = text
+
+        def text(self):
+            return self._text
+
+    monkeypatch.setattr(
+        build, "fragment_of", lambda tree, a, purpose: Fragment(purpose)
+    )
+    built: list[str] = []
+
+    def fake_build(
+        tree, a, purpose, keep=None, keep_files=None, also_keep=None
+    ):
+        built.append(tree.commit)
+        out = tmp_path / "build"
+        mods = out / build.MODULES_ROOT / "lib" / "modules" / "7.3.4"
+        mods.mkdir(parents=True, exist_ok=True)
+        (mods / "test_hmm.ko").write_text(tree.commit)
+        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
+        for there in build.KEPT_FILES.values():
+            (out / there).write_text(tree.commit)
+        image = out / "bzImage"
+        image.write_text("image of " + tree.commit)
+        k = build.Kernel(
+            tree.variant, purpose, a.name, out, image, tree.commit, "sha", 9.0
+        )
+        if also_keep is not None:
+            also_keep(k)
+        return k.kept_in(keep, keep_files)
+
+    monkeypatch.setattr(build, "build_kernel", fake_build)
+    up = source.Tree("up", tmp_path, "a" * 40, "")
+    nxt = source.Tree("next", tmp_path, "b" * 40, "")
+    for i, tree in enumerate((up, nxt, up)):
+        kdir = tmp_path / f"run{i}" / tree.variant
+        kernel, modules = mmci_run._kernel(tree, arch, kdir)
+        assert kernel.image.read_text() == "image of " + tree.commit
+        assert kernel.image.is_relative_to(kdir)
+        assert (kdir / "kernel" / "System.map").read_text() == tree.commit
+        assert modules is not None and modules.is_relative_to(kdir)
+        ko = modules / "lib" / "modules" / "7.3.4" / "test_hmm.ko"
+        assert ko.read_text() == tree.commit
+    assert built == [up.commit, nxt.commit]
+    assert kconfig.MMCI in str(
+        mmci_run.store.store_dir(arch, kconfig.MMCI, up)
+    )
