@@ -671,6 +671,53 @@ def test_the_dry_run_lists_each_kernels_wrappers_and_guest(capsys, tmp_path):
     assert ", TCG, 1500 s per wrapper\n" in out  # the limit the run keeps
 
 
+def test_the_dry_run_says_what_the_run_boots_and_builds(
+    capsys, tmp_path, tmp_cache, monkeypatch
+):
+    """--wrappers, --repeat and --no-host-tests as the run takes them: the
+    chosen wrappers in the run's order, the rest named as not run, the
+    boots of each, no host tests, whether the kernel is kept; a name the
+    tree lacks refused as the run refuses it."""
+    from foliolab.kernel import store
+
+    repo, _ = wrapper_tree(tmp_path)
+    argv = ["test", "--mm-ci", "--dry-run", "--kernel", f"up=git:{repo}@main"]
+    rc, out, err = run_cli(
+        capsys,
+        *argv,
+        "--wrappers",
+        "own_check,cow",
+        "--repeat",
+        "3",
+        "--no-host-tests",
+    )
+    assert rc == 0, err
+    assert "  host tests: not run (--no-host-tests)\n" in out
+    assert "host tests vma" not in out
+    assert (
+        "guest: 2 of its 4 wrappers, each in its own boot, 3 boots of each"
+        in out
+    )
+    assert out.index("    own_check ") < out.index("    cow ")
+    assert "    not run: ksm_numa memory_failure\n" in out
+    assert "  kernel: built first (not in the kernel store)\n" in out
+    monkeypatch.setattr(
+        store, "kept_kernel", lambda k, arch, purpose: (tmp_path / "kept", "c")
+    )
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 0, err
+    assert f"  kernel: kept in {tmp_path / 'kept'}\n" in out
+    assert "guest: 4 wrappers, each in its own boot\n" in out
+    assert "not run:" not in out
+    rc, out, err = run_cli(capsys, *argv, "--wrappers", "none")
+    assert rc == 0, err
+    assert "guest: none of its 4 wrappers (--wrappers)\n" in out
+    assert "  kernel:" not in out  # nothing booted, nothing built
+    rc, out, err = run_cli(capsys, *argv, "--wrappers", "cow,nosuch")
+    assert rc == errors.UsageError.exit_code
+    assert "--wrappers nosuch: the tree has no such wrappers" in err
+
+
 def test_a_changed_guest_is_said_first(capsys, tmp_path, monkeypatch):
     """--append with --mm-ci: the dry run says first that the guest is not
     the mm CI's, and every wrapper's boot gets the arguments."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from foliolab.arch import Arch
 from foliolab.suite.mmci import mmci
-from foliolab.suite.mmci.discover import Discovery
+from foliolab.suite.mmci.discover import Discovery, Wrapper
 
 GUEST_HERE = mmci.GuestLayout(
     cpus=mmci.GUEST.cpus,
@@ -63,14 +63,30 @@ class KernelPlan:
     host_programs: dict[str, list[str]]  # directory -> programs
     note: str = ""  # why the tree is not at hand
     kconfig: str = ""  # what the kernel's config would be made of
+    kept: str = ""  # the kernel store's directory, "" if it is built first
+    # the wrappers the run boots, in its order (None: every one found)
+    chosen: tuple[Wrapper, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What the request asks of every kernel: how many boots of each
+    wrapper, host tests or not (which wrappers: KernelPlan.chosen)."""
+
+    repeat: int = 1
+    host_tests: bool = True
 
 
 def describe(
-    plans: list[KernelPlan], arch: Arch, limit_s: int | None = None
+    plans: list[KernelPlan],
+    arch: Arch,
+    limit_s: int | None = None,
+    shape: RunShape = RunShape(),
 ) -> str:
     """The dry run's text: per kernel, the host tests and the wrappers
     it would run, and the guest they run in, each wrapper's boot limited
-    to ``limit_s`` (--wrapper-limit; None: wrapper_limit_s())."""
+    to ``limit_s`` (--wrapper-limit; None: wrapper_limit_s()), as
+    ``shape`` chooses them."""
     lines = [
         f"mm CI's tests ({mmci.REPOSITORY} at {mmci.COMMIT[:12]}), "
         f"{arch.name}:",
@@ -80,6 +96,7 @@ def describe(
         f"  the mm CI's guest: {mmci.GUEST.describe()}, KVM, "
         f"{mmci.TIMEOUT_S} s per wrapper",
     ]
+    boots = f", {shape.repeat} boots of each" if shape.repeat > 1 else ""
     for p in plans:
         lines.append(f"{p.name} = {p.spec}")
         if p.discovery is None:
@@ -88,18 +105,38 @@ def describe(
         lines.append(f"  tree {p.repo} at {p.commit[:12]}")
         if p.kconfig:
             lines.append(f"  kconfig: {p.kconfig}")
-        for d, progs in p.host_programs.items():
+        found = p.discovery
+        run = list(found.wrappers if p.chosen is None else p.chosen)
+        if run:
+            lines.append(
+                f"  kernel: kept in {p.kept}"
+                if p.kept
+                else "  kernel: built first (not in the kernel store)"
+            )
+        if not shape.host_tests:
+            lines.append("  host tests: not run (--no-host-tests)")
+        for d, progs in p.host_programs.items() if shape.host_tests else ():
             lines.append(
                 f"  host tests {d}: "
                 + (", ".join(progs) if progs else "none (not in the tree)")
             )
-        found = p.discovery
+        if p.chosen is None:
+            head = f"{len(found.wrappers)} {found.kind}"
+        elif not run:
+            head = f"none of its {len(found.wrappers)} {found.kind}"
+        else:
+            head = f"{len(run)} of its {len(found.wrappers)} {found.kind}"
         lines.append(
-            f"  guest: {len(found.wrappers)} {found.kind}, each in its "
-            "own boot"
+            f"  guest: {head}"
+            + (f", each in its own boot{boots}" if run else " (--wrappers)")
         )
-        for w in found.wrappers:
+        for w in run:
             lines.append(f"    {w.name:<18} {w.describe()}")
+        if len(run) < len(found.wrappers) and run:
+            lines.append(
+                "    not run: "
+                + " ".join(w.name for w in found.wrappers if w not in run)
+            )
         for name, why in found.left_out.items():
             lines.append(f"    left out: {name} ({why})")
     return "\n".join(lines) + "\n"

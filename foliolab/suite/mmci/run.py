@@ -130,22 +130,32 @@ def dry_run(req: MmciRequest) -> str:
             )
             continue
         repo, commit = known
+        found = discover.discover(repo, commit)
         plans.append(
             plan.KernelPlan(
                 k.name,
                 k.text,
                 str(repo),
                 commit,
-                discover.discover(repo, commit),
+                found,
                 {
                     d: [p.program for p in progs]
                     for d, progs in hosttests.programs(repo, commit).items()
                 },
                 kconfig=_kconfig_note(config.merged(repo, commit)),
+                kept=str(
+                    store.kept_kernel(k, req.arch, kconfig.MMCI)[0] or ""
+                ),
+                chosen=None
+                if req.wrappers is None
+                else tuple(chosen(req, found)),
             )
         )
     return mmci.changed_guest(req.append) + plan.describe(
-        plans, req.arch, req.wrapper_limit_s
+        plans,
+        req.arch,
+        req.wrapper_limit_s,
+        plan.RunShape(req.repeat, req.host_tests),
     )
 
 
