@@ -773,11 +773,11 @@ BROKEN = "mmci-broken1"
 
 def runs_of(run, kernel):
     """The kept run's wrapper and case rows of one kernel, one list a
-    boot round (misc's ``run``), in order."""
+    boot round (misc's ``run``; a run of one round has none), in order."""
     rounds: dict[int, list] = {}
     for t in Outcomes.read(RUNS / run).tests:
         if t.kernel == kernel and t.path.startswith("kselftest."):
-            rounds.setdefault(t.misc["run"], []).append(t)
+            rounds.setdefault(t.misc.get("run", 1), []).append(t)
     return [rounds[i] for i in sorted(rounds)]
 
 
@@ -1013,6 +1013,7 @@ ARM64_2 = "mmci-arm64-more"  # the other wrappers but the five longest
 ARM64_THP = "mmci-arm64-thp"
 REST_73 = "mmci-rest-73"  # the x86_64 wrappers mmci-next1 left out
 SLOW_73 = "mmci-slow-73"  # and its three longest but userfaultfd
+LAST3_73 = "mmci-last3-73"  # and the last three, k of 2
 
 
 def figures_up_next(run):
@@ -1055,11 +1056,30 @@ def figures_in_seconds(run):
     ]
 
 
+def figures_k_of_n(run):
+    """7.3.4 against 7.3.4 + patches/7.3, several boots of each wrapper:
+    the totals, the table and the failing cases with their k of n, and
+    the shortest and longest boot."""
+    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
+    boots = sorted(
+        t.duration_s
+        for k in ("up", "next")
+        for rows in runs_of(run, k)
+        for t in rows
+        if t.path.count(".") == 2
+    )
+    return [
+        f"run folder `{run}`",
+        f"boots of {whole(boots[0])} to {whole(boots[-1])} s",
+        *pair_figures(cases, "up", "next"),
+    ]
+
+
 @pytest.mark.parametrize(
-    "run", [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73]
+    "run", [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73, LAST3_73]
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
-    cases = compare.compare(one_round(run, "up"), one_round(run, "next"))
+    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
     printed = (RUNS / run / "mmci-summary.txt").read_text()
     assert compare.summary_text(cases, "up", "next") == printed
 
@@ -1148,6 +1168,7 @@ FIGURES = {
         ARM64_THP: functools.partial(figures_up_next, ARM64_THP),
         REST_73: functools.partial(figures_in_seconds, REST_73),
         SLOW_73: functools.partial(figures_in_seconds, SLOW_73),
+        LAST3_73: functools.partial(figures_k_of_n, LAST3_73),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
