@@ -381,6 +381,26 @@ def _build_checked_out(
     )
 
 
+def build_external_module(
+    kernel: Kernel, tree: Tree, arch: Arch, source_dir: Path
+) -> list[Path]:
+    """The ``.ko`` files of the out-of-tree module in ``source_dir`` (a
+    copy the caller owns: kbuild writes its objects there), built against
+    ``kernel``'s build directory with the kernel's compiler, so its
+    vermagic and symbol versions are the kernel's. Called while the
+    build lock is held (build_kernel's ``also_keep``); BuildError names
+    the log (``source_dir``/build.log) when make fails."""
+    _run_make(
+        make_argv(
+            tree.path, kernel.build_dir, arch, f"M={source_dir}", "modules"
+        ),
+        source_dir / "build.log",
+        f"build {tree.variant} {source_dir.name} module",
+        None,
+    )
+    return sorted(source_dir.glob("*.ko"))
+
+
 MODULES_ROOT = "modules-root"
 
 

@@ -61,6 +61,7 @@ def build_and_keep(
     arch: Arch,
     purpose: str,
     also_keep: Callable[[build.Kernel, Path], object] | None = None,
+    also_kept: tuple[str, ...] = (),
 ) -> build.Kernel:
     """The kernel of ``tree``: found in the store, or built and stored.
 
@@ -71,11 +72,15 @@ def build_and_keep(
     again without building. ``also_keep(kernel, directory)`` copies more
     of the build into the store directory while the build lock is held
     (the mm CI kernel's modules); the directory is renamed into place
-    only when all of it is there, so a kernel found kept is whole.
+    only when all of it is there, so a kernel found kept is whole;
+    ``also_kept`` names what ``also_keep`` always makes, so a kernel kept
+    before the callback made it is built again, not taken without it.
     """
     kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
-    if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
+    if image.exists() and all(
+        (kept / f).exists() for f in (*build.KEPT_FILES, *also_kept)
+    ):
         config_sha = build.config_digest(kept / ".config")
         elapsed = 0.0
         release = (kept / "kernel.release").read_text().strip()

@@ -6,6 +6,7 @@ Everything here is cheap: small git repositories, no kernel, no guest.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from foliolab.suite.mmci import (
     compare,
     config,
     discover,
+    guest,
     hosttests,
     mmci,
     results,
@@ -1132,7 +1134,9 @@ def test_an_mm_ci_kernel_and_its_modules_are_built_once_then_kept(
     nxt = source.Tree("next", tmp_path, "b" * 40, "")
     for i, tree in enumerate((up, nxt, up)):
         kdir = tmp_path / f"run{i}" / tree.variant
-        kernel, modules = mmci_run._kernel(tree, arch, kdir)
+        made = mmci_run._kernel(tree, arch, kdir)
+        kernel, modules = made.kernel, made.modules
+        assert made.test_modules.is_dir() and not made.modules_not_built
         assert kernel.image.read_text() == "image of " + tree.commit
         assert kernel.image.is_relative_to(kdir)
         assert (kdir / "kernel" / "System.map").read_text() == tree.commit
@@ -1140,6 +1144,80 @@ def test_an_mm_ci_kernel_and_its_modules_are_built_once_then_kept(
         ko = modules / "lib" / "modules" / "7.3.4" / "test_hmm.ko"
         assert ko.read_text() == tree.commit
     assert built == [up.commit, nxt.commit]
-    assert kconfig.MMCI in str(
-        mmci_run.store.store_dir(arch, kconfig.MMCI, up)
+    stored = mmci_run.store.store_dir(arch, kconfig.MMCI, up)
+    assert kconfig.MMCI in stored.name
+    # kept before the test modules were: built again, not taken without
+    shutil.rmtree(stored / mmci_run.STORED_TEST_MODULES)
+    mmci_run._kernel(up, arch, tmp_path / "run3" / "up")
+    assert built == [up.commit, nxt.commit, up.commit]
+
+
+def test_the_selftests_test_modules_are_built_against_the_kernel(
+    monkeypatch, tmp_path
+):
+    """page_frag_test.ko, which 7.3.4's selftests build only with a
+    kernel build directory: found in the tree's Makefile, built against
+    the kernel, kept where test_page_frag.sh looks in the guest; one that
+    does not build is named, and the kernel stands."""
+    from foliolab.arch import get_arch
+    from foliolab.errors import BuildError
+    from foliolab.kernel import build, image, source
+
+    makefile = (
+        "KDIR ?= $(O)\nifneq (,$(wildcard $(KDIR)/Module.symvers))\n"
+        "TEST_GEN_MODS_DIR := page_frag\nendif\n"
     )
+    repo, commit = make_tree(
+        tmp_path / "k",
+        {
+            f"{MM}/Makefile": makefile,
+            f"{MM}/page_frag/Makefile": "obj-m += page_frag_test.o\n",
+            f"{MM}/page_frag/page_frag_test.c": "/* */\n",
+        },
+    )
+    assert guest.test_module_dirs(repo, commit) == ["page_frag"]
+    tree = source.Tree("up", repo, commit, "")
+    arch = get_arch("x86_64")
+    kernel = build.Kernel(
+        "up", "mm-ci", "x86_64", tmp_path, tmp_path, commit, "s", 1.0
+    )
+    seen = []
+
+    def fake_module(k, t, a, source_dir):
+        seen.append(sorted(p.name for p in source_dir.iterdir()))
+        (source_dir / "page_frag_test.ko").write_bytes(b"ko")
+        return [source_dir / "page_frag_test.ko"]
+
+    monkeypatch.setattr(build, "build_external_module", fake_module)
+    dest = tmp_path / "kept"
+    guest.keep_test_modules(kernel, tree, arch, dest)
+    assert seen == [["Makefile", "page_frag_test.c"]]
+    assert (dest / "page_frag" / "page_frag_test.ko").read_bytes() == b"ko"
+    assert not (dest / guest.NOT_BUILT_MODULES).exists()
+    # into the guest beside the selftests, where the wrapper looks
+    tests_dir = tmp_path / "mm"
+    (tests_dir / "page_frag").mkdir(parents=True)
+    tests = guest.Selftests(tests_dir, commit, (), tmp_path / "log")
+    (tmp_path / "log").write_bytes(b"")
+    monkeypatch.setattr(image, "guest_libraries", lambda a, d: {})
+    monkeypatch.setattr(guest, "_guest_file", lambda a, p: tmp_path / "log")
+    monkeypatch.setattr(image, "check_machine", lambda *a: None)
+    archive = guest.payload(arch, tests, None, dest)
+    assert b"foliolab/mmci/page_frag/page_frag_test.ko" in archive
+
+    def fails(k, t, a, source_dir):
+        raise BuildError("page_frag did not build")
+
+    monkeypatch.setattr(build, "build_external_module", fails)
+    dest2 = tmp_path / "kept2"
+    guest.keep_test_modules(kernel, tree, arch, dest2)
+    assert (dest2 / guest.NOT_BUILT_MODULES).read_text() == "page_frag\n"
+    assert not list(dest2.rglob("*.ko"))
+    # a tree without test modules: nothing to build, the directory made
+    bare, bare_commit = make_tree(tmp_path / "b", {f"{MM}/Makefile": "all:\n"})
+    assert guest.test_module_dirs(bare, bare_commit) == []
+    dest3 = tmp_path / "kept3"
+    guest.keep_test_modules(
+        kernel, source.Tree("b", bare, bare_commit, ""), arch, dest3
+    )
+    assert dest3.is_dir() and not list(dest3.iterdir())

@@ -278,8 +278,15 @@ def _guest_file(arch: Arch, path: str) -> Path:
     return found
 
 
-def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
-    """The archive each wrapper's boot adds to the base image."""
+def payload(
+    arch: Arch,
+    tests: Selftests,
+    modules_root: Path | None,
+    test_modules: Path | None = None,
+) -> bytes:
+    """The archive each wrapper's boot adds to the base image:
+    ``test_modules`` (keep_test_modules()) go into the selftests'
+    directory, where their wrappers look."""
     c = image.Cpio()
     tools = {path: _guest_file(arch, path) for path in TOOLS}
     dynamic: list[str] = [str(f) for f in tools.values()]
@@ -298,6 +305,12 @@ def payload(arch: Arch, tests: Selftests, modules_root: Path | None) -> bytes:
             image.check_machine(data, arch, str(f))
             dynamic.append(str(f))
         c.file(name, data, mode)
+    if test_modules is not None:
+        for f in sorted(test_modules.rglob("*.ko")):
+            rel = f.relative_to(test_modules)
+            if not (tests.directory / rel.parent).is_dir():
+                c.dir(f"{GUEST_DIR}/{rel.parent}")
+            c.file(f"{GUEST_DIR}/{rel}", f.read_bytes(), 0o644)
     helpers = tests.directory.parent / "kselftest"
     if helpers.is_dir():
         # where ../kselftest/ from GUEST_DIR is
@@ -401,6 +414,55 @@ def kernel_args() -> tuple[str, ...]:
     """The mm CI's kernel arguments that are not the console's (the
     executor sets that): its log level."""
     return tuple(a for a in mmci.KERNEL_ARGS if a.startswith("loglevel="))
+
+
+# the selftests' Makefile names the directories of its test modules
+# (7.3.4: page_frag), built only against a kernel build directory
+_MODS_DIR = re.compile(r"^\s*TEST_GEN_MODS_DIR\s*:?=\s*(.*?)\s*$", re.M)
+# what keep_test_modules() writes beside the modules it could not build
+NOT_BUILT_MODULES = "not-built"
+
+
+def test_module_dirs(repo: Path, commit: str) -> list[str]:
+    """The test modules' directories the tree's mm selftests Makefile
+    names (none before 6.13's page_frag)."""
+    shown = ksource.git(repo, "show", f"{commit}:{MM}/Makefile", check=False)
+    if shown.returncode != 0:
+        return []
+    return [d for m in _MODS_DIR.findall(shown.stdout) for d in m.split()]
+
+
+def keep_test_modules(
+    kernel: build.Kernel, tree: ksource.Tree, arch: Arch, dest: Path
+) -> None:
+    """The selftests' test modules (page_frag_test.ko) built against
+    ``kernel`` and kept in ``dest/DIR/``, where the wrapper looks for
+    them under the selftests' directory: the mm CI builds its selftests
+    against its kernel's build, so test_page_frag.sh finds its module
+    there. A module that does not build is named in ``dest/not-built``
+    (its wrapper then skips, and its row says why); the kernel stands."""
+    failed = []
+    dest.mkdir(parents=True, exist_ok=True)  # made even when there are none
+    for d in test_module_dirs(tree.path, tree.commit):
+        work = Path(tempfile.mkdtemp(prefix="mods-"))
+        try:
+            hosttests.copy_tree(tree.path, tree.commit, work, (f"{MM}/{d}",))
+            src = work / MM / d
+            try:
+                kos = build.build_external_module(kernel, tree, arch, src)
+            except BuildError as e:
+                log.warning("%s", e)
+                kos = []
+            if not kos:
+                failed.append(d)
+                continue
+            (dest / d).mkdir(parents=True, exist_ok=True)
+            for ko in kos:
+                shutil.copy2(ko, dest / d / ko.name)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if failed:
+        (dest / NOT_BUILT_MODULES).write_text("\n".join(failed) + "\n")
 
 
 def keep_modules(kernel: build.Kernel, dest: Path) -> Path | None:

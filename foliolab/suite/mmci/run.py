@@ -569,14 +569,21 @@ def _guest_setup(
     """The kernel built with the mm CI's options, the selftests and the
     one image every boot of this kernel takes."""
     kdir = req.out / name
-    kernel, modules = _kernel(tree, req.arch, kdir)
+    made = _kernel(tree, req.arch, kdir)
+    kernel = made.kernel
     tests = guest.build_selftests(tree.path, tree.commit, req.arch)
+    if made.modules_not_built:
+        # said on each wrapper's row as a program not built is
+        tests = replace(
+            tests, not_built=tests.not_built + made.modules_not_built
+        )
     base = image.build_image(req.arch)
     # one image for every boot of this kernel: the base archive, then the
     # payload (the kernel unpacks them in order)
     img = kdir / "initramfs.cpio"
     img.write_bytes(
-        base.path.read_bytes() + guest.payload(req.arch, tests, modules)
+        base.path.read_bytes()
+        + guest.payload(req.arch, tests, made.modules, made.test_modules)
     )
     limit = req.wrapper_limit_s or plan.wrapper_limit_s(req.arch)
     layout = plan.GUEST_HERE
@@ -593,36 +600,58 @@ def _guest_setup(
     return spec, img, tests
 
 
-def _kernel(
-    tree: source.Tree, arch: Arch, kdir: Path
-) -> tuple[build.Kernel, Path | None]:
-    """The mm CI kernel of ``tree`` and its modules, copied into the run's
-    ``kdir`` from the kernel store (built there first if it is not
-    kept). Kept per commit and fragment like every stored kernel: a run
-    that goes back and forth between 7.3.4 and 7.3.4 with a series, which
-    share one build directory, builds each once, not at every switch
-    (690-1,100 s each here, 2026-11-30)."""
+@dataclass(frozen=True)
+class MmciKernel:
+    """An mm CI kernel as a run's directory holds it."""
+
+    kernel: build.Kernel
+    modules: Path | None  # its modules_install tree (None: no modules)
+    test_modules: Path  # the selftests' test modules built against it
+    modules_not_built: tuple[str, ...]  # test modules that did not build
+
+
+# beside a stored mm CI kernel's image: its modules, and the selftests'
+# test modules built against it (guest.keep_test_modules)
+STORED_MODULES = "modules"
+STORED_TEST_MODULES = "test-modules"
+
+
+def _kernel(tree: source.Tree, arch: Arch, kdir: Path) -> MmciKernel:
+    """The mm CI kernel of ``tree``, its modules and the selftests' test
+    modules, copied into the run's ``kdir`` from the kernel store (built
+    there first if it is not kept). Kept per commit and fragment like
+    every stored kernel: a run that goes back and forth between 7.3.4 and
+    7.3.4 with a series, which share one build directory, builds each
+    once, not at every switch (690-1,100 s each here, 2026-11-30)."""
+
+    def also_keep(built: build.Kernel, there: Path) -> None:
+        guest.keep_modules(built, there / STORED_MODULES)
+        guest.keep_test_modules(built, tree, arch, there / STORED_TEST_MODULES)
+
     kept = store.build_and_keep(
         tree,
         arch,
         kconfig.MMCI,
-        also_keep=lambda built, there: guest.keep_modules(
-            built, there / STORED_MODULES
-        ),
+        also_keep=also_keep,
+        also_kept=(STORED_TEST_MODULES,),
     )
     kernel = kept.kept_in(kdir / "kernel", {f: f for f in build.KEPT_FILES})
-    modules = None
-    if (kept.build_dir / STORED_MODULES).is_dir():
-        modules = kdir / "modules"
-        shutil.rmtree(modules, ignore_errors=True)
-        shutil.copytree(
-            kept.build_dir / STORED_MODULES, modules, symlinks=True
-        )
-    return kernel, modules
-
-
-# the modules' directory beside a stored mm CI kernel's image
-STORED_MODULES = "modules"
+    copies: dict[str, Path | None] = {}
+    for stored in (STORED_MODULES, STORED_TEST_MODULES):
+        there = kept.build_dir / stored
+        copies[stored] = None
+        if there.is_dir():
+            copies[stored] = kdir / stored
+            shutil.rmtree(kdir / stored, ignore_errors=True)
+            shutil.copytree(there, kdir / stored, symlinks=True)
+    test_modules = kdir / STORED_TEST_MODULES
+    not_built = test_modules / guest.NOT_BUILT_MODULES
+    return MmciKernel(
+        kernel,
+        copies[STORED_MODULES],
+        test_modules,
+        tuple(not_built.read_text().split()) if not_built.is_file() else (),
+    )
 
 
 def _one_wrapper(
