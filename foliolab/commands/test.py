@@ -78,8 +78,8 @@ def _test_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--mglru",
         choices=("both", "on", "off"),
-        default="both",
-        help="run with MGLRU on, off, or both (default both)",
+        help="run with MGLRU on, off, or both (default both; with "
+        "--mm-ci on or off, default off as its kernel boots)",
     )
     s.add_argument(
         "--no-kselftests",
@@ -285,7 +285,9 @@ def _request(args: argparse.Namespace) -> SuiteRequest:
         tree=tree,
         arch=arch,
         out=out,
-        lru_gens={"both": ("y", "n"), "on": ("y",), "off": ("n",)}[args.mglru],
+        lru_gens={"both": ("y", "n"), "on": ("y",), "off": ("n",)}[
+            args.mglru or "both"
+        ],
         kselftests=kselftests,
         record_baseline=args.record_baseline,
         accel=args.accel,
@@ -445,9 +447,16 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
             f"host, which is not {arch.name}",
             hint="add --no-host-tests (an x86_64 run has them)",
         )
+    if args.mglru == "both":
+        raise UsageError(
+            "--mm-ci --mglru both: one MGLRU setting a run",
+            hint="run it with --mglru on and with --mglru off (the "
+            "default), each with its own --out",
+        )
     for given, option in (
         (args.append, "--append"),
         (args.xtrace, "--xtrace"),
+        (args.mglru == "on", "--mglru on"),
     ):
         if given and wrappers == ():
             raise UsageError(
@@ -492,6 +501,7 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         append=tuple(args.append),
         resume=args.resume,
         xtrace=args.xtrace,
+        mglru=args.mglru == "on",
     )
     if req.resume:
         # the stopped run's records, before the directory is marked as

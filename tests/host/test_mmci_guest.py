@@ -648,3 +648,162 @@ def test_a_scratch_directory_on_a_command_line_is_not_in_the_path():
     ]
     # the command as it ran is kept
     assert rows[1].misc["command"].endswith("/tmp/xfs_dir_HFhGvr")
+
+
+def test_mglru_on_is_set_in_the_guest_recorded_and_checked(tmp_path):
+    """--mglru on: the job turns MGLRU on before the wrapper and records
+    the switch's state in every boot (on or off); a boot whose MGLRU is
+    not what the run asked for did not hold."""
+    on = guest.wrapper_job(MMAP, 4, 2048, 2400, mglru=True)
+    off = guest.wrapper_job(MMAP, 4, 2048, 2400)
+    switch = "/sys/kernel/mm/lru_gen/enabled"
+    assert f"echo y > {switch}\n" in on and f"echo y > {switch}" not in off
+    assert on.index(f"echo y > {switch}") < on.index("bash ./ksft_mmap.sh")
+    # the record as busybox's sh writes it from the switch's hex mask, and
+    # from a kernel without MGLRU
+    record = off[off.index("lru_gen=$(") : off.index("cd /")]
+    for text, want in (("0x0007", 7), ("0x0000", 0), (None, -1)):
+        f = tmp_path / "enabled"
+        f.unlink(missing_ok=True)
+        if text is not None:
+            f.write_text(text + "\n")
+        cp = subprocess.run(
+            ["busybox", "sh", "-c", record.replace(switch, str(f))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert cp.stdout == f"@@ mmci lru-gen {want}\n"
+        setup = guest.guest_setup(OUTPUT + cp.stdout)
+        assert setup.lru_gen == want
+        problems_on = setup.problems(4, 2048, want_mglru=True)
+        problems_off = setup.problems(4, 2048, want_mglru=False)
+        if want > 0:
+            assert problems_on == [] and problems_off == [
+                "MGLRU is on (lru_gen 7), not off"
+            ]
+        else:
+            assert problems_off == [] and problems_on == [
+                f"MGLRU is not on (lru_gen {want})"
+            ]
+    # a boot recorded before the record was: off, as the kernel boots
+    assert guest.guest_setup(OUTPUT).problems(4, 2048) == []
+
+
+def test_mglru_with_the_mm_ci_is_one_setting_a_run_and_says_so(
+    capsys, tmp_path
+):
+    from test_mmci import wrapper_tree
+
+    repo, _ = wrapper_tree(tmp_path)
+    argv = ["test", "--mm-ci", "--kernel", f"up=git:{repo}@main"]
+    rc, _, err = run_cli(capsys, *argv, "--mglru", "both", "--dry-run")
+    assert rc == errors.UsageError.exit_code
+    assert "--mm-ci --mglru both: one MGLRU setting a run" in err
+    rc, _, err = run_cli(
+        capsys, *argv, "--mglru", "on", "--wrappers", "none", "--dry-run"
+    )
+    assert rc == errors.UsageError.exit_code
+    assert "--mglru on with --wrappers none" in err
+    rc, out, err = run_cli(capsys, *argv, "--mglru", "on", "--dry-run")
+    assert rc == 0, err
+    assert out.startswith("not the mm CI's guest: MGLRU on in every boot")
+    rc, out, err = run_cli(capsys, *argv, "--mglru", "off", "--dry-run")
+    assert rc == 0 and "MGLRU" not in out
+    # the request a --resume compares: unchanged when off
+    from foliolab import cli
+    from foliolab.commands import test as test_cmd
+
+    for flag, want in (
+        ([], None),
+        (["--mglru", "off"], None),
+        (["--mglru", "on"], "on"),
+    ):
+        given = [*argv, *flag, "--out", str(tmp_path / f"o{len(flag)}{want}")]
+        args = cli.build_parser().parse_args(given)
+        args.argv = given
+        req = test_cmd._mmci_request(args)
+        assert req.mglru == (want == "on")
+        assert req.key().get("mglru") == want
+
+
+def test_a_summary_and_search_with_mglru_on_say_so(tmp_path):
+    import json
+
+    from foliolab.suite.mmci import compare, firstbad, mmci
+
+    row = TestOutcome("kselftest.mm.thp", TestStatus.PASS, "up")
+    heading = mmci.changed_guest((), mglru=True)
+    text, js = compare.write(
+        tmp_path,
+        compare.compare([[row]], []),
+        "up",
+        None,
+        extra={"mglru": "on"},
+        heading=heading,
+    )
+    assert text.read_text().startswith(
+        "not the mm CI's guest: MGLRU on in every boot"
+    )
+    assert json.loads(js.read_text())["mglru"] == "on"
+    both = mmci.changed_guest(("a=1",), mglru=True).splitlines()
+    assert len(both) == 2 and "a=1" in both[0] and "MGLRU" in both[1]
+    found = firstbad.FirstBad(
+        "next",
+        "base+s",
+        ("kselftest.mm.thp",),
+        (),
+        2,
+        "0002-x.patch",
+        mglru=True,
+    )
+    assert firstbad.text(found).startswith("not the mm CI's guest: MGLRU on")
+    (out,) = firstbad.outcomes(found)
+    assert out.misc["mglru"] == "on"
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_wrapper_boot_with_mglru_on_is_marked_and_checked(
+    monkeypatch, tmp_path, held
+):
+    """Each row of a boot with MGLRU on says so; a boot where it did not
+    come on is an error, never a pass."""
+    from types import SimpleNamespace
+
+    from foliolab.bootrecord import BootStatus
+    from foliolab.executors.base import BootSpec
+
+    jobs = []
+
+    def fake_boot(executor, request, img):
+        jobs.append(request.job)
+        results = tmp_path / "results.txt"
+        results.write_text(
+            OUTPUT.replace(
+                "@@ exit 0", f"@@ mmci lru-gen {7 if held else 0}\n@@ exit 0"
+            )
+        )
+        return SimpleNamespace(
+            results=results,
+            console=tmp_path / "none",
+            exit_code=0,
+            status=BootStatus.OK,
+            elapsed=12.0,
+        )
+
+    monkeypatch.setattr(mmci_run, "boot_once", fake_boot)
+    req = mmci_run.MmciRequest(
+        (), get_arch("x86_64"), tmp_path / "out", mglru=True
+    )
+    spec = BootSpec(get_arch("x86_64"), tmp_path / "bzImage", timeout=600)
+    tests = guest.Selftests(tmp_path, "c", (), tmp_path / "log")
+    rows = mmci_run._one_wrapper(
+        req, "up", MMAP, spec, tmp_path / "img", None, "up/guest/mmap", tests
+    )
+    assert "echo y > /sys/kernel/mm/lru_gen/enabled" in jobs[0]
+    assert rows[0].misc["mglru"] == "on"
+    if held:
+        assert rows[0].status is TestStatus.PASS
+    else:
+        assert rows[0].status is TestStatus.ERROR
+        assert "MGLRU is not on (lru_gen 0)" in rows[0].misc["detail"]

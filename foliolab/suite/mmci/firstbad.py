@@ -81,6 +81,7 @@ class FirstBad:
     # kernel arguments every boot of the search added (--append): not the
     # mm CI's guest, which the answer says wherever it is read
     kernel_args_added: tuple[str, ...] = ()
+    mglru: bool = False  # every boot of the search with MGLRU on
 
 
 def _tallies(
@@ -183,7 +184,9 @@ def text(found: FirstBad) -> str:
     lines += [f"    {c}" for c in found.cases]
     lines += [s.line() for s in found.steps]
     return (
-        mmci.changed_guest(found.kernel_args_added) + "\n".join(lines) + "\n"
+        mmci.changed_guest(found.kernel_args_added, found.mglru)
+        + "\n".join(lines)
+        + "\n"
     )
 
 
@@ -215,6 +218,8 @@ def outcomes(found: FirstBad) -> list[TestOutcome]:
             misc["note"] = found.note
         if found.kernel_args_added:
             misc["kernel_args_added"] = " ".join(found.kernel_args_added)
+        if found.mglru:
+            misc["mglru"] = "on"
         rows.append(
             TestOutcome(
                 f"firstbad.{path}",

@@ -103,6 +103,8 @@ echo "@@ mmci huge-1g $(cat $huge)"
 echo {swap_mib}M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null \\
 	&& swapon /dev/zram0
 echo "@@ mmci swap-kib $(awk '/^SwapTotal/ {{print $2}}' /proc/meminfo)"
+{mglru}lru_gen=$(cat {switch} 2>/dev/null || echo -1)
+echo "@@ mmci lru-gen $(printf %d $lru_gen)"
 cd /{dir}
 """
 # What ran when a wrapper nears its time limit: each user task (and any
@@ -349,11 +351,19 @@ def wrapper_job(
     swap_mib: int,
     limit_s: int,
     xtrace: bool = False,
+    mglru: bool = False,
 ) -> str:
-    """The guest's job for one wrapper: the mm CI's setup, the watcher
+    """The guest's job for one wrapper: the mm CI's setup (with MGLRU
+    turned on when ``mglru``; its state recorded either way), the watcher
     of a wrapper that nears ``limit_s``, then the wrapper (traced with
     ``xtrace``), its exit status the job's."""
-    setup = _SETUP.format(huge=huge_1g_pages, swap_mib=swap_mib, dir=GUEST_DIR)
+    setup = _SETUP.format(
+        huge=huge_1g_pages,
+        swap_mib=swap_mib,
+        dir=GUEST_DIR,
+        switch=mmci.MGLRU_SWITCH,
+        mglru=f"echo y > {mmci.MGLRU_SWITCH}\n" if mglru else "",
+    )
     watch = _WATCH.format(
         at=stuck_at_s(limit_s),
         tag=STUCK_TAG,
@@ -375,11 +385,22 @@ class GuestSetup:
     aslr: int | None
     huge_1g_pages: int | None
     swap_kib: int | None
+    # lru_gen's enabled mask (0: MGLRU off; -1: no MGLRU in the kernel;
+    # None: not recorded, a boot from before it was)
+    lru_gen: int | None = None
 
-    def problems(self, want_huge: int, want_swap_mib: int) -> list[str]:
+    def problems(
+        self, want_huge: int, want_swap_mib: int, want_mglru: bool = False
+    ) -> list[str]:
         """How the guest differs from the layout asked for: a wrapper
-        run in such a guest is not the mm CI's."""
+        run in such a guest is not the mm CI's (or not the MGLRU setting
+        the run asked for)."""
         out = []
+        on = self.lru_gen is not None and self.lru_gen > 0
+        if want_mglru and not on:
+            out.append(f"MGLRU is not on (lru_gen {self.lru_gen})")
+        if not want_mglru and on:
+            out.append(f"MGLRU is on (lru_gen {self.lru_gen}), not off")
         if self.aslr != 0:
             out.append(f"ASLR is {self.aslr}, not 0")
         if self.huge_1g_pages != want_huge:
@@ -397,7 +418,12 @@ _SETUP_RECORD = re.compile(r"^@@ mmci (\S+) (-?\d+)\s*$", re.M)
 
 def guest_setup(output: str) -> GuestSetup:
     got = {k: int(v) for k, v in _SETUP_RECORD.findall(output)}
-    return GuestSetup(got.get("aslr"), got.get("huge-1g"), got.get("swap-kib"))
+    return GuestSetup(
+        got.get("aslr"),
+        got.get("huge-1g"),
+        got.get("swap-kib"),
+        got.get("lru-gen"),
+    )
 
 
 def wrapper_output(output: str) -> str:

@@ -147,14 +147,25 @@ def kernel_log_problems(wrapper: str, console: str) -> list[str]:
 HOST_FLAKY = {"radix-tree/maple": "flaky in the mm CI (FLAKY_TESTS)"}
 
 
-def changed_guest(append: tuple[str, ...]) -> str:
-    """The line that heads whatever a run whose boots took kernel
-    arguments of the user's writes (--append: the dry run, the summary,
-    a search's answer): its guest is not the mm CI's. "" without any."""
-    if not append:
-        return ""
-    return (
-        "not the mm CI's guest: every boot adds the kernel arguments "
-        + " ".join(append)
-        + "\n"
-    )
+def changed_guest(append: tuple[str, ...], mglru: bool = False) -> str:
+    """The lines that head whatever a run whose boots took kernel
+    arguments of the user's (--append) or MGLRU on (--mglru on) writes
+    (the dry run, the summary, a search's answer): its guest is not the
+    mm CI's. "" without either."""
+    lines = []
+    if append:
+        lines.append(
+            "not the mm CI's guest: every boot adds the kernel arguments "
+            + " ".join(append)
+        )
+    if mglru:
+        lines.append(
+            "not the mm CI's guest: MGLRU on in every boot "
+            f"({MGLRU_SWITCH} set to y; the kernel boots with it off)"
+        )
+    return "".join(line + "\n" for line in lines)
+
+
+# where a wrapper's boot turns MGLRU on (--mglru on); the mm CI kernel
+# here has LRU_GEN but not LRU_GEN_ENABLED, so it boots with MGLRU off
+MGLRU_SWITCH = "/sys/kernel/mm/lru_gen/enabled"

@@ -72,6 +72,9 @@ class MmciRequest:
     # every bash command of the wrappers traced (guest.XTRACE): to find
     # where a wrapper waits; not the mm CI's guest
     xtrace: bool = False
+    # MGLRU on in every wrapper's boot (--mglru on): not the mm CI's
+    # guest, whose kernel boots with it off
+    mglru: bool = False
 
     def key(self) -> dict[str, Any]:
         """What makes the run's answer, as OUT/mmci-request.json keeps
@@ -87,6 +90,9 @@ class MmciRequest:
             "memory_mib": self.memory_mib,
             "wrapper_limit_s": self.wrapper_limit_s,
             "xtrace": self.xtrace,
+            # only when on: a stopped run recorded before the option
+            # was asked the same as one without it
+            **({"mglru": "on"} if self.mglru else {}),
         }
 
 
@@ -151,7 +157,7 @@ def dry_run(req: MmciRequest) -> str:
                 else tuple(chosen(req, found)),
             )
         )
-    return mmci.changed_guest(req.append) + plan.describe(
+    return mmci.changed_guest(req.append, req.mglru) + plan.describe(
         plans,
         req.arch,
         req.wrapper_limit_s,
@@ -320,7 +326,8 @@ def run(req: MmciRequest) -> MmciResult:
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
-    texts = [mmci.changed_guest(req.append)] if req.append else []
+    heading = mmci.changed_guest(req.append, req.mglru)
+    texts = [heading] if heading else []
     passed = True
     for other in others or [None]:
         cases = compare.compare(runs[ref], runs[other] if other else [])
@@ -335,11 +342,9 @@ def run(req: MmciRequest) -> MmciResult:
             cases,
             ref,
             other,
-            extra={"kernel_args_added": list(req.append)}
-            if req.append
-            else None,
+            extra=_guest_changes(req) or None,
             suffix=f"-{other}" if len(others) > 1 and other else "",
-            heading=mmci.changed_guest(req.append),
+            heading=heading,
         )
         new = [c.path for c in cases if c.verdict == compare.NEW]
         spec = next((k for k in req.kernels if k.name == other), None)
@@ -353,13 +358,26 @@ def run(req: MmciRequest) -> MmciResult:
                 up_is_source=up.applied is None
                 and up.text == spec.source_spec().text,
             )
-            located = replace(located, kernel_args_added=req.append)
+            located = replace(
+                located, kernel_args_added=req.append, mglru=req.mglru
+            )
             texts.append(firstbad.text(located))
             firstbad.write(req.out, located)
             every_row += firstbad.outcomes(located)
     outcomes = Outcomes("test", kernel_records, every_row)
     outcomes.write(req.out)
     return MmciResult(outcomes, "\n".join(texts), passed)
+
+
+def _guest_changes(req: MmciRequest) -> dict[str, Any]:
+    """How the run's guest differs from the mm CI's, as its summary's JSON
+    and each wrapper's row keep it ({}: it does not)."""
+    changes: dict[str, Any] = {}
+    if req.append:
+        changes["kernel_args_added"] = list(req.append)
+    if req.mglru:
+        changes["mglru"] = "on"
+    return changes
 
 
 # the units of a run, each written whole as it ends: its host tests, or
@@ -671,6 +689,7 @@ def _one_wrapper(
         layout.swap_mib,
         int(spec.timeout),
         xtrace=req.xtrace,
+        mglru=req.mglru,
     )
     boot_dir = req.out / log_dir
     res = boot_once(
@@ -701,7 +720,7 @@ def _one_wrapper(
     )
     rows = results.wrapper_outcomes(run, name, log_rel)
     problems = guest.guest_setup(output).problems(
-        layout.huge_1g_pages, layout.swap_mib
+        layout.huge_1g_pages, layout.swap_mib, req.mglru
     )
     misc = dict(rows[0].misc)
     if req.append:
@@ -711,6 +730,8 @@ def _one_wrapper(
         misc["not_built"] = " ".join(tests.not_built)
     if req.xtrace:
         misc["xtrace"] = True
+    if req.mglru:
+        misc["mglru"] = "on"
     if problems and res.exit_code is not None:
         # the guest was not the one asked for: not the mm CI's result
         misc["detail"] = "guest setup did not hold: " + "; ".join(problems)
