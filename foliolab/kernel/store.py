@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from foliolab import locks
 from foliolab.arch import Arch
 from foliolab.errors import FoliolabError
 from foliolab.kernel import build, source
@@ -32,11 +34,22 @@ def store_dir(arch: Arch, purpose: str, tree: source.Tree) -> Path:
     return cache_root() / "kernels" / f"{arch.name}-{purpose}-{key}"
 
 
+def is_whole(kept: Path, arch: Arch, also_kept: tuple[str, ...] = ()) -> bool:
+    """Whether the store directory ``kept`` holds a whole kernel: its
+    image, the files build.KEPT_FILES names and ``also_kept`` (what a
+    caller's also_keep always makes); what a run takes without building
+    and what its dry run says is kept."""
+    return (kept / Path(arch.kernel_image).name).exists() and all(
+        (kept / f).exists() for f in (*build.KEPT_FILES, *also_kept)
+    )
+
+
 def kept_kernel(
-    k: KernelSpec, arch: Arch, purpose: str
+    k: KernelSpec, arch: Arch, purpose: str, also_kept: tuple[str, ...] = ()
 ) -> tuple[Path | None, str | None]:
-    """(its store directory if ``k`` is built and kept there, its commit
-    if known): what --dry-run says of a kernel, with nothing changed."""
+    """(its store directory if ``k`` is built and kept there, whole as
+    is_whole() says with ``also_kept``, its commit if known): what
+    --dry-run says of a kernel, with nothing changed."""
     prebuilt = k.source.prebuilt_image()
     if prebuilt is not None:
         return prebuilt, None
@@ -50,10 +63,7 @@ def kept_kernel(
     kept = store_dir(
         arch, purpose, source.Tree(k.name, Path(repo), commit, "")
     )
-    image = kept / Path(arch.kernel_image).name
-    if image.exists() and all((kept / f).exists() for f in build.KEPT_FILES):
-        return kept, commit
-    return None, commit
+    return (kept if is_whole(kept, arch, also_kept) else None), commit
 
 
 def build_and_keep(
@@ -78,32 +88,42 @@ def build_and_keep(
     """
     kept = store_dir(arch, purpose, tree)
     image = kept / Path(arch.kernel_image).name
-    if image.exists() and all(
-        (kept / f).exists() for f in (*build.KEPT_FILES, *also_kept)
-    ):
-        config_sha = build.config_digest(kept / ".config")
-        elapsed = 0.0
-        release = (kept / "kernel.release").read_text().strip()
-    else:
-        tmp = kept.with_name(kept.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        # copied before the build lock is let go: another kernel of the
-        # slot may be built into the same directory right after
-        k = build.build_kernel(
-            tree,
-            arch,
-            purpose,
-            keep=tmp,
-            keep_files=build.KEPT_FILES,
-            also_keep=(
-                None
-                if also_keep is None
-                else lambda built: also_keep(built, tmp)
-            ),
-        )
-        shutil.rmtree(kept, ignore_errors=True)
-        tmp.rename(kept)
-        config_sha, elapsed, release = k.config_sha, k.elapsed, k.release
+    # one process at a time looks, builds and puts in place: a second one
+    # asking for the same kernel waits, then finds it whole (two runs
+    # once shared one part directory here, and the second emptied the
+    # first's half-copied modules). Taken before the checkout and build
+    # locks, always.
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with locks.held(kept):
+        if is_whole(kept, arch, also_kept):
+            config_sha = build.config_digest(kept / ".config")
+            elapsed = 0.0
+            release = (kept / "kernel.release").read_text().strip()
+        else:
+            tmp = Path(
+                tempfile.mkdtemp(prefix=f"{kept.name}.", dir=kept.parent)
+            )
+            try:
+                # copied before the build lock is let go: another kernel
+                # of the slot may be built into the same directory right
+                # after
+                k = build.build_kernel(
+                    tree,
+                    arch,
+                    purpose,
+                    keep=tmp,
+                    keep_files=build.KEPT_FILES,
+                    also_keep=(
+                        None
+                        if also_keep is None
+                        else lambda built: also_keep(built, tmp)
+                    ),
+                )
+                shutil.rmtree(kept, ignore_errors=True)
+                tmp.rename(kept)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            config_sha, elapsed, release = k.config_sha, k.elapsed, k.release
     return build.Kernel(
         variant=tree.variant,
         purpose=purpose,

@@ -682,7 +682,7 @@ def test_the_dry_run_says_what_the_run_boots_and_builds(
     tree lacks refused as the run refuses it."""
     from foliolab.kernel import store
 
-    repo, _ = wrapper_tree(tmp_path)
+    repo, commit = wrapper_tree(tmp_path)
     argv = ["test", "--mm-ci", "--dry-run", "--kernel", f"up=git:{repo}@main"]
     rc, out, err = run_cli(
         capsys,
@@ -703,18 +703,35 @@ def test_the_dry_run_says_what_the_run_boots_and_builds(
     assert out.index("    own_check ") < out.index("    cow ")
     assert "    not run: ksm_numa memory_failure\n" in out
     assert "  kernel: built first (not in the kernel store)\n" in out
-    monkeypatch.setattr(
-        store, "kept_kernel", lambda k, arch, purpose: (tmp_path / "kept", "c")
+    # kept as before the test modules were: built again, so not "kept"
+    from foliolab.arch import get_arch
+    from foliolab.kernel import build, kconfig, source
+    from foliolab.suite.mmci import run as mmci_run
+
+    arch = get_arch("x86_64")
+    kept = store.store_dir(
+        arch, kconfig.MMCI, source.Tree("up", repo, commit, "")
     )
+    kept.mkdir(parents=True)
+    for f in (Path(arch.kernel_image).name, *build.KEPT_FILES):
+        (kept / f).write_text("")
     rc, out, err = run_cli(capsys, *argv)
     assert rc == 0, err
-    assert f"  kernel: kept in {tmp_path / 'kept'}\n" in out
+    assert "  kernel: built first (not in the kernel store)\n" in out
+    (kept / mmci_run.STORED_TEST_MODULES).mkdir()
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 0, err
+    assert f"  kernel: kept in {kept}\n" in out
     assert "guest: 4 wrappers, each in its own boot\n" in out
     assert "not run:" not in out
     rc, out, err = run_cli(capsys, *argv, "--wrappers", "none")
     assert rc == 0, err
     assert "guest: none of its 4 wrappers (--wrappers)\n" in out
     assert "  kernel:" not in out  # nothing booted, nothing built
+    rc, out, err = run_cli(capsys, *argv, "--repeat", "2")
+    assert rc == 0, err
+    assert "  host tests: 2 runs of each\n" in out
+    assert "test modules:" not in out  # the tree names none
     rc, out, err = run_cli(capsys, *argv, "--wrappers", "cow,nosuch")
     assert rc == errors.UsageError.exit_code
     assert "--wrappers nosuch: the tree has no such wrappers" in err
@@ -1221,3 +1238,202 @@ def test_the_selftests_test_modules_are_built_against_the_kernel(
         kernel, source.Tree("b", bare, bare_commit, ""), arch, dest3
     )
     assert dest3.is_dir() and not list(dest3.iterdir())
+
+
+@pytest.mark.parametrize("arch_name", ["x86_64", "arm64"])
+def test_a_test_module_is_built_by_the_kernels_make_line(
+    monkeypatch, tmp_path, arch_name
+):
+    """The external module's make: the kernel's tree and build directory
+    (O=), the module's directory (M=), the kernel's ARCH, cross compiler
+    and compiler, the modules target; its log in the module's
+    directory."""
+    from foliolab.arch import get_arch
+    from foliolab.kernel import build, source
+
+    arch = get_arch(arch_name)
+    made = []
+
+    def fake_make(argv, log_path, label, total):
+        made.append((argv, log_path))
+        (tmp_path / "mod" / "page_frag_test.ko").write_bytes(b"ko")
+        return 1
+
+    monkeypatch.setattr(build, "_run_make", fake_make)
+    (tmp_path / "mod").mkdir()
+    kernel = build.Kernel(
+        "up", "mm-ci", arch.name, tmp_path / "out", tmp_path, "c", "s", 1.0
+    )
+    tree = source.Tree("up", tmp_path / "src", "c", "")
+    kos = build.build_external_module(kernel, tree, arch, tmp_path / "mod")
+    assert kos == [tmp_path / "mod" / "page_frag_test.ko"]
+    ((argv, log_path),) = made
+    assert argv[:3] == ["make", "-C", str(tmp_path / "src")]
+    assert f"O={tmp_path / 'out'}" in argv
+    assert f"M={tmp_path / 'mod'}" in argv
+    assert f"ARCH={arch.linux_arch}" in argv
+    assert f"CROSS_COMPILE={arch.cross_compile}" in argv
+    assert f"CC=ccache {arch.cross_compile}gcc" in argv
+    assert argv[-1] == "modules"
+    assert log_path == tmp_path / "mod" / "build.log"
+
+
+def test_a_test_module_not_built_is_named_on_every_wrapper_row(
+    monkeypatch, tmp_path, tmp_cache
+):
+    """A test module that failed to build: its log kept beside the
+    kernel, its name carried from the store to the run's kernel and into
+    the selftests' not-built list each wrapper row names; the modules
+    that did build go into the guest's archive."""
+    from foliolab.arch import get_arch
+    from foliolab.errors import BuildError
+    from foliolab.kernel import build, image, source
+    from foliolab.suite.mmci import run as mmci_run
+
+    arch = get_arch("x86_64")
+
+    class Fragment:
+        def text(self):
+            return "mm-ci"
+
+    monkeypatch.setattr(build, "fragment_of", lambda *a: Fragment())
+    monkeypatch.setattr(
+        guest, "test_module_dirs", lambda repo, commit: ["page_frag"]
+    )
+    monkeypatch.setattr(hosttests, "copy_tree", lambda *a: None)
+
+    def fails(kernel, tree, a, source_dir):
+        source_dir.mkdir(parents=True)
+        (source_dir / "build.log").write_text("page_frag_test.c: error\n")
+        raise BuildError("the module did not build")
+
+    monkeypatch.setattr(build, "build_external_module", fails)
+
+    def fake_build(
+        tree, a, purpose, keep=None, keep_files=None, also_keep=None
+    ):
+        out = tmp_path / "build"
+        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
+        for there in build.KEPT_FILES.values():
+            (out / there).write_text("x")
+        (out / "bzImage").write_text("image")
+        k = build.Kernel(
+            tree.variant,
+            purpose,
+            a.name,
+            out,
+            out / "bzImage",
+            tree.commit,
+            "s",
+            1.0,
+        )
+        also_keep(k)
+        return k.kept_in(keep, keep_files)
+
+    monkeypatch.setattr(build, "build_kernel", fake_build)
+    tree = source.Tree("up", tmp_path, "a" * 40, "")
+    made = mmci_run._kernel(tree, arch, tmp_path / "run" / "up")
+    assert made.modules_not_built == ("page_frag",)
+    assert "error" in (made.test_modules / "page_frag.build.log").read_text()
+    # into the selftests' not-built list, and the archive gets the rest
+    monkeypatch.setattr(mmci_run, "_kernel", lambda t, a, kdir: made)
+    monkeypatch.setattr(
+        guest,
+        "build_selftests",
+        lambda *a: guest.Selftests(tmp_path, "c", ("cow",), tmp_path / "l"),
+    )
+    (tmp_path / "base.cpio").write_bytes(b"")
+    monkeypatch.setattr(
+        image,
+        "build_image",
+        lambda a: type("Img", (), {"path": tmp_path / "base.cpio"})(),
+    )
+    given = []
+    monkeypatch.setattr(
+        guest,
+        "payload",
+        lambda a, tests, modules, test_modules: (
+            given.append((tests, test_modules)) or b""
+        ),
+    )
+    req = mmci_run.MmciRequest((), arch, tmp_path / "run")
+    _, _, tests = mmci_run._guest_setup(req, "up", tree)
+    assert tests.not_built == ("cow", "page_frag")
+    assert given == [(tests, made.test_modules)]
+
+
+def test_two_runs_storing_one_kernel_build_it_once_and_both_have_it_whole(
+    monkeypatch, tmp_path, tmp_cache
+):
+    """The second of two runs that ask for one kernel at once waits for
+    the first and takes what it stored: built once, the modules the
+    first copied in two steps there for both."""
+    import threading
+    import time
+
+    from foliolab.arch import get_arch
+    from foliolab.kernel import build, source, store
+
+    arch = get_arch("x86_64")
+
+    class Fragment:
+        def text(self):
+            return "mm-ci"
+
+    monkeypatch.setattr(build, "fragment_of", lambda *a: Fragment())
+    calls = []
+
+    def slow_build(
+        tree, a, purpose, keep=None, keep_files=None, also_keep=None
+    ):
+        calls.append(tree.commit)
+        out = tmp_path / "build"
+        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
+        for there in build.KEPT_FILES.values():
+            (out / there).write_text("x")
+        (out / "bzImage").write_text("image")
+        k = build.Kernel(
+            tree.variant,
+            purpose,
+            a.name,
+            out,
+            out / "bzImage",
+            tree.commit,
+            "s",
+            1.0,
+        )
+        also_keep(k)
+        return k.kept_in(keep, keep_files)
+
+    def two_steps(built, there):
+        (there / "modules").mkdir()
+        time.sleep(0.5)  # the second run starts here
+        (there / "modules" / "test_hmm.ko").write_text("ko")
+        (there / "test-modules").mkdir()
+
+    monkeypatch.setattr(build, "build_kernel", slow_build)
+    tree = source.Tree("up", tmp_path, "a" * 40, "")
+    got = {}
+
+    def run(name):
+        k = store.build_and_keep(
+            tree,
+            arch,
+            "mm-ci",
+            also_keep=two_steps,
+            also_kept=("test-modules",),
+        )
+        got[name] = (k.build_dir / "modules" / "test_hmm.ko").read_text()
+
+    first = threading.Thread(target=run, args=("first",))
+    first.start()
+    time.sleep(0.2)
+    run("second")
+    first.join()
+    assert calls == [tree.commit]
+    assert got == {"first": "ko", "second": "ko"}
+    assert not [
+        p
+        for p in store.store_dir(arch, "mm-ci", tree).parent.iterdir()
+        if p.name != store.store_dir(arch, "mm-ci", tree).name
+    ]  # no part directory left

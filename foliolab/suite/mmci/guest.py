@@ -44,7 +44,7 @@ from pathlib import Path
 
 from foliolab import hostsetup, proc
 from foliolab.arch import Arch
-from foliolab.errors import BuildError
+from foliolab.errors import BuildError, FoliolabError
 from foliolab.kernel import build, image
 from foliolab.kernel import source as ksource
 from foliolab.paths import cache_root
@@ -451,11 +451,16 @@ NOT_BUILT_MODULES = "not-built"
 
 def test_module_dirs(repo: Path, commit: str) -> list[str]:
     """The test modules' directories the tree's mm selftests Makefile
-    names (none before 6.13's page_frag)."""
+    names (none before 6.13's page_frag), those the tree has: a name
+    misread from the Makefile is no directory to build."""
     shown = ksource.git(repo, "show", f"{commit}:{MM}/Makefile", check=False)
     if shown.returncode != 0:
         return []
-    return [d for m in _MODS_DIR.findall(shown.stdout) for d in m.split()]
+    named = [d for m in _MODS_DIR.findall(shown.stdout) for d in m.split()]
+    there = ksource.git(
+        repo, "ls-tree", "-d", "--name-only", commit, f"{MM}/", check=False
+    ).stdout.split()
+    return [d for d in named if f"{MM}/{d}" in there]
 
 
 def keep_test_modules(
@@ -465,28 +470,32 @@ def keep_test_modules(
     ``kernel`` and kept in ``dest/DIR/``, where the wrapper looks for
     them under the selftests' directory: the mm CI builds its selftests
     against its kernel's build, so test_page_frag.sh finds its module
-    there. A module that does not build is named in ``dest/not-built``
-    (its wrapper then skips, and its row says why); the kernel stands."""
+    there. Each build's log is kept as ``dest/DIR.build.log``. A module
+    that does not build is named in ``dest/not-built`` (its wrapper then
+    skips, and its row says why) and the kernel stands; it is kept so
+    with the kernel (a build that failed is not tried again at each
+    run: remove the kernel's store directory to try again)."""
     failed = []
     dest.mkdir(parents=True, exist_ok=True)  # made even when there are none
     for d in test_module_dirs(tree.path, tree.commit):
         work = Path(tempfile.mkdtemp(prefix="mods-"))
+        kos: list[Path] = []
         try:
             hosttests.copy_tree(tree.path, tree.commit, work, (f"{MM}/{d}",))
             src = work / MM / d
-            try:
-                kos = build.build_external_module(kernel, tree, arch, src)
-            except BuildError as e:
-                log.warning("%s", e)
-                kos = []
-            if not kos:
-                failed.append(d)
-                continue
-            (dest / d).mkdir(parents=True, exist_ok=True)
-            for ko in kos:
-                shutil.copy2(ko, dest / d / ko.name)
+            kos = build.build_external_module(kernel, tree, arch, src)
+        except (FoliolabError, OSError) as e:
+            log.warning("the %s test module did not build: %s", d, e)
         finally:
+            built_log = work / MM / d / "build.log"
+            if built_log.is_file():
+                shutil.copy2(built_log, dest / f"{d}.build.log")
+            for ko in kos:
+                (dest / d).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ko, dest / d / ko.name)
             shutil.rmtree(work, ignore_errors=True)
+        if not kos:
+            failed.append(d)
     if failed:
         (dest / NOT_BUILT_MODULES).write_text("\n".join(failed) + "\n")
 

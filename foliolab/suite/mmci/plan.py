@@ -66,6 +66,8 @@ class KernelPlan:
     kept: str = ""  # the kernel store's directory, "" if it is built first
     # the wrappers the run boots, in its order (None: every one found)
     chosen: tuple[Wrapper, ...] | None = None
+    # the selftests' test modules built against the kernel (page_frag)
+    test_modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,16 @@ def describe(
                 if p.kept
                 else "  kernel: built first (not in the kernel store)"
             )
+        if run and p.test_modules:
+            lines.append(
+                "  test modules: "
+                + ", ".join(p.test_modules)
+                + " (the selftests', built against the kernel)"
+            )
         if not shape.host_tests:
             lines.append("  host tests: not run (--no-host-tests)")
+        elif shape.repeat > 1:
+            lines.append(f"  host tests: {shape.repeat} runs of each")
         for d, progs in p.host_programs.items() if shape.host_tests else ():
             lines.append(
                 f"  host tests {d}: "

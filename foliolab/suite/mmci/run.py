@@ -150,8 +150,12 @@ def dry_run(req: MmciRequest) -> str:
                 },
                 kconfig=_kconfig_note(config.merged(repo, commit)),
                 kept=str(
-                    store.kept_kernel(k, req.arch, kconfig.MMCI)[0] or ""
+                    store.kept_kernel(
+                        k, req.arch, kconfig.MMCI, (STORED_TEST_MODULES,)
+                    )[0]
+                    or ""
                 ),
+                test_modules=tuple(guest.test_module_dirs(repo, commit)),
                 chosen=None
                 if req.wrappers is None
                 else tuple(chosen(req, found)),
