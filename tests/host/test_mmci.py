@@ -1309,26 +1309,7 @@ def test_a_test_module_not_built_is_named_on_every_wrapper_row(
 
     monkeypatch.setattr(build, "build_external_module", fails)
 
-    def fake_build(
-        tree, a, purpose, keep=None, keep_files=None, also_keep=None
-    ):
-        out = tmp_path / "build"
-        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
-        for there in build.KEPT_FILES.values():
-            (out / there).write_text("x")
-        (out / "bzImage").write_text("image")
-        k = build.Kernel(
-            tree.variant,
-            purpose,
-            a.name,
-            out,
-            out / "bzImage",
-            tree.commit,
-            "s",
-            1.0,
-        )
-        also_keep(k)
-        return k.kept_in(keep, keep_files)
+    fake_build = stand_in_build(tmp_path / "build", [])
 
     monkeypatch.setattr(build, "build_kernel", fake_build)
     tree = source.Tree("up", tmp_path, "a" * 40, "")
@@ -1383,27 +1364,7 @@ def test_two_runs_storing_one_kernel_build_it_once_and_both_have_it_whole(
     monkeypatch.setattr(build, "fragment_of", lambda *a: Fragment())
     calls = []
 
-    def slow_build(
-        tree, a, purpose, keep=None, keep_files=None, also_keep=None
-    ):
-        calls.append(tree.commit)
-        out = tmp_path / "build"
-        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
-        for there in build.KEPT_FILES.values():
-            (out / there).write_text("x")
-        (out / "bzImage").write_text("image")
-        k = build.Kernel(
-            tree.variant,
-            purpose,
-            a.name,
-            out,
-            out / "bzImage",
-            tree.commit,
-            "s",
-            1.0,
-        )
-        also_keep(k)
-        return k.kept_in(keep, keep_files)
+    slow_build = stand_in_build(tmp_path / "build", calls)
 
     def two_steps(built, there):
         (there / "modules").mkdir()
@@ -1437,3 +1398,34 @@ def test_two_runs_storing_one_kernel_build_it_once_and_both_have_it_whole(
         for p in store.store_dir(arch, "mm-ci", tree).parent.iterdir()
         if p.name != store.store_dir(arch, "mm-ci", tree).name
     ]  # no part directory left
+
+
+def stand_in_build(out: Path, calls: list[str]):
+    """build.build_kernel's stand-in: a build directory with an image and
+    the kept files at ``out``, the caller's also_keep called as the real
+    one calls it, each tree's commit appended to ``calls``."""
+    from foliolab.kernel import build
+
+    def fake_build(
+        tree, a, purpose, keep=None, keep_files=None, also_keep=None
+    ):
+        calls.append(tree.commit)
+        (out / "include" / "config").mkdir(parents=True, exist_ok=True)
+        for there in build.KEPT_FILES.values():
+            (out / there).write_text("x")
+        (out / "bzImage").write_text("image")
+        k = build.Kernel(
+            tree.variant,
+            purpose,
+            a.name,
+            out,
+            out / "bzImage",
+            tree.commit,
+            "s",
+            1.0,
+        )
+        if also_keep is not None:
+            also_keep(k)
+        return k.kept_in(keep, keep_files)
+
+    return fake_build
