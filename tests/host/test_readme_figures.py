@@ -1014,6 +1014,7 @@ ARM64_THP = "mmci-arm64-thp"
 REST_73 = "mmci-rest-73"  # the x86_64 wrappers mmci-next1 left out
 SLOW_73 = "mmci-slow-73"  # and its three longest but userfaultfd
 LAST3_73 = "mmci-last3-73"  # and the last three, k of 2
+PFRAG_73 = "mmci-pfrag-73"  # page_frag with its module, k of 2
 
 
 def figures_up_next(run):
@@ -1076,7 +1077,8 @@ def figures_k_of_n(run):
 
 
 @pytest.mark.parametrize(
-    "run", [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73, LAST3_73]
+    "run",
+    [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73, LAST3_73, PFRAG_73],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
     cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
@@ -1169,6 +1171,7 @@ FIGURES = {
         REST_73: functools.partial(figures_in_seconds, REST_73),
         SLOW_73: functools.partial(figures_in_seconds, SLOW_73),
         LAST3_73: functools.partial(figures_k_of_n, LAST3_73),
+        PFRAG_73: functools.partial(figures_k_of_n, PFRAG_73),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
