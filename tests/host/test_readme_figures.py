@@ -36,7 +36,7 @@ from foliolab.manifest import RunManifest
 from foliolab.paths import PROJECT_ROOT
 from foliolab.render import fmt, fmt_ratio
 from foliolab.rundir import Marker, RunKind
-from foliolab.suite.mmci import compare
+from foliolab.suite.mmci import compare, mmci
 from foliolab.testrecord import Outcomes, TestStatus
 
 RUNS = PROJECT_ROOT / "tests" / "host" / "data" / "runs"
@@ -1015,6 +1015,7 @@ REST_73 = "mmci-rest-73"  # the x86_64 wrappers mmci-next1 left out
 SLOW_73 = "mmci-slow-73"  # and its three longest but userfaultfd
 LAST3_73 = "mmci-last3-73"  # and the last three, k of 2
 PFRAG_73 = "mmci-pfrag-73"  # page_frag with its module, k of 2
+MGLRU_73 = "mmci-mglru-73"  # ten wrappers with MGLRU on
 
 
 def figures_up_next(run):
@@ -1078,12 +1079,25 @@ def figures_k_of_n(run):
 
 @pytest.mark.parametrize(
     "run",
-    [ARM64_1, ARM64_2, ARM64_THP, REST_73, SLOW_73, LAST3_73, PFRAG_73],
+    [
+        ARM64_1,
+        ARM64_2,
+        ARM64_THP,
+        REST_73,
+        SLOW_73,
+        LAST3_73,
+        PFRAG_73,
+        MGLRU_73,
+    ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
-    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
+    up, nxt = runs_of(run, "up"), runs_of(run, "next")
+    cases = compare.compare(up, nxt)
     printed = (RUNS / run / "mmci-summary.txt").read_text()
-    assert compare.summary_text(cases, "up", "next") == printed
+    # a run with MGLRU on says so first, as its rows do
+    mglru = any(t.misc.get("mglru") == "on" for r in up + nxt for t in r)
+    heading = mmci.changed_guest((), mglru=mglru)
+    assert heading + compare.summary_text(cases, "up", "next") == printed
 
 
 def manual_arm64_times():
@@ -1138,16 +1152,18 @@ def figures_host_73():
 
 
 HTLB_FIXED = "mmci-htlb-73"
+HTLB_612 = "mmci612-htlb-hp64"  # 6.12.117's hugetlb, 2 MiB pages at boot
 
 
-def figures_htlb_fixed():
-    """7.3.4's hugetlb wrapper, one boot with pgrep in the guest: its
-    totals and the boot's time."""
-    (rows,) = one_round(HTLB_FIXED, "up")
-    (s,) = compare.summary(compare.compare([rows], []), "up", None)
+def figures_htlb_fixed(run=HTLB_FIXED, kernel="up"):
+    """One wrapper, one boot of one kernel (7.3.4's hugetlb with pgrep in
+    the guest; 6.12.117's with huge pages reserved at boot): its totals
+    and the boot's time."""
+    (rows,) = one_round(run, kernel)
+    (s,) = compare.summary(compare.compare([rows], []), kernel, None)
     (boot,) = [t for t in rows if t.path.count(".") == 2]
     return [
-        f"run folder `{HTLB_FIXED}`",
+        f"run folder `{run}`",
         f"{s.passed} pass, {s.failed} fail, {s.skipped} skip, one boot of "
         f"{whole(boot.duration_s)} s",
     ]
@@ -1156,6 +1172,7 @@ def figures_htlb_fixed():
 FIGURES = {
     README: {
         HTLB_FIXED: figures_htlb_fixed,
+        HTLB_612: functools.partial(figures_htlb_fixed, HTLB_612, "base"),
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
@@ -1172,6 +1189,7 @@ FIGURES = {
         SLOW_73: functools.partial(figures_in_seconds, SLOW_73),
         LAST3_73: functools.partial(figures_k_of_n, LAST3_73),
         PFRAG_73: functools.partial(figures_k_of_n, PFRAG_73),
+        MGLRU_73: functools.partial(figures_in_seconds, MGLRU_73),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
