@@ -451,7 +451,7 @@ NOT_BUILT_MODULES = "not-built"
 
 def test_module_dirs(repo: Path, commit: str) -> list[str]:
     """The test modules' directories the tree's mm selftests Makefile
-    names (none before 6.13's page_frag), those the tree has: a name
+    names (7.3.4: page_frag; 6.12.117: none), those the tree has: a name
     misread from the Makefile is no directory to build."""
     shown = ksource.git(repo, "show", f"{commit}:{MM}/Makefile", check=False)
     if shown.returncode != 0:
