@@ -1018,17 +1018,18 @@ PFRAG_73 = "mmci-pfrag-73"  # page_frag with its module, k of 2
 MGLRU_73 = "mmci-mglru-73"  # ten wrappers with MGLRU on
 
 
-def figures_up_next(run):
-    """7.3.4 against 7.3.4 + patches/7.3, a boot per wrapper (an x86_64
-    or an arm64 guest): the totals, the table, the failing cases, each kernel's
+def figures_up_next(run, ref="up", other="next"):
+    """7.3.4 against 7.3.4 + patches/7.3 (6.12.117 against 6.12.117 +
+    patches/6.12: ``ref``, ``other``), a boot per wrapper (an x86_64 or an
+    arm64 guest): the totals, the table, the failing cases, each kernel's
     minutes of boots and the longest boot."""
-    up, nxt = one_round(run, "up"), one_round(run, "next")
+    up, nxt = one_round(run, ref), one_round(run, other)
     cases = compare.compare(up, nxt)
     boots = {
         k: [t for t in rows[0] if t.path.count(".") == 2]
-        for k, rows in (("up", up), ("next", nxt))
+        for k, rows in ((ref, up), (other, nxt))
     }
-    longest = max(boots["up"], key=lambda t: t.duration_s)
+    longest = max(boots[ref], key=lambda t: t.duration_s)
     return [
         f"run folder `{run}`",
         "boots: "
@@ -1038,23 +1039,23 @@ def figures_up_next(run):
         ),
         f"the longest `{longest.path.rsplit('.', 1)[1]}` "
         f"{whole(longest.duration_s)} s",
-        *pair_figures(cases, "up", "next"),
+        *pair_figures(cases, ref, other),
     ]
 
 
-def figures_in_seconds(run):
-    """x86_64 wrappers mmci-next1 left out, a boot each on each kernel:
-    as figures_up_next, the boots' time in seconds."""
-    up, nxt = one_round(run, "up"), one_round(run, "next")
+def figures_in_seconds(run, ref="up", other="next"):
+    """Wrappers (categories) a boot each on each kernel: as
+    figures_up_next, the boots' time in seconds."""
+    up, nxt = one_round(run, ref), one_round(run, other)
     seconds = {
         k: sum(t.duration_s for t in rows[0] if t.path.count(".") == 2)
-        for k, rows in (("up", up), ("next", nxt))
+        for k, rows in ((ref, up), (other, nxt))
     }
     return [
         f"run folder `{run}`",
-        f"boots: `up` {whole(seconds['up'])} s in all, "
-        f"`next` {whole(seconds['next'])} s",
-        *figures_up_next(run)[2:],
+        f"boots: `{ref}` {whole(seconds[ref])} s in all, "
+        f"`{other}` {whole(seconds[other])} s",
+        *figures_up_next(run, ref, other)[2:],
     ]
 
 
@@ -1153,6 +1154,7 @@ def figures_host_73():
 
 HTLB_FIXED = "mmci-htlb-73"
 HTLB_612 = "mmci612-htlb-hp64"  # 6.12.117's hugetlb, 2 MiB pages at boot
+SLOW_612 = "mmci612-slow"  # 6.12.117's five categories left out before
 
 
 def figures_htlb_fixed(run=HTLB_FIXED, kernel="up"):
@@ -1173,6 +1175,9 @@ FIGURES = {
     README: {
         HTLB_FIXED: figures_htlb_fixed,
         HTLB_612: functools.partial(figures_htlb_fixed, HTLB_612, "base"),
+        SLOW_612: functools.partial(
+            figures_in_seconds, SLOW_612, "base", "next"
+        ),
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
@@ -1287,16 +1292,21 @@ def test_the_mmci_table_has_a_row_for_each_wrapper_that_failed_and_no_other():
 
 
 def test_a_changed_figure_is_caught():
-    """Any one digit of a figure changed in its document: not found."""
+    """Any one digit of a figure changed in its document: not found
+    (unless the change makes another figure of the same run: two cases
+    named ..._214 and ..._215 are both figures)."""
     for doc, runs in FIGURES.items():
         text = words(doc.read_text())
         for run, figures in runs.items():
-            for f in map(words, figures()):
+            given = list(map(words, figures()))
+            for f in given:
                 assert f in text
                 digits = [m.start() for m in re.finditer(r"\d", f)]
                 assert digits, f"{run}: a figure without a number: {f}"
                 for i in digits:
                     changed = f[:i] + str((int(f[i]) + 1) % 10) + f[i + 1 :]
+                    if any(changed in g for g in given if g != f):
+                        continue
                     assert changed not in text, changed
 
 
