@@ -1171,6 +1171,26 @@ def figures_htlb_fixed(run=HTLB_FIXED, kernel="up"):
     ]
 
 
+def manual_612_more_times():
+    """The manual's times of 6.12.117's five categories of mmci612-slow
+    on base, and each kernel's sum."""
+    boots = {
+        k: {
+            t.path.rsplit(".", 1)[1]: t.duration_s
+            for t in one_round(SLOW_612, k)[0]
+            if t.path.count(".") == 2
+        }
+        for k in ("base", "next")
+    }
+    base = boots["base"]
+    named = ["userfaultfd", "hugetlb", "gup_test", "cow", "ksm_numa"]
+    return [
+        ", ".join(f"`{n}` {whole(base[n])} s" for n in named) + " on `base`",
+        f"({whole(sum(base.values()))} s in all; "
+        f"{whole(sum(boots['next'].values()))} s on `next`)",
+    ]
+
+
 FIGURES = {
     README: {
         HTLB_FIXED: figures_htlb_fixed,
@@ -1218,6 +1238,7 @@ FIGURES = {
     MANUAL: {
         MMCI: manual_mmci_figures,
         MMCI_612: manual_612_times,
+        SLOW_612: manual_612_more_times,
         ARM64_1: manual_arm64_times,
         # and the two of round 2
         "results-612-r7-count": manual_rereported_figures,
