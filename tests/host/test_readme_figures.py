@@ -1016,6 +1016,7 @@ SLOW_73 = "mmci-slow-73"  # and its three longest but userfaultfd
 LAST3_73 = "mmci-last3-73"  # and the last three, k of 2
 PFRAG_73 = "mmci-pfrag-73"  # page_frag with its module, k of 2
 MGLRU_73 = "mmci-mglru-73"  # ten wrappers with MGLRU on
+ARM64_SLOW = "mmci-arm64-slow2"  # arm64's four longest but thp, page_frag
 
 
 def figures_up_next(run, ref="up", other="next"):
@@ -1089,6 +1090,7 @@ def figures_k_of_n(run):
         LAST3_73,
         PFRAG_73,
         MGLRU_73,
+        ARM64_SLOW,
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
@@ -1215,6 +1217,7 @@ FIGURES = {
         LAST3_73: functools.partial(figures_k_of_n, LAST3_73),
         PFRAG_73: functools.partial(figures_k_of_n, PFRAG_73),
         MGLRU_73: functools.partial(figures_in_seconds, MGLRU_73),
+        ARM64_SLOW: functools.partial(figures_in_seconds, ARM64_SLOW),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
