@@ -1193,6 +1193,26 @@ def manual_612_more_times():
     ]
 
 
+def manual_arm64_slow_times():
+    """The manual's times of arm64's four longest but thp and page_frag
+    (mmci-arm64-slow2): each on up, page_frag on both."""
+    boots = {
+        k: {
+            t.path.rsplit(".", 1)[1]: t.duration_s
+            for t in one_round(ARM64_SLOW, k)[0]
+            if t.path.count(".") == 2
+        }
+        for k in ("up", "next")
+    }
+    up = boots["up"]
+    named = ["hugetlb", "userfaultfd", "cow", "gup_test"]
+    return [
+        ", ".join(f"`{n}` {whole(up[n])} s" for n in named) + " on `up`",
+        f"`page_frag` {whole(boots['next']['page_frag'])} s on `next` "
+        f"({whole(up['page_frag'])} s on `up`",
+    ]
+
+
 FIGURES = {
     README: {
         HTLB_FIXED: figures_htlb_fixed,
@@ -1242,6 +1262,7 @@ FIGURES = {
         MMCI: manual_mmci_figures,
         MMCI_612: manual_612_times,
         SLOW_612: manual_612_more_times,
+        ARM64_SLOW: manual_arm64_slow_times,
         ARM64_1: manual_arm64_times,
         # and the two of round 2
         "results-612-r7-count": manual_rereported_figures,
