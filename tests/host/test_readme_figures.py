@@ -1017,6 +1017,7 @@ LAST3_73 = "mmci-last3-73"  # and the last three, k of 2
 PFRAG_73 = "mmci-pfrag-73"  # page_frag with its module, k of 2
 MGLRU_73 = "mmci-mglru-73"  # ten wrappers with MGLRU on
 ARM64_SLOW = "mmci-arm64-slow2"  # arm64's four longest but thp, page_frag
+ARM64_COW2 = "mmci-arm64-cow2"  # arm64's cow again, k of 2
 
 
 def figures_up_next(run, ref="up", other="next"):
@@ -1091,6 +1092,7 @@ def figures_k_of_n(run):
         PFRAG_73,
         MGLRU_73,
         ARM64_SLOW,
+        ARM64_COW2,
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
@@ -1238,6 +1240,7 @@ FIGURES = {
         PFRAG_73: functools.partial(figures_k_of_n, PFRAG_73),
         MGLRU_73: functools.partial(figures_in_seconds, MGLRU_73),
         ARM64_SLOW: functools.partial(figures_in_seconds, ARM64_SLOW),
+        ARM64_COW2: functools.partial(figures_k_of_n, ARM64_COW2),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
