@@ -974,22 +974,26 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         assert compare.summary_text(cases, kernel, None) == printed
 
 
+def wrapper_seconds(run, kernel):
+    """Each wrapper's (category's) boot seconds on ``kernel`` in a kept
+    run that booted each once."""
+    return {
+        t.path.rsplit(".", 1)[1]: t.duration_s
+        for t in one_round(run, kernel)[0]
+        if t.path.count(".") == 2
+    }
+
+
 def manual_612_times():
     """The manual's times of 6.12.117's categories on base: the longest
     each by name, the rest as a range, the sums on each kernel."""
-    (base,) = one_round(MMCI_612, "base")
-    (nxt,) = one_round(MMCI_612, "next")
-    boots = {
-        t.path.rsplit(".", 1)[1]: t.duration_s
-        for t in base
-        if t.path.count(".") == 2
-    }
+    boots = wrapper_seconds(MMCI_612, "base")
     named = ["thp", "migration", "vmalloc", "compaction", "ksm", "hugevm"]
     also = ["pagemap", "soft_dirty", "hmm", "mremap"]
     rest = sorted(v for k, v in boots.items() if k not in named + also)
     count = "eight" if len(rest) == 8 else str(len(rest))
     total = sum(boots.values())
-    total_next = sum(t.duration_s for t in nxt if t.path.count(".") == 2)
+    total_next = sum(wrapper_seconds(MMCI_612, "next").values())
     return [
         f"run folder `{MMCI_612}`",
         *(f"`{n}` {whole(boots[n])} s" for n in named),
@@ -1108,12 +1112,7 @@ def test_the_up_next_records_are_the_runs_own_summaries(run):
 def manual_arm64_times():
     """The manual's times of 7.3.4's wrappers on arm64's up: the six
     longest by name, the rest as a range, the sum."""
-    boots = {
-        t.path.rsplit(".", 1)[1]: t.duration_s
-        for run in (ARM64_1, ARM64_2)
-        for t in one_round(run, "up")[0]
-        if t.path.count(".") == 2
-    }
+    boots = wrapper_seconds(ARM64_1, "up") | wrapper_seconds(ARM64_2, "up")
     named = ["migration", "hmm", "pagemap", "ksm", "compaction", "mremap"]
     rest = sorted(v for k, v in boots.items() if k not in named)
     return [
@@ -1178,39 +1177,25 @@ def figures_htlb_fixed(run=HTLB_FIXED, kernel="up"):
 def manual_612_more_times():
     """The manual's times of 6.12.117's five categories of mmci612-slow
     on base, and each kernel's sum."""
-    boots = {
-        k: {
-            t.path.rsplit(".", 1)[1]: t.duration_s
-            for t in one_round(SLOW_612, k)[0]
-            if t.path.count(".") == 2
-        }
-        for k in ("base", "next")
-    }
-    base = boots["base"]
+    base = wrapper_seconds(SLOW_612, "base")
+    nxt = wrapper_seconds(SLOW_612, "next")
     named = ["userfaultfd", "hugetlb", "gup_test", "cow", "ksm_numa"]
     return [
         ", ".join(f"`{n}` {whole(base[n])} s" for n in named) + " on `base`",
         f"({whole(sum(base.values()))} s in all; "
-        f"{whole(sum(boots['next'].values()))} s on `next`)",
+        f"{whole(sum(nxt.values()))} s on `next`)",
     ]
 
 
 def manual_arm64_slow_times():
     """The manual's times of arm64's four longest but thp and page_frag
     (mmci-arm64-slow2): each on up, page_frag on both."""
-    boots = {
-        k: {
-            t.path.rsplit(".", 1)[1]: t.duration_s
-            for t in one_round(ARM64_SLOW, k)[0]
-            if t.path.count(".") == 2
-        }
-        for k in ("up", "next")
-    }
-    up = boots["up"]
+    up = wrapper_seconds(ARM64_SLOW, "up")
+    nxt = wrapper_seconds(ARM64_SLOW, "next")
     named = ["hugetlb", "userfaultfd", "cow", "gup_test"]
     return [
         ", ".join(f"`{n}` {whole(up[n])} s" for n in named) + " on `up`",
-        f"`page_frag` {whole(boots['next']['page_frag'])} s on `next` "
+        f"`page_frag` {whole(nxt['page_frag'])} s on `next` "
         f"({whole(up['page_frag'])} s on `up`",
     ]
 
