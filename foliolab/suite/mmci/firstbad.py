@@ -216,10 +216,9 @@ def outcomes(found: FirstBad) -> list[TestOutcome]:
         }
         if found.note:
             misc["note"] = found.note
-        if found.kernel_args_added:
-            misc["kernel_args_added"] = " ".join(found.kernel_args_added)
-        if found.mglru:
-            misc["mglru"] = "on"
+        misc.update(
+            mmci.changed_guest_marks(found.kernel_args_added, found.mglru)
+        )
         rows.append(
             TestOutcome(
                 f"firstbad.{path}",

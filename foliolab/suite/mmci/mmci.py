@@ -166,6 +166,20 @@ def changed_guest(append: tuple[str, ...], mglru: bool = False) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def changed_guest_marks(
+    append: tuple[str, ...], mglru: bool = False
+) -> dict[str, str]:
+    """What a row of such a run keeps of it (each wrapper's row, a
+    search's answer), beside changed_guest()'s heading: {} for the mm
+    CI's own guest."""
+    marks = {}
+    if append:
+        marks["kernel_args_added"] = " ".join(append)
+    if mglru:
+        marks["mglru"] = "on"
+    return marks
+
+
 # where a wrapper's boot turns MGLRU on (--mglru on); the mm CI kernel
 # here has LRU_GEN but not LRU_GEN_ENABLED, so it boots with MGLRU off
 MGLRU_SWITCH = "/sys/kernel/mm/lru_gen/enabled"

@@ -375,7 +375,8 @@ def run(req: MmciRequest) -> MmciResult:
 
 def _guest_changes(req: MmciRequest) -> dict[str, Any]:
     """How the run's guest differs from the mm CI's, as its summary's JSON
-    and each wrapper's row keep it ({}: it does not)."""
+    keeps it (the arguments as a list; {}: it does not); each row keeps
+    mmci.changed_guest_marks()."""
     changes: dict[str, Any] = {}
     if req.append:
         changes["kernel_args_added"] = list(req.append)
@@ -726,16 +727,12 @@ def _one_wrapper(
     problems = guest.guest_setup(output).problems(
         layout.huge_1g_pages, layout.swap_mib, req.mglru
     )
-    misc = dict(rows[0].misc)
-    if req.append:
-        # kept with the row: not the mm CI's guest
-        misc["kernel_args_added"] = " ".join(req.append)
+    # kept with the row: not the mm CI's guest
+    misc = dict(rows[0].misc) | mmci.changed_guest_marks(req.append, req.mglru)
     if tests.not_built:
         misc["not_built"] = " ".join(tests.not_built)
     if req.xtrace:
         misc["xtrace"] = True
-    if req.mglru:
-        misc["mglru"] = "on"
     if problems and res.exit_code is not None:
         # the guest was not the one asked for: not the mm CI's result
         misc["detail"] = "guest setup did not hold: " + "; ".join(problems)
