@@ -377,6 +377,128 @@ def test_a_result_line_belongs_to_the_program_that_ran_whatever_its_name():
     assert g.status == T.PASS and g.misc["result_name"] == "gup_longterm"
 
 
+def cow_612(leaks: set[int]) -> str:
+    """6.12.117's cow, three cases: each result named by its outcome,
+    the case by the "[RUN]" line above it; the cases in ``leaks`` had
+    the test's allowed hugetlb leak (``# XFAIL``)."""
+    out = "TAP version 13\n" + header("./cow") + "# 1..3\n"
+    for i, size in enumerate(("2048 kB", "1048576 kB", "2048 kB"), 1):
+        what = "in child" if i < 3 else "in parent"
+        out += (
+            f"# # [RUN] vmsplice() + unmap {what} ... with hugetlb ({size})\n"
+        )
+        out += (
+            f"# ok {i} # XFAIL Leak from parent into child\n"
+            if i in leaks
+            else f"# ok {i} No leak from parent into child\n"
+        )
+    return out + "ok 1 cow\n1..1\n"
+
+
+def test_a_case_is_named_by_its_run_line_whatever_its_outcome():
+    """6.12's cow names results by outcome: numbered by order, one
+    allowed leak renamed every later case and each kernel counted the
+    other's names missing (run mmci612-slow, "4 fail" on each). Named by
+    their [RUN] lines, a leak keeps the case's path and passes, the
+    directive kept beside it."""
+    p = "kselftest.mm.cow.cow"
+    names = {
+        f"{p}.vmsplice_unmap_in_child_with_hugetlb_2048_kB",
+        f"{p}.vmsplice_unmap_in_child_with_hugetlb_1048576_kB",
+        f"{p}.vmsplice_unmap_in_parent_with_hugetlb_2048_kB",
+    }
+    held = rows_of(cow_612(set()), exit_code=0)
+    leaked = rows_of(cow_612({2}), exit_code=0)
+    assert set(held) == set(leaked) == names | {p, "kselftest.mm.cow"}
+    for rows in (held, leaked):
+        assert all(r.status == T.PASS for r in rows.values())
+    case = leaked[f"{p}.vmsplice_unmap_in_child_with_hugetlb_1048576_kB"]
+    assert case.misc["directive"] == "XFAIL Leak from parent into child"
+    assert compare.allowed_failure(case)
+    assert not any(compare.allowed_failure(r) for r in held.values())
+
+
+def test_an_allowed_failure_without_a_name_is_named_as_when_it_holds():
+    """7.3.4's cow prints "ok 165 # XFAIL vmsplice() ..." when the leak
+    happens, "ok 165 vmsplice() ..." when not: one case, one path; the
+    same for a nameless skip."""
+    for line in ("# ok 3 # XFAIL Basic COW", "# ok 3 Basic COW"):
+        out = GOOD.replace(
+            "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
+            line,
+        )
+        rows = rows_of(out, exit_code=1)
+        assert rows["kselftest.mm.cow.cow.Basic_COW"].status == T.PASS
+    out = GOOD.replace(
+        "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
+        "# ok 3 # SKIP Basic COW",
+    )
+    rows = rows_of(out, exit_code=1)
+    assert rows["kselftest.mm.cow.cow.Basic_COW"].status == T.SKIP
+
+
+def test_results_under_one_run_line_keep_their_own_names():
+    """madv_populate's "[RUN] test_holes" heads four cases, each named for
+    what it checks; a [RUN] line heading one result names it."""
+    out = GOOD.replace(
+        "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
+        "# # [RUN] test_holes\n"
+        "# ok 3 MADV_POPULATE_READ with holes\n"
+        "# ok 4 MADV_POPULATE_WRITE with holes\n"
+        "# # [RUN] test_one\n"
+        "# # a note between\n"
+        "# ok 5 done",
+    )
+    rows = rows_of(out, exit_code=1)
+    p = "kselftest.mm.cow.cow"
+    for case in (
+        "MADV_POPULATE_READ_with_holes",
+        "MADV_POPULATE_WRITE_with_holes",
+        "test_one",
+    ):
+        assert rows[f"{p}.{case}"].status == T.PASS
+    # the results before any [RUN] line keep theirs
+    assert f"{p}.Basic_COW_after_fork_with_base_page" in rows
+
+
+def test_allowed_failures_are_counted_k_of_n_apart_from_failures(tmp_path):
+    def run(leaks: set[int]) -> list[TestOutcome]:
+        return wrapper_outcomes(
+            WrapperRun(COW, cow_612(leaks), 0), "k", "cow.log"
+        )
+
+    up = [run(set()), run({1}), run({1})]
+    nxt = [run({1, 2}), run({1, 2}), run({1, 2})]
+    cases = compare.compare(up, nxt)
+    assert all(c.verdict == compare.HOLDS for c in cases)
+    allowed = {
+        a.path.rsplit(".", 1)[1]: a for a in compare.allowed_failures(up, nxt)
+    }
+    assert set(allowed) == {
+        "vmsplice_unmap_in_child_with_hugetlb_2048_kB",
+        "vmsplice_unmap_in_child_with_hugetlb_1048576_kB",
+    }
+    a = allowed["vmsplice_unmap_in_child_with_hugetlb_1048576_kB"]
+    assert (a.up.k, a.up.n, a.next.k, a.next.n) == (0, 3, 3, 3)
+    assert a.p == pytest.approx(0.05)
+    b = allowed["vmsplice_unmap_in_child_with_hugetlb_2048_kB"]
+    assert (b.up.k, b.next.k) == (2, 3)
+    text, js = compare.write(
+        tmp_path, cases, "up", "next", allowed=list(allowed.values())
+    )
+    body = text.read_text()
+    assert "allowed failures (# XFAIL, counted as passes)" in body
+    assert "0/3       3/3 p=0.05" in body
+    assert '"allowed_failures"' in js.read_text()
+    # one that happened in every run of each kernel is counted, not listed
+    steady = compare.allowed_failures(nxt, nxt)
+    assert compare.allowed_text(steady, "a", "b").endswith(
+        "  none\n  and 2 in every run of each kernel "
+        "(the JSON's allowed_failures)\n"
+    )
+    assert compare.allowed_text([], "a", "b") == ""
+
+
 def test_a_passing_wrapper_passes_and_a_skip_exit_skips():
     out = GOOD.replace("# not ok 2", "# ok 2").replace(
         "not ok 1 cow # exit=1", "ok 1 cow"

@@ -334,8 +334,10 @@ def run(req: MmciRequest) -> MmciResult:
     texts = [heading] if heading else []
     passed = True
     for other in others or [None]:
-        cases = compare.compare(runs[ref], runs[other] if other else [])
-        texts.append(compare.summary_text(cases, ref, other))
+        other_runs = runs[other] if other else []
+        cases = compare.compare(runs[ref], other_runs)
+        allowed = compare.allowed_failures(runs[ref], other_runs)
+        texts.append(compare.summary_text(cases, ref, other, allowed))
         if other:
             every_row += compare.comparison_outcomes(cases, other)
             passed &= not any(c.verdict == compare.NEW for c in cases)
@@ -349,6 +351,7 @@ def run(req: MmciRequest) -> MmciResult:
             extra=_guest_changes(req) or None,
             suffix=f"-{other}" if len(others) > 1 and other else "",
             heading=heading,
+            allowed=allowed,
         )
         new = [c.path for c in cases if c.verdict == compare.NEW]
         spec = next((k for k in req.kernels if k.name == other), None)
