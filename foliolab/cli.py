@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from foliolab import __version__, paths
+from foliolab import __version__, locks, paths
 from foliolab.arch import get_arch
 from foliolab.commands import (
     Command,
@@ -301,7 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(message)s", level=logging.INFO, stream=sys.stderr
     )
     with stop_on_sigterm():
-        code = _main(argv)
+        try:
+            code = _main(argv)
+        finally:
+            # the run directories the command claimed (rundir.claim)
+            locks.let_go()
         return _flushed(code)
 
 

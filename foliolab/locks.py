@@ -8,6 +8,11 @@ built for two series); with these locks the second command waits.
 
 The machine's guests are such a place too (``guests_here``): two guests
 at once share its cores.
+
+A run directory is held another way (``held_for_the_command``): for
+the whole command that writes it, by a lock on the directory itself,
+and a second command that would write it at the same time is refused
+rather than made to wait.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import fcntl
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,3 +75,56 @@ def guests_here() -> Iterator[float]:
             )
             fcntl.flock(f, fcntl.LOCK_EX)
         yield round(time.monotonic() - t0, 2)
+
+
+# the directories this process holds until its command ends: resolved
+# path -> the open directory's descriptor the lock is on
+_FOR_THE_COMMAND: dict[str, int] = {}
+
+
+def held_for_the_command(directory: Path) -> str | None:
+    """Hold ``directory`` (it exists) until ``let_go()`` (the command's
+    end) or the process's; None once held (or already held by this
+    process), else who holds it ("pid N", as /proc/locks names it).
+
+    Not waited for, unlike ``held``: what holds a run directory is a run
+    writing it, for hours; the second command is told at once. The lock
+    is on the directory itself (flock on its descriptor), so holding it
+    creates no file anywhere: a command refused later leaves the cache as
+    it was. The descriptor is not inherited by the command's children (a
+    guest's QEMU), so the lock ends with the command."""
+    where = str(directory.resolve())
+    if where in _FOR_THE_COMMAND:
+        return None
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _flock_holder(fd)
+        os.close(fd)
+        return holder
+    _FOR_THE_COMMAND[where] = fd
+    return None
+
+
+def _flock_holder(fd: int) -> str:
+    """Who holds the flock on ``fd``'s file, from /proc/locks ("1: FLOCK
+    ADVISORY WRITE 9965 fd:01:1234 0 EOF": pid, then device and inode)."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        f = line.split()
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5] == f"{dev}:{st.st_ino}":
+            return f"pid {f[4]}"
+    return "a process /proc/locks does not name"
+
+
+def let_go() -> None:
+    """Every directory held for the command, let go."""
+    for fd in _FOR_THE_COMMAND.values():
+        os.close(fd)
+    _FOR_THE_COMMAND.clear()

@@ -7,6 +7,10 @@ claims it before any work: a directory is written only if it is new,
 empty, or of the command's own kind and unfinished with --resume (or
 replaced with --force, where the command has it). Anything else is
 refused in one line naming the directory, what it holds and what to do.
+A claimed directory is held until the command ends (a lock on the
+directory, locks.held_for_the_command; a new one from when it is made):
+a second command that would write it meanwhile is refused, naming the
+process that holds it.
 
 What a directory holds is read from the record its run keeps already:
 a compare's manifest (environment.json: finished, stopped, errors), a
@@ -36,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab import records
+from foliolab import locks, records
 from foliolab.errors import DamagedRunError, UsageError
 
 MARKER = "rundir.json"
@@ -136,7 +140,10 @@ class Marker:
 def mark(
     out: Path, kind: RunKind, finished: bool = False, of: str = ""
 ) -> None:
-    """Mark ``out`` as ``kind``'s (claimed first), finished or not."""
+    """Mark ``out`` as ``kind``'s (claimed first), finished or not; held
+    from then on (hold)."""
+    out.mkdir(parents=True, exist_ok=True)
+    hold(out)
     Marker(kind, finished, of).write(out)
 
 
@@ -229,7 +236,43 @@ def claim(
     ``forceable``: the command has --resume, --force. A report set
     (REPORT_SETS; ``of``: the run it reports) may replace the set of the
     same run. Anything else: UsageError naming the directory, what it holds
-    and what to do."""
+    and what to do.
+
+    The directory, if it exists, is held for the rest of the command
+    (hold): a second command that would write it meanwhile, a --resume
+    of a run still going among them, is refused, as two writers of one
+    run's records lose each other's."""
+    held = _claimed(out, kind, resume, force, resumable, forceable, of)
+    if out.is_dir():
+        hold(out)
+    return held
+
+
+def hold(out: Path) -> None:
+    """Hold the run directory ``out`` (it exists) for the rest of the
+    command: claim() holds one that exists, and whatever makes a new one
+    holds it once made (mark(), a compare's and a bisect's start), so a
+    second command is refused from the moment the first could write."""
+    holder = locks.held_for_the_command(out)
+    if holder is not None:
+        raise UsageError(
+            f"--out {out} is being written by another foliolab command "
+            f"now ({holder})",
+            hint="wait for it to end, or give another --out",
+        )
+
+
+def _claimed(
+    out: Path,
+    kind: RunKind,
+    resume: bool,
+    force: bool,
+    resumable: bool,
+    forceable: bool,
+    of: str,
+) -> Held | None:
+    """claim's answer by what ``out`` holds, before the lock is asked:
+    a refused claim takes nothing, not even a lock file in the cache."""
     held = identify(out)
     other = "give a new or empty --out directory"
     if held is None:

@@ -310,6 +310,7 @@ def bisect(req: BisectRequest, make_lab: MakeLab | None = None) -> Record:
     built = _kept_builds(req) if req.resume else {}
     lab = (make_lab or QemuLab)(req, commits)
     req.out.mkdir(parents=True, exist_ok=True)
+    rundir.hold(req.out)
     record = Record(
         req.command,
         req.key(),

@@ -285,6 +285,7 @@ def _open(run: RunStages) -> RunManifest:
     an earlier one; a resumed run keeps them and its manifest's start."""
     out = run.plan.out
     out.mkdir(parents=True, exist_ok=True)
+    rundir.hold(out)
     m = start_manifest(run)
     if run.plan.resume:
         old = RunManifest.read(out)

@@ -628,3 +628,68 @@ def test_a_signal_during_the_move_waits_for_the_whole_set(
         signal.signal(signal.SIGTERM, old_handler)
     assert len(calls) == len(names)
     assert seen == [["new\n"] * len(names)]
+
+
+# ---- one writer at a time ------------------------------------------------------
+
+HOLDER = """\
+import sys
+from pathlib import Path
+from foliolab import rundir
+out = Path(sys.argv[1])
+rundir.claim(out, rundir.RunKind.MMCI)
+rundir.mark(out, rundir.RunKind.MMCI)
+(out / "mmci-request.json").write_text("{}")
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_directory_being_written_is_refused_to_a_second_command(
+    tmp_path, tmp_cache, monkeypatch
+):
+    """A run writing its directory holds it until its command ends: a
+    second command, a --resume of that run among them, is told in one
+    line who holds it (two writers of outcomes.json lose each other's
+    rows); once the first has ended, the --resume goes on. The first
+    claimed a new directory and held it once it made it (mark)."""
+    import subprocess
+    import sys
+
+    from foliolab import locks
+
+    out = tmp_path / "run"
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "held\n"
+        with pytest.raises(errors.UsageError) as e:
+            rundir.claim(out, RunKind.MMCI, resumable=True)
+        # what it holds is said first: an unfinished run, to --resume
+        assert "finish it with --resume" in e.value.hint
+        with pytest.raises(errors.UsageError) as e:
+            rundir.claim(out, RunKind.MMCI, resume=True, resumable=True)
+        assert e.value.message == (
+            f"--out {out} is being written by another foliolab "
+            f"command now (pid {child.pid})"
+        )
+        assert e.value.hint == "wait for it to end, or give another --out"
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+    held = rundir.claim(out, RunKind.MMCI, resume=True, resumable=True)
+    assert held is not None and not held.finished
+    assert not tmp_cache.exists()  # the lock is on the directory itself
+    # held by this process now: claimed again by it, not refused
+    assert rundir.claim(out, RunKind.MMCI, resume=True) == held
+    let_go = []
+    monkeypatch.setattr(locks, "let_go", lambda: let_go.append(1))
+    cli.main(["report", str(tmp_path / "no-such-run")])
+    assert let_go == [1]  # every command lets go when it ends
