@@ -6,6 +6,8 @@ Everything here is cheap: small git repositories, no kernel, no guest.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from foliolab import cli, errors
 from foliolab.errors import SourceError
+from foliolab.guestdata import parse
 from foliolab.suite.mmci import (
     compare,
     config,
@@ -439,7 +442,8 @@ def test_an_allowed_failure_without_a_name_is_named_as_when_it_holds():
 
 def test_results_under_one_run_line_keep_their_own_names():
     """madv_populate's "[RUN] test_holes" heads four cases, each named for
-    what it checks; a [RUN] line heading one result names it."""
+    what it checks: a program whose [RUN] lines head groups names every
+    result by its own name, one under a [RUN] line of its own too."""
     out = GOOD.replace(
         "# ok 3 Basic COW with io_uring # SKIP io_uring not available",
         "# # [RUN] test_holes\n"
@@ -454,7 +458,7 @@ def test_results_under_one_run_line_keep_their_own_names():
     for case in (
         "MADV_POPULATE_READ_with_holes",
         "MADV_POPULATE_WRITE_with_holes",
-        "test_one",
+        "done",
     ):
         assert rows[f"{p}.{case}"].status == T.PASS
     # the results before any [RUN] line keep theirs
@@ -491,12 +495,101 @@ def test_allowed_failures_are_counted_k_of_n_apart_from_failures(tmp_path):
     assert "0/3       3/3 p=0.05" in body
     assert '"allowed_failures"' in js.read_text()
     # one that happened in every run of each kernel is counted, not listed
+    got = json.loads(js.read_text())["allowed_failures"]
+    assert {
+        "path": a.path,
+        "up": {"k": 0, "n": 3},
+        "next": {"k": 3, "n": 3},
+        "p": pytest.approx(0.05),
+    } in got
+    assert len(got) == 2
     steady = compare.allowed_failures(nxt, nxt)
     assert compare.allowed_text(steady, "a", "b").endswith(
         "  none\n  and 2 in every run of each kernel "
         "(the JSON's allowed_failures)\n"
     )
     assert compare.allowed_text([], "a", "b") == ""
+    # n counts the runs the case held in: a failed run is no run of its
+    # allowed failure, and a kernel that never held it is listed, not
+    # "every run"
+    failed = [
+        dataclasses.replace(r, status=T.FAIL) if r.path == b.path else r
+        for r in run({1})
+    ]
+    (b,) = [
+        x
+        for x in compare.allowed_failures([run({1}), failed], [failed])
+        if x.path == b.path
+    ]
+    assert (b.up.k, b.up.n, b.next.k, b.next.n) == (1, 1, 0, 0)
+    assert b.p is None
+    assert b.path in compare.allowed_text([b], "up", "next")
+    # one kernel alone: its own heading, no "next" in the JSON
+    alone = compare.allowed_failures(up, [])
+    assert compare.allowed_text(alone, "up", None).startswith(
+        "\nallowed failures (# XFAIL, counted as passes) in some runs, "
+        "k/n on up:\n        2/3 "
+    )
+    _, js = compare.write(tmp_path, cases, "up", None, allowed=alone)
+    assert all(
+        set(a) == {"path", "up"}
+        for a in json.loads(js.read_text())["allowed_failures"]
+    )
+
+
+def test_a_second_result_under_a_run_line_keeps_the_cases_path_first():
+    """7.3.4's ksm_functional_tests prints "not ok ... set ksmd's scanning
+    frequency failed" and goes on to its own result, both under one
+    [RUN] line: the first keeps the case's path (so the failure is the
+    case's), the second is numbered; the other cases keep theirs."""
+
+    def ksm(extra: bool) -> str:
+        out = "TAP version 13\n" + header("./ksm_functional_tests")
+        out += "# # [RUN] test_unmerge\n# ok 1 Pages were unmerged\n"
+        out += "# # [RUN] test_prctl_fork_exec\n"
+        if extra:
+            out += "# not ok 2 set ksmd's scanning frequency failed\n"
+        out += "# ok 3 PR_SET_MEMORY_MERGE value is inherited\n"
+        out += "# # [RUN] test_zero_pages\n# ok 4 Zero pages merged\n"
+        return out + "ok 1 ksm_functional_tests\n1..1\n"
+
+    p = "kselftest.mm.cow.ksm_functional_tests"
+    up = rows_of(ksm(False), exit_code=0)
+    nxt = rows_of(ksm(True), exit_code=0)
+    assert up[f"{p}.test_prctl_fork_exec"].status == T.PASS
+    assert nxt[f"{p}.test_prctl_fork_exec"].status == T.FAIL
+    assert nxt[f"{p}.test_prctl_fork_exec_2"].status == T.PASS
+    for case in ("test_unmerge", "test_zero_pages"):
+        assert up[f"{p}.{case}"].status == nxt[f"{p}.{case}"].status
+
+    def populate(cut: bool) -> str:
+        out = "TAP version 13\n" + header("./madv_populate")
+        out += "# # [RUN] test_prot_read\n# ok 1 READ with PROT_READ\n"
+        out += "# ok 2 WRITE with PROT_READ\n"
+        out += "# # [RUN] test_prot_write\n# ok 3 READ with PROT_WRITE\n"
+        if not cut:
+            out += "# ok 4 WRITE with PROT_WRITE\n"
+        return out + "ok 1 madv_populate\n1..1\n"
+
+    # cut short after its third result (groups of 2 and 1): still each
+    # by its own name, as in the whole run
+    p = "kselftest.mm.cow.madv_populate"
+    whole = rows_of(populate(False), exit_code=0)
+    cut = rows_of(populate(True), exit_code=0)
+    assert set(cut) == set(whole) - {f"{p}.WRITE_with_PROT_WRITE"}
+
+
+def test_a_nameless_result_loses_whichever_directive_word_it_has():
+    for line in ("XPASS", "ERROR", "TODO", "xfail"):
+        r = parse.tap_result(f"ok 3 # {line} Basic COW")
+        assert results.case_description(r) == "Basic COW"
+    # a directive alone is all the name there is
+    assert results.case_description(parse.tap_result("ok 3 # SKIP")) == (
+        "SKIP"
+    )
+    # a result with its own name keeps it whole
+    r = parse.tap_result("ok 3 SKIP the rest # SKIP no THP")
+    assert results.case_description(r) == "SKIP the rest"
 
 
 def test_a_passing_wrapper_passes_and_a_skip_exit_skips():
@@ -1551,3 +1644,71 @@ def stand_in_build(out: Path, calls: list[str]):
         return k.kept_in(keep, keep_files)
 
     return fake_build
+
+
+def test_the_runs_summary_lists_allowed_failures_and_a_resume_keeps_names(
+    capsys, tmp_path, monkeypatch
+):
+    """run() hands each kernel's rows to the allowed-failure count: the
+    summary and its JSON list an allowed failure that came on next only.
+    A stopped run whose request has no case naming (recorded before
+    cases were named by their [RUN] lines) is not resumed: its rows and
+    new ones would name one case two ways."""
+    from foliolab.kernel import source, trees
+    from foliolab.suite.mmci import run as mmci_run
+
+    repo, commit = make_tree(tmp_path / "up", {f"{MM}/run_vmtests.sh": USAGE})
+    monkeypatch.setattr(
+        trees, "tree_of", lambda k: source.Tree(k.name, repo, commit, "")
+    )
+    monkeypatch.setattr(hosttests, "check_host", lambda: None)
+    stop = {"next": False}
+
+    def kernel_runs(req, name, *rest):
+        if stop.get(name):
+            raise errors.StoppedError("stopped by signal 15")
+        misc = {"directive": "XFAIL leak"} if name == "next" else {}
+        return [
+            [TestOutcome("kselftest.mm.cow.cow.leak", T.PASS, name, misc=misc)]
+            for _ in range(3)
+        ]
+
+    monkeypatch.setattr(mmci_run, "_kernel_runs", kernel_runs)
+    out = tmp_path / "out"
+    argv = [
+        "test",
+        "--mm-ci",
+        "--wrappers",
+        "none",
+        "--out",
+        str(out),
+        "--kernel",
+        f"up=git:{repo}@main",
+        "--kernel",
+        f"next=git:{repo}@main",
+    ]
+    rc, stdout, err = run_cli(capsys, *argv)
+    assert rc == 0, err
+    assert "allowed failures (# XFAIL, counted as passes)" in stdout
+    text = (out / "mmci-summary.txt").read_text()
+    assert "0/3       3/3 p=0.05   kselftest.mm.cow.cow.leak" in text
+    (got,) = json.loads((out / "mmci-summary.json").read_text())[
+        "allowed_failures"
+    ]
+    assert got["up"] == {"k": 0, "n": 3} and got["next"] == {"k": 3, "n": 3}
+
+    again = tmp_path / "again"
+    stop["next"] = True
+    argv[argv.index(str(out))] = str(again)
+    rc, _, err = run_cli(capsys, *argv)
+    assert rc == errors.StoppedError.exit_code, err
+    request = again / mmci_run.REQUEST
+    key = json.loads(request.read_text())
+    assert key["case_names"] == mmci_run.CASE_NAMES
+    del key["case_names"]
+    request.write_text(json.dumps(key))
+    stop["next"] = False
+    rc, _, err = run_cli(capsys, *argv, "--resume")
+    assert rc == errors.UsageError.exit_code
+    assert "named its cases as foliolab did before a case was named" in err
+    assert "run it again with another --out" in err

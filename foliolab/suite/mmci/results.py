@@ -152,6 +152,11 @@ class _Program:
     result_name: str = ""  # the result line's name, where it differs
 
 
+# the directive words a result with no name of its own is left with
+# ("ok 165 # XFAIL vmsplice() ...": tap_result's name is the directive)
+_DIRECTIVE_WORDS = ("XFAIL", "XPASS", "SKIP", "ERROR", "TODO")
+
+
 def case_description(r: parse.TapResult) -> str:
     """A result's own name, without the directive word a result with no
     name of its own is left with: "ok 165 # XFAIL vmsplice() ..." names
@@ -160,32 +165,45 @@ def case_description(r: parse.TapResult) -> str:
     happened or not."""
     if r.name != r.directive:
         return r.name
-    for word in ("XFAIL", "SKIP"):
-        if r.name.upper().startswith(word):
-            return r.name[len(word) :].strip() or r.name
+    word, _, rest = r.name.partition(" ")
+    if word.upper() in _DIRECTIVE_WORDS and rest.strip():
+        return rest.strip()
     return r.name
 
 
 def _case_names(p: _Program) -> list[str]:
-    """Each result's description, in order: the ``[RUN]`` line above it
-    when it is that line's only result, else its own name.
+    """Each result's description, in order: its ``[RUN]`` line's where
+    the program heads its results one by one, else its own name.
 
     Why: 6.12's cow names each result by its outcome ("ok 162 No leak
     from parent into child", "ok 162 # XFAIL Leak from parent into
     child"), the same words for hundreds of cases, told apart only by
     the "[RUN] vmsplice() + unmap in child ... with hugetlb (1048576
     kB)" line above each; numbered by order, one case's allowed leak
-    renamed every later one (run mmci612-slow). Where one [RUN] line
-    heads several results (madv_populate's "[RUN] test_holes" above four
-    cases named for what they check), the results' own names say which
-    case each is."""
+    renamed every later one (run mmci612-slow). Where [RUN] lines head
+    groups (madv_populate's "[RUN] test_holes" above four cases named
+    for what they check), the results' own names say which case each
+    is.
+
+    Which of the two a program does is decided over the whole program,
+    not line by line, so that an output cut short or a result printed
+    twice does not rename the cases around it: it heads one by one when
+    more than half of its [RUN] lines that head any result head exactly
+    one. A second result under one [RUN] line of such a program (7.3.4's
+    ksm_functional_tests prints a failure and goes on to its own result)
+    keeps the line's name, numbered _2 by the caller: the first result
+    under the line keeps the case's path, so the failure is the case's.
+    A madv_populate cut off after its third result (groups of 2 and 1)
+    still names each by its own name."""
     sizes: dict[int, int] = {}
     for c in p.results:
         if c.group is not None:
             sizes[c.group] = sizes.get(c.group, 0) + 1
+    singles = sum(1 for n in sizes.values() if n == 1)
+    by_title = 2 * singles > len(sizes)
     return [
         p.titles[c.group]
-        if c.group is not None and sizes[c.group] == 1
+        if by_title and c.group is not None
         else case_description(c.result)
         for c in p.results
     ]

@@ -45,6 +45,12 @@ from foliolab.testrecord import OUTCOMES, Outcomes, TestOutcome, TestStatus
 log = logging.getLogger("foliolab")
 
 
+# the case naming rows are made with, as mmci-request.json keeps it: the
+# [RUN] line's (results._case_names, 2026-11-30); a run stopped before
+# it has none
+CASE_NAMES = "run-line"
+
+
 @dataclass(frozen=True)
 class MmciRequest:
     kernels: tuple[specs.KernelSpec, ...]  # the first is the reference
@@ -93,6 +99,9 @@ class MmciRequest:
             # only when on: a stopped run recorded before the option
             # was asked the same as one without it
             **({"mglru": "on"} if self.mglru else {}),
+            # how its rows name cases (results._case_names): a stopped
+            # run's rows and a resumed run's must, to be compared
+            "case_names": CASE_NAMES,
         }
 
 
@@ -230,6 +239,13 @@ def resumed(req: MmciRequest) -> Stopped:
     )
     new = json.loads(json.dumps(req.key()))
     differ = [k for k in new if old.get(k) != new[k]]
+    if "case_names" in differ:
+        raise UsageError(
+            f"--resume: the run in {req.out} named its cases as foliolab "
+            "did before a case was named by its [RUN] line; its rows and "
+            "this run's would not compare",
+            hint="run it again with another --out",
+        )
     if differ:
         k = differ[0]
         raise UsageError(
