@@ -835,6 +835,24 @@ def run_cli(capsys, *argv):
     return rc, cap.out, cap.err
 
 
+def host_only_argv(out: Path, repo: Path, *extra: str) -> list[str]:
+    """test --mm-ci of up and next, both the fake tree ``repo``'s main,
+    no wrapper: a run of the host tests alone."""
+    return [
+        "test",
+        "--mm-ci",
+        "--wrappers",
+        "none",
+        *extra,
+        "--out",
+        str(out),
+        "--kernel",
+        f"up=git:{repo}@main",
+        "--kernel",
+        f"next=git:{repo}@main",
+    ]
+
+
 def test_mm_ci_without_kernels_is_one_line(capsys):
     rc, _, err = run_cli(capsys, "test", "--mm-ci")
     assert rc == errors.UsageError.exit_code
@@ -1185,20 +1203,7 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
 
     monkeypatch.setattr(hosttests, "run_host_tests", stopped_at_next)
     out = tmp_path / "out"
-    argv = [
-        "test",
-        "--mm-ci",
-        "--wrappers",
-        "none",
-        "--repeat",
-        "2",
-        "--out",
-        str(out),
-        "--kernel",
-        f"up=git:{repo}@main",
-        "--kernel",
-        f"next=git:{repo}@main",
-    ]
+    argv = host_only_argv(out, repo, "--repeat", "2")
     rc, _, err = run_cli(capsys, *argv)
     assert rc == errors.StoppedError.exit_code, err
     got = Outcomes.read(out)
@@ -1675,18 +1680,7 @@ def test_the_runs_summary_lists_allowed_failures_and_a_resume_keeps_names(
 
     monkeypatch.setattr(mmci_run, "_kernel_runs", kernel_runs)
     out = tmp_path / "out"
-    argv = [
-        "test",
-        "--mm-ci",
-        "--wrappers",
-        "none",
-        "--out",
-        str(out),
-        "--kernel",
-        f"up=git:{repo}@main",
-        "--kernel",
-        f"next=git:{repo}@main",
-    ]
+    argv = host_only_argv(out, repo)
     rc, stdout, err = run_cli(capsys, *argv)
     assert rc == 0, err
     assert "allowed failures (# XFAIL, counted as passes)" in stdout
