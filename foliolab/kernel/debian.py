@@ -515,13 +515,24 @@ def prepare(pkg: Package) -> Source:
         return _prepare_locked(pkg)
 
 
-def _prepare_locked(pkg: Package) -> Source:
+def unpacked_before(pkg: Package) -> Source | None:
+    """The package's tree if an earlier command unpacked it (its commit
+    records the version and the .deb's hash); None if not. Fetches and
+    unpacks nothing: what prepare() finds, and a dry run reads."""
     tree = _source_dir(pkg)
-    if (tree / ".git").exists():
-        rec = _recorded(tree)
-        if rec.get("Debian-Version") == pkg.version and rec.get("Deb-SHA256"):
-            commit = _git(tree, "rev-parse", UNPACKED).stdout.strip()
-            return Source(pkg, rec["Deb-SHA256"], tree, commit)
+    if not (tree / ".git").exists():
+        return None
+    rec = _recorded(tree)
+    if rec.get("Debian-Version") != pkg.version or not rec.get("Deb-SHA256"):
+        return None
+    commit = _git(tree, "rev-parse", UNPACKED).stdout.strip()
+    return Source(pkg, rec["Deb-SHA256"], tree, commit)
+
+
+def _prepare_locked(pkg: Package) -> Source:
+    found = unpacked_before(pkg)
+    if found is not None:
+        return found
     deb = fetch_deb(pkg)
     digest = sha256_of(deb)
     tree = unpack(pkg, deb, digest)

@@ -189,6 +189,51 @@ def test_an_unpacked_source_is_found_again_under_a_series(
     assert (src.tree, src.commit) == (tree, commit)
 
 
+def test_a_dry_run_knows_an_unpacked_package_and_its_series_applied(
+    tmp_path, tmp_cache, monkeypatch
+):
+    """debian:X.Y's tree is at hand for a dry run once an earlier command
+    unpacked it (the version resolved against the lists fetched before),
+    and its series once applied; nothing is fetched or unpacked to say
+    so, and a package not unpacked is not at hand."""
+    from foliolab.kernel import specs
+
+    pkg = debian.Package("linux-source-9.9", "9.9.1-1")
+    monkeypatch.setattr(debian, "resolve_known", lambda spec: pkg)
+    monkeypatch.setattr(debian, "resolve", lambda spec: pkg)
+    monkeypatch.setattr(
+        debian, "fetch_deb", lambda p: pytest.fail("fetched a .deb")
+    )
+    up = specs.parse_kernel("up=debian:9.9")
+    assert up.known_commit() is None  # not unpacked yet
+    deb = _small_deb(tmp_path)
+    tree = debian.unpack(
+        pkg, deb, hashlib.sha256(deb.read_bytes()).hexdigest()
+    )
+    commit = source.git(tree, "rev-parse", "HEAD").stdout.strip()
+    assert up.known_commit() == (tree, commit)
+    patches = tmp_path / "series"
+    patches.mkdir()
+    (patches / "0001-mm-rmap-a-patch.patch").write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: foliolab <foliolab@example.org>\n"
+        "Date: Mon, 30 Nov 2026 00:00:00 +0000\n"
+        "Subject: [PATCH] mm/rmap: a patch\n\n"
+        "Signed-off-by: foliolab <foliolab@example.org>\n---\n"
+        " mm/rmap.c | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n"
+        "diff --git a/mm/rmap.c b/mm/rmap.c\n"
+        "--- a/mm/rmap.c\n+++ b/mm/rmap.c\n"
+        "@@ -1 +1 @@\n-/* rmap */\n+/* patched */\n"
+    )
+    (patches / "series").write_text("0001-mm-rmap-a-patch.patch\n")
+    nxt = specs.parse_kernel(f"next=debian:9.9+{patches}")
+    assert nxt.known_commit() is None  # not applied yet
+    applied = nxt.source.series_tree("next", nxt.series())
+    assert nxt.known_commit() == (tree, applied.commit) != (tree, commit)
+    monkeypatch.setattr(debian, "resolve_known", lambda spec: None)
+    assert up.known_commit() is None  # no package lists fetched yet
+
+
 @pytest.mark.archive
 def test_the_archive_names_7_3_and_refuses_a_version_it_lacks():
     pkg = debian.resolve("7.3")

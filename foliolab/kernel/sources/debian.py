@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from foliolab.errors import UsageError
 from foliolab.kernel import build, debian, debian_orig, kconfig, source
-from foliolab.kernel.sources.base import Source, SourceRecord, written
+from foliolab.kernel.sources.base import (
+    Source,
+    SourceRecord,
+    kept_commit,
+    written,
+)
 
 log = logging.getLogger("foliolab")
 
@@ -65,6 +71,27 @@ class DebianSource(Source):
                 name,
                 self.version,
             )
+
+    def known_commit(self) -> tuple[Path, str] | None:
+        """Debian's tree, when the version resolves against the package
+        lists fetched before and an earlier command unpacked it (the
+        orig: not read here)."""
+        if self.orig:
+            return None
+        pkg = debian.resolve_known(self.version)
+        found = None if pkg is None else debian.unpacked_before(pkg)
+        return None if found is None else (found.tree, found.commit)
+
+    def known_series_commit(
+        self, series: source.Series
+    ) -> tuple[Path, str] | None:
+        """``series`` on that tree, if an earlier command applied it
+        (prepare_series keeps it by the series' content and the tree)."""
+        known = self.known_commit()
+        if known is None or not series.patches:
+            return known
+        repo, commit = known
+        return kept_commit(repo, source.series_ref(series.digest, commit))
 
     def check_tree(self, name: str) -> None:
         kconfig.check_served(f"kernel {name}: {self.text}", self._series())
