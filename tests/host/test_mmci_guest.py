@@ -7,6 +7,7 @@ payload archive; the choice of wrappers. Cheap: no kernel, no guest
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -289,6 +290,45 @@ def test_the_payload_carries_the_tests_bash_their_libraries_and_modules(
     for tool in ("bin/ps", "usr/bin/pgrep", "usr/bin/killall"):
         assert names[tool] & 0o170000 == 0o100000, tool
     assert any(n.endswith("libproc2.so.0") for n in names)  # ps's
+    # sudo, for run_vmtests.sh's `sudo -u nobody` (mlock's on-fault-limit)
+    assert names[guest.SUDO.lstrip("/")] & 0o777 == 0o755
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/bin/busybox").exists(),
+    reason="su as root, with busybox's su as the guest has it",
+)
+def test_the_guests_sudo_runs_as_the_user_asked_and_refuses_the_rest(
+    tmp_path,
+):
+    """The guest's sudo with busybox's su, as in the guest: `sudo -u
+    nobody CMD` runs CMD as nobody with its own options (`id -u`'s -u is
+    not su's), in the same directory, as run_vmtests.sh's `sudo -u
+    nobody sh -c ./on-fault-limit` asks; `sudo CMD` runs it as root; an
+    option it does not know is refused, not ignored."""
+    sudo = tmp_path / "sudo"
+    sudo.write_bytes(guest.SUDO_SCRIPT)
+    sudo.chmod(0o755)
+    (tmp_path / "su").symlink_to("/bin/busybox")
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(sudo), *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    assert run("-u", "nobody", "id", "-u").stdout == "65534\n"
+    cp = run("-u", "nobody", "sh", "-c", 'id -un; pwd; echo "$0"')
+    assert cp.stdout == f"nobody\n{tmp_path}\nsh\n", cp.stderr
+    assert run("id", "-u").stdout == "0\n"
+    cp = run("-n", "true")
+    assert cp.returncode == 1
+    assert cp.stderr == "sudo: this guest's sudo takes -u USER only, not -n\n"
 
 
 def _aarch64(elf: bytes, interp: bytes | None = None) -> bytes:

@@ -80,6 +80,34 @@ KMOD_NAMES = ("sbin/modprobe", "sbin/insmod", "sbin/rmmod", "sbin/lsmod")
 PS = "/bin/ps"
 PGREP = "/usr/bin/pgrep"
 KILLALL = "/usr/bin/killall"
+# sudo, as the guest's one user is root: run_vmtests.sh runs mlock's
+# on-fault-limit as `sudo -u nobody` only where `command -v sudo` finds
+# one (7.3.4's line 303, 6.12.117's 316), so without it that check was
+# skipped in every run ("# SKIP ./on-fault-limit"); the mm CI's guest,
+# a distribution's root, has sudo. A script, not Debian's sudo (setuid,
+# sudoers, PAM, for a guest whose every command is root's): root runs a
+# command as it is, and another user's with busybox's su, which asks
+# root for no password. Any option but -u is refused aloud, so a script
+# that asks more of sudo fails rather than runs as the wrong user.
+SUDO = "/usr/bin/sudo"
+SUDO_SCRIPT = b"""\
+#!/bin/sh
+# foliolab's sudo for the mm CI's guest (suite/mmci/guest.py, SUDO)
+if [ "$1" = -u ] && [ -n "$2" ]; then
+	user=$2
+	shift 2
+	# "--" ends su's options, so none of the command's is taken for
+	# su's (busybox's getopt took `id -u`'s -u, and would a -c)
+	exec su -s /bin/sh -c 'exec "$@"' -- "$user" sudo "$@"
+fi
+case $1 in
+-*)
+	echo "sudo: this guest's sudo takes -u USER only, not $1" >&2
+	exit 1
+	;;
+esac
+exec "$@"
+"""
 # what the guest gets from the host (x86_64) or the sysroot (arm64) at
 # the path it has there, and the Debian packages they come from
 TOOLS = (BASH, KMOD, PS, PGREP, KILLALL)
@@ -327,6 +355,7 @@ def payload(
         c.file(guest_path, data, 0o755)
     for name in KMOD_NAMES:
         c.symlink(name, KMOD)
+    c.file(SUDO, SUDO_SCRIPT, 0o755)
     for guest_path, f in sorted(image.guest_libraries(arch, dynamic).items()):
         c.file(guest_path, f.read_bytes(), 0o755)
     if modules_root is not None and modules_root.is_dir():
