@@ -1065,14 +1065,15 @@ def figures_in_seconds(run, ref="up", other="next"):
     ]
 
 
-def figures_k_of_n(run):
-    """7.3.4 against 7.3.4 + patches/7.3, several boots of each wrapper:
+def figures_k_of_n(run, ref="up", other="next"):
+    """7.3.4 against 7.3.4 + patches/7.3 (6.12.117 against 6.12.117 +
+    patches/6.12: ``ref``, ``other``), several boots of each wrapper:
     the totals, the table and the failing cases with their k of n, and
     the shortest and longest boot."""
-    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
+    cases = compare.compare(runs_of(run, ref), runs_of(run, other))
     boots = sorted(
         t.duration_s
-        for k in ("up", "next")
+        for k in (ref, other)
         for rows in runs_of(run, k)
         for t in rows
         if t.path.count(".") == 2
@@ -1080,8 +1081,33 @@ def figures_k_of_n(run):
     return [
         f"run folder `{run}`",
         f"boots of {whole(boots[0])} to {whole(boots[-1])} s",
-        *pair_figures(cases, "up", "next"),
+        *pair_figures(cases, ref, other),
     ]
+
+
+def allowed_figures(run, ref="up", other="next"):
+    """A run's allowed failures (# XFAIL) as README gives them: each
+    that came in some boots and not others, k of n on each kernel and
+    Fisher's p, and how many came in every boot of each."""
+    ref_runs, other_runs = runs_of(run, ref), runs_of(run, other)
+    allowed = compare.allowed_failures(ref_runs, other_runs)
+    steady = [
+        a
+        for a in allowed
+        if a.up.n and a.up.k == a.up.n and a.next.n and a.next.k == a.next.n
+    ]
+    return [
+        f"`{a.path}`: {a.up.k} of {a.up.n} on `{ref}`, {a.next.k} of "
+        f"{a.next.n} on `{other}`, p {a.p:.2g}"
+        for a in allowed
+        if a not in steady
+    ] + [f"{len(steady)} in every boot of each kernel"]
+
+
+def figures_612_cow3():
+    return figures_k_of_n(COW3_612, "base", "next") + allowed_figures(
+        COW3_612, "base", "next"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1158,6 +1184,7 @@ def figures_host_73():
 HTLB_FIXED = "mmci-htlb-73"
 HTLB_612 = "mmci612-htlb-hp64"  # 6.12.117's hugetlb, 2 MiB pages at boot
 SLOW_612 = "mmci612-slow"  # 6.12.117's five categories left out before
+COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 
 
 def figures_htlb_fixed(run=HTLB_FIXED, kernel="up"):
@@ -1257,6 +1284,7 @@ FIGURES = {
         HTLB_FIXED: figures_htlb_fixed,
         HTLB_612: functools.partial(figures_htlb_fixed, HTLB_612, "base"),
         SLOW_612: figures_612_slow,
+        COW3_612: figures_612_cow3,
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
