@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from foliolab import __version__, locks, paths
+from foliolab import __version__, paths, rundir
 from foliolab.arch import get_arch
 from foliolab.commands import (
     Command,
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             code = _main(argv)
         finally:
             # the run directories the command claimed (rundir.claim)
-            locks.let_go()
+            rundir.let_go()
         return _flushed(code)
 
 

@@ -82,10 +82,11 @@ def guests_here() -> Iterator[float]:
 _FOR_THE_COMMAND: dict[str, int] = {}
 
 
-def held_for_the_command(directory: Path) -> str | None:
+def held_for_the_command(directory: Path, keep: bool = True) -> str | None:
     """Hold ``directory`` (it exists) until ``let_go()`` (the command's
     end) or the process's; None once held (or already held by this
     process), else who holds it ("pid N", as /proc/locks names it).
+    ``keep`` False: only asked (a dry run's), let go at once.
 
     Not waited for, unlike ``held``: what holds a run directory is a run
     writing it, for hours; the second command is told at once. The lock
@@ -103,8 +104,28 @@ def held_for_the_command(directory: Path) -> str | None:
         holder = _flock_holder(fd)
         os.close(fd)
         return holder
+    except OSError as e:
+        # a file system that locks no directory (NFS: flock needs a file
+        # open for writing): the command goes on, unguarded, and says so
+        os.close(fd)
+        log.warning(
+            "%s cannot be locked (%s): a second command could write it "
+            "at the same time",
+            directory,
+            e.strerror or e,
+        )
+        return None
+    if not keep:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        return None
     _FOR_THE_COMMAND[where] = fd
     return None
+
+
+def holds(directory: Path) -> bool:
+    """Whether this command holds ``directory`` (held_for_the_command)."""
+    return str(directory.resolve()) in _FOR_THE_COMMAND
 
 
 def _flock_holder(fd: int) -> str:
@@ -121,6 +142,13 @@ def _flock_holder(fd: int) -> str:
         if len(f) >= 6 and f[1] == "FLOCK" and f[5] == f"{dev}:{st.st_ino}":
             return f"pid {f[4]}"
     return "a process /proc/locks does not name"
+
+
+def let_go_of(directory: Path) -> None:
+    """``directory`` let go, if this command holds it."""
+    fd = _FOR_THE_COMMAND.pop(str(directory.resolve()), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def let_go() -> None:

@@ -230,6 +230,7 @@ def claim(
     resumable: bool = False,
     forceable: bool = False,
     of: str = "",
+    dry_run: bool = False,
 ) -> Held | None:
     """Check, before any work, that a command of ``kind`` may write
     ``out``; what it holds (None: new or empty). ``resumable`` and
@@ -244,22 +245,48 @@ def claim(
     run's records lose each other's."""
     held = _claimed(out, kind, resume, force, resumable, forceable, of)
     if out.is_dir():
-        hold(out)
+        hold(out, keep=not dry_run)
+    if held is None and not dry_run:
+        _CLAIMED_NEW.add(str(out.resolve()))
     return held
 
 
-def hold(out: Path) -> None:
+def let_go() -> None:
+    """The command's end: every directory it holds let go, and its
+    claims forgotten."""
+    locks.let_go()
+    _CLAIMED_NEW.clear()
+
+
+# the directories this process claimed new or empty: hold() checks they
+# still are when it first takes one, as another command may have made
+# and written it in between (a compare's checks fetch and apply first)
+_CLAIMED_NEW: set[str] = set()
+
+
+def hold(out: Path, keep: bool = True) -> None:
     """Hold the run directory ``out`` (it exists) for the rest of the
     command: claim() holds one that exists, and whatever makes a new one
     holds it once made (mark(), a compare's and a bisect's start), so a
-    second command is refused from the moment the first could write."""
-    holder = locks.held_for_the_command(out)
+    second command is refused from the moment the first could write.
+    ``keep`` False (a dry run): only refused if another holds it."""
+    already = locks.holds(out)
+    holder = locks.held_for_the_command(out, keep)
     if holder is not None:
         raise UsageError(
             f"--out {out} is being written by another foliolab command "
             f"now ({holder})",
             hint="wait for it to end, or give another --out",
         )
+    if keep and not already and str(out.resolve()) in _CLAIMED_NEW:
+        now = identify(out)
+        if now is not None:
+            locks.let_go_of(out)
+            raise UsageError(
+                f"--out {out} was new when this command claimed it, and "
+                f"holds {now.describe()} now: another command wrote it",
+                hint="give another --out",
+            )
 
 
 def _claimed(
@@ -321,12 +348,14 @@ def _claimed(
 def removed_if_it_fails(out: Path) -> Iterator[None]:
     """A directory the block makes is removed again if the block raises:
     a refused or failed report leaves no half-made --out behind. One that
-    was there before is left to staged() and the command's claim."""
+    was there before is left to staged() and the command's claim, and
+    so is one this command does not hold: another command made it
+    meanwhile, and this one was refused it (hold)."""
     made = not out.exists() and not out.is_symlink()
     try:
         yield
     except BaseException:
-        if made:
+        if made and locks.holds(out):
             shutil.rmtree(out, ignore_errors=True)
         raise
 

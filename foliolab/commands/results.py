@@ -100,6 +100,9 @@ def _report_set(run: Path, dest: Path) -> str:
     if elsewhere:
         # a report set goes only where there is none, or the same run's
         rundir.claim(dest, RunKind.REPORT, of=of)
+    else:
+        # into the run itself: not while its own command writes it
+        rundir.hold(dest)
     with rundir.removed_if_it_fails(dest):
         if elsewhere:
             # marked first, so that a set cut short is still known as one

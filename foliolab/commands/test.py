@@ -473,7 +473,13 @@ def _mmci_request(args: argparse.Namespace) -> mmci_run.MmciRequest:
         "mmci-%Y%m%d-%H%M%S"
     )
     # its dry run's too: only checked
-    held = rundir.claim(out, RunKind.MMCI, resume=args.resume, resumable=True)
+    held = rundir.claim(
+        out,
+        RunKind.MMCI,
+        resume=args.resume,
+        resumable=True,
+        dry_run=args.dry_run,
+    )
     if args.resume and held is not None and held.finished:
         raise UsageError(
             f"--resume: the run in {out} is finished",
@@ -549,6 +555,9 @@ def cmd_coverage_reasons(args: argparse.Namespace) -> int:
     of = str(args.run.resolve())
     if elsewhere:
         rundir.claim(out, RunKind.COVERAGE, of=of)
+    else:
+        # into the run itself: not while its own command writes it
+        rundir.hold(out)
     with rundir.removed_if_it_fails(out):
         if elsewhere:
             rundir.mark(out, RunKind.COVERAGE, of=of)

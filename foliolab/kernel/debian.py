@@ -149,7 +149,7 @@ def sources_list() -> str:
     )
 
 
-def _lists_age() -> float | None:
+def lists_age() -> float | None:
     stamp = apt_dir() / "updated"
     if not stamp.exists():
         return None
@@ -161,7 +161,7 @@ def update_lists(force: bool = False, looking_for: str = "") -> None:
     skipped while the last fetch is younger than LISTS_MAX_AGE_S.
     ``looking_for``: the package the lists are fetched to find, said in
     the line that says apt is at work."""
-    age = _lists_age()
+    age = lists_age()
     if not force and age is not None and age < LISTS_MAX_AGE_S:
         return
     d = apt_dir()
@@ -292,7 +292,7 @@ def series_available() -> list[str]:
 def _known_series() -> list[str]:
     """The X.Y the cached package lists carry; none if never fetched
     (nothing is fetched or written to know)."""
-    if _lists_age() is None:
+    if lists_age() is None:
         return []
     return series_available()
 
@@ -330,7 +330,7 @@ def resolve(spec: str) -> Package:
     name, exact = _possible(spec)
     update_lists(looking_for=name)
     have = versions(name)
-    age = _lists_age() or 0.0
+    age = lists_age() or 0.0
     if pick_version(exact, have) is None and age > LISTS_RETRY_S:
         # the lists may predate an upload
         update_lists(force=True, looking_for=name)
@@ -342,7 +342,7 @@ def resolve_known(spec: str) -> Package | None:
     """resolve() against the package lists fetched before, fetching
     nothing (what a dry run checks): None when there are none yet."""
     name, exact = _possible(spec)
-    if _lists_age() is None:
+    if lists_age() is None:
         return None
     return _picked(spec, name, exact, versions(name))
 

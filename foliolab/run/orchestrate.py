@@ -158,6 +158,7 @@ def _claim_out(plan: BootPlan, dry_run: bool) -> Held | None:
         force=plan.replace,
         resumable=True,
         forceable=True,
+        dry_run=dry_run,
     )
     if held is not None and plan.replace:
         log.warning(
@@ -488,6 +489,7 @@ def collect(out: Path, logs: list[Path]) -> Finished:
     """`jobs collect`: LAVA logs read into the run directory ``out``; the
     manifest's failed boots as the boots now on disk say; the report, and
     a note for each log that has one."""
+    rundir.hold(out)  # not while another command writes the run
     m = RunManifest.read(out)
     notes = []
     for captures, note in EXPORTER.collect(out, logs):

@@ -326,6 +326,12 @@ def test_the_guests_sudo_runs_as_the_user_asked_and_refuses_the_rest(
     cp = run("-u", "nobody", "sh", "-c", 'id -un; pwd; echo "$0"')
     assert cp.stdout == f"nobody\n{tmp_path}\nsh\n", cp.stderr
     assert run("id", "-u").stdout == "0\n"
+    # "--" before the command, as sudo takes it
+    assert run("-u", "nobody", "--", "id", "-u").stdout == "65534\n"
+    assert run("--", "id", "-u").stdout == "0\n"
+    for argv in ((), ("-u", "nobody")):  # no command: sudo's usage
+        cp = run(*argv)
+        assert cp.returncode == 1 and cp.stderr.startswith("usage: sudo")
     cp = run("-n", "true")
     assert cp.returncode == 1
     assert cp.stderr == "sudo: this guest's sudo takes -u USER only, not -n\n"

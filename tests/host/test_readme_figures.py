@@ -46,8 +46,9 @@ MANUAL = PROJECT_ROOT / "docs" / "manual.md"
 COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
+MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
 # runs whose summary lists the allowed failures (38ce4ed on)
-LISTS_ALLOWED = {COW3_612, SUDO_73, MGLRU_THP_73}
+LISTS_ALLOWED = {COW3_612, SUDO_73, MGLRU_THP_73, MGLRU_612}
 
 # Runs README names whose record is not in the repository (not on the
 # machine this test was written on, 2026-11-29, or, for mmci-fix1,
@@ -1132,10 +1133,11 @@ def figures_612_cow3():
         SUDO_73,
         MGLRU_THP_73,
         COW3_612,
+        MGLRU_612,
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
-    ref = "base" if run == COW3_612 else "up"
+    ref = "base" if run in (COW3_612, MGLRU_612) else "up"
     up, nxt = runs_of(run, ref), runs_of(run, "next")
     cases = compare.compare(up, nxt)
     printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1305,6 +1307,9 @@ FIGURES = {
             if not f.startswith("the longest")
         ],
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
+        MGLRU_612: functools.partial(
+            figures_in_seconds, MGLRU_612, "base", "next"
+        ),
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from runfiles import bytes_under
 
-from foliolab import cli, errors, records, rundir
+from foliolab import cli, errors, locks, records, rundir
 from foliolab.render import report
 from foliolab.rundir import RunKind
 
@@ -693,3 +693,138 @@ def test_a_directory_being_written_is_refused_to_a_second_command(
     monkeypatch.setattr(locks, "let_go", lambda: let_go.append(1))
     cli.main(["report", str(tmp_path / "no-such-run")])
     assert let_go == [1]  # every command lets go when it ends
+
+
+@pytest.fixture
+def other_command(tmp_path):
+    """Another foliolab process holding a directory: start(out) makes,
+    marks (an unfinished mm CI run) and holds ``out`` until stop()."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    children = []
+
+    def start(out: Path):
+        child = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(out)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+        children.append(child)
+        assert child.stdout is not None
+        assert child.stdout.readline() == "held\n"
+        return child
+
+    yield start
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def test_a_new_directory_written_by_another_since_the_claim_is_refused(
+    tmp_path, tmp_cache, other_command
+):
+    """A claim of a new directory takes no lock (there is nothing to lock
+    yet); when the command first makes it, the directory must still be
+    new: another command that made and wrote it in between (a compare's
+    checks fetch and apply for minutes first) is not written over."""
+    out = tmp_path / "run"
+    assert rundir.claim(out, RunKind.MMCI) is None
+    other_command(out)
+    with pytest.raises(errors.UsageError, match="being written by another"):
+        rundir.mark(out, RunKind.MMCI)
+    rundir.let_go()
+    # the other has ended, its run stays: still not this command's
+    assert rundir.claim(tmp_path / "two", RunKind.MMCI) is None
+    shutil.copytree(out, tmp_path / "two")
+    with pytest.raises(errors.UsageError) as e:
+        rundir.mark(tmp_path / "two", RunKind.MMCI)
+    assert "was new when this command claimed it, and holds an " in (
+        e.value.message
+    )
+    assert not locks.holds(tmp_path / "two")
+    rundir.let_go()
+
+
+def test_a_refused_command_leaves_the_directory_another_made(
+    tmp_path, tmp_cache, other_command
+):
+    """A report refused the --out another command made after its claim
+    does not remove it (removed_if_it_fails removes what this command
+    made and holds)."""
+    out = tmp_path / "set"
+    assert rundir.claim(out, RunKind.REPORT, of="x") is None
+    with pytest.raises(errors.UsageError):
+        with rundir.removed_if_it_fails(out):
+            other_command(out)
+            rundir.mark(out, RunKind.REPORT, of="x")
+    assert (out / "mmci-request.json").exists()
+    rundir.let_go()
+
+
+def test_a_dry_run_asks_and_holds_nothing_and_a_report_waits_its_turn(
+    tmp_path, tmp_cache, other_command, run_a, capsys
+):
+    """A dry run is refused a directory another command holds, but holds
+    none itself; `report RUN` into a run another command holds is
+    refused before it writes."""
+    out = tmp_path / "run"
+    out.mkdir()
+    assert rundir.claim(out, RunKind.MMCI, dry_run=True) is None
+    assert not locks.holds(out)
+    before = bytes_under(run_a)
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from foliolab import rundir; rundir.hold(Path(sys.argv[1])); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(run_a),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        rc, _, err = run(capsys, "report", run_a)
+        assert rc == errors.UsageError.exit_code, err
+        assert f"pid {holder.pid}" in one_line(err)
+        with pytest.raises(errors.UsageError, match="being written"):
+            rundir.claim(run_a, RunKind.COMPARE, resume=True, dry_run=True)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert bytes_under(run_a) == before
+
+
+def test_a_file_system_that_locks_no_directory_is_said_and_gone_on(
+    tmp_path, monkeypatch, caplog
+):
+    """flock on a directory fails on NFS (it needs a file open for
+    writing): the command goes on unguarded, says so, and keeps no
+    descriptor."""
+    import errno
+    import fcntl
+
+    def no_flock(fd, op):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    opened = len(os.listdir("/proc/self/fd"))
+    assert locks.held_for_the_command(tmp_path) is None
+    assert not locks.holds(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == opened
+    assert "cannot be locked (Bad file descriptor)" in caplog.text

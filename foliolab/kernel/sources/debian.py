@@ -74,9 +74,15 @@ class DebianSource(Source):
 
     def known_commit(self) -> tuple[Path, str] | None:
         """Debian's tree, when the version resolves against the package
-        lists fetched before and an earlier command unpacked it (the
-        orig: not read here)."""
+        lists fetched before (young enough that the run would not fetch
+        them again) and an earlier command unpacked it (the orig: not
+        read here)."""
         if self.orig:
+            return None
+        age = debian.lists_age()
+        if age is None or age >= debian.LISTS_MAX_AGE_S:
+            # the run fetches the lists again first, and may resolve the
+            # version to a newer package than these name
             return None
         pkg = debian.resolve_known(self.version)
         found = None if pkg is None else debian.unpacked_before(pkg)

@@ -93,19 +93,27 @@ SUDO = "/usr/bin/sudo"
 SUDO_SCRIPT = b"""\
 #!/bin/sh
 # foliolab's sudo for the mm CI's guest (suite/mmci/guest.py, SUDO)
+user=
 if [ "$1" = -u ] && [ -n "$2" ]; then
 	user=$2
 	shift 2
-	# "--" ends su's options, so none of the command's is taken for
-	# su's (busybox's getopt took `id -u`'s -u, and would a -c)
-	exec su -s /bin/sh -c 'exec "$@"' -- "$user" sudo "$@"
 fi
+[ "$1" = -- ] && shift
 case $1 in
 -*)
 	echo "sudo: this guest's sudo takes -u USER only, not $1" >&2
 	exit 1
 	;;
+"")
+	echo "usage: sudo [-u USER] [--] COMMAND [ARG...]" >&2
+	exit 1
+	;;
 esac
+if [ -n "$user" ]; then
+	# "--" ends su's options, so none of the command's is taken for
+	# su's (busybox's getopt took `id -u`'s -u, and would a -c)
+	exec su -s /bin/sh -c 'exec "$@"' -- "$user" sudo "$@"
+fi
 exec "$@"
 """
 # what the guest gets from the host (x86_64) or the sysroot (arm64) at
