@@ -47,8 +47,17 @@ COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
+MGLRU2_73 = "mmci-mglru2-73"  # 7.3.4's other wrappers, MGLRU on
+KSM3_73 = "mmci-mglru-ksm3-73"  # ksm and ksm_numa, MGLRU on, 3 boots
 # runs whose summary lists the allowed failures (38ce4ed on)
-LISTS_ALLOWED = {COW3_612, SUDO_73, MGLRU_THP_73, MGLRU_612}
+LISTS_ALLOWED = {
+    COW3_612,
+    SUDO_73,
+    MGLRU_THP_73,
+    MGLRU_612,
+    MGLRU2_73,
+    KSM3_73,
+}
 
 # Runs README names whose record is not in the repository (not on the
 # machine this test was written on, 2026-11-29, or, for mmci-fix1,
@@ -1111,6 +1120,31 @@ def allowed_figures(run, ref="up", other="next"):
     ] + [f"{len(steady)} in every boot of each kernel"]
 
 
+def figures_mglru2():
+    """mmci-mglru2-73 without its thp, whose boot on up did not start
+    (qemu-error: its initrd removed by another process; thp is
+    mmci-mglru-thp-73): the totals, the table, the failing cases, and
+    each kernel's boots in seconds."""
+    (up,), (nxt,) = runs_of(MGLRU2_73, "up"), runs_of(MGLRU2_73, "next")
+    (thp,) = [t for t in up if t.path == "kselftest.mm.thp"]
+    # QEMU stopped at once (its boot.json: qemu-error, no initrd)
+    assert thp.status == TestStatus.ERROR and thp.duration_s < 1
+
+    def kept(rows):
+        return [r for r in rows if not r.path.startswith("kselftest.mm.thp")]
+
+    up, nxt = kept(up), kept(nxt)
+    seconds = {
+        k: sum(t.duration_s for t in rows if t.path.count(".") == 2)
+        for k, rows in (("up", up), ("next", nxt))
+    }
+    return [
+        f"run folder `{MGLRU2_73}`",
+        f"`up` {whole(seconds['up'])} s, `next` {whole(seconds['next'])} s",
+        *pair_figures(compare.compare([up], [nxt]), "up", "next"),
+    ]
+
+
 def figures_612_cow3():
     return figures_k_of_n(COW3_612, "base", "next") + allowed_figures(
         COW3_612, "base", "next"
@@ -1134,6 +1168,8 @@ def figures_612_cow3():
         MGLRU_THP_73,
         COW3_612,
         MGLRU_612,
+        MGLRU2_73,
+        KSM3_73,
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
@@ -1310,6 +1346,8 @@ FIGURES = {
         MGLRU_612: functools.partial(
             figures_in_seconds, MGLRU_612, "base", "next"
         ),
+        MGLRU2_73: figures_mglru2,
+        KSM3_73: functools.partial(figures_k_of_n, KSM3_73),
         "results-612-r7-count": figures_612_r7_count,
         "results-73-r2-count": figures_73_r2_count,
         "results-73-r2-count-b": figures_73_r2_count_b,
