@@ -246,7 +246,8 @@ def claim(
     held = _claimed(out, kind, resume, force, resumable, forceable, of)
     if out.is_dir():
         hold(out, keep=not dry_run)
-    if held is None and not dry_run:
+    elif held is None and not dry_run:
+        # nothing to lock yet: checked again when it is made (hold)
         _CLAIMED_NEW.add(str(out.resolve()))
     return held
 
@@ -256,21 +257,29 @@ def let_go() -> None:
     claims forgotten."""
     locks.let_go()
     _CLAIMED_NEW.clear()
+    _OURS.clear()
 
 
 # the directories this process claimed new or empty: hold() checks they
 # still are when it first takes one, as another command may have made
 # and written it in between (a compare's checks fetch and apply first)
 _CLAIMED_NEW: set[str] = set()
+# the directories this command holds, or has checked as its own where
+# the file system locks none (NFS): what removed_if_it_fails may remove
+_OURS: set[str] = set()
 
 
 def hold(out: Path, keep: bool = True) -> None:
-    """Hold the run directory ``out`` (it exists) for the rest of the
-    command: claim() holds one that exists, and whatever makes a new one
-    holds it once made (mark(), a compare's and a bisect's start), so a
-    second command is refused from the moment the first could write.
-    ``keep`` False (a dry run): only refused if another holds it."""
-    already = locks.holds(out)
+    """Hold the run directory ``out`` for the rest of the command:
+    claim() holds one that exists, and whatever makes a new one holds it
+    once made (mark(), a compare's and a bisect's start), so a second
+    command is refused from the moment the first could write. ``keep``
+    False (a dry run): only refused if another holds it. A path that is
+    no directory is left to the caller's own checks, which say what it
+    is."""
+    if not out.is_dir():
+        return
+    key = str(out.resolve())
     holder = locks.held_for_the_command(out, keep)
     if holder is not None:
         raise UsageError(
@@ -278,7 +287,9 @@ def hold(out: Path, keep: bool = True) -> None:
             f"now ({holder})",
             hint="wait for it to end, or give another --out",
         )
-    if keep and not already and str(out.resolve()) in _CLAIMED_NEW:
+    if not keep:
+        return
+    if key in _CLAIMED_NEW:
         now = identify(out)
         if now is not None:
             locks.let_go_of(out)
@@ -287,6 +298,8 @@ def hold(out: Path, keep: bool = True) -> None:
                 f"holds {now.describe()} now: another command wrote it",
                 hint="give another --out",
             )
+        _CLAIMED_NEW.discard(key)
+    _OURS.add(key)
 
 
 def _claimed(
@@ -355,7 +368,7 @@ def removed_if_it_fails(out: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if made and locks.holds(out):
+        if made and str(out.resolve()) in _OURS:
             shutil.rmtree(out, ignore_errors=True)
         raise
 

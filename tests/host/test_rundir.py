@@ -828,3 +828,29 @@ def test_a_file_system_that_locks_no_directory_is_said_and_gone_on(
     assert not locks.holds(tmp_path)
     assert len(os.listdir("/proc/self/fd")) == opened
     assert "cannot be locked (Bad file descriptor)" in caplog.text
+    # a whole command's flow there: its own files are its own to the end
+    out = tmp_path / "run"
+    assert rundir.claim(out, RunKind.MMCI) is None
+    rundir.mark(out, RunKind.MMCI)
+    (out / "outcomes.json").write_text("{}")
+    rundir.mark(out, RunKind.MMCI, finished=True)
+    made = tmp_path / "set"
+    assert rundir.claim(made, RunKind.REPORT, of="x") is None
+    with pytest.raises(RuntimeError):
+        with rundir.removed_if_it_fails(made):
+            rundir.mark(made, RunKind.REPORT, of="x")
+            raise RuntimeError("the report failed")
+    assert not made.exists()  # what it made, removed
+    rundir.let_go()
+
+
+def test_a_run_that_is_no_directory_is_said_by_its_command(
+    tmp_path, tmp_cache, capsys
+):
+    """Holding a run to write into it leaves a path that is no directory
+    to the command's own check, which says what is wrong (exit 2)."""
+    rc, _, err = run(
+        capsys, "coverage-reasons", tmp_path / "nosuch", "patches"
+    )
+    assert rc == errors.UsageError.exit_code, err
+    assert "no coverage.json" in one_line(err)
