@@ -50,6 +50,8 @@ MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
 MGLRU2_73 = "mmci-mglru2-73"  # 7.3.4's other wrappers, MGLRU on
 KSM3_73 = "mmci-mglru-ksm3-73"  # ksm and ksm_numa, MGLRU on, 3 boots
 ARM64_MGLRU = "mmci-arm64-mglru2"  # arm64's seven wrappers, MGLRU on
+KSM4_73 = "mmci-ksm4-73"  # ksm, MGLRU on, 4 boots
+KSM4_ARM64 = "mmci-arm64-ksm4"  # the same on arm64
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -59,6 +61,8 @@ LISTS_ALLOWED = {
     MGLRU2_73,
     KSM3_73,
     ARM64_MGLRU,
+    KSM4_73,
+    KSM4_ARM64,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1173,6 +1177,8 @@ def figures_612_cow3():
         MGLRU2_73,
         KSM3_73,
         ARM64_MGLRU,
+        KSM4_73,
+        KSM4_ARM64,
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
@@ -1351,6 +1357,8 @@ FIGURES = {
         ),
         MGLRU2_73: figures_mglru2,
         KSM3_73: functools.partial(figures_k_of_n, KSM3_73),
+        KSM4_73: functools.partial(figures_k_of_n, KSM4_73),
+        KSM4_ARM64: functools.partial(figures_k_of_n, KSM4_ARM64),
         # "the longest `migration` N s" words another run's figure too
         ARM64_MGLRU: lambda: [
             re.sub(
