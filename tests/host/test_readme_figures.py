@@ -1170,15 +1170,7 @@ def figures_612_cow3():
         MGLRU_73,
         ARM64_SLOW,
         ARM64_COW2,
-        SUDO_73,
-        MGLRU_THP_73,
-        COW3_612,
-        MGLRU_612,
-        MGLRU2_73,
-        KSM3_73,
-        ARM64_MGLRU,
-        KSM4_73,
-        KSM4_ARM64,
+        *sorted(LISTS_ALLOWED),
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):

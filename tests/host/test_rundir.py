@@ -646,44 +646,29 @@ sys.stdin.read()
 
 
 def test_a_directory_being_written_is_refused_to_a_second_command(
-    tmp_path, tmp_cache, monkeypatch
+    tmp_path, tmp_cache, monkeypatch, other_command
 ):
     """A run writing its directory holds it until its command ends: a
     second command, a --resume of that run among them, is told in one
     line who holds it (two writers of outcomes.json lose each other's
     rows); once the first has ended, the --resume goes on. The first
     claimed a new directory and held it once it made it (mark)."""
-    import subprocess
-    import sys
-
-    from foliolab import locks
-
     out = tmp_path / "run"
-    root = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(out)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
+    child = other_command(out)
+    with pytest.raises(errors.UsageError) as e:
+        rundir.claim(out, RunKind.MMCI, resumable=True)
+    # what it holds is said first: an unfinished run, to --resume
+    assert "finish it with --resume" in e.value.hint
+    with pytest.raises(errors.UsageError) as e:
+        rundir.claim(out, RunKind.MMCI, resume=True, resumable=True)
+    assert e.value.message == (
+        f"--out {out} is being written by another foliolab "
+        f"command now (pid {child.pid})"
     )
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "held\n"
-        with pytest.raises(errors.UsageError) as e:
-            rundir.claim(out, RunKind.MMCI, resumable=True)
-        # what it holds is said first: an unfinished run, to --resume
-        assert "finish it with --resume" in e.value.hint
-        with pytest.raises(errors.UsageError) as e:
-            rundir.claim(out, RunKind.MMCI, resume=True, resumable=True)
-        assert e.value.message == (
-            f"--out {out} is being written by another foliolab "
-            f"command now (pid {child.pid})"
-        )
-        assert e.value.hint == "wait for it to end, or give another --out"
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
+    assert e.value.hint == "wait for it to end, or give another --out"
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait(timeout=30)
     held = rundir.claim(out, RunKind.MMCI, resume=True, resumable=True)
     assert held is not None and not held.finished
     assert not tmp_cache.exists()  # the lock is on the directory itself
@@ -721,7 +706,8 @@ def other_command(tmp_path):
     yield start
     for child in children:
         assert child.stdin is not None
-        child.stdin.close()
+        if not child.stdin.closed:
+            child.stdin.close()
         child.wait(timeout=30)
 
 
