@@ -52,6 +52,7 @@ KSM3_73 = "mmci-mglru-ksm3-73"  # ksm and ksm_numa, MGLRU on, 3 boots
 ARM64_MGLRU = "mmci-arm64-mglru2"  # arm64's seven wrappers, MGLRU on
 KSM4_73 = "mmci-ksm4-73"  # ksm, MGLRU on, 4 boots
 KSM4_ARM64 = "mmci-arm64-ksm4"  # the same on arm64
+COW_MGLRU_73 = "mmci-mglru-cow-73"  # cow, MGLRU on
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -63,6 +64,7 @@ LISTS_ALLOWED = {
     ARM64_MGLRU,
     KSM4_73,
     KSM4_ARM64,
+    COW_MGLRU_73,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1351,6 +1353,9 @@ FIGURES = {
         KSM3_73: functools.partial(figures_k_of_n, KSM3_73),
         KSM4_73: functools.partial(figures_k_of_n, KSM4_73),
         KSM4_ARM64: functools.partial(figures_k_of_n, KSM4_ARM64),
+        COW_MGLRU_73: lambda: (
+            figures_k_of_n(COW_MGLRU_73) + allowed_figures(COW_MGLRU_73)
+        ),
         # "the longest `migration` N s" words another run's figure too
         ARM64_MGLRU: lambda: [
             re.sub(
