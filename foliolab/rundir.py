@@ -312,7 +312,7 @@ def _claimed(
     of: str,
 ) -> Held | None:
     """claim's answer by what ``out`` holds, before the lock is asked:
-    a refused claim takes nothing, not even a lock file in the cache."""
+    a refused claim holds nothing."""
     held = identify(out)
     other = "give a new or empty --out directory"
     if held is None:

@@ -149,11 +149,21 @@ def sources_list() -> str:
     )
 
 
-def lists_age() -> float | None:
+def _lists_age() -> float | None:
     stamp = apt_dir() / "updated"
     if not stamp.exists():
         return None
     return time.time() - stamp.stat().st_mtime
+
+
+def _fresh(age: float | None) -> bool:
+    return age is not None and age < LISTS_MAX_AGE_S
+
+
+def lists_fresh() -> bool:
+    """Whether the package lists were fetched less than LISTS_MAX_AGE_S
+    ago: what update_lists() leaves as they are."""
+    return _fresh(_lists_age())
 
 
 def update_lists(force: bool = False, looking_for: str = "") -> None:
@@ -161,8 +171,8 @@ def update_lists(force: bool = False, looking_for: str = "") -> None:
     skipped while the last fetch is younger than LISTS_MAX_AGE_S.
     ``looking_for``: the package the lists are fetched to find, said in
     the line that says apt is at work."""
-    age = lists_age()
-    if not force and age is not None and age < LISTS_MAX_AGE_S:
+    age = _lists_age()
+    if not force and _fresh(age):
         return
     d = apt_dir()
     for sub in ("lists/partial", "cache/archives/partial"):
@@ -292,7 +302,7 @@ def series_available() -> list[str]:
 def _known_series() -> list[str]:
     """The X.Y the cached package lists carry; none if never fetched
     (nothing is fetched or written to know)."""
-    if lists_age() is None:
+    if _lists_age() is None:
         return []
     return series_available()
 
@@ -330,7 +340,7 @@ def resolve(spec: str) -> Package:
     name, exact = _possible(spec)
     update_lists(looking_for=name)
     have = versions(name)
-    age = lists_age() or 0.0
+    age = _lists_age() or 0.0
     if pick_version(exact, have) is None and age > LISTS_RETRY_S:
         # the lists may predate an upload
         update_lists(force=True, looking_for=name)
@@ -342,7 +352,7 @@ def resolve_known(spec: str) -> Package | None:
     """resolve() against the package lists fetched before, fetching
     nothing (what a dry run checks): None when there are none yet."""
     name, exact = _possible(spec)
-    if lists_age() is None:
+    if _lists_age() is None:
         return None
     return _picked(spec, name, exact, versions(name))
 

@@ -201,7 +201,7 @@ def test_a_dry_run_knows_an_unpacked_package_and_its_series_applied(
     pkg = debian.Package("linux-source-9.9", "9.9.1-1")
     monkeypatch.setattr(debian, "resolve_known", lambda spec: pkg)
     monkeypatch.setattr(debian, "resolve", lambda spec: pkg)
-    monkeypatch.setattr(debian, "lists_age", lambda: 60.0)
+    monkeypatch.setattr(debian, "_lists_age", lambda: 60.0)
     monkeypatch.setattr(
         debian, "fetch_deb", lambda p: pytest.fail("fetched a .deb")
     )
@@ -233,9 +233,9 @@ def test_a_dry_run_knows_an_unpacked_package_and_its_series_applied(
     assert nxt.known_commit() == (tree, applied.commit) != (tree, commit)
     # lists the run would fetch again first: it may resolve another
     # package than they name
-    monkeypatch.setattr(debian, "lists_age", lambda: debian.LISTS_MAX_AGE_S)
+    monkeypatch.setattr(debian, "_lists_age", lambda: debian.LISTS_MAX_AGE_S)
     assert up.known_commit() is None
-    monkeypatch.setattr(debian, "lists_age", lambda: None)
+    monkeypatch.setattr(debian, "_lists_age", lambda: None)
     assert up.known_commit() is None  # no package lists fetched yet
 
 
@@ -398,7 +398,7 @@ def test_an_archive_out_of_reach_is_said_not_taken_for_a_missing_kernel(
         f"'deb.debian.org'); log: {debian.apt_dir() / 'update.log'}; check "
         "this machine's network and proxy, then run the command again"
     )
-    assert debian.lists_age() is None  # tried again next time
+    assert debian._lists_age() is None  # tried again next time
 
 
 def test_lists_fetched_in_part_are_used_and_fetched_again_next_time(
@@ -414,4 +414,4 @@ def test_lists_fetched_in_part_are_used_and_fetched_again_next_time(
         "(Temporary failure resolving 'deb.debian.org'); the others are "
         "used"
     ) in caplog.messages
-    assert debian.lists_age() is None
+    assert debian._lists_age() is None

@@ -1115,11 +1115,7 @@ def allowed_figures(run, ref="up", other="next"):
     Fisher's p, and how many came in every boot of each."""
     ref_runs, other_runs = runs_of(run, ref), runs_of(run, other)
     allowed = compare.allowed_failures(ref_runs, other_runs)
-    steady = [
-        a
-        for a in allowed
-        if a.up.n and a.up.k == a.up.n and a.next.n and a.next.k == a.next.n
-    ]
+    steady = [a for a in allowed if a.in_every_run(compared=True)]
     return [
         f"`{a.path}`: {a.up.k} of {a.up.n} on `{ref}`, {a.next.k} of "
         f"{a.next.n} on `{other}`, p {a.p:.2g}"

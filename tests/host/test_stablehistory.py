@@ -338,7 +338,7 @@ def _archive(monkeypatch, have: list[str]) -> None:
     monkeypatch.setattr(
         debian, "update_lists", lambda force=False, looking_for=None: None
     )
-    monkeypatch.setattr(debian, "lists_age", lambda: 0.0)
+    monkeypatch.setattr(debian, "_lists_age", lambda: 0.0)
     monkeypatch.setattr(debian, "versions", lambda name: have)
     monkeypatch.setattr(
         debian, "prepare", lambda pkg: pytest.fail(f"fetched {pkg}")

@@ -79,8 +79,7 @@ class DebianSource(Source):
         read here)."""
         if self.orig:
             return None
-        age = debian.lists_age()
-        if age is None or age >= debian.LISTS_MAX_AGE_S:
+        if not debian.lists_fresh():
             # the run fetches the lists again first, and may resolve the
             # version to a newer package than these name
             return None

@@ -162,6 +162,26 @@ class AllowedFailures:
     next: Tally
     p: float | None
 
+    def in_every_run(self, compared: bool) -> bool:
+        """Whether it came in every run of ``up`` (and of ``next`` when
+        ``compared``); a kernel that never held the case (skipped or
+        failed it every time) is no "every run"."""
+        return all(
+            t.n > 0 and t.k == t.n
+            for t in ((self.up, self.next) if compared else (self.up,))
+        )
+
+    def to_json(self, compared: bool) -> dict[str, Any]:
+        """The JSON's entry (``next`` and p only when ``compared``)."""
+        d: dict[str, Any] = {
+            "path": self.path,
+            "up": {"k": self.up.k, "n": self.up.n},
+        }
+        if compared:
+            d["next"] = {"k": self.next.k, "n": self.next.n}
+            d["p"] = self.p
+        return d
+
 
 def allowed_failures(up: Runs, nxt: Runs) -> list[AllowedFailures]:
     """Every case with an allowed failure in any run, first-seen order;
@@ -210,17 +230,7 @@ def allowed_text(
     the JSON."""
     if not allowed:
         return ""
-
-    def always(t: Tally) -> bool:
-        return t.n > 0 and t.k == t.n
-
-    # a kernel that never held the case (skipped or failed it every time)
-    # is no "every run": such a case is listed
-    steady = [
-        a
-        for a in allowed
-        if always(a.up) and (next_name is None or always(a.next))
-    ]
+    steady = [a for a in allowed if a.in_every_run(next_name is not None)]
     varied = [a for a in allowed if a not in steady]
     lines = [
         "",
@@ -376,19 +386,7 @@ def write(
                 ],
                 "cases": [c.to_json() for c in cases],
                 "allowed_failures": [
-                    {
-                        "path": a.path,
-                        "up": {"k": a.up.k, "n": a.up.n},
-                        **(
-                            {
-                                "next": {"k": a.next.k, "n": a.next.n},
-                                "p": a.p,
-                            }
-                            if next_name
-                            else {}
-                        ),
-                    }
-                    for a in allowed
+                    a.to_json(next_name is not None) for a in allowed
                 ],
                 **(extra or {}),
             },
