@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from foliolab import cli, errors
+from foliolab.bootrecord import BootStatus
 from foliolab.errors import SourceError
 from foliolab.guestdata import parse
 from foliolab.suite.mmci import (
@@ -618,6 +619,33 @@ def test_a_crashed_wrapper_is_an_error_and_so_is_the_program_it_was_in():
     assert g.status == T.ERROR and "ends inside it" in g.misc["detail"]
     # what finished before the crash keeps its results
     assert rows["kselftest.mm.cow.cow"].status == T.FAIL
+
+
+def test_a_wrapper_without_an_exit_status_says_how_its_boot_ended():
+    """A QEMU that never started (its initrd gone, stop 71) left no output:
+    the row names the boot's ending and its first issue, as its boot.json
+    does, not "the guest stopped first"."""
+    issue = "qemu: error reading initrd /r/up/guest/thp/initrd.cpio"
+    w = rows_of(
+        "",
+        exit_code=None,
+        boot_ended=BootStatus.QEMU_ERROR,
+        boot_issue=issue,
+    )["kselftest.mm.cow"]
+    assert w.status == T.ERROR
+    assert w.misc["detail"] == (
+        f"no exit status: QEMU failed before the guest ran (boot qemu-error: "
+        f"{issue})"
+    )
+    w = rows_of(CRASHED, exit_code=None, boot_ended=BootStatus.NOT_RUN)
+    assert (
+        "job ended before this boot ran (boot not-run)"
+        in (w["kselftest.mm.cow"].misc["detail"])
+    )
+    w = rows_of(CRASHED, exit_code=None, boot_ended=BootStatus.NO_EXIT)
+    assert w["kselftest.mm.cow"].misc["detail"] == (
+        "no exit status: the guest stopped first (boot no-exit)"
+    )
 
 
 def test_output_without_its_plan_is_an_error_even_with_an_exit_status():

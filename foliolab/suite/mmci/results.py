@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from foliolab.bootrecord import BootStatus
 from foliolab.guestdata import parse
 from foliolab.suite.mmci import mmci
 from foliolab.suite.mmci.discover import Wrapper, path_part
@@ -81,6 +82,10 @@ class WrapperRun:
     time_limit_s: int | None = None
     # the guest listed its tasks as the limit neared (guest.STUCK_TAG)
     stuck_listed: bool = False
+    # how the boot ended and the first issue its boot.json lists (the
+    # row names them when no exit status came back)
+    boot_ended: BootStatus = BootStatus.OK
+    boot_issue: str = ""
 
 
 def program_name(command: str) -> str:
@@ -353,6 +358,17 @@ def _program_row(
     return TestOutcome(p.path, TestStatus.ERROR, kernel, log=log, misc=misc)
 
 
+# why a wrapper gave no exit status, by how its boot ended (the other
+# endings: the guest stopped first)
+_NO_EXIT_STATUS = {
+    BootStatus.QEMU_ERROR: "no exit status: QEMU failed before the guest ran",
+    BootStatus.NOT_RUN: (
+        "no exit status: the executor's job ended before this boot ran"
+    ),
+    BootStatus.PANIC: "no exit status: the kernel panicked",
+}
+
+
 def _wrapper_status(
     run: WrapperRun,
     rows: list[TestOutcome],
@@ -376,7 +392,11 @@ def _wrapper_status(
     if died:
         return TestStatus.ERROR, f"the kernel died: {died[0].strip()}"
     if run.exit_code is None:
-        return TestStatus.ERROR, "no exit status: the guest stopped first"
+        why = _NO_EXIT_STATUS.get(
+            run.boot_ended, "no exit status: the guest stopped first"
+        )
+        issue = f": {run.boot_issue}" if run.boot_issue else ""
+        return TestStatus.ERROR, f"{why} (boot {run.boot_ended}{issue})"
     top_level = sum(1 for r in rows if r.path.count(".") == 3)
     if (w.category or saw_tap) and plan is None:
         return TestStatus.ERROR, "the output ends without its plan (1..N)"

@@ -736,6 +736,8 @@ def _one_wrapper(
         duration_s=round(res.elapsed, 1),
         time_limit_s=int(spec.timeout),
         stuck_listed=guest.STUCK_TAG in output,
+        boot_ended=res.status,
+        boot_issue=res.issues[0] if res.issues else "",
     )
     log_rel = (
         str(res.results.relative_to(req.out))
