@@ -835,6 +835,7 @@ def test_a_wrapper_boot_with_mglru_on_is_marked_and_checked(
             exit_code=0,
             status=BootStatus.OK,
             elapsed=12.0,
+            issues=[],
         )
 
     monkeypatch.setattr(mmci_run, "boot_once", fake_boot)
@@ -848,6 +849,8 @@ def test_a_wrapper_boot_with_mglru_on_is_marked_and_checked(
     )
     assert "echo y > /sys/kernel/mm/lru_gen/enabled" in jobs[0]
     assert rows[0].misc["mglru"] == "on"
+    # the mask the guest read is kept with the row, either way
+    assert rows[0].misc["lru_gen_enabled"] == (7 if held else 0)
     if held:
         assert rows[0].status is TestStatus.PASS
     else:

@@ -745,11 +745,15 @@ def _one_wrapper(
         else str(res.results)
     )
     rows = results.wrapper_outcomes(run, name, log_rel)
-    problems = guest.guest_setup(output).problems(
-        layout.huge_1g_pages, layout.swap_mib, req.mglru
-    )
+    setup = guest.guest_setup(output)
+    problems = setup.problems(layout.huge_1g_pages, layout.swap_mib, req.mglru)
     # kept with the row: not the mm CI's guest
     misc = dict(rows[0].misc) | mmci.changed_guest_marks(req.append, req.mglru)
+    if setup.lru_gen is not None:
+        # what MGLRU did in this boot (7: every feature; 1 on a TCG arm64,
+        # whose CPU lacks the hardware access flag; 0: off), kept beside
+        # the row where the boot's own output is not
+        misc["lru_gen_enabled"] = setup.lru_gen
     if tests.not_built:
         misc["not_built"] = " ".join(tests.not_built)
     if req.xtrace:
