@@ -1202,35 +1202,58 @@ def manual_arm64_times():
 
 
 HOST_73 = "mmci-host-73"
+HOST_612 = "mmci612-host"  # 6.12.117's host tests, vma's not building
+HOST_612_STUB = "mmci612-host-vmastub"  # and with vma_close()'s stub
+
+
+def host_rows(run, kernel):
+    """One kernel's host-test rows of ``run``, a round (runs_of's
+    shape)."""
+    return [
+        [
+            t
+            for t in Outcomes.read(RUNS / run).tests
+            if t.kernel == kernel and t.path.startswith("hosttest.")
+        ]
+    ]
+
+
+def host_totals(run, ref="up", other="next"):
+    """A run's host tests, once each: the totals of each kernel."""
+    cases = compare.compare(host_rows(run, ref), host_rows(run, other))
+    up, nxt = compare.summary(cases, ref, other)
+    return [
+        f"run folder `{run}`",
+        f"{up.passed} pass, {up.failed} fail, {up.skipped} skip on `{ref}`",
+        f"{nxt.passed} pass, {nxt.failed} fail, {nxt.skipped} skip and "
+        f"{nxt.new} new on `{other}`",
+    ]
 
 
 def figures_host_73():
     """7.3.4's host tests against 7.3.4 + patches/7.3's, once each: the
     totals and the two longest programs' wall and CPU seconds on up."""
-    rows = {
-        k: [
-            [
-                t
-                for t in Outcomes.read(RUNS / HOST_73).tests
-                if t.kernel == k and t.path.startswith("hosttest.")
-            ]
-        ]
-        for k in ("up", "next")
+    by = {
+        t.path.removeprefix("hosttest."): t
+        for t in host_rows(HOST_73, "up")[0]
     }
-    cases = compare.compare(rows["up"], rows["next"])
-    up, nxt = compare.summary(cases, "up", "next")
-    by = {t.path.removeprefix("hosttest."): t for t in rows["up"][0]}
     main, maple = by["radix-tree.main"], by["radix-tree.maple"]
     return [
-        f"run folder `{HOST_73}`",
-        f"{up.passed} pass, {up.failed} fail, {up.skipped} skip on `up`",
-        f"{nxt.passed} pass, {nxt.failed} fail, {nxt.skipped} skip and "
-        f"{nxt.new} new on `next`",
+        *host_totals(HOST_73),
         f"radix-tree's `main` {whole(main.duration_s)} s",
         f"`maple` {whole(maple.duration_s)} s",
         f"({whole(main.misc['cpu_s'])} and {whole(maple.misc['cpu_s'])} s "
         "of CPU)",
     ]
+
+
+def figures_host_612_stub():
+    """6.12.117's host tests with the vma test's stub, one kernel."""
+    rows = host_rows(HOST_612_STUB, "stub")[0]
+    by = {t.path.removeprefix("hosttest."): t.status for t in rows}
+    passed = sum(1 for st in by.values() if st is TestStatus.PASS)
+    assert by["vma.vma"] is TestStatus.PASS, "README: `vma` pass"
+    return [f"run folder `{HOST_612_STUB}`", f"{passed} pass of {len(rows)}"]
 
 
 HTLB_FIXED = "mmci-htlb-73"
@@ -1368,6 +1391,8 @@ FIGURES = {
         THP: mmci_thp_figures,
         MMCI_612: figures_mmci_612,
         HOST_73: figures_host_73,
+        HOST_612: functools.partial(host_totals, HOST_612, "base", "next"),
+        HOST_612_STUB: figures_host_612_stub,
         ARM64_1: functools.partial(figures_up_next, ARM64_1),
         ARM64_2: functools.partial(figures_up_next, ARM64_2),
         ARM64_THP: functools.partial(figures_up_next, ARM64_THP),
