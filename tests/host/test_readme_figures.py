@@ -46,6 +46,7 @@ MANUAL = PROJECT_ROOT / "docs" / "manual.md"
 COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
+THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
 MGLRU2_73 = "mmci-mglru2-73"  # 7.3.4's other wrappers, MGLRU on
 KSM3_73 = "mmci-mglru-ksm3-73"  # ksm and ksm_numa, MGLRU on, 3 boots
@@ -65,6 +66,7 @@ LISTS_ALLOWED = {
     KSM4_73,
     KSM4_ARM64,
     COW_MGLRU_73,
+    THP2_73,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -805,6 +807,22 @@ def runs_of(run, kernel):
     return [rounds[i] for i in sorted(rounds)]
 
 
+def mask_figure(run, ref="up", other="next"):
+    """lru_gen's enabled mask as each boot read it (kept with the
+    wrapper's row since 48fc4d7): one mask in every boot of the run."""
+    masks = [
+        t.misc.get("lru_gen_enabled")
+        for k in (ref, other)
+        for rows in runs_of(run, k)
+        for t in rows
+        if t.path.count(".") == 2
+    ]
+    (mask,) = set(masks)
+    assert mask is not None, f"{run}: a boot without its mask"
+    boots = "both" if len(masks) == 2 else f"all {len(masks)} boots"
+    return [f"lru_gen's mask {mask} in {boots}"]
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
@@ -1365,6 +1383,7 @@ FIGURES = {
             if not f.startswith("the longest")
         ],
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
+        THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
         MGLRU_612: functools.partial(
             figures_in_seconds, MGLRU_612, "base", "next"
         ),
