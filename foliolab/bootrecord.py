@@ -93,6 +93,10 @@ class BootResult:
     records: list[str] = field(default_factory=list)
     cpu_s: float | None = None  # QEMU's user + system CPU time
     host: HostLoad = field(default_factory=HostLoad)
+    # why the boot ended as it did, in the executor's (or QEMU's) words,
+    # where the job's own end did not say: also the last of ``issues``;
+    # "" for a boot that ran its job, or ended with no word
+    why_ended: str = ""
 
     def __post_init__(self) -> None:
         self.status = BootStatus(self.status)  # a bad name fails here

@@ -99,30 +99,29 @@ def _status(
     c: BootCapture,
     kinds: set[IssueKind],
     code: int | None,
-    issues: list[str],
     lost: list[str],
-) -> BootStatus:
-    """The boot's status; adds to ``issues`` what explains it."""
+) -> tuple[BootStatus, list[str]]:
+    """The boot's status, and the issues that explain it beside the
+    kernel's own (the executor's or QEMU's word on why it ended, records
+    lost on the console)."""
     if c.ended is Ended.NOT_RUN:
-        issues.append(f"{_source(c)}: {c.why}")
-        return BootStatus.NOT_RUN
+        return BootStatus.NOT_RUN, [f"{_source(c)}: {c.why}"]
     if c.ended is Ended.TIMEOUT:
-        return BootStatus.TIMEOUT
+        return BootStatus.TIMEOUT, []
     if IssueKind.PANIC in kinds:
-        return BootStatus.PANIC
+        return BootStatus.PANIC, []
     if code is not None:
         # a record lost on the console makes its samples doubtful
-        issues += [f"console-records: {x}" for x in lost]
-        return BootStatus.OK
+        return BootStatus.OK, [f"console-records: {x}" for x in lost]
     if c.ended is Ended.QEMU_ERROR:
-        issues.append(f"qemu: {c.error or '?'}")
-        return BootStatus.QEMU_ERROR
+        return BootStatus.QEMU_ERROR, [f"qemu: {c.error or '?'}"]
     if c.job_end is not JobEnd.COMPLETE:
         # the boot its job ended in: LAVA says why
-        issues.append(f"{_source(c)}: {c.why}")
+        why = [f"{_source(c)}: {c.why}"]
         if c.job_end is JobEnd.TIMEOUT:
-            return BootStatus.TIMEOUT
-    return BootStatus.NO_EXIT
+            return BootStatus.TIMEOUT, why
+        return BootStatus.NO_EXIT, why
+    return BootStatus.NO_EXIT, []
 
 
 def judge(c: BootCapture) -> BootResult:
@@ -139,19 +138,22 @@ def judge(c: BootCapture) -> BootResult:
         records, kernel_text = c.records, c.console.decode(errors="replace")
     results.write_text(records)
     found = scan(kernel_text)
-    issues = [f"{kind.value}: {line}" for kind, line in found]
     code = exit_code_of(records)
-    status = _status(c, {kind for kind, _ in found}, code, issues, lost)
+    status, explained = _status(c, {kind for kind, _ in found}, code, lost)
     res = BootResult(
         status,
         code,
-        issues,
+        [f"{kind.value}: {line}" for kind, line in found] + explained,
         console,
         results,
         c.elapsed,
         records.splitlines(),
         c.cpu_s,
         c.host,
+        # the executor's own word on an ending that is not the job's
+        why_ended=explained[0]
+        if status is not BootStatus.OK and explained
+        else "",
     )
     _write(res, c)
     return res

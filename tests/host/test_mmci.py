@@ -623,24 +623,29 @@ def test_a_crashed_wrapper_is_an_error_and_so_is_the_program_it_was_in():
 
 def test_a_wrapper_without_an_exit_status_says_how_its_boot_ended():
     """A QEMU that never started (its initrd gone, stop 71) left no output:
-    the row names the boot's ending and its first issue, as its boot.json
-    does, not "the guest stopped first"."""
+    the row names the boot's ending and why, in the executor's words (as
+    its boot.json does), not "the guest stopped first"."""
     issue = "qemu: error reading initrd /r/up/guest/thp/initrd.cpio"
     w = rows_of(
         "",
         exit_code=None,
         boot_ended=BootStatus.QEMU_ERROR,
-        boot_issue=issue,
+        boot_why=issue,
     )["kselftest.mm.cow"]
     assert w.status == T.ERROR
     assert w.misc["detail"] == (
         f"no exit status: QEMU failed before the guest ran (boot qemu-error: "
         f"{issue})"
     )
-    w = rows_of(CRASHED, exit_code=None, boot_ended=BootStatus.NOT_RUN)
-    assert (
-        "job ended before this boot ran (boot not-run)"
-        in (w["kselftest.mm.cow"].misc["detail"])
+    w = rows_of(
+        CRASHED,
+        exit_code=None,
+        boot_ended=BootStatus.NOT_RUN,
+        boot_why="lava: the job's log was lost",
+    )
+    assert w["kselftest.mm.cow"].misc["detail"] == (
+        "no exit status: the executor gave no record of this boot (boot "
+        "not-run: lava: the job's log was lost)"
     )
     w = rows_of(CRASHED, exit_code=None, boot_ended=BootStatus.NO_EXIT)
     assert w["kselftest.mm.cow"].misc["detail"] == (

@@ -808,6 +808,40 @@ def test_a_summary_and_search_with_mglru_on_say_so(tmp_path):
     assert out.misc["mglru"] == "on"
 
 
+def test_a_wrapper_boot_that_never_ran_says_why_in_its_row(
+    monkeypatch, tmp_path
+):
+    """_one_wrapper gives the row the boot's status and its executor's
+    word on why it ended, not a kernel issue listed before it."""
+    from types import SimpleNamespace
+
+    from foliolab.bootrecord import BootStatus
+    from foliolab.executors.base import BootSpec
+
+    why = "qemu: error reading initrd /x/initrd.cpio"
+
+    def fake_boot(executor, request, img):
+        return SimpleNamespace(
+            results=tmp_path / "none",
+            console=tmp_path / "none",
+            exit_code=None,
+            status=BootStatus.QEMU_ERROR,
+            elapsed=0.1,
+            issues=["warning: an earlier line", why],
+            why_ended=why,
+        )
+
+    monkeypatch.setattr(mmci_run, "boot_once", fake_boot)
+    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path / "out")
+    spec = BootSpec(get_arch("x86_64"), tmp_path / "bzImage", timeout=600)
+    tests = guest.Selftests(tmp_path, "c", (), tmp_path / "log")
+    rows = mmci_run._one_wrapper(
+        req, "up", MMAP, spec, tmp_path / "img", None, "up/guest/mmap", tests
+    )
+    assert rows[0].status is TestStatus.ERROR
+    assert rows[0].misc["detail"].endswith(f"(boot qemu-error: {why})")
+
+
 @pytest.mark.parametrize("held", [True, False])
 def test_a_wrapper_boot_with_mglru_on_is_marked_and_checked(
     monkeypatch, tmp_path, held
@@ -836,6 +870,7 @@ def test_a_wrapper_boot_with_mglru_on_is_marked_and_checked(
             status=BootStatus.OK,
             elapsed=12.0,
             issues=[],
+            why_ended="",
         )
 
     monkeypatch.setattr(mmci_run, "boot_once", fake_boot)

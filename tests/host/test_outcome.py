@@ -136,8 +136,32 @@ def test_judge_decides_the_status_from_the_capture(tmp_path, capture, status):
     assert read_boot(tmp_path / "b").status is status
     if capture.get("why") and status is not BootStatus.OK:
         assert any(capture["why"] in i for i in res.issues), res.issues
-    if capture.get("error"):
+        assert res.why_ended.endswith(": " + capture["why"])
+    elif capture.get("error"):
         assert res.issues == ["qemu: no such device"]
+        assert res.why_ended == "qemu: no such device"
+    else:
+        assert res.why_ended == ""
+
+
+def test_why_a_boot_ended_is_the_executors_word_not_a_kernel_warning(
+    tmp_path,
+):
+    """A LAVA job cut by an error, whose console also has a WARNING: the
+    boot's issues list both, the warning first; why it ended is LAVA's."""
+    res = judge(
+        tmp_path,
+        ended=Ended.EXITED,
+        console=b"[ 2.0] WARNING: CPU: 1 PID: 1 at mm/rmap.c:100 foo\n",
+        records="",
+        executor=LavaServerExecutor.kind,
+        job_end=JobEnd.ERROR,
+        why="Infrastructure: gone",
+    )
+    assert res.status is BootStatus.NO_EXIT
+    assert res.issues[0].startswith("warning:")
+    assert res.why_ended.endswith(": Infrastructure: gone")
+    assert res.why_ended == res.issues[-1]
 
 
 def _framed(records: str, boot_id: str) -> bytes:

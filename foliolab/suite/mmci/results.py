@@ -82,10 +82,10 @@ class WrapperRun:
     time_limit_s: int | None = None
     # the guest listed its tasks as the limit neared (guest.STUCK_TAG)
     stuck_listed: bool = False
-    # how the boot ended and the first issue its boot.json lists (the
-    # row names them when no exit status came back)
+    # how the boot ended, and why in its executor's words (BootResult's
+    # why_ended): the row names them when no exit status came back
     boot_ended: BootStatus = BootStatus.OK
-    boot_issue: str = ""
+    boot_why: str = ""
 
 
 def program_name(command: str) -> str:
@@ -363,9 +363,8 @@ def _program_row(
 _NO_EXIT_STATUS = {
     BootStatus.QEMU_ERROR: "no exit status: QEMU failed before the guest ran",
     BootStatus.NOT_RUN: (
-        "no exit status: the executor's job ended before this boot ran"
+        "no exit status: the executor gave no record of this boot"
     ),
-    BootStatus.PANIC: "no exit status: the kernel panicked",
 }
 
 
@@ -395,8 +394,8 @@ def _wrapper_status(
         why = _NO_EXIT_STATUS.get(
             run.boot_ended, "no exit status: the guest stopped first"
         )
-        issue = f": {run.boot_issue}" if run.boot_issue else ""
-        return TestStatus.ERROR, f"{why} (boot {run.boot_ended}{issue})"
+        said = f": {run.boot_why}" if run.boot_why else ""
+        return TestStatus.ERROR, f"{why} (boot {run.boot_ended}{said})"
     top_level = sum(1 for r in rows if r.path.count(".") == 3)
     if (w.category or saw_tap) and plan is None:
         return TestStatus.ERROR, "the output ends without its plan (1..N)"

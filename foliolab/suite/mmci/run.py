@@ -737,7 +737,7 @@ def _one_wrapper(
         time_limit_s=int(spec.timeout),
         stuck_listed=guest.STUCK_TAG in output,
         boot_ended=res.status,
-        boot_issue=res.issues[0] if res.issues else "",
+        boot_why=res.why_ended,
     )
     log_rel = (
         str(res.results.relative_to(req.out))
@@ -751,8 +751,9 @@ def _one_wrapper(
     misc = dict(rows[0].misc) | mmci.changed_guest_marks(req.append, req.mglru)
     if setup.lru_gen is not None:
         # what MGLRU did in this boot (7: every feature; 1 on a TCG arm64,
-        # whose CPU lacks the hardware access flag; 0: off), kept beside
-        # the row where the boot's own output is not
+        # whose CPU lacks the hardware access flag; 0: off; -1: no MGLRU
+        # in the kernel), kept beside the row where the boot's own output
+        # is not
         misc["lru_gen_enabled"] = setup.lru_gen
     if tests.not_built:
         misc["not_built"] = " ".join(tests.not_built)
