@@ -46,6 +46,7 @@ MANUAL = PROJECT_ROOT / "docs" / "manual.md"
 COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
+MGLRU3_73 = "mmci-mglru-last3-73"  # the last three x86_64 wrappers, MGLRU on
 THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
 MGLRU2_73 = "mmci-mglru2-73"  # 7.3.4's other wrappers, MGLRU on
@@ -67,6 +68,7 @@ LISTS_ALLOWED = {
     KSM4_ARM64,
     COW_MGLRU_73,
     THP2_73,
+    MGLRU3_73,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1440,6 +1442,7 @@ FIGURES = {
         ],
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
         THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
+        MGLRU3_73: functools.partial(figures_in_seconds, MGLRU3_73),
         MGLRU_612: functools.partial(
             figures_in_seconds, MGLRU_612, "base", "next"
         ),
