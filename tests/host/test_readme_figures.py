@@ -47,6 +47,7 @@ COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
 MGLRU3_73 = "mmci-mglru-last3-73"  # the last three x86_64 wrappers, MGLRU on
+KSM12_73 = "mmci-ksm12-73"  # ksm twelve boots more, MGLRU on
 THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
 MGLRU2_73 = "mmci-mglru2-73"  # 7.3.4's other wrappers, MGLRU on
@@ -69,6 +70,7 @@ LISTS_ALLOWED = {
     COW_MGLRU_73,
     THP2_73,
     MGLRU3_73,
+    KSM12_73,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -842,6 +844,27 @@ def mask_figure(run, ref="up", other="next"):
     return [f"lru_gen's mask {mask} in {boots}"]
 
 
+KSM_U = "kselftest.mm.ksm.ksm_tests_-U.KSM_unmerging"
+
+
+def figures_ksm_u_pooled():
+    """ksm_tests -U over every x86_64 run with MGLRU on that booted
+    ksm: its k of n on each kernel, and Fisher's one-sided p."""
+    runs = (MGLRU2_73, KSM3_73, KSM4_73, KSM12_73)
+    up, nxt = (
+        compare.tally(
+            KSM_U,
+            [r for run in runs for r in compare.by_path(runs_of(run, k))],
+        )
+        for k in ("up", "next")
+    )
+    p = compare.fisher_greater(up, nxt)
+    return [
+        f"{up.k} of {up.n} boots on `up` and {nxt.k} of {nxt.n} on `next`, "
+        f"p {p:.2f}"
+    ]
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
@@ -1443,6 +1466,11 @@ FIGURES = {
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
         THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
         MGLRU3_73: functools.partial(figures_in_seconds, MGLRU3_73),
+        KSM12_73: lambda: (
+            figures_k_of_n(KSM12_73)
+            + mask_figure(KSM12_73)
+            + figures_ksm_u_pooled()
+        ),
         MGLRU_612: functools.partial(
             figures_in_seconds, MGLRU_612, "base", "next"
         ),
