@@ -47,6 +47,7 @@ COW3_612 = "mmci612-cow3"  # 6.12.117's cow, three boots of each kernel
 SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
 MGLRU3_73 = "mmci-mglru-last3-73"  # the last three x86_64 wrappers, MGLRU on
+MGLRU2_612 = "mmci612-mglru2"  # twelve more 6.12 categories, MGLRU on
 KSM12_73 = "mmci-ksm12-73"  # ksm twelve boots more, MGLRU on
 THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
@@ -71,6 +72,7 @@ LISTS_ALLOWED = {
     THP2_73,
     MGLRU3_73,
     KSM12_73,
+    MGLRU2_612,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1232,7 +1234,7 @@ def figures_612_cow3():
     ],
 )
 def test_the_up_next_records_are_the_runs_own_summaries(run):
-    ref = "base" if run in (COW3_612, MGLRU_612) else "up"
+    ref = "base" if run in (COW3_612, MGLRU_612, MGLRU2_612) else "up"
     up, nxt = runs_of(run, ref), runs_of(run, "next")
     cases = compare.compare(up, nxt)
     printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1466,6 +1468,11 @@ FIGURES = {
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
         THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
         MGLRU3_73: functools.partial(figures_in_seconds, MGLRU3_73),
+        MGLRU2_612: lambda: (
+            figures_in_seconds(MGLRU2_612, "base", "next")
+            + mask_figure(MGLRU2_612, "base", "next")
+            + allowed_figures(MGLRU2_612, "base", "next")
+        ),
         KSM12_73: lambda: (
             figures_k_of_n(KSM12_73)
             + mask_figure(KSM12_73)
