@@ -48,6 +48,8 @@ SUDO_73 = "mmci-sudo-73"  # mlock with the guest's sudo
 MGLRU_THP_73 = "mmci-mglru-thp-73"  # thp with MGLRU on
 MGLRU3_73 = "mmci-mglru-last3-73"  # the last three x86_64 wrappers, MGLRU on
 MGLRU2_612 = "mmci612-mglru2"  # twelve more 6.12 categories, MGLRU on
+ARM64_MGLRU3 = "mmci-arm64-mglru-b"  # arm64's other wrappers, MGLRU on
+ARM64_MGLRU4 = "mmci-arm64-mglru-c"  # and fourteen more
 KSM12_73 = "mmci-ksm12-73"  # ksm twelve boots more, MGLRU on
 THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
@@ -73,6 +75,8 @@ LISTS_ALLOWED = {
     MGLRU3_73,
     KSM12_73,
     MGLRU2_612,
+    ARM64_MGLRU3,
+    ARM64_MGLRU4,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1468,6 +1472,14 @@ FIGURES = {
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
         THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
         MGLRU3_73: functools.partial(figures_in_seconds, MGLRU3_73),
+        ARM64_MGLRU3: lambda: (
+            figures_in_seconds(ARM64_MGLRU3) + mask_figure(ARM64_MGLRU3)
+        ),
+        ARM64_MGLRU4: lambda: (
+            figures_in_seconds(ARM64_MGLRU4)
+            + mask_figure(ARM64_MGLRU4)
+            + allowed_figures(ARM64_MGLRU4)
+        ),
         MGLRU2_612: lambda: (
             figures_in_seconds(MGLRU2_612, "base", "next")
             + mask_figure(MGLRU2_612, "base", "next")
