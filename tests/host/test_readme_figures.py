@@ -50,6 +50,8 @@ MGLRU3_73 = "mmci-mglru-last3-73"  # the last three x86_64 wrappers, MGLRU on
 MGLRU2_612 = "mmci612-mglru2"  # twelve more 6.12 categories, MGLRU on
 ARM64_MGLRU3 = "mmci-arm64-mglru-b"  # arm64's other wrappers, MGLRU on
 ARM64_MGLRU4 = "mmci-arm64-mglru-c"  # and fourteen more
+NUMA6_ARM64 = "mmci-arm64-numa6"  # ksm_numa, six boots, and its search
+NUMA6_73 = "mmci-numa6-73"  # the same on x86_64
 KSM12_73 = "mmci-ksm12-73"  # ksm twelve boots more, MGLRU on
 THP2_73 = "mmci-thp2-73"  # thp on both kernels, MGLRU off, XFS mounting
 MGLRU_612 = "mmci612-mglru"  # 6.12.117's seven categories, MGLRU on
@@ -871,6 +873,35 @@ def figures_ksm_u_pooled():
     ]
 
 
+def figures_numa6_arm64():
+    """arm64's ksm_numa, six boots a kernel: -N -m 1's k of n on each,
+    the p that made it new, and each prefix the search tried with its k
+    of n, and the patch it named."""
+    cases = compare.compare(
+        runs_of(NUMA6_ARM64, "up"), runs_of(NUMA6_ARM64, "next")
+    )
+    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    found = json.loads(
+        (RUNS / NUMA6_ARM64 / "mmci-first-bad-next.json").read_text()
+    )
+    text = (RUNS / NUMA6_ARM64 / "mmci-first-bad-next.txt").read_text()
+    tried = re.findall(
+        r"prefix +(\d+) \(\S+\): \w+ +\[.*?KSM_NUMA_merging (\d+)/(\d+)\]",
+        text,
+    )
+    assert tried, text
+    return [
+        f"run folder `{NUMA6_ARM64}`",
+        f"failed {case.up.k} of {case.up.n} on `up` and {case.next.k} of "
+        f"{case.next.n} on `next`, p {case.p:.3f}",
+        ", ".join(f"prefix {n} {k} of {of}" for n, k, of in tried),
+        f"it named `{found['patch']}`",
+    ]
+
+
+KSM_NUMA_CASE = "kselftest.mm.ksm_numa.ksm_tests_-N_-m_1.KSM_NUMA_merging"
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
@@ -1472,6 +1503,22 @@ FIGURES = {
         MGLRU_THP_73: functools.partial(figures_in_seconds, MGLRU_THP_73),
         THP2_73: lambda: figures_in_seconds(THP2_73) + mask_figure(THP2_73),
         MGLRU3_73: functools.partial(figures_in_seconds, MGLRU3_73),
+        NUMA6_ARM64: figures_numa6_arm64,
+        NUMA6_73: lambda: (
+            [
+                f
+                for f in figures_k_of_n(NUMA6_73)
+                if f.startswith(("run folder", "boots of"))
+            ]
+            + [
+                f"gave {c.up.k} of {c.up.n} on `up` and {c.next.k} of "
+                f"{c.next.n} on `next`"
+                for c in compare.compare(
+                    runs_of(NUMA6_73, "up"), runs_of(NUMA6_73, "next")
+                )
+                if c.path == KSM_NUMA_CASE
+            ]
+        ),
         ARM64_MGLRU3: lambda: (
             figures_in_seconds(ARM64_MGLRU3) + mask_figure(ARM64_MGLRU3)
         ),
