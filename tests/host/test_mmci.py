@@ -1229,7 +1229,8 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     ran: list[str] = []
 
     def stopped_at_next(path, commit, name, out, log_dir):
-        if name == "next":
+        # run 2 begins with next (its kernels reversed): stopped there
+        if log_dir == "next/host-2":
             raise errors.StoppedError("stopped by signal 15")
         ran.append(log_dir)
         return real(path, commit, name, out, log_dir)
@@ -1241,9 +1242,13 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     assert rc == errors.StoppedError.exit_code, err
     got = Outcomes.read(out)
     assert not got.finished
-    assert [k.name for k in got.kernels] == ["up"]
-    assert sum(t.path == "hosttest.radix-tree.holds" for t in got.tests) == 2
-    assert {t.misc["run"] for t in got.tests} == {1, 2}
+    assert [k.name for k in got.kernels] == ["up", "next"]
+    assert ran == ["up/host-1", "next/host-1"]
+    holds = [t for t in got.tests if t.path == "hosttest.radix-tree.holds"]
+    assert sorted((t.kernel, t.misc["run"]) for t in holds) == [
+        ("next", 1),
+        ("up", 1),
+    ]
     assert not (out / "mmci-summary.json").exists()
     rc, _, err = run_cli(
         capsys,
@@ -1293,7 +1298,7 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     )
     rc, _, err = run_cli(capsys, *argv, "--resume")
     assert rc == 0, err
-    assert ran == ["next/host-1", "next/host-2"]  # up's were kept
+    assert ran == ["next/host-2", "up/host-2"]  # run 1's were kept
     done = Outcomes.read(out)
     assert done.finished and [k.name for k in done.kernels] == ["up", "next"]
     holds = [t for t in done.tests if t.path == "hosttest.radix-tree.holds"]
@@ -1309,50 +1314,175 @@ def test_a_run_stopped_at_its_second_kernel_keeps_the_first_and_resumes(
     assert rundir.identify(out).finished  # the refusal left it finished
 
 
-def test_a_resumed_kernel_boots_only_what_was_not_kept(monkeypatch, tmp_path):
-    """The guest side of --resume: a boot kept from the stopped run is
-    not booted again, and a kernel whose every boot was kept is not even
-    built."""
-    from foliolab.arch import get_arch
-    from foliolab.suite.mmci import run as mmci_run
-
-    wrappers = [
-        discover.Wrapper(n, f"./ksft_{n}.sh", "", f"ksft_{n}.sh", True)
-        for n in ("mmap", "cow")
-    ]
-    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path, repeat=2)
-    setups: list[str] = []
+def _fake_boots(monkeypatch, mmci_run, booted, setups):
+    """_side_by_side's guest and host tests recorded, nothing run."""
     monkeypatch.setattr(
         mmci_run,
         "_guest_setup",
         lambda req, name, tree: setups.append(name) or (None, None, None),
     )
-    monkeypatch.setattr(
-        mmci_run,
-        "_one_wrapper",
-        lambda req, name, w, *rest: [
-            TestOutcome(f"kselftest.mm.{w.name}", TestStatus.PASS, name)
-        ],
+
+    def one_wrapper(req, name, w, spec, img, executor, log_dir, tests):
+        booted.append((name, w.name, log_dir))
+        return [TestOutcome(f"kselftest.mm.{w.name}", TestStatus.PASS, name)]
+
+    def host_tests(path, commit, name, out, log_dir):
+        booted.append((name, "host", log_dir))
+        return [TestOutcome("hosttest.vma.vma", TestStatus.PASS, name)]
+
+    monkeypatch.setattr(mmci_run, "_one_wrapper", one_wrapper)
+    monkeypatch.setattr(hosttests, "run_host_tests", host_tests)
+
+
+def _wrappers(*names):
+    return tuple(
+        discover.Wrapper(n, f"./ksft_{n}.sh", "", f"ksft_{n}.sh", True)
+        for n in names
     )
-    booted: list[tuple[int, str]] = []
 
-    def came(i, rows):
-        booted.extend((i, r.path) for r in rows)
 
-    mmci_run._guest_runs(
-        req, "up", None, wrappers, None, came, lambda i, w: True
+def test_a_resumed_kernel_boots_only_what_was_not_kept(monkeypatch, tmp_path):
+    """The guest side of --resume: a boot kept from the stopped run is
+    not booted again, and a kernel whose every boot was kept is not even
+    built."""
+    from foliolab.arch import get_arch
+    from foliolab.kernelrecord import KernelRecord
+    from foliolab.suite.mmci import run as mmci_run
+    from foliolab.testrecord import Outcomes
+
+    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path, repeat=2)
+    setups: list[str] = []
+    booted: list[tuple[str, str, str]] = []
+    _fake_boots(monkeypatch, mmci_run, booted, setups)
+    kernel = mmci_run._KernelTests("up", None, _wrappers("mmap", "cow"), False)
+
+    def stopped(*units):
+        rows = [
+            TestOutcome(
+                f"kselftest.mm.{w}", TestStatus.PASS, "up", misc={"run": i}
+            )
+            for i, w in units
+        ]
+        kept = Outcomes("test", [KernelRecord("up", "base")], rows)
+        return mmci_run._SoFar(tmp_path, [], kept)
+
+    every = [(i, w) for i in (1, 2) for w in ("mmap", "cow")]
+    runs = mmci_run._side_by_side(
+        req, [kernel], object(), mmci_run._Guests(req), stopped(*every)
     )
     assert setups == [] and booted == []
-    mmci_run._guest_runs(
+    assert [len(r) for r in runs["up"]] == [2, 2]
+    runs = mmci_run._side_by_side(
         req,
-        "up",
-        None,
-        wrappers,
-        None,
-        came,
-        lambda i, w: (i, w) != (2, "cow"),
+        [kernel],
+        object(),
+        mmci_run._Guests(req),
+        stopped(*[u for u in every if u != (2, "cow")]),
     )
-    assert setups == ["up"] and booted == [(2, "kselftest.mm.cow")]
+    assert setups == ["up"] and booted == [("up", "cow", "up/guest/cow-2")]
+    assert [[r.path for r in rows] for rows in runs["up"]] == [
+        ["kselftest.mm.mmap", "kselftest.mm.cow"],
+        ["kselftest.mm.mmap", "kselftest.mm.cow"],
+    ]
+
+
+def test_the_kernels_boots_go_side_by_side_in_abba_order(
+    monkeypatch, tmp_path
+):
+    """--repeat: each run boots every wrapper on each kernel in turn, the
+    kernels in the order given in run 1 and reversed in run 2, every
+    kernel built before the first boot; not all of one kernel's runs
+    before the other's, which put hours between the two sides of a
+    comparison (a case whose rate drifted looked new on the later
+    one). A wrapper one kernel's tree lacks is booted on the other."""
+    from foliolab.arch import get_arch
+    from foliolab.kernel import source
+    from foliolab.suite.mmci import run as mmci_run
+
+    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path, repeat=2)
+    setups: list[str] = []
+    booted: list[tuple[str, str, str]] = []
+    _fake_boots(monkeypatch, mmci_run, booted, setups)
+    monkeypatch.setattr(
+        mmci_run,
+        "_guest_setup",
+        lambda req, name, tree: (
+            booted.append((name, "setup", "")) or (None, None, None)
+        ),
+    )
+    tree = source.Tree("t", tmp_path, "0" * 40, "")
+    up = mmci_run._KernelTests("up", tree, _wrappers("mmap", "cow"), True)
+    nxt = mmci_run._KernelTests(
+        "next", tree, _wrappers("mmap", "cow", "ksm"), True
+    )
+    runs = mmci_run._side_by_side(
+        req, [up, nxt], object(), mmci_run._Guests(req)
+    )
+    assert [(k, what) for k, what, _ in booted] == [
+        ("up", "setup"),
+        ("next", "setup"),
+        ("up", "host"),
+        ("next", "host"),
+        ("up", "mmap"),
+        ("next", "mmap"),
+        ("up", "cow"),
+        ("next", "cow"),
+        ("next", "ksm"),
+        ("next", "host"),
+        ("up", "host"),
+        ("next", "mmap"),
+        ("up", "mmap"),
+        ("next", "cow"),
+        ("up", "cow"),
+        ("next", "ksm"),
+    ]
+    assert booted[-1][2] == "next/guest/ksm-2"
+    assert booted[3][2] == "next/host-1"
+    assert [len(r) for r in runs["up"]] == [3, 3]
+    assert [len(r) for r in runs["next"]] == [4, 4]
+    assert {r.misc["run"] for r in runs["next"][1]} == {2}
+
+
+def test_a_probe_boots_the_reference_beside_the_prefix(monkeypatch, tmp_path):
+    """The first-bad search's probe: the prefix's wrappers of the new
+    failures and the reference's same wrappers, side by side, the
+    reference's logs apart from its first ones and its guest not made
+    again."""
+    from foliolab.arch import get_arch
+    from foliolab.kernel import source, specs, trees
+    from foliolab.suite.mmci import run as mmci_run
+
+    req = mmci_run.MmciRequest((), get_arch("x86_64"), tmp_path, repeat=2)
+    setups: list[str] = []
+    booted: list[tuple[str, str, str]] = []
+    _fake_boots(monkeypatch, mmci_run, booted, setups)
+    repo, commit = make_tree(
+        tmp_path / "t",
+        {
+            f"{MM}/run_vmtests.sh": USAGE,
+            f"{MM}/ksft_cow.sh": "",
+            f"{MM}/ksft_mmap.sh": "",
+        },
+    )
+    monkeypatch.setattr(
+        trees, "tree_of", lambda k: source.Tree(k.name, repo, commit, "")
+    )
+    guests = mmci_run._Guests(req)
+    up = mmci_run._KernelTests("up", None, _wrappers("mmap", "cow"), False)
+    guests.of(up)
+    probe = mmci_run._prefix_runner(req, up, object(), guests)
+    got = probe(
+        specs.parse_spec("next-p2", "base"), ["kselftest.mm.cow.cow.x"]
+    )
+    assert setups == ["up", "next-p2"]
+    assert [(k, w, d) for k, w, d in booted] == [
+        ("up", "cow", "up-beside-next-p2/guest/cow-1"),
+        ("next-p2", "cow", "next-p2/guest/cow-1"),
+        ("next-p2", "cow", "next-p2/guest/cow-2"),
+        ("up", "cow", "up-beside-next-p2/guest/cow-2"),
+    ]
+    assert [len(r) for r in got.reference] == [1, 1]
+    assert [len(r) for r in got.prefix] == [1, 1]
 
 
 def test_an_mm_ci_kernel_and_its_modules_are_built_once_then_kept(
@@ -1702,16 +1832,23 @@ def test_the_runs_summary_lists_allowed_failures_and_a_resume_keeps_names(
     monkeypatch.setattr(hosttests, "check_host", lambda: None)
     stop = {"next": False}
 
-    def kernel_runs(req, name, *rest):
-        if stop.get(name):
-            raise errors.StoppedError("stopped by signal 15")
-        misc = {"directive": "XFAIL leak"} if name == "next" else {}
-        return [
-            [TestOutcome("kselftest.mm.cow.cow.leak", T.PASS, name, misc=misc)]
-            for _ in range(3)
-        ]
+    def side_by_side(req, kernels, *rest):
+        runs = {}
+        for k in kernels:
+            if stop.get(k.name):
+                raise errors.StoppedError("stopped by signal 15")
+            misc = {"directive": "XFAIL leak"} if k.name == "next" else {}
+            runs[k.name] = [
+                [
+                    TestOutcome(
+                        "kselftest.mm.cow.cow.leak", T.PASS, k.name, misc=misc
+                    )
+                ]
+                for _ in range(3)
+            ]
+        return runs
 
-    monkeypatch.setattr(mmci_run, "_kernel_runs", kernel_runs)
+    monkeypatch.setattr(mmci_run, "_side_by_side", side_by_side)
     out = tmp_path / "out"
     argv = host_only_argv(out, repo)
     rc, stdout, err = run_cli(capsys, *argv)

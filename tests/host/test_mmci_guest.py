@@ -597,9 +597,11 @@ def test_the_first_bad_patch_is_found_by_bisecting_prefixes(
         n = len(k.series().patches)
         tried.append((k.name, n))
         status = TestStatus.FAIL if n >= bad_from else TestStatus.PASS
-        return [_rows(CASE, status, k.name) for _ in range(3)]
+        return firstbad.ProbeRuns(
+            up, [_rows(CASE, status, k.name) for _ in range(3)]
+        )
 
-    got = firstbad.locate(spec, [CASE], up, run_prefix, up_is_source=True)
+    got = firstbad.locate(spec, [CASE], run_prefix, up_is_source=True)
     assert got.first_bad == bad_from
     assert got.patch == f"{bad_from:04d}-p{bad_from}.patch"
     # a bisection: at most ceil(log2(8)) prefixes, never the full series
@@ -610,10 +612,57 @@ def test_the_first_bad_patch_is_found_by_bisecting_prefixes(
     assert {s.prefix: s.bad for s in got.steps} == {
         n: n >= bad_from for _, n in tried
     }
+    assert all(s.reference == {CASE: "0/3"} for s in got.steps)
+    assert all(
+        s.line().endswith(f"[{CASE} {s.tallies[CASE]} against 0/3]")
+        for s in got.steps
+    )
     rows = firstbad.outcomes(got)
     assert [r.path for r in rows] == [f"firstbad.{CASE}"]
     assert rows[0].status is TestStatus.FAIL
     assert rows[0].misc["patch"] == got.patch
+    assert "against 0/3" in rows[0].misc["steps"]
+
+
+def test_each_prefix_is_judged_against_the_reference_beside_it(tmp_path):
+    """A case whose rate drifts during a search: the reference booted
+    beside a prefix fails it as often as the prefix does, so the prefix
+    is not bad, though the reference's first runs never failed it."""
+    from foliolab.kernel import specs
+    from foliolab.suite.mmci import firstbad
+
+    spec = specs.parse_spec("next", f"base+{_series(tmp_path, 4)}")
+
+    def run_prefix(k, paths):
+        n = len(k.series().patches)
+        # before prefix 3, the case fails 4 of 6 times on each side (the
+        # reference's first runs, made before, never failed it); from
+        # prefix 3, always on the prefix and never on the reference
+        early = n < 3
+        beside = [
+            _rows(
+                CASE,
+                TestStatus.FAIL if early and i < 4 else TestStatus.PASS,
+                "up",
+            )
+            for i in range(6)
+        ]
+        mine = [
+            _rows(
+                CASE,
+                TestStatus.FAIL if not early or i < 4 else TestStatus.PASS,
+            )
+            for i in range(6)
+        ]
+        return firstbad.ProbeRuns(beside, mine)
+
+    got = firstbad.locate(spec, [CASE], run_prefix, up_is_source=True)
+    steps = {
+        s.prefix: (s.bad, s.tallies[CASE], s.reference[CASE])
+        for s in got.steps
+    }
+    assert got.first_bad == 3, steps
+    assert steps[2] == (False, "4/6", "4/6")
 
 
 def test_a_source_that_fails_against_another_reference_is_said_so(tmp_path):
@@ -625,8 +674,9 @@ def test_a_source_that_fails_against_another_reference_is_said_so(tmp_path):
     got = firstbad.locate(
         spec,
         [CASE],
-        up,
-        lambda k, paths: [_rows(CASE, TestStatus.FAIL) for _ in range(3)],
+        lambda k, paths: firstbad.ProbeRuns(
+            up, [_rows(CASE, TestStatus.FAIL) for _ in range(3)]
+        ),
         up_is_source=False,
     )
     assert got.first_bad == 0
@@ -642,7 +692,6 @@ def test_a_kernel_without_a_series_is_not_searched():
     got = firstbad.locate(
         specs.parse_spec("next", "base"),
         [CASE],
-        [],
         lambda k, paths: pytest.fail("nothing to run"),
         up_is_source=False,
     )

@@ -5,7 +5,10 @@
 series' prefixes are searched for the first that has them: each prefix
 tried runs what the new failures are in (the host tests if one is a host
 test's, the wrappers they belong to), as many times as the kernels were
-run, and is compared with the reference's runs by the same rule. A
+run, side by side with the reference running the same again, and is
+compared with those runs of the reference by the same rule: a case
+whose rate drifts over the hours of a search is judged against the
+reference of the same hours, not the one booted before it began. A
 prefix is bad when any of the new failures is a new failure there too.
 
 The search is a bisection over prefixes 0..N of the N-patch series:
@@ -14,8 +17,8 @@ the reference is that source itself, prefix 0 is good by the comparison
 already made; otherwise it is run first, and a bad prefix 0 says the
 failure is the source's against the reference, not the series'. A
 failure that comes and goes (a flaky case whose rate the series
-changes) can mislead a bisection; each step's k of n is kept, so a
-reader sees how clear each decision was.
+changes) can mislead a bisection; each step's k of n is kept beside the
+reference's, so a reader sees how clear each decision was.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from foliolab.kernel.specs import KernelSpec
@@ -34,9 +37,19 @@ from foliolab.testrecord import TestOutcome, TestStatus
 log = logging.getLogger("foliolab")
 
 Runs = Sequence[Sequence[TestOutcome]]
+
+
+@dataclass(frozen=True)
+class ProbeRuns:
+    """One prefix's runs and the reference's, made side by side."""
+
+    reference: Runs
+    prefix: Runs
+
+
 # runs a prefix of the series: (the prefix's spec, the new failures'
-# paths) -> its runs
-RunPrefix = Callable[[KernelSpec, list[str]], list[list[TestOutcome]]]
+# paths) -> its runs and the reference's beside them
+RunPrefix = Callable[[KernelSpec, list[str]], ProbeRuns]
 FILE = "mmci-first-bad"
 
 
@@ -57,9 +70,16 @@ class Step:
     patch: str  # the last patch applied ("" for none)
     bad: bool
     tallies: dict[str, str]  # path -> "k/n" on this prefix
+    # path -> "k/n" on the reference booted beside it (empty in a search
+    # recorded before the reference was booted again at each step)
+    reference: dict[str, str] = field(default_factory=dict)
 
     def line(self) -> str:
-        counts = ", ".join(f"{p} {t}" for p, t in self.tallies.items())
+        counts = ", ".join(
+            f"{p} {t}"
+            + (f" against {self.reference[p]}" if p in self.reference else "")
+            for p, t in self.tallies.items()
+        )
         what = self.patch or "the source alone"
         return (
             f"  prefix {self.prefix:>2} ({what}): "
@@ -85,30 +105,33 @@ class FirstBad:
 
 
 def _tallies(
-    paths: list[str], up: Runs, runs: Runs
-) -> tuple[bool, dict[str, str]]:
-    cases = {c.path: c for c in compare.compare(up, runs)}
+    paths: list[str], runs: ProbeRuns
+) -> tuple[bool, dict[str, str], dict[str, str]]:
+    """Whether the prefix is bad, and each path's k/n on it and on the
+    reference beside it."""
+    cases = {c.path: c for c in compare.compare(runs.reference, runs.prefix)}
     bad = False
     tallies = {}
+    reference = {}
     for p in paths:
         c = cases.get(p)
         if c is None:
             tallies[p] = "not run"
             continue
         tallies[p] = f"{c.next.k}/{c.next.n}"
+        reference[p] = f"{c.up.k}/{c.up.n}"
         bad |= c.verdict == compare.NEW
-    return bad, tallies
+    return bad, tallies, reference
 
 
 def locate(
     spec: KernelSpec,
     new: list[str],
-    up: Runs,
     run_prefix: RunPrefix,
     up_is_source: bool,
 ) -> FirstBad:
     """Bisect ``spec``'s series for the first prefix where any of ``new``
-    is a new failure against the reference's runs ``up``."""
+    is a new failure against the reference run beside it."""
     if spec.applied is None:
         return FirstBad(
             spec.name,
@@ -132,9 +155,13 @@ def locate(
             n,
         )
         runs = run_prefix(_renamed(spec.with_prefix(prefix), name), new)
-        bad, tallies = _tallies(new, up, runs)
+        bad, tallies, reference = _tallies(new, runs)
         steps[prefix] = Step(
-            prefix, patches[prefix - 1].name if prefix else "", bad, tallies
+            prefix,
+            patches[prefix - 1].name if prefix else "",
+            bad,
+            tallies,
+            reference,
         )
         return bad
 
@@ -211,6 +238,11 @@ def outcomes(found: FirstBad) -> list[TestOutcome]:
             "steps": "; ".join(
                 f"{s.prefix}:{'bad' if s.bad else 'good'}"
                 f" {s.tallies.get(path, '')}"
+                + (
+                    f" against {s.reference[path]}"
+                    if path in s.reference
+                    else ""
+                )
                 for s in found.steps
             ),
         }

@@ -3,7 +3,8 @@
 For each kernel: its tree (the spec's, a series applied as any command
 applies it), the host tests of that tree built and run on the host, and
 the wrappers it has (those chosen), each on its own boot of the kernel
-built with the mm CI's options (guest.py), all ``repeat`` times. The
+built with the mm CI's options (guest.py), all ``repeat`` times, the
+kernels' boots side by side (_side_by_side). The
 first kernel is the reference (``up``); every other is compared with it
 case by case, k of n (compare.py). Written to OUT: outcomes.json (every
 run's rows, then the comparison's), mmci-summary.txt and .json, and each
@@ -15,14 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from foliolab import records
 from foliolab.arch import Arch
-from foliolab.boot.measure import boot_once
+from foliolab.boot.measure import boot_once, boot_order
 from foliolab.bootrecord import BootStatus
 from foliolab.errors import DamagedRunError, FoliolabError, UsageError
 from foliolab.executors import ExecutorOptions, make_executor
@@ -337,12 +337,13 @@ def run(req: MmciRequest) -> MmciResult:
             )
     if not stopped.trees:
         _write_request(req, commits)
-    runs: dict[str, list[list[TestOutcome]]] = {}
-    for k, tree, wrappers in made:
-        kernel_records.append(kernel_record(k, tree))
-        runs[k.name] = _kernel_runs(
-            req, k.name, tree, wrappers, executor, req.host_tests, sofar
-        )
+    kernel_records += [kernel_record(k, tree) for k, tree, _ in made]
+    tests = [
+        _KernelTests(k.name, tree, tuple(wrappers), req.host_tests)
+        for k, tree, wrappers in made
+    ]
+    guests = _Guests(req)
+    runs = _side_by_side(req, tests, executor, guests, sofar)
     ref = req.kernels[0].name
     others: list[str | None] = [k.name for k in req.kernels[1:]]
     every_row = [r for name in runs for rows in runs[name] for r in rows]
@@ -376,8 +377,7 @@ def run(req: MmciRequest) -> MmciResult:
             located = firstbad.locate(
                 spec,
                 new,
-                runs[ref],
-                _prefix_runner(req, executor),
+                _prefix_runner(req, tests[0], executor, guests),
                 up_is_source=up.applied is None
                 and up.text == spec.source_spec().text,
             )
@@ -465,6 +465,10 @@ class _SoFar:
                     hint=RESUME_HINT,
                 )
 
+    def has(self, kernel: str, run: int, unit: str) -> bool:
+        """The stopped run recorded this unit and it is not taken yet."""
+        return (kernel, run, unit) in self.kept
+
     def take(self, kernel: str, run: int, unit: str) -> list[TestOutcome]:
         """The stopped run's rows of this unit ([] if it has none); the
         file on disk has them already."""
@@ -488,68 +492,175 @@ class _SoFar:
         )
 
 
-def _kernel_runs(
-    req: MmciRequest,
-    name: str,
-    tree: source.Tree,
-    wrappers: list[discover.Wrapper],
-    executor: Executor | None,
-    host: bool,
-    sofar: _SoFar | None = None,
-) -> list[list[TestOutcome]]:
-    """``req.repeat`` runs of the kernel's tests: its host tests (when
-    ``host``), then each wrapper on its own boot; each run's rows, each
-    given to ``sofar`` too as it comes (None: a prefix of a first-bad
-    search, whose kernels are not the run's)."""
-    runs: list[list[TestOutcome]] = [[] for _ in range(req.repeat)]
+@dataclass(frozen=True)
+class _KernelTests:
+    """What a run, or one probe of a first-bad search, runs of a kernel."""
 
-    def came(i: int, rows: list[TestOutcome]) -> None:
+    name: str  # the kernel's name, which its rows carry
+    tree: source.Tree
+    wrappers: tuple[discover.Wrapper, ...]
+    host: bool  # its host tests too
+    # where its logs go under OUT ("": its name); a reference booted
+    # again beside a prefix of the search writes beside its first logs
+    logs: str = ""
+
+    @property
+    def log_dir(self) -> str:
+        return self.logs or self.name
+
+
+class _Guests:
+    """Each kernel's guest (its mm CI kernel, selftests and image), made
+    once by name and taken again by every later boot of that name: the
+    reference booted beside each prefix of a search is the run's own."""
+
+    def __init__(self, req: MmciRequest) -> None:
+        self.req = req
+        self.made: dict[str, tuple[BootSpec, Path, guest.Selftests]] = {}
+
+    def of(self, k: _KernelTests) -> tuple[BootSpec, Path, guest.Selftests]:
+        if k.name not in self.made:
+            self.made[k.name] = _guest_setup(self.req, k.name, k.tree)
+        return self.made[k.name]
+
+
+def _side_by_side(
+    req: MmciRequest,
+    kernels: list[_KernelTests],
+    executor: Executor | None,
+    guests: _Guests,
+    sofar: _SoFar | None = None,
+) -> dict[str, list[list[TestOutcome]]]:
+    """``req.repeat`` runs of every kernel's tests, the kernels side by
+    side: run i is the host tests of each kernel, then each wrapper
+    booted on each kernel that has it, the kernels in the order given in
+    runs 1, 3, ... and reversed in runs 2, 4, ... (ABBA: boot_order(),
+    as the workloads' rounds are). A case whose rate drifts over the hours of a
+    run (the host's load, a clock, a long-lived file) then falls on
+    every kernel alike, not on the one booted later. Each run's rows,
+    by kernel, each given to ``sofar`` too as they come (None: a probe
+    of a first-bad search, whose kernels are not the run's); a unit
+    ``sofar`` kept from a stopped run is not run again. Every kernel a
+    boot will need is built before the first boot: one that does not
+    build stops the run before hours of the others' boots."""
+    runs: dict[str, list[list[TestOutcome]]] = {
+        k.name: [[] for _ in range(req.repeat)] for k in kernels
+    }
+    by_name = {k.name: k for k in kernels}
+
+    def kept(k: _KernelTests, i: int, unit: str) -> bool:
+        rows = sofar.take(k.name, i, unit) if sofar is not None else []
+        runs[k.name][i - 1] += rows
+        return bool(rows)
+
+    def came(k: _KernelTests, i: int, rows: list[TestOutcome]) -> None:
         tagged = [_with_run(r, i) if req.repeat > 1 else r for r in rows]
-        runs[i - 1] += tagged
+        runs[k.name][i - 1] += tagged
         if sofar is not None:
             sofar.add(tagged)
 
-    def kept(i: int, unit: str) -> bool:
-        rows = sofar.take(name, i, unit) if sofar is not None else []
-        runs[i - 1] += rows
-        return bool(rows)
+    def to_boot(k: _KernelTests) -> bool:
+        return executor is not None and any(
+            sofar is None or not sofar.has(k.name, i, w.name)
+            for i in range(1, req.repeat + 1)
+            for w in k.wrappers
+        )
 
-    if host:
-        for i in range(1, req.repeat + 1):
-            if kept(i, HOST_UNIT):
+    for k in kernels:
+        if to_boot(k):
+            guests.of(k)
+    wrapper_names: list[str] = []
+    for k in kernels:
+        wrapper_names += [
+            w.name for w in k.wrappers if w.name not in wrapper_names
+        ]
+    for i in range(1, req.repeat + 1):
+        order = [by_name[n] for n in boot_order(i - 1, tuple(by_name))]
+        for k in order:
+            if not k.host or kept(k, i, HOST_UNIT):
                 continue
-            log.info("%s: host tests, run %d of %d", name, i, req.repeat)
+            log.info("%s: host tests, run %d of %d", k.name, i, req.repeat)
+            sub = f"host-{i}" if req.repeat > 1 else "host"
             came(
+                k,
                 i,
                 hosttests.run_host_tests(
-                    tree.path,
-                    tree.commit,
-                    name,
+                    k.tree.path,
+                    k.tree.commit,
+                    k.name,
                     req.out,
-                    f"{name}/host-{i}" if req.repeat > 1 else f"{name}/host",
+                    f"{k.log_dir}/{sub}",
                 ),
             )
-    if wrappers and executor is not None:
-        _guest_runs(req, name, tree, wrappers, executor, came, kept)
+        if executor is None:
+            continue
+        for wrapper in wrapper_names:
+            for k in order:
+                w = next((w for w in k.wrappers if w.name == wrapper), None)
+                if w is None or kept(k, i, w.name):
+                    continue
+                spec, img, tests = guests.of(k)
+                log.info(
+                    "%s: wrapper %s (%s), run %d of %d",
+                    k.name,
+                    w.name,
+                    w.command,
+                    i,
+                    req.repeat,
+                )
+                sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
+                came(
+                    k,
+                    i,
+                    _one_wrapper(
+                        req,
+                        k.name,
+                        w,
+                        spec,
+                        img,
+                        executor,
+                        f"{k.log_dir}/guest/{sub}",
+                        tests,
+                    ),
+                )
     return runs
 
 
 def _prefix_runner(
-    req: MmciRequest, executor: Executor | None
+    req: MmciRequest,
+    reference: _KernelTests,
+    executor: Executor | None,
+    guests: _Guests,
 ) -> firstbad.RunPrefix:
-    """How firstbad runs a prefix of the series: its host tests when a
-    new failure is a host test's, and the wrappers the new failures are
-    in, each ``req.repeat`` times."""
+    """How firstbad runs a prefix of the series: what the new failures
+    are in (its host tests when one is a host test's, the wrappers they
+    are in), each ``req.repeat`` times, side by side with the reference
+    running the same again (its logs in REF-beside-PREFIX/): the prefix
+    is judged against the reference's runs of the same hours, not
+    against runs made hours before."""
 
     def run_prefix(
         spec: specs.KernelSpec, paths: list[str]
-    ) -> list[list[TestOutcome]]:
+    ) -> firstbad.ProbeRuns:
         tree = trees.tree_of(spec)
         names = {firstbad.wrapper_of_path(p) for p in paths} - {None}
         found = discover.discover(tree.path, tree.commit)
-        wrappers = [w for w in found.wrappers if w.name in names]
         host = any(p.startswith(hosttests.PREFIX + ".") for p in paths)
-        return _kernel_runs(req, spec.name, tree, wrappers, executor, host)
+        prefix = _KernelTests(
+            spec.name,
+            tree,
+            tuple(w for w in found.wrappers if w.name in names),
+            host,
+        )
+        beside = _KernelTests(
+            reference.name,
+            reference.tree,
+            tuple(w for w in reference.wrappers if w.name in names),
+            host,
+            logs=f"{reference.name}-beside-{spec.name}",
+        )
+        runs = _side_by_side(req, [beside, prefix], executor, guests)
+        return firstbad.ProbeRuns(runs[reference.name], runs[spec.name])
 
     return run_prefix
 
@@ -558,51 +669,6 @@ def _with_run(r: TestOutcome, i: int) -> TestOutcome:
     return TestOutcome(
         r.path, r.status, r.kernel, r.duration_s, r.log, {**r.misc, "run": i}
     )
-
-
-def _guest_runs(
-    req: MmciRequest,
-    name: str,
-    tree: source.Tree,
-    wrappers: list[discover.Wrapper],
-    executor: Executor,
-    came: Callable[[int, list[TestOutcome]], None],
-    kept: Callable[[int, str], bool],
-) -> None:
-    """Each wrapper booted ``req.repeat`` times (the wrappers in turn in
-    each run); each boot's rows given to ``came`` with its run's number
-    as the boot ends. A boot ``kept`` has from a stopped run is not
-    booted again; the kernel is built for the first one that is."""
-    made: tuple[BootSpec, Path, guest.Selftests] | None = None
-    for i in range(1, req.repeat + 1):
-        for w in wrappers:
-            if kept(i, w.name):
-                continue
-            if made is None:
-                made = _guest_setup(req, name, tree)
-            spec, img, tests = made
-            log.info(
-                "%s: wrapper %s (%s), run %d of %d",
-                name,
-                w.name,
-                w.command,
-                i,
-                req.repeat,
-            )
-            sub = f"{w.name}-{i}" if req.repeat > 1 else w.name
-            came(
-                i,
-                _one_wrapper(
-                    req,
-                    name,
-                    w,
-                    spec,
-                    img,
-                    executor,
-                    f"{name}/guest/{sub}",
-                    tests,
-                ),
-            )
 
 
 def _guest_setup(
