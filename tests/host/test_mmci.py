@@ -1472,14 +1472,14 @@ def test_a_probe_boots_the_reference_beside_the_prefix(monkeypatch, tmp_path):
     guests.of(up)
     probe = mmci_run._prefix_runner(req, up, object(), guests)
     got = probe(
-        specs.parse_spec("next-p2", "base"), ["kselftest.mm.cow.cow.x"]
+        specs.parse_spec("next+p2", "base"), ["kselftest.mm.cow.cow.x"]
     )
-    assert setups == ["up", "next-p2"]
+    assert setups == ["up", "next+p2"]
     assert [(k, w, d) for k, w, d in booted] == [
-        ("up", "cow", "up-beside-next-p2/guest/cow-1"),
-        ("next-p2", "cow", "next-p2/guest/cow-1"),
-        ("next-p2", "cow", "next-p2/guest/cow-2"),
-        ("up", "cow", "up-beside-next-p2/guest/cow-2"),
+        ("up", "cow", "up-beside-next+p2/guest/cow-1"),
+        ("next+p2", "cow", "next+p2/guest/cow-1"),
+        ("next+p2", "cow", "next+p2/guest/cow-2"),
+        ("up", "cow", "up-beside-next+p2/guest/cow-2"),
     ]
     assert [len(r) for r in got.reference] == [1, 1]
     assert [len(r) for r in got.prefix] == [1, 1]

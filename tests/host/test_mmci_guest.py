@@ -604,11 +604,13 @@ def test_the_first_bad_patch_is_found_by_bisecting_prefixes(
     got = firstbad.locate(spec, [CASE], run_prefix, up_is_source=True)
     assert got.first_bad == bad_from
     assert got.patch == f"{bad_from:04d}-p{bad_from}.patch"
-    # a bisection: at most ceil(log2(8)) prefixes, never the full series
-    # nor the source, which the comparison already tried
-    assert len(tried) <= 3
-    assert all(0 < n < 8 for _, n in tried)
-    assert all(name == f"next-p{n}" for name, n in tried)
+    # the whole series again first, then a bisection: at most
+    # ceil(log2(8)) prefixes more, never the source, which the comparison
+    # already tried
+    assert tried[0] == ("next+p8", 8)
+    assert len(tried) <= 1 + 3
+    assert all(0 < n < 8 for _, n in tried[1:])
+    assert all(name == f"next+p{n}" for name, n in tried)
     assert {s.prefix: s.bad for s in got.steps} == {
         n: n >= bad_from for _, n in tried
     }
@@ -622,6 +624,32 @@ def test_the_first_bad_patch_is_found_by_bisecting_prefixes(
     assert rows[0].status is TestStatus.FAIL
     assert rows[0].misc["patch"] == got.patch
     assert "against 0/3" in rows[0].misc["steps"]
+
+
+def test_a_new_failure_that_does_not_come_again_is_not_searched(tmp_path):
+    """The whole series booted beside the reference fails the case as
+    often as the reference does: the search stops there and names no
+    patch (a bisection of good steps alone would name the last)."""
+    from foliolab.kernel import specs
+    from foliolab.suite.mmci import firstbad
+
+    spec = specs.parse_spec("next", f"base+{_series(tmp_path, 4)}")
+    tried = []
+
+    def run_prefix(k, paths):
+        tried.append(len(k.series().patches))
+        half = [
+            _rows(CASE, TestStatus.FAIL if i % 2 else TestStatus.PASS)
+            for i in range(6)
+        ]
+        return firstbad.ProbeRuns(half, half)
+
+    got = firstbad.locate(spec, [CASE], run_prefix, up_is_source=True)
+    assert tried == [4]
+    assert got.first_bad is None and got.patch == ""
+    assert got.note == firstbad.NOT_AGAIN
+    assert "3/6 against 3/6" in firstbad.text(got)
+    assert firstbad.outcomes(got)[0].status is TestStatus.ERROR
 
 
 def test_each_prefix_is_judged_against_the_reference_beside_it(tmp_path):
@@ -680,7 +708,7 @@ def test_a_source_that_fails_against_another_reference_is_said_so(tmp_path):
         up_is_source=False,
     )
     assert got.first_bad == 0
-    assert [s.prefix for s in got.steps] == [0]
+    assert [s.prefix for s in got.steps] == [0, 4]  # the whole series first
     assert "source fails them" in firstbad.text(got)
     assert firstbad.outcomes(got)[0].status is TestStatus.ERROR
 

@@ -11,8 +11,11 @@ whose rate drifts over the hours of a search is judged against the
 reference of the same hours, not the one booted before it began. A
 prefix is bad when any of the new failures is a new failure there too.
 
-The search is a bisection over prefixes 0..N of the N-patch series:
-prefix N is bad (the comparison said so), prefix 0 is the source. When
+The search is a bisection over prefixes 0..N of the N-patch series.
+Prefix N, the whole series, is booted first beside the reference: when
+the new failures do not come again there, nothing is searched (the
+run's finding did not hold; a bisection of steps all good would name
+the last patch). Prefix 0 is the source. When
 the reference is that source itself, prefix 0 is good by the comparison
 already made; otherwise it is run first, and a bad prefix 0 says the
 failure is the source's against the reference, not the series'. A
@@ -51,6 +54,10 @@ class ProbeRuns:
 # paths) -> its runs and the reference's beside them
 RunPrefix = Callable[[KernelSpec, list[str]], ProbeRuns]
 FILE = "mmci-first-bad"
+NOT_AGAIN = (
+    "the whole series booted again beside the reference did not fail "
+    "them more often: nothing to search"
+)
 
 
 def wrapper_of_path(path: str) -> str | None:
@@ -147,7 +154,8 @@ def locate(
     steps: dict[int, Step] = {}
 
     def probe(prefix: int) -> bool:
-        name = f"{spec.name}-p{prefix}"
+        # "+" is in no --kernel name: a probe's guest and logs are its own
+        name = f"{spec.name}+p{prefix}"
         log.info(
             "%s: searching the first bad patch: prefix %d of %d",
             spec.name,
@@ -165,6 +173,19 @@ def locate(
         )
         return bad
 
+    # the whole series first, beside the reference of the same hours: a
+    # new failure of the run that does not come again is not bisected (a
+    # search with no bad step would name the last patch)
+    if not probe(n):
+        return FirstBad(
+            spec.name,
+            spec.text,
+            tuple(new),
+            tuple(steps.values()),
+            None,
+            "",
+            NOT_AGAIN,
+        )
     lo, hi = 0, n  # lo: good (or not yet known), hi: bad
     if not up_is_source and probe(0):
         return _answer(spec, new, steps, 0, "")

@@ -424,8 +424,8 @@ def _unit(t: TestOutcome) -> tuple[str, int, str] | None:
 class _SoFar:
     """The rows of a run as they come, written after each host-test run
     and each wrapper as an unfinished OUT/outcomes.json: a run stopped
-    after hours (a signal, a lost worker, a failed build of the next
-    kernel) keeps every row it had. The run's end writes the whole file
+    after hours (a signal, a lost worker, a failed build of a search's
+    prefix) keeps every row it had. The run's end writes the whole file
     over it, comparison included. With the rows of a stopped run
     (--resume), each unit it recorded is taken from them rather than run
     again, and those not yet taken stay in every file written."""
@@ -635,7 +635,8 @@ def _prefix_runner(
     """How firstbad runs a prefix of the series: what the new failures
     are in (its host tests when one is a host test's, the wrappers they
     are in), each ``req.repeat`` times, side by side with the reference
-    running the same again (its logs in REF-beside-PREFIX/): the prefix
+    running the same again (its logs in REF-beside-PREFIX/, PREFIX
+    a KERNEL+pN): the prefix
     is judged against the reference's runs of the same hours, not
     against runs made hours before."""
 
