@@ -1468,7 +1468,8 @@ def test_a_probe_boots_the_reference_beside_the_prefix(monkeypatch, tmp_path):
         trees, "tree_of", lambda k: source.Tree(k.name, repo, commit, "")
     )
     guests = mmci_run._Guests(req)
-    up = mmci_run._KernelTests("up", None, _wrappers("mmap", "cow"), False)
+    tree = source.Tree("up", repo, commit, "")
+    up = mmci_run._KernelTests("up", tree, _wrappers("mmap", "cow"), False)
     guests.of(up)
     probe = mmci_run._prefix_runner(req, up, object(), guests)
     got = probe(
@@ -1483,6 +1484,23 @@ def test_a_probe_boots_the_reference_beside_the_prefix(monkeypatch, tmp_path):
     ]
     assert [len(r) for r in got.reference] == [1, 1]
     assert [len(r) for r in got.prefix] == [1, 1]
+    # a host test's new failure, in a run with no guest: host tests on
+    # both sides, beside each other, nothing booted or built
+    booted.clear()
+    setups.clear()
+    host_only = mmci_run._prefix_runner(req, up, None, guests)
+    got = host_only(specs.parse_spec("next+p1", "base"), ["hosttest.vma.vma"])
+    assert setups == []
+    assert booted == [
+        ("up", "host", "up-beside-next+p1/host-1"),
+        ("next+p1", "host", "next+p1/host-1"),
+        ("next+p1", "host", "next+p1/host-2"),
+        ("up", "host", "up-beside-next+p1/host-2"),
+    ]
+    assert [[r.path for r in rows] for rows in got.prefix] == [
+        ["hosttest.vma.vma"],
+        ["hosttest.vma.vma"],
+    ]
 
 
 def test_an_mm_ci_kernel_and_its_modules_are_built_once_then_kept(
