@@ -61,6 +61,9 @@ ARM64_MGLRU = "mmci-arm64-mglru2"  # arm64's seven wrappers, MGLRU on
 KSM4_73 = "mmci-ksm4-73"  # ksm, MGLRU on, 4 boots
 KSM4_ARM64 = "mmci-arm64-ksm4"  # the same on arm64
 COW_MGLRU_73 = "mmci-mglru-cow-73"  # cow, MGLRU on
+ARM64_MGLRU5 = "mmci-arm64-mglru-d"  # arm64's last five wrappers, MGLRU on
+MGLRU3_612 = "mmci612-mglru-last4"  # 6.12.117's last four categories, MGLRU on
+NUMA12_ARM64 = "mmci-arm64-numa12"  # ksm_numa, twelve boots side by side
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -79,6 +82,9 @@ LISTS_ALLOWED = {
     MGLRU2_612,
     ARM64_MGLRU3,
     ARM64_MGLRU4,
+    ARM64_MGLRU5,
+    MGLRU3_612,
+    NUMA12_ARM64,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -900,6 +906,41 @@ def figures_numa6_arm64():
 KSM_NUMA_CASE = "kselftest.mm.ksm_numa.ksm_tests_-N_-m_1.KSM_NUMA_merging"
 
 
+def figures_numa12_arm64():
+    """arm64's ksm_numa again, twelve boots a kernel side by side: the
+    run's shape, -N -m 1's k of n on each kernel and its p, no search
+    (no new failure), and both runs' failures pooled per run."""
+    cases = compare.compare(
+        runs_of(NUMA12_ARM64, "up"), runs_of(NUMA12_ARM64, "next")
+    )
+    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    assert case.verdict != compare.NEW
+    assert not list((RUNS / NUMA12_ARM64).glob("mmci-first-bad-*"))
+    (before,) = [
+        c
+        for c in compare.compare(
+            runs_of(NUMA6_ARM64, "up"), runs_of(NUMA6_ARM64, "next")
+        )
+        if c.path == KSM_NUMA_CASE
+    ]
+    shape = [
+        f
+        for f in figures_k_of_n(NUMA12_ARM64)
+        if f.startswith(("run folder", "boots of"))
+    ]
+    return (
+        shape
+        + mask_figure(NUMA12_ARM64)
+        + [
+            f"failed {case.up.k} of {case.up.n} on `up` and {case.next.k} "
+            f"of {case.next.n} on `next`, Fisher's one-sided p {case.p:.2f}",
+            f"({case.up.k + case.next.k} of {case.up.n + case.next.n} here "
+            f"against {before.up.k + before.next.k} of "
+            f"{before.up.n + before.next.n}",
+        ]
+    )
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
@@ -1526,6 +1567,17 @@ FIGURES = {
             + mask_figure(ARM64_MGLRU4)
             + allowed_figures(ARM64_MGLRU4)
         ),
+        ARM64_MGLRU5: lambda: (
+            figures_in_seconds(ARM64_MGLRU5)
+            + mask_figure(ARM64_MGLRU5)
+            + allowed_figures(ARM64_MGLRU5)
+        ),
+        MGLRU3_612: lambda: (
+            figures_in_seconds(MGLRU3_612, "base", "next")
+            + mask_figure(MGLRU3_612, "base", "next")
+            + allowed_figures(MGLRU3_612, "base", "next")
+        ),
+        NUMA12_ARM64: figures_numa12_arm64,
         MGLRU2_612: lambda: (
             figures_in_seconds(MGLRU2_612, "base", "next")
             + mask_figure(MGLRU2_612, "base", "next")
