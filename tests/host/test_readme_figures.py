@@ -934,11 +934,33 @@ def figures_numa12_arm64():
         + [
             f"failed {case.up.k} of {case.up.n} on `up` and {case.next.k} "
             f"of {case.next.n} on `next`, Fisher's one-sided p {case.p:.2f}",
-            f"({case.up.k + case.next.k} of {case.up.n + case.next.n} here "
-            f"against {before.up.k + before.next.k} of "
-            f"{before.up.n + before.next.n}",
+            f"({case.up.k + case.next.k} of {case.up.n + case.next.n} here, "
+            f"{before.up.k + before.next.k} of "
+            f"{before.up.n + before.next.n} in",
+        ]
+        + [
+            f"{word} {fails} {'failure' if fails == 1 else 'failures'} in "
+            f"{boots}"
+            for word, rounds in (
+                ("had", range(1, 5)),
+                ("minute,", range(5, 13)),
+            )
+            for fails, boots in [_failed_in_rounds(NUMA12_ARM64, rounds)]
         ]
     )
+
+
+def _failed_in_rounds(run, rounds):
+    """-N -m 1's failures and boots over both kernels in those rounds."""
+    statuses = [
+        t.status
+        for k in ("up", "next")
+        for i, rows in enumerate(runs_of(run, k), start=1)
+        if i in rounds
+        for t in rows
+        if t.path == KSM_NUMA_CASE
+    ]
+    return sum(s is not TestStatus.PASS for s in statuses), len(statuses)
 
 
 def mmci_broken_figures():
@@ -1223,6 +1245,16 @@ def figures_in_seconds(run, ref="up", other="next"):
         f"`{other}` {whole(seconds[other])} s",
         *figures_up_next(run, ref, other)[2:],
     ]
+
+
+def longest_boot(run, kernel):
+    """The longest boot of ``kernel`` in ``run``, in seconds."""
+    return max(
+        t.duration_s
+        for rows in runs_of(run, kernel)
+        for t in rows
+        if t.path.count(".") == 2
+    )
 
 
 def figures_k_of_n(run, ref="up", other="next"):
@@ -1574,6 +1606,7 @@ FIGURES = {
         ),
         MGLRU3_612: lambda: (
             figures_in_seconds(MGLRU3_612, "base", "next")
+            + [f"({whole(longest_boot(MGLRU3_612, 'next'))} s on `next`)"]
             + mask_figure(MGLRU3_612, "base", "next")
             + allowed_figures(MGLRU3_612, "base", "next")
         ),

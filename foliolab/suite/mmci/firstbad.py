@@ -13,9 +13,9 @@ prefix is bad when any of the new failures is a new failure there too.
 
 The search is a bisection over prefixes 0..N of the N-patch series.
 Prefix N, the whole series, is booted first beside the reference: when
-the new failures do not come again there, nothing is searched (the
-run's finding did not hold; a bisection of steps all good would name
-the last patch). Prefix 0 is the source. When
+none of the cases is a new failure again there, nothing is searched
+(the run's finding did not hold; a bisection of steps all good would
+name the last patch). Prefix 0 is the source. When
 the reference is that source itself, prefix 0 is good by the comparison
 already made; otherwise it is run first, and a bad prefix 0 says the
 failure is the source's against the reference, not the series'. A
@@ -174,8 +174,8 @@ def locate(
         return bad
 
     # the whole series first, beside the reference of the same hours: a
-    # new failure of the run that does not come again is not bisected (a
-    # search with no bad step would name the last patch)
+    # new failure of the run that is not new again there is not bisected
+    # (a search with no bad step would name the last patch)
     if not probe(n):
         return FirstBad(
             spec.name,
