@@ -81,12 +81,16 @@ class Step:
     # recorded before the reference was booted again at each step)
     reference: dict[str, str] = field(default_factory=dict)
 
-    def line(self) -> str:
-        counts = ", ".join(
-            f"{p} {t}"
-            + (f" against {self.reference[p]}" if p in self.reference else "")
-            for p, t in self.tallies.items()
+    def told(self, path: str) -> str:
+        """``path``'s k/n here, and the reference's beside it where the
+        step has it ("" for a path not searched)."""
+        there = self.reference.get(path)
+        return self.tallies.get(path, "") + (
+            f" against {there}" if there is not None else ""
         )
+
+    def line(self) -> str:
+        counts = ", ".join(f"{p} {self.told(p)}" for p in self.tallies)
         what = self.patch or "the source alone"
         return (
             f"  prefix {self.prefix:>2} ({what}): "
@@ -257,13 +261,7 @@ def outcomes(found: FirstBad) -> list[TestOutcome]:
             else "",
             "patch": found.patch,
             "steps": "; ".join(
-                f"{s.prefix}:{'bad' if s.bad else 'good'}"
-                f" {s.tallies.get(path, '')}"
-                + (
-                    f" against {s.reference[path]}"
-                    if path in s.reference
-                    else ""
-                )
+                f"{s.prefix}:{'bad' if s.bad else 'good'} {s.told(path)}"
                 for s in found.steps
             ),
         }

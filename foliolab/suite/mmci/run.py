@@ -4,9 +4,9 @@ For each kernel: its tree (the spec's, a series applied as any command
 applies it), the host tests of that tree built and run on the host, and
 the wrappers it has (those chosen), each on its own boot of the kernel
 built with the mm CI's options (guest.py), all ``repeat`` times, the
-kernels' boots side by side (_side_by_side). The
-first kernel is the reference (``up``); every other is compared with it
-case by case, k of n (compare.py). Written to OUT: outcomes.json (every
+kernels' boots side by side (_side_by_side). The first kernel is the
+reference (``up``); every other is compared with it case by case, k of
+n (compare.py). Written to OUT: outcomes.json (every
 run's rows, then the comparison's), mmci-summary.txt and .json, and each
 program's and wrapper's log under ``KERNEL/``.
 """
@@ -535,9 +535,9 @@ def _side_by_side(
     side: run i is the host tests of each kernel, then each wrapper
     booted on each kernel that has it, the kernels in the order given in
     runs 1, 3, ... and reversed in runs 2, 4, ... (ABBA: boot_order(),
-    as the workloads' rounds are). A case whose rate drifts over the hours of a
-    run (the host's load, a clock, a long-lived file) then falls on
-    every kernel alike, not on the one booted later. Each run's rows,
+    as the workloads' rounds are). A case whose rate drifts over the
+    hours of a run (the host's load, a clock, a long-lived file) then
+    falls on every kernel alike, not on the one booted later. Each run's rows,
     by kernel, each given to ``sofar`` too as they come (None: a probe
     of a first-bad search, whose kernels are not the run's); a unit
     ``sofar`` kept from a stopped run is not run again. Every kernel a
@@ -635,10 +635,9 @@ def _prefix_runner(
     """How firstbad runs a prefix of the series: what the new failures
     are in (its host tests when one is a host test's, the wrappers they
     are in), each ``req.repeat`` times, side by side with the reference
-    running the same again (its logs in REF-beside-PREFIX/, PREFIX
-    a KERNEL+pN): the prefix
-    is judged against the reference's runs of the same hours, not
-    against runs made hours before."""
+    running the same again (its logs in REF-beside-PREFIX/, PREFIX a
+    KERNEL+pN): the prefix is judged against the reference's runs of
+    the same hours, not against runs made hours before."""
 
     def run_prefix(
         spec: specs.KernelSpec, paths: list[str]
