@@ -879,14 +879,18 @@ def figures_ksm_u_pooled():
     ]
 
 
+def ksm_numa_case(run):
+    """-N -m 1's comparison in ``run``, up against next."""
+    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
+    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    return case
+
+
 def figures_numa6_arm64():
     """arm64's ksm_numa, six boots a kernel: -N -m 1's k of n on each,
     the p that made it new, and each prefix the search tried with its k
     of n, and the patch it named."""
-    cases = compare.compare(
-        runs_of(NUMA6_ARM64, "up"), runs_of(NUMA6_ARM64, "next")
-    )
-    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    case = ksm_numa_case(NUMA6_ARM64)
     found = json.loads(
         (RUNS / NUMA6_ARM64 / "mmci-first-bad-next.json").read_text()
     )
@@ -910,19 +914,10 @@ def figures_numa12_arm64():
     """arm64's ksm_numa again, twelve boots a kernel side by side: the
     run's shape, -N -m 1's k of n on each kernel and its p, no search
     (no new failure), and both runs' failures pooled per run."""
-    cases = compare.compare(
-        runs_of(NUMA12_ARM64, "up"), runs_of(NUMA12_ARM64, "next")
-    )
-    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    case = ksm_numa_case(NUMA12_ARM64)
     assert case.verdict != compare.NEW
     assert not list((RUNS / NUMA12_ARM64).glob("mmci-first-bad-*"))
-    (before,) = [
-        c
-        for c in compare.compare(
-            runs_of(NUMA6_ARM64, "up"), runs_of(NUMA6_ARM64, "next")
-        )
-        if c.path == KSM_NUMA_CASE
-    ]
+    before = ksm_numa_case(NUMA6_ARM64)
     shape = [
         f
         for f in figures_k_of_n(NUMA12_ARM64)
@@ -939,28 +934,23 @@ def figures_numa12_arm64():
             f"{before.up.n + before.next.n} in",
         ]
         + [
-            f"{word} {fails} {'failure' if fails == 1 else 'failures'} in "
-            f"{boots}"
-            for word, rounds in (
-                ("had", range(1, 5)),
-                ("minute,", range(5, 13)),
-            )
-            for fails, boots in [_failed_in_rounds(NUMA12_ARM64, rounds)]
+            f"{word} {t.k} {'failure' if t.k == 1 else 'failures'} in {t.n}"
+            for word, first, last in (("had", 1, 4), ("minute,", 5, 12))
+            # -N -m 1 over both kernels' rounds first..last
+            for t in [
+                compare.tally(
+                    KSM_NUMA_CASE,
+                    [
+                        r
+                        for k in ("up", "next")
+                        for r in compare.by_path(
+                            runs_of(NUMA12_ARM64, k)[first - 1 : last]
+                        )
+                    ],
+                )
+            ]
         ]
     )
-
-
-def _failed_in_rounds(run, rounds):
-    """-N -m 1's failures and boots over both kernels in those rounds."""
-    statuses = [
-        t.status
-        for k in ("up", "next")
-        for i, rows in enumerate(runs_of(run, k), start=1)
-        if i in rounds
-        for t in rows
-        if t.path == KSM_NUMA_CASE
-    ]
-    return sum(s is not TestStatus.PASS for s in statuses), len(statuses)
 
 
 def mmci_broken_figures():
@@ -1247,14 +1237,14 @@ def figures_in_seconds(run, ref="up", other="next"):
     ]
 
 
-def longest_boot(run, kernel):
-    """The longest boot of ``kernel`` in ``run``, in seconds."""
-    return max(
+def boot_seconds(run, kernel):
+    """Each boot of ``kernel`` in ``run``: its wrapper row's seconds."""
+    return [
         t.duration_s
         for rows in runs_of(run, kernel)
         for t in rows
         if t.path.count(".") == 2
-    )
+    ]
 
 
 def figures_k_of_n(run, ref="up", other="next"):
@@ -1263,13 +1253,7 @@ def figures_k_of_n(run, ref="up", other="next"):
     the totals, the table and the failing cases with their k of n, and
     the shortest and longest boot."""
     cases = compare.compare(runs_of(run, ref), runs_of(run, other))
-    boots = sorted(
-        t.duration_s
-        for k in (ref, other)
-        for rows in runs_of(run, k)
-        for t in rows
-        if t.path.count(".") == 2
-    )
+    boots = sorted(boot_seconds(run, ref) + boot_seconds(run, other))
     return [
         f"run folder `{run}`",
         f"boots of {whole(boots[0])} to {whole(boots[-1])} s",
@@ -1585,10 +1569,7 @@ FIGURES = {
             + [
                 f"gave {c.up.k} of {c.up.n} on `up` and {c.next.k} of "
                 f"{c.next.n} on `next`"
-                for c in compare.compare(
-                    runs_of(NUMA6_73, "up"), runs_of(NUMA6_73, "next")
-                )
-                if c.path == KSM_NUMA_CASE
+                for c in [ksm_numa_case(NUMA6_73)]
             ]
         ),
         ARM64_MGLRU3: lambda: (
@@ -1606,7 +1587,7 @@ FIGURES = {
         ),
         MGLRU3_612: lambda: (
             figures_in_seconds(MGLRU3_612, "base", "next")
-            + [f"({whole(longest_boot(MGLRU3_612, 'next'))} s on `next`)"]
+            + [f"({whole(max(boot_seconds(MGLRU3_612, 'next')))} s on `next`)"]
             + mask_figure(MGLRU3_612, "base", "next")
             + allowed_figures(MGLRU3_612, "base", "next")
         ),
