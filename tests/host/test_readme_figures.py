@@ -64,6 +64,8 @@ COW_MGLRU_73 = "mmci-mglru-cow-73"  # cow, MGLRU on
 ARM64_MGLRU5 = "mmci-arm64-mglru-d"  # arm64's last five wrappers, MGLRU on
 MGLRU3_612 = "mmci612-mglru-last4"  # 6.12.117's last four categories, MGLRU on
 NUMA12_ARM64 = "mmci-arm64-numa12"  # ksm_numa, twelve boots side by side
+ARM64_612 = "mmci612-arm64-1"  # 6.12.117 on arm64: the 18 categories
+ARM64_SLOW_612 = "mmci612-arm64-slow"  # and the five slow ones
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -85,6 +87,8 @@ LISTS_ALLOWED = {
     ARM64_MGLRU5,
     MGLRU3_612,
     NUMA12_ARM64,
+    ARM64_612,
+    ARM64_SLOW_612,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1120,11 +1124,50 @@ AGAIN_612 = {
 }
 
 
+def figures_612_arm64(run):
+    """6.12.117's categories on arm64, a boot each on each kernel: as
+    figures_in_seconds, and the allowed failures, the steady ones said
+    with the run's name and other words than other runs' (two runs'
+    counts stand in one sentence, and a changed digit must not make
+    another run's figure)."""
+    *some, steady = allowed_figures(run, "base", "next")
+    n = steady.split()[0]
+    return [
+        *figures_in_seconds(run, "base", "next"),
+        *some,
+        f"in `{run}`, {n} in every boot of both kernels",
+    ]
+
+
+# 6.12.117's categories on arm64 booted again on base in a guest changed
+# on purpose: each row keeps the arguments added (kernel_args_added)
+ARM64_AGAIN_612 = {
+    "mmci612-arm64-hmm-nothp": "transparent_hugepage=never",
+    "mmci612-arm64-mig-hp64": "hugepages=64",
+    "mmci612-arm64-secret-rodata": "rodata=full",
+    "mmci612-arm64-htlb-hp64": "hugepages=64",
+}
+
+
+def figures_612_arm64_again(run):
+    """As figures_612_again, on arm64, every boot with the arguments
+    README gives."""
+    (rows,) = one_round(run, "base")
+    assert {
+        t.misc.get("kernel_args_added") for t in rows if t.path.count(".") == 2
+    } == {ARM64_AGAIN_612[run]}
+    return [
+        f"`--append {ARM64_AGAIN_612[run]}`: `{run}`",
+        *figures_612_again(run),
+    ]
+
+
 def figures_612_again(run):
     """One kernel, one boot a category: the run's totals, each category's
     boot time, and each of its programs' status."""
-    (rows,) = one_round(run, AGAIN_612[run])
-    (s,) = compare.summary(compare.compare([rows], []), AGAIN_612[run], None)
+    kernel = AGAIN_612.get(run, "base")
+    (rows,) = one_round(run, kernel)
+    (s,) = compare.summary(compare.compare([rows], []), kernel, None)
     boots = [
         f"`{w.path.rsplit('.', 1)[1]}` {w.status.value}, "
         f"{whole(w.duration_s)} s"
@@ -1144,6 +1187,11 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
         assert compare.summary_text(cases, kernel, None) == printed
+    for run, args in ARM64_AGAIN_612.items():
+        cases = compare.compare(one_round(run, "base"), [])
+        printed = (RUNS / run / "mmci-summary.txt").read_text()
+        heading = mmci.changed_guest(tuple(args.split()))
+        assert heading + compare.summary_text(cases, "base", None) == printed
 
 
 def wrapper_seconds(run, kernel):
@@ -1647,6 +1695,14 @@ FIGURES = {
         ARM64_COW2: functools.partial(figures_k_of_n, ARM64_COW2),
         **{
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
+        },
+        **{
+            run: functools.partial(figures_612_arm64, run)
+            for run in (ARM64_612, ARM64_SLOW_612)
+        },
+        **{
+            run: functools.partial(figures_612_arm64_again, run)
+            for run in ARM64_AGAIN_612
         },
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
