@@ -987,6 +987,46 @@ def mmci_broken_figures():
     return out
 
 
+BROKEN2 = "mmci-broken-r2"  # the same with the search of 1fe94e9
+
+
+def mmci_broken2_figures():
+    """The broken series again, with the search that boots the whole
+    series first and each prefix beside the reference: as
+    mmci_broken_figures, each step with the reference's k of n booted
+    beside it, in the order the search took them (the whole series,
+    then halves)."""
+    cases = compare.compare(runs_of(BROKEN2, "up"), runs_of(BROKEN2, "broken"))
+    new = [c for c in cases if c.verdict == compare.NEW]
+    (wrapper,) = [c for c in cases if c.path == "kselftest.mm.soft_dirty"]
+    (p,) = {f"{c.p:.2f}" for c in new}
+    found = json.loads(
+        (RUNS / BROKEN2 / "mmci-first-bad-broken.json").read_text()
+    )
+    assert sorted(found["cases"]) == sorted(c.path for c in new)
+    steps = {s["prefix"]: s for s in found["steps"]}
+    # the whole series first, as the log shows; then 2, then 3
+    assert sorted(steps) == [2, 3, 5]
+    out = [
+        f"run folder `{BROKEN2}`",
+        f"`soft_dirty` failed in {wrapper.next.k} of {wrapper.next.n} boots "
+        f"on `broken`, {wrapper.up.k} of {wrapper.up.n} on `up`",
+        f"{len(new)} new failures (the wrapper, its program and "
+        f"{len(new) - 2} of its cases), each with Fisher's one-sided p {p}",
+    ]
+    for prefix in (5, 2, 3):
+        step = steps[prefix]
+        k, n = step["tallies"][wrapper.path].split("/")
+        rk, rn = step["reference"][wrapper.path].split("/")
+        verdict = "bad" if step["bad"] else "good"
+        out.append(
+            f"prefix {prefix} (`{step['patch']}`): {verdict}, {k} of {n} "
+            f"against `up`'s {rk} of {rn}"
+        )
+    out.append(f"first bad: patch {found['first_bad']}, `{found['patch']}`.")
+    return out
+
+
 NEXT = "mmci-next1"
 
 
@@ -1676,6 +1716,7 @@ FIGURES = {
         "results-73-r2-count-b": figures_73_r2_count_b,
         MMCI: mmci_figures,
         BROKEN: mmci_broken_figures,
+        BROKEN2: mmci_broken2_figures,
         NEXT: mmci_next_figures,
         THP: mmci_thp_figures,
         MMCI_612: figures_mmci_612,
@@ -1776,7 +1817,8 @@ def test_the_mmci_record_is_the_runs_own_summary():
 
 
 @pytest.mark.parametrize(
-    ("run", "kernel"), [(NEXT, "next"), (BROKEN, "broken")]
+    ("run", "kernel"),
+    [(NEXT, "next"), (BROKEN, "broken"), (BROKEN2, "broken")],
 )
 def test_an_mmci_comparison_quoted_is_the_runs_own_summary(run, kernel):
     """README's figures of a two-kernel run are computed again from the
