@@ -1210,6 +1210,25 @@ def figures_612_arm64(run):
     ]
 
 
+CFG_ARM64_612 = (
+    "mmci612-arm64-cfg"  # arm64's mm CI kernel with BTI, rodata full
+)
+
+
+def figures_612_arm64_cfg():
+    """memfd_secret and mdwe on 6.12.117's base, arm64, its mm CI kernel
+    asking for RODATA_FULL_DEFAULT_ENABLED and ARM64_BTI: the totals,
+    each category's status and seconds, and mdwe's BTI cases."""
+    (rows,) = one_round(CFG_ARM64_612, "base")
+    bti = [t for t in rows if t.path.endswith("_arm64_BTI")]
+    statuses = {t.status.value for t in bti}
+    (status,) = statuses
+    return [
+        *figures_612_again(CFG_ARM64_612),
+        f"its {len(bti)} BTI cases {status}",
+    ]
+
+
 # 6.12.117's categories on arm64 booted again on base in a guest changed
 # on purpose: each row keeps the arguments added (kernel_args_added)
 ARM64_AGAIN_612 = {
@@ -1258,6 +1277,9 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
         assert compare.summary_text(cases, kernel, None) == printed
+    cases = compare.compare(one_round(CFG_ARM64_612, "base"), [])
+    printed = (RUNS / CFG_ARM64_612 / "mmci-summary.txt").read_text()
+    assert compare.summary_text(cases, "base", None) == printed
     for run, args in ARM64_AGAIN_612.items():
         cases = compare.compare(one_round(run, "base"), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1776,6 +1798,7 @@ FIGURES = {
             run: functools.partial(figures_612_arm64_again, run)
             for run in ARM64_AGAIN_612
         },
+        CFG_ARM64_612: figures_612_arm64_cfg,
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
