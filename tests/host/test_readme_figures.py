@@ -66,6 +66,9 @@ MGLRU3_612 = "mmci612-mglru-last4"  # 6.12.117's last four categories, MGLRU on
 NUMA12_ARM64 = "mmci-arm64-numa12"  # ksm_numa, twelve boots side by side
 ARM64_612 = "mmci612-arm64-1"  # 6.12.117 on arm64: the 18 categories
 ARM64_SLOW_612 = "mmci612-arm64-slow"  # and the five slow ones
+ARM64_MGLRU_612 = "mmci612-arm64-mglru"  # the 18 again, MGLRU on
+ARM64_MGLRU_SLOW_612 = "mmci612-arm64-mglru-slow"  # the five, MGLRU on
+NUMA12_ARM64_612 = "mmci612-arm64-numa12"  # ksm_numa twelve times, MGLRU on
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -89,6 +92,9 @@ LISTS_ALLOWED = {
     NUMA12_ARM64,
     ARM64_612,
     ARM64_SLOW_612,
+    ARM64_MGLRU_612,
+    ARM64_MGLRU_SLOW_612,
+    NUMA12_ARM64_612,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -890,6 +896,24 @@ def ksm_numa_case(run):
     return case
 
 
+def figures_numa12_arm64_612():
+    """6.12.117's ksm_numa on arm64, twelve boots a kernel side by side,
+    MGLRU on: -N -m 1's k of n on each kernel and its p, no search."""
+    cases = compare.compare(
+        runs_of(NUMA12_ARM64_612, "base"), runs_of(NUMA12_ARM64_612, "next")
+    )
+    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    assert case.verdict != compare.NEW
+    assert not list((RUNS / NUMA12_ARM64_612).glob("mmci-first-bad-*"))
+    return [
+        f"run folder `{NUMA12_ARM64_612}`",
+        *mask_figure(NUMA12_ARM64_612, "base", "next"),
+        f"`-N -m 1` failed {case.up.k} of {case.up.n} on `base` and "
+        f"{case.next.k} of {case.next.n} on `next`, Fisher's one-sided p "
+        f"{case.p:.2f}",
+    ]
+
+
 def figures_numa6_arm64():
     """arm64's ksm_numa, six boots a kernel: -N -m 1's k of n on each,
     the p that made it new, and each prefix the search tried with its k
@@ -1203,28 +1227,43 @@ def figures_612_arm64(run):
     another run's figure)."""
     *some, steady = allowed_figures(run, "base", "next")
     n = steady.split()[0]
+    # the boots and the longest as one figure: the four runs' longest
+    # boots differ in a digit (thp 249 and 259 s)
+    folder, boots, longest, *rest = figures_in_seconds(run, "base", "next")
     return [
-        *figures_in_seconds(run, "base", "next"),
+        folder,
+        f"{boots}, {longest}",
+        *rest,
         *some,
         f"in `{run}`, {n} in every boot of both kernels",
     ]
 
 
-CFG_ARM64_612 = (
-    "mmci612-arm64-cfg"  # arm64's mm CI kernel with BTI, rodata full
-)
+# arm64's mm CI kernel with BTI and rodata full (1cca644): memfd_secret
+# and mdwe on 6.12.117's base and on 7.3.4
+CFG_ARM64 = {"mmci612-arm64-cfg": "base", "mmci-arm64-cfg73": "up"}
 
 
-def figures_612_arm64_cfg():
-    """memfd_secret and mdwe on 6.12.117's base, arm64, its mm CI kernel
-    asking for RODATA_FULL_DEFAULT_ENABLED and ARM64_BTI: the totals,
-    each category's status and seconds, and mdwe's BTI cases."""
-    (rows,) = one_round(CFG_ARM64_612, "base")
+def figures_arm64_cfg(run):
+    """The totals, each wrapper's status and seconds, and mdwe's BTI
+    cases."""
+    kernel = CFG_ARM64[run]
+    (rows,) = one_round(run, kernel)
+    (s,) = compare.summary(compare.compare([rows], []), kernel, None)
+    boots = [
+        f"`{w.path.rsplit('.', 1)[1]}` {w.status.value}, "
+        f"{whole(w.duration_s)} s"
+        for w in rows
+        if w.path.count(".") == 2
+    ]
     bti = [t for t in rows if t.path.endswith("_arm64_BTI")]
-    statuses = {t.status.value for t in bti}
-    (status,) = statuses
+    (status,) = {t.status.value for t in bti}
+    # the run's name in the figure: the two runs differ in a digit
     return [
-        *figures_612_again(CFG_ARM64_612),
+        f"`{run}`: "
+        + "; ".join(
+            [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
+        ),
         f"its {len(bti)} BTI cases {status}",
     ]
 
@@ -1277,9 +1316,10 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
         assert compare.summary_text(cases, kernel, None) == printed
-    cases = compare.compare(one_round(CFG_ARM64_612, "base"), [])
-    printed = (RUNS / CFG_ARM64_612 / "mmci-summary.txt").read_text()
-    assert compare.summary_text(cases, "base", None) == printed
+    for run, kernel in CFG_ARM64.items():
+        cases = compare.compare(one_round(run, kernel), [])
+        printed = (RUNS / run / "mmci-summary.txt").read_text()
+        assert compare.summary_text(cases, kernel, None) == printed
     for run, args in ARM64_AGAIN_612.items():
         cases = compare.compare(one_round(run, "base"), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1737,6 +1777,7 @@ FIGURES = {
             + allowed_figures(MGLRU3_612, "base", "next")
         ),
         NUMA12_ARM64: figures_numa12_arm64,
+        NUMA12_ARM64_612: figures_numa12_arm64_612,
         MGLRU2_612: lambda: (
             figures_in_seconds(MGLRU2_612, "base", "next")
             + mask_figure(MGLRU2_612, "base", "next")
@@ -1795,10 +1836,18 @@ FIGURES = {
             for run in (ARM64_612, ARM64_SLOW_612)
         },
         **{
+            run: lambda run=run: (
+                figures_612_arm64(run) + mask_figure(run, "base", "next")
+            )
+            for run in (ARM64_MGLRU_612, ARM64_MGLRU_SLOW_612)
+        },
+        **{
             run: functools.partial(figures_612_arm64_again, run)
             for run in ARM64_AGAIN_612
         },
-        CFG_ARM64_612: figures_612_arm64_cfg,
+        **{
+            run: functools.partial(figures_arm64_cfg, run) for run in CFG_ARM64
+        },
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
@@ -1922,3 +1971,14 @@ def test_half_up_rounds_a_half_up():
         "10",
     ]
     assert str(half_up(48.53, 1)) == "48.5"
+
+
+def test_arm64_612_categories_with_mglru_on_are_as_with_it_off():
+    """README says each category's row, and each failure, of 6.12.117's
+    18 categories on arm64 with MGLRU on is what it was with MGLRU off."""
+
+    def told(run):
+        cases = compare.compare(runs_of(run, "base"), runs_of(run, "next"))
+        return pair_figures(cases, "base", "next")
+
+    assert told(ARM64_MGLRU_612) == told(ARM64_612)
