@@ -1268,6 +1268,33 @@ def figures_arm64_cfg(run):
     ]
 
 
+AFDBM_ARM64_612 = "mmci612-arm64-afdbm"  # base with ARM64_HW_AFDBM, MGLRU on
+
+
+def figures_612_arm64_afdbm():
+    """Three categories on 6.12.117's base, arm64, its mm CI kernel with
+    the hardware access flag, MGLRU on: the totals, each category's
+    status and seconds, and lru_gen's mask in every boot."""
+    (rows,) = one_round(AFDBM_ARM64_612, "base")
+    (s,) = compare.summary(compare.compare([rows], []), "base", None)
+    boots = [
+        f"`{w.path.rsplit('.', 1)[1]}` {w.status.value}, "
+        f"{whole(w.duration_s)} s"
+        for w in rows
+        if w.path.count(".") == 2
+    ]
+    (mask,) = {
+        w.misc.get("lru_gen_enabled") for w in rows if w.path.count(".") == 2
+    }
+    return [
+        f"`{AFDBM_ARM64_612}`: "
+        + "; ".join(
+            [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
+        ),
+        f"lru_gen's mask {mask} in all {len(boots)} boots",
+    ]
+
+
 # 6.12.117's categories on arm64 booted again on base in a guest changed
 # on purpose: each row keeps the arguments added (kernel_args_added)
 ARM64_AGAIN_612 = {
@@ -1316,6 +1343,10 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
         assert compare.summary_text(cases, kernel, None) == printed
+    cases = compare.compare(one_round(AFDBM_ARM64_612, "base"), [])
+    printed = (RUNS / AFDBM_ARM64_612 / "mmci-summary.txt").read_text()
+    heading = mmci.changed_guest((), mglru=True)
+    assert heading + compare.summary_text(cases, "base", None) == printed
     for run, kernel in CFG_ARM64.items():
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
@@ -1848,6 +1879,7 @@ FIGURES = {
         **{
             run: functools.partial(figures_arm64_cfg, run) for run in CFG_ARM64
         },
+        AFDBM_ARM64_612: figures_612_arm64_afdbm,
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
