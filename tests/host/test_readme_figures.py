@@ -1235,7 +1235,7 @@ def figures_612_arm64(run):
         f"{boots}, {longest}",
         *rest,
         *some,
-        f"in `{run}`, {n} in every boot of both kernels",
+        f"in `{run}`, {n} in every run of both kernels",
     ]
 
 
