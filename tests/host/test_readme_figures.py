@@ -69,6 +69,7 @@ ARM64_SLOW_612 = "mmci612-arm64-slow"  # and the five slow ones
 ARM64_MGLRU_612 = "mmci612-arm64-mglru"  # the 18 again, MGLRU on
 ARM64_MGLRU_SLOW_612 = "mmci612-arm64-mglru-slow"  # the five, MGLRU on
 NUMA12_ARM64_612 = "mmci612-arm64-numa12"  # ksm_numa twelve times, MGLRU on
+WALK_ARM64_612 = "mmci612-arm64-walk"  # eight categories, the walk on
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -95,6 +96,7 @@ LISTS_ALLOWED = {
     ARM64_MGLRU_612,
     ARM64_MGLRU_SLOW_612,
     NUMA12_ARM64_612,
+    WALK_ARM64_612,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1880,6 +1882,10 @@ FIGURES = {
             run: functools.partial(figures_arm64_cfg, run) for run in CFG_ARM64
         },
         AFDBM_ARM64_612: figures_612_arm64_afdbm,
+        WALK_ARM64_612: lambda: (
+            figures_612_arm64(WALK_ARM64_612)
+            + mask_figure(WALK_ARM64_612, "base", "next")
+        ),
         GENERAL_612: figures_612_general,
         USEMEM_612: figures_612_usemem,
         RELEASES: figures_612_73,
@@ -2014,3 +2020,18 @@ def test_arm64_612_categories_with_mglru_on_are_as_with_it_off():
         return pair_figures(cases, "base", "next")
 
     assert told(ARM64_MGLRU_612) == told(ARM64_612)
+
+
+def test_arm64_612_categories_with_the_walk_are_as_without_it():
+    """README says each category's row of 6.12.117 on arm64 with MGLRU's
+    page-table walk on (ARM64_HW_AFDBM) is its row with the walk off."""
+
+    def rows(run):
+        cases = compare.compare(runs_of(run, "base"), runs_of(run, "next"))
+        return {
+            f
+            for f in pair_figures(cases, "base", "next")
+            if f.startswith("| ") and not f.startswith(("| base", "| next"))
+        }
+
+    assert rows(WALK_ARM64_612) <= rows(ARM64_MGLRU_612)
