@@ -983,25 +983,36 @@ def figures_numa12_arm64():
     )
 
 
+def broken_run(run):
+    """A broken-series run's soft_dirty comparison, the search's own
+    record, and the figures both runs give alike: the run folder, the
+    wrapper's k of n on each kernel, the new failures and their p."""
+    cases = compare.compare(runs_of(run, "up"), runs_of(run, "broken"))
+    new = [c for c in cases if c.verdict == compare.NEW]
+    (wrapper,) = [c for c in cases if c.path == "kselftest.mm.soft_dirty"]
+    (p,) = {f"{c.p:.2f}" for c in new}
+    found = json.loads((RUNS / run / "mmci-first-bad-broken.json").read_text())
+    assert sorted(found["cases"]) == sorted(c.path for c in new)
+    return (
+        wrapper,
+        found,
+        [
+            f"run folder `{run}`",
+            f"`soft_dirty` failed in {wrapper.next.k} of {wrapper.next.n} "
+            f"boots on `broken`, {wrapper.up.k} of {wrapper.up.n} on `up`",
+            f"{len(new)} new failures (the wrapper, its program and "
+            f"{len(new) - 2} of its cases), each with Fisher's one-sided p "
+            f"{p}",
+        ],
+    )
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
     patch named, from the kept outcomes and the search's own record."""
-    cases = compare.compare(runs_of(BROKEN, "up"), runs_of(BROKEN, "broken"))
-    new = [c for c in cases if c.verdict == compare.NEW]
-    (wrapper,) = [c for c in cases if c.path == "kselftest.mm.soft_dirty"]
-    (p,) = {f"{c.p:.2f}" for c in new}
-    found = json.loads(
-        (RUNS / BROKEN / "mmci-first-bad-broken.json").read_text()
-    )
-    assert sorted(found["cases"]) == sorted(c.path for c in new)
-    out = [
-        f"run folder `{BROKEN}`",
-        f"`soft_dirty` failed in {wrapper.next.k} of {wrapper.next.n} boots "
-        f"on `broken`, {wrapper.up.k} of {wrapper.up.n} on `up`.",
-        f"{len(new)} new failures (the wrapper, its program and "
-        f"{len(new) - 2} of its cases), each with Fisher's one-sided p {p}",
-    ]
+    wrapper, found, head = broken_run(BROKEN)
+    out = [*head[:1], head[1] + ".", *head[2:]]
     for step in found["steps"]:
         k, n = step["tallies"][wrapper.path].split("/")
         verdict = "bad" if step["bad"] else "good"
@@ -1049,22 +1060,8 @@ def mmci_broken2_figures():
     mmci_broken_figures, each step with the reference's k of n booted
     beside it, in the order the search took them (the whole series,
     then halves)."""
-    cases = compare.compare(runs_of(BROKEN2, "up"), runs_of(BROKEN2, "broken"))
-    new = [c for c in cases if c.verdict == compare.NEW]
-    (wrapper,) = [c for c in cases if c.path == "kselftest.mm.soft_dirty"]
-    (p,) = {f"{c.p:.2f}" for c in new}
-    found = json.loads(
-        (RUNS / BROKEN2 / "mmci-first-bad-broken.json").read_text()
-    )
-    assert sorted(found["cases"]) == sorted(c.path for c in new)
+    wrapper, found, out = broken_run(BROKEN2)
     steps = {s["prefix"]: s for s in found["steps"]}
-    out = [
-        f"run folder `{BROKEN2}`",
-        f"`soft_dirty` failed in {wrapper.next.k} of {wrapper.next.n} boots "
-        f"on `broken`, {wrapper.up.k} of {wrapper.up.n} on `up`",
-        f"{len(new)} new failures (the wrapper, its program and "
-        f"{len(new) - 2} of its cases), each with Fisher's one-sided p {p}",
-    ]
     for prefix in broken2_search_order():
         step = steps[prefix]
         k, n = step["tallies"][wrapper.path].split("/")
