@@ -70,6 +70,9 @@ ARM64_MGLRU_612 = "mmci612-arm64-mglru"  # the 18 again, MGLRU on
 ARM64_MGLRU_SLOW_612 = "mmci612-arm64-mglru-slow"  # the five, MGLRU on
 NUMA12_ARM64_612 = "mmci612-arm64-numa12"  # ksm_numa twelve times, MGLRU on
 WALK_ARM64_612 = "mmci612-arm64-walk"  # eight categories, the walk on
+WALK_ARM64_73 = (
+    "mmci-arm64-walk73"  # 7.3.4's seven of mmci-arm64-mglru2, the walk on
+)
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     COW3_612,
@@ -97,6 +100,7 @@ LISTS_ALLOWED = {
     ARM64_MGLRU_SLOW_612,
     NUMA12_ARM64_612,
     WALK_ARM64_612,
+    WALK_ARM64_73,
 }
 
 # Runs README names whose record is not in the repository (not on the
@@ -1879,6 +1883,11 @@ FIGURES = {
             run: functools.partial(figures_arm64_cfg, run) for run in CFG_ARM64
         },
         AFDBM_ARM64_612: figures_612_arm64_afdbm,
+        WALK_ARM64_73: lambda: (
+            figures_in_seconds(WALK_ARM64_73)
+            + mask_figure(WALK_ARM64_73)
+            + [f"in `{WALK_ARM64_73}`: {allowed_figures(WALK_ARM64_73)[-1]}"]
+        ),
         WALK_ARM64_612: lambda: (
             figures_612_arm64(WALK_ARM64_612)
             + mask_figure(WALK_ARM64_612, "base", "next")
