@@ -895,9 +895,9 @@ def figures_ksm_u_pooled():
     ]
 
 
-def ksm_numa_case(run):
-    """-N -m 1's comparison in ``run``, up against next."""
-    cases = compare.compare(runs_of(run, "up"), runs_of(run, "next"))
+def ksm_numa_case(run, ref="up", other="next"):
+    """-N -m 1's comparison in ``run``, ``ref`` against ``other``."""
+    cases = compare.compare(runs_of(run, ref), runs_of(run, other))
     (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
     return case
 
@@ -905,10 +905,7 @@ def ksm_numa_case(run):
 def figures_numa12_arm64_612():
     """6.12.117's ksm_numa on arm64, twelve boots a kernel side by side,
     MGLRU on: -N -m 1's k of n on each kernel and its p, no search."""
-    cases = compare.compare(
-        runs_of(NUMA12_ARM64_612, "base"), runs_of(NUMA12_ARM64_612, "next")
-    )
-    (case,) = [c for c in cases if c.path == KSM_NUMA_CASE]
+    case = ksm_numa_case(NUMA12_ARM64_612, "base", "next")
     assert case.verdict != compare.NEW
     assert not list((RUNS / NUMA12_ARM64_612).glob("mmci-first-bad-*"))
     return [
@@ -1011,33 +1008,46 @@ def broken_run(run):
     )
 
 
+def prefix_figure(step, path, beside):
+    """One step of a search as README gives it: the prefix, its patch,
+    the verdict and ``path``'s k of n (``beside``: and the reference's,
+    booted beside it)."""
+    k, n = step["tallies"][path].split("/")
+    verdict = "bad" if step["bad"] else "good"
+    told = (
+        f"prefix {step['prefix']} (`{step['patch']}`): {verdict}, {k} of {n}"
+    )
+    if beside:
+        rk, rn = step["reference"][path].split("/")
+        told += f" against `up`'s {rk} of {rn}"
+    return told
+
+
+def first_bad_figure(found):
+    return f"first bad: patch {found['first_bad']}, `{found['patch']}`."
+
+
 def mmci_broken_figures():
     """A broken series caught and bisected: the wrapper's k of n on each
     kernel, the new failures and their p, each prefix tried and the
     patch named, from the kept outcomes and the search's own record."""
     wrapper, found, head = broken_run(BROKEN)
-    out = [*head[:1], head[1] + ".", *head[2:]]
-    for step in found["steps"]:
-        k, n = step["tallies"][wrapper.path].split("/")
-        verdict = "bad" if step["bad"] else "good"
-        out.append(
-            f"prefix {step['prefix']} (`{step['patch']}`): {verdict}, "
-            f"{k} of {n}"
-        )
-    out.append(f"first bad: patch {found['first_bad']}, `{found['patch']}`.")
-    return out
+    return [
+        *head[:1],
+        head[1] + ".",
+        *head[2:],
+        *(prefix_figure(s, wrapper.path, False) for s in found["steps"]),
+        first_bad_figure(found),
+    ]
 
 
 BROKEN2 = "mmci-broken-r2"  # the same with the search of 1fe94e9
 
 
-def broken2_search_order():
-    """The prefixes in the order the search booted them, replayed from
-    the kept verdicts as firstbad.locate() takes them: the whole series,
+def search_order(found):
+    """The prefixes in the order a search booted them, replayed from its
+    kept verdicts as firstbad.locate() takes them: the whole series,
     then halves; it must end at the patch the search named."""
-    found = json.loads(
-        (RUNS / BROKEN2 / "mmci-first-bad-broken.json").read_text()
-    )
     bad = {s["prefix"]: s["bad"] for s in found["steps"]}
     n = max(bad)
     order, lo, hi = [n], 0, n
@@ -1050,11 +1060,10 @@ def broken2_search_order():
 
 
 def test_the_broken_search_is_told_in_the_order_it_ran():
+    _, found, _ = broken_run(BROKEN2)
     text = words(README.read_text())
     start = text.index(f"run folder `{BROKEN2}`")
-    places = [
-        text.index(f"prefix {p} (`", start) for p in broken2_search_order()
-    ]
+    places = [text.index(f"prefix {p} (`", start) for p in search_order(found)]
     assert places == sorted(places)
 
 
@@ -1064,19 +1073,16 @@ def mmci_broken2_figures():
     mmci_broken_figures, each step with the reference's k of n booted
     beside it, in the order the search took them (the whole series,
     then halves)."""
-    wrapper, found, out = broken_run(BROKEN2)
+    wrapper, found, head = broken_run(BROKEN2)
     steps = {s["prefix"]: s for s in found["steps"]}
-    for prefix in broken2_search_order():
-        step = steps[prefix]
-        k, n = step["tallies"][wrapper.path].split("/")
-        rk, rn = step["reference"][wrapper.path].split("/")
-        verdict = "bad" if step["bad"] else "good"
-        out.append(
-            f"prefix {prefix} (`{step['patch']}`): {verdict}, {k} of {n} "
-            f"against `up`'s {rk} of {rn}"
-        )
-    out.append(f"first bad: patch {found['first_bad']}, `{found['patch']}`.")
-    return out
+    return [
+        *head,
+        *(
+            prefix_figure(steps[prefix], wrapper.path, True)
+            for prefix in search_order(found)
+        ),
+        first_bad_figure(found),
+    ]
 
 
 NEXT = "mmci-next1"
@@ -1250,25 +1256,11 @@ CFG_ARM64 = {"mmci612-arm64-cfg": "base", "mmci-arm64-cfg73": "up"}
 def figures_arm64_cfg(run):
     """The totals, each wrapper's status and seconds, and mdwe's BTI
     cases."""
-    kernel = CFG_ARM64[run]
-    (rows,) = one_round(run, kernel)
-    (s,) = compare.summary(compare.compare([rows], []), kernel, None)
-    boots = [
-        f"`{w.path.rsplit('.', 1)[1]}` {w.status.value}, "
-        f"{whole(w.duration_s)} s"
-        for w in rows
-        if w.path.count(".") == 2
-    ]
+    rows, totals = one_kernel_totals(run, CFG_ARM64[run])
     bti = [t for t in rows if t.path.endswith("_arm64_BTI")]
     (status,) = {t.status.value for t in bti}
     # the run's name in the figure: the two runs differ in a digit
-    return [
-        f"`{run}`: "
-        + "; ".join(
-            [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
-        ),
-        f"its {len(bti)} BTI cases {status}",
-    ]
+    return [f"`{run}`: {totals}", f"its {len(bti)} BTI cases {status}"]
 
 
 AFDBM_ARM64_612 = "mmci612-arm64-afdbm"  # base with ARM64_HW_AFDBM, MGLRU on
@@ -1278,23 +1270,14 @@ def figures_612_arm64_afdbm():
     """Three categories on 6.12.117's base, arm64, its mm CI kernel with
     the hardware access flag, MGLRU on: the totals, each category's
     status and seconds, and lru_gen's mask in every boot."""
-    (rows,) = one_round(AFDBM_ARM64_612, "base")
-    (s,) = compare.summary(compare.compare([rows], []), "base", None)
-    boots = [
-        f"`{w.path.rsplit('.', 1)[1]}` {w.status.value}, "
-        f"{whole(w.duration_s)} s"
-        for w in rows
-        if w.path.count(".") == 2
-    ]
-    (mask,) = {
+    rows, totals = one_kernel_totals(AFDBM_ARM64_612, "base")
+    masks = [
         w.misc.get("lru_gen_enabled") for w in rows if w.path.count(".") == 2
-    }
+    ]
+    (mask,) = set(masks)
     return [
-        f"`{AFDBM_ARM64_612}`: "
-        + "; ".join(
-            [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
-        ),
-        f"lru_gen's mask {mask} in all {len(boots)} boots",
+        f"`{AFDBM_ARM64_612}`: {totals}",
+        f"lru_gen's mask {mask} in all {len(masks)} boots",
     ]
 
 
@@ -1321,10 +1304,9 @@ def figures_612_arm64_again(run):
     ]
 
 
-def figures_612_again(run):
-    """One kernel, one boot a category: the run's totals, each category's
-    boot time, and each of its programs' status."""
-    kernel = AGAIN_612.get(run, "base")
+def one_kernel_totals(run, kernel):
+    """A run of one kernel, one boot a category: its rows, and the
+    figure of its totals and each category's status and boot time."""
     (rows,) = one_round(run, kernel)
     (s,) = compare.summary(compare.compare([rows], []), kernel, None)
     boots = [
@@ -1333,32 +1315,38 @@ def figures_612_again(run):
         for w in rows
         if w.path.count(".") == 2
     ]
-    return [
-        f"`{run}`",
-        "; ".join(
-            [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
-        ),
-    ]
+    return rows, "; ".join(
+        [f"{s.passed} pass, {s.failed} fail, {s.skipped} skip", *boots]
+    )
+
+
+def figures_612_again(run):
+    """One kernel, one boot a category: the run's totals, each category's
+    boot time, and each of its programs' status."""
+    _, totals = one_kernel_totals(run, AGAIN_612.get(run, "base"))
+    return [f"`{run}`", totals]
 
 
 def test_the_612_again_records_are_their_runs_own_summaries():
-    for run, kernel in AGAIN_612.items():
+    # each one-kernel run, its kernel, and the guest it changed (the
+    # summary's heading says so; "" for the mm CI's own guest)
+    kept = [
+        *((run, kernel, ()) for run, kernel in AGAIN_612.items()),
+        *((run, kernel, ()) for run, kernel in CFG_ARM64.items()),
+        *(
+            (run, "base", tuple(args.split()))
+            for run, args in ARM64_AGAIN_612.items()
+        ),
+    ]
+    for run, kernel, args in kept + [(AFDBM_ARM64_612, "base", None)]:
         cases = compare.compare(one_round(run, kernel), [])
         printed = (RUNS / run / "mmci-summary.txt").read_text()
-        assert compare.summary_text(cases, kernel, None) == printed
-    cases = compare.compare(one_round(AFDBM_ARM64_612, "base"), [])
-    printed = (RUNS / AFDBM_ARM64_612 / "mmci-summary.txt").read_text()
-    heading = mmci.changed_guest((), mglru=True)
-    assert heading + compare.summary_text(cases, "base", None) == printed
-    for run, kernel in CFG_ARM64.items():
-        cases = compare.compare(one_round(run, kernel), [])
-        printed = (RUNS / run / "mmci-summary.txt").read_text()
-        assert compare.summary_text(cases, kernel, None) == printed
-    for run, args in ARM64_AGAIN_612.items():
-        cases = compare.compare(one_round(run, "base"), [])
-        printed = (RUNS / run / "mmci-summary.txt").read_text()
-        heading = mmci.changed_guest(tuple(args.split()))
-        assert heading + compare.summary_text(cases, "base", None) == printed
+        heading = (
+            mmci.changed_guest((), mglru=True)
+            if args is None
+            else mmci.changed_guest(args)
+        )
+        assert heading + compare.summary_text(cases, kernel, None) == printed
 
 
 def wrapper_seconds(run, kernel):
@@ -2017,15 +2005,16 @@ def test_half_up_rounds_a_half_up():
     assert str(half_up(48.53, 1)) == "48.5"
 
 
+def told_612(run):
+    """base against next in ``run`` as README gives it (pair_figures)."""
+    cases = compare.compare(runs_of(run, "base"), runs_of(run, "next"))
+    return pair_figures(cases, "base", "next")
+
+
 def test_arm64_612_categories_with_mglru_on_are_as_with_it_off():
     """README says each category's row, and each failure, of 6.12.117's
     18 categories on arm64 with MGLRU on is what it was with MGLRU off."""
-
-    def told(run):
-        cases = compare.compare(runs_of(run, "base"), runs_of(run, "next"))
-        return pair_figures(cases, "base", "next")
-
-    assert told(ARM64_MGLRU_612) == told(ARM64_612)
+    assert told_612(ARM64_MGLRU_612) == told_612(ARM64_612)
 
 
 def test_arm64_612_categories_with_the_walk_are_as_without_it():
@@ -2033,10 +2022,9 @@ def test_arm64_612_categories_with_the_walk_are_as_without_it():
     page-table walk on (ARM64_HW_AFDBM) is its row with the walk off."""
 
     def rows(run):
-        cases = compare.compare(runs_of(run, "base"), runs_of(run, "next"))
         return {
             f
-            for f in pair_figures(cases, "base", "next")
+            for f in told_612(run)
             if f.startswith("| ") and not f.startswith(("| base", "| next"))
         }
 
