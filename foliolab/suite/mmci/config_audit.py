@@ -1,0 +1,357 @@
+"""How far the lab's mm CI kernel config is from the mm CI's own.
+
+The mm CI configures with virtme-ng (``vng --build --config A --config
+B``): the architecture's defconfig, virtme-ng's own options, the two
+fragments, then ``olddefconfig``. The lab configures every kernel from
+``allnoconfig`` and its fragments, so each default-y option of the
+defconfig that no fragment names is off here. This module configures one
+tree both ways and lists every option, defined in the Kconfig files that
+matter to the mm selftests, whose value differs; and whether a lab
+fragment names it (asked for, or left out with a reason in a comment).
+
+It only runs kconfig (seconds), never a build. virtme-ng's option lists
+are read from the installed ``virtme`` package (``pip install
+virtme-ng``), so the comparison follows the version installed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from foliolab.errors import UsageError
+from foliolab.kernel import kconfig
+from foliolab.paths import CONFIGS_DIR
+
+# Where the options live that the mm code, the page-table layout, the
+# scheduler's preemption or a wrapper can see. Driver and subsystem
+# options elsewhere are left to the defconfig's choice.
+AUDITED = (
+    "mm",
+    "init",
+    "fs/Kconfig",
+    "fs/proc",
+    "kernel",
+    "arch/{arch}/Kconfig",
+)
+# Families of options left to the defconfig's choice, with why: what no
+# wrapper and no mm path sees here. An option in none of them, with a
+# prompt and named by no fragment, is what a reader of the audit must
+# decide on (ask for it in configs/mm-ci-lab*.config, or say why not).
+_FAMILIES = (
+    (
+        r"ERRATUM|_ERRATA|WORKAROUND",
+        "CPU errata: matched on CPU models TCG does not show",
+    ),
+    (
+        r"^MITIGATION_|^CPU_MITIGATIONS$|^CALL_(THUNKS|PADDING)$",
+        "speculation mitigations",
+    ),
+    (
+        r"TRACE|TRACING|TRACER|PROBE|_EVENTS$|^RING_BUFFER|MCOUNT|PROFIL|^BPF|^RELAY$"
+        r"|^KALLSYMS_ALL$",
+        "tracing, profiling and BPF",
+    ),
+    (
+        r"^PM$|^PM_|SUSPEND|HIBERNAT|^FREEZER$|^CPU_PM$|^ENERGY_MODEL$|^WQ_POWER",
+        "power management",
+    ),
+    (r"KEXEC|CRASH|VMCORE", "kexec and crash dumps"),
+    (
+        r"CGROUP|_NS$|^SCHED_AUTOGROUP$|GROUP_SCHED|^PROC_PID_CPUSET$",
+        "cgroup controllers and namespaces no wrapper uses",
+    ),
+    (r"EFI|^DMI$|^ACPI", "firmware interfaces (the guests boot without EFI)"),
+    (r"ACCT|^TASKSTATS$|^TASK_|^IRQ_TIME", "process accounting"),
+    (
+        r"^XEN|^PARAVIRT|^HYPERV|^KVM|^VIRTUALIZATION$",
+        "hypervisor support (the guests are TCG's)",
+    ),
+    (
+        r"^COMPAT|^IA32_EMULATION$|^UID16$|^SYSVIPC_COMPAT$|^KUSER_HELPERS$",
+        "32-bit compat: no 32-bit selftest program is built here",
+    ),
+    (
+        r"^RANDOMIZE_|^RELOCATABLE$|^STACKPROTECTOR",
+        "kernel address randomization (the mm CI turns user ASLR off)",
+    ),
+    (
+        r"^HOTPLUG_CPU$|^SCHED_(SMT|CLUSTER|CACHE|OMIT_FRAME_POINTER)$|^CPU_ISOLATION$",
+        "scheduler topology and CPU hotplug",
+    ),
+    (
+        r"FILESYSTEMS$|^TMPFS_(XATTR|POSIX_ACL)$|^POSIX_MQUEUE$",
+        "file systems and IPC no wrapper uses",
+    ),
+    (
+        r"BALLOON|^PAGE_REPORTING$",
+        "virtio balloon (the mm CI's guest has none)",
+    ),
+    (
+        r"^ZSMALLOC",
+        "zram's allocator: the lab's guest swaps to zram (base.config)",
+    ),
+    (
+        r"^DEBUG_(WX|BOOT_PARAMS|ENTRY)$|^X86_DEBUG_FPU$|^EARLY_PRINTK|^X86_VERBOSE"
+        r"|^LOG_BUF_SHIFT$|^WERROR$|^LD_ORPHAN|^MODULE_FORCE_UNLOAD$"
+        r"|^INITRAMFS_PRESERVE_MTIME$|^NO_HZ$",
+        "build, boot and debug plumbing",
+    ),
+    (
+        r"^X86_(MPPARSE|EXTENDED_PLATFORM|REROUTE_FOR_BROKEN|CHECK_BIOS|BOOTPARAM_MEMORY"
+        r"|MSR|CPUID|IOPL_IOPERM|X2APIC|MCE_|BUS_LOCK|FRED|KERNEL_IBT)|^IOSF_MBI$"
+        r"|^PCI_MMCONFIG$|^AMD_NUMA$|^SOCIONEXT",
+        "platform and CPU interfaces no mm path uses",
+    ),
+    (
+        r"^ARM64_(AMU_EXTN|E0PD|PTR_AUTH|RAS_EXTN|SVE|SME|USE_LSE_ATOMICS|PTR_AUTH_KERNEL)$",
+        "arm64 CPU features of registers and atomics, not of memory",
+    ),
+)
+LEFT_OUT = tuple((re.compile(pat), why) for pat, why in _FAMILIES)
+NO_PROMPT = "no prompt: follows the options that select it"
+_SYMBOL = re.compile(r"^\s*(?:menu)?config\s+([A-Za-z0-9_]+)", re.M)
+_PROMPT = re.compile(r'^\s*(?:bool|tristate|int|hex|string|prompt)\s+"', re.M)
+_STATEMENT = re.compile(
+    r"^(?:if|endif|menu|endmenu|choice|endchoice|source|comment)\b", re.M
+)
+_NAMED = re.compile(r"\bCONFIG_([A-Za-z0-9_]+)")
+# kconfig's arch names and virtme-ng's
+_KARCH = {"x86_64": "x86", "arm64": "arm64"}
+_VNG_ARCH = {"x86_64": "x86_64", "arm64": "aarch64"}
+_CROSS = {"x86_64": (), "arm64": ("CROSS_COMPILE=aarch64-linux-gnu-",)}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One option whose value differs: where it is defined, its value in
+    each config ("-" when kconfig did not offer it), whether a lab
+    fragment names it, and the left-out family it falls in (or
+    NO_PROMPT, or "")."""
+
+    option: str
+    defined_in: str
+    lab: str
+    mmci: str
+    named: bool
+    family: str
+
+    @property
+    def unexplained(self) -> bool:
+        return not self.named and not self.family
+
+
+def choosable(kconfig_text: str) -> dict[str, bool]:
+    """Each option a Kconfig file defines, and whether a definition of it
+    has a prompt: one without is never chosen, only selected or defaulted
+    by others, so a fragment cannot ask for it."""
+    found: dict[str, bool] = {}
+    starts = list(_SYMBOL.finditer(kconfig_text))
+    for i, m in enumerate(starts):
+        end = (
+            starts[i + 1].start() if i + 1 < len(starts) else len(kconfig_text)
+        )
+        block = kconfig_text[m.end() : end]
+        stop = _STATEMENT.search(block)
+        if stop:
+            block = block[: stop.start()]
+        name = m.group(1)
+        found[name] = found.get(name, False) or bool(_PROMPT.search(block))
+    return found
+
+
+def symbols(tree: Path, arch: str) -> dict[str, tuple[str, bool]]:
+    """Every option the audited Kconfig files of ``tree`` define: the
+    first file defining it (relative to the tree) and whether a fragment
+    can choose it."""
+    found: dict[str, tuple[str, bool]] = {}
+    for top in AUDITED:
+        start = tree / top.format(arch=_KARCH[arch])
+        files = [start] if start.is_file() else sorted(start.rglob("Kconfig*"))
+        for f in files:
+            where = str(f.relative_to(tree))
+            for name, prompt in choosable(
+                f.read_text(errors="replace")
+            ).items():
+                first, had = found.get(name, (where, False))
+                found[name] = (first, had or prompt)
+    return found
+
+
+def named_options(arch: str, configs_dir: Path = CONFIGS_DIR) -> set[str]:
+    """Every option a lab fragment read for ``arch`` names, asked for or
+    only in a comment (a "left out" reason names it too); another
+    architecture's files do not count."""
+    others = [a for a in _KARCH if a != arch]
+    named: set[str] = set()
+    for f in configs_dir.glob("*.config"):
+        if any(f.stem.endswith(f"-{other}") for other in others):
+            continue
+        named.update(_NAMED.findall(f.read_text()))
+    return named
+
+
+def differences(
+    lab_config: str,
+    mmci_config: str,
+    defined: dict[str, tuple[str, bool]],
+    named: set[str],
+) -> list[Difference]:
+    """The options of ``defined`` whose values differ between the two
+    .config texts. Off and not offered count as the same."""
+    lab = kconfig.parse(lab_config, "lab .config")
+    mmci = kconfig.parse(mmci_config, "mm CI .config")
+    out = []
+    for name in sorted(defined):
+        key = f"CONFIG_{name}"
+        a, b = lab.get(key, "-"), mmci.get(key, "-")
+        if a == b or {a, b} <= {"n", "-"}:
+            continue
+        where, prompt = defined[name]
+        family = next((why for pat, why in LEFT_OUT if pat.search(name)), "")
+        if not family and not prompt:
+            family = NO_PROMPT
+        out.append(Difference(name, where, a, b, name in named, family))
+    return out
+
+
+def vng_options(arch: str, fragments: list[str]) -> list[str]:
+    """The lines virtme-ng appends to the defconfig: its optional list,
+    the architecture's base, the ``--config`` fragments, its required
+    list (virtme/commands/configkernel.py's order)."""
+    try:
+        from virtme import architectures  # type: ignore[import-not-found]
+        from virtme.commands import (  # type: ignore[import-not-found]
+            configkernel,
+        )
+    except ImportError as e:
+        raise UsageError(
+            "the audit needs virtme-ng's option lists",
+            hint="pip install virtme-ng (PyPI), then run it again",
+        ) from e
+    lines: list[str] = list(configkernel._GENERIC_CONFIG_OPTIONAL)
+    lines += architectures.get(_VNG_ARCH[arch]).config_base()
+    for text in fragments:
+        lines += text.splitlines()
+    lines += configkernel._GENERIC_CONFIG
+    return lines
+
+
+def _make(tree: Path, out: Path, arch: str, *args: str) -> None:
+    subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(tree),
+            f"O={out}",
+            f"ARCH={'x86_64' if arch == 'x86_64' else 'arm64'}",
+            *_CROSS[arch],
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
+def configure_both(
+    tree: Path, arch: str, version: tuple[int, int]
+) -> tuple[str, str]:
+    """(the lab's .config, the mm CI's .config) of ``tree`` for ``arch``,
+    made in temporary build directories (the tree is only read)."""
+    tree_fragment = (tree / kconfig.TREE_FRAGMENT).read_text()
+    frag = kconfig.merge(
+        kconfig.MMCI,
+        arch,
+        version=version,
+        tree_options=kconfig.parse(tree_fragment, kconfig.TREE_FRAGMENT),
+    )
+    mmci_fragment = (CONFIGS_DIR / "mm-ci.config").read_text()
+    with tempfile.TemporaryDirectory(prefix="mmci-audit-") as tmp:
+        lab_out, ci_out = Path(tmp, "lab"), Path(tmp, "mmci")
+        lab_out.mkdir()
+        ci_out.mkdir()
+        (lab_out / "fragment").write_text(frag.text())
+        _make(
+            tree,
+            lab_out,
+            arch,
+            f"KCONFIG_ALLCONFIG={lab_out / 'fragment'}",
+            "allnoconfig",
+        )
+        _make(tree, ci_out, arch, "defconfig")
+        extra = vng_options(arch, [mmci_fragment, tree_fragment])
+        with open(ci_out / ".config", "a") as f:
+            f.write("\n" + "\n".join(extra) + "\n")
+        _make(tree, ci_out, arch, "olddefconfig")
+        return (lab_out / ".config").read_text(), (
+            ci_out / ".config"
+        ).read_text()
+
+
+def report(diffs: list[Difference]) -> str:
+    """One line an option: the unexplained first, then those a fragment
+    names, then the left-out families'."""
+
+    def rank(d: Difference) -> tuple[int, str, str]:
+        return (
+            0 if d.unexplained else 1 if d.named else 2,
+            d.family,
+            d.option,
+        )
+
+    lines = [f"{'option':40} {'lab':8} {'mm CI':8} why"]
+    for d in sorted(diffs, key=rank):
+        why = (
+            "UNEXPLAINED"
+            if d.unexplained
+            else ("named in configs/" if d.named else d.family)
+        )
+        lines.append(f"{d.option:40} {d.lab:8} {d.mmci:8} {why}")
+    unexplained = sum(d.unexplained for d in diffs)
+    lines.append(
+        f"# {len(diffs)} options differ; {unexplained} unexplained (ask for "
+        "each in configs/mm-ci-lab*.config, or say there why it is left out)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def tree_version(tree: Path) -> tuple[int, int]:
+    """(VERSION, PATCHLEVEL) from the tree's top Makefile."""
+    text = (tree / "Makefile").read_text()
+    v = re.search(r"^VERSION = (\d+)$", text, re.M)
+    p = re.search(r"^PATCHLEVEL = (\d+)$", text, re.M)
+    if not (v and p):
+        raise UsageError(
+            f"{tree} has no kernel Makefile with VERSION and PATCHLEVEL",
+            hint="give the top directory of a kernel tree",
+        )
+    return int(v.group(1)), int(p.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m foliolab.suite.mmci.config_audit",
+        description="the options where the lab's mm CI kernel config "
+        "differs from the mm CI's (vng: defconfig + its options + the "
+        "fragments), for one kernel tree",
+    )
+    ap.add_argument("tree", type=Path, help="a kernel tree (only read)")
+    ap.add_argument("arch", choices=sorted(_KARCH))
+    args = ap.parse_args(argv)
+    version = tree_version(args.tree)
+    lab, mmci = configure_both(args.tree, args.arch, version)
+    diffs = differences(
+        lab, mmci, symbols(args.tree, args.arch), named_options(args.arch)
+    )
+    print(report(diffs), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

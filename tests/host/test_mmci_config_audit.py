@@ -1,0 +1,176 @@
+"""The audit of the lab's mm CI kernel config against the mm CI's: which
+options differ, and which of them nothing explains."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from foliolab.errors import UsageError
+from foliolab.suite.mmci import config_audit as audit
+
+KCONFIG = """\
+config CHOSEN
+	bool "an option with a prompt"
+	default y
+
+config SELECTED
+	bool
+
+menuconfig MENU
+	tristate "a menu"
+
+if MENU
+config HIDDEN_INT
+	int
+	default 4
+endif
+
+config TWICE
+	def_bool y
+
+config TWICE
+	bool "prompted in its second definition"
+"""
+
+
+def test_an_option_without_a_prompt_cannot_be_chosen():
+    assert audit.choosable(KCONFIG) == {
+        "CHOSEN": True,
+        "SELECTED": False,
+        "MENU": True,
+        "HIDDEN_INT": False,
+        "TWICE": True,
+    }
+
+
+def test_a_prompt_after_the_block_is_not_the_options():
+    text = 'config A\n\tbool\nmenu "B"\n\tbool "not A\'s"\nendmenu\n'
+    assert audit.choosable(text) == {"A": False}
+
+
+def _diffs(lab: str, mmci: str, named: set[str] | None = None):
+    defined = {
+        "CHOSEN": ("mm/Kconfig", True),
+        "SELECTED": ("mm/Kconfig", False),
+        "OFF_BOTH": ("mm/Kconfig", True),
+        "SAME": ("mm/Kconfig", True),
+        "ARM64_ERRATUM_1": ("arch/arm64/Kconfig", True),
+        "HZ": ("kernel/Kconfig.hz", True),
+    }
+    return {
+        d.option: d
+        for d in audit.differences(lab, mmci, defined, named or set())
+    }
+
+
+def test_differences_are_the_options_whose_values_differ():
+    lab = "# CONFIG_CHOSEN is not set\nCONFIG_SAME=y\nCONFIG_HZ=250\n"
+    mmci = (
+        "CONFIG_CHOSEN=y\nCONFIG_SELECTED=y\nCONFIG_SAME=y\n"
+        "# CONFIG_OFF_BOTH is not set\nCONFIG_ARM64_ERRATUM_1=y\nCONFIG_HZ=1000\n"
+    )
+    got = _diffs(lab, mmci)
+    # off in one and not offered in the other are the same
+    assert set(got) == {"CHOSEN", "SELECTED", "ARM64_ERRATUM_1", "HZ"}
+    assert (got["CHOSEN"].lab, got["CHOSEN"].mmci) == ("n", "y")
+    assert (got["SELECTED"].lab, got["SELECTED"].mmci) == ("-", "y")
+    assert (got["HZ"].lab, got["HZ"].mmci) == ("250", "1000")
+    assert got["SELECTED"].family == audit.NO_PROMPT
+    assert got["ARM64_ERRATUM_1"].family.startswith("CPU errata")
+    assert got["CHOSEN"].unexplained and got["HZ"].unexplained
+    assert not got["SELECTED"].unexplained
+
+
+def test_an_option_a_fragment_names_is_explained():
+    got = _diffs("CONFIG_HZ=250\n", "CONFIG_HZ=1000\n", named={"HZ"})
+    assert not got["HZ"].unexplained and got["HZ"].named
+
+
+def test_named_options_reads_settings_and_comments(tmp_path):
+    (tmp_path / "a.config").write_text(
+        "CONFIG_ASKED=y\n# CONFIG_OFF is not set\n"
+        "# CONFIG_LEFT is left out: why\n# prose naming CONFIG_PROSE too\n"
+    )
+    (tmp_path / "notes.txt").write_text("CONFIG_NOT_A_FRAGMENT=y\n")
+    (tmp_path / "arch-x86_64.config").write_text("CONFIG_X86_ONLY=y\n")
+    (tmp_path / "mm-ci-lab-arm64.config").write_text("CONFIG_ARM64_ONLY=y\n")
+    both = {"ASKED", "OFF", "LEFT", "PROSE"}
+    assert audit.named_options("arm64", tmp_path) == both | {"ARM64_ONLY"}
+    assert audit.named_options("x86_64", tmp_path) == both | {"X86_ONLY"}
+
+
+def test_the_report_puts_the_unexplained_first_and_counts_them():
+    got = _diffs(
+        "CONFIG_HZ=250\n",
+        "CONFIG_HZ=1000\nCONFIG_CHOSEN=y\nCONFIG_SELECTED=y\n",
+        named={"CHOSEN"},
+    )
+    lines = audit.report(list(got.values())).splitlines()
+    assert lines[1].split() == ["HZ", "250", "1000", "UNEXPLAINED"]
+    assert "named in configs/" in lines[2]
+    assert lines[-1].startswith("# 3 options differ; 1 unexplained")
+
+
+def test_a_tree_without_a_kernel_makefile_is_refused(tmp_path):
+    (tmp_path / "Makefile").write_text("all:\n\ttrue\n")
+    with pytest.raises(UsageError, match="VERSION and PATCHLEVEL"):
+        audit.tree_version(tmp_path)
+    (tmp_path / "Makefile").write_text(
+        "VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 4\n"
+    )
+    assert audit.tree_version(tmp_path) == (7, 3)
+
+
+def test_vng_options_follow_virtme_ngs_order(monkeypatch):
+    configkernel = types.SimpleNamespace(
+        _GENERIC_CONFIG_OPTIONAL=["CONFIG_OPT=y"],
+        _GENERIC_CONFIG=["CONFIG_REQUIRED=y"],
+    )
+    arch = types.SimpleNamespace(config_base=lambda: ["CONFIG_SERIAL=y"])
+    architectures = types.SimpleNamespace(get=lambda name: arch)
+    virtme = types.ModuleType("virtme")
+    commands = types.ModuleType("virtme.commands")
+    commands.configkernel = configkernel  # type: ignore[attr-defined]
+    virtme.architectures = architectures  # type: ignore[attr-defined]
+    virtme.commands = commands  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "virtme", virtme)
+    monkeypatch.setitem(sys.modules, "virtme.commands", commands)
+    assert audit.vng_options(
+        "arm64", ["CONFIG_A=y\nCONFIG_B=y", "CONFIG_C=m"]
+    ) == [
+        "CONFIG_OPT=y",
+        "CONFIG_SERIAL=y",
+        "CONFIG_A=y",
+        "CONFIG_B=y",
+        "CONFIG_C=m",
+        "CONFIG_REQUIRED=y",
+    ]
+
+
+def test_without_virtme_ng_the_audit_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "virtme", None)
+    with pytest.raises(UsageError) as e:
+        audit.vng_options("x86_64", [])
+    assert "pip install virtme-ng" in (e.value.hint or "")
+
+
+def test_main_prints_the_report_of_one_tree(tmp_path, monkeypatch, capsys):
+    tree = tmp_path / "linux"
+    (tree / "mm").mkdir(parents=True)
+    (tree / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\n")
+    (tree / "mm" / "Kconfig").write_text('config NUMA_THING\n\tbool "numa"\n')
+    seen = {}
+
+    def configure_both(path, arch, version):
+        seen["args"] = (path, arch, version)
+        return "# CONFIG_NUMA_THING is not set\n", "CONFIG_NUMA_THING=y\n"
+
+    monkeypatch.setattr(audit, "configure_both", configure_both)
+    assert audit.main([str(tree), "arm64"]) == 0
+    assert seen["args"] == (tree, "arm64", (7, 3))
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["NUMA_THING", "n", "y", "UNEXPLAINED"]
+    assert out[-1].startswith("# 1 options differ; 1 unexplained")
