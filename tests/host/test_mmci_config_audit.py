@@ -89,17 +89,44 @@ def test_an_option_a_fragment_names_is_explained():
     assert not got["HZ"].unexplained and got["HZ"].named
 
 
-def test_named_options_reads_settings_and_comments(tmp_path):
-    (tmp_path / "a.config").write_text(
-        "CONFIG_ASKED=y\n# CONFIG_OFF is not set\n"
-        "# CONFIG_LEFT is left out: why\n# prose naming CONFIG_PROSE too\n"
-    )
-    (tmp_path / "notes.txt").write_text("CONFIG_NOT_A_FRAGMENT=y\n")
-    (tmp_path / "arch-x86_64.config").write_text("CONFIG_X86_ONLY=y\n")
-    (tmp_path / "mm-ci-lab-arm64.config").write_text("CONFIG_ARM64_ONLY=y\n")
-    both = {"ASKED", "OFF", "LEFT", "PROSE"}
-    assert audit.named_options("arm64", tmp_path) == both | {"ARM64_ONLY"}
-    assert audit.named_options("x86_64", tmp_path) == both | {"X86_ONLY"}
+def test_named_options_are_the_mm_ci_kernels_fragments(tmp_path):
+    files = {
+        "base.config": "CONFIG_ASKED=y\n# CONFIG_OFF is not set\n",
+        "arch-x86_64.config": "CONFIG_X86_ONLY=y\n",
+        "arch-arm64.config": "# prose naming CONFIG_PROSE too\n",
+        "mm-ci.config": "CONFIG_MMCI=y\n",
+        "mm-ci-lab.config": "# CONFIG_LEFT is left out: why\n",
+        "mm-ci-lab-arm64.config": "CONFIG_ARM64_ONLY=y\n",
+        "since-7.3.config": "CONFIG_NEWER=y\n",
+        # another purpose's fragment names nothing for the mm CI's kernel
+        "perf.config": "CONFIG_PERF_ONLY=y\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    both = {"ASKED", "OFF", "MMCI", "LEFT"}
+    assert audit.named_options("arm64", (6, 12), tmp_path) == both | {
+        "PROSE",
+        "ARM64_ONLY",
+    }
+    assert audit.named_options("x86_64", (7, 3), tmp_path) == both | {
+        "X86_ONLY",
+        "NEWER",
+    }
+
+
+def test_no_family_explains_an_option_of_mm():
+    defined = {
+        "CGROUP_PIDS": ("init/Kconfig", True),
+        "ZSMALLOC_STAT": ("mm/Kconfig", True),
+        "DEBUG_INFO_BTF": ("mm/Kconfig.debug", True),
+    }
+    lab = "# CONFIG_CGROUP_PIDS is not set\n"
+    mmci = "CONFIG_CGROUP_PIDS=y\nCONFIG_ZSMALLOC_STAT=y\nCONFIG_DEBUG_INFO_BTF=y\n"
+    got = {d.option: d for d in audit.differences(lab, mmci, defined, set())}
+    assert not got["CGROUP_PIDS"].unexplained
+    # the same family patterns match these names, but they are mm's
+    assert got["ZSMALLOC_STAT"].unexplained
+    assert got["DEBUG_INFO_BTF"].unexplained
 
 
 def test_the_report_puts_the_unexplained_first_and_counts_them():
@@ -109,7 +136,13 @@ def test_the_report_puts_the_unexplained_first_and_counts_them():
         named={"CHOSEN"},
     )
     lines = audit.report(list(got.values())).splitlines()
-    assert lines[1].split() == ["HZ", "250", "1000", "UNEXPLAINED"]
+    assert lines[1].split() == [
+        "HZ",
+        "250",
+        "1000",
+        "kernel/Kconfig.hz",
+        "UNEXPLAINED",
+    ]
     assert "named in configs/" in lines[2]
     assert lines[-1].startswith("# 3 options differ; 1 unexplained")
 
@@ -172,5 +205,11 @@ def test_main_prints_the_report_of_one_tree(tmp_path, monkeypatch, capsys):
     assert audit.main([str(tree), "arm64"]) == 0
     assert seen["args"] == (tree, "arm64", (7, 3))
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split() == ["NUMA_THING", "n", "y", "UNEXPLAINED"]
+    assert out[1].split() == [
+        "NUMA_THING",
+        "n",
+        "y",
+        "mm/Kconfig",
+        "UNEXPLAINED",
+    ]
     assert out[-1].startswith("# 1 options differ; 1 unexplained")

@@ -34,8 +34,14 @@ AUDITED = (
     "init",
     "fs/Kconfig",
     "fs/proc",
+    "fs/hugetlbfs",
     "kernel",
+    "lib",
+    "arch/Kconfig",
     "arch/{arch}/Kconfig",
+    "arch/{arch}/Kconfig.debug",
+    "arch/{arch}/Kconfig.cpu",
+    "drivers/iommu/Kconfig",
 )
 # Families of options left to the defconfig's choice, with why: what no
 # wrapper and no mm path sees here. An option in none of them, with a
@@ -48,11 +54,12 @@ _FAMILIES = (
     ),
     (
         r"^MITIGATION_|^CPU_MITIGATIONS$|^CALL_(THUNKS|PADDING)$",
-        "speculation mitigations",
+        "speculation mitigations (x86's page-table isolation among them: "
+        "TCG's CPU is not affected, so it would stay off)",
     ),
     (
-        r"TRACE|TRACING|TRACER|PROBE|_EVENTS$|^RING_BUFFER|MCOUNT|PROFIL|^BPF|^RELAY$"
-        r"|^KALLSYMS_ALL$",
+        r"TRACE|TRACING|TRACER|PROBE_EVENTS|^KPROBES|^UPROBES|_EVENTS$|^RING_BUFFER"
+        r"|MCOUNT|^FUNCTION_PROFILER$|^PROFILING$|^BRANCH_PROFILE|^BPF|^RELAY$|^KALLSYMS_ALL$|^SCHEDSTATS$",
         "tracing, profiling and BPF",
     ),
     (
@@ -61,7 +68,9 @@ _FAMILIES = (
     ),
     (r"KEXEC|CRASH|VMCORE", "kexec and crash dumps"),
     (
-        r"CGROUP|_NS$|^SCHED_AUTOGROUP$|GROUP_SCHED|^PROC_PID_CPUSET$",
+        r"^CGROUP_(BPF|CPUACCT|DEBUG|DEVICE|FREEZER|MISC|PERF|PIDS|RDMA|SCHED)$"
+        r"|^(IPC|NET|PID|TIME|UTS|USER)_NS$|^SCHED_AUTOGROUP$|GROUP_SCHED"
+        r"|^PROC_PID_CPUSET$|^SOCK_CGROUP_DATA$",
         "cgroup controllers and namespaces no wrapper uses",
     ),
     (r"EFI|^DMI$|^ACPI", "firmware interfaces (the guests boot without EFI)"),
@@ -71,46 +80,52 @@ _FAMILIES = (
         "hypervisor support (the guests are TCG's)",
     ),
     (
-        r"^COMPAT|^IA32_EMULATION$|^UID16$|^SYSVIPC_COMPAT$|^KUSER_HELPERS$",
+        r"^COMPAT|_COMPAT_|^IA32_EMULATION$|^UID16$|^SYSVIPC_COMPAT$|^KUSER_HELPERS$",
         "32-bit compat: no 32-bit selftest program is built here",
     ),
     (
         r"^RANDOMIZE_|^RELOCATABLE$|^STACKPROTECTOR",
-        "kernel address randomization (the mm CI turns user ASLR off)",
+        "kernel address randomization and stack protection: kernel addresses "
+        "only (the counting plugin needs System.map's)",
     ),
     (
-        r"^HOTPLUG_CPU$|^SCHED_(SMT|CLUSTER|CACHE|OMIT_FRAME_POINTER)$|^CPU_ISOLATION$",
-        "scheduler topology and CPU hotplug",
+        r"^HOTPLUG_CPU$|^SCHED_(SMT|CLUSTER|CACHE|OMIT_FRAME_POINTER)$|^CPU_ISOLATION$"
+        r"|^CPUMASK_OFFSTACK$",
+        "scheduler topology and CPU hotplug (no wrapper takes a CPU away)",
     ),
     (
-        r"FILESYSTEMS$|^TMPFS_(XATTR|POSIX_ACL)$|^POSIX_MQUEUE$",
+        r"FILESYSTEMS$|^TMPFS_(XATTR|POSIX_ACL)$|^POSIX_MQUEUE$|^FS_POSIX_ACL$|^FS_STACK$",
         "file systems and IPC no wrapper uses",
     ),
+    (r"^SECCOMP|^SYSCALL_USER_DISPATCH$", "syscall filtering no wrapper uses"),
+    (r"IOMMU|SMMU|DART$|^IRQ_REMAP$", "IOMMUs (the guests have none)"),
+    (r"^KUNIT_", "KUnit's own switches (no wrapper runs KUnit tests)"),
     (
-        r"BALLOON|^PAGE_REPORTING$",
-        "virtio balloon (the mm CI's guest has none)",
+        r"^XZ_DEC|^CRC|^PACKING$|^IRQ_POLL$|^FONT_|^ASN1$",
+        "library code no mm path calls",
     ),
     (
-        r"^ZSMALLOC",
-        "zram's allocator: the lab's guest swaps to zram (base.config)",
-    ),
-    (
-        r"^DEBUG_(WX|BOOT_PARAMS|ENTRY)$|^X86_DEBUG_FPU$|^EARLY_PRINTK|^X86_VERBOSE"
-        r"|^LOG_BUF_SHIFT$|^WERROR$|^LD_ORPHAN|^MODULE_FORCE_UNLOAD$"
-        r"|^INITRAMFS_PRESERVE_MTIME$|^NO_HZ$",
+        r"^DEBUG_(INFO|MISC|STACK_USAGE|BOOT_PARAMS|ENTRY)|^X86_DEBUG_FPU$"
+        r"|^EARLY_PRINTK|^X86_VERBOSE|^LOG_BUF_SHIFT$|^WERROR$|^LD_ORPHAN"
+        r"|^MODULE_FORCE_UNLOAD$|^INITRAMFS_PRESERVE_MTIME$|^NO_HZ$|^SYMBOLIC_ERRNAME$"
+        r"|^SECTION_MISMATCH|^MAGIC_SYSRQ|^JUMP_LABEL$|^MEMTEST$",
         "build, boot and debug plumbing",
     ),
     (
         r"^X86_(MPPARSE|EXTENDED_PLATFORM|REROUTE_FOR_BROKEN|CHECK_BIOS|BOOTPARAM_MEMORY"
         r"|MSR|CPUID|IOPL_IOPERM|X2APIC|MCE_|BUS_LOCK|FRED|KERNEL_IBT)|^IOSF_MBI$"
-        r"|^PCI_MMCONFIG$|^AMD_NUMA$|^SOCIONEXT",
+        r"|^PCI_MMCONFIG$|^AMD_NUMA$|^SOCIONEXT|^INDIRECT_PIO$|^PROVIDE_OHCI1394",
         "platform and CPU interfaces no mm path uses",
     ),
     (
-        r"^ARM64_(AMU_EXTN|E0PD|PTR_AUTH|RAS_EXTN|SVE|SME|USE_LSE_ATOMICS|PTR_AUTH_KERNEL)$",
+        r"^ARM64_(AMU_EXTN|E0PD|PTR_AUTH|RAS_EXTN|SVE|SME|USE_LSE_ATOMICS"
+        r"|PTR_AUTH_KERNEL)$",
         "arm64 CPU features of registers and atomics, not of memory",
     ),
 )
+# An option of mm/ is never explained by a family: it is named in
+# configs/ (asked for, or left out with why) or has no prompt.
+MM_DIR = "mm/"
 LEFT_OUT = tuple((re.compile(pat), why) for pat, why in _FAMILIES)
 NO_PROMPT = "no prompt: follows the options that select it"
 _SYMBOL = re.compile(r"^\s*(?:menu)?config\s+([A-Za-z0-9_]+)", re.M)
@@ -181,15 +196,15 @@ def symbols(tree: Path, arch: str) -> dict[str, tuple[str, bool]]:
     return found
 
 
-def named_options(arch: str, configs_dir: Path = CONFIGS_DIR) -> set[str]:
-    """Every option a lab fragment read for ``arch`` names, asked for or
-    only in a comment (a "left out" reason names it too); another
-    architecture's files do not count."""
-    others = [a for a in _KARCH if a != arch]
+def named_options(
+    arch: str, version: tuple[int, int], configs_dir: Path = CONFIGS_DIR
+) -> set[str]:
+    """Every option the mm CI kernel's fragments for ``arch`` and
+    ``version`` name, asked for or only in a comment (a "left out"
+    reason names it too); the other purposes' and architectures' files
+    do not count."""
     named: set[str] = set()
-    for f in configs_dir.glob("*.config"):
-        if any(f.stem.endswith(f"-{other}") for other in others):
-            continue
+    for f in kconfig.fragment_files(kconfig.MMCI, arch, configs_dir, version):
         named.update(_NAMED.findall(f.read_text()))
     return named
 
@@ -211,7 +226,11 @@ def differences(
         if a == b or {a, b} <= {"n", "-"}:
             continue
         where, prompt = defined[name]
-        family = next((why for pat, why in LEFT_OUT if pat.search(name)), "")
+        family = ""
+        if not where.startswith(MM_DIR):
+            family = next(
+                (why for pat, why in LEFT_OUT if pat.search(name)), ""
+            )
         if not family and not prompt:
             family = NO_PROMPT
         out.append(Difference(name, where, a, b, name in named, family))
@@ -262,7 +281,9 @@ def configure_both(
 ) -> tuple[str, str]:
     """(the lab's .config, the mm CI's .config) of ``tree`` for ``arch``,
     made in temporary build directories (the tree is only read)."""
-    tree_fragment = (tree / kconfig.TREE_FRAGMENT).read_text()
+    # a tree without the selftests' fragment adds nothing, as for a build
+    there = tree / kconfig.TREE_FRAGMENT
+    tree_fragment = there.read_text() if there.is_file() else ""
     frag = kconfig.merge(
         kconfig.MMCI,
         arch,
@@ -303,14 +324,16 @@ def report(diffs: list[Difference]) -> str:
             d.option,
         )
 
-    lines = [f"{'option':40} {'lab':8} {'mm CI':8} why"]
+    lines = [f"{'option':40} {'lab':8} {'mm CI':8} {'defined in':26} why"]
     for d in sorted(diffs, key=rank):
         why = (
             "UNEXPLAINED"
             if d.unexplained
             else ("named in configs/" if d.named else d.family)
         )
-        lines.append(f"{d.option:40} {d.lab:8} {d.mmci:8} {why}")
+        lines.append(
+            f"{d.option:40} {d.lab:8} {d.mmci:8} {d.defined_in:26} {why}"
+        )
     unexplained = sum(d.unexplained for d in diffs)
     lines.append(
         f"# {len(diffs)} options differ; {unexplained} unexplained (ask for "
@@ -347,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     version = tree_version(args.tree)
     lab, mmci = configure_both(args.tree, args.arch, version)
     diffs = differences(
-        lab, mmci, symbols(args.tree, args.arch), named_options(args.arch)
+        lab,
+        mmci,
+        symbols(args.tree, args.arch),
+        named_options(args.arch, version),
     )
     print(report(diffs), end="")
     return 0
