@@ -3,12 +3,13 @@ options differ, and which of them nothing explains."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 
 import pytest
 
-from foliolab.errors import UsageError
+from foliolab.errors import ConfigError, UsageError
 from foliolab.suite.mmci import config_audit as audit
 
 KCONFIG = """\
@@ -202,6 +203,7 @@ def test_main_prints_the_report_of_one_tree(tmp_path, monkeypatch, capsys):
         return "# CONFIG_NUMA_THING is not set\n", "CONFIG_NUMA_THING=y\n"
 
     monkeypatch.setattr(audit, "configure_both", configure_both)
+    monkeypatch.setattr(audit, "vng_options", lambda arch, fragments: [])
     assert audit.main([str(tree), "arm64"]) == 0
     assert seen["args"] == (tree, "arm64", (7, 3))
     out = capsys.readouterr().out.splitlines()
@@ -213,3 +215,24 @@ def test_main_prints_the_report_of_one_tree(tmp_path, monkeypatch, capsys):
         "UNEXPLAINED",
     ]
     assert out[-1].startswith("# 1 options differ; 1 unexplained")
+
+
+def test_a_bad_tree_gets_one_line_before_any_work(tmp_path, capsys):
+    assert audit.main([str(tmp_path / "none"), "x86_64"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "no kernel Makefile" in err[0]
+
+
+def test_a_failed_make_names_its_target_and_the_last_line(
+    tmp_path, monkeypatch
+):
+    def run(argv, **kw):
+        return subprocess.CompletedProcess(
+            argv, 2, "", "warning\n*** The source tree is not clean\n"
+        )
+
+    monkeypatch.setattr(audit.subprocess, "run", run)
+    with pytest.raises(ConfigError) as e:
+        audit._make(tmp_path, tmp_path / "o", "arm64", "defconfig")
+    assert "make defconfig failed" in e.value.message
+    assert e.value.message.endswith("*** The source tree is not clean")

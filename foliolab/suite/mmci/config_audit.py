@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from foliolab.errors import UsageError
+from foliolab.errors import ConfigError, FoliolabError, UsageError
 from foliolab.kernel import kconfig
 from foliolab.paths import CONFIGS_DIR
 
@@ -260,20 +261,24 @@ def vng_options(arch: str, fragments: list[str]) -> list[str]:
 
 
 def _make(tree: Path, out: Path, arch: str, *args: str) -> None:
-    subprocess.run(
-        [
-            "make",
-            "-s",
-            "-C",
-            str(tree),
-            f"O={out}",
-            f"ARCH={'x86_64' if arch == 'x86_64' else 'arm64'}",
-            *_CROSS[arch],
-            *args,
-        ],
-        check=True,
-        capture_output=True,
-    )
+    argv = [
+        "make",
+        "-s",
+        "-C",
+        str(tree),
+        f"O={out}",
+        f"ARCH={'x86_64' if arch == 'x86_64' else 'arm64'}",
+        *_CROSS[arch],
+        *args,
+    ]
+    cp = subprocess.run(argv, capture_output=True, text=True)
+    if cp.returncode != 0:
+        last = (cp.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ConfigError(
+            f"make {args[-1]} failed in {tree}: {last}",
+            hint="the tree must be clean (make mrproper) and the compiler "
+            "for the architecture installed",
+        )
 
 
 def configure_both(
@@ -344,7 +349,8 @@ def report(diffs: list[Difference]) -> str:
 
 def tree_version(tree: Path) -> tuple[int, int]:
     """(VERSION, PATCHLEVEL) from the tree's top Makefile."""
-    text = (tree / "Makefile").read_text()
+    makefile = tree / "Makefile"
+    text = makefile.read_text(errors="replace") if makefile.is_file() else ""
     v = re.search(r"^VERSION = (\d+)$", text, re.M)
     p = re.search(r"^PATCHLEVEL = (\d+)$", text, re.M)
     if not (v and p):
@@ -367,14 +373,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tree", type=Path, help="a kernel tree (only read)")
     ap.add_argument("arch", choices=sorted(_KARCH))
     args = ap.parse_args(argv)
-    version = tree_version(args.tree)
-    lab, mmci = configure_both(args.tree, args.arch, version)
-    diffs = differences(
-        lab,
-        mmci,
-        symbols(args.tree, args.arch),
-        named_options(args.arch, version),
-    )
+    try:
+        # what the audit needs, checked before kconfig runs
+        version = tree_version(args.tree)
+        vng_options(args.arch, [])
+        lab, mmci = configure_both(args.tree, args.arch, version)
+        diffs = differences(
+            lab,
+            mmci,
+            symbols(args.tree, args.arch),
+            named_options(args.arch, version),
+        )
+    except FoliolabError as e:
+        print(f"config_audit: {e.one_line()}", file=sys.stderr)
+        return e.exit_code
     print(report(diffs), end="")
     return 0
 
