@@ -236,3 +236,53 @@ def test_a_failed_make_names_its_target_and_the_last_line(
         audit._make(tmp_path, tmp_path / "o", "arm64", "defconfig")
     assert "make defconfig failed" in e.value.message
     assert e.value.message.endswith("*** The source tree is not clean")
+
+
+def test_selections_name_who_selects_what():
+    text = (
+        'config DRIVER\n\ttristate "a driver"\n\tselect MM_HELPER\n'
+        "\tselect LIB_CODE if DRIVER\n\n"
+        'config OTHER\n\tbool "other"\n\tselect MM_HELPER\n'
+        'menu "not an option"\n\tselect NOT_OTHERS\nendmenu\n'
+    )
+    assert audit.selections(text) == {
+        "MM_HELPER": {"DRIVER", "OTHER"},
+        "LIB_CODE": {"DRIVER"},
+    }
+
+
+def test_selected_by_reads_every_kconfig_of_the_tree(tmp_path):
+    (tmp_path / "drivers" / "x").mkdir(parents=True)
+    (tmp_path / "drivers" / "x" / "Kconfig").write_text(
+        'config DRIVER\n\tbool "d"\n\tselect MM_HELPER\n'
+    )
+    (tmp_path / "Documentation").mkdir()
+    (tmp_path / "Documentation" / "Kconfig").write_text(
+        "config EXAMPLE\n\tselect MM_HELPER\n"
+    )
+    assert audit.selected_by(tmp_path) == {"MM_HELPER": {"DRIVER"}}
+
+
+def test_an_mm_option_without_a_prompt_is_held_to_what_selects_it():
+    defined = {
+        "MM_HELPER": ("mm/Kconfig", False),
+        "LIB_CODE": ("lib/Kconfig", False),
+    }
+    lab = ""
+    mmci = "CONFIG_MM_HELPER=y\nCONFIG_LIB_CODE=y\nCONFIG_DRIVER=y\n"
+    selectors = {"MM_HELPER": {"DRIVER"}, "LIB_CODE": {"DRIVER"}}
+    got = {
+        d.option: d
+        for d in audit.differences(lab, mmci, defined, set(), selectors)
+    }
+    assert got["MM_HELPER"].unexplained
+    assert got["MM_HELPER"].lead == "selected by DRIVER"
+    # library code follows its drivers
+    assert got["LIB_CODE"].family == audit.NO_PROMPT + " (DRIVER)"
+    # once configs/ names the driver (left out, with why), mm's option is
+    # explained by it
+    named = {
+        d.option: d
+        for d in audit.differences(lab, mmci, defined, {"DRIVER"}, selectors)
+    }
+    assert not named["MM_HELPER"].unexplained

@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foliolab.errors import ConfigError, FoliolabError, UsageError
@@ -154,6 +154,8 @@ class Difference:
     mmci: str
     named: bool
     family: str
+    # what to read when it is unexplained (an option selecting it)
+    lead: str = ""
 
     @property
     def unexplained(self) -> bool:
@@ -176,6 +178,40 @@ def choosable(kconfig_text: str) -> dict[str, bool]:
             block = block[: stop.start()]
         name = m.group(1)
         found[name] = found.get(name, False) or bool(_PROMPT.search(block))
+    return found
+
+
+_SELECT = re.compile(r"^\s*select\s+([A-Za-z0-9_]+)", re.M)
+
+
+def selections(kconfig_text: str) -> dict[str, set[str]]:
+    """For each option a Kconfig file's options select, which of them
+    select it (``select Y`` in X's block, conditional or not)."""
+    found: dict[str, set[str]] = {}
+    starts = list(_SYMBOL.finditer(kconfig_text))
+    for i, m in enumerate(starts):
+        end = (
+            starts[i + 1].start() if i + 1 < len(starts) else len(kconfig_text)
+        )
+        block = kconfig_text[m.end() : end]
+        stop = _STATEMENT.search(block)
+        if stop:
+            block = block[: stop.start()]
+        for selected in _SELECT.findall(block):
+            found.setdefault(selected, set()).add(m.group(1))
+    return found
+
+
+def selected_by(tree: Path) -> dict[str, set[str]]:
+    """Every ``select`` of every Kconfig file of ``tree``: an option
+    without a prompt follows the options that select it, wherever they
+    are defined (IOMMU_SVA in drivers/iommu selects an mm/ option)."""
+    found: dict[str, set[str]] = {}
+    for f in sorted(tree.rglob("Kconfig*")):
+        if not f.is_file() or "Documentation" in f.parts:
+            continue
+        for name, by in selections(f.read_text(errors="replace")).items():
+            found.setdefault(name, set()).update(by)
     return found
 
 
@@ -215,26 +251,62 @@ def differences(
     mmci_config: str,
     defined: dict[str, tuple[str, bool]],
     named: set[str],
+    selectors: dict[str, set[str]] | None = None,
 ) -> list[Difference]:
     """The options of ``defined`` whose values differ between the two
-    .config texts. Off and not offered count as the same."""
+    .config texts. Off and not offered count as the same. An option
+    without a prompt follows the options that select it (``selectors``,
+    from selected_by), which the report lists; for an option of mm/ each
+    of those that differs must be named in configs/ or fall in a family,
+    or the option is unexplained and the report says which to read."""
     lab = kconfig.parse(lab_config, "lab .config")
     mmci = kconfig.parse(mmci_config, "mm CI .config")
+
+    def value(config: dict[str, str], name: str) -> str:
+        return config.get(f"CONFIG_{name}", "-")
+
+    def differs(name: str) -> bool:
+        a, b = value(lab, name), value(mmci, name)
+        return a != b and not {a, b} <= {"n", "-"}
+
+    def family_of(name: str, where: str) -> str:
+        if where.startswith(MM_DIR):
+            return ""
+        return next((why for pat, why in LEFT_OUT if pat.search(name)), "")
+
     out = []
     for name in sorted(defined):
-        key = f"CONFIG_{name}"
-        a, b = lab.get(key, "-"), mmci.get(key, "-")
-        if a == b or {a, b} <= {"n", "-"}:
+        if not differs(name):
             continue
         where, prompt = defined[name]
-        family = ""
-        if not where.startswith(MM_DIR):
-            family = next(
-                (why for pat, why in LEFT_OUT if pat.search(name)), ""
+        d = Difference(
+            name,
+            where,
+            value(lab, name),
+            value(mmci, name),
+            name in named,
+            family_of(name, where),
+        )
+        if not d.family and not prompt:
+            by = sorted(
+                s for s in (selectors or {}).get(name, ()) if differs(s)
             )
-        if not family and not prompt:
-            family = NO_PROMPT
-        out.append(Difference(name, where, a, b, name in named, family))
+            loose = [
+                s
+                for s in by
+                if s not in named
+                and not family_of(s, defined.get(s, ("", True))[0])
+            ]
+            # library and irq code follows whatever drivers select it; an
+            # option of mm/ is held to what selects it
+            if loose and where.startswith(MM_DIR):
+                # unexplained: the selector is what to read
+                d = replace(d, lead=f"selected by {', '.join(loose)}")
+            else:
+                d = replace(
+                    d, family=NO_PROMPT + (f" ({', '.join(by)})" if by else "")
+                )
+        out.append(d)
     return out
 
 
@@ -332,7 +404,7 @@ def report(diffs: list[Difference]) -> str:
     lines = [f"{'option':40} {'lab':8} {'mm CI':8} {'defined in':26} why"]
     for d in sorted(diffs, key=rank):
         why = (
-            "UNEXPLAINED"
+            "UNEXPLAINED" + (f": {d.lead}" if d.lead else "")
             if d.unexplained
             else ("named in configs/" if d.named else d.family)
         )
@@ -383,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             mmci,
             symbols(args.tree, args.arch),
             named_options(args.arch, version),
+            selected_by(args.tree),
         )
     except FoliolabError as e:
         print(f"config_audit: {e.one_line()}", file=sys.stderr)
