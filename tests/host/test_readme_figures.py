@@ -75,9 +75,11 @@ WALK_ARM64_73 = (
 )
 # 7.3.4's 32 wrappers on the kernel the config audit made the mm CI's
 AUDIT_X86_73 = "mmci-audit-x86-73"
+AUDIT_ARM64_73 = "mmci-audit-arm64-73"  # the same on arm64
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     AUDIT_X86_73,
+    AUDIT_ARM64_73,
     COW3_612,
     SUDO_73,
     MGLRU_THP_73,
@@ -1759,6 +1761,10 @@ FIGURES = {
     README: {
         AUDIT_X86_73: lambda: (
             figures_in_seconds(AUDIT_X86_73) + allowed_figures(AUDIT_X86_73)
+        ),
+        AUDIT_ARM64_73: lambda: (
+            figures_in_seconds(AUDIT_ARM64_73)
+            + allowed_figures(AUDIT_ARM64_73)
         ),
         HTLB_FIXED: figures_htlb_fixed,
         HTLB_612: functools.partial(figures_htlb_fixed, HTLB_612, "base"),
