@@ -162,11 +162,10 @@ class Difference:
         return not self.named and not self.family
 
 
-def choosable(kconfig_text: str) -> dict[str, bool]:
-    """Each option a Kconfig file defines, and whether a definition of it
-    has a prompt: one without is never chosen, only selected or defaulted
-    by others, so a fragment cannot ask for it."""
-    found: dict[str, bool] = {}
+def blocks(kconfig_text: str) -> list[tuple[str, str]]:
+    """Each ``config``/``menuconfig`` of a Kconfig file with the lines of
+    its definition (up to the next option or statement)."""
+    out = []
     starts = list(_SYMBOL.finditer(kconfig_text))
     for i, m in enumerate(starts):
         end = (
@@ -174,9 +173,16 @@ def choosable(kconfig_text: str) -> dict[str, bool]:
         )
         block = kconfig_text[m.end() : end]
         stop = _STATEMENT.search(block)
-        if stop:
-            block = block[: stop.start()]
-        name = m.group(1)
+        out.append((m.group(1), block[: stop.start()] if stop else block))
+    return out
+
+
+def choosable(kconfig_text: str) -> dict[str, bool]:
+    """Each option a Kconfig file defines, and whether a definition of it
+    has a prompt: one without is never chosen, only selected or defaulted
+    by others, so a fragment cannot ask for it."""
+    found: dict[str, bool] = {}
+    for name, block in blocks(kconfig_text):
         found[name] = found.get(name, False) or bool(_PROMPT.search(block))
     return found
 
@@ -188,17 +194,9 @@ def selections(kconfig_text: str) -> dict[str, set[str]]:
     """For each option a Kconfig file's options select, which of them
     select it (``select Y`` in X's block, conditional or not)."""
     found: dict[str, set[str]] = {}
-    starts = list(_SYMBOL.finditer(kconfig_text))
-    for i, m in enumerate(starts):
-        end = (
-            starts[i + 1].start() if i + 1 < len(starts) else len(kconfig_text)
-        )
-        block = kconfig_text[m.end() : end]
-        stop = _STATEMENT.search(block)
-        if stop:
-            block = block[: stop.start()]
+    for name, block in blocks(kconfig_text):
         for selected in _SELECT.findall(block):
-            found.setdefault(selected, set()).add(m.group(1))
+            found.setdefault(selected, set()).add(name)
     return found
 
 
