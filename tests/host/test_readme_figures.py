@@ -76,9 +76,14 @@ WALK_ARM64_73 = (
 # 7.3.4's 32 wrappers on the kernel the config audit made the mm CI's
 AUDIT_X86_73 = "mmci-audit-x86-73"
 AUDIT_ARM64_73 = "mmci-audit-arm64-73"  # the same on arm64
+# the seven of mmci-arm64-walk73 on the audited kernel, MGLRU on
+AUDIT_MGLRU_X86_73 = "mmci-audit-mglru-x86-73"
+AUDIT_MGLRU_ARM64_73 = "mmci-audit-mglru-arm64-73"
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
+    AUDIT_MGLRU_ARM64_73,
     AUDIT_X86_73,
+    AUDIT_MGLRU_X86_73,
     AUDIT_ARM64_73,
     COW3_612,
     SUDO_73,
@@ -1761,6 +1766,22 @@ FIGURES = {
     README: {
         AUDIT_X86_73: lambda: (
             figures_in_seconds(AUDIT_X86_73) + allowed_figures(AUDIT_X86_73)
+        ),
+        AUDIT_MGLRU_X86_73: lambda: (
+            figures_in_seconds(AUDIT_MGLRU_X86_73)
+            # named by the run: "mask 7 in all 24 boots" is another's
+            + [
+                f"{m} of `{AUDIT_MGLRU_X86_73}`"
+                for m in mask_figure(AUDIT_MGLRU_X86_73)
+            ]
+        ),
+        AUDIT_MGLRU_ARM64_73: lambda: (
+            figures_in_seconds(AUDIT_MGLRU_ARM64_73)
+            # named by the run: "mask 7 in all 24 boots" is another's
+            + [
+                f"{m} of `{AUDIT_MGLRU_ARM64_73}`"
+                for m in mask_figure(AUDIT_MGLRU_ARM64_73)
+            ]
         ),
         AUDIT_ARM64_73: lambda: (
             figures_in_seconds(AUDIT_ARM64_73)
