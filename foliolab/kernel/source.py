@@ -438,6 +438,11 @@ def makefile_numbers(
     """VERSION, PATCHLEVEL and SUBLEVEL of the top Makefile at ``commit``,
     those it names (none where it has no Makefile and not ``check``)."""
     text = git(repo, "show", f"{commit}:Makefile", check=check).stdout
+    return makefile_numbers_in(text)
+
+
+def makefile_numbers_in(text: str) -> dict[str, int]:
+    """VERSION, PATCHLEVEL and SUBLEVEL a top Makefile's text names."""
     return {
         k: int(v)
         for k, v in re.findall(

@@ -37,8 +37,21 @@ config TWICE
 """
 
 
-def test_an_option_without_a_prompt_cannot_be_chosen():
-    assert audit.choosable(KCONFIG) == {
+def _tree(tmp_path, files: dict[str, str]):
+    for where, text in files.items():
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text(text)
+    return tmp_path
+
+
+def _prompts(tmp_path, text: str) -> dict[str, bool]:
+    """Whether each option of an audited Kconfig file can be chosen."""
+    found = audit.index(_tree(tmp_path, {"mm/Kconfig": text}), "x86_64")
+    return {name: prompt for name, (_, prompt) in found.defined.items()}
+
+
+def test_an_option_without_a_prompt_cannot_be_chosen(tmp_path):
+    assert _prompts(tmp_path, KCONFIG) == {
         "CHOSEN": True,
         "SELECTED": False,
         "MENU": True,
@@ -47,9 +60,30 @@ def test_an_option_without_a_prompt_cannot_be_chosen():
     }
 
 
-def test_a_prompt_after_the_block_is_not_the_options():
+def test_a_prompt_after_the_block_is_not_the_options(tmp_path):
     text = 'config A\n\tbool\nmenu "B"\n\tbool "not A\'s"\nendmenu\n'
-    assert audit.choosable(text) == {"A": False}
+    assert _prompts(tmp_path, text) == {"A": False}
+
+
+def test_only_the_audited_files_define_options(tmp_path):
+    tree = _tree(
+        tmp_path,
+        {
+            "mm/Kconfig": "config BOTH\n\tbool\n",
+            "arch/x86/Kconfig": 'config BOTH\n\tbool "x86\'s"\n'
+            'config X86_ONLY\n\tbool "x"\n',
+            "arch/arm64/Kconfig": 'config ARM64_ONLY\n\tbool "a"\n',
+            "drivers/gpu/Kconfig": 'config GPU\n\tbool "g"\n',
+        },
+    )
+    defined = audit.index(tree, "x86_64").defined
+    # another architecture's and a driver's files are not audited; an
+    # option two audited files define is counted where AUDITED's earlier
+    # one puts it, and has a prompt if either definition does
+    assert defined == {
+        "BOTH": ("mm/Kconfig", True),
+        "X86_ONLY": ("arch/x86/Kconfig", True),
+    }
 
 
 def _diffs(lab: str, mmci: str, named: set[str] | None = None):
@@ -231,36 +265,38 @@ def test_a_failed_make_names_its_target_and_the_last_line(
             argv, 2, "", "warning\n*** The source tree is not clean\n"
         )
 
-    monkeypatch.setattr(audit.subprocess, "run", run)
+    # under proc.run, the project's one way to run a command
+    monkeypatch.setattr(subprocess, "run", run)
     with pytest.raises(ConfigError) as e:
         audit._make(tmp_path, tmp_path / "o", "arm64", "defconfig")
     assert "make defconfig failed" in e.value.message
     assert e.value.message.endswith("*** The source tree is not clean")
 
 
-def test_selections_name_who_selects_what():
+def test_selections_name_who_selects_what(tmp_path):
     text = (
         'config DRIVER\n\ttristate "a driver"\n\tselect MM_HELPER\n'
         "\tselect LIB_CODE if DRIVER\n\n"
         'config OTHER\n\tbool "other"\n\tselect MM_HELPER\n'
         'menu "not an option"\n\tselect NOT_OTHERS\nendmenu\n'
     )
-    assert audit.selections(text) == {
+    tree = _tree(tmp_path, {"drivers/x/Kconfig": text})
+    assert audit.index(tree, "arm64").selected_by == {
         "MM_HELPER": {"DRIVER", "OTHER"},
         "LIB_CODE": {"DRIVER"},
     }
 
 
-def test_selected_by_reads_every_kconfig_of_the_tree(tmp_path):
-    (tmp_path / "drivers" / "x").mkdir(parents=True)
-    (tmp_path / "drivers" / "x" / "Kconfig").write_text(
-        'config DRIVER\n\tbool "d"\n\tselect MM_HELPER\n'
+def test_selections_are_read_from_every_kconfig_of_the_tree(tmp_path):
+    tree = _tree(
+        tmp_path,
+        {
+            "drivers/x/Kconfig": 'config DRIVER\n\tbool "d"\n'
+            "\tselect MM_HELPER\n",
+            "Documentation/Kconfig": "config EXAMPLE\n\tselect MM_HELPER\n",
+        },
     )
-    (tmp_path / "Documentation").mkdir()
-    (tmp_path / "Documentation" / "Kconfig").write_text(
-        "config EXAMPLE\n\tselect MM_HELPER\n"
-    )
-    assert audit.selected_by(tmp_path) == {"MM_HELPER": {"DRIVER"}}
+    assert audit.index(tree, "x86_64").selected_by == {"MM_HELPER": {"DRIVER"}}
 
 
 def test_an_mm_option_without_a_prompt_is_held_to_what_selects_it():

@@ -17,15 +17,17 @@ virtme-ng``), so the comparison follows the version installed.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from foliolab import proc
+from foliolab.arch import ARCHES, get_arch
 from foliolab.errors import ConfigError, FoliolabError, UsageError
-from foliolab.kernel import kconfig
+from foliolab.kernel import kconfig, source
 from foliolab.paths import CONFIGS_DIR
+from foliolab.suite.mmci import config
 
 # Where the options live that the mm code, the page-table layout, the
 # scheduler's preemption or a wrapper can see. Driver and subsystem
@@ -135,10 +137,8 @@ _STATEMENT = re.compile(
     r"^(?:if|endif|menu|endmenu|choice|endchoice|source|comment)\b", re.M
 )
 _NAMED = re.compile(r"\bCONFIG_([A-Za-z0-9_]+)")
-# kconfig's arch names and virtme-ng's
-_KARCH = {"x86_64": "x86", "arm64": "arm64"}
+# virtme-ng's names of the lab's architectures
 _VNG_ARCH = {"x86_64": "x86_64", "arm64": "aarch64"}
-_CROSS = {"x86_64": (), "arm64": ("CROSS_COMPILE=aarch64-linux-gnu-",)}
 
 
 @dataclass(frozen=True)
@@ -177,58 +177,60 @@ def blocks(kconfig_text: str) -> list[tuple[str, str]]:
     return out
 
 
-def choosable(kconfig_text: str) -> dict[str, bool]:
-    """Each option a Kconfig file defines, and whether a definition of it
-    has a prompt: one without is never chosen, only selected or defaulted
-    by others, so a fragment cannot ask for it."""
-    found: dict[str, bool] = {}
-    for name, block in blocks(kconfig_text):
-        found[name] = found.get(name, False) or bool(_PROMPT.search(block))
-    return found
-
-
 _SELECT = re.compile(r"^\s*select\s+([A-Za-z0-9_]+)", re.M)
 
 
-def selections(kconfig_text: str) -> dict[str, set[str]]:
-    """For each option a Kconfig file's options select, which of them
-    select it (``select Y`` in X's block, conditional or not)."""
-    found: dict[str, set[str]] = {}
-    for name, block in blocks(kconfig_text):
-        for selected in _SELECT.findall(block):
-            found.setdefault(selected, set()).add(name)
-    return found
+@dataclass(frozen=True)
+class KconfigIndex:
+    """What the audit reads of a tree's Kconfig files, in one walk: the
+    options the audited files define (the first file defining each,
+    relative to the tree, and whether any definition has a prompt), and
+    for each option that is selected, the options selecting it, from
+    every Kconfig file: an option without a prompt follows those,
+    wherever they are defined (IOMMU_SVA in drivers/iommu selects an mm/
+    option)."""
+
+    defined: dict[str, tuple[str, bool]]
+    selected_by: dict[str, set[str]]
 
 
-def selected_by(tree: Path) -> dict[str, set[str]]:
-    """Every ``select`` of every Kconfig file of ``tree``: an option
-    without a prompt follows the options that select it, wherever they
-    are defined (IOMMU_SVA in drivers/iommu selects an mm/ option)."""
-    found: dict[str, set[str]] = {}
+def index(tree: Path, arch: str) -> KconfigIndex:
+    """Read every Kconfig file of ``tree`` once (Documentation/'s
+    examples aside) for the audit of ``arch``."""
+    tops = [t.format(arch=get_arch(arch).linux_arch) for t in AUDITED]
+
+    def rank(where: str) -> int | None:
+        """Which of AUDITED holds the file (itself or a directory above
+        it), earliest first: an option two audited files define is
+        counted where the earlier one puts it (mm/ before arch/)."""
+        return next(
+            (
+                i
+                for i, top in enumerate(tops)
+                if where == top or where.startswith(top + "/")
+            ),
+            None,
+        )
+
+    first: dict[str, tuple[int, str]] = {}
+    prompted: set[str] = set()
+    selected_by: dict[str, set[str]] = {}
     for f in sorted(tree.rglob("Kconfig*")):
         if not f.is_file() or "Documentation" in f.parts:
             continue
-        for name, by in selections(f.read_text(errors="replace")).items():
-            found.setdefault(name, set()).update(by)
-    return found
-
-
-def symbols(tree: Path, arch: str) -> dict[str, tuple[str, bool]]:
-    """Every option the audited Kconfig files of ``tree`` define: the
-    first file defining it (relative to the tree) and whether a fragment
-    can choose it."""
-    found: dict[str, tuple[str, bool]] = {}
-    for top in AUDITED:
-        start = tree / top.format(arch=_KARCH[arch])
-        files = [start] if start.is_file() else sorted(start.rglob("Kconfig*"))
-        for f in files:
-            where = str(f.relative_to(tree))
-            for name, prompt in choosable(
-                f.read_text(errors="replace")
-            ).items():
-                first, had = found.get(name, (where, False))
-                found[name] = (first, had or prompt)
-    return found
+        where = str(f.relative_to(tree))
+        audited = rank(where)
+        for name, block in blocks(f.read_text(errors="replace")):
+            for selected in _SELECT.findall(block):
+                selected_by.setdefault(selected, set()).add(name)
+            if audited is None:
+                continue
+            if name not in first or audited < first[name][0]:
+                first[name] = (audited, where)
+            if _PROMPT.search(block):
+                prompted.add(name)
+    defined = {n: (where, n in prompted) for n, (_, where) in first.items()}
+    return KconfigIndex(defined, selected_by)
 
 
 def named_options(
@@ -254,7 +256,7 @@ def differences(
     """The options of ``defined`` whose values differ between the two
     .config texts. Off and not offered count as the same. An option
     without a prompt follows the options that select it (``selectors``,
-    from selected_by), which the report lists; for an option of mm/ each
+    from index()), which the report lists; for an option of mm/ each
     of those that differs must be named in configs/ or fall in a family,
     or the option is unexplained and the report says which to read."""
     lab = kconfig.parse(lab_config, "lab .config")
@@ -331,17 +333,18 @@ def vng_options(arch: str, fragments: list[str]) -> list[str]:
 
 
 def _make(tree: Path, out: Path, arch: str, *args: str) -> None:
+    a = get_arch(arch)
     argv = [
         "make",
         "-s",
         "-C",
         str(tree),
         f"O={out}",
-        f"ARCH={'x86_64' if arch == 'x86_64' else 'arm64'}",
-        *_CROSS[arch],
+        f"ARCH={a.linux_arch}",
+        f"CROSS_COMPILE={a.cross_compile}",
         *args,
     ]
-    cp = subprocess.run(argv, capture_output=True, text=True)
+    cp = proc.run(argv, check=False, error=ConfigError)
     if cp.returncode != 0:
         last = (cp.stderr.strip().splitlines() or ["no output"])[-1]
         raise ConfigError(
@@ -365,7 +368,7 @@ def configure_both(
         version=version,
         tree_options=kconfig.parse(tree_fragment, kconfig.TREE_FRAGMENT),
     )
-    mmci_fragment = (CONFIGS_DIR / "mm-ci.config").read_text()
+    mmci_fragment = config.FRAGMENT.read_text()
     with tempfile.TemporaryDirectory(prefix="mmci-audit-") as tmp:
         lab_out, ci_out = Path(tmp, "lab"), Path(tmp, "mmci")
         lab_out.mkdir()
@@ -421,14 +424,13 @@ def tree_version(tree: Path) -> tuple[int, int]:
     """(VERSION, PATCHLEVEL) from the tree's top Makefile."""
     makefile = tree / "Makefile"
     text = makefile.read_text(errors="replace") if makefile.is_file() else ""
-    v = re.search(r"^VERSION = (\d+)$", text, re.M)
-    p = re.search(r"^PATCHLEVEL = (\d+)$", text, re.M)
-    if not (v and p):
+    found = source.makefile_numbers_in(text)
+    if "VERSION" not in found or "PATCHLEVEL" not in found:
         raise UsageError(
             f"{tree} has no kernel Makefile with VERSION and PATCHLEVEL",
             hint="give the top directory of a kernel tree",
         )
-    return int(v.group(1)), int(p.group(1))
+    return found["VERSION"], found["PATCHLEVEL"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -441,19 +443,20 @@ def main(argv: list[str] | None = None) -> int:
         "fragments), for one kernel tree",
     )
     ap.add_argument("tree", type=Path, help="a kernel tree (only read)")
-    ap.add_argument("arch", choices=sorted(_KARCH))
+    ap.add_argument("arch", choices=sorted(ARCHES))
     args = ap.parse_args(argv)
     try:
         # what the audit needs, checked before kconfig runs
         version = tree_version(args.tree)
         vng_options(args.arch, [])
         lab, mmci = configure_both(args.tree, args.arch, version)
+        kconfigs = index(args.tree, args.arch)
         diffs = differences(
             lab,
             mmci,
-            symbols(args.tree, args.arch),
+            kconfigs.defined,
             named_options(args.arch, version),
-            selected_by(args.tree),
+            kconfigs.selected_by,
         )
     except FoliolabError as e:
         print(f"config_audit: {e.one_line()}", file=sys.stderr)
