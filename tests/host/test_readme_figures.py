@@ -79,6 +79,10 @@ AUDIT_ARM64_73 = "mmci-audit-arm64-73"  # the same on arm64
 # the seven of mmci-arm64-walk73 on the audited kernel, MGLRU on
 AUDIT_MGLRU_X86_73 = "mmci-audit-mglru-x86-73"
 AUDIT_MGLRU_ARM64_73 = "mmci-audit-mglru-arm64-73"
+# arm64's pagemap on 7.3.4 with NUMA balancing off (three boots), and on
+# with the hardware access flag hidden (one boot)
+PAGEMAP_NONUMA_73 = tuple(f"mmci-pagemap-nonuma{i}-73" for i in (1, 2, 3))
+PAGEMAP_NOHAFDBS_73 = "mmci-pagemap-nohafdbs-73"
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     AUDIT_MGLRU_ARM64_73,
@@ -1777,8 +1781,55 @@ def figures_audit_mglru(run):
     ]
 
 
+def figures_pagemap_numa():
+    """arm64's pagemap warning on the audited 7.3.4 against NUMA
+    balancing: every boot with balancing off passed every row and the
+    wrapper; every boot with it on (the audit's two and the one with the
+    hardware access flag hidden) failed the wrapper on pgtable.h:429."""
+
+    def wrapper(run, kernel="up"):
+        (rows,) = one_round(run, kernel)
+        (row,) = [t for t in rows if t.path == "kselftest.mm.pagemap"]
+        return rows, row
+
+    passed = set()
+    for run in PAGEMAP_NONUMA_73:
+        rows, row = wrapper(run)
+        assert row.misc["kernel_args_added"] == "numa_balancing=disable"
+        assert row.status == "pass", run
+        assert all(t.status == "pass" for t in rows), run
+        passed.add(len(rows))
+    warned = [
+        wrapper(run, kernel)[1]
+        for run, kernel in (
+            (AUDIT_ARM64_73, "up"),
+            (AUDIT_ARM64_73, "next"),
+            (PAGEMAP_NOHAFDBS_73, "up"),
+        )
+    ]
+    assert warned[-1].misc["kernel_args_added"] == "id_aa64mmfr1.hafdbs=0"
+    assert all(
+        t.status == "fail" and "pgtable.h:429" in t.misc["detail"]
+        for t in warned
+    )
+    (rows,) = passed
+    return [
+        f"passed the wrapper {len(PAGEMAP_NONUMA_73)} times of "
+        f"{len(PAGEMAP_NONUMA_73)}",
+        f"`{PAGEMAP_NONUMA_73[0]}` to `-{PAGEMAP_NONUMA_73[-1].split('-', 2)[2]}`",
+        f"{rows} rows passed in each",
+        f"all {len(warned)} boots with balancing on warned",
+        f"`up` again in `{PAGEMAP_NOHAFDBS_73}`",
+    ]
+
+
 FIGURES = {
     README: {
+        # one set of figures, which README names by each of its runs
+        **{
+            run: figures_pagemap_numa
+            for run in (PAGEMAP_NOHAFDBS_73, *PAGEMAP_NONUMA_73)
+        },
         AUDIT_X86_73: functools.partial(figures_audit, AUDIT_X86_73),
         AUDIT_ARM64_73: functools.partial(figures_audit, AUDIT_ARM64_73),
         AUDIT_MGLRU_X86_73: functools.partial(
