@@ -83,6 +83,9 @@ AUDIT_MGLRU_ARM64_73 = "mmci-audit-mglru-arm64-73"
 # with the hardware access flag hidden (one boot)
 PAGEMAP_NONUMA_73 = tuple(f"mmci-pagemap-nonuma{i}-73" for i in (1, 2, 3))
 PAGEMAP_NOHAFDBS_73 = "mmci-pagemap-nohafdbs-73"
+# 6.12.117's 23 categories on the audited kernel
+AUDIT_X86_612 = "mmci-audit-x86-612"
+AUDIT_ARM64_612 = "mmci-audit-arm64-612"
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     AUDIT_MGLRU_ARM64_73,
@@ -1242,8 +1245,8 @@ AGAIN_612 = {
 }
 
 
-def figures_612_arm64(run):
-    """6.12.117's categories on arm64, a boot each on each kernel: as
+def figures_612_by_category(run):
+    """6.12.117's categories (x86_64 or arm64), a boot each on each kernel: as
     figures_in_seconds, and the allowed failures, the steady ones said
     with the run's name and other words than other runs' (two runs'
     counts stand in one sentence, and a changed digit must not make
@@ -1259,6 +1262,18 @@ def figures_612_arm64(run):
         *rest,
         *some,
         f"in `{run}`, {n} in every run of both kernels",
+    ]
+
+
+def figures_612_audit(run):
+    """6.12.117's 23 categories on the audited kernel: as
+    figures_612_by_category, ksm_numa's cases named with the run (an
+    earlier run's "0 of 1 on `base`, 1 of 1" is a digit away)."""
+    return [
+        f.replace("`: ", f"` in `{run}`: ", 1)
+        if f.startswith("`kselftest.mm.ksm_numa.")
+        else f
+        for f in figures_612_by_category(run)
     ]
 
 
@@ -1297,7 +1312,16 @@ def figures_612_arm64_afdbm():
 
 # 6.12.117's categories on arm64 booted again on base in a guest changed
 # on purpose: each row keeps the arguments added (kernel_args_added)
-ARM64_AGAIN_612 = {
+# 6.12.117's base booted again, a category or a few, with a kernel
+# argument changed (arm64, and x86_64 on the audited kernel)
+AUDIT_AGAIN_612 = {
+    "mmci612-hugevm-hp64": "hugepages=64",
+    "mmci612-hugevm-no5lvl": "no5lvl",
+    "mmci612-audit-hmm-nothp": "transparent_hugepage=never",
+    "mmci612-audit-htlb-hp64": "hugepages=64",
+}
+CHANGED_AGAIN_612 = {
+    **AUDIT_AGAIN_612,
     "mmci612-arm64-hmm-nothp": "transparent_hugepage=never",
     "mmci612-arm64-mig-hp64": "hugepages=64",
     "mmci612-arm64-secret-rodata": "rodata=full",
@@ -1305,16 +1329,22 @@ ARM64_AGAIN_612 = {
 }
 
 
-def figures_612_arm64_again(run):
-    """As figures_612_again, on arm64, every boot with the arguments
-    README gives."""
+def figures_612_changed_again(run):
+    """As figures_612_again, every boot with the arguments README gives;
+    on the audited kernel the totals follow the run's name (they can be
+    a digit from an earlier run's)."""
     (rows,) = one_round(run, "base")
     assert {
         t.misc.get("kernel_args_added") for t in rows if t.path.count(".") == 2
-    } == {ARM64_AGAIN_612[run]}
+    } == {CHANGED_AGAIN_612[run]}
+    named, totals = figures_612_again(run)
     return [
-        f"`--append {ARM64_AGAIN_612[run]}`: `{run}`",
-        *figures_612_again(run),
+        f"`--append {CHANGED_AGAIN_612[run]}`: `{run}`",
+        *(
+            [f"{named}, {totals}"]
+            if run in AUDIT_AGAIN_612
+            else [named, totals]
+        ),
     ]
 
 
@@ -1349,7 +1379,7 @@ def test_the_612_again_records_are_their_runs_own_summaries():
         *((run, kernel, ()) for run, kernel in CFG_ARM64.items()),
         *(
             (run, "base", tuple(args.split()))
-            for run, args in ARM64_AGAIN_612.items()
+            for run, args in CHANGED_AGAIN_612.items()
         ),
     ]
     for run, kernel, args in kept + [(AFDBM_ARM64_612, "base", None)]:
@@ -1825,6 +1855,10 @@ def figures_pagemap_numa():
 
 FIGURES = {
     README: {
+        **{
+            run: functools.partial(figures_612_audit, run)
+            for run in (AUDIT_X86_612,)
+        },
         # one set of figures, which README names by each of its runs
         **{
             run: figures_pagemap_numa
@@ -1938,18 +1972,18 @@ FIGURES = {
             run: functools.partial(figures_612_again, run) for run in AGAIN_612
         },
         **{
-            run: functools.partial(figures_612_arm64, run)
+            run: functools.partial(figures_612_by_category, run)
             for run in (ARM64_612, ARM64_SLOW_612)
         },
         **{
             run: lambda run=run: (
-                figures_612_arm64(run) + mask_figure(run, "base", "next")
+                figures_612_by_category(run) + mask_figure(run, "base", "next")
             )
             for run in (ARM64_MGLRU_612, ARM64_MGLRU_SLOW_612)
         },
         **{
-            run: functools.partial(figures_612_arm64_again, run)
-            for run in ARM64_AGAIN_612
+            run: functools.partial(figures_612_changed_again, run)
+            for run in CHANGED_AGAIN_612
         },
         **{
             run: functools.partial(figures_arm64_cfg, run) for run in CFG_ARM64
@@ -1961,7 +1995,7 @@ FIGURES = {
             + [f"in `{WALK_ARM64_73}`: {allowed_figures(WALK_ARM64_73)[-1]}"]
         ),
         WALK_ARM64_612: lambda: (
-            figures_612_arm64(WALK_ARM64_612)
+            figures_612_by_category(WALK_ARM64_612)
             + mask_figure(WALK_ARM64_612, "base", "next")
         ),
         GENERAL_612: figures_612_general,
