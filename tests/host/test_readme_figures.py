@@ -83,9 +83,11 @@ AUDIT_MGLRU_ARM64_73 = "mmci-audit-mglru-arm64-73"
 # with the hardware access flag hidden (one boot)
 PAGEMAP_NONUMA_73 = tuple(f"mmci-pagemap-nonuma{i}-73" for i in (1, 2, 3))
 PAGEMAP_NOHAFDBS_73 = "mmci-pagemap-nohafdbs-73"
-# 6.12.117's 23 categories on the audited kernel
+# 6.12.117's 23 categories on the audited kernel, and its six reclaim
+# categories with MGLRU on
 AUDIT_X86_612 = "mmci-audit-x86-612"
 AUDIT_ARM64_612 = "mmci-audit-arm64-612"
+AUDIT_MGLRU_612 = ("mmci-audit-mglru-x86-612", "mmci-audit-mglru-arm64-612")
 # runs whose summary lists the allowed failures (38ce4ed on)
 LISTS_ALLOWED = {
     AUDIT_MGLRU_ARM64_73,
@@ -1277,6 +1279,28 @@ def figures_612_audit(run):
     ]
 
 
+def figures_612_pagemap_nonuma():
+    """arm64's pagemap on the audited 6.12.117 base, booted three times
+    with NUMA balancing off: every boot passed its wrapper with no
+    failing row, the same rows in each."""
+    boots = runs_of(PAGEMAP_NONUMA_612, "base")
+    rows = set()
+    for boot in boots:
+        (wrapper,) = [t for t in boot if t.path.count(".") == 2]
+        assert wrapper.misc["kernel_args_added"] == "numa_balancing=disable"
+        assert wrapper.status == "pass"
+        assert not [t for t in boot if t.status == "fail"]
+        rows.add(
+            tuple(sum(t.status == s for t in boot) for s in ("pass", "skip"))
+        )
+    ((passed, skipped),) = rows
+    return [
+        f"`{PAGEMAP_NONUMA_612}`",
+        f"passed {len(boots)} boots of {len(boots)}",
+        f"{passed} pass and {skipped} skip in each",
+    ]
+
+
 # arm64's mm CI kernel with BTI and rodata full (1cca644): memfd_secret
 # and mdwe on 6.12.117's base and on 7.3.4
 CFG_ARM64 = {"mmci612-arm64-cfg": "base", "mmci-arm64-cfg73": "up"}
@@ -1319,7 +1343,14 @@ AUDIT_AGAIN_612 = {
     "mmci612-hugevm-no5lvl": "no5lvl",
     "mmci612-audit-hmm-nothp": "transparent_hugepage=never",
     "mmci612-audit-htlb-hp64": "hugepages=64",
+    "mmci612-arm64-hugevm-nolva": "arm64.nolva",
+    "mmci612-arm64-audit-hmm-nothp": "transparent_hugepage=never",
+    "mmci612-arm64-audit-htlb-hp64": "hugepages=64",
 }
+# arm64's pagemap on the audited 6.12.117 base, NUMA balancing off
+PAGEMAP_NONUMA_612 = "mmci612-arm64-pagemap-nonuma"
+# arm64's thp on the audited 6.12.117, three boots more on each kernel
+THP3_ARM64_612 = "mmci612-arm64-audit-thp3"
 CHANGED_AGAIN_612 = {
     **AUDIT_AGAIN_612,
     "mmci612-arm64-hmm-nothp": "transparent_hugepage=never",
@@ -1802,12 +1833,17 @@ def figures_audit(run):
     return figures_in_seconds(run) + allowed_figures(run)
 
 
-def figures_audit_mglru(run):
-    """The reclaim wrappers on the audited config, MGLRU on: the boots,
-    the tables and lru_gen's mask, named by the run ("mask 7 in all 24
-    boots" is another run's)."""
-    return figures_in_seconds(run) + [
-        f"{m} of `{run}`" for m in mask_figure(run)
+def figures_audit_mglru(run, ref="up", other="next"):
+    """The reclaim wrappers (categories) on the audited config, MGLRU on:
+    the boots, the tables and lru_gen's mask, named by the run ("mask 7
+    in all 24 boots" is another run's); the boots and the longest as one
+    figure (two runs' longest boots differ in a digit)."""
+    folder, boots, longest, *rest = figures_in_seconds(run, ref, other)
+    return [
+        folder,
+        f"{boots}, {longest}",
+        *rest,
+        *(f"{m} of `{run}`" for m in mask_figure(run, ref, other)),
     ]
 
 
@@ -1857,7 +1893,15 @@ FIGURES = {
     README: {
         **{
             run: functools.partial(figures_612_audit, run)
-            for run in (AUDIT_X86_612,)
+            for run in (AUDIT_X86_612, AUDIT_ARM64_612)
+        },
+        PAGEMAP_NONUMA_612: figures_612_pagemap_nonuma,
+        THP3_ARM64_612: functools.partial(
+            figures_k_of_n, THP3_ARM64_612, "base", "next"
+        ),
+        **{
+            run: functools.partial(figures_audit_mglru, run, "base", "next")
+            for run in AUDIT_MGLRU_612
         },
         # one set of figures, which README names by each of its runs
         **{
