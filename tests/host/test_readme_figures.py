@@ -1279,11 +1279,11 @@ def figures_612_audit(run):
     ]
 
 
-def figures_612_pagemap_nonuma():
-    """arm64's pagemap on the audited 6.12.117 base, booted three times
-    with NUMA balancing off: every boot passed its wrapper with no
-    failing row, the same rows in each."""
-    boots = runs_of(PAGEMAP_NONUMA_612, "base")
+def figures_612_nonuma(run):
+    """A category of the audited 6.12.117 base on arm64 (pagemap, thp),
+    booted three times with NUMA balancing off: every boot passed its
+    wrapper with no failing row, the same rows in each."""
+    boots = runs_of(run, "base")
     rows = set()
     for boot in boots:
         (wrapper,) = [t for t in boot if t.path.count(".") == 2]
@@ -1295,7 +1295,7 @@ def figures_612_pagemap_nonuma():
         )
     ((passed, skipped),) = rows
     return [
-        f"`{PAGEMAP_NONUMA_612}`",
+        f"`{run}`",
         f"passed {len(boots)} boots of {len(boots)}",
         f"{passed} pass and {skipped} skip in each",
     ]
@@ -1351,6 +1351,8 @@ AUDIT_AGAIN_612 = {
 PAGEMAP_NONUMA_612 = "mmci612-arm64-pagemap-nonuma"
 # arm64's thp on the audited 6.12.117, three boots more on each kernel
 THP3_ARM64_612 = "mmci612-arm64-audit-thp3"
+# and on base, NUMA balancing off, three boots
+THP_NONUMA_612 = "mmci612-arm64-thp-nonuma"
 CHANGED_AGAIN_612 = {
     **AUDIT_AGAIN_612,
     "mmci612-arm64-hmm-nothp": "transparent_hugepage=never",
@@ -1895,7 +1897,10 @@ FIGURES = {
             run: functools.partial(figures_612_audit, run)
             for run in (AUDIT_X86_612, AUDIT_ARM64_612)
         },
-        PAGEMAP_NONUMA_612: figures_612_pagemap_nonuma,
+        **{
+            run: functools.partial(figures_612_nonuma, run)
+            for run in (PAGEMAP_NONUMA_612, THP_NONUMA_612)
+        },
         THP3_ARM64_612: functools.partial(
             figures_k_of_n, THP3_ARM64_612, "base", "next"
         ),
