@@ -1334,10 +1334,9 @@ def figures_612_arm64_afdbm():
     ]
 
 
-# 6.12.117's categories on arm64 booted again on base in a guest changed
-# on purpose: each row keeps the arguments added (kernel_args_added)
-# 6.12.117's base booted again, a category or a few, with a kernel
-# argument changed (arm64, and x86_64 on the audited kernel)
+# 6.12.117's base booted again, a category or a few, in a guest changed
+# on purpose (arm64, and x86_64 on the audited kernel): each row keeps
+# the arguments added (kernel_args_added)
 AUDIT_AGAIN_612 = {
     "mmci612-hugevm-hp64": "hugepages=64",
     "mmci612-hugevm-no5lvl": "no5lvl",
@@ -1835,17 +1834,12 @@ def figures_audit(run):
     return figures_in_seconds(run) + allowed_figures(run)
 
 
-def figures_audit_mglru(run, ref="up", other="next"):
-    """The reclaim wrappers (categories) on the audited config, MGLRU on:
-    the boots, the tables and lru_gen's mask, named by the run ("mask 7
-    in all 24 boots" is another run's); the boots and the longest as one
-    figure (two runs' longest boots differ in a digit)."""
-    folder, boots, longest, *rest = figures_in_seconds(run, ref, other)
-    return [
-        folder,
-        f"{boots}, {longest}",
-        *rest,
-        *(f"{m} of `{run}`" for m in mask_figure(run, ref, other)),
+def figures_audit_mglru(run):
+    """The reclaim wrappers on the audited config, MGLRU on: the boots,
+    the tables and lru_gen's mask, named by the run ("mask 7 in all 24
+    boots" is another run's)."""
+    return figures_in_seconds(run) + [
+        f"{m} of `{run}`" for m in mask_figure(run)
     ]
 
 
@@ -1904,10 +1898,6 @@ FIGURES = {
         THP3_ARM64_612: functools.partial(
             figures_k_of_n, THP3_ARM64_612, "base", "next"
         ),
-        **{
-            run: functools.partial(figures_audit_mglru, run, "base", "next")
-            for run in AUDIT_MGLRU_612
-        },
         # one set of figures, which README names by each of its runs
         **{
             run: figures_pagemap_numa
@@ -2028,7 +2018,11 @@ FIGURES = {
             run: lambda run=run: (
                 figures_612_by_category(run) + mask_figure(run, "base", "next")
             )
-            for run in (ARM64_MGLRU_612, ARM64_MGLRU_SLOW_612)
+            for run in (
+                ARM64_MGLRU_612,
+                ARM64_MGLRU_SLOW_612,
+                *AUDIT_MGLRU_612,
+            )
         },
         **{
             run: functools.partial(figures_612_changed_again, run)
